@@ -1,0 +1,1 @@
+//! Criterion benchmarks of docmeta live in `benches/`.

@@ -1,0 +1,115 @@
+//! One error type for every operation of docmeta.
+//!
+//! The variants are the *kinds* a caller acts on differently (show a field error, ask for other
+//! credentials, report "not found", ...). Faces (HTTP, Python, Kotlin) map kinds, never message
+//! text. Messages say what was being done when the failure happened.
+
+use std::fmt;
+
+/// The result type of docmeta operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A boxed source error kept for diagnostics (never shown to remote callers by the faces).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Field name used for errors not tied to one input field (Django REST Framework's spelling).
+pub const NON_FIELD_ERRORS: &str = "non_field_errors";
+
+/// Everything that can go wrong in docmeta.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Input was well-formed but a rule refused it (spec section 7). `field` names the input
+    /// field (`value`, `name`, `lookup`, ... or [`NON_FIELD_ERRORS`]).
+    #[error("invalid {field}: {message}")]
+    Validation {
+        /// The input field the error is about.
+        field: String,
+        /// A human-readable explanation.
+        message: String,
+    },
+    /// The actor may see the object but holds no permission for the action.
+    #[error("permission denied: {0}")]
+    PermissionDenied(String),
+    /// The object does not exist, or the actor may not know that it exists.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// A uniqueness rule refused the change (spec 8 items 1-2).
+    #[error("conflict on {field}: {message}")]
+    Conflict {
+        /// The input field whose value is already taken.
+        field: String,
+        /// A human-readable explanation.
+        message: String,
+    },
+    /// The request itself is malformed (unknown permission key, bad query syntax, ...).
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    /// Encrypted data could not be decrypted: wrong key or tampered data (spec 7, InvalidTag).
+    #[error("decryption failed: {0}")]
+    Decryption(String),
+    /// The database, the file system or another backing service failed.
+    #[error("{operation} failed: {source}")]
+    Storage {
+        /// What docmeta was doing.
+        operation: String,
+        /// The underlying failure.
+        #[source]
+        source: BoxError,
+    },
+}
+
+impl Error {
+    /// A validation error on `field`.
+    pub fn validation(field: impl Into<String>, message: impl fmt::Display) -> Self {
+        Error::Validation { field: field.into(), message: message.to_string() }
+    }
+
+    /// A "not found" error for an object described as `what` (e.g. `document 7`).
+    pub fn not_found(what: impl fmt::Display) -> Self {
+        Error::NotFound(what.to_string())
+    }
+
+    /// A conflict (uniqueness) error on `field`.
+    pub fn conflict(field: impl Into<String>, message: impl fmt::Display) -> Self {
+        Error::Conflict { field: field.into(), message: message.to_string() }
+    }
+
+    /// A storage failure while doing `operation`.
+    pub fn storage(operation: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        Error::Storage { operation: operation.into(), source: source.into() }
+    }
+
+    /// The stable name of this error's kind, for faces that map kinds to their own types.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Validation { .. } => ErrorKind::Validation,
+            Error::PermissionDenied(_) => ErrorKind::PermissionDenied,
+            Error::NotFound(_) => ErrorKind::NotFound,
+            Error::Conflict { .. } => ErrorKind::Conflict,
+            Error::InvalidInput(_) => ErrorKind::InvalidInput,
+            Error::Decryption(_) => ErrorKind::Decryption,
+            Error::Storage { .. } => ErrorKind::Storage,
+        }
+    }
+}
+
+/// The kind of an [`Error`], without its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// See [`Error::Validation`].
+    Validation,
+    /// See [`Error::PermissionDenied`].
+    PermissionDenied,
+    /// See [`Error::NotFound`].
+    NotFound,
+    /// See [`Error::Conflict`].
+    Conflict,
+    /// See [`Error::InvalidInput`].
+    InvalidInput,
+    /// See [`Error::Decryption`].
+    Decryption,
+    /// See [`Error::Storage`].
+    Storage,
+}

@@ -1,0 +1,4 @@
+//! docmeta
+pub mod error;
+pub mod metadata;
+pub mod model;

@@ -1,0 +1,17 @@
+//! The metadata value pipeline (spec 2.6-2.10): templates, lookups, validators and parsers.
+
+mod calendar;
+pub mod datefmt;
+pub mod lookup;
+pub mod names;
+pub mod parsers;
+pub mod pipeline;
+pub mod registry;
+pub mod template;
+pub mod validators;
+
+pub use parsers::Parser;
+pub use pipeline::{CompiledMetadataType, TemplateInputs, VALUE_FIELD, check_definition};
+pub use registry::ClassRegistry;
+pub use template::{DocumentContext, MetadataEntry, Moment, TemplateEngine, TemplateError};
+pub use validators::Validator;

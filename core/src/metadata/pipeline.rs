@@ -1,0 +1,162 @@
+//! The value pipeline of spec 2.10: default, required, lookup, validator, parser, store.
+//!
+//! A [`CompiledMetadataType`] holds a metadata type with its validator and parser already built
+//! from their YAML arguments, so processing a value costs no parsing of configuration.
+
+use minijinja::Value;
+
+use super::lookup::split_choices;
+use super::names::{check_label, check_name};
+use super::parsers::Parser;
+use super::registry::ClassRegistry;
+use super::template::{MAX_TEMPLATE_LEN, TemplateEngine};
+use super::validators::Validator;
+use crate::error::{Error, Result};
+use crate::model::{MetadataType, MetadataTypeInput};
+
+/// Longest stored value, in characters.
+pub const MAX_VALUE_LEN: usize = 10_000;
+/// Longest lookup output, in bytes.
+const MAX_LOOKUP_OUTPUT: usize = 1 << 20;
+
+/// The field name of value-pipeline errors.
+pub const VALUE_FIELD: &str = "value";
+
+/// A metadata type ready to process values.
+pub struct CompiledMetadataType {
+    /// The definition.
+    pub metadata_type: MetadataType,
+    validator: Option<Box<dyn Validator>>,
+    parser: Option<Box<dyn Parser>>,
+}
+
+impl std::fmt::Debug for CompiledMetadataType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledMetadataType").field("metadata_type", &self.metadata_type).finish()
+    }
+}
+
+/// Checks every field of a metadata type definition; errors name the field. Templates must
+/// compile and classes must exist with the arguments they need (checked on save, not first use).
+pub fn check_definition(
+    input: &MetadataTypeInput,
+    registry: &ClassRegistry,
+    templates: &TemplateEngine,
+) -> Result<()> {
+    check_name(input.name.trim())?;
+    check_label("label", &input.label)?;
+    for (field, source) in [("default", &input.default), ("lookup", &input.lookup)] {
+        if source.len() > MAX_TEMPLATE_LEN {
+            return Err(Error::validation(field, format!("Ensure this field has no more than {MAX_TEMPLATE_LEN} characters.")));
+        }
+        templates.check(source).map_err(|e| Error::validation(field, e))?;
+    }
+    build_classes(input, registry).map(drop)
+}
+
+type Classes = (Option<Box<dyn Validator>>, Option<Box<dyn Parser>>);
+
+fn build_classes(input: &MetadataTypeInput, registry: &ClassRegistry) -> Result<Classes> {
+    let validator = match input.validation.trim() {
+        "" if input.validation_arguments.trim().is_empty() => None,
+        "" => return Err(Error::validation("validation_arguments", "Arguments given without a validator.")),
+        path => Some(registry.validator(path, &input.validation_arguments).map_err(|e| {
+            let field = if e.starts_with("unknown") { "validation" } else { "validation_arguments" };
+            Error::validation(field, e)
+        })?),
+    };
+    let parser = match input.parser.trim() {
+        "" if input.parser_arguments.trim().is_empty() => None,
+        "" => return Err(Error::validation("parser_arguments", "Arguments given without a parser.")),
+        path => Some(registry.parser(path, &input.parser_arguments).map_err(|e| {
+            let field = if e.starts_with("unknown") { "parser" } else { "parser_arguments" };
+            Error::validation(field, e)
+        })?),
+    };
+    Ok((validator, parser))
+}
+
+/// Where the template contexts come from: built only when a template needs them.
+pub trait TemplateInputs {
+    /// The context of the default template: `now` and `document` (spec 2.6).
+    fn default_context(&mut self) -> Result<Value>;
+    /// The context of the lookup template: `now`, `users`, `groups` (spec 2.7).
+    fn lookup_context(&mut self) -> Result<Value>;
+}
+
+impl CompiledMetadataType {
+    /// Builds the validator and parser of `metadata_type`.
+    pub fn new(metadata_type: MetadataType, registry: &ClassRegistry) -> Result<Self> {
+        let (validator, parser) = build_classes(&MetadataTypeInput::from(&metadata_type), registry)?;
+        Ok(CompiledMetadataType { metadata_type, validator, parser })
+    }
+
+    /// The allowed values of the lookup, in order, or `None` when the type has no lookup.
+    pub fn lookup_choices(
+        &self,
+        templates: &TemplateEngine,
+        inputs: &mut dyn TemplateInputs,
+    ) -> Result<Option<Vec<String>>> {
+        let lookup = &self.metadata_type.lookup;
+        if lookup.trim().is_empty() {
+            return Ok(None);
+        }
+        let csv = templates
+            .render(lookup, inputs.lookup_context()?, MAX_LOOKUP_OUTPUT)
+            .map_err(|e| Error::validation(VALUE_FIELD, format!("lookup: {e}")))?;
+        Ok(Some(split_choices(&csv)))
+    }
+
+    /// Runs spec 2.10 on a submitted `value` and returns the value to store.
+    pub fn process(
+        &self,
+        value: &str,
+        required: bool,
+        templates: &TemplateEngine,
+        inputs: &mut dyn TemplateInputs,
+    ) -> Result<String> {
+        if value.chars().count() > MAX_VALUE_LEN {
+            return Err(too_long());
+        }
+        let t = &self.metadata_type;
+        // Step 1: an empty value takes the rendered default.
+        let mut value = if value.trim().is_empty() && !t.default.is_empty() {
+            templates
+                .render(&t.default, inputs.default_context()?, MAX_VALUE_LEN * 4)
+                .map_err(|e| Error::validation(VALUE_FIELD, format!("default: {e}")))?
+        } else {
+            value.to_owned()
+        };
+        // Step 2: still empty.
+        if value.trim().is_empty() {
+            if required {
+                return Err(Error::validation(VALUE_FIELD, format!("'{}' is required for this document type.", t.label)));
+            }
+            // An optional metadata without a value is stored empty: "no value" is not malformed.
+            return Ok(String::new());
+        }
+        // Step 3: lookup.
+        if let Some(choices) = self.lookup_choices(templates, inputs)?
+            && !choices.iter().any(|c| *c == value)
+        {
+            return Err(Error::validation(VALUE_FIELD, format!("'{value}' is not one of the available choices.")));
+        }
+        // Step 4: validator.
+        if let Some(validator) = &self.validator {
+            validator.validate(&value).map_err(|e| Error::validation(VALUE_FIELD, e))?;
+        }
+        // Step 5: parser.
+        if let Some(parser) = &self.parser {
+            value = parser.parse(&value).map_err(|e| Error::validation(VALUE_FIELD, e))?;
+        }
+        if value.chars().count() > MAX_VALUE_LEN {
+            return Err(too_long());
+        }
+        // Step 6: the caller stores it.
+        Ok(value)
+    }
+}
+
+fn too_long() -> Error {
+    Error::validation(VALUE_FIELD, format!("Ensure this field has no more than {MAX_VALUE_LEN} characters."))
+}

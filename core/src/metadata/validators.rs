@@ -1,0 +1,116 @@
+//! The validators of spec 2.8: they accept or refuse a submitted value, never change it.
+
+use regex::Regex;
+use serde::Deserialize;
+
+use super::calendar;
+use super::registry::{ClassRegistry, compile_pattern, yaml_arguments};
+
+/// Checks a submitted value (spec 2.10 step 4). Implement it to add a validator of your own and
+/// register it with [`ClassRegistry::register_validator`].
+pub trait Validator: Send + Sync {
+    /// Accepts the value, or returns why it is refused.
+    fn validate(&self, value: &str) -> Result<(), String>;
+}
+
+/// Path prefix of the built-in validators.
+pub const PREFIX: &str = "svc.apps.metadata.metadata_validators.";
+
+/// `DateValidator`: `DD/MM/YYYY` or `YYYY-MM-DD`, a real calendar date.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DateValidator;
+
+impl Validator for DateValidator {
+    fn validate(&self, value: &str) -> Result<(), String> {
+        calendar::iso_date(value)
+            .or_else(|| calendar::day_first_date(value, b'/'))
+            .map(drop)
+            .ok_or_else(|| format!("'{value}' is not a valid date (DD/MM/YYYY or YYYY-MM-DD)"))
+    }
+}
+
+/// `DateAndTimeValidator`: `YYYY-MM-DD HH:MM` (ISO 8601 `T` and seconds accepted too).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DateAndTimeValidator;
+
+impl Validator for DateAndTimeValidator {
+    fn validate(&self, value: &str) -> Result<(), String> {
+        calendar::iso_date_time(value)
+            .map(drop)
+            .ok_or_else(|| format!("'{value}' is not a valid date and time (YYYY-MM-DD HH:MM)"))
+    }
+}
+
+/// `TimeValidator`: `HH:MM` (ISO 8601 seconds accepted too).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TimeValidator;
+
+impl Validator for TimeValidator {
+    fn validate(&self, value: &str) -> Result<(), String> {
+        calendar::time(value, false)
+            .map(drop)
+            .ok_or_else(|| format!("'{value}' is not a valid time (HH:MM)"))
+    }
+}
+
+/// Arguments of [`RegularExpressionValidator`].
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PatternArguments {
+    /// The regular expression the whole value must match.
+    pub pattern: String,
+}
+
+/// `RegularExpressionValidator`: the **whole** value must match `pattern`.
+#[derive(Debug, Clone)]
+pub struct RegularExpressionValidator {
+    anchored: Regex,
+    pattern: String,
+}
+
+impl RegularExpressionValidator {
+    /// Compiles the validator; the pattern is matched against the whole value.
+    pub fn new(pattern: &str) -> Result<Self, String> {
+        Ok(RegularExpressionValidator {
+            anchored: compile_pattern(&format!("^(?:{pattern})$"))?,
+            pattern: pattern.to_owned(),
+        })
+    }
+}
+
+impl Validator for RegularExpressionValidator {
+    fn validate(&self, value: &str) -> Result<(), String> {
+        if self.anchored.is_match(value) {
+            Ok(())
+        } else {
+            Err(format!("'{value}' does not match the pattern '{}'", self.pattern))
+        }
+    }
+}
+
+pub(super) fn register_builtins(registry: &mut ClassRegistry) {
+    registry.register_validator(&format!("{PREFIX}DateValidator"), "Date validator", |args| {
+        yaml_arguments::<super::registry::NoArguments>(args)?;
+        Ok(Box::new(DateValidator))
+    });
+    registry.register_validator(
+        &format!("{PREFIX}DateAndTimeValidator"),
+        "Date and time validator",
+        |args| {
+            yaml_arguments::<super::registry::NoArguments>(args)?;
+            Ok(Box::new(DateAndTimeValidator))
+        },
+    );
+    registry.register_validator(&format!("{PREFIX}TimeValidator"), "Time validator", |args| {
+        yaml_arguments::<super::registry::NoArguments>(args)?;
+        Ok(Box::new(TimeValidator))
+    });
+    registry.register_validator(
+        &format!("{PREFIX}RegularExpressionValidator"),
+        "Regular expression validator",
+        |args| {
+            let args: PatternArguments = yaml_arguments(args)?;
+            Ok(Box::new(RegularExpressionValidator::new(&args.pattern)?))
+        },
+    );
+}

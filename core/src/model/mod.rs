@@ -1,0 +1,211 @@
+//! Identifiers and records of the specification's resources (spec 2.1-2.3, 2.11).
+//!
+//! Records are plain data: every rule about them lives in [`crate::Session`].
+
+use chrono::{DateTime, Utc};
+
+macro_rules! ids {
+    ($($(#[$doc:meta])* $name:ident;)*) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(pub i64);
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+
+        impl From<i64> for $name {
+            fn from(id: i64) -> Self {
+                $name(id)
+            }
+        }
+    )*};
+}
+
+ids! {
+    /// Identifies a [`MetadataType`].
+    MetadataTypeId;
+    /// Identifies a [`DocumentType`].
+    DocumentTypeId;
+    /// Identifies a [`Document`].
+    DocumentId;
+    /// Identifies a [`DocumentTypeMetadataType`] association.
+    AssociationId;
+    /// Identifies a [`DocumentMetadata`] value.
+    DocumentMetadataId;
+    /// Identifies a user.
+    UserId;
+    /// Identifies a group of users.
+    GroupId;
+    /// Identifies a role.
+    RoleId;
+    /// Identifies an access-control list.
+    AclId;
+    /// Identifies a cabinet.
+    CabinetId;
+    /// Identifies an event of the event log.
+    EventId;
+    /// Identifies a durable background task.
+    TaskId;
+}
+
+/// Who performs an operation: every operation of docmeta runs as an actor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Actor {
+    /// A user; permissions are checked.
+    User(UserId),
+    /// docmeta itself, tools, tasks and workflows; never checked.
+    System,
+}
+
+impl Actor {
+    /// The user id, when the actor is a user.
+    pub fn user(self) -> Option<UserId> {
+        match self {
+            Actor::User(id) => Some(id),
+            Actor::System => None,
+        }
+    }
+}
+
+/// A global metadata definition (spec 2.1). Optional text fields are empty strings when unset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetadataType {
+    /// Identifier.
+    pub id: MetadataTypeId,
+    /// Unique technical name, usable in templates as `document.metadata_value_of.<name>`.
+    pub name: String,
+    /// Human-readable label.
+    pub label: String,
+    /// Default value template (spec 2.6).
+    pub default: String,
+    /// Lookup template producing the CSV list of allowed values (spec 2.7).
+    pub lookup: String,
+    /// Class path of the validator (spec 2.8).
+    pub validation: String,
+    /// YAML arguments of the validator.
+    pub validation_arguments: String,
+    /// Class path of the parser (spec 2.9).
+    pub parser: String,
+    /// YAML arguments of the parser.
+    pub parser_arguments: String,
+}
+
+/// The writable fields of a [`MetadataType`], for creation and full updates.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetadataTypeInput {
+    /// See [`MetadataType::name`].
+    pub name: String,
+    /// See [`MetadataType::label`].
+    pub label: String,
+    /// See [`MetadataType::default`].
+    pub default: String,
+    /// See [`MetadataType::lookup`].
+    pub lookup: String,
+    /// See [`MetadataType::validation`].
+    pub validation: String,
+    /// See [`MetadataType::validation_arguments`].
+    pub validation_arguments: String,
+    /// See [`MetadataType::parser`].
+    pub parser: String,
+    /// See [`MetadataType::parser_arguments`].
+    pub parser_arguments: String,
+}
+
+impl MetadataTypeInput {
+    /// A type with only a name and a label.
+    pub fn new(name: impl Into<String>, label: impl Into<String>) -> Self {
+        MetadataTypeInput { name: name.into(), label: label.into(), ..Default::default() }
+    }
+
+    /// Sets the default template.
+    pub fn default_value(mut self, template: impl Into<String>) -> Self {
+        self.default = template.into();
+        self
+    }
+
+    /// Sets the lookup template.
+    pub fn lookup(mut self, template: impl Into<String>) -> Self {
+        self.lookup = template.into();
+        self
+    }
+
+    /// Sets the validator class path and its YAML arguments.
+    pub fn validation(mut self, path: impl Into<String>, arguments: impl Into<String>) -> Self {
+        self.validation = path.into();
+        self.validation_arguments = arguments.into();
+        self
+    }
+
+    /// Sets the parser class path and its YAML arguments.
+    pub fn parser(mut self, path: impl Into<String>, arguments: impl Into<String>) -> Self {
+        self.parser = path.into();
+        self.parser_arguments = arguments.into();
+        self
+    }
+}
+
+impl From<&MetadataType> for MetadataTypeInput {
+    fn from(t: &MetadataType) -> Self {
+        MetadataTypeInput {
+            name: t.name.clone(),
+            label: t.label.clone(),
+            default: t.default.clone(),
+            lookup: t.lookup.clone(),
+            validation: t.validation.clone(),
+            validation_arguments: t.validation_arguments.clone(),
+            parser: t.parser.clone(),
+            parser_arguments: t.parser_arguments.clone(),
+        }
+    }
+}
+
+/// A document type (the spec names it without showing its fields; docmeta gives it a label).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocumentType {
+    /// Identifier.
+    pub id: DocumentTypeId,
+    /// Unique human-readable label.
+    pub label: String,
+}
+
+/// A document: a label, a type and its creation time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Document {
+    /// Identifier.
+    pub id: DocumentId,
+    /// Human-readable label.
+    pub label: String,
+    /// The document's type.
+    pub document_type_id: DocumentTypeId,
+    /// When the document was created.
+    pub created: DateTime<Utc>,
+}
+
+/// The link between a document type and a metadata type (spec 2.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DocumentTypeMetadataType {
+    /// Identifier.
+    pub id: AssociationId,
+    /// The document type.
+    pub document_type_id: DocumentTypeId,
+    /// The metadata type.
+    pub metadata_type_id: MetadataTypeId,
+    /// Whether documents of the type must carry a value.
+    pub required: bool,
+}
+
+/// The value of one metadata type on one document (spec 2.3). At most one per pair.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocumentMetadata {
+    /// Identifier.
+    pub id: DocumentMetadataId,
+    /// The document.
+    pub document_id: DocumentId,
+    /// The metadata type.
+    pub metadata_type_id: MetadataTypeId,
+    /// The stored value: always a string, the value after parsing.
+    pub value: String,
+}
