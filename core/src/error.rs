@@ -62,7 +62,10 @@ pub enum Error {
 impl Error {
     /// A validation error on `field`.
     pub fn validation(field: impl Into<String>, message: impl fmt::Display) -> Self {
-        Error::Validation { field: field.into(), message: message.to_string() }
+        Error::Validation {
+            field: field.into(),
+            message: message.to_string(),
+        }
     }
 
     /// A "not found" error for an object described as `what` (e.g. `document 7`).
@@ -72,12 +75,18 @@ impl Error {
 
     /// A conflict (uniqueness) error on `field`.
     pub fn conflict(field: impl Into<String>, message: impl fmt::Display) -> Self {
-        Error::Conflict { field: field.into(), message: message.to_string() }
+        Error::Conflict {
+            field: field.into(),
+            message: message.to_string(),
+        }
     }
 
     /// A storage failure while doing `operation`.
     pub fn storage(operation: impl Into<String>, source: impl Into<BoxError>) -> Self {
-        Error::Storage { operation: operation.into(), source: source.into() }
+        Error::Storage {
+            operation: operation.into(),
+            source: source.into(),
+        }
     }
 
     /// The stable name of this error's kind, for faces that map kinds to their own types.

@@ -1,4 +1,63 @@
-//! docmeta
+//! **docmeta**: the metadata, access-control, search and backup core of a document-management
+//! system, as a library.
+//!
+//! - **Metadata** (spec 2): global metadata types with default and lookup templates, validators
+//!   and parsers, associated with document types; one value per (document, type), processed in
+//!   the exact order of spec 2.10; lifecycle rules as durable background tasks; an event log.
+//! - **Access control** (spec 5): users → groups → roles, global permissions, object ACLs with
+//!   inheritance (document types → documents → files, cabinet trees, ...), no explicit deny, and
+//!   an evaluator that can [`explain`](Docmeta::explain) its answers.
+//! - **Storage**: a [`Store`] trait with an embedded SQLite default.
+//!
+//! ```
+//! use docmeta_core::{Docmeta, MetadataTypeInput, Permission, ObjectRef, ObjectKind};
+//!
+//! let db = Docmeta::in_memory()?;
+//! let admin = db.system();
+//! let invoice = admin.create_document_type("Invoice")?;
+//! let number = admin.create_metadata_type(
+//!     MetadataTypeInput::new("number", "Invoice number").validation(
+//!         "svc.apps.metadata.metadata_validators.RegularExpressionValidator",
+//!         "pattern: 'INV-[0-9]+'",
+//!     ),
+//! )?;
+//! admin.associate(invoice.id, number.id, false)?;
+//! let doc = admin.create_document(invoice.id, "March invoice", &[])?;
+//! assert!(admin.add_document_metadata(doc.id, number.id, "nope").is_err());
+//! admin.add_document_metadata(doc.id, number.id, "INV-42")?;
+//!
+//! // A clerk sees invoices through an ACL on the document type.
+//! let clerk = admin.create_user("clerk", "a long password", false)?;
+//! let group = admin.create_group("Accounting")?;
+//! let role = admin.create_role("Clerks")?;
+//! admin.set_group_member(group, clerk.id, true)?;
+//! admin.set_role_group(role, group, true)?;
+//! admin.grant(Permission::DocumentView, role, ObjectRef::new(ObjectKind::DOCUMENT_TYPE, invoice.id.0))?;
+//! assert_eq!(db.session(clerk.id).document(doc.id)?.label, "March invoice");
+//! # Ok::<(), docmeta_core::Error>(())
+//! ```
+
+pub mod access;
+pub mod config;
+mod docmeta;
 pub mod error;
+pub mod events;
 pub mod metadata;
 pub mod model;
+mod session;
+pub mod store;
+mod tasks;
+
+pub use access::{
+    Explanation, Grant, KindRegistry, ObjectKind, ObjectRef, Permission, PermissionSet,
+};
+pub use config::Config;
+pub use docmeta::{Builder, Docmeta, SubscriptionId};
+pub use error::{Error, ErrorKind, Result};
+pub use events::{Event, EventObject, EventQuery};
+pub use metadata::ClassRegistry;
+pub use model::*;
+pub use session::{Session, UserUpdate};
+pub use store::records::{AclRow, Cabinet, TaskRow, UserRow};
+pub use store::{SqliteStore, Store};
+pub use tasks::{ADD_REQUIRED_METADATA_TYPE, REMOVE_METADATA_TYPE};

@@ -10,7 +10,9 @@ fn number(b: &[u8]) -> Option<u32> {
     if b.is_empty() {
         return None;
     }
-    b.iter().try_fold(0u32, |n, &c| c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0')))
+    b.iter().try_fold(0u32, |n, &c| {
+        c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0'))
+    })
 }
 
 fn ymd(year: u32, month: u32, day: u32) -> Option<NaiveDate> {
@@ -39,7 +41,9 @@ pub(crate) fn day_first_date(s: &str, sep: u8) -> Option<NaiveDate> {
 /// digit (`9:30`).
 pub(crate) fn time(s: &str, allow_h: bool) -> Option<NaiveTime> {
     let b = s.as_bytes();
-    let sep = b.iter().position(|&c| c == b':' || (allow_h && c == b'h'))?;
+    let sep = b
+        .iter()
+        .position(|&c| c == b':' || (allow_h && c == b'h'))?;
     if !(1..=2).contains(&sep) {
         return None;
     }
@@ -88,7 +92,10 @@ mod tests {
     fn forms() {
         assert_eq!(iso_date("2024-02-29"), NaiveDate::from_ymd_opt(2024, 2, 29));
         assert_eq!(iso_date("2023-02-29"), None);
-        assert_eq!(day_first_date("31/12/2024", b'/'), NaiveDate::from_ymd_opt(2024, 12, 31));
+        assert_eq!(
+            day_first_date("31/12/2024", b'/'),
+            NaiveDate::from_ymd_opt(2024, 12, 31)
+        );
         assert_eq!(day_first_date("12/31/2024", b'/'), None, "day first");
         assert_eq!(time("9h05", true), NaiveTime::from_hms_opt(9, 5, 0));
         assert_eq!(time("9h05", false), None);

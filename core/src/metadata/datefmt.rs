@@ -6,14 +6,32 @@ use std::fmt::Write;
 use chrono::{Datelike, NaiveDateTime, Timelike};
 
 const MONTHS: [&str; 12] = [
-    "January", "February", "March", "April", "May", "June", "July", "August", "September",
-    "October", "November", "December",
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
 ];
 const MONTHS_AP: [&str; 12] = [
     "Jan.", "Feb.", "March", "April", "May", "June", "July", "Aug.", "Sept.", "Oct.", "Nov.",
     "Dec.",
 ];
-const DAYS: [&str; 7] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
+const DAYS: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
 
 fn ordinal_suffix(day: u32) -> &'static str {
     match (day % 10, day % 100) {
@@ -52,7 +70,11 @@ pub fn format(t: &NaiveDateTime, spec: &str) -> String {
             }
             'd' => write!(out, "{:02}", t.day()),
             'j' => write!(out, "{}", t.day()),
-            'D' => write!(out, "{}", &DAYS[t.weekday().num_days_from_monday() as usize][..3]),
+            'D' => write!(
+                out,
+                "{}",
+                &DAYS[t.weekday().num_days_from_monday() as usize][..3]
+            ),
             'l' => write!(out, "{}", DAYS[t.weekday().num_days_from_monday() as usize]),
             'S' => write!(out, "{}", ordinal_suffix(t.day())),
             'w' => write!(out, "{}", t.weekday().num_days_from_sunday()),
@@ -66,7 +88,15 @@ pub fn format(t: &NaiveDateTime, spec: &str) -> String {
             'b' => write!(out, "{}", MONTHS[t.month0() as usize][..3].to_lowercase()),
             'N' => write!(out, "{}", MONTHS_AP[t.month0() as usize]),
             't' => write!(out, "{}", days_in_month(t)),
-            'L' => write!(out, "{}", if t.date().leap_year() { "True" } else { "False" }),
+            'L' => write!(
+                out,
+                "{}",
+                if t.date().leap_year() {
+                    "True"
+                } else {
+                    "False"
+                }
+            ),
             'y' => write!(out, "{:02}", t.year().rem_euclid(100)),
             'Y' => write!(out, "{:04}", t.year()),
             'a' => write!(out, "{}", if t.hour() < 12 { "a.m." } else { "p.m." }),
@@ -106,6 +136,9 @@ mod tests {
         assert_eq!(format(&t, "d/m/Y H:i:s"), "01/03/2024 14:05:09");
         assert_eq!(format(&t, "N jS, Y g A"), "March 1st, 2024 2 PM");
         assert_eq!(format(&t, r"\Y\e\a\r: Y"), "Year: 2024");
-        assert_eq!(format(&t, "D l F M b t L y U"), "Fri Friday March Mar mar 31 True 24 1709301909");
+        assert_eq!(
+            format(&t, "D l F M b t L y U"),
+            "Fri Friday March Mar mar 31 True 24 1709301909"
+        );
     }
 }

@@ -37,7 +37,10 @@ mod tests {
     #[test]
     fn csv_rules() {
         assert_eq!(split_choices(" a, b ,,c,"), ["a", "b", "c"]);
-        assert_eq!(split_choices(r#""x, y", "say ""hi""" ,z"#), ["x, y", r#"say "hi""#, "z"]);
+        assert_eq!(
+            split_choices(r#""x, y", "say ""hi""" ,z"#),
+            ["x, y", r#"say "hi""#, "z"]
+        );
         assert!(split_choices(" , ,").is_empty());
         assert_eq!(split_choices("a\nb"), ["a", "b"]);
     }

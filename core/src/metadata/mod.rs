@@ -10,6 +10,7 @@ pub mod registry;
 pub mod template;
 pub mod validators;
 
+pub use minijinja::Value as TemplateValue;
 pub use parsers::Parser;
 pub use pipeline::{CompiledMetadataType, TemplateInputs, VALUE_FIELD, check_definition};
 pub use registry::ClassRegistry;

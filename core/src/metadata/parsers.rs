@@ -110,10 +110,12 @@ fn python_replacement(replacement: &str) -> String {
 
 impl Parser for RegularExpressionParser {
     fn parse(&self, value: &str) -> Result<String, String> {
-        Ok(match self.regex.replace_all(value, self.replacement.as_str()) {
-            Cow::Borrowed(_) => value.to_owned(),
-            Cow::Owned(s) => s,
-        })
+        Ok(
+            match self.regex.replace_all(value, self.replacement.as_str()) {
+                Cow::Borrowed(_) => value.to_owned(),
+                Cow::Owned(s) => s,
+            },
+        )
     }
 }
 
@@ -122,10 +124,14 @@ pub(super) fn register_builtins(registry: &mut ClassRegistry) {
         yaml_arguments::<NoArguments>(args)?;
         Ok(Box::new(DateParser))
     });
-    registry.register_parser(&format!("{PREFIX}DateAndTimeParser"), "Date and time parser", |args| {
-        yaml_arguments::<NoArguments>(args)?;
-        Ok(Box::new(DateAndTimeParser))
-    });
+    registry.register_parser(
+        &format!("{PREFIX}DateAndTimeParser"),
+        "Date and time parser",
+        |args| {
+            yaml_arguments::<NoArguments>(args)?;
+            Ok(Box::new(DateAndTimeParser))
+        },
+    );
     registry.register_parser(&format!("{PREFIX}TimeParser"), "Time parser", |args| {
         yaml_arguments::<NoArguments>(args)?;
         Ok(Box::new(TimeParser))
@@ -135,7 +141,10 @@ pub(super) fn register_builtins(registry: &mut ClassRegistry) {
         "Regular expression parser",
         |args| {
             let args: SubstitutionArguments = yaml_arguments(args)?;
-            Ok(Box::new(RegularExpressionParser::new(&args.pattern, &args.replacement)?))
+            Ok(Box::new(RegularExpressionParser::new(
+                &args.pattern,
+                &args.replacement,
+            )?))
         },
     );
 }

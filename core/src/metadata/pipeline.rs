@@ -32,7 +32,9 @@ pub struct CompiledMetadataType {
 
 impl std::fmt::Debug for CompiledMetadataType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CompiledMetadataType").field("metadata_type", &self.metadata_type).finish()
+        f.debug_struct("CompiledMetadataType")
+            .field("metadata_type", &self.metadata_type)
+            .finish()
     }
 }
 
@@ -47,9 +49,14 @@ pub fn check_definition(
     check_label("label", &input.label)?;
     for (field, source) in [("default", &input.default), ("lookup", &input.lookup)] {
         if source.len() > MAX_TEMPLATE_LEN {
-            return Err(Error::validation(field, format!("Ensure this field has no more than {MAX_TEMPLATE_LEN} characters.")));
+            return Err(Error::validation(
+                field,
+                format!("Ensure this field has no more than {MAX_TEMPLATE_LEN} characters."),
+            ));
         }
-        templates.check(source).map_err(|e| Error::validation(field, e))?;
+        templates
+            .check(source)
+            .map_err(|e| Error::validation(field, e))?;
     }
     build_classes(input, registry).map(drop)
 }
@@ -59,19 +66,45 @@ type Classes = (Option<Box<dyn Validator>>, Option<Box<dyn Parser>>);
 fn build_classes(input: &MetadataTypeInput, registry: &ClassRegistry) -> Result<Classes> {
     let validator = match input.validation.trim() {
         "" if input.validation_arguments.trim().is_empty() => None,
-        "" => return Err(Error::validation("validation_arguments", "Arguments given without a validator.")),
-        path => Some(registry.validator(path, &input.validation_arguments).map_err(|e| {
-            let field = if e.starts_with("unknown") { "validation" } else { "validation_arguments" };
-            Error::validation(field, e)
-        })?),
+        "" => {
+            return Err(Error::validation(
+                "validation_arguments",
+                "Arguments given without a validator.",
+            ));
+        }
+        path => Some(
+            registry
+                .validator(path, &input.validation_arguments)
+                .map_err(|e| {
+                    let field = if e.starts_with("unknown") {
+                        "validation"
+                    } else {
+                        "validation_arguments"
+                    };
+                    Error::validation(field, e)
+                })?,
+        ),
     };
     let parser = match input.parser.trim() {
         "" if input.parser_arguments.trim().is_empty() => None,
-        "" => return Err(Error::validation("parser_arguments", "Arguments given without a parser.")),
-        path => Some(registry.parser(path, &input.parser_arguments).map_err(|e| {
-            let field = if e.starts_with("unknown") { "parser" } else { "parser_arguments" };
-            Error::validation(field, e)
-        })?),
+        "" => {
+            return Err(Error::validation(
+                "parser_arguments",
+                "Arguments given without a parser.",
+            ));
+        }
+        path => Some(
+            registry
+                .parser(path, &input.parser_arguments)
+                .map_err(|e| {
+                    let field = if e.starts_with("unknown") {
+                        "parser"
+                    } else {
+                        "parser_arguments"
+                    };
+                    Error::validation(field, e)
+                })?,
+        ),
     };
     Ok((validator, parser))
 }
@@ -87,8 +120,13 @@ pub trait TemplateInputs {
 impl CompiledMetadataType {
     /// Builds the validator and parser of `metadata_type`.
     pub fn new(metadata_type: MetadataType, registry: &ClassRegistry) -> Result<Self> {
-        let (validator, parser) = build_classes(&MetadataTypeInput::from(&metadata_type), registry)?;
-        Ok(CompiledMetadataType { metadata_type, validator, parser })
+        let (validator, parser) =
+            build_classes(&MetadataTypeInput::from(&metadata_type), registry)?;
+        Ok(CompiledMetadataType {
+            metadata_type,
+            validator,
+            parser,
+        })
     }
 
     /// The allowed values of the lookup, in order, or `None` when the type has no lookup.
@@ -130,7 +168,10 @@ impl CompiledMetadataType {
         // Step 2: still empty.
         if value.trim().is_empty() {
             if required {
-                return Err(Error::validation(VALUE_FIELD, format!("'{}' is required for this document type.", t.label)));
+                return Err(Error::validation(
+                    VALUE_FIELD,
+                    format!("'{}' is required for this document type.", t.label),
+                ));
             }
             // An optional metadata without a value is stored empty: "no value" is not malformed.
             return Ok(String::new());
@@ -139,15 +180,22 @@ impl CompiledMetadataType {
         if let Some(choices) = self.lookup_choices(templates, inputs)?
             && !choices.iter().any(|c| *c == value)
         {
-            return Err(Error::validation(VALUE_FIELD, format!("'{value}' is not one of the available choices.")));
+            return Err(Error::validation(
+                VALUE_FIELD,
+                format!("'{value}' is not one of the available choices."),
+            ));
         }
         // Step 4: validator.
         if let Some(validator) = &self.validator {
-            validator.validate(&value).map_err(|e| Error::validation(VALUE_FIELD, e))?;
+            validator
+                .validate(&value)
+                .map_err(|e| Error::validation(VALUE_FIELD, e))?;
         }
         // Step 5: parser.
         if let Some(parser) = &self.parser {
-            value = parser.parse(&value).map_err(|e| Error::validation(VALUE_FIELD, e))?;
+            value = parser
+                .parse(&value)
+                .map_err(|e| Error::validation(VALUE_FIELD, e))?;
         }
         if value.chars().count() > MAX_VALUE_LEN {
             return Err(too_long());
@@ -158,5 +206,8 @@ impl CompiledMetadataType {
 }
 
 fn too_long() -> Error {
-    Error::validation(VALUE_FIELD, format!("Ensure this field has no more than {MAX_VALUE_LEN} characters."))
+    Error::validation(
+        VALUE_FIELD,
+        format!("Ensure this field has no more than {MAX_VALUE_LEN} characters."),
+    )
 }

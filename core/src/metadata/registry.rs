@@ -33,7 +33,10 @@ pub struct Class<F> {
 
 impl<F> std::fmt::Debug for Class<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Class").field("path", &self.path).field("label", &self.label).finish()
+        f.debug_struct("Class")
+            .field("path", &self.path)
+            .field("label", &self.label)
+            .finish()
     }
 }
 
@@ -46,8 +49,10 @@ pub struct ClassRegistry {
 
 impl Default for ClassRegistry {
     fn default() -> Self {
-        let mut registry =
-            ClassRegistry { validators: BTreeMap::new(), parsers: BTreeMap::new() };
+        let mut registry = ClassRegistry {
+            validators: BTreeMap::new(),
+            parsers: BTreeMap::new(),
+        };
         validators::register_builtins(&mut registry);
         parsers::register_builtins(&mut registry);
         registry
@@ -72,7 +77,11 @@ impl ClassRegistry {
         F: Fn(&str) -> Result<Box<dyn Validator>, String> + Send + Sync + 'static,
     {
         let path = canonical(path).into_owned();
-        let class = Class { path: path.clone(), label: label.to_owned(), factory: Arc::new(factory) as _ };
+        let class = Class {
+            path: path.clone(),
+            label: label.to_owned(),
+            factory: Arc::new(factory) as _,
+        };
         self.validators.insert(path, class);
     }
 
@@ -82,7 +91,11 @@ impl ClassRegistry {
         F: Fn(&str) -> Result<Box<dyn Parser>, String> + Send + Sync + 'static,
     {
         let path = canonical(path).into_owned();
-        let class = Class { path: path.clone(), label: label.to_owned(), factory: Arc::new(factory) as _ };
+        let class = Class {
+            path: path.clone(),
+            label: label.to_owned(),
+            factory: Arc::new(factory) as _,
+        };
         self.parsers.insert(path, class);
     }
 
@@ -126,10 +139,16 @@ const MAX_ARGUMENTS_LEN: usize = 10_000;
 /// Reads YAML `arguments` into the typed argument struct `T`. Blank text means "no arguments".
 pub fn yaml_arguments<T: DeserializeOwned>(arguments: &str) -> Result<T, String> {
     if arguments.len() > MAX_ARGUMENTS_LEN {
-        return Err(format!("arguments are longer than {MAX_ARGUMENTS_LEN} bytes"));
+        return Err(format!(
+            "arguments are longer than {MAX_ARGUMENTS_LEN} bytes"
+        ));
     }
     let text = arguments.trim();
-    let text = if text.is_empty() || text == "null" || text == "~" { "{}" } else { text };
+    let text = if text.is_empty() || text == "null" || text == "~" {
+        "{}"
+    } else {
+        text
+    };
     serde_saphyr::from_str::<T>(text).map_err(|e| format!("invalid YAML arguments: {e}"))
 }
 
@@ -154,13 +173,28 @@ mod tests {
     #[test]
     fn legacy_paths_and_argument_checks() {
         let r = ClassRegistry::default();
-        assert!(r.validator("mayan.apps.metadata.metadata_validators.DateValidator", "").is_ok());
-        assert!(r.validator("svc.apps.metadata.metadata_validators.Nope", "").is_err());
+        assert!(
+            r.validator("mayan.apps.metadata.metadata_validators.DateValidator", "")
+                .is_ok()
+        );
+        assert!(
+            r.validator("svc.apps.metadata.metadata_validators.Nope", "")
+                .is_err()
+        );
         let err = r
-            .validator("svc.apps.metadata.metadata_validators.RegularExpressionValidator", "")
+            .validator(
+                "svc.apps.metadata.metadata_validators.RegularExpressionValidator",
+                "",
+            )
             .err();
         assert!(err.is_some_and(|e| e.contains("pattern")));
-        assert!(r.validator("svc.apps.metadata.metadata_validators.DateValidator", "x: 1").is_err());
+        assert!(
+            r.validator(
+                "svc.apps.metadata.metadata_validators.DateValidator",
+                "x: 1"
+            )
+            .is_err()
+        );
         let p = r
             .parser(
                 "svc.apps.metadata.metadata_parsers.RegularExpressionParser",

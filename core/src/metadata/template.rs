@@ -62,7 +62,9 @@ impl TemplateEngine {
         env.set_recursion_limit(64);
         env.add_filter("date", date_filter);
         env.add_filter("time", time_filter);
-        TemplateEngine { env: RwLock::new(env) }
+        TemplateEngine {
+            env: RwLock::new(env),
+        }
     }
 
     /// Checks that `source` compiles (without rendering it).
@@ -105,14 +107,19 @@ impl TemplateEngine {
         let template = env
             .get_template(source)
             .map_err(|e| TemplateError(format!("invalid template: {}", describe(&e))))?;
-        let mut out = LimitedBuffer { buf: Vec::new(), max: max_output };
-        template.render_captured_to(context, &mut out).map_err(|e| {
-            if e.kind() == ErrorKind::WriteFailure {
-                TemplateError(format!("template output is longer than {max_output} bytes"))
-            } else {
-                TemplateError(format!("template failed: {}", describe(&e)))
-            }
-        })?;
+        let mut out = LimitedBuffer {
+            buf: Vec::new(),
+            max: max_output,
+        };
+        template
+            .render_captured_to(context, &mut out)
+            .map_err(|e| {
+                if e.kind() == ErrorKind::WriteFailure {
+                    TemplateError(format!("template output is longer than {max_output} bytes"))
+                } else {
+                    TemplateError(format!("template failed: {}", describe(&e)))
+                }
+            })?;
         String::from_utf8(out.buf).map_err(|_| TemplateError("template output is not UTF-8".into()))
     }
 }
@@ -173,7 +180,10 @@ pub fn django_filter_arguments(source: &str) -> String {
             b'|' => {
                 let name_start = skip_spaces(b, i + 1);
                 let name_end = name_start
-                    + b[name_start..].iter().take_while(|c| c.is_ascii_alphanumeric() || **c == b'_').count();
+                    + b[name_start..]
+                        .iter()
+                        .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_')
+                        .count();
                 let colon = skip_spaces(b, name_end);
                 if name_end > name_start && b.get(colon) == Some(&b':') {
                     let arg_start = skip_spaces(b, colon + 1);
@@ -183,7 +193,9 @@ pub fn django_filter_arguments(source: &str) -> String {
                             arg_start
                                 + b[arg_start..]
                                     .iter()
-                                    .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
+                                    .take_while(|c| {
+                                        c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-')
+                                    })
                                     .count()
                         }
                     };
@@ -239,18 +251,33 @@ fn as_datetime(value: &Value) -> Option<NaiveDateTime> {
         })
 }
 
-fn date_filter(_: &State, value: Value, format: Option<String>) -> Result<String, minijinja::Error> {
+fn date_filter(
+    _: &State,
+    value: Value,
+    format: Option<String>,
+) -> Result<String, minijinja::Error> {
     if value.is_undefined() || value.is_none() {
         return Ok(String::new());
     }
     let t = as_datetime(&value).ok_or_else(|| {
-        minijinja::Error::new(ErrorKind::InvalidOperation, format!("date filter: '{value}' is not a date"))
+        minijinja::Error::new(
+            ErrorKind::InvalidOperation,
+            format!("date filter: '{value}' is not a date"),
+        )
     })?;
     Ok(datefmt::format(&t, format.as_deref().unwrap_or("Y-m-d")))
 }
 
-fn time_filter(state: &State, value: Value, format: Option<String>) -> Result<String, minijinja::Error> {
-    date_filter(state, value, Some(format.unwrap_or_else(|| "H:i".to_owned())))
+fn time_filter(
+    state: &State,
+    value: Value,
+    format: Option<String>,
+) -> Result<String, minijinja::Error> {
+    date_filter(
+        state,
+        value,
+        Some(format.unwrap_or_else(|| "H:i".to_owned())),
+    )
 }
 
 /// A point in time inside templates (`now`, `document.datetime_created`). Renders as
@@ -387,9 +414,12 @@ struct MetadataSet(Arc<DocumentContext>);
 
 impl MetadataSet {
     fn all(&self) -> Value {
-        Value::from_iter(self.0.metadata.iter().map(|m| {
-            Value::from_object(EntryObject(m.clone()))
-        }))
+        Value::from_iter(
+            self.0
+                .metadata
+                .iter()
+                .map(|m| Value::from_object(EntryObject(m.clone()))),
+        )
     }
 }
 
@@ -456,17 +486,26 @@ impl Object for EntryObject {
 
 /// A user as lookup templates see it (`users`): renders as the username.
 pub fn user_value(id: i64, username: &str) -> Value {
-    principal(&[("id", Value::from(id)), ("username", Value::from(username))], username)
+    principal(
+        &[("id", Value::from(id)), ("username", Value::from(username))],
+        username,
+    )
 }
 
 /// A group as lookup templates see it (`groups`): renders as the name.
 pub fn group_value(id: i64, name: &str) -> Value {
-    principal(&[("id", Value::from(id)), ("name", Value::from(name))], name)
+    principal(
+        &[("id", Value::from(id)), ("name", Value::from(name))],
+        name,
+    )
 }
 
 fn principal(fields: &[(&str, Value)], text: &str) -> Value {
     let fields: std::collections::BTreeMap<&str, Value> = fields.iter().cloned().collect();
-    Value::from_object(Principal { fields: Value::from(fields), text: text.to_owned() })
+    Value::from_object(Principal {
+        fields: Value::from(fields),
+        text: text.to_owned(),
+    })
 }
 
 #[derive(Debug)]
@@ -498,13 +537,21 @@ mod tests {
     use minijinja::context;
 
     fn now() -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339("2024-03-01T14:05:09Z").map(|d| d.to_utc()).unwrap_or_default()
+        DateTime::parse_from_rfc3339("2024-03-01T14:05:09Z")
+            .map(|d| d.to_utc())
+            .unwrap_or_default()
     }
 
     #[test]
     fn django_spelling_is_rewritten() {
-        assert_eq!(django_filter_arguments(r#"{{ now|date:"Y-m-d" }}"#), r#"{{ now|date("Y-m-d") }}"#);
-        assert_eq!(django_filter_arguments(r#"a|b:"c" {{ x | default : 'y|z:1' }}"#), r#"a|b:"c" {{ x | default('y|z:1') }}"#);
+        assert_eq!(
+            django_filter_arguments(r#"{{ now|date:"Y-m-d" }}"#),
+            r#"{{ now|date("Y-m-d") }}"#
+        );
+        assert_eq!(
+            django_filter_arguments(r#"a|b:"c" {{ x | default : 'y|z:1' }}"#),
+            r#"a|b:"c" {{ x | default('y|z:1') }}"#
+        );
         assert_eq!(django_filter_arguments("{{ x|upper }}"), "{{ x|upper }}");
         assert_eq!(django_filter_arguments("{{ '|a:b' }}"), "{{ '|a:b' }}");
     }
@@ -513,12 +560,29 @@ mod tests {
     fn renders_both_spellings_and_limits() {
         let e = TemplateEngine::new();
         let ctx = || context! { now => Value::from_object(Moment(now())) };
-        assert_eq!(e.render(r#"{{ now|date:"d/m/Y" }}"#, ctx(), 100), Ok("01/03/2024".into()));
-        assert_eq!(e.render(r#"{{ now|date("Y") }}-X"#, ctx(), 100), Ok("2024-X".into()));
-        assert_eq!(e.render("plain {text", ctx(), 100), Ok("plain {text".into()));
-        let long = e.render("{% for i in range(100000) %}xxxxxxxxxx{% endfor %}", ctx(), 1000);
+        assert_eq!(
+            e.render(r#"{{ now|date:"d/m/Y" }}"#, ctx(), 100),
+            Ok("01/03/2024".into())
+        );
+        assert_eq!(
+            e.render(r#"{{ now|date("Y") }}-X"#, ctx(), 100),
+            Ok("2024-X".into())
+        );
+        assert_eq!(
+            e.render("plain {text", ctx(), 100),
+            Ok("plain {text".into())
+        );
+        let long = e.render(
+            "{% for i in range(100000) %}xxxxxxxxxx{% endfor %}",
+            ctx(),
+            1000,
+        );
         assert!(long.is_err());
-        let fuel = e.render("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", ctx(), 1000);
+        let fuel = e.render(
+            "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+            ctx(),
+            1000,
+        );
         assert!(fuel.is_err_and(|e| e.0.contains("fuel")));
         assert!(e.check("{% for %}").is_err());
     }
@@ -530,7 +594,11 @@ mod tests {
             label: "inv".into(),
             document_type_label: "Invoice".into(),
             created: now(),
-            metadata: vec![MetadataEntry { name: "number".into(), label: "Number".into(), value: "42".into() }],
+            metadata: vec![MetadataEntry {
+                name: "number".into(),
+                label: "Number".into(),
+                value: "42".into(),
+            }],
         };
         let e = TemplateEngine::new();
         let ctx = context! { document => Value::from_object(doc) };
@@ -541,8 +609,19 @@ mod tests {
         );
         assert_eq!(out, Ok("42|True|Number=42|Invoice".into()));
         let users = Value::from_iter([user_value(1, "ann"), user_value(2, "bob")]);
-        assert_eq!(e.render("{{ users|join(',') }}", context! { users => users.clone() }, 100), Ok("ann,bob".into()));
-        let out = e.render("{% for u in users %}{{ u.username }}{{ u.id }};{% endfor %}", context! { users }, 100);
+        assert_eq!(
+            e.render(
+                "{{ users|join(',') }}",
+                context! { users => users.clone() },
+                100
+            ),
+            Ok("ann,bob".into())
+        );
+        let out = e.render(
+            "{% for u in users %}{{ u.username }}{{ u.id }};{% endfor %}",
+            context! { users },
+            100,
+        );
         assert_eq!(out, Ok("ann1;bob2;".into()));
     }
 }

@@ -83,16 +83,23 @@ impl Validator for RegularExpressionValidator {
         if self.anchored.is_match(value) {
             Ok(())
         } else {
-            Err(format!("'{value}' does not match the pattern '{}'", self.pattern))
+            Err(format!(
+                "'{value}' does not match the pattern '{}'",
+                self.pattern
+            ))
         }
     }
 }
 
 pub(super) fn register_builtins(registry: &mut ClassRegistry) {
-    registry.register_validator(&format!("{PREFIX}DateValidator"), "Date validator", |args| {
-        yaml_arguments::<super::registry::NoArguments>(args)?;
-        Ok(Box::new(DateValidator))
-    });
+    registry.register_validator(
+        &format!("{PREFIX}DateValidator"),
+        "Date validator",
+        |args| {
+            yaml_arguments::<super::registry::NoArguments>(args)?;
+            Ok(Box::new(DateValidator))
+        },
+    );
     registry.register_validator(
         &format!("{PREFIX}DateAndTimeValidator"),
         "Date and time validator",
@@ -101,10 +108,14 @@ pub(super) fn register_builtins(registry: &mut ClassRegistry) {
             Ok(Box::new(DateAndTimeValidator))
         },
     );
-    registry.register_validator(&format!("{PREFIX}TimeValidator"), "Time validator", |args| {
-        yaml_arguments::<super::registry::NoArguments>(args)?;
-        Ok(Box::new(TimeValidator))
-    });
+    registry.register_validator(
+        &format!("{PREFIX}TimeValidator"),
+        "Time validator",
+        |args| {
+            yaml_arguments::<super::registry::NoArguments>(args)?;
+            Ok(Box::new(TimeValidator))
+        },
+    );
     registry.register_validator(
         &format!("{PREFIX}RegularExpressionValidator"),
         "Regular expression validator",

@@ -117,7 +117,11 @@ pub struct MetadataTypeInput {
 impl MetadataTypeInput {
     /// A type with only a name and a label.
     pub fn new(name: impl Into<String>, label: impl Into<String>) -> Self {
-        MetadataTypeInput { name: name.into(), label: label.into(), ..Default::default() }
+        MetadataTypeInput {
+            name: name.into(),
+            label: label.into(),
+            ..Default::default()
+        }
     }
 
     /// Sets the default template.

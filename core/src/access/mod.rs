@@ -1,0 +1,11 @@
+//! Access control (spec 2.11, 5): the permission registry, object kinds and their inheritance,
+//! and the evaluator.
+
+pub mod inheritance;
+pub mod password;
+pub mod permission;
+pub mod policy;
+
+pub use inheritance::{KindInfo, KindRegistry, ObjectKind, ObjectRef};
+pub use permission::{Permission, PermissionSet};
+pub use policy::{AccessSnapshot, Explanation, Grant};

@@ -1,0 +1,465 @@
+//! The access evaluator (spec 5.2-5.3): superuser, then global role permissions, then the ACLs
+//! of the object and of every object it inherits from. There is no deny: refuse unless granted.
+//!
+//! It answers from an in-memory [`AccessSnapshot`] of users, groups, roles, ACLs and parent
+//! links, which the writer updates in place right after each commit (a few hash-map updates),
+//! so it is never stale for the next call.
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::inheritance::{ObjectKind, ObjectRef};
+use super::permission::{Permission, PermissionSet};
+use crate::model::{AclId, GroupId, RoleId, UserId};
+
+/// Longest chain of parent links followed (guards against cycles in application-set links).
+const MAX_DEPTH: usize = 64;
+
+#[derive(Debug, Clone, Default)]
+struct UserAccess {
+    superuser: bool,
+    active: bool,
+    groups: Vec<GroupId>,
+    /// Sorted, for binary search.
+    roles: Vec<RoleId>,
+    global: PermissionSet,
+}
+
+/// One ACL as the evaluator sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct AclEntry {
+    acl: AclId,
+    role: RoleId,
+    permissions: PermissionSet,
+}
+
+/// The evaluator's in-memory picture of every grant and parent link.
+#[derive(Debug, Clone, Default)]
+pub struct AccessSnapshot {
+    users: FxHashMap<UserId, UserAccess>,
+    group_members: FxHashMap<GroupId, Vec<UserId>>,
+    group_roles: FxHashMap<GroupId, Vec<RoleId>>,
+    role_groups: FxHashMap<RoleId, Vec<GroupId>>,
+    role_global: FxHashMap<RoleId, PermissionSet>,
+    acls: FxHashMap<ObjectRef, Vec<AclEntry>>,
+    parents: FxHashMap<ObjectRef, Vec<ObjectRef>>,
+}
+
+/// Why a permission is granted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Grant {
+    /// The actor is docmeta itself (tools, tasks, workflows).
+    System,
+    /// The user is a superuser.
+    Superuser,
+    /// A role of the user holds the permission globally.
+    Global {
+        /// The role holding the permission.
+        role: RoleId,
+        /// The group through which the user has the role.
+        group: GroupId,
+    },
+    /// An ACL grants it to a role of the user.
+    Acl {
+        /// The ACL.
+        acl: AclId,
+        /// Its role.
+        role: RoleId,
+        /// The object the ACL is on.
+        object: ObjectRef,
+        /// The inheritance path from the checked object to `object` (both included).
+        path: Vec<ObjectRef>,
+    },
+}
+
+/// The answer of [`AccessSnapshot::explain`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Explanation {
+    /// The grant that applies, or `None` when access is refused.
+    pub grant: Option<Grant>,
+    /// The objects whose ACLs were consulted, in order.
+    pub checked: Vec<ObjectRef>,
+    /// Why the user was refused outright (unknown or inactive user), if so.
+    pub note: Option<String>,
+}
+
+fn remove_item<T: PartialEq>(v: &mut Vec<T>, item: &T) {
+    v.retain(|x| x != item);
+}
+
+impl AccessSnapshot {
+    // ----- building and updating -------------------------------------------------------------
+
+    /// Adds or updates a user.
+    pub fn set_user(&mut self, user: UserId, superuser: bool, active: bool) {
+        let u = self.users.entry(user).or_default();
+        u.superuser = superuser;
+        u.active = active;
+    }
+
+    /// Forgets a user.
+    pub fn remove_user(&mut self, user: UserId) {
+        if let Some(u) = self.users.remove(&user) {
+            for g in u.groups {
+                if let Some(m) = self.group_members.get_mut(&g) {
+                    remove_item(m, &user);
+                }
+            }
+        }
+    }
+
+    /// Adds or removes `user` from `group`.
+    pub fn set_membership(&mut self, group: GroupId, user: UserId, member: bool) {
+        let members = self.group_members.entry(group).or_default();
+        let u = self.users.entry(user).or_default();
+        remove_item(members, &user);
+        remove_item(&mut u.groups, &group);
+        if member {
+            members.push(user);
+            u.groups.push(group);
+        }
+        self.recompute_user(user);
+    }
+
+    /// Assigns `role` to `group` or removes it.
+    pub fn set_role_group(&mut self, role: RoleId, group: GroupId, assigned: bool) {
+        let roles = self.group_roles.entry(group).or_default();
+        let groups = self.role_groups.entry(role).or_default();
+        remove_item(roles, &role);
+        remove_item(groups, &group);
+        if assigned {
+            roles.push(role);
+            groups.push(group);
+        }
+        self.recompute_group(group);
+    }
+
+    /// Sets the global permissions of `role`.
+    pub fn set_role_permissions(&mut self, role: RoleId, permissions: PermissionSet) {
+        self.role_global.insert(role, permissions);
+        for g in self.role_groups.get(&role).cloned().unwrap_or_default() {
+            self.recompute_group(g);
+        }
+    }
+
+    /// Forgets a role, its global permissions and its ACLs.
+    pub fn remove_role(&mut self, role: RoleId) {
+        self.role_global.remove(&role);
+        let groups = self.role_groups.remove(&role).unwrap_or_default();
+        for g in &groups {
+            if let Some(r) = self.group_roles.get_mut(g) {
+                remove_item(r, &role);
+            }
+        }
+        self.acls.retain(|_, entries| {
+            entries.retain(|e| e.role != role);
+            !entries.is_empty()
+        });
+        for g in groups {
+            self.recompute_group(g);
+        }
+    }
+
+    /// Forgets a group and its memberships.
+    pub fn remove_group(&mut self, group: GroupId) {
+        let members = self.group_members.remove(&group).unwrap_or_default();
+        for role in self.group_roles.remove(&group).unwrap_or_default() {
+            if let Some(g) = self.role_groups.get_mut(&role) {
+                remove_item(g, &group);
+            }
+        }
+        for user in members {
+            if let Some(u) = self.users.get_mut(&user) {
+                remove_item(&mut u.groups, &group);
+            }
+            self.recompute_user(user);
+        }
+    }
+
+    /// Sets the permissions of an ACL; an empty set removes the ACL.
+    pub fn set_acl(
+        &mut self,
+        object: ObjectRef,
+        acl: AclId,
+        role: RoleId,
+        permissions: PermissionSet,
+    ) {
+        let entries = self.acls.entry(object).or_default();
+        entries.retain(|e| e.acl != acl);
+        if !permissions.is_empty() {
+            entries.push(AclEntry {
+                acl,
+                role,
+                permissions,
+            });
+        }
+        if entries.is_empty() {
+            self.acls.remove(&object);
+        }
+    }
+
+    /// Forgets every ACL on `object` (the object was deleted).
+    pub fn remove_acls_of(&mut self, object: ObjectRef) {
+        self.acls.remove(&object);
+    }
+
+    /// Sets the objects `object` inherits from (empty: none).
+    pub fn set_parents(&mut self, object: ObjectRef, parents: Vec<ObjectRef>) {
+        if parents.is_empty() {
+            self.parents.remove(&object);
+        } else {
+            self.parents.insert(object, parents);
+        }
+    }
+
+    /// Forgets an object: its parent links and its ACLs.
+    pub fn remove_object(&mut self, object: ObjectRef) {
+        self.parents.remove(&object);
+        self.acls.remove(&object);
+    }
+
+    fn recompute_group(&mut self, group: GroupId) {
+        for user in self.group_members.get(&group).cloned().unwrap_or_default() {
+            self.recompute_user(user);
+        }
+    }
+
+    fn recompute_user(&mut self, user: UserId) {
+        let Some(u) = self.users.get(&user) else {
+            return;
+        };
+        let mut roles: Vec<RoleId> = u
+            .groups
+            .iter()
+            .filter_map(|g| self.group_roles.get(g))
+            .flatten()
+            .copied()
+            .collect();
+        roles.sort_unstable();
+        roles.dedup();
+        let global = roles
+            .iter()
+            .filter_map(|r| self.role_global.get(r))
+            .fold(PermissionSet::EMPTY, |a, b| a.union(*b));
+        if let Some(u) = self.users.get_mut(&user) {
+            u.roles = roles;
+            u.global = global;
+        }
+    }
+
+    // ----- answering ------------------------------------------------------------------------
+
+    fn user(&self, user: UserId) -> Option<&UserAccess> {
+        self.users.get(&user).filter(|u| u.active)
+    }
+
+    /// Whether `user` is an active superuser.
+    pub fn is_superuser(&self, user: UserId) -> bool {
+        self.user(user).is_some_and(|u| u.superuser)
+    }
+
+    /// Whether `user` holds `permission` globally (superuser or a role).
+    pub fn check_global(&self, user: UserId, permission: Permission) -> bool {
+        self.user(user)
+            .is_some_and(|u| u.superuser || u.global.contains(permission))
+    }
+
+    /// Whether an ACL on `object` itself grants `permission` to one of `u`'s roles.
+    #[inline]
+    fn acl_grants(
+        &self,
+        u: &UserAccess,
+        permission: Permission,
+        object: &ObjectRef,
+    ) -> Option<&AclEntry> {
+        self.acls
+            .get(object)?
+            .iter()
+            .find(|e| e.permissions.contains(permission) && u.roles.binary_search(&e.role).is_ok())
+    }
+
+    /// The objects `object` inherits ACLs from, one level up. A cabinet inherits only from the
+    /// root of its tree (spec 5.3: an ACL on a root cabinet covers all its sub-cabinets).
+    fn inherited_from(&self, object: &ObjectRef) -> Vec<ObjectRef> {
+        if object.kind == ObjectKind::CABINET {
+            let mut root = *object;
+            for _ in 0..MAX_DEPTH {
+                match self.parents.get(&root).and_then(|p| p.first()) {
+                    Some(parent) => root = *parent,
+                    None => break,
+                }
+            }
+            return if root == *object {
+                Vec::new()
+            } else {
+                vec![root]
+            };
+        }
+        self.parents.get(object).cloned().unwrap_or_default()
+    }
+
+    fn granted_on(
+        &self,
+        u: &UserAccess,
+        permission: Permission,
+        object: &ObjectRef,
+        depth: usize,
+    ) -> bool {
+        if self.acl_grants(u, permission, object).is_some() {
+            return true;
+        }
+        if depth >= MAX_DEPTH {
+            return false;
+        }
+        if object.kind == ObjectKind::CABINET {
+            return self
+                .inherited_from(object)
+                .iter()
+                .any(|p| self.acl_grants(u, permission, p).is_some());
+        }
+        match self.parents.get(object) {
+            Some(parents) => parents
+                .iter()
+                .any(|p| self.granted_on(u, permission, p, depth + 1)),
+            None => false,
+        }
+    }
+
+    /// Whether `user` may do `permission` on `object` (spec 5.2).
+    pub fn check(&self, user: UserId, permission: Permission, object: ObjectRef) -> bool {
+        let Some(u) = self.user(user) else {
+            return false;
+        };
+        u.superuser || u.global.contains(permission) || self.granted_on(u, permission, &object, 0)
+    }
+
+    /// The subset of `objects` on which `user` may do `permission`, in the given order. Parents
+    /// shared by many objects (a document type) are evaluated once per call.
+    pub fn filter(
+        &self,
+        user: UserId,
+        permission: Permission,
+        objects: &[ObjectRef],
+    ) -> Vec<ObjectRef> {
+        let mut keep = Vec::with_capacity(objects.len());
+        self.filter_each(user, permission, objects.iter().copied(), |o| keep.push(o));
+        keep
+    }
+
+    /// Like [`filter`](Self::filter), calling `keep` for every permitted object of `objects`.
+    pub fn filter_each(
+        &self,
+        user: UserId,
+        permission: Permission,
+        objects: impl IntoIterator<Item = ObjectRef>,
+        mut keep: impl FnMut(ObjectRef),
+    ) {
+        let Some(u) = self.user(user) else { return };
+        if u.superuser || u.global.contains(permission) {
+            objects.into_iter().for_each(keep);
+            return;
+        }
+        let mut memo: FxHashMap<ObjectRef, bool> = FxHashMap::default();
+        for object in objects {
+            if self.acl_grants(u, permission, &object).is_some() {
+                keep(object);
+                continue;
+            }
+            let granted = match self.parents.get(&object) {
+                Some(parents) if object.kind != ObjectKind::CABINET => parents.iter().any(|p| {
+                    *memo
+                        .entry(*p)
+                        .or_insert_with(|| self.granted_on(u, permission, p, 1))
+                }),
+                _ => self.granted_on(u, permission, &object, 0),
+            };
+            if granted {
+                keep(object);
+            }
+        }
+    }
+
+    /// Says why `user` may or may not do `permission` on `object`.
+    pub fn explain(&self, user: UserId, permission: Permission, object: ObjectRef) -> Explanation {
+        let mut checked = Vec::new();
+        let Some(u) = self.users.get(&user) else {
+            return Explanation {
+                grant: None,
+                checked,
+                note: Some("unknown user".into()),
+            };
+        };
+        if !u.active {
+            return Explanation {
+                grant: None,
+                checked,
+                note: Some("inactive user".into()),
+            };
+        }
+        if u.superuser {
+            return Explanation {
+                grant: Some(Grant::Superuser),
+                checked,
+                note: None,
+            };
+        }
+        if u.global.contains(permission) {
+            for g in &u.groups {
+                for r in self.group_roles.get(g).into_iter().flatten() {
+                    if self
+                        .role_global
+                        .get(r)
+                        .is_some_and(|s| s.contains(permission))
+                    {
+                        let grant = Grant::Global {
+                            role: *r,
+                            group: *g,
+                        };
+                        return Explanation {
+                            grant: Some(grant),
+                            checked,
+                            note: None,
+                        };
+                    }
+                }
+            }
+        }
+        // Breadth-first over the inheritance paths, remembering how each object was reached.
+        let mut queue = std::collections::VecDeque::from([vec![object]]);
+        let mut seen = FxHashSet::default();
+        while let Some(path) = queue.pop_front() {
+            let Some(current) = path.last().copied() else {
+                continue;
+            };
+            if !seen.insert(current) || path.len() > MAX_DEPTH {
+                continue;
+            }
+            checked.push(current);
+            if let Some(e) = self.acl_grants(u, permission, &current) {
+                let grant = Grant::Acl {
+                    acl: e.acl,
+                    role: e.role,
+                    object: current,
+                    path,
+                };
+                return Explanation {
+                    grant: Some(grant),
+                    checked,
+                    note: None,
+                };
+            }
+            if current.kind == ObjectKind::CABINET && path.len() > 1 {
+                continue; // a root cabinet's own parents are not consulted.
+            }
+            for parent in self.inherited_from(&current) {
+                let mut next = path.clone();
+                next.push(parent);
+                queue.push_back(next);
+            }
+        }
+        Explanation {
+            grant: None,
+            checked,
+            note: None,
+        }
+    }
+}

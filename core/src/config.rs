@@ -1,0 +1,149 @@
+//! The data directory's `config.yml` (read with serde-saphyr) and `system/SECRET_KEY`.
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+
+/// Settings read from `config.yml`. Every field has a default; unknown keys are refused so a
+/// typo is reported instead of silently ignored.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// How many times a failing background task is tried before it is marked failed.
+    pub task_max_attempts: u32,
+    /// Argon2id memory cost in KiB for password hashes.
+    pub password_hash_memory_kib: u32,
+    /// Argon2id iterations for password hashes.
+    pub password_hash_iterations: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            task_max_attempts: 5,
+            password_hash_memory_kib: 19_456,
+            password_hash_iterations: 2,
+        }
+    }
+}
+
+/// The `config.yml` written on first start.
+pub const DEFAULT_CONFIG: &str = "\
+# docmeta settings. Every key is optional; the values shown are the defaults.
+# How many times a failing background task is tried before it is marked failed.
+task_max_attempts: 5
+# Argon2id cost of password hashes (OWASP recommendation: 19 MiB, 2 iterations).
+password_hash_memory_kib: 19456
+password_hash_iterations: 2
+";
+
+impl Config {
+    /// Parses configuration text.
+    pub fn parse(text: &str) -> Result<Config> {
+        if text.trim().is_empty() {
+            return Ok(Config::default());
+        }
+        serde_saphyr::from_str(text).map_err(|e| Error::InvalidInput(format!("config.yml: {e}")))
+    }
+
+    /// Reads `config.yml` in `dir`, writing the default file first if it is missing.
+    pub fn load_or_create(dir: &Path) -> Result<Config> {
+        let path = dir.join("config.yml");
+        if !path.exists() {
+            fs::write(&path, DEFAULT_CONFIG)
+                .map_err(|e| Error::storage("writing config.yml", e))?;
+        }
+        let text =
+            fs::read_to_string(&path).map_err(|e| Error::storage("reading config.yml", e))?;
+        Config::parse(&text)
+    }
+}
+
+/// Reads `system/SECRET_KEY`, creating it (32 random bytes, hex, mode 0600) on first start.
+pub fn load_or_create_secret_key(dir: &Path) -> Result<Vec<u8>> {
+    let system = dir.join("system");
+    fs::create_dir_all(&system).map_err(|e| Error::storage("creating the system directory", e))?;
+    let path = system.join("SECRET_KEY");
+    if let Ok(text) = fs::read_to_string(&path) {
+        let key = decode_hex(text.trim())
+            .ok_or_else(|| Error::InvalidInput(format!("{} is not hex", path.display())))?;
+        if key.len() < 32 {
+            return Err(Error::InvalidInput(format!(
+                "{} is shorter than 32 bytes",
+                path.display()
+            )));
+        }
+        return Ok(key);
+    }
+    let mut key = vec![0u8; 32];
+    getrandom::fill(&mut key)
+        .map_err(|e| Error::storage("generating the secret key", e.to_string()))?;
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options
+        .open(&path)
+        .map_err(|e| Error::storage("creating SECRET_KEY", e))?;
+    file.write_all(encode_hex(&key).as_bytes())
+        .and_then(|()| file.sync_all())
+        .map_err(|e| Error::storage("writing SECRET_KEY", e))?;
+    Ok(key)
+}
+
+/// Lower-case hex of `bytes`.
+pub fn encode_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn decode_hex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_defaults_and_typos() {
+        assert_eq!(Config::parse("").ok(), Some(Config::default()));
+        assert_eq!(Config::parse(DEFAULT_CONFIG).ok(), Some(Config::default()));
+        assert_eq!(
+            Config::parse("task_max_attempts: 2")
+                .map(|c| c.task_max_attempts)
+                .ok(),
+            Some(2)
+        );
+        assert!(Config::parse("task_max_atempts: 2").is_err());
+    }
+
+    #[test]
+    fn secret_key_is_created_once_with_0600() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let a = load_or_create_secret_key(dir.path()).expect("create");
+        let b = load_or_create_secret_key(dir.path()).expect("read");
+        assert_eq!(a, b);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(dir.path().join("system/SECRET_KEY"))
+                .expect("meta")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+}

@@ -1,0 +1,612 @@
+//! The [`Docmeta`] handle: the store, the shared template environment, the class registry, the
+//! access snapshot, subscribers and the task worker, and the unit of work every change runs in.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use chrono::Utc;
+use parking_lot::{Condvar, Mutex, RwLock};
+use rustc_hash::FxHashMap;
+
+use crate::access::{
+    AccessSnapshot, Explanation, KindRegistry, ObjectKind, ObjectRef, Permission, PermissionSet,
+};
+use crate::config::{Config, load_or_create_secret_key};
+use crate::error::{Error, Result};
+use crate::events::{Event, EventObject, EventQuery};
+use crate::metadata::{ClassRegistry, CompiledMetadataType, TemplateEngine};
+use crate::model::*;
+use crate::session::Session;
+use crate::store::{Mode, SqliteStore, Store, Tx};
+use crate::tasks::Worker;
+
+/// A change to the access snapshot, applied right after the transaction that made it commits.
+#[derive(Debug, Clone)]
+pub(crate) enum AccessChange {
+    User {
+        id: UserId,
+        superuser: bool,
+        active: bool,
+    },
+    UserRemoved(UserId),
+    Membership {
+        group: GroupId,
+        user: UserId,
+        member: bool,
+    },
+    RoleGroup {
+        role: RoleId,
+        group: GroupId,
+        assigned: bool,
+    },
+    RolePermissions {
+        role: RoleId,
+        permissions: PermissionSet,
+    },
+    RoleRemoved(RoleId),
+    GroupRemoved(GroupId),
+    Acl {
+        object: ObjectRef,
+        acl: AclId,
+        role: RoleId,
+        permissions: PermissionSet,
+    },
+    Parents {
+        object: ObjectRef,
+        parents: Vec<ObjectRef>,
+    },
+    ObjectRemoved(ObjectRef),
+}
+
+/// A subscriber to committed events.
+pub type Subscriber = Arc<dyn Fn(&Event) + Send + Sync + 'static>;
+
+/// Identifies a subscription, to cancel it with [`Docmeta::unsubscribe`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SubscriptionId(u64);
+
+pub(crate) struct Inner {
+    pub(crate) store: Box<dyn Store>,
+    pub(crate) data_dir: Option<PathBuf>,
+    pub(crate) config: Config,
+    pub(crate) secret_key: Vec<u8>,
+    pub(crate) templates: TemplateEngine,
+    pub(crate) classes: ClassRegistry,
+    pub(crate) kinds: RwLock<KindRegistry>,
+    pub(crate) access: RwLock<AccessSnapshot>,
+    compiled: RwLock<FxHashMap<MetadataTypeId, Arc<CompiledMetadataType>>>,
+    compiled_generation: AtomicU64,
+    subscribers: RwLock<Vec<(SubscriptionId, Subscriber)>>,
+    next_subscription: AtomicU64,
+    pub(crate) task_signal: (Mutex<bool>, Condvar),
+    pub(crate) shutdown: std::sync::atomic::AtomicBool,
+}
+
+/// A docmeta instance: open it once per process and share it (it is cheap to clone).
+///
+/// ```
+/// use docmeta_core::{Docmeta, MetadataTypeInput};
+///
+/// let db = Docmeta::in_memory()?;
+/// let admin = db.system();
+/// let invoices = admin.create_document_type("Invoice")?;
+/// let due = admin.create_metadata_type(
+///     MetadataTypeInput::new("due", "Due date")
+///         .parser("svc.apps.metadata.metadata_parsers.DateParser", ""),
+/// )?;
+/// admin.associate(invoices.id, due.id, true)?;
+/// let doc = admin.create_document(invoices.id, "INV-1", &[(due.id, "31/12/2024")])?;
+/// assert_eq!(admin.metadata_value_of(doc.id, "due")?.as_deref(), Some("2024-12-31"));
+/// # Ok::<(), docmeta_core::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Docmeta {
+    pub(crate) inner: Arc<Inner>,
+    _worker: Option<Arc<Worker>>,
+}
+
+impl std::fmt::Debug for Docmeta {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Docmeta")
+            .field("store", &self.inner.store.describe())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Docmeta`] with non-default parts.
+pub struct Builder {
+    data_dir: Option<PathBuf>,
+    store: Option<Box<dyn Store>>,
+    classes: ClassRegistry,
+    kinds: KindRegistry,
+    worker: bool,
+    config: Option<Config>,
+}
+
+impl std::fmt::Debug for Builder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builder")
+            .field("data_dir", &self.data_dir)
+            .field("worker", &self.worker)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Builder {
+    /// Uses `dir` as the data directory (MEDIA_ROOT), created if missing.
+    pub fn data_dir(mut self, dir: impl AsRef<Path>) -> Self {
+        self.data_dir = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// Uses `store` instead of the data directory's SQLite database.
+    pub fn store(mut self, store: impl Store) -> Self {
+        self.store = Some(Box::new(store));
+        self
+    }
+
+    /// Uses these validator and parser classes (the built-ins plus an application's own).
+    pub fn classes(mut self, classes: ClassRegistry) -> Self {
+        self.classes = classes;
+        self
+    }
+
+    /// Uses these object kinds (the built-ins plus an application's own, see
+    /// [`KindRegistry::register`]).
+    pub fn kinds(mut self, kinds: KindRegistry) -> Self {
+        self.kinds = kinds;
+        self
+    }
+
+    /// Whether a background thread runs durable tasks (default: on for a data directory, off
+    /// in memory). Without it, call [`Docmeta::run_pending_tasks`].
+    pub fn worker(mut self, on: bool) -> Self {
+        self.worker = on;
+        self
+    }
+
+    /// Overrides `config.yml`.
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = Some(config);
+        self
+    }
+
+    /// Opens the instance.
+    pub fn open(self) -> Result<Docmeta> {
+        let (store, secret_key, config) = match &self.data_dir {
+            Some(dir) => {
+                for sub in ["", "document_file_storage"] {
+                    std::fs::create_dir_all(dir.join(sub)).map_err(|e| {
+                        Error::storage(format!("creating the data directory {}", dir.display()), e)
+                    })?;
+                }
+                let key = load_or_create_secret_key(dir)?;
+                let config = match self.config {
+                    Some(c) => c,
+                    None => Config::load_or_create(dir)?,
+                };
+                let store: Box<dyn Store> = match self.store {
+                    Some(s) => s,
+                    None => Box::new(SqliteStore::open(dir.join("db.sqlite3"))?),
+                };
+                (store, key, config)
+            }
+            None => {
+                let store: Box<dyn Store> = match self.store {
+                    Some(s) => s,
+                    None => Box::new(SqliteStore::in_memory()?),
+                };
+                let mut key = vec![0u8; 32];
+                getrandom::fill(&mut key)
+                    .map_err(|e| Error::storage("generating a key", e.to_string()))?;
+                (store, key, self.config.unwrap_or_default())
+            }
+        };
+        store.migrate()?;
+        let inner = Arc::new(Inner {
+            store,
+            data_dir: self.data_dir,
+            config,
+            secret_key,
+            templates: TemplateEngine::new(),
+            classes: self.classes,
+            kinds: RwLock::new(self.kinds),
+            access: RwLock::new(AccessSnapshot::default()),
+            compiled: RwLock::new(FxHashMap::default()),
+            compiled_generation: AtomicU64::new(0),
+            subscribers: RwLock::new(Vec::new()),
+            next_subscription: AtomicU64::new(1),
+            task_signal: (Mutex::new(false), Condvar::new()),
+            shutdown: std::sync::atomic::AtomicBool::new(false),
+        });
+        let mut db = Docmeta {
+            inner,
+            _worker: None,
+        };
+        db.reload_access()?;
+        db.write_system(|tx| tx.requeue_running_tasks().map(drop))?;
+        if self.worker {
+            db._worker = Some(Arc::new(Worker::start(&db)));
+        }
+        Ok(db)
+    }
+}
+
+/// What a unit of work collects while it runs, applied after it commits.
+pub(crate) struct Unit<'a> {
+    pub(crate) tx: Tx<'a>,
+    pub(crate) actor: Actor,
+    pub(crate) events: Vec<Event>,
+    pub(crate) access: Vec<AccessChange>,
+    pub(crate) tasks_enqueued: bool,
+    pub(crate) invalidated: Vec<MetadataTypeId>,
+}
+
+impl Unit<'_> {
+    /// Appends an event to the log (in this transaction).
+    pub(crate) fn event(
+        &mut self,
+        name: &str,
+        target: EventObject,
+        action: Option<EventObject>,
+    ) -> Result<()> {
+        let e = self
+            .tx
+            .append_event(name, self.actor.user(), &target, action.as_ref())?;
+        self.events.push(e);
+        Ok(())
+    }
+
+    /// Enqueues a durable task (in this transaction).
+    pub(crate) fn task(&mut self, name: &str, payload: &serde_json::Value) -> Result<()> {
+        self.tx.enqueue_task(name, &payload.to_string())?;
+        self.tasks_enqueued = true;
+        Ok(())
+    }
+}
+
+impl Docmeta {
+    /// Opens (or creates) the data directory `dir` on the embedded SQLite store, with the task
+    /// worker running.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Docmeta> {
+        Docmeta::builder().data_dir(dir).worker(true).open()
+    }
+
+    /// A private in-memory instance without a worker (tests, examples).
+    pub fn in_memory() -> Result<Docmeta> {
+        Docmeta::builder().open()
+    }
+
+    /// A builder for other set-ups.
+    pub fn builder() -> Builder {
+        Builder {
+            data_dir: None,
+            store: None,
+            classes: ClassRegistry::default(),
+            kinds: KindRegistry::default(),
+            worker: false,
+            config: None,
+        }
+    }
+
+    pub(crate) fn from_inner(inner: Arc<Inner>) -> Docmeta {
+        Docmeta {
+            inner,
+            _worker: None,
+        }
+    }
+
+    /// A session acting as `user`: every operation is permission-checked.
+    pub fn session(&self, user: UserId) -> Session {
+        Session::new(self.clone(), Actor::User(user))
+    }
+
+    /// A session acting as docmeta itself: nothing is checked (tools, tasks, administration).
+    pub fn system(&self) -> Session {
+        Session::new(self.clone(), Actor::System)
+    }
+
+    /// The data directory, when not in memory.
+    pub fn data_dir(&self) -> Option<&Path> {
+        self.inner.data_dir.as_deref()
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// The secret key of the data directory (`system/SECRET_KEY`).
+    pub fn secret_key(&self) -> &[u8] {
+        &self.inner.secret_key
+    }
+
+    /// The store.
+    pub fn store(&self) -> &dyn Store {
+        self.inner.store.as_ref()
+    }
+
+    /// The template environment.
+    pub fn templates(&self) -> &TemplateEngine {
+        &self.inner.templates
+    }
+
+    /// The validator and parser classes.
+    pub fn classes(&self) -> &ClassRegistry {
+        &self.inner.classes
+    }
+
+    /// A copy of the object kinds.
+    pub fn kinds(&self) -> KindRegistry {
+        self.inner.kinds.read().clone()
+    }
+
+    /// Applies pending schema migrations (spec 4.6 `migrate`); returns the versions applied.
+    pub fn migrate(&self) -> Result<Vec<u32>> {
+        self.inner.store.migrate()
+    }
+
+    // ----- events ----------------------------------------------------------------------------
+
+    /// Calls `f` with every event after the transaction that appended it commits, in the
+    /// committing thread. Keep it fast; a panicking subscriber is isolated from the others.
+    pub fn subscribe(&self, f: impl Fn(&Event) + Send + Sync + 'static) -> SubscriptionId {
+        let id = SubscriptionId(self.inner.next_subscription.fetch_add(1, Ordering::Relaxed));
+        self.inner.subscribers.write().push((id, Arc::new(f)));
+        id
+    }
+
+    /// Cancels a subscription.
+    pub fn unsubscribe(&self, id: SubscriptionId) {
+        self.inner.subscribers.write().retain(|(s, _)| *s != id);
+    }
+
+    /// Events of the log, unfiltered (see [`Session::events`] for the permission-filtered view).
+    pub fn events(&self, query: &EventQuery) -> Result<Vec<Event>> {
+        self.read(|tx| tx.events(query))
+    }
+
+    // ----- access ----------------------------------------------------------------------------
+
+    /// Whether `user` may do `permission` on `object`.
+    pub fn check(&self, user: UserId, permission: Permission, object: ObjectRef) -> bool {
+        self.inner.access.read().check(user, permission, object)
+    }
+
+    /// The subset of `objects` on which `user` may do `permission`.
+    pub fn filter(
+        &self,
+        user: UserId,
+        permission: Permission,
+        objects: &[ObjectRef],
+    ) -> Vec<ObjectRef> {
+        self.inner.access.read().filter(user, permission, objects)
+    }
+
+    /// Why `user` may or may not do `permission` on `object`.
+    pub fn explain(&self, user: UserId, permission: Permission, object: ObjectRef) -> Explanation {
+        self.inner.access.read().explain(user, permission, object)
+    }
+
+    /// Rebuilds the access snapshot from the store (done at open; also useful after another
+    /// process changed grants).
+    pub fn reload_access(&self) -> Result<()> {
+        let kinds = self.inner.kinds.read().clone();
+        let snapshot = self.read(|tx| crate::session::load_access(tx, &kinds))?;
+        *self.inner.access.write() = snapshot;
+        Ok(())
+    }
+
+    // ----- units of work ---------------------------------------------------------------------
+
+    /// Runs `f` in a read transaction.
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        let mut tx = Tx::new(self.inner.store.begin(Mode::Read)?);
+        f(&mut tx)
+    }
+
+    /// Runs `f` in a write transaction with no events (internal bookkeeping).
+    pub(crate) fn write_system<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        let mut tx = Tx::new(self.inner.store.begin(Mode::Write)?);
+        let out = f(&mut tx)?;
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// Runs `f` as one transaction for `actor`; after commit, applies access changes, drops
+    /// stale compiled types, wakes the worker and notifies subscribers.
+    pub(crate) fn write<T>(
+        &self,
+        actor: Actor,
+        f: impl FnOnce(&mut Unit<'_>) -> Result<T>,
+    ) -> Result<T> {
+        let tx = Tx::new(self.inner.store.begin(Mode::Write)?);
+        let mut unit = Unit {
+            tx,
+            actor,
+            events: Vec::new(),
+            access: Vec::new(),
+            tasks_enqueued: false,
+            invalidated: Vec::new(),
+        };
+        let out = f(&mut unit)?;
+        let Unit {
+            tx,
+            events,
+            access,
+            tasks_enqueued,
+            invalidated,
+            ..
+        } = unit;
+        tx.commit()?;
+        if !invalidated.is_empty() {
+            self.inner
+                .compiled_generation
+                .fetch_add(1, Ordering::SeqCst);
+            let mut compiled = self.inner.compiled.write();
+            for id in invalidated {
+                compiled.remove(&id);
+            }
+        }
+        if !access.is_empty() {
+            let mut snapshot = self.inner.access.write();
+            for change in access {
+                apply(&mut snapshot, change);
+            }
+        }
+        if tasks_enqueued {
+            self.notify_worker();
+        }
+        self.publish(&events);
+        Ok(out)
+    }
+
+    fn publish(&self, events: &[Event]) {
+        if events.is_empty() {
+            return;
+        }
+        let subscribers: Vec<Subscriber> = self
+            .inner
+            .subscribers
+            .read()
+            .iter()
+            .map(|(_, s)| s.clone())
+            .collect();
+        for e in events {
+            for s in &subscribers {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s(e)));
+            }
+        }
+    }
+
+    pub(crate) fn notify_worker(&self) {
+        let (lock, cv) = &self.inner.task_signal;
+        *lock.lock() = true;
+        cv.notify_all();
+    }
+
+    /// The compiled form of a metadata type, cached until the type changes.
+    pub(crate) fn compiled(
+        &self,
+        tx: &mut Tx<'_>,
+        id: MetadataTypeId,
+    ) -> Result<Arc<CompiledMetadataType>> {
+        if let Some(c) = self.inner.compiled.read().get(&id) {
+            return Ok(c.clone());
+        }
+        let generation = self.inner.compiled_generation.load(Ordering::SeqCst);
+        let t = tx
+            .metadata_type(id)?
+            .ok_or_else(|| Error::not_found(format!("metadata type {id}")))?;
+        let c = Arc::new(CompiledMetadataType::new(t, &self.inner.classes)?);
+        let mut cache = self.inner.compiled.write();
+        if self.inner.compiled_generation.load(Ordering::SeqCst) == generation {
+            cache.insert(id, c.clone());
+        }
+        Ok(c)
+    }
+
+    /// Registers an application object kind after opening (see [`KindRegistry::register`]).
+    pub fn register_kind(
+        &self,
+        app_label: &str,
+        model_name: &str,
+        parents: &[ObjectKind],
+        own: &[Permission],
+    ) -> Result<ObjectKind> {
+        self.inner
+            .kinds
+            .write()
+            .register(app_label, model_name, parents, own)
+    }
+
+    /// Records the objects an application object inherits ACLs from (spec 5.3 for kinds that
+    /// docmeta does not store: versions, comments, sources, tags, index nodes...).
+    pub fn set_object_parents(&self, object: ObjectRef, parents: &[ObjectRef]) -> Result<()> {
+        let kinds = self.inner.kinds.read().clone();
+        let names: Vec<(String, i64)> =
+            parents.iter().map(|p| (kinds.name(p.kind), p.id)).collect();
+        self.write(Actor::System, |u| {
+            u.tx.set_object_parents(&kinds.name(object.kind), object.id, &names)?;
+            u.access.push(AccessChange::Parents {
+                object,
+                parents: parents.to_vec(),
+            });
+            Ok(())
+        })
+    }
+
+    /// Runs every runnable durable task now, in this thread; returns how many ran.
+    pub fn run_pending_tasks(&self) -> Result<usize> {
+        crate::tasks::run_pending(self)
+    }
+
+    /// Tasks not yet done (pending, running or failed).
+    pub fn open_tasks(&self) -> Result<Vec<crate::store::records::TaskRow>> {
+        self.read(|tx| tx.open_tasks(1000))
+    }
+
+    /// Waits until no task is runnable (tests, tools). Gives up after `timeout`.
+    pub fn wait_for_tasks(&self, timeout: std::time::Duration) -> Result<bool> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let pending = self
+                .read(|tx| tx.open_tasks(1000))?
+                .iter()
+                .any(|t| t.state == "pending" || t.state == "running");
+            if !pending {
+                return Ok(true);
+            }
+            if std::time::Instant::now() > deadline {
+                return Ok(false);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    /// The current time as docmeta sees it.
+    pub(crate) fn now(&self) -> chrono::DateTime<Utc> {
+        Utc::now()
+    }
+}
+
+fn apply(s: &mut AccessSnapshot, change: AccessChange) {
+    match change {
+        AccessChange::User {
+            id,
+            superuser,
+            active,
+        } => s.set_user(id, superuser, active),
+        AccessChange::UserRemoved(id) => s.remove_user(id),
+        AccessChange::Membership {
+            group,
+            user,
+            member,
+        } => s.set_membership(group, user, member),
+        AccessChange::RoleGroup {
+            role,
+            group,
+            assigned,
+        } => s.set_role_group(role, group, assigned),
+        AccessChange::RolePermissions { role, permissions } => {
+            s.set_role_permissions(role, permissions)
+        }
+        AccessChange::RoleRemoved(role) => s.remove_role(role),
+        AccessChange::GroupRemoved(group) => s.remove_group(group),
+        AccessChange::Acl {
+            object,
+            acl,
+            role,
+            permissions,
+        } => s.set_acl(object, acl, role, permissions),
+        AccessChange::Parents { object, parents } => s.set_parents(object, parents),
+        AccessChange::ObjectRemoved(object) => s.remove_object(object),
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.shutdown.store(true, Ordering::SeqCst);
+    }
+}

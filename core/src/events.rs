@@ -1,0 +1,96 @@
+//! The event log of spec 6: every change is appended in the same transaction that makes it, and
+//! handed to subscribers after commit.
+
+use chrono::{DateTime, Utc};
+
+use crate::model::{EventId, UserId};
+
+/// Event names (spec 6, and the access and document events docmeta adds).
+pub mod names {
+    /// A metadata type was created.
+    pub const METADATA_TYPE_CREATED: &str = "metadata.metadata_type_created";
+    /// A metadata type was edited.
+    pub const METADATA_TYPE_EDITED: &str = "metadata.metadata_type_edited";
+    /// A metadata type was deleted.
+    pub const METADATA_TYPE_DELETED: &str = "metadata.metadata_type_deleted";
+    /// A metadata was added to a document.
+    pub const DOCUMENT_METADATA_ADDED: &str = "metadata.document_metadata_added";
+    /// A metadata value was modified.
+    pub const DOCUMENT_METADATA_EDITED: &str = "metadata.document_metadata_edited";
+    /// A metadata was removed from a document.
+    pub const DOCUMENT_METADATA_REMOVED: &str = "metadata.document_metadata_removed";
+    /// An association was created, modified or deleted.
+    pub const METADATA_TYPE_RELATIONSHIP_UPDATED: &str =
+        "metadata.metadata_type_relationship_updated";
+    /// A document type was created.
+    pub const DOCUMENT_TYPE_CREATED: &str = "documents.document_type_created";
+    /// A document type was edited.
+    pub const DOCUMENT_TYPE_EDITED: &str = "documents.document_type_edited";
+    /// A document type was deleted.
+    pub const DOCUMENT_TYPE_DELETED: &str = "documents.document_type_deleted";
+    /// A document was created.
+    pub const DOCUMENT_CREATED: &str = "documents.document_created";
+    /// A document's label was edited.
+    pub const DOCUMENT_EDITED: &str = "documents.document_edited";
+    /// A document changed type.
+    pub const DOCUMENT_TYPE_CHANGED: &str = "documents.document_type_changed";
+    /// A document was deleted.
+    pub const DOCUMENT_DELETED: &str = "documents.document_deleted";
+    /// An ACL was created.
+    pub const ACL_CREATED: &str = "acls.acl_created";
+    /// An ACL's permissions changed.
+    pub const ACL_EDITED: &str = "acls.acl_edited";
+    /// An ACL was deleted.
+    pub const ACL_DELETED: &str = "acls.acl_deleted";
+    /// A role was created or edited (label, groups, global permissions).
+    pub const ROLE_EDITED: &str = "permissions.role_edited";
+    /// A user was created or edited.
+    pub const USER_EDITED: &str = "user_management.user_edited";
+    /// A group was created or edited (name, members).
+    pub const GROUP_EDITED: &str = "user_management.group_edited";
+    /// A cabinet was created, edited or its documents changed.
+    pub const CABINET_EDITED: &str = "cabinets.cabinet_edited";
+}
+
+/// An object an event refers to, with its label at the time of the event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventObject {
+    /// `app_label.model_name` of the object.
+    pub kind: String,
+    /// The object's id.
+    pub id: i64,
+    /// The object's label when the event happened.
+    pub label: String,
+}
+
+/// One entry of the event log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// Identifier; increases with time.
+    pub id: EventId,
+    /// When it happened.
+    pub timestamp: DateTime<Utc>,
+    /// The event name, e.g. `metadata.document_metadata_added`.
+    pub name: String,
+    /// The user who caused it; `None` for docmeta itself (tasks, workflows, tools).
+    pub actor: Option<UserId>,
+    /// The object the event is about.
+    pub target: EventObject,
+    /// The second object involved (the metadata type of a document metadata event, ...).
+    pub action_object: Option<EventObject>,
+}
+
+/// Which events to list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventQuery {
+    /// Only events whose target or action object is this `(kind, id)`.
+    pub object: Option<(String, i64)>,
+    /// Only events older than this id (for paging backwards).
+    pub before: Option<EventId>,
+    /// Only events newer than this id (for following the log).
+    pub after: Option<EventId>,
+    /// At most this many (default 100).
+    pub limit: Option<u32>,
+    /// Oldest first instead of newest first.
+    pub oldest_first: bool,
+}

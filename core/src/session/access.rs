@@ -1,0 +1,707 @@
+//! Users, groups, roles, global permissions and object ACLs (spec 2.11, 5).
+
+use super::{Session, event_object, obj, view_permission};
+use crate::access::password::{dummy_verify, hash_password, verify_password};
+use crate::access::{ObjectKind, ObjectRef, Permission as P, Permission, PermissionSet};
+use crate::docmeta::{AccessChange, Docmeta};
+use crate::error::{Error, Result};
+use crate::events::{EventObject, names};
+use crate::model::*;
+use crate::store::Tx;
+use crate::store::records::{AclRow, UserRow};
+
+const USER: &str = "user_management.user";
+const GROUP: &str = "user_management.group";
+const ROLE: &str = "permissions.role";
+
+fn role_ref(id: RoleId) -> ObjectRef {
+    obj(ObjectKind::ROLE, id.0)
+}
+
+/// Changes to a user; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserUpdate {
+    /// A new username.
+    pub username: Option<String>,
+    /// Grant or remove superuser status (only a superuser may change it).
+    pub is_superuser: Option<bool>,
+    /// Activate or deactivate the user.
+    pub is_active: Option<bool>,
+}
+
+fn check_username(username: &str) -> Result<()> {
+    let ok = !username.is_empty()
+        && username.chars().count() <= 150
+        && username
+            .chars()
+            .all(|c| c.is_alphanumeric() || "@.+-_".contains(c));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::validation(
+            "username",
+            "Use 1 to 150 letters, digits and @/./+/-/_ characters.",
+        ))
+    }
+}
+
+fn check_name(field: &str, name: &str) -> Result<()> {
+    if name.trim().is_empty() || name.chars().count() > 150 {
+        return Err(Error::validation(field, "Give 1 to 150 characters."));
+    }
+    Ok(())
+}
+
+impl Docmeta {
+    /// Checks a username and password; returns the active user they belong to. Unknown users
+    /// cost the same time as known ones, so timing does not reveal which usernames exist.
+    pub fn authenticate(&self, username: &str, password: &str) -> Result<Option<UserRow>> {
+        let user = self.read(|tx| tx.user_by_username(username))?;
+        let cfg = self.config();
+        match user {
+            Some(u) if verify_password(password, &u.password_hash) && u.is_active => Ok(Some(u)),
+            Some(_) => Ok(None),
+            None => {
+                dummy_verify(
+                    password,
+                    cfg.password_hash_memory_kib,
+                    cfg.password_hash_iterations,
+                );
+                Ok(None)
+            }
+        }
+    }
+}
+
+impl Session {
+    fn hash(&self, password: &str) -> Result<String> {
+        let cfg = self.db.config();
+        hash_password(
+            password,
+            cfg.password_hash_memory_kib,
+            cfg.password_hash_iterations,
+        )
+    }
+
+    fn object_label(&self, tx: &mut Tx<'_>, object: ObjectRef) -> Result<Option<String>> {
+        let id = object.id;
+        Ok(match object.kind {
+            ObjectKind::DOCUMENT => tx.document(DocumentId(id))?.map(|d| d.label),
+            ObjectKind::DOCUMENT_TYPE => tx.document_type(DocumentTypeId(id))?.map(|d| d.label),
+            ObjectKind::METADATA_TYPE => tx.metadata_type(MetadataTypeId(id))?.map(|d| d.label),
+            ObjectKind::CABINET => tx.cabinet(CabinetId(id))?.map(|d| d.label),
+            ObjectKind::ROLE => tx
+                .roles()?
+                .into_iter()
+                .find(|(r, _)| r.0 == id)
+                .map(|(_, l)| l),
+            ObjectKind::DOCUMENT_METADATA => tx
+                .document_metadata(DocumentMetadataId(id))?
+                .map(|m| m.value),
+            // Kinds whose records the application keeps: docmeta cannot tell if they exist.
+            _ => Some(format!("{}#{id}", self.db.kinds().name(object.kind))),
+        })
+    }
+
+    // ----- users -----------------------------------------------------------------------------
+
+    /// Creates a user. Needs `user_management.user_create`; only a superuser creates superusers.
+    pub fn create_user(&self, username: &str, password: &str, superuser: bool) -> Result<UserRow> {
+        self.require_global(P::UserCreate)?;
+        if superuser && !self.is_superuser() {
+            return Err(Error::PermissionDenied(
+                "only a superuser may create a superuser".into(),
+            ));
+        }
+        check_username(username)?;
+        let hash = self.hash(password)?;
+        self.write(|u| {
+            let user =
+                u.tx.insert_user(username, &hash, superuser)
+                    .map_err(|e| match e {
+                        Error::Conflict { .. } => {
+                            Error::conflict("username", "A user with that username already exists.")
+                        }
+                        e => e,
+                    })?;
+            u.access.push(AccessChange::User {
+                id: user.id,
+                superuser,
+                active: true,
+            });
+            u.event(
+                names::USER_EDITED,
+                event_object(USER, user.id.0, username),
+                None,
+            )?;
+            Ok(user)
+        })
+    }
+
+    fn may_view_user(&self, id: UserId) -> bool {
+        self.actor == Actor::User(id) || self.can_globally(P::UserView)
+    }
+
+    /// One user (the password hash is included; faces never show it). Needs
+    /// `user_management.user_view`, or being that user.
+    pub fn user(&self, id: UserId) -> Result<UserRow> {
+        if !self.may_view_user(id) {
+            return Err(Error::not_found(format!("user {id}")));
+        }
+        self.read(|tx| tx.user(id))?
+            .ok_or_else(|| Error::not_found(format!("user {id}")))
+    }
+
+    /// The users this session may view.
+    pub fn users(&self) -> Result<Vec<UserRow>> {
+        let all = self.read(|tx| tx.users())?;
+        Ok(all
+            .into_iter()
+            .filter(|u| self.may_view_user(u.id))
+            .collect())
+    }
+
+    /// Changes a user. Needs `user_management.user_edit`; superuser status only by a superuser.
+    pub fn update_user(&self, id: UserId, update: UserUpdate) -> Result<UserRow> {
+        if !self.may_view_user(id) {
+            return Err(Error::not_found(format!("user {id}")));
+        }
+        self.require_global(P::UserEdit)?;
+        if update.is_superuser.is_some() && !self.is_superuser() {
+            return Err(Error::PermissionDenied(
+                "only a superuser may change superuser status".into(),
+            ));
+        }
+        if let Some(name) = &update.username {
+            check_username(name)?;
+        }
+        self.write(|u| {
+            let mut user =
+                u.tx.user(id)?
+                    .ok_or_else(|| Error::not_found(format!("user {id}")))?;
+            user.username = update.username.clone().unwrap_or(user.username);
+            user.is_superuser = update.is_superuser.unwrap_or(user.is_superuser);
+            user.is_active = update.is_active.unwrap_or(user.is_active);
+            u.tx.update_user(&user).map_err(|e| match e {
+                Error::Conflict { .. } => {
+                    Error::conflict("username", "A user with that username already exists.")
+                }
+                e => e,
+            })?;
+            u.access.push(AccessChange::User {
+                id,
+                superuser: user.is_superuser,
+                active: user.is_active,
+            });
+            u.event(
+                names::USER_EDITED,
+                event_object(USER, id.0, &user.username),
+                None,
+            )?;
+            Ok(user)
+        })
+    }
+
+    /// Sets a user's password. A user may set their own; others need `user_management.user_edit`.
+    pub fn set_password(&self, id: UserId, password: &str) -> Result<()> {
+        if self.actor != Actor::User(id) {
+            if !self.may_view_user(id) {
+                return Err(Error::not_found(format!("user {id}")));
+            }
+            self.require_global(P::UserEdit)?;
+        }
+        let hash = self.hash(password)?;
+        self.write(|u| {
+            let mut user =
+                u.tx.user(id)?
+                    .ok_or_else(|| Error::not_found(format!("user {id}")))?;
+            user.password_hash = hash;
+            u.tx.update_user(&user)?;
+            u.event(
+                names::USER_EDITED,
+                event_object(USER, id.0, &user.username),
+                None,
+            )
+        })
+    }
+
+    /// Deletes a user. Needs `user_management.user_delete`.
+    pub fn delete_user(&self, id: UserId) -> Result<()> {
+        if !self.may_view_user(id) {
+            return Err(Error::not_found(format!("user {id}")));
+        }
+        self.require_global(P::UserDelete)?;
+        self.write(|u| {
+            let user =
+                u.tx.user(id)?
+                    .ok_or_else(|| Error::not_found(format!("user {id}")))?;
+            if user.is_superuser && !self.is_superuser() {
+                return Err(Error::PermissionDenied(
+                    "only a superuser may delete a superuser".into(),
+                ));
+            }
+            u.tx.delete_user(id)?;
+            u.access.push(AccessChange::UserRemoved(id));
+            u.event(
+                names::USER_EDITED,
+                event_object(USER, id.0, &user.username),
+                None,
+            )
+        })
+    }
+
+    // ----- groups ----------------------------------------------------------------------------
+
+    /// Creates a group. Needs `user_management.group_create`.
+    pub fn create_group(&self, name: &str) -> Result<GroupId> {
+        self.require_global(P::GroupCreate)?;
+        check_name("name", name)?;
+        self.write(|u| {
+            let id = u.tx.insert_group(name.trim()).map_err(|e| match e {
+                Error::Conflict { .. } => {
+                    Error::conflict("name", "A group with that name already exists.")
+                }
+                e => e,
+            })?;
+            u.event(names::GROUP_EDITED, event_object(GROUP, id.0, name), None)?;
+            Ok(id)
+        })
+    }
+
+    /// Every group `(id, name)`. Needs `user_management.group_view`.
+    pub fn groups(&self) -> Result<Vec<(GroupId, String)>> {
+        if !self.can_globally(P::GroupView) {
+            return Ok(Vec::new());
+        }
+        self.read(|tx| tx.groups())
+    }
+
+    fn load_group(&self, tx: &mut Tx<'_>, id: GroupId, permission: Permission) -> Result<String> {
+        let name = tx
+            .groups()?
+            .into_iter()
+            .find(|(g, _)| *g == id)
+            .map(|(_, n)| n);
+        let what = format!("group {id}");
+        let name = name
+            .filter(|_| self.can_globally(P::GroupView))
+            .ok_or_else(|| Error::not_found(&what))?;
+        self.require_global(permission)?;
+        Ok(name)
+    }
+
+    /// Renames a group. Needs `user_management.group_edit`.
+    pub fn rename_group(&self, id: GroupId, name: &str) -> Result<()> {
+        check_name("name", name)?;
+        self.write(|u| {
+            self.load_group(&mut u.tx, id, P::GroupEdit)?;
+            u.tx.update_group(id, name.trim()).map_err(|e| match e {
+                Error::Conflict { .. } => {
+                    Error::conflict("name", "A group with that name already exists.")
+                }
+                e => e,
+            })?;
+            u.event(names::GROUP_EDITED, event_object(GROUP, id.0, name), None)
+        })
+    }
+
+    /// Deletes a group. Needs `user_management.group_delete`.
+    pub fn delete_group(&self, id: GroupId) -> Result<()> {
+        self.write(|u| {
+            let name = self.load_group(&mut u.tx, id, P::GroupDelete)?;
+            u.tx.delete_group(id)?;
+            u.access.push(AccessChange::GroupRemoved(id));
+            u.event(names::GROUP_EDITED, event_object(GROUP, id.0, &name), None)
+        })
+    }
+
+    /// Adds (`true`) or removes a user from a group. Needs `user_management.group_edit`.
+    pub fn set_group_member(&self, group: GroupId, user: UserId, member: bool) -> Result<()> {
+        self.write(|u| {
+            let name = self.load_group(&mut u.tx, group, P::GroupEdit)?;
+            u.tx.user(user)?
+                .ok_or_else(|| Error::not_found(format!("user {user}")))?;
+            if u.tx.set_group_member(group, user, member)? {
+                u.access.push(AccessChange::Membership {
+                    group,
+                    user,
+                    member,
+                });
+                u.event(
+                    names::GROUP_EDITED,
+                    event_object(GROUP, group.0, &name),
+                    Some(event_object(USER, user.0, "")),
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The members of a group. Needs `user_management.group_view`.
+    pub fn group_members(&self, group: GroupId) -> Result<Vec<UserId>> {
+        self.read(|tx| {
+            self.load_group(tx, group, P::GroupView)?;
+            tx.group_members(group)
+        })
+    }
+
+    // ----- roles -----------------------------------------------------------------------------
+
+    /// Creates a role. Needs `permissions.role_create`.
+    pub fn create_role(&self, label: &str) -> Result<RoleId> {
+        self.require_global(P::RoleCreate)?;
+        check_name("label", label)?;
+        self.write(|u| {
+            let id = u.tx.insert_role(label.trim()).map_err(|e| match e {
+                Error::Conflict { .. } => {
+                    Error::conflict("label", "A role with that label already exists.")
+                }
+                e => e,
+            })?;
+            u.event(names::ROLE_EDITED, event_object(ROLE, id.0, label), None)?;
+            Ok(id)
+        })
+    }
+
+    /// Every role `(id, label)` this session may view.
+    pub fn roles(&self) -> Result<Vec<(RoleId, String)>> {
+        let all = self.read(|tx| tx.roles())?;
+        Ok(self.visible(P::RoleView, all, |(id, _)| role_ref(*id)))
+    }
+
+    fn load_role(&self, tx: &mut Tx<'_>, id: RoleId, permission: Permission) -> Result<String> {
+        let what = format!("role {id}");
+        let label = tx
+            .roles()?
+            .into_iter()
+            .find(|(r, _)| *r == id)
+            .map(|(_, l)| l)
+            .ok_or_else(|| Error::not_found(&what))?;
+        self.require(permission, role_ref(id), what)?;
+        Ok(label)
+    }
+
+    /// One role's label. Needs `permissions.role_view`.
+    pub fn role(&self, id: RoleId) -> Result<String> {
+        self.read(|tx| self.load_role(tx, id, P::RoleView))
+    }
+
+    /// Renames a role. Needs `permissions.role_edit`.
+    pub fn rename_role(&self, id: RoleId, label: &str) -> Result<()> {
+        check_name("label", label)?;
+        self.write(|u| {
+            self.load_role(&mut u.tx, id, P::RoleEdit)?;
+            u.tx.update_role(id, label.trim()).map_err(|e| match e {
+                Error::Conflict { .. } => {
+                    Error::conflict("label", "A role with that label already exists.")
+                }
+                e => e,
+            })?;
+            u.event(names::ROLE_EDITED, event_object(ROLE, id.0, label), None)
+        })
+    }
+
+    /// Deletes a role with its global permissions and ACLs. Needs `permissions.role_delete`.
+    pub fn delete_role(&self, id: RoleId) -> Result<()> {
+        self.write(|u| {
+            let label = self.load_role(&mut u.tx, id, P::RoleDelete)?;
+            u.tx.delete_role(id)?;
+            u.tx.delete_acls_of(ROLE, id.0)?;
+            u.access.push(AccessChange::RoleRemoved(id));
+            u.access.push(AccessChange::ObjectRemoved(role_ref(id)));
+            u.event(names::ROLE_EDITED, event_object(ROLE, id.0, &label), None)
+        })
+    }
+
+    /// Assigns (`true`) or removes a role from a group. Needs `permissions.role_edit`.
+    pub fn set_role_group(&self, role: RoleId, group: GroupId, assigned: bool) -> Result<()> {
+        self.write(|u| {
+            let label = self.load_role(&mut u.tx, role, P::RoleEdit)?;
+            if !u.tx.groups()?.iter().any(|(g, _)| *g == group) {
+                return Err(Error::not_found(format!("group {group}")));
+            }
+            if u.tx.set_role_group(role, group, assigned)? {
+                u.access.push(AccessChange::RoleGroup {
+                    role,
+                    group,
+                    assigned,
+                });
+                u.event(
+                    names::ROLE_EDITED,
+                    event_object(ROLE, role.0, &label),
+                    Some(event_object(GROUP, group.0, "")),
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The groups a role is assigned to. Needs `permissions.role_view`.
+    pub fn role_groups(&self, role: RoleId) -> Result<Vec<GroupId>> {
+        self.read(|tx| {
+            self.load_role(tx, role, P::RoleView)?;
+            tx.groups_of_role(role)
+        })
+    }
+
+    /// Grants a permission to a role globally (on every object). Needs `permissions.role_edit`.
+    pub fn grant_global(&self, permission: Permission, role: RoleId) -> Result<()> {
+        self.set_global(permission, role, true)
+    }
+
+    /// Revokes a global permission of a role. Needs `permissions.role_edit`.
+    pub fn revoke_global(&self, permission: Permission, role: RoleId) -> Result<()> {
+        self.set_global(permission, role, false)
+    }
+
+    fn set_global(&self, permission: Permission, role: RoleId, granted: bool) -> Result<()> {
+        self.write(|u| {
+            let label = self.load_role(&mut u.tx, role, P::RoleEdit)?;
+            if u.tx.set_role_permission(role, permission.key(), granted)? {
+                let set = permission_set(u.tx.role_permissions(role)?);
+                u.access.push(AccessChange::RolePermissions {
+                    role,
+                    permissions: set,
+                });
+                u.event(names::ROLE_EDITED, event_object(ROLE, role.0, &label), None)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The global permissions of a role. Needs `permissions.role_view`.
+    pub fn role_permissions(&self, role: RoleId) -> Result<Vec<Permission>> {
+        let keys = self.read(|tx| {
+            self.load_role(tx, role, P::RoleView)?;
+            tx.role_permissions(role)
+        })?;
+        Ok(permission_set(keys).iter().collect())
+    }
+
+    // ----- ACLs (spec 4.4) -------------------------------------------------------------------
+
+    /// Checks that `object` exists (for kinds docmeta stores) and that the session may do
+    /// `permission` on it.
+    fn acl_target(
+        &self,
+        tx: &mut Tx<'_>,
+        object: ObjectRef,
+        permission: Permission,
+    ) -> Result<EventObject> {
+        let kinds = self.db.kinds();
+        let name = kinds.name(object.kind);
+        let what = format!("{name} {}", object.id);
+        kinds
+            .info(object.kind)
+            .ok_or_else(|| Error::not_found(&what))?;
+        let label = self
+            .object_label(tx, object)?
+            .ok_or_else(|| Error::not_found(&what))?;
+        if !self.can(view_permission(object.kind), object) && !self.can(permission, object) {
+            return Err(Error::not_found(what));
+        }
+        self.require(permission, object, &what)?;
+        Ok(event_object(&name, object.id, &label))
+    }
+
+    /// The ACLs of an object. Needs `acls.acl_view` on it.
+    pub fn acls(&self, object: ObjectRef) -> Result<Vec<AclRow>> {
+        let kind = self.db.kinds().name(object.kind);
+        self.read(|tx| {
+            self.acl_target(tx, object, P::AclView)?;
+            tx.acls_of(&kind, object.id)
+        })
+    }
+
+    /// One ACL of an object. Needs `acls.acl_view` on it.
+    pub fn acl(&self, object: ObjectRef, acl: AclId) -> Result<AclRow> {
+        let kind = self.db.kinds().name(object.kind);
+        self.read(|tx| {
+            self.acl_target(tx, object, P::AclView)?;
+            tx.acl(acl)?
+                .filter(|a| a.object_kind == kind && a.object_id == object.id)
+                .ok_or_else(|| Error::not_found(format!("ACL {acl}")))
+        })
+    }
+
+    /// Creates an ACL for `role` on `object`, with no permission yet (spec 4.4). Needs
+    /// `acls.acl_edit` on the object.
+    pub fn create_acl(&self, object: ObjectRef, role: RoleId) -> Result<AclRow> {
+        let kind = self.db.kinds().name(object.kind);
+        self.write(|u| {
+            let target = self.acl_target(&mut u.tx, object, P::AclEdit)?;
+            let role_label =
+                u.tx.roles()?
+                    .into_iter()
+                    .find(|(r, _)| *r == role)
+                    .map(|(_, l)| l)
+                    .ok_or_else(|| {
+                        Error::validation("role_id", format!("Role {role} does not exist."))
+                    })?;
+            let id = u.tx.insert_acl(&kind, object.id, role)?;
+            u.event(
+                names::ACL_CREATED,
+                target,
+                Some(event_object(ROLE, role.0, &role_label)),
+            )?;
+            u.tx.acl(id)?
+                .ok_or_else(|| Error::not_found(format!("ACL {id}")))
+        })
+    }
+
+    /// Grants `permission` to `role` on `object` (spec 5.2 rule 1), creating the ACL if needed.
+    /// A permission the object's kind cannot hold is refused. Needs `acls.acl_edit` on the
+    /// object.
+    pub fn grant(&self, permission: Permission, role: RoleId, object: ObjectRef) -> Result<AclRow> {
+        let kinds = self.db.kinds();
+        if !kinds.grantable(object.kind).contains(permission) {
+            return Err(Error::validation(
+                "permission",
+                format!(
+                    "'{}' cannot be granted on {}.",
+                    permission.key(),
+                    kinds.name(object.kind)
+                ),
+            ));
+        }
+        let kind = kinds.name(object.kind);
+        self.write(|u| {
+            let target = self.acl_target(&mut u.tx, object, P::AclEdit)?;
+            let role_label =
+                u.tx.roles()?
+                    .into_iter()
+                    .find(|(r, _)| *r == role)
+                    .map(|(_, l)| l)
+                    .ok_or_else(|| {
+                        Error::validation("role_id", format!("Role {role} does not exist."))
+                    })?;
+            let acl = match u.tx.acl_for(&kind, object.id, role)? {
+                Some(a) => a.id,
+                None => {
+                    let id = u.tx.insert_acl(&kind, object.id, role)?;
+                    u.event(
+                        names::ACL_CREATED,
+                        target.clone(),
+                        Some(event_object(ROLE, role.0, &role_label)),
+                    )?;
+                    id
+                }
+            };
+            if u.tx.set_acl_permission(acl, permission.key(), true)? {
+                u.event(
+                    names::ACL_EDITED,
+                    target,
+                    Some(event_object(ROLE, role.0, &role_label)),
+                )?;
+            }
+            let row =
+                u.tx.acl(acl)?
+                    .ok_or_else(|| Error::not_found(format!("ACL {acl}")))?;
+            u.access.push(AccessChange::Acl {
+                object,
+                acl,
+                role,
+                permissions: permission_set(row.permissions.clone()),
+            });
+            Ok(row)
+        })
+    }
+
+    /// Revokes `permission` from `role` on `object` (spec 5.2 rule 1). An ACL left with no
+    /// permission is deleted (spec 2.11): then `None` is returned. Needs `acls.acl_edit`.
+    pub fn revoke(
+        &self,
+        permission: Permission,
+        role: RoleId,
+        object: ObjectRef,
+    ) -> Result<Option<AclRow>> {
+        let kind = self.db.kinds().name(object.kind);
+        self.write(|u| {
+            let target = self.acl_target(&mut u.tx, object, P::AclEdit)?;
+            let Some(acl) = u.tx.acl_for(&kind, object.id, role)? else {
+                return Ok(None);
+            };
+            let role_obj = Some(event_object(ROLE, role.0, ""));
+            if u.tx.set_acl_permission(acl.id, permission.key(), false)? {
+                u.event(names::ACL_EDITED, target.clone(), role_obj.clone())?;
+            }
+            let row =
+                u.tx.acl(acl.id)?
+                    .ok_or_else(|| Error::not_found(format!("ACL {}", acl.id)))?;
+            let set = permission_set(row.permissions.clone());
+            u.access.push(AccessChange::Acl {
+                object,
+                acl: acl.id,
+                role,
+                permissions: set,
+            });
+            if set.is_empty() {
+                u.tx.delete_acl(acl.id)?;
+                u.event(names::ACL_DELETED, target, role_obj)?;
+                return Ok(None);
+            }
+            Ok(Some(row))
+        })
+    }
+
+    /// [`grant`](Self::grant) addressed by ACL id (the HTTP form of spec 4.4).
+    pub fn acl_add_permission(
+        &self,
+        object: ObjectRef,
+        acl: AclId,
+        permission: Permission,
+    ) -> Result<AclRow> {
+        let row = self.acl(object, acl).or_else(|e| match e {
+            // A caller with edit but not view still addresses the ACL.
+            Error::PermissionDenied(_) => self.read(|tx| tx.acl(acl))?.ok_or(e),
+            e => Err(e),
+        })?;
+        self.grant(permission, row.role_id, object)
+    }
+
+    /// [`revoke`](Self::revoke) addressed by ACL id.
+    pub fn acl_remove_permission(
+        &self,
+        object: ObjectRef,
+        acl: AclId,
+        permission: Permission,
+    ) -> Result<Option<AclRow>> {
+        let kind = self.db.kinds().name(object.kind);
+        let row = self
+            .read(|tx| tx.acl(acl))?
+            .filter(|a| a.object_kind == kind && a.object_id == object.id)
+            .ok_or_else(|| Error::not_found(format!("ACL {acl}")))?;
+        self.revoke(permission, row.role_id, object)
+    }
+
+    /// Deletes an ACL. Needs `acls.acl_edit` on the object.
+    pub fn delete_acl(&self, object: ObjectRef, acl: AclId) -> Result<()> {
+        let kind = self.db.kinds().name(object.kind);
+        self.write(|u| {
+            let target = self.acl_target(&mut u.tx, object, P::AclEdit)?;
+            let row =
+                u.tx.acl(acl)?
+                    .filter(|a| a.object_kind == kind && a.object_id == object.id)
+                    .ok_or_else(|| Error::not_found(format!("ACL {acl}")))?;
+            u.tx.delete_acl(acl)?;
+            u.access.push(AccessChange::Acl {
+                object,
+                acl,
+                role: row.role_id,
+                permissions: PermissionSet::EMPTY,
+            });
+            u.event(
+                names::ACL_DELETED,
+                target,
+                Some(event_object(ROLE, row.role_id.0, "")),
+            )
+        })
+    }
+}
+
+/// The set of the known keys among `keys` (unknown keys from a newer version are ignored).
+pub(crate) fn permission_set(keys: Vec<String>) -> PermissionSet {
+    keys.iter()
+        .filter_map(|k| Permission::from_key(k).ok())
+        .collect()
+}

@@ -1,0 +1,162 @@
+//! Cabinets: trees of document folders whose root ACLs cover the whole tree (spec 5.3).
+
+use super::{Session, event_object, obj, parents_change};
+use crate::access::{ObjectKind, ObjectRef, Permission as P, Permission};
+use crate::docmeta::AccessChange;
+use crate::error::{Error, Result};
+use crate::events::names;
+use crate::model::*;
+use crate::store::Tx;
+use crate::store::records::Cabinet;
+
+const CABINET: &str = "cabinets.cabinet";
+
+fn cab_ref(id: CabinetId) -> ObjectRef {
+    obj(ObjectKind::CABINET, id.0)
+}
+
+impl Session {
+    fn load_cabinet(
+        &self,
+        tx: &mut Tx<'_>,
+        id: CabinetId,
+        permission: Permission,
+    ) -> Result<Cabinet> {
+        let what = format!("cabinet {id}");
+        let c = tx.cabinet(id)?.ok_or_else(|| Error::not_found(&what))?;
+        self.require(permission, cab_ref(id), what)?;
+        Ok(c)
+    }
+
+    /// Creates a cabinet: a root needs `cabinets.cabinet_create` globally; a sub-cabinet needs
+    /// it on the parent (or its root).
+    pub fn create_cabinet(&self, label: &str, parent: Option<CabinetId>) -> Result<Cabinet> {
+        let label = label.trim();
+        if label.is_empty() || label.chars().count() > 128 {
+            return Err(Error::validation(
+                "label",
+                "Give a label of 1 to 128 characters.",
+            ));
+        }
+        if parent.is_none() {
+            self.require_global(P::CabinetCreate)?;
+        }
+        self.write(|u| {
+            if let Some(p) = parent {
+                self.load_cabinet(&mut u.tx, p, P::CabinetCreate)?;
+            }
+            let c = u.tx.insert_cabinet(label, parent)?;
+            if let Some(p) = parent {
+                u.access
+                    .push(parents_change(cab_ref(c.id), vec![cab_ref(p)]));
+            }
+            u.event(
+                names::CABINET_EDITED,
+                event_object(CABINET, c.id.0, label),
+                None,
+            )?;
+            Ok(c)
+        })
+    }
+
+    /// One cabinet. Needs `cabinets.cabinet_view`.
+    pub fn cabinet(&self, id: CabinetId) -> Result<Cabinet> {
+        self.read(|tx| self.load_cabinet(tx, id, P::CabinetView))
+    }
+
+    /// The cabinets this session may view.
+    pub fn cabinets(&self) -> Result<Vec<Cabinet>> {
+        let all = self.read(|tx| tx.cabinets())?;
+        Ok(self.visible(P::CabinetView, all, |c| cab_ref(c.id)))
+    }
+
+    /// Renames a cabinet. Needs `cabinets.cabinet_edit`.
+    pub fn rename_cabinet(&self, id: CabinetId, label: &str) -> Result<Cabinet> {
+        let label = label.trim();
+        if label.is_empty() || label.chars().count() > 128 {
+            return Err(Error::validation(
+                "label",
+                "Give a label of 1 to 128 characters.",
+            ));
+        }
+        self.write(|u| {
+            let mut c = self.load_cabinet(&mut u.tx, id, P::CabinetEdit)?;
+            c.label = label.to_owned();
+            u.tx.update_cabinet(&c)?;
+            u.event(
+                names::CABINET_EDITED,
+                event_object(CABINET, id.0, label),
+                None,
+            )?;
+            Ok(c)
+        })
+    }
+
+    /// Deletes a cabinet and its sub-cabinets, not their documents (spec 5.4). Needs
+    /// `cabinets.cabinet_delete`.
+    pub fn delete_cabinet(&self, id: CabinetId) -> Result<()> {
+        self.write(|u| {
+            let c = self.load_cabinet(&mut u.tx, id, P::CabinetDelete)?;
+            // Depth-first: children before parents (foreign keys).
+            let mut order = Vec::new();
+            let mut stack = vec![c.id];
+            while let Some(next) = stack.pop() {
+                order.push(next);
+                stack.extend(u.tx.child_cabinets(next)?.into_iter().map(|c| c.id));
+            }
+            for cab in order.into_iter().rev() {
+                u.tx.delete_acls_of(CABINET, cab.0)?;
+                u.tx.delete_cabinet(cab)?;
+                u.access.push(AccessChange::ObjectRemoved(cab_ref(cab)));
+            }
+            u.event(
+                names::CABINET_EDITED,
+                event_object(CABINET, id.0, &c.label),
+                None,
+            )
+        })
+    }
+
+    /// Adds (`true`) or removes a document from a cabinet. Needs
+    /// `cabinets.cabinet_add_document` / `cabinet_remove_document` on both.
+    pub fn set_cabinet_document(
+        &self,
+        cabinet: CabinetId,
+        document: DocumentId,
+        member: bool,
+    ) -> Result<()> {
+        let permission = if member {
+            P::CabinetAddDocument
+        } else {
+            P::CabinetRemoveDocument
+        };
+        self.write(|u| {
+            let c = self.load_cabinet(&mut u.tx, cabinet, permission)?;
+            let d =
+                u.tx.document(document)?
+                    .ok_or_else(|| Error::not_found(format!("document {document}")))?;
+            self.require(
+                permission,
+                obj(ObjectKind::DOCUMENT, document.0),
+                format!("document {document}"),
+            )?;
+            if u.tx.set_cabinet_document(cabinet, document, member)? {
+                u.event(
+                    names::CABINET_EDITED,
+                    event_object(CABINET, cabinet.0, &c.label),
+                    Some(event_object("documents.document", d.id.0, &d.label)),
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The documents of a cabinet this session may view.
+    pub fn cabinet_documents(&self, cabinet: CabinetId) -> Result<Vec<DocumentId>> {
+        let ids = self.read(|tx| {
+            self.load_cabinet(tx, cabinet, P::CabinetView)?;
+            tx.cabinet_documents(cabinet)
+        })?;
+        Ok(self.visible(P::DocumentView, ids, |d| obj(ObjectKind::DOCUMENT, d.0)))
+    }
+}

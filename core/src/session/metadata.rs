@@ -1,0 +1,882 @@
+//! Metadata types, document types, documents, associations and values (spec 2, 4.1-4.3).
+
+use std::sync::Arc;
+
+use super::{Inputs, Session, event_object, obj, parents_change};
+use crate::access::{ObjectKind, Permission as P};
+use crate::docmeta::{AccessChange, Unit};
+use crate::error::{Error, NON_FIELD_ERRORS, Result};
+use crate::events::names;
+use crate::metadata::names::check_label;
+use crate::metadata::{CompiledMetadataType, check_definition};
+use crate::model::*;
+use crate::tasks::{ADD_REQUIRED_METADATA_TYPE, REMOVE_METADATA_TYPE, TypePair};
+
+const MT: &str = "metadata.metadatatype";
+const DT: &str = "documents.documenttype";
+const DOC: &str = "documents.document";
+
+fn mt_ref(id: MetadataTypeId) -> crate::access::ObjectRef {
+    obj(ObjectKind::METADATA_TYPE, id.0)
+}
+fn dt_ref(id: DocumentTypeId) -> crate::access::ObjectRef {
+    obj(ObjectKind::DOCUMENT_TYPE, id.0)
+}
+fn doc_ref(id: DocumentId) -> crate::access::ObjectRef {
+    obj(ObjectKind::DOCUMENT, id.0)
+}
+
+fn mt_event(t: &MetadataType) -> crate::events::EventObject {
+    event_object(MT, t.id.0, &t.label)
+}
+fn dt_event(t: &DocumentType) -> crate::events::EventObject {
+    event_object(DT, t.id.0, &t.label)
+}
+fn doc_event(d: &Document) -> crate::events::EventObject {
+    event_object(DOC, d.id.0, &d.label)
+}
+
+/// One value to add in a batch: the document, the metadata type, the submitted value.
+pub type NewValue<'a> = (DocumentId, MetadataTypeId, &'a str);
+
+impl Session {
+    // ----- loading with checks ---------------------------------------------------------------
+
+    fn load_metadata_type(
+        &self,
+        tx: &mut crate::store::Tx<'_>,
+        id: MetadataTypeId,
+        permission: P,
+    ) -> Result<MetadataType> {
+        let what = format!("metadata type {id}");
+        let t = tx
+            .metadata_type(id)?
+            .ok_or_else(|| Error::not_found(&what))?;
+        self.require(permission, mt_ref(id), what)?;
+        Ok(t)
+    }
+
+    fn load_document_type(
+        &self,
+        tx: &mut crate::store::Tx<'_>,
+        id: DocumentTypeId,
+        permission: P,
+    ) -> Result<DocumentType> {
+        let what = format!("document type {id}");
+        let t = tx
+            .document_type(id)?
+            .ok_or_else(|| Error::not_found(&what))?;
+        self.require(permission, dt_ref(id), what)?;
+        Ok(t)
+    }
+
+    fn load_document(
+        &self,
+        tx: &mut crate::store::Tx<'_>,
+        id: DocumentId,
+        permission: P,
+    ) -> Result<Document> {
+        let what = format!("document {id}");
+        let d = tx.document(id)?.ok_or_else(|| Error::not_found(&what))?;
+        self.require(permission, doc_ref(id), what)?;
+        Ok(d)
+    }
+
+    /// Checks a document-metadata permission on both the document and the metadata type.
+    fn require_metadata_permission(
+        &self,
+        permission: P,
+        doc: &Document,
+        mt: MetadataTypeId,
+    ) -> Result<()> {
+        self.require(permission, doc_ref(doc.id), format!("document {}", doc.id))?;
+        if self.can(permission, mt_ref(mt)) {
+            return Ok(());
+        }
+        if self.can(P::MetadataTypeView, mt_ref(mt))
+            || self.can(P::DocumentMetadataView, mt_ref(mt))
+        {
+            Err(Error::PermissionDenied(format!(
+                "'{}' is needed on metadata type {mt}",
+                permission.key()
+            )))
+        } else {
+            Err(Error::not_found(format!("metadata type {mt}")))
+        }
+    }
+
+    // ----- metadata types (spec 4.1) ---------------------------------------------------------
+
+    /// Creates a metadata type. Needs `metadata.metadata_type_create`.
+    pub fn create_metadata_type(&self, input: MetadataTypeInput) -> Result<MetadataType> {
+        self.require_global(P::MetadataTypeCreate)?;
+        let input = MetadataTypeInput {
+            name: input.name.trim().to_owned(),
+            ..input
+        };
+        check_definition(&input, self.db.classes(), self.db.templates())?;
+        self.write(|u| {
+            let t = u.tx.insert_metadata_type(&input).map_err(|e| {
+                rename_conflict(e, "name", "A metadata type with this name already exists.")
+            })?;
+            u.event(names::METADATA_TYPE_CREATED, mt_event(&t), None)?;
+            Ok(t)
+        })
+    }
+
+    /// One metadata type. Needs `metadata.metadata_type_view`.
+    pub fn metadata_type(&self, id: MetadataTypeId) -> Result<MetadataType> {
+        self.read(|tx| self.load_metadata_type(tx, id, P::MetadataTypeView))
+    }
+
+    /// A metadata type by name. Needs `metadata.metadata_type_view`.
+    pub fn metadata_type_by_name(&self, name: &str) -> Result<MetadataType> {
+        let t = self
+            .read(|tx| tx.metadata_type_by_name(name))?
+            .ok_or_else(|| Error::not_found(format!("metadata type '{name}'")))?;
+        self.require(
+            P::MetadataTypeView,
+            mt_ref(t.id),
+            format!("metadata type '{name}'"),
+        )?;
+        Ok(t)
+    }
+
+    /// The metadata types this session may view.
+    pub fn metadata_types(&self) -> Result<Vec<MetadataType>> {
+        let all = self.read(|tx| tx.metadata_types())?;
+        Ok(self.visible(P::MetadataTypeView, all, |t| mt_ref(t.id)))
+    }
+
+    /// Replaces every writable field of a metadata type. Needs `metadata.metadata_type_edit`.
+    pub fn update_metadata_type(
+        &self,
+        id: MetadataTypeId,
+        input: MetadataTypeInput,
+    ) -> Result<MetadataType> {
+        let input = MetadataTypeInput {
+            name: input.name.trim().to_owned(),
+            ..input
+        };
+        check_definition(&input, self.db.classes(), self.db.templates())?;
+        self.write(|u| {
+            let old = self.load_metadata_type(&mut u.tx, id, P::MetadataTypeEdit)?;
+            let t = MetadataType {
+                id: old.id,
+                name: input.name,
+                label: input.label,
+                default: input.default,
+                lookup: input.lookup,
+                validation: input.validation,
+                validation_arguments: input.validation_arguments,
+                parser: input.parser,
+                parser_arguments: input.parser_arguments,
+            };
+            u.tx.update_metadata_type(&t).map_err(|e| {
+                rename_conflict(e, "name", "A metadata type with this name already exists.")
+            })?;
+            u.invalidated.push(id);
+            u.event(names::METADATA_TYPE_EDITED, mt_event(&t), None)?;
+            Ok(t)
+        })
+    }
+
+    /// Deletes a metadata type (spec 2.4 rule 3): its associations and every value of it are
+    /// deleted in the same transaction, with their events. Needs `metadata.metadata_type_delete`.
+    pub fn delete_metadata_type(&self, id: MetadataTypeId) -> Result<()> {
+        self.write(|u| {
+            let t = self.load_metadata_type(&mut u.tx, id, P::MetadataTypeDelete)?;
+            for a in u.tx.associations_of_metadata_type(id)? {
+                u.tx.delete_association(a.id)?;
+                if let Some(dt) = u.tx.document_type(a.document_type_id)? {
+                    u.event(names::METADATA_TYPE_RELATIONSHIP_UPDATED, dt_event(&dt), Some(mt_event(&t)))?;
+                }
+            }
+            let values = u.tx.rows(
+                "SELECT m.id, d.id, d.label FROM document_metadata m JOIN documents d ON d.id = m.document_id WHERE m.metadata_type_id = ?1 ORDER BY m.id",
+                &[id.0.into()],
+                |r| Ok((DocumentMetadataId(r.int(0)?), r.int(1)?, r.text(2)?)),
+            )?;
+            for (dm, doc, label) in values {
+                u.tx.delete_document_metadata(dm)?;
+                u.event(names::DOCUMENT_METADATA_REMOVED, event_object(DOC, doc, &label), Some(mt_event(&t)))?;
+            }
+            u.tx.delete_acls_of(MT, id.0)?;
+            u.tx.delete_metadata_type(id)?;
+            u.invalidated.push(id);
+            u.access.push(AccessChange::ObjectRemoved(mt_ref(id)));
+            u.event(names::METADATA_TYPE_DELETED, mt_event(&t), None)
+        })
+    }
+
+    /// The allowed values of a metadata type's lookup (for drop-downs), rendered for `document`
+    /// when given; `None` when the type has no lookup. Needs `metadata.metadata_type_view`.
+    pub fn lookup_choices(
+        &self,
+        id: MetadataTypeId,
+        document: Option<DocumentId>,
+    ) -> Result<Option<Vec<String>>> {
+        let db = self.db.clone();
+        self.read(|tx| {
+            self.load_metadata_type(tx, id, P::MetadataTypeView)?;
+            let doc = match document {
+                Some(d) => Some(self.load_document(tx, d, P::DocumentView)?),
+                None => None,
+            };
+            let compiled = db.compiled(tx, id)?;
+            let mut inputs = Inputs {
+                tx,
+                document: doc.as_ref(),
+                now: db.now(),
+            };
+            compiled.lookup_choices(db.templates(), &mut inputs)
+        })
+    }
+
+    // ----- document types --------------------------------------------------------------------
+
+    /// Creates a document type. Needs `documents.document_type_create`.
+    pub fn create_document_type(&self, label: &str) -> Result<DocumentType> {
+        self.require_global(P::DocumentTypeCreate)?;
+        let label = label.trim();
+        check_label("label", label)?;
+        self.write(|u| {
+            let t = u.tx.insert_document_type(label).map_err(|e| {
+                rename_conflict(
+                    e,
+                    "label",
+                    "A document type with this label already exists.",
+                )
+            })?;
+            u.event(names::DOCUMENT_TYPE_CREATED, dt_event(&t), None)?;
+            Ok(t)
+        })
+    }
+
+    /// One document type. Needs `documents.document_type_view`.
+    pub fn document_type(&self, id: DocumentTypeId) -> Result<DocumentType> {
+        self.read(|tx| self.load_document_type(tx, id, P::DocumentTypeView))
+    }
+
+    /// The document types this session may view.
+    pub fn document_types(&self) -> Result<Vec<DocumentType>> {
+        let all = self.read(|tx| tx.document_types())?;
+        Ok(self.visible(P::DocumentTypeView, all, |t| dt_ref(t.id)))
+    }
+
+    /// Renames a document type. Needs `documents.document_type_edit`.
+    pub fn update_document_type(&self, id: DocumentTypeId, label: &str) -> Result<DocumentType> {
+        let label = label.trim();
+        check_label("label", label)?;
+        self.write(|u| {
+            let mut t = self.load_document_type(&mut u.tx, id, P::DocumentTypeEdit)?;
+            t.label = label.to_owned();
+            u.tx.update_document_type(&t).map_err(|e| {
+                rename_conflict(
+                    e,
+                    "label",
+                    "A document type with this label already exists.",
+                )
+            })?;
+            u.event(names::DOCUMENT_TYPE_EDITED, dt_event(&t), None)?;
+            Ok(t)
+        })
+    }
+
+    /// Deletes a document type that has no documents (deleting documents is explicit, never a
+    /// side effect). Needs `documents.document_type_delete`.
+    pub fn delete_document_type(&self, id: DocumentTypeId) -> Result<()> {
+        self.write(|u| {
+            let t = self.load_document_type(&mut u.tx, id, P::DocumentTypeDelete)?;
+            let n = u.tx.count_documents_of_type(id)?;
+            if n > 0 {
+                return Err(Error::validation(NON_FIELD_ERRORS, format!("The document type still has {n} documents; delete them or change their type first.")));
+            }
+            for a in u.tx.associations_of_document_type(id)? {
+                u.tx.delete_association(a.id)?;
+                if let Some(mt) = u.tx.metadata_type(a.metadata_type_id)? {
+                    u.event(names::METADATA_TYPE_RELATIONSHIP_UPDATED, dt_event(&t), Some(mt_event(&mt)))?;
+                }
+            }
+            u.tx.delete_acls_of(DT, id.0)?;
+            u.tx.delete_document_type(id)?;
+            u.access.push(AccessChange::ObjectRemoved(dt_ref(id)));
+            u.event(names::DOCUMENT_TYPE_DELETED, dt_event(&t), None)
+        })
+    }
+
+    // ----- associations (spec 2.2, 4.3) ------------------------------------------------------
+
+    /// Associates a metadata type with a document type. When `required`, the durable task of
+    /// spec 2.4 rule 1 adds it to every existing document of the type. Needs
+    /// `documents.document_type_edit` on the document type and `metadata.metadata_type_view` on
+    /// the metadata type.
+    pub fn associate(
+        &self,
+        document_type: DocumentTypeId,
+        metadata_type: MetadataTypeId,
+        required: bool,
+    ) -> Result<DocumentTypeMetadataType> {
+        self.write(|u| {
+            let dt = self.load_document_type(&mut u.tx, document_type, P::DocumentTypeEdit)?;
+            let mt = self.load_metadata_type(&mut u.tx, metadata_type, P::MetadataTypeView)?;
+            let a = u.tx.insert_association(dt.id, mt.id, required)?;
+            self.after_association_saved(u, &dt, &mt, required)?;
+            Ok(a)
+        })
+    }
+
+    fn after_association_saved(
+        &self,
+        u: &mut Unit<'_>,
+        dt: &DocumentType,
+        mt: &MetadataType,
+        required: bool,
+    ) -> Result<()> {
+        u.event(
+            names::METADATA_TYPE_RELATIONSHIP_UPDATED,
+            dt_event(dt),
+            Some(mt_event(mt)),
+        )?;
+        if required {
+            u.task(
+                ADD_REQUIRED_METADATA_TYPE,
+                &TypePair::new(dt.id, mt.id).json(),
+            )?;
+        }
+        Ok(())
+    }
+
+    fn load_association(
+        &self,
+        tx: &mut crate::store::Tx<'_>,
+        document_type: DocumentTypeId,
+        id: AssociationId,
+        permission: P,
+    ) -> Result<(DocumentTypeMetadataType, DocumentType, MetadataType)> {
+        let dt = self.load_document_type(tx, document_type, P::DocumentTypeView)?;
+        let a = tx
+            .association(id)?
+            .filter(|a| a.document_type_id == document_type)
+            .ok_or_else(|| Error::not_found(format!("association {id}")))?;
+        let mt = self.load_metadata_type(tx, a.metadata_type_id, P::MetadataTypeView)?;
+        if permission != P::DocumentTypeView {
+            self.require(
+                permission,
+                dt_ref(document_type),
+                format!("document type {document_type}"),
+            )?;
+        }
+        Ok((a, dt, mt))
+    }
+
+    /// One association of a document type. Needs view on both types.
+    pub fn association(
+        &self,
+        document_type: DocumentTypeId,
+        id: AssociationId,
+    ) -> Result<DocumentTypeMetadataType> {
+        self.read(|tx| {
+            self.load_association(tx, document_type, id, P::DocumentTypeView)
+                .map(|(a, _, _)| a)
+        })
+    }
+
+    /// The associations of a document type whose metadata type this session may view.
+    pub fn associations(
+        &self,
+        document_type: DocumentTypeId,
+    ) -> Result<Vec<DocumentTypeMetadataType>> {
+        let all = self.read(|tx| {
+            self.load_document_type(tx, document_type, P::DocumentTypeView)?;
+            tx.associations_of_document_type(document_type)
+        })?;
+        Ok(self.visible(P::MetadataTypeView, all, |a| mt_ref(a.metadata_type_id)))
+    }
+
+    /// Changes whether an association is required (true runs spec 2.4 rule 1 again).
+    pub fn update_association(
+        &self,
+        document_type: DocumentTypeId,
+        id: AssociationId,
+        required: bool,
+    ) -> Result<DocumentTypeMetadataType> {
+        self.write(|u| {
+            let (mut a, dt, mt) =
+                self.load_association(&mut u.tx, document_type, id, P::DocumentTypeEdit)?;
+            a.required = required;
+            u.tx.update_association(&a)?;
+            self.after_association_saved(u, &dt, &mt, required)?;
+            Ok(a)
+        })
+    }
+
+    /// Deletes an association; the durable task of spec 2.4 rule 2 removes the type's values
+    /// from the documents of that type.
+    pub fn delete_association(
+        &self,
+        document_type: DocumentTypeId,
+        id: AssociationId,
+    ) -> Result<()> {
+        self.write(|u| {
+            let (a, dt, mt) =
+                self.load_association(&mut u.tx, document_type, id, P::DocumentTypeEdit)?;
+            u.tx.delete_association(a.id)?;
+            u.event(
+                names::METADATA_TYPE_RELATIONSHIP_UPDATED,
+                dt_event(&dt),
+                Some(mt_event(&mt)),
+            )?;
+            u.task(REMOVE_METADATA_TYPE, &TypePair::new(dt.id, mt.id).json())
+        })
+    }
+
+    // ----- documents -------------------------------------------------------------------------
+
+    /// Creates a document of `document_type` with initial metadata `values`. Every value runs
+    /// through the pipeline of spec 2.10; required types not given are added with their
+    /// rendered default (or empty), as spec 2.4 rule 1 does for existing documents. Needs
+    /// `documents.document_create` on the document type, and for each given value
+    /// `metadata.document_metadata_add` on the document type and the metadata type.
+    pub fn create_document(
+        &self,
+        document_type: DocumentTypeId,
+        label: &str,
+        values: &[(MetadataTypeId, &str)],
+    ) -> Result<Document> {
+        let label = label.trim();
+        if label.is_empty() || label.chars().count() > 255 {
+            return Err(Error::validation(
+                "label",
+                "Give a label of 1 to 255 characters.",
+            ));
+        }
+        self.write(|u| {
+            let dt = self.load_document_type(&mut u.tx, document_type, P::DocumentCreate)?;
+            let doc = u.tx.insert_document(label, dt.id, self.db.now())?;
+            u.access
+                .push(parents_change(doc_ref(doc.id), vec![dt_ref(dt.id)]));
+            u.event(names::DOCUMENT_CREATED, doc_event(&doc), None)?;
+            let associations = u.tx.associations_of_document_type(dt.id)?;
+            for (mt, value) in values {
+                let a = associations
+                    .iter()
+                    .find(|a| a.metadata_type_id == *mt)
+                    .ok_or_else(|| not_associated(*mt))?;
+                // The document is new: its type's ACLs are what it will inherit.
+                self.require(
+                    P::DocumentMetadataAdd,
+                    dt_ref(dt.id),
+                    format!("document type {}", dt.id),
+                )?;
+                if !self.can(P::DocumentMetadataAdd, mt_ref(*mt)) {
+                    return Err(Error::not_found(format!("metadata type {mt}")));
+                }
+                self.add_value(u, &doc, *mt, value, a.required)?;
+            }
+            for a in associations
+                .iter()
+                .filter(|a| a.required && !values.iter().any(|(mt, _)| *mt == a.metadata_type_id))
+            {
+                self.add_default_value(u, &doc, a.metadata_type_id)?;
+            }
+            Ok(doc)
+        })
+    }
+
+    /// One document. Needs `documents.document_view`.
+    pub fn document(&self, id: DocumentId) -> Result<Document> {
+        self.read(|tx| self.load_document(tx, id, P::DocumentView))
+    }
+
+    /// Up to `limit` documents this session may view with an id above `after`, optionally of
+    /// one type, by id.
+    pub fn documents(
+        &self,
+        of_type: Option<DocumentTypeId>,
+        after: DocumentId,
+        limit: u32,
+    ) -> Result<Vec<Document>> {
+        let mut out = Vec::new();
+        let mut cursor = after;
+        while out.len() < limit as usize {
+            let page = self.read(|tx| tx.documents(of_type, cursor, 1000))?;
+            let Some(last) = page.last().map(|d| d.id) else {
+                break;
+            };
+            let exhausted = page.len() < 1000;
+            out.extend(self.visible(P::DocumentView, page, |d| doc_ref(d.id)));
+            if exhausted {
+                break;
+            }
+            cursor = last;
+        }
+        out.truncate(limit as usize);
+        Ok(out)
+    }
+
+    /// Renames a document. Needs `documents.document_edit`.
+    pub fn update_document(&self, id: DocumentId, label: &str) -> Result<Document> {
+        let label = label.trim();
+        if label.is_empty() || label.chars().count() > 255 {
+            return Err(Error::validation(
+                "label",
+                "Give a label of 1 to 255 characters.",
+            ));
+        }
+        self.write(|u| {
+            let mut d = self.load_document(&mut u.tx, id, P::DocumentEdit)?;
+            d.label = label.to_owned();
+            u.tx.update_document(&d)?;
+            u.event(names::DOCUMENT_EDITED, doc_event(&d), None)?;
+            Ok(d)
+        })
+    }
+
+    /// Changes a document's type (spec 2.4 rule 4): values whose type is not associated with
+    /// the new type are removed; required types of the new type are added with their default.
+    /// Needs `documents.document_change_type` on the document and
+    /// `documents.document_type_view` on the new type.
+    pub fn change_document_type(
+        &self,
+        id: DocumentId,
+        new_type: DocumentTypeId,
+    ) -> Result<Document> {
+        self.write(|u| {
+            let mut d = self.load_document(&mut u.tx, id, P::DocumentChangeType)?;
+            let dt = self.load_document_type(&mut u.tx, new_type, P::DocumentTypeView)?;
+            if d.document_type_id == dt.id {
+                return Ok(d);
+            }
+            d.document_type_id = dt.id;
+            u.tx.update_document(&d)?;
+            u.access
+                .push(parents_change(doc_ref(d.id), vec![dt_ref(dt.id)]));
+            let associations = u.tx.associations_of_document_type(dt.id)?;
+            for m in u.tx.metadata_of_document(d.id)? {
+                if !associations
+                    .iter()
+                    .any(|a| a.metadata_type_id == m.metadata_type_id)
+                {
+                    u.tx.delete_document_metadata(m.id)?;
+                    if let Some(t) = u.tx.metadata_type(m.metadata_type_id)? {
+                        u.event(
+                            names::DOCUMENT_METADATA_REMOVED,
+                            doc_event(&d),
+                            Some(mt_event(&t)),
+                        )?;
+                    }
+                }
+            }
+            for a in associations.iter().filter(|a| a.required) {
+                self.add_default_value(u, &d, a.metadata_type_id)?;
+            }
+            u.event(
+                names::DOCUMENT_TYPE_CHANGED,
+                doc_event(&d),
+                Some(dt_event(&dt)),
+            )?;
+            Ok(d)
+        })
+    }
+
+    /// Deletes a document with its metadata and ACLs. Needs `documents.document_delete`.
+    pub fn delete_document(&self, id: DocumentId) -> Result<()> {
+        self.write(|u| {
+            let d = self.load_document(&mut u.tx, id, P::DocumentDelete)?;
+            u.tx.delete_acls_of(DOC, id.0)?;
+            u.tx.delete_document(id)?;
+            u.access.push(AccessChange::ObjectRemoved(doc_ref(id)));
+            u.event(names::DOCUMENT_DELETED, doc_event(&d), None)
+        })
+    }
+
+    // ----- document metadata (spec 2.3, 4.2) -------------------------------------------------
+
+    /// Runs the pipeline and inserts the value, with its event.
+    fn add_value(
+        &self,
+        u: &mut Unit<'_>,
+        doc: &Document,
+        mt: MetadataTypeId,
+        value: &str,
+        required: bool,
+    ) -> Result<DocumentMetadata> {
+        let compiled = self.db.compiled(&mut u.tx, mt)?;
+        let value = self.process(u, &compiled, doc, value, required)?;
+        let m = u.tx.insert_document_metadata(doc.id, mt, &value)?;
+        u.event(
+            names::DOCUMENT_METADATA_ADDED,
+            doc_event(doc),
+            Some(mt_event(&compiled.metadata_type)),
+        )?;
+        Ok(m)
+    }
+
+    /// Adds a required type with its rendered default, or empty when the default does not
+    /// pass the pipeline; does nothing when the document already has the type.
+    fn add_default_value(
+        &self,
+        u: &mut Unit<'_>,
+        doc: &Document,
+        mt: MetadataTypeId,
+    ) -> Result<Option<DocumentMetadata>> {
+        let compiled = self.db.compiled(&mut u.tx, mt)?;
+        let value = self
+            .process(u, &compiled, doc, "", false)
+            .unwrap_or_default();
+        let added =
+            u.tx.insert_document_metadata_if_absent(doc.id, mt, &value)?;
+        if added.is_some() {
+            u.event(
+                names::DOCUMENT_METADATA_ADDED,
+                doc_event(doc),
+                Some(mt_event(&compiled.metadata_type)),
+            )?;
+        }
+        Ok(added)
+    }
+
+    fn process(
+        &self,
+        u: &mut Unit<'_>,
+        compiled: &Arc<CompiledMetadataType>,
+        doc: &Document,
+        value: &str,
+        required: bool,
+    ) -> Result<String> {
+        let mut inputs = Inputs {
+            tx: &mut u.tx,
+            document: Some(doc),
+            now: self.db.now(),
+        };
+        compiled.process(value, required, self.db.templates(), &mut inputs)
+    }
+
+    /// Adds a metadata value to a document (spec 2.10). The type must be associated with the
+    /// document's type; a second value of the same type is a conflict. Needs
+    /// `metadata.document_metadata_add` on the document and on the metadata type.
+    pub fn add_document_metadata(
+        &self,
+        document: DocumentId,
+        metadata_type: MetadataTypeId,
+        value: &str,
+    ) -> Result<DocumentMetadata> {
+        self.write(|u| self.add_document_metadata_in(u, document, metadata_type, value))
+    }
+
+    fn add_document_metadata_in(
+        &self,
+        u: &mut Unit<'_>,
+        document: DocumentId,
+        metadata_type: MetadataTypeId,
+        value: &str,
+    ) -> Result<DocumentMetadata> {
+        let doc = self.load_document(&mut u.tx, document, P::DocumentView)?;
+        self.require_metadata_permission(P::DocumentMetadataAdd, &doc, metadata_type)?;
+        let a =
+            u.tx.association_of(doc.document_type_id, metadata_type)?
+                .ok_or_else(|| not_associated(metadata_type))?;
+        self.add_value(u, &doc, metadata_type, value, a.required)
+    }
+
+    /// Adds many values in one transaction (all or nothing): the batch form of
+    /// [`add_document_metadata`](Self::add_document_metadata), for imports.
+    pub fn add_document_metadata_batch(
+        &self,
+        values: &[NewValue<'_>],
+    ) -> Result<Vec<DocumentMetadata>> {
+        self.write(|u| {
+            values
+                .iter()
+                .map(|(d, t, v)| self.add_document_metadata_in(u, *d, *t, v))
+                .collect()
+        })
+    }
+
+    fn load_value(
+        &self,
+        tx: &mut crate::store::Tx<'_>,
+        document: DocumentId,
+        id: DocumentMetadataId,
+        permission: P,
+    ) -> Result<(Document, DocumentMetadata)> {
+        let doc = self.load_document(tx, document, P::DocumentView)?;
+        let m = tx
+            .document_metadata(id)?
+            .filter(|m| m.document_id == document)
+            .ok_or_else(|| Error::not_found(format!("metadata {id}")))?;
+        if !self.can(P::DocumentMetadataView, doc_ref(doc.id))
+            || !self.can(P::DocumentMetadataView, mt_ref(m.metadata_type_id))
+        {
+            return Err(Error::not_found(format!("metadata {id}")));
+        }
+        self.require_metadata_permission(permission, &doc, m.metadata_type_id)?;
+        Ok((doc, m))
+    }
+
+    /// One metadata value of a document. Needs `metadata.document_metadata_view` on the
+    /// document and on the metadata type.
+    pub fn document_metadata(
+        &self,
+        document: DocumentId,
+        id: DocumentMetadataId,
+    ) -> Result<DocumentMetadata> {
+        self.read(|tx| {
+            self.load_value(tx, document, id, P::DocumentMetadataView)
+                .map(|(_, m)| m)
+        })
+    }
+
+    /// The metadata values of a document this session may view (spec 2.3 `metadata.all`).
+    pub fn document_metadata_list(&self, document: DocumentId) -> Result<Vec<DocumentMetadata>> {
+        let all = self.read(|tx| {
+            let doc = self.load_document(tx, document, P::DocumentView)?;
+            self.require(
+                P::DocumentMetadataView,
+                doc_ref(doc.id),
+                format!("document {document}"),
+            )?;
+            tx.metadata_of_document(document)
+        })?;
+        Ok(self.visible(P::DocumentMetadataView, all, |m| mt_ref(m.metadata_type_id)))
+    }
+
+    /// `document.metadata_value_of.<name>` (spec 2.3): the stored value, or `None` when the
+    /// document has no metadata of that name (or this session may not view it).
+    pub fn metadata_value_of(&self, document: DocumentId, name: &str) -> Result<Option<String>> {
+        let Some(t) = self.read(|tx| tx.metadata_type_by_name(name))? else {
+            return Ok(None);
+        };
+        Ok(self
+            .document_metadata_list(document)?
+            .into_iter()
+            .find(|m| m.metadata_type_id == t.id)
+            .map(|m| m.value))
+    }
+
+    /// Sets a metadata value (spec 2.10); an empty value re-applies the default. Needs
+    /// `metadata.document_metadata_edit` on the document and on the metadata type.
+    pub fn edit_document_metadata(
+        &self,
+        document: DocumentId,
+        id: DocumentMetadataId,
+        value: &str,
+    ) -> Result<DocumentMetadata> {
+        self.write(|u| {
+            let (doc, mut m) = self.load_value(&mut u.tx, document, id, P::DocumentMetadataEdit)?;
+            let required =
+                u.tx.association_of(doc.document_type_id, m.metadata_type_id)?
+                    .is_some_and(|a| a.required);
+            let compiled = self.db.compiled(&mut u.tx, m.metadata_type_id)?;
+            let value = self.process(u, &compiled, &doc, value, required)?;
+            if value != m.value {
+                u.tx.update_document_metadata(m.id, &value)?;
+                m.value = value;
+                u.event(
+                    names::DOCUMENT_METADATA_EDITED,
+                    doc_event(&doc),
+                    Some(mt_event(&compiled.metadata_type)),
+                )?;
+            }
+            Ok(m)
+        })
+    }
+
+    /// Removes a metadata value from a document; a type required by the document's type cannot
+    /// be removed. Needs `metadata.document_metadata_remove` on the document and the type.
+    pub fn remove_document_metadata(
+        &self,
+        document: DocumentId,
+        id: DocumentMetadataId,
+    ) -> Result<()> {
+        self.write(|u| {
+            let (doc, m) = self.load_value(&mut u.tx, document, id, P::DocumentMetadataRemove)?;
+            if u.tx
+                .association_of(doc.document_type_id, m.metadata_type_id)?
+                .is_some_and(|a| a.required)
+            {
+                return Err(Error::validation(
+                    NON_FIELD_ERRORS,
+                    "This metadata is required for the document type and cannot be removed.",
+                ));
+            }
+            u.tx.delete_document_metadata(m.id)?;
+            let t =
+                u.tx.metadata_type(m.metadata_type_id)?
+                    .ok_or_else(|| Error::not_found("metadata type"))?;
+            u.event(
+                names::DOCUMENT_METADATA_REMOVED,
+                doc_event(&doc),
+                Some(mt_event(&t)),
+            )
+        })
+    }
+
+    // ----- lifecycle task batches (spec 2.4 rules 1-2) ---------------------------------------
+
+    /// Rule 1, one batch: adds `mt` to up to `limit` documents of `dt` that lack it. Returns
+    /// how many were added (0: done, or the association is gone or no longer required).
+    pub(crate) fn add_required_metadata_batch(
+        &self,
+        dt: DocumentTypeId,
+        mt: MetadataTypeId,
+        limit: u32,
+    ) -> Result<usize> {
+        self.write(|u| {
+            if !u.tx.association_of(dt, mt)?.is_some_and(|a| a.required) {
+                return Ok(0);
+            }
+            let docs = u.tx.documents_missing_metadata(dt, mt, limit)?;
+            for d in &docs {
+                self.add_default_value(u, d, mt)?;
+            }
+            Ok(docs.len())
+        })
+    }
+
+    /// Rule 2, one batch: removes up to `limit` values of `mt` from documents of `dt`. Does
+    /// nothing when the association exists again.
+    pub(crate) fn remove_metadata_type_batch(
+        &self,
+        dt: DocumentTypeId,
+        mt: MetadataTypeId,
+        limit: u32,
+    ) -> Result<usize> {
+        self.write(|u| {
+            if u.tx.association_of(dt, mt)?.is_some() {
+                return Ok(0);
+            }
+            let Some(t) = u.tx.metadata_type(mt)? else {
+                return Ok(0);
+            };
+            let values = u.tx.metadata_of_type(mt, Some(dt), limit)?;
+            for m in &values {
+                u.tx.delete_document_metadata(m.id)?;
+                if let Some(d) = u.tx.document(m.document_id)? {
+                    u.event(
+                        names::DOCUMENT_METADATA_REMOVED,
+                        doc_event(&d),
+                        Some(mt_event(&t)),
+                    )?;
+                }
+            }
+            Ok(values.len())
+        })
+    }
+}
+
+fn not_associated(mt: MetadataTypeId) -> Error {
+    Error::validation(
+        "metadata_type_id",
+        format!("Metadata type {mt} is not associated with the document's type."),
+    )
+}
+
+/// Gives a store conflict the field and message of the operation.
+fn rename_conflict(e: Error, field: &str, message: &str) -> Error {
+    match e {
+        Error::Conflict { .. } => Error::conflict(field, message),
+        e => e,
+    }
+}

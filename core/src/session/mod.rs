@@ -1,0 +1,408 @@
+//! [`Session`]: every operation of docmeta, run as an [`Actor`] and permission-checked
+//! (spec 5.4), in one transaction each.
+//!
+//! Refusals follow one rule: an object the actor may not even view is [`Error::NotFound`]
+//! (callers must not learn that it exists); a visible object without the needed permission is
+//! [`Error::PermissionDenied`].
+
+mod access;
+mod cabinets;
+mod metadata;
+
+use std::fmt::Display;
+
+use minijinja::Value;
+
+use crate::access::{
+    AccessSnapshot, KindRegistry, ObjectKind, ObjectRef, Permission, PermissionSet,
+};
+use crate::docmeta::{AccessChange, Docmeta};
+use crate::error::{Error, Result};
+use crate::events::{Event, EventObject, EventQuery};
+use crate::metadata::template::{group_value, user_value};
+use crate::metadata::{DocumentContext, MetadataEntry, Moment, TemplateInputs};
+use crate::model::*;
+use crate::store::Tx;
+
+pub use access::UserUpdate;
+
+/// Operations of docmeta as one actor. Cheap to create; see [`Docmeta::session`].
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub(crate) db: Docmeta,
+    pub(crate) actor: Actor,
+}
+
+pub(crate) fn obj(kind: ObjectKind, id: i64) -> ObjectRef {
+    ObjectRef::new(kind, id)
+}
+
+/// The permission that lets a user see an object of `kind` at all.
+pub(crate) fn view_permission(kind: ObjectKind) -> Permission {
+    match kind {
+        ObjectKind::DOCUMENT_TYPE => Permission::DocumentTypeView,
+        ObjectKind::DOCUMENT | ObjectKind::DOCUMENT_FILE | ObjectKind::DOCUMENT_VERSION => {
+            Permission::DocumentView
+        }
+        ObjectKind::METADATA_TYPE => Permission::MetadataTypeView,
+        ObjectKind::DOCUMENT_METADATA => Permission::DocumentMetadataView,
+        ObjectKind::CABINET => Permission::CabinetView,
+        ObjectKind::ROLE => Permission::RoleView,
+        ObjectKind::WORKFLOW
+        | ObjectKind::WORKFLOW_INSTANCE
+        | ObjectKind::WORKFLOW_INSTANCE_LOG_ENTRY => Permission::WorkflowTemplateView,
+        ObjectKind::SOURCE => Permission::SourcesView,
+        ObjectKind::TAG => Permission::TagView,
+        ObjectKind::DOCUMENT_COMMENT => Permission::DocumentCommentView,
+        ObjectKind::DOCUMENT_QA_ENTRY => Permission::DocumentQaView,
+        _ => Permission::AclView,
+    }
+}
+
+impl Session {
+    pub(crate) fn new(db: Docmeta, actor: Actor) -> Self {
+        Session { db, actor }
+    }
+
+    /// Who this session acts as.
+    pub fn actor(&self) -> Actor {
+        self.actor
+    }
+
+    /// The instance this session belongs to.
+    pub fn docmeta(&self) -> &Docmeta {
+        &self.db
+    }
+
+    fn snapshot(&self) -> parking_lot::RwLockReadGuard<'_, AccessSnapshot> {
+        self.db.inner.access.read()
+    }
+
+    /// Whether this session may do `permission` on `object`.
+    pub fn can(&self, permission: Permission, object: ObjectRef) -> bool {
+        match self.actor {
+            Actor::System => true,
+            Actor::User(u) => self.snapshot().check(u, permission, object),
+        }
+    }
+
+    /// Whether this session holds `permission` globally.
+    pub fn can_globally(&self, permission: Permission) -> bool {
+        match self.actor {
+            Actor::System => true,
+            Actor::User(u) => self.snapshot().check_global(u, permission),
+        }
+    }
+
+    pub(crate) fn is_superuser(&self) -> bool {
+        match self.actor {
+            Actor::System => true,
+            Actor::User(u) => self.snapshot().is_superuser(u),
+        }
+    }
+
+    pub(crate) fn require_global(&self, permission: Permission) -> Result<()> {
+        if self.can_globally(permission) {
+            Ok(())
+        } else {
+            Err(Error::PermissionDenied(format!(
+                "'{}' is needed",
+                permission.key()
+            )))
+        }
+    }
+
+    /// Refuses unless the session may do `permission` on `object`: NotFound when it may not
+    /// even see the object (`what` describes it), PermissionDenied otherwise.
+    pub(crate) fn require(
+        &self,
+        permission: Permission,
+        object: ObjectRef,
+        what: impl Display,
+    ) -> Result<()> {
+        if self.can(permission, object) {
+            return Ok(());
+        }
+        let view = view_permission(object.kind);
+        if view != permission && self.can(view, object) {
+            Err(Error::PermissionDenied(format!(
+                "'{}' is needed on {what}",
+                permission.key()
+            )))
+        } else {
+            Err(Error::not_found(what))
+        }
+    }
+
+    /// Keeps the items whose object the session may `permission`.
+    pub(crate) fn visible<T>(
+        &self,
+        permission: Permission,
+        items: Vec<T>,
+        object: impl Fn(&T) -> ObjectRef,
+    ) -> Vec<T> {
+        match self.actor {
+            Actor::System => items,
+            Actor::User(u) => {
+                let snapshot = self.snapshot();
+                items
+                    .into_iter()
+                    .filter(|i| snapshot.check(u, permission, object(i)))
+                    .collect()
+            }
+        }
+    }
+
+    pub(crate) fn write<T>(
+        &self,
+        f: impl FnOnce(&mut crate::docmeta::Unit<'_>) -> Result<T>,
+    ) -> Result<T> {
+        self.db.write(self.actor, f)
+    }
+
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        self.db.read(f)
+    }
+
+    // ----- events ----------------------------------------------------------------------------
+
+    /// Events of the log whose target this session may view, newest first (unless
+    /// `query.oldest_first`).
+    pub fn events(&self, query: &EventQuery) -> Result<Vec<Event>> {
+        let limit = query.limit.unwrap_or(100).clamp(1, 1000) as usize;
+        if self.actor == Actor::System || self.is_superuser() {
+            return self.db.events(&EventQuery {
+                limit: Some(limit as u32),
+                ..query.clone()
+            });
+        }
+        let kinds = self.db.kinds();
+        let mut out = Vec::new();
+        let mut page = EventQuery {
+            limit: Some(500),
+            ..query.clone()
+        };
+        loop {
+            let batch = self.db.events(&page)?;
+            let exhausted = batch.len() < 500;
+            let Some(last) = batch.last().map(|e| e.id) else {
+                break;
+            };
+            for e in batch {
+                if self.may_view_event_object(&kinds, &e.target) {
+                    out.push(e);
+                    if out.len() == limit {
+                        return Ok(out);
+                    }
+                }
+            }
+            if exhausted {
+                break;
+            }
+            if query.oldest_first {
+                page.after = Some(last);
+            } else {
+                page.before = Some(last);
+            }
+        }
+        Ok(out)
+    }
+
+    fn may_view_event_object(&self, kinds: &KindRegistry, target: &EventObject) -> bool {
+        match kinds.parse(&target.kind) {
+            Ok(kind) => self.can(view_permission(kind), obj(kind, target.id)),
+            Err(_) => match target.kind.as_str() {
+                "user_management.user" => {
+                    self.actor.user().is_some_and(|u| u.0 == target.id)
+                        || self.can_globally(Permission::UserView)
+                }
+                "user_management.group" => self.can_globally(Permission::GroupView),
+                _ => self.is_superuser(),
+            },
+        }
+    }
+
+    // ----- explain ---------------------------------------------------------------------------
+
+    /// Why `user` may or may not do `permission` on `object`. Needs `acls.acl_view` on the
+    /// object unless asking about oneself.
+    pub fn explain(
+        &self,
+        user: UserId,
+        permission: Permission,
+        object: ObjectRef,
+    ) -> Result<crate::access::Explanation> {
+        if self.actor != Actor::User(user) {
+            self.require(Permission::AclView, object, "the object")?;
+        }
+        Ok(self.db.explain(user, permission, object))
+    }
+}
+
+/// Builds the access snapshot from the store.
+pub(crate) fn load_access(tx: &mut Tx<'_>, kinds: &KindRegistry) -> Result<AccessSnapshot> {
+    let mut s = AccessSnapshot::default();
+    for u in tx.users()? {
+        s.set_user(u.id, u.is_superuser, u.is_active);
+    }
+    let mut pairs = Vec::new();
+    tx.each("SELECT group_id, user_id FROM group_users", &[], &mut |r| {
+        pairs.push((GroupId(r.int(0)?), UserId(r.int(1)?)));
+        Ok(())
+    })?;
+    for (g, u) in pairs {
+        s.set_membership(g, u, true);
+    }
+    let mut role_perms: rustc_hash::FxHashMap<RoleId, PermissionSet> = Default::default();
+    tx.each(
+        "SELECT role_id, permission FROM role_permissions",
+        &[],
+        &mut |r| {
+            if let Ok(p) = Permission::from_key(&r.text(1)?) {
+                let e = role_perms.entry(RoleId(r.int(0)?)).or_default();
+                *e = e.with(p);
+            }
+            Ok(())
+        },
+    )?;
+    for (role, set) in role_perms {
+        s.set_role_permissions(role, set);
+    }
+    let mut role_groups = Vec::new();
+    tx.each("SELECT role_id, group_id FROM role_groups", &[], &mut |r| {
+        role_groups.push((RoleId(r.int(0)?), GroupId(r.int(1)?)));
+        Ok(())
+    })?;
+    for (role, group) in role_groups {
+        s.set_role_group(role, group, true);
+    }
+    let mut acls: rustc_hash::FxHashMap<AclId, (ObjectRef, RoleId, PermissionSet)> =
+        Default::default();
+    tx.each("SELECT a.id, a.object_kind, a.object_id, a.role_id, p.permission FROM acls a JOIN acl_permissions p ON p.acl_id = a.id", &[], &mut |r| {
+        let (Ok(kind), Ok(p)) = (kinds.parse(&r.text(1)?), Permission::from_key(&r.text(4)?)) else { return Ok(()) };
+        let e = acls.entry(AclId(r.int(0)?)).or_insert((obj(kind, r.int(2)?), RoleId(r.int(3)?), PermissionSet::EMPTY));
+        e.2 = e.2.with(p);
+        Ok(())
+    })?;
+    for (acl, (object, role, set)) in acls {
+        s.set_acl(object, acl, role, set);
+    }
+    tx.each(
+        "SELECT id, document_type_id FROM documents",
+        &[],
+        &mut |r| {
+            s.set_parents(
+                obj(ObjectKind::DOCUMENT, r.int(0)?),
+                vec![obj(ObjectKind::DOCUMENT_TYPE, r.int(1)?)],
+            );
+            Ok(())
+        },
+    )?;
+    tx.each(
+        "SELECT id, parent_id FROM cabinets WHERE parent_id IS NOT NULL",
+        &[],
+        &mut |r| {
+            s.set_parents(
+                obj(ObjectKind::CABINET, r.int(0)?),
+                vec![obj(ObjectKind::CABINET, r.int(1)?)],
+            );
+            Ok(())
+        },
+    )?;
+    let mut links: rustc_hash::FxHashMap<ObjectRef, Vec<ObjectRef>> = Default::default();
+    tx.each(
+        "SELECT object_kind, object_id, parent_kind, parent_id FROM object_parents",
+        &[],
+        &mut |r| {
+            if let (Ok(k), Ok(pk)) = (kinds.parse(&r.text(0)?), kinds.parse(&r.text(2)?)) {
+                links
+                    .entry(obj(k, r.int(1)?))
+                    .or_default()
+                    .push(obj(pk, r.int(3)?));
+            }
+            Ok(())
+        },
+    )?;
+    for (o, parents) in links {
+        s.set_parents(o, parents);
+    }
+    Ok(s)
+}
+
+/// Template contexts built from the current transaction, only when a template asks.
+pub(crate) struct Inputs<'a, 'b> {
+    pub(crate) tx: &'a mut Tx<'b>,
+    pub(crate) document: Option<&'a Document>,
+    pub(crate) now: chrono::DateTime<chrono::Utc>,
+}
+
+impl Inputs<'_, '_> {
+    fn document_value(&mut self) -> Result<Value> {
+        let Some(doc) = self.document else {
+            return Ok(Value::from(()));
+        };
+        Ok(Value::from_object(document_context(self.tx, doc)?))
+    }
+}
+
+/// What templates see of `doc`.
+pub(crate) fn document_context(tx: &mut Tx<'_>, doc: &Document) -> Result<DocumentContext> {
+    let type_label = tx
+        .document_type(doc.document_type_id)?
+        .map(|t| t.label)
+        .unwrap_or_default();
+    let metadata = tx.rows(
+        "SELECT t.name, t.label, m.value FROM document_metadata m JOIN metadata_types t ON t.id = m.metadata_type_id WHERE m.document_id = ?1 ORDER BY m.id",
+        &[doc.id.0.into()],
+        |r| Ok(MetadataEntry { name: r.text(0)?, label: r.text(1)?, value: r.text(2)? }),
+    )?;
+    Ok(DocumentContext {
+        id: doc.id.0,
+        label: doc.label.clone(),
+        document_type_label: type_label,
+        created: doc.created,
+        metadata,
+    })
+}
+
+impl TemplateInputs for Inputs<'_, '_> {
+    fn default_context(&mut self) -> Result<Value> {
+        Ok(
+            minijinja::context! { now => Value::from_object(Moment(self.now)), document => self.document_value()? },
+        )
+    }
+
+    fn lookup_context(&mut self) -> Result<Value> {
+        let users: Vec<Value> = self
+            .tx
+            .users()?
+            .iter()
+            .filter(|u| u.is_active)
+            .map(|u| user_value(u.id.0, &u.username))
+            .collect();
+        let groups: Vec<Value> = self
+            .tx
+            .groups()?
+            .iter()
+            .map(|(id, name)| group_value(id.0, name))
+            .collect();
+        Ok(minijinja::context! {
+            now => Value::from_object(Moment(self.now)),
+            document => self.document_value()?,
+            users => users,
+            groups => groups,
+        })
+    }
+}
+
+pub(crate) fn event_object(kind: &str, id: i64, label: &str) -> EventObject {
+    EventObject {
+        kind: kind.to_owned(),
+        id,
+        label: label.to_owned(),
+    }
+}
+
+pub(crate) fn parents_change(object: ObjectRef, parents: Vec<ObjectRef>) -> AccessChange {
+    AccessChange::Parents { object, parents }
+}

@@ -1,0 +1,247 @@
+//! Persistence behind the [`Store`] trait.
+//!
+//! The trait is deliberately narrow: a store opens transactions, and a transaction runs SQL
+//! statements with typed parameters and returns rows. Every statement docmeta runs is written
+//! once (in [`records`]) in the SQL that SQLite and PostgreSQL share, with `?N` placeholders
+//! that a PostgreSQL store rewrites to `$N`. Uniqueness rules are schema constraints, so they
+//! hold under concurrent writers; a violated constraint surfaces as [`Error::Conflict`].
+
+use crate::error::{Error, Result};
+
+#[cfg(feature = "conformance")]
+pub mod conformance;
+pub mod records;
+pub mod sqlite;
+
+pub use sqlite::SqliteStore;
+
+/// A statement parameter.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Param<'a> {
+    /// SQL NULL.
+    Null,
+    /// An integer (ids, booleans as 0/1, times as microseconds since the Unix epoch).
+    Int(i64),
+    /// Text.
+    Text(&'a str),
+}
+
+impl From<i64> for Param<'_> {
+    fn from(v: i64) -> Self {
+        Param::Int(v)
+    }
+}
+
+impl From<bool> for Param<'_> {
+    fn from(v: bool) -> Self {
+        Param::Int(i64::from(v))
+    }
+}
+
+impl<'a> From<&'a str> for Param<'a> {
+    fn from(v: &'a str) -> Self {
+        Param::Text(v)
+    }
+}
+
+impl<'a> From<&'a String> for Param<'a> {
+    fn from(v: &'a String) -> Self {
+        Param::Text(v)
+    }
+}
+
+impl<'a, T: Into<Param<'a>>> From<Option<T>> for Param<'a> {
+    fn from(v: Option<T>) -> Self {
+        v.map_or(Param::Null, Into::into)
+    }
+}
+
+/// A value read from a row.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// SQL NULL.
+    Null,
+    /// An integer.
+    Int(i64),
+    /// Text.
+    Text(String),
+}
+
+/// One result row.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Row(pub Vec<Value>);
+
+impl Row {
+    fn value(&self, i: usize) -> Result<&Value> {
+        self.0
+            .get(i)
+            .ok_or_else(|| Error::storage("reading a row", format!("no column {i}")))
+    }
+
+    /// Column `i` as an integer.
+    pub fn int(&self, i: usize) -> Result<i64> {
+        match self.value(i)? {
+            Value::Int(v) => Ok(*v),
+            other => Err(Error::storage(
+                "reading a row",
+                format!("column {i} is {other:?}, not an integer"),
+            )),
+        }
+    }
+
+    /// Column `i` as an integer or NULL.
+    pub fn opt_int(&self, i: usize) -> Result<Option<i64>> {
+        match self.value(i)? {
+            Value::Null => Ok(None),
+            _ => self.int(i).map(Some),
+        }
+    }
+
+    /// Column `i` as a boolean stored as 0/1.
+    pub fn bool(&self, i: usize) -> Result<bool> {
+        self.int(i).map(|v| v != 0)
+    }
+
+    /// Column `i` as text.
+    pub fn text(&self, i: usize) -> Result<String> {
+        match self.value(i)? {
+            Value::Text(v) => Ok(v.clone()),
+            other => Err(Error::storage(
+                "reading a row",
+                format!("column {i} is {other:?}, not text"),
+            )),
+        }
+    }
+
+    /// Column `i` as text or NULL.
+    pub fn opt_text(&self, i: usize) -> Result<Option<String>> {
+        match self.value(i)? {
+            Value::Null => Ok(None),
+            _ => self.text(i).map(Some),
+        }
+    }
+}
+
+/// Whether a transaction writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Reads only; sees one consistent snapshot.
+    Read,
+    /// Reads and writes; writers are serialised.
+    Write,
+}
+
+/// SQL dialect of a store, for the few statements (DDL) that differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Dialect {
+    /// SQLite 3.
+    Sqlite,
+    /// PostgreSQL.
+    Postgres,
+}
+
+/// A database holding docmeta's records.
+pub trait Store: Send + Sync + 'static {
+    /// Starts a transaction. Dropping it without [`Transaction::commit`] rolls back.
+    fn begin(&self, mode: Mode) -> Result<Box<dyn Transaction + '_>>;
+
+    /// The SQL dialect.
+    fn dialect(&self) -> Dialect;
+
+    /// Applies pending schema migrations; returns the versions applied.
+    fn migrate(&self) -> Result<Vec<u32>>;
+
+    /// The schema version of the database, and the newest version this build knows.
+    fn schema_version(&self) -> Result<(u32, u32)>;
+
+    /// A human-readable description (`sqlite:/data/db.sqlite3`), without secrets.
+    fn describe(&self) -> String;
+}
+
+/// One transaction of a [`Store`].
+pub trait Transaction {
+    /// Runs a statement; returns the number of rows changed.
+    fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64>;
+
+    /// Runs a query and calls `each` for every row.
+    fn query(
+        &mut self,
+        sql: &str,
+        params: &[Param<'_>],
+        each: &mut dyn FnMut(&Row) -> Result<()>,
+    ) -> Result<()>;
+
+    /// Commits the transaction.
+    fn commit(self: Box<Self>) -> Result<()>;
+}
+
+/// Typed helpers over a transaction; the record methods of [`records`] are written on it.
+pub struct Tx<'a> {
+    inner: Box<dyn Transaction + 'a>,
+}
+
+impl<'a> Tx<'a> {
+    /// Wraps a transaction.
+    pub fn new(inner: Box<dyn Transaction + 'a>) -> Self {
+        Tx { inner }
+    }
+
+    /// Commits.
+    pub fn commit(self) -> Result<()> {
+        self.inner.commit()
+    }
+
+    /// Runs a statement.
+    pub fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64> {
+        self.inner.execute(sql, params)
+    }
+
+    /// Runs a query, mapping every row.
+    pub fn rows<T>(
+        &mut self,
+        sql: &str,
+        params: &[Param<'_>],
+        map: impl Fn(&Row) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let mut out = Vec::new();
+        self.inner.query(sql, params, &mut |row| {
+            out.push(map(row)?);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Runs a query, calling `each` for every row without collecting them.
+    pub fn each(
+        &mut self,
+        sql: &str,
+        params: &[Param<'_>],
+        each: &mut dyn FnMut(&Row) -> Result<()>,
+    ) -> Result<()> {
+        self.inner.query(sql, params, each)
+    }
+
+    /// Runs a query expected to return at most one row.
+    pub fn optional<T>(
+        &mut self,
+        sql: &str,
+        params: &[Param<'_>],
+        map: impl Fn(&Row) -> Result<T>,
+    ) -> Result<Option<T>> {
+        let mut out = None;
+        self.inner.query(sql, params, &mut |row| {
+            if out.is_none() {
+                out = Some(map(row)?);
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Runs an `INSERT ... RETURNING id`.
+    pub fn insert(&mut self, sql: &str, params: &[Param<'_>]) -> Result<i64> {
+        self.optional(sql, params, |r| r.int(0))?
+            .ok_or_else(|| Error::storage("inserting a row", "no id returned"))
+    }
+}

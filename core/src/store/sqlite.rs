@@ -1,0 +1,332 @@
+//! The embedded default store: SQLite in WAL mode (rusqlite, bundled SQLite).
+//!
+//! One writer connection serialises write transactions (`BEGIN IMMEDIATE`); read transactions
+//! run on a small pool of reader connections and see a consistent snapshot while writes go on.
+
+use std::path::{Path, PathBuf};
+
+use parking_lot::{Mutex, MutexGuard};
+use rusqlite::{Connection, ErrorCode, OpenFlags, ToSql, types::ToSqlOutput, types::ValueRef};
+
+use super::{Dialect, Mode, Param, Row, Store, Transaction, Value};
+use crate::error::{Error, NON_FIELD_ERRORS, Result};
+
+/// Schema migrations, in order: (version, SQL).
+const MIGRATIONS: &[(u32, &str)] = &[(1, include_str!("migrations/sqlite/0001_initial.sql"))];
+
+/// Newest schema version this build knows.
+pub const SCHEMA_VERSION: u32 = 1;
+
+const READER_POOL: usize = 4;
+
+/// A SQLite database file (or an in-memory database for tests).
+pub struct SqliteStore {
+    writer: Mutex<Connection>,
+    readers: Mutex<Vec<Connection>>,
+    path: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+fn sqlite_error(operation: &str, e: rusqlite::Error) -> Error {
+    if let rusqlite::Error::SqliteFailure(code, message) = &e
+        && code.code == ErrorCode::ConstraintViolation
+    {
+        let message = message.clone().unwrap_or_default();
+        return match code.extended_code {
+            // SQLITE_CONSTRAINT_UNIQUE, SQLITE_CONSTRAINT_PRIMARYKEY: "UNIQUE constraint failed: t.col"
+            2067 | 1555 => {
+                let field = message
+                    .rsplit('.')
+                    .next()
+                    .unwrap_or(NON_FIELD_ERRORS)
+                    .trim()
+                    .to_owned();
+                Error::conflict(field, "This value is already taken.")
+            }
+            // SQLITE_CONSTRAINT_FOREIGNKEY
+            787 => Error::InvalidInput(
+                "the change refers to a record that does not exist, or removes one still in use"
+                    .into(),
+            ),
+            _ => Error::InvalidInput(format!(
+                "a database constraint refused the change: {message}"
+            )),
+        };
+    }
+    Error::storage(operation.to_owned(), e)
+}
+
+fn open_connection(path: Option<&Path>) -> Result<Connection> {
+    let conn = match path {
+        Some(p) => Connection::open_with_flags(
+            p,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        ),
+        None => Connection::open_in_memory(),
+    }
+    .map_err(|e| sqlite_error("opening the SQLite database", e))?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .map_err(|e| sqlite_error("configuring SQLite", e))?;
+    conn.execute_batch(
+        "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -65536;",
+    )
+    .map_err(|e| sqlite_error("configuring SQLite", e))?;
+    if path.is_some() {
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .map_err(|e| sqlite_error("enabling WAL mode", e))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(Error::storage(
+                "enabling WAL mode",
+                format!("journal mode is {mode}"),
+            ));
+        }
+    }
+    conn.set_prepared_statement_cache_capacity(256);
+    Ok(conn)
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the database file at `path` and applies pending migrations.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let store = SqliteStore {
+            writer: Mutex::new(open_connection(Some(&path))?),
+            readers: Mutex::new(Vec::new()),
+            path: Some(path),
+        };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// A private in-memory database, migrated; for tests and throw-away use.
+    pub fn in_memory() -> Result<Self> {
+        let store = SqliteStore {
+            writer: Mutex::new(open_connection(None)?),
+            readers: Mutex::new(Vec::new()),
+            path: None,
+        };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// The database file, when not in memory.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Copies a consistent snapshot of the database to `dest` while writers go on (SQLite
+    /// online backup API).
+    pub fn backup_to(&self, dest: &Path) -> Result<()> {
+        let conn = self.writer.lock();
+        let mut target =
+            Connection::open(dest).map_err(|e| sqlite_error("creating the backup database", e))?;
+        let backup = rusqlite::backup::Backup::new(&conn, &mut target)
+            .map_err(|e| sqlite_error("starting the database backup", e))?;
+        backup
+            .run_to_completion(1024, std::time::Duration::ZERO, None)
+            .map_err(|e| sqlite_error("copying the database", e))
+    }
+
+    fn version(conn: &Connection) -> Result<u32> {
+        conn.execute_batch("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            .map_err(|e| sqlite_error("reading the schema version", e))?;
+        let v: Option<i64> = conn
+            .query_row("SELECT max(version) FROM schema_version", [], |r| r.get(0))
+            .map_err(|e| sqlite_error("reading the schema version", e))?;
+        Ok(u32::try_from(v.unwrap_or(0)).unwrap_or(0))
+    }
+}
+
+enum Conn<'a> {
+    Writer(MutexGuard<'a, Connection>),
+    Reader(Option<Connection>, &'a Mutex<Vec<Connection>>),
+}
+
+impl Conn<'_> {
+    fn get(&self) -> &Connection {
+        match self {
+            Conn::Writer(c) => c,
+            // The Option is only None during drop.
+            Conn::Reader(c, _) => c.as_ref().unwrap_or_else(|| unreachable!("reader taken")),
+        }
+    }
+}
+
+impl Drop for Conn<'_> {
+    fn drop(&mut self) {
+        if let Conn::Reader(c, pool) = self
+            && let Some(c) = c.take()
+        {
+            let mut pool = pool.lock();
+            if pool.len() < READER_POOL {
+                pool.push(c);
+            }
+        }
+    }
+}
+
+struct SqliteTx<'a> {
+    conn: Conn<'a>,
+    open: bool,
+}
+
+struct Bind<'a>(&'a Param<'a>);
+
+impl ToSql for Bind<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self.0 {
+            Param::Null => ToSqlOutput::Borrowed(ValueRef::Null),
+            Param::Int(v) => ToSqlOutput::Borrowed(ValueRef::Integer(*v)),
+            Param::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
+        })
+    }
+}
+
+impl Transaction for SqliteTx<'_> {
+    fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64> {
+        let conn = self.conn.get();
+        let mut stmt = conn
+            .prepare_cached(sql)
+            .map_err(|e| sqlite_error("preparing a statement", e))?;
+        let n = stmt
+            .execute(rusqlite::params_from_iter(params.iter().map(Bind)))
+            .map_err(|e| sqlite_error("writing to the database", e))?;
+        Ok(n as u64)
+    }
+
+    fn query(
+        &mut self,
+        sql: &str,
+        params: &[Param<'_>],
+        each: &mut dyn FnMut(&Row) -> Result<()>,
+    ) -> Result<()> {
+        let conn = self.conn.get();
+        let mut stmt = conn
+            .prepare_cached(sql)
+            .map_err(|e| sqlite_error("preparing a query", e))?;
+        let columns = stmt.column_count();
+        let mut rows = stmt
+            .query(rusqlite::params_from_iter(params.iter().map(Bind)))
+            .map_err(|e| sqlite_error("querying the database", e))?;
+        let mut row = Row(Vec::with_capacity(columns));
+        while let Some(r) = rows
+            .next()
+            .map_err(|e| sqlite_error("reading query results", e))?
+        {
+            row.0.clear();
+            for i in 0..columns {
+                row.0.push(
+                    match r
+                        .get_ref(i)
+                        .map_err(|e| sqlite_error("reading a column", e))?
+                    {
+                        ValueRef::Null => Value::Null,
+                        ValueRef::Integer(v) => Value::Int(v),
+                        ValueRef::Real(v) => Value::Text(v.to_string()),
+                        ValueRef::Text(t) | ValueRef::Blob(t) => {
+                            Value::Text(String::from_utf8_lossy(t).into_owned())
+                        }
+                    },
+                );
+            }
+            each(&row)?;
+        }
+        Ok(())
+    }
+
+    fn commit(mut self: Box<Self>) -> Result<()> {
+        self.open = false;
+        self.conn.get().execute_batch("COMMIT").map_err(|e| {
+            let _ = self.conn.get().execute_batch("ROLLBACK");
+            sqlite_error("committing a transaction", e)
+        })
+    }
+}
+
+impl Drop for SqliteTx<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            let _ = self.conn.get().execute_batch("ROLLBACK");
+        }
+    }
+}
+
+impl Store for SqliteStore {
+    fn begin(&self, mode: Mode) -> Result<Box<dyn Transaction + '_>> {
+        let conn = match (mode, &self.path) {
+            (Mode::Read, Some(path)) => {
+                let pooled = self.readers.lock().pop();
+                let c = match pooled {
+                    Some(c) => c,
+                    None => open_connection(Some(path))?,
+                };
+                Conn::Reader(Some(c), &self.readers)
+            }
+            _ => Conn::Writer(self.writer.lock()),
+        };
+        let begin = if mode == Mode::Write {
+            "BEGIN IMMEDIATE"
+        } else {
+            "BEGIN"
+        };
+        conn.get()
+            .execute_batch(begin)
+            .map_err(|e| sqlite_error("starting a transaction", e))?;
+        Ok(Box::new(SqliteTx { conn, open: true }))
+    }
+
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
+
+    fn migrate(&self) -> Result<Vec<u32>> {
+        let mut conn = self.writer.lock();
+        let current = Self::version(&conn)?;
+        if current > SCHEMA_VERSION {
+            return Err(Error::storage(
+                "checking the schema version",
+                format!(
+                    "the database has schema version {current}, newer than this docmeta ({SCHEMA_VERSION}); upgrade docmeta"
+                ),
+            ));
+        }
+        let mut applied = Vec::new();
+        for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
+            let tx = conn
+                .transaction()
+                .map_err(|e| sqlite_error("starting a migration", e))?;
+            tx.execute_batch(sql)
+                .map_err(|e| sqlite_error(&format!("applying migration {version}"), e))?;
+            tx.execute(
+                "INSERT INTO schema_version (version) VALUES (?1)",
+                [i64::from(*version)],
+            )
+            .map_err(|e| sqlite_error("recording the schema version", e))?;
+            tx.commit()
+                .map_err(|e| sqlite_error("committing a migration", e))?;
+            applied.push(*version);
+        }
+        Ok(applied)
+    }
+
+    fn schema_version(&self) -> Result<(u32, u32)> {
+        Ok((Self::version(&self.writer.lock())?, SCHEMA_VERSION))
+    }
+
+    fn describe(&self) -> String {
+        match &self.path {
+            Some(p) => format!("sqlite:{}", p.display()),
+            None => "sqlite::memory:".to_owned(),
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! Durable background tasks (spec 2.4 rules 1-2).
+//!
+//! A task is a row written in the same transaction as the change that causes it, so a crash
+//! between the change and the work loses nothing. Tasks are idempotent: they work in batches,
+//! each batch its own transaction, and re-running a task after an interruption finishes the job.
+//! Failures are retried with exponential back-off and, past `task_max_attempts`, kept as
+//! `failed` with their error.
+
+use std::sync::Weak;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use chrono::Utc;
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+
+use crate::docmeta::{Docmeta, Inner};
+use crate::error::{Error, Result};
+use crate::model::{DocumentTypeId, MetadataTypeId};
+
+/// Rule 2.4.1: add a required metadata type to every document of a type.
+pub const ADD_REQUIRED_METADATA_TYPE: &str = "task_add_required_metadata_type";
+/// Rule 2.4.2: remove a metadata type's values from the documents of a type.
+pub const REMOVE_METADATA_TYPE: &str = "task_remove_metadata_type";
+
+/// Documents handled per transaction.
+pub(crate) const BATCH: u32 = 500;
+
+/// Arguments of both lifecycle tasks.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) struct TypePair {
+    pub document_type_id: i64,
+    pub metadata_type_id: i64,
+}
+
+impl TypePair {
+    pub(crate) fn new(dt: DocumentTypeId, mt: MetadataTypeId) -> Self {
+        TypePair {
+            document_type_id: dt.0,
+            metadata_type_id: mt.0,
+        }
+    }
+
+    pub(crate) fn json(self) -> serde_json::Value {
+        serde_json::json!({ "document_type_id": self.document_type_id, "metadata_type_id": self.metadata_type_id })
+    }
+}
+
+fn execute(db: &Docmeta, name: &str, payload: &str) -> Result<()> {
+    let pair: TypePair = serde_json::from_str(payload)
+        .map_err(|e| Error::InvalidInput(format!("task {name}: bad arguments {payload}: {e}")))?;
+    let (dt, mt) = (
+        DocumentTypeId(pair.document_type_id),
+        MetadataTypeId(pair.metadata_type_id),
+    );
+    let system = db.system();
+    match name {
+        ADD_REQUIRED_METADATA_TYPE => {
+            while system.add_required_metadata_batch(dt, mt, BATCH)? > 0 {}
+        }
+        REMOVE_METADATA_TYPE => while system.remove_metadata_type_batch(dt, mt, BATCH)? > 0 {},
+        other => return Err(Error::InvalidInput(format!("unknown task {other}"))),
+    }
+    Ok(())
+}
+
+/// Runs every runnable task; returns how many ran (successfully or not).
+pub(crate) fn run_pending(db: &Docmeta) -> Result<usize> {
+    let mut ran = 0;
+    loop {
+        let Some(task) = db.write_system(|tx| tx.claim_task(Utc::now()))? else {
+            return Ok(ran);
+        };
+        ran += 1;
+        let outcome = execute(db, &task.name, &task.payload);
+        db.write_system(|tx| match &outcome {
+            Ok(()) => tx.set_task_state(task.id, "done", "", Utc::now()),
+            Err(e) if task.attempts < i64::from(db.config().task_max_attempts) => {
+                let backoff = chrono::Duration::seconds(1i64 << task.attempts.clamp(0, 10));
+                tx.set_task_state(task.id, "pending", &e.to_string(), Utc::now() + backoff)
+            }
+            Err(e) => tx.set_task_state(task.id, "failed", &e.to_string(), Utc::now()),
+        })?;
+    }
+}
+
+/// The background thread that runs tasks as they are enqueued.
+pub(crate) struct Worker {
+    stop: std::sync::Arc<AtomicBool>,
+    inner: Weak<Inner>,
+    handle: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Worker {
+    pub(crate) fn start(db: &Docmeta) -> Worker {
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let weak = std::sync::Arc::downgrade(&db.inner);
+        let (thread_stop, thread_weak) = (stop.clone(), weak.clone());
+        let handle = std::thread::Builder::new()
+            .name("docmeta-tasks".into())
+            .spawn(move || {
+                while !thread_stop.load(Ordering::SeqCst) {
+                    let Some(inner) = thread_weak.upgrade() else {
+                        return;
+                    };
+                    let db = Docmeta::from_inner(inner);
+                    // Errors are recorded on the task rows; a store failure is retried next round.
+                    let _ = run_pending(&db);
+                    let (lock, cv) = &db.inner.task_signal;
+                    let mut woken = lock.lock();
+                    if !*woken && !thread_stop.load(Ordering::SeqCst) {
+                        cv.wait_for(&mut woken, Duration::from_millis(500));
+                    }
+                    *woken = false;
+                }
+            })
+            .ok();
+        Worker {
+            stop,
+            inner: weak,
+            handle: Mutex::new(handle),
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(inner) = self.inner.upgrade() {
+            let (lock, cv) = &inner.task_signal;
+            *lock.lock() = true;
+            cv.notify_all();
+        }
+        if let Some(h) = self.handle.lock().take()
+            && h.thread().id() != std::thread::current().id()
+        {
+            let _ = h.join();
+        }
+    }
+}
