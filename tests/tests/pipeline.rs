@@ -148,8 +148,8 @@ fn step_2_required_and_still_empty_is_a_validation_error() -> Result<()> {
 fn empty_optional_value_skips_lookup_validator_and_parser() -> Result<()> {
     let input = MetadataTypeInput::new("due", "Due")
         .lookup("a,b")
-        .validation(&format!("{V}DateValidator"), "")
-        .parser(&format!("{P}DateParser"), "");
+        .validation(format!("{V}DateValidator"), "")
+        .parser(format!("{P}DateParser"), "");
     assert_eq!(add(input, "")?, "");
     Ok(())
 }
@@ -182,7 +182,7 @@ fn step_3_lookup_runs_before_the_validator() -> Result<()> {
     // "32/01/2024" is not in the list: the lookup error comes first.
     let input = MetadataTypeInput::new("d", "D")
         .lookup("01/01/2024")
-        .validation(&format!("{V}DateValidator"), "");
+        .validation(format!("{V}DateValidator"), "");
     let err = add(input, "32/01/2024").expect_err("refused");
     assert!(
         err.to_string().contains("not one of the available choices"),
@@ -195,8 +195,8 @@ fn step_3_lookup_runs_before_the_validator() -> Result<()> {
 fn step_4_and_5_validator_then_parser() -> Result<()> {
     let date = || {
         MetadataTypeInput::new("due", "Due")
-            .validation(&format!("{V}DateValidator"), "")
-            .parser(&format!("{P}DateParser"), "")
+            .validation(format!("{V}DateValidator"), "")
+            .parser(format!("{P}DateParser"), "")
     };
     assert_eq!(
         add(date(), "31/12/2024")?,
@@ -210,17 +210,17 @@ fn step_4_and_5_validator_then_parser() -> Result<()> {
     );
     let code = MetadataTypeInput::new("code", "Code")
         .validation(
-            &format!("{V}RegularExpressionValidator"),
+            format!("{V}RegularExpressionValidator"),
             "pattern: '[A-Z]{3}[- ][0-9]+'",
         )
         .parser(
-            &format!("{P}RegularExpressionParser"),
+            format!("{P}RegularExpressionParser"),
             "pattern: '[- ]'\nreplacement: ''",
         );
     assert_eq!(add(code, "ABC-123")?, "ABC123");
-    let time = MetadataTypeInput::new("at", "At").parser(&format!("{P}TimeParser"), "");
+    let time = MetadataTypeInput::new("at", "At").parser(format!("{P}TimeParser"), "");
     assert_eq!(add(time, "9h30")?, "09:30:00");
-    let dt = MetadataTypeInput::new("when", "When").parser(&format!("{P}DateAndTimeParser"), "");
+    let dt = MetadataTypeInput::new("when", "When").parser(format!("{P}DateAndTimeParser"), "");
     assert_eq!(add(dt, "01/02/2024 10:11")?, "2024-02-01T10:11:00");
     let legacy = MetadataTypeInput::new("due", "Due")
         .parser("mayan.apps.metadata.metadata_parsers.DateParser", "");
@@ -238,12 +238,9 @@ fn definitions_are_checked_when_saved() -> Result<()> {
     };
     assert_eq!(field(MetadataTypeInput::new("bad name", "x")), "name");
     assert_eq!(field(MetadataTypeInput::new("for", "x")), "name");
-    assert_eq!(field(MetadataTypeInput::new(&"n".repeat(49), "x")), "name");
+    assert_eq!(field(MetadataTypeInput::new("n".repeat(49), "x")), "name");
     assert_eq!(field(MetadataTypeInput::new("ok", "")), "label");
-    assert_eq!(
-        field(MetadataTypeInput::new("ok", &"l".repeat(49))),
-        "label"
-    );
+    assert_eq!(field(MetadataTypeInput::new("ok", "l".repeat(49))), "label");
     assert_eq!(
         field(
             MetadataTypeInput::new("ok", "x")
@@ -254,26 +251,26 @@ fn definitions_are_checked_when_saved() -> Result<()> {
     assert_eq!(
         field(
             MetadataTypeInput::new("ok", "x")
-                .validation(&format!("{V}RegularExpressionValidator"), "")
+                .validation(format!("{V}RegularExpressionValidator"), "")
         ),
         "validation_arguments"
     );
     assert_eq!(
         field(
             MetadataTypeInput::new("ok", "x")
-                .validation(&format!("{V}RegularExpressionValidator"), "pattern: '('")
+                .validation(format!("{V}RegularExpressionValidator"), "pattern: '('")
         ),
         "validation_arguments"
     );
     assert_eq!(
         field(
             MetadataTypeInput::new("ok", "x")
-                .parser(&format!("{P}RegularExpressionParser"), "replacement: x")
+                .parser(format!("{P}RegularExpressionParser"), "replacement: x")
         ),
         "parser_arguments"
     );
     assert_eq!(
-        field(MetadataTypeInput::new("ok", "x").parser(&format!("{P}DateParser"), "[unclosed")),
+        field(MetadataTypeInput::new("ok", "x").parser(format!("{P}DateParser"), "[unclosed")),
         "parser_arguments"
     );
     assert_eq!(

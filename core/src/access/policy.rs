@@ -82,6 +82,44 @@ pub struct Explanation {
     pub note: Option<String>,
 }
 
+impl Explanation {
+    /// A sentence for people: which grant applies, or what was checked.
+    pub fn describe(&self, kinds: &super::KindRegistry) -> String {
+        let name = |o: &ObjectRef| format!("{} {}", kinds.name(o.kind), o.id);
+        match (&self.grant, &self.note) {
+            (_, Some(note)) => format!("refused: {note}"),
+            (Some(Grant::System), _) => "granted: docmeta itself acts".to_owned(),
+            (Some(Grant::Superuser), _) => "granted: the user is a superuser".to_owned(),
+            (Some(Grant::Global { role, group }), _) => {
+                format!("granted globally by role {role}, which the user has through group {group}")
+            }
+            (
+                Some(Grant::Acl {
+                    acl,
+                    role,
+                    object,
+                    path,
+                }),
+                _,
+            ) => {
+                let via: Vec<String> = path.iter().map(name).collect();
+                format!(
+                    "granted by ACL {acl} of role {role} on {}, reached through {}",
+                    name(object),
+                    via.join(" -> ")
+                )
+            }
+            (None, None) => {
+                let checked: Vec<String> = self.checked.iter().map(name).collect();
+                format!(
+                    "refused: no global grant, and no ACL on {}",
+                    checked.join(", ")
+                )
+            }
+        }
+    }
+}
+
 fn remove_item<T: PartialEq>(v: &mut Vec<T>, item: &T) {
     v.retain(|x| x != item);
 }

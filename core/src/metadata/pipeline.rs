@@ -178,7 +178,7 @@ impl CompiledMetadataType {
         }
         // Step 3: lookup.
         if let Some(choices) = self.lookup_choices(templates, inputs)?
-            && !choices.iter().any(|c| *c == value)
+            && !choices.contains(&value)
         {
             return Err(Error::validation(
                 VALUE_FIELD,

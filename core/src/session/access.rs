@@ -621,7 +621,7 @@ impl Session {
             let Some(acl) = u.tx.acl_for(&kind, object.id, role)? else {
                 return Ok(None);
             };
-            let role_obj = Some(event_object(ROLE, role.0, ""));
+            let role_obj = Some(event_object(ROLE, role.0, &role_label(&mut u.tx, role)?));
             if u.tx.set_acl_permission(acl.id, permission.key(), false)? {
                 u.event(names::ACL_EDITED, target.clone(), role_obj.clone())?;
             }
@@ -690,13 +690,19 @@ impl Session {
                 role: row.role_id,
                 permissions: PermissionSet::EMPTY,
             });
-            u.event(
-                names::ACL_DELETED,
-                target,
-                Some(event_object(ROLE, row.role_id.0, "")),
-            )
+            let role = event_object(ROLE, row.role_id.0, &role_label(&mut u.tx, row.role_id)?);
+            u.event(names::ACL_DELETED, target, Some(role))
         })
     }
+}
+
+fn role_label(tx: &mut Tx<'_>, role: RoleId) -> Result<String> {
+    Ok(tx
+        .roles()?
+        .into_iter()
+        .find(|(r, _)| *r == role)
+        .map(|(_, l)| l)
+        .unwrap_or_default())
 }
 
 /// The set of the known keys among `keys` (unknown keys from a newer version are ignored).

@@ -4,7 +4,7 @@
 //! [`store_conformance_tests!`](crate::store_conformance_tests) to turn the suite into `#[test]`
 //! functions for a store:
 //!
-//! ```ignore
+//! ```text
 //! docmeta_core::store_conformance_tests!(sqlite_memory, || Box::new(SqliteStore::in_memory().unwrap()));
 //! ```
 
