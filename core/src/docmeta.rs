@@ -371,6 +371,11 @@ impl Docmeta {
 
     /// Whether `user` may do `permission` on `object`.
     pub fn check(&self, user: UserId, permission: Permission, object: ObjectRef) -> bool {
+        if let Some(parent) = self.stored_parent(object) {
+            let snapshot = self.inner.access.read();
+            return snapshot.check(user, permission, object)
+                || snapshot.check(user, permission, parent);
+        }
         self.inner.access.read().check(user, permission, object)
     }
 
@@ -381,12 +386,54 @@ impl Docmeta {
         permission: Permission,
         objects: &[ObjectRef],
     ) -> Vec<ObjectRef> {
+        if objects
+            .iter()
+            .any(|o| o.kind == ObjectKind::DOCUMENT_METADATA)
+        {
+            return objects
+                .iter()
+                .copied()
+                .filter(|o| self.check(user, permission, *o))
+                .collect();
+        }
         self.inner.access.read().filter(user, permission, objects)
     }
 
     /// Why `user` may or may not do `permission` on `object`.
     pub fn explain(&self, user: UserId, permission: Permission, object: ObjectRef) -> Explanation {
-        self.inner.access.read().explain(user, permission, object)
+        let parent = self.stored_parent(object);
+        let snapshot = self.inner.access.read();
+        let mut explanation = snapshot.explain(user, permission, object);
+        if explanation.grant.is_none()
+            && explanation.note.is_none()
+            && let Some(parent) = parent
+        {
+            let mut through_parent = snapshot.explain(user, permission, parent);
+            if let Some(crate::access::Grant::Acl { path, .. }) = &mut through_parent.grant {
+                path.insert(0, object);
+            }
+            explanation.checked.append(&mut through_parent.checked);
+            explanation.grant = through_parent.grant;
+        }
+        explanation
+    }
+
+    /// A document metadata value inherits from its metadata type (spec 5.3). Values are many,
+    /// so that link is read from the store when needed instead of being held in memory
+    /// (unless the application recorded links of its own).
+    fn stored_parent(&self, object: ObjectRef) -> Option<ObjectRef> {
+        if object.kind != ObjectKind::DOCUMENT_METADATA
+            || self.inner.access.read().has_parents(object)
+        {
+            return None;
+        }
+        let value = self
+            .read(|tx| tx.document_metadata(DocumentMetadataId(object.id)))
+            .ok()??;
+        Some(ObjectRef::new(
+            ObjectKind::METADATA_TYPE,
+            value.metadata_type_id.0,
+        ))
     }
 
     /// Rebuilds the access snapshot from the store (done at open; also useful after another

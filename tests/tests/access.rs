@@ -572,3 +572,33 @@ fn fast_hashing() -> docmeta_core::Config {
         ..Default::default()
     }
 }
+
+#[test]
+fn a_document_metadata_value_inherits_from_its_stored_metadata_type() -> Result<()> {
+    let w = world()?;
+    let dt = w.admin.create_document_type("T")?;
+    let mt = w
+        .admin
+        .create_metadata_type(MetadataTypeInput::new("m", "M"))?;
+    w.admin.associate(dt.id, mt.id, false)?;
+    let d = w.admin.create_document(dt.id, "d", &[(mt.id, "v")])?;
+    let value = w.admin.document_metadata_list(d.id)?.remove(0);
+    let obj = ObjectRef::new(ObjectKind::DOCUMENT_METADATA, value.id.0);
+    assert!(!w.db.check(w.user, P::DocumentMetadataView, obj));
+    w.admin
+        .grant(P::DocumentMetadataView, w.role, mt_ref(mt.id))?;
+    assert!(
+        w.db.check(w.user, P::DocumentMetadataView, mt_ref(mt.id)),
+        "on the type"
+    );
+    assert!(
+        w.db.check(w.user, P::DocumentMetadataView, obj),
+        "no link recorded by hand"
+    );
+    assert_eq!(w.db.filter(w.user, P::DocumentMetadataView, &[obj]), [obj]);
+    match w.db.explain(w.user, P::DocumentMetadataView, obj).grant {
+        Some(Grant::Acl { path, .. }) => assert_eq!(path, [obj, mt_ref(mt.id)]),
+        other => panic!("expected an ACL grant, got {other:?}"),
+    }
+    Ok(())
+}

@@ -362,6 +362,11 @@ impl AccessSnapshot {
         }
     }
 
+    /// Whether the snapshot holds parent links for `object`.
+    pub fn has_parents(&self, object: ObjectRef) -> bool {
+        self.parents.contains_key(&object)
+    }
+
     /// Whether `user` may do `permission` on `object` (spec 5.2).
     pub fn check(&self, user: UserId, permission: Permission, object: ObjectRef) -> bool {
         let Some(u) = self.user(user) else {

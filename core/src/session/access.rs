@@ -319,8 +319,10 @@ impl Session {
     pub fn set_group_member(&self, group: GroupId, user: UserId, member: bool) -> Result<()> {
         self.write(|u| {
             let name = self.load_group(&mut u.tx, group, P::GroupEdit)?;
-            u.tx.user(user)?
-                .ok_or_else(|| Error::not_found(format!("user {user}")))?;
+            let username =
+                u.tx.user(user)?
+                    .ok_or_else(|| Error::not_found(format!("user {user}")))?
+                    .username;
             if u.tx.set_group_member(group, user, member)? {
                 u.access.push(AccessChange::Membership {
                     group,
@@ -330,7 +332,7 @@ impl Session {
                 u.event(
                     names::GROUP_EDITED,
                     event_object(GROUP, group.0, &name),
-                    Some(event_object(USER, user.0, "")),
+                    Some(event_object(USER, user.0, &username)),
                 )?;
             }
             Ok(())
@@ -417,9 +419,13 @@ impl Session {
     pub fn set_role_group(&self, role: RoleId, group: GroupId, assigned: bool) -> Result<()> {
         self.write(|u| {
             let label = self.load_role(&mut u.tx, role, P::RoleEdit)?;
-            if !u.tx.groups()?.iter().any(|(g, _)| *g == group) {
-                return Err(Error::not_found(format!("group {group}")));
-            }
+            let group_name =
+                u.tx.groups()?
+                    .into_iter()
+                    .find(|(g, _)| *g == group)
+                    .map(|(_, n)| n);
+            let group_name =
+                group_name.ok_or_else(|| Error::not_found(format!("group {group}")))?;
             if u.tx.set_role_group(role, group, assigned)? {
                 u.access.push(AccessChange::RoleGroup {
                     role,
@@ -429,7 +435,7 @@ impl Session {
                 u.event(
                     names::ROLE_EDITED,
                     event_object(ROLE, role.0, &label),
-                    Some(event_object(GROUP, group.0, "")),
+                    Some(event_object(GROUP, group.0, &group_name)),
                 )?;
             }
             Ok(())
