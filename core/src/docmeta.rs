@@ -461,6 +461,31 @@ impl Docmeta {
         Ok(out)
     }
 
+    /// Runs `f` as one transaction for `actor`, then commits it when `commit` is true and rolls
+    /// it back otherwise (dry runs).
+    pub(crate) fn write_with<T>(
+        &self,
+        actor: Actor,
+        commit: bool,
+        f: impl FnOnce(&mut Unit<'_>) -> Result<T>,
+    ) -> Result<T> {
+        if commit {
+            return self.write(actor, f);
+        }
+        let tx = Tx::new(self.inner.store.begin(Mode::Write)?);
+        let mut unit = Unit {
+            tx,
+            actor,
+            events: Vec::new(),
+            access: Vec::new(),
+            tasks_enqueued: false,
+            invalidated: Vec::new(),
+        };
+        let out = f(&mut unit);
+        self.forget_compiled(&unit.invalidated);
+        out
+    }
+
     /// Runs `f` as one transaction for `actor`; after commit, applies access changes, drops
     /// stale compiled types, wakes the worker and notifies subscribers.
     pub(crate) fn write<T>(
@@ -477,7 +502,14 @@ impl Docmeta {
             tasks_enqueued: false,
             invalidated: Vec::new(),
         };
-        let out = f(&mut unit)?;
+        let out = match f(&mut unit) {
+            Ok(out) => out,
+            Err(e) => {
+                // A compiled type cached from this (now rolled back) transaction must go.
+                self.forget_compiled(&unit.invalidated);
+                return Err(e);
+            }
+        };
         let Unit {
             tx,
             events,
@@ -487,15 +519,7 @@ impl Docmeta {
             ..
         } = unit;
         tx.commit()?;
-        if !invalidated.is_empty() {
-            self.inner
-                .compiled_generation
-                .fetch_add(1, Ordering::SeqCst);
-            let mut compiled = self.inner.compiled.write();
-            for id in invalidated {
-                compiled.remove(&id);
-            }
-        }
+        self.forget_compiled(&invalidated);
         if !access.is_empty() {
             let mut snapshot = self.inner.access.write();
             for change in access {
@@ -507,6 +531,19 @@ impl Docmeta {
         }
         self.publish(&events);
         Ok(out)
+    }
+
+    fn forget_compiled(&self, ids: &[MetadataTypeId]) {
+        if ids.is_empty() {
+            return;
+        }
+        self.inner
+            .compiled_generation
+            .fetch_add(1, Ordering::SeqCst);
+        let mut compiled = self.inner.compiled.write();
+        for id in ids {
+            compiled.remove(id);
+        }
     }
 
     fn publish(&self, events: &[Event]) {

@@ -44,6 +44,7 @@ pub mod error;
 pub mod events;
 pub mod metadata;
 pub mod model;
+pub mod schema;
 mod session;
 pub mod store;
 mod tasks;

@@ -387,3 +387,59 @@ fn required_metadata_cannot_be_removed_and_empty_edit_reapplies_default() -> Res
     assert!(matches!(doc_type_with_docs, Error::Validation { .. }));
     Ok(())
 }
+
+#[test]
+fn schema_export_apply_round_trip_dry_run_and_atomicity() -> Result<()> {
+    use docmeta_core::schema::{Change, Schema, apply, export};
+    let source = Docmeta::in_memory()?;
+    let s = source.system();
+    let dt = s.create_document_type("Invoice")?;
+    let mt = s.create_metadata_type(
+        MetadataTypeInput::new("due", "Due")
+            .parser("svc.apps.metadata.metadata_parsers.DateParser", ""),
+    )?;
+    s.associate(dt.id, mt.id, true)?;
+    let role = s.create_role("Clerks")?;
+    s.grant_global(docmeta_core::Permission::DocumentView, role)?;
+    let yaml = export(&source)?.to_yaml()?;
+    let schema = Schema::from_yaml(&yaml)?;
+
+    let target = Docmeta::in_memory()?;
+    let planned = apply(&target, &schema, true)?;
+    assert_eq!(planned.len(), 5, "{planned:?}");
+    assert!(
+        target.system().metadata_types()?.is_empty(),
+        "a dry run changes nothing"
+    );
+    let applied = apply(&target, &schema, false)?;
+    assert_eq!(
+        applied, planned,
+        "the dry run reports exactly what apply does"
+    );
+    assert_eq!(export(&target)?, schema);
+    assert!(apply(&target, &schema, false)?.is_empty(), "idempotent");
+
+    let mut changed = schema.clone();
+    changed.metadata_types[0].label = "Due date".into();
+    changed.roles[0].permissions = vec!["documents.document_edit".into()];
+    let changes = apply(&target, &changed, false)?;
+    assert!(
+        matches!(&changes[0], Change::Update(what, how) if what == "metadata type due" && how.contains("\"Due\" -> \"Due date\""))
+    );
+    assert_eq!(changes.len(), 3, "{changes:?}");
+
+    // All or nothing: a bad entry late in the file leaves nothing behind.
+    let mut bad = changed.clone();
+    bad.document_types
+        .push(docmeta_core::schema::DocumentTypeSpec {
+            label: "New".into(),
+            metadata_types: vec![],
+        });
+    bad.roles.push(docmeta_core::schema::RoleSpec {
+        label: "R".into(),
+        permissions: vec!["no.such_permission".into()],
+    });
+    assert!(apply(&target, &bad, false).is_err());
+    assert_eq!(target.system().document_types()?.len(), 1);
+    Ok(())
+}

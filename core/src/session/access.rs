@@ -352,17 +352,23 @@ impl Session {
     /// Creates a role. Needs `permissions.role_create`.
     pub fn create_role(&self, label: &str) -> Result<RoleId> {
         self.require_global(P::RoleCreate)?;
+        self.write(|u| self.create_role_in(u, label))
+    }
+
+    pub(crate) fn create_role_in(
+        &self,
+        u: &mut crate::docmeta::Unit<'_>,
+        label: &str,
+    ) -> Result<RoleId> {
         check_name("label", label)?;
-        self.write(|u| {
-            let id = u.tx.insert_role(label.trim()).map_err(|e| match e {
-                Error::Conflict { .. } => {
-                    Error::conflict("label", "A role with that label already exists.")
-                }
-                e => e,
-            })?;
-            u.event(names::ROLE_EDITED, event_object(ROLE, id.0, label), None)?;
-            Ok(id)
-        })
+        let id = u.tx.insert_role(label.trim()).map_err(|e| match e {
+            Error::Conflict { .. } => {
+                Error::conflict("label", "A role with that label already exists.")
+            }
+            e => e,
+        })?;
+        u.event(names::ROLE_EDITED, event_object(ROLE, id.0, label), None)?;
+        Ok(id)
     }
 
     /// Every role `(id, label)` this session may view.
@@ -461,18 +467,26 @@ impl Session {
     }
 
     fn set_global(&self, permission: Permission, role: RoleId, granted: bool) -> Result<()> {
-        self.write(|u| {
-            let label = self.load_role(&mut u.tx, role, P::RoleEdit)?;
-            if u.tx.set_role_permission(role, permission.key(), granted)? {
-                let set = permission_set(u.tx.role_permissions(role)?);
-                u.access.push(AccessChange::RolePermissions {
-                    role,
-                    permissions: set,
-                });
-                u.event(names::ROLE_EDITED, event_object(ROLE, role.0, &label), None)?;
-            }
-            Ok(())
-        })
+        self.write(|u| self.set_global_in(u, permission, role, granted))
+    }
+
+    pub(crate) fn set_global_in(
+        &self,
+        u: &mut crate::docmeta::Unit<'_>,
+        permission: Permission,
+        role: RoleId,
+        granted: bool,
+    ) -> Result<()> {
+        let label = self.load_role(&mut u.tx, role, P::RoleEdit)?;
+        if u.tx.set_role_permission(role, permission.key(), granted)? {
+            let set = permission_set(u.tx.role_permissions(role)?);
+            u.access.push(AccessChange::RolePermissions {
+                role,
+                permissions: set,
+            });
+            u.event(names::ROLE_EDITED, event_object(ROLE, role.0, &label), None)?;
+        }
+        Ok(())
     }
 
     /// The global permissions of a role. Needs `permissions.role_view`.

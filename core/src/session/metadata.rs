@@ -114,14 +114,24 @@ impl Session {
             name: input.name.trim().to_owned(),
             ..input
         };
+        self.write(|u| self.create_metadata_type_in(u, input))
+    }
+
+    pub(crate) fn create_metadata_type_in(
+        &self,
+        u: &mut Unit<'_>,
+        input: MetadataTypeInput,
+    ) -> Result<MetadataType> {
+        let input = MetadataTypeInput {
+            name: input.name.trim().to_owned(),
+            ..input
+        };
         check_definition(&input, self.db.classes(), self.db.templates())?;
-        self.write(|u| {
-            let t = u.tx.insert_metadata_type(&input).map_err(|e| {
-                rename_conflict(e, "name", "A metadata type with this name already exists.")
-            })?;
-            u.event(names::METADATA_TYPE_CREATED, mt_event(&t), None)?;
-            Ok(t)
-        })
+        let t = u.tx.insert_metadata_type(&input).map_err(|e| {
+            rename_conflict(e, "name", "A metadata type with this name already exists.")
+        })?;
+        u.event(names::METADATA_TYPE_CREATED, mt_event(&t), None)?;
+        Ok(t)
     }
 
     /// One metadata type. Needs `metadata.metadata_type_view`.
@@ -154,12 +164,21 @@ impl Session {
         id: MetadataTypeId,
         input: MetadataTypeInput,
     ) -> Result<MetadataType> {
+        self.write(|u| self.update_metadata_type_in(u, id, input))
+    }
+
+    pub(crate) fn update_metadata_type_in(
+        &self,
+        u: &mut Unit<'_>,
+        id: MetadataTypeId,
+        input: MetadataTypeInput,
+    ) -> Result<MetadataType> {
         let input = MetadataTypeInput {
             name: input.name.trim().to_owned(),
             ..input
         };
         check_definition(&input, self.db.classes(), self.db.templates())?;
-        self.write(|u| {
+        {
             let old = self.load_metadata_type(&mut u.tx, id, P::MetadataTypeEdit)?;
             let t = MetadataType {
                 id: old.id,
@@ -178,7 +197,7 @@ impl Session {
             u.invalidated.push(id);
             u.event(names::METADATA_TYPE_EDITED, mt_event(&t), None)?;
             Ok(t)
-        })
+        }
     }
 
     /// Deletes a metadata type (spec 2.4 rule 3): its associations and every value of it are
@@ -238,19 +257,25 @@ impl Session {
     /// Creates a document type. Needs `documents.document_type_create`.
     pub fn create_document_type(&self, label: &str) -> Result<DocumentType> {
         self.require_global(P::DocumentTypeCreate)?;
+        self.write(|u| self.create_document_type_in(u, label))
+    }
+
+    pub(crate) fn create_document_type_in(
+        &self,
+        u: &mut Unit<'_>,
+        label: &str,
+    ) -> Result<DocumentType> {
         let label = label.trim();
         check_label("label", label)?;
-        self.write(|u| {
-            let t = u.tx.insert_document_type(label).map_err(|e| {
-                rename_conflict(
-                    e,
-                    "label",
-                    "A document type with this label already exists.",
-                )
-            })?;
-            u.event(names::DOCUMENT_TYPE_CREATED, dt_event(&t), None)?;
-            Ok(t)
-        })
+        let t = u.tx.insert_document_type(label).map_err(|e| {
+            rename_conflict(
+                e,
+                "label",
+                "A document type with this label already exists.",
+            )
+        })?;
+        u.event(names::DOCUMENT_TYPE_CREATED, dt_event(&t), None)?;
+        Ok(t)
     }
 
     /// One document type. Needs `documents.document_type_view`.
@@ -317,13 +342,21 @@ impl Session {
         metadata_type: MetadataTypeId,
         required: bool,
     ) -> Result<DocumentTypeMetadataType> {
-        self.write(|u| {
-            let dt = self.load_document_type(&mut u.tx, document_type, P::DocumentTypeEdit)?;
-            let mt = self.load_metadata_type(&mut u.tx, metadata_type, P::MetadataTypeView)?;
-            let a = u.tx.insert_association(dt.id, mt.id, required)?;
-            self.after_association_saved(u, &dt, &mt, required)?;
-            Ok(a)
-        })
+        self.write(|u| self.associate_in(u, document_type, metadata_type, required))
+    }
+
+    pub(crate) fn associate_in(
+        &self,
+        u: &mut Unit<'_>,
+        document_type: DocumentTypeId,
+        metadata_type: MetadataTypeId,
+        required: bool,
+    ) -> Result<DocumentTypeMetadataType> {
+        let dt = self.load_document_type(&mut u.tx, document_type, P::DocumentTypeEdit)?;
+        let mt = self.load_metadata_type(&mut u.tx, metadata_type, P::MetadataTypeView)?;
+        let a = u.tx.insert_association(dt.id, mt.id, required)?;
+        self.after_association_saved(u, &dt, &mt, required)?;
+        Ok(a)
     }
 
     fn after_association_saved(
@@ -401,14 +434,22 @@ impl Session {
         id: AssociationId,
         required: bool,
     ) -> Result<DocumentTypeMetadataType> {
-        self.write(|u| {
-            let (mut a, dt, mt) =
-                self.load_association(&mut u.tx, document_type, id, P::DocumentTypeEdit)?;
-            a.required = required;
-            u.tx.update_association(&a)?;
-            self.after_association_saved(u, &dt, &mt, required)?;
-            Ok(a)
-        })
+        self.write(|u| self.update_association_in(u, document_type, id, required))
+    }
+
+    pub(crate) fn update_association_in(
+        &self,
+        u: &mut Unit<'_>,
+        document_type: DocumentTypeId,
+        id: AssociationId,
+        required: bool,
+    ) -> Result<DocumentTypeMetadataType> {
+        let (mut a, dt, mt) =
+            self.load_association(&mut u.tx, document_type, id, P::DocumentTypeEdit)?;
+        a.required = required;
+        u.tx.update_association(&a)?;
+        self.after_association_saved(u, &dt, &mt, required)?;
+        Ok(a)
     }
 
     /// Deletes an association; the durable task of spec 2.4 rule 2 removes the type's values

@@ -25,6 +25,7 @@ use crate::model::*;
 use crate::store::Tx;
 
 pub use access::UserUpdate;
+pub(crate) use access::permission_set;
 
 /// Operations of docmeta as one actor. Cheap to create; see [`Docmeta::session`].
 #[derive(Debug, Clone)]
