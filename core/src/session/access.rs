@@ -53,6 +53,11 @@ fn check_name(field: &str, name: &str) -> Result<()> {
 }
 
 impl Docmeta {
+    /// The username of a user, for display (event actors); `None` when the user is gone.
+    pub fn username(&self, id: UserId) -> Result<Option<String>> {
+        Ok(self.read(|tx| tx.user(id))?.map(|u| u.username))
+    }
+
     /// Checks a username and password; returns the active user they belong to. Unknown users
     /// cost the same time as known ones, so timing does not reveal which usernames exist.
     pub fn authenticate(&self, username: &str, password: &str) -> Result<Option<UserRow>> {
@@ -274,6 +279,11 @@ impl Session {
             return Ok(Vec::new());
         }
         self.read(|tx| tx.groups())
+    }
+
+    /// One group's name. Needs `user_management.group_view`.
+    pub fn group(&self, id: GroupId) -> Result<String> {
+        self.read(|tx| self.load_group(tx, id, P::GroupView))
     }
 
     fn load_group(&self, tx: &mut Tx<'_>, id: GroupId, permission: Permission) -> Result<String> {

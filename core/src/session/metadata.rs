@@ -556,6 +556,24 @@ impl Session {
         Ok(out)
     }
 
+    /// The ids of every document this session may view, optionally of one type, by id (for
+    /// counting and paging).
+    pub fn document_ids(&self, of_type: Option<DocumentTypeId>) -> Result<Vec<DocumentId>> {
+        let ids = self.read(|tx| tx.document_ids(of_type))?;
+        let Actor::User(user) = self.actor else {
+            return Ok(ids);
+        };
+        let snapshot = self.snapshot();
+        let mut visible = Vec::new();
+        snapshot.filter_each(
+            user,
+            P::DocumentView,
+            ids.into_iter().map(doc_ref),
+            |o| visible.push(DocumentId(o.id)),
+        );
+        Ok(visible)
+    }
+
     /// Renames a document. Needs `documents.document_edit`.
     pub fn update_document(&self, id: DocumentId, label: &str) -> Result<Document> {
         let label = label.trim();
@@ -770,17 +788,38 @@ impl Session {
     }
 
     /// The metadata values of a document this session may view (spec 2.3 `metadata.all`).
+    /// A document the session may not view is `NotFound`; without
+    /// `metadata.document_metadata_view` on the document the list is empty.
     pub fn document_metadata_list(&self, document: DocumentId) -> Result<Vec<DocumentMetadata>> {
-        let all = self.read(|tx| {
+        Ok(self
+            .document_metadata_details(document)?
+            .1
+            .into_iter()
+            .map(|(m, _)| m)
+            .collect())
+    }
+
+    /// The document and its visible metadata values, each with its metadata type, read in one
+    /// transaction (what a face shows).
+    pub fn document_metadata_details(
+        &self,
+        document: DocumentId,
+    ) -> Result<(Document, Vec<(DocumentMetadata, MetadataType)>)> {
+        let (doc, all) = self.read(|tx| {
             let doc = self.load_document(tx, document, P::DocumentView)?;
-            self.require(
-                P::DocumentMetadataView,
-                doc_ref(doc.id),
-                format!("document {document}"),
-            )?;
-            tx.metadata_of_document(document)
+            let all = if self.can(P::DocumentMetadataView, doc_ref(doc.id)) {
+                tx.metadata_with_types_of_document(document)?
+            } else {
+                Vec::new()
+            };
+            Ok((doc, all))
         })?;
-        Ok(self.visible(P::DocumentMetadataView, all, |m| mt_ref(m.metadata_type_id)))
+        Ok((
+            doc,
+            self.visible(P::DocumentMetadataView, all, |(m, _)| {
+                mt_ref(m.metadata_type_id)
+            }),
+        ))
     }
 
     /// `document.metadata_value_of.<name>` (spec 2.3): the stored value, or `None` when the

@@ -223,6 +223,16 @@ impl Session {
         }
     }
 
+    /// Durable tasks not yet done (pending, running, failed). Superusers only.
+    pub fn tasks(&self) -> Result<Vec<crate::store::records::TaskRow>> {
+        if !self.is_superuser() {
+            return Err(Error::PermissionDenied(
+                "only superusers see background tasks".into(),
+            ));
+        }
+        self.db.open_tasks()
+    }
+
     // ----- explain ---------------------------------------------------------------------------
 
     /// Why `user` may or may not do `permission` on `object`. Needs `acls.acl_view` on the

@@ -361,6 +361,20 @@ impl Tx<'_> {
         }
     }
 
+    /// The ids of every document, optionally of one type, by id.
+    pub fn document_ids(&mut self, of_type: Option<DocumentTypeId>) -> Result<Vec<DocumentId>> {
+        match of_type {
+            Some(t) => self.rows(
+                "SELECT id FROM documents WHERE document_type_id = ?1 ORDER BY id",
+                &[t.0.into()],
+                |r| r.int(0).map(DocumentId),
+            ),
+            None => self.rows("SELECT id FROM documents ORDER BY id", &[], |r| {
+                r.int(0).map(DocumentId)
+            }),
+        }
+    }
+
     /// How many documents a type has.
     pub fn count_documents_of_type(&mut self, t: DocumentTypeId) -> Result<i64> {
         self.optional(
@@ -543,6 +557,31 @@ impl Tx<'_> {
             "SELECT id, document_id, metadata_type_id, value FROM document_metadata WHERE document_id = ?1 ORDER BY id",
             &[doc.0.into()],
             document_metadata,
+        )
+    }
+
+    /// The values of a document with their metadata types, by value id.
+    pub fn metadata_with_types_of_document(
+        &mut self,
+        doc: DocumentId,
+    ) -> Result<Vec<(DocumentMetadata, MetadataType)>> {
+        self.rows(
+            "SELECT m.id, m.document_id, m.metadata_type_id, m.value, t.id, t.name, t.label, t.default_value, t.lookup, t.validation, t.validation_arguments, t.parser, t.parser_arguments FROM document_metadata m JOIN metadata_types t ON t.id = m.metadata_type_id WHERE m.document_id = ?1 ORDER BY m.id",
+            &[doc.0.into()],
+            |r| {
+                let t = MetadataType {
+                    id: MetadataTypeId(r.int(4)?),
+                    name: r.text(5)?,
+                    label: r.text(6)?,
+                    default: r.text(7)?,
+                    lookup: r.text(8)?,
+                    validation: r.text(9)?,
+                    validation_arguments: r.text(10)?,
+                    parser: r.text(11)?,
+                    parser_arguments: r.text(12)?,
+                };
+                Ok((document_metadata(r)?, t))
+            },
         )
     }
 

@@ -1,0 +1,168 @@
+//! The application: shared state, the router (every route registered together with its OpenAPI
+//! description, so the two cannot drift), middleware, and graceful serving.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, Request};
+use axum::http::{StatusCode, request::Parts};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use docmeta_core::Docmeta;
+use serde::de::DeserializeOwned;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::timeout::TimeoutLayer;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::auth::Auth;
+use crate::error::{ApiError, ApiResult};
+use crate::routes;
+
+/// Largest JSON request body.
+pub const MAX_BODY: usize = 1 << 20;
+/// Longest time one request may take.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What every handler gets.
+#[derive(Clone)]
+pub struct AppState {
+    pub db: Docmeta,
+    pub auth: Arc<Auth>,
+    pub openapi: Arc<serde_json::Value>,
+}
+
+impl AppState {
+    /// Runs a blocking core call off the async workers.
+    pub async fn run<T, F>(&self, f: F) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Docmeta) -> ApiResult<T> + Send + 'static,
+    {
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || f(&db))
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "a blocking task failed");
+                ApiError::internal()
+            })?
+    }
+}
+
+/// Path parameters; a malformed id is `404`, as an unknown one is.
+pub struct Ids<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for Ids<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Path(t)| Ids(t))
+            .map_err(|_| ApiError::not_found())
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "docmeta", description = "Metadata, access control and operations of a document-management system."),
+    modifiers(&BasicAuth),
+    security(("basic" = []))
+)]
+struct ApiDoc;
+
+struct BasicAuth;
+
+impl Modify for BasicAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "basic",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Basic).build()),
+        );
+    }
+}
+
+/// The body of a path no route matches.
+pub const NO_ROUTE: &str = "No such endpoint.";
+
+async fn no_route() -> ApiError {
+    ApiError::detail(StatusCode::NOT_FOUND, NO_ROUTE)
+}
+
+/// One structured log line per request.
+async fn log_request(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let response = next.run(request).await;
+    tracing::info!(target: "docmeta::http", %method, %path, status = response.status().as_u16(), latency_us = started.elapsed().as_micros() as u64, "request");
+    response
+}
+
+fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    tracing::error!("a request handler panicked");
+    ApiError::internal().into_response()
+}
+
+/// The router and its OpenAPI document.
+pub fn router(db: Docmeta) -> (axum::Router, Arc<serde_json::Value>) {
+    let api = routes::register(OpenApiRouter::with_openapi(ApiDoc::openapi()));
+    let (router, openapi) = api.split_for_parts();
+    let openapi = Arc::new(serde_json::to_value(&openapi).unwrap_or_default());
+    let state = AppState {
+        auth: Auth::new(&db),
+        db,
+        openapi: openapi.clone(),
+    };
+    let router = router
+        .fallback(no_route)
+        .with_state(state)
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(axum::middleware::from_fn(log_request))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            REQUEST_TIMEOUT,
+        ))
+        .layer(CatchPanicLayer::custom(panic_response));
+    (router, openapi)
+}
+
+/// Serves until SIGINT or SIGTERM, then finishes in-flight requests.
+pub async fn serve(db: Docmeta, bind: SocketAddr) -> std::io::Result<()> {
+    let (router, _) = router(db);
+    let listener = tokio::net::TcpListener::bind(bind).await?;
+    let local = listener.local_addr()?;
+    tracing::info!(%local, "docmeta listening");
+    println!("docmeta listening on http://{local}");
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await
+}
+
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}

@@ -1,0 +1,99 @@
+//! Reading JSON request bodies the way Django REST Framework does: unknown fields are ignored,
+//! a field of the wrong type is a `400` naming the field, malformed JSON is a `400`.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
+use serde_json::{Map, Value};
+
+use crate::error::ApiError;
+
+/// A JSON object body (an empty body reads as `{}`).
+#[derive(Debug, Default)]
+pub struct Body(pub Map<String, Value>);
+
+impl<S: Send + Sync> FromRequest<S> for Body {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::detail(StatusCode::PAYLOAD_TOO_LARGE, "Request body is too large.")
+            } else {
+                ApiError::detail(StatusCode::BAD_REQUEST, "Could not read the request body.")
+            }
+        })?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Body::default());
+        }
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(Value::Object(map)) => Ok(Body(map)),
+            Ok(_) => Err(ApiError::field(
+                "non_field_errors",
+                "Invalid data. Expected a dictionary.",
+            )),
+            Err(e) => Err(ApiError::detail(
+                StatusCode::BAD_REQUEST,
+                &format!("JSON parse error - {e}"),
+            )),
+        }
+    }
+}
+
+impl Body {
+    fn present(&self, field: &str) -> Option<&Value> {
+        self.0.get(field).filter(|v| !v.is_null())
+    }
+
+    /// An optional string field.
+    pub fn opt_str(&self, field: &str) -> Result<Option<String>, ApiError> {
+        match self.present(field) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(ApiError::field(field, "Not a valid string.")),
+        }
+    }
+
+    /// A required string field.
+    pub fn str(&self, field: &str) -> Result<String, ApiError> {
+        self.opt_str(field)?
+            .ok_or_else(|| ApiError::field(field, "This field is required."))
+    }
+
+    /// An optional boolean field.
+    pub fn opt_bool(&self, field: &str) -> Result<Option<bool>, ApiError> {
+        match self.present(field) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(Value::String(s)) if s == "true" || s == "false" => Ok(Some(s == "true")),
+            Some(_) => Err(ApiError::field(field, "Must be a valid boolean.")),
+        }
+    }
+
+    /// An optional positive integer id (a number, or a string of digits).
+    pub fn opt_id(&self, field: &str) -> Result<Option<i64>, ApiError> {
+        let id = match self.present(field) {
+            None => return Ok(None),
+            Some(Value::Number(n)) => n.as_i64(),
+            Some(Value::String(s)) => s.trim().parse().ok(),
+            Some(_) => None,
+        };
+        match id {
+            Some(id) if id > 0 => Ok(Some(id)),
+            _ => Err(ApiError::field(field, "A valid integer is required.")),
+        }
+    }
+
+    /// A required positive integer id.
+    pub fn id(&self, field: &str) -> Result<i64, ApiError> {
+        self.opt_id(field)?
+            .ok_or_else(|| ApiError::field(field, "This field is required."))
+    }
+
+    /// A permission key field.
+    pub fn permission(&self) -> Result<docmeta_core::Permission, ApiError> {
+        let key = self.str("permission")?;
+        docmeta_core::Permission::from_key(&key)
+            .map_err(|_| ApiError::field("permission", format!("Unknown permission \"{key}\".")))
+    }
+}

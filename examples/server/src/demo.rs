@@ -1,0 +1,192 @@
+//! `docmeta demo`: invoices and contracts with every validator and parser, a lookup, users,
+//! groups, roles and ACLs, so a newcomer sees something at once.
+
+use docmeta_core::{
+    Docmeta, DocumentTypeId, MetadataTypeId, MetadataTypeInput, ObjectKind, ObjectRef,
+    Permission as P, RoleId,
+};
+
+const V: &str = "svc.apps.metadata.metadata_validators.";
+const PA: &str = "svc.apps.metadata.metadata_parsers.";
+/// The password of the demo users.
+pub const DEMO_PASSWORD: &str = "demo-password";
+
+pub fn load(db: &Docmeta) -> docmeta_core::Result<()> {
+    let s = db.system();
+    if s.document_types()?.iter().any(|t| t.label == "Invoice") {
+        println!("the demo is already loaded");
+        return Ok(());
+    }
+    let invoice = s.create_document_type("Invoice")?;
+    let contract = s.create_document_type("Contract")?;
+    let mt = |input: MetadataTypeInput| s.create_metadata_type(input).map(|t| t.id);
+    let number = mt(MetadataTypeInput::new("invoice_number", "Invoice number")
+        .validation(
+            format!("{V}RegularExpressionValidator"),
+            "pattern: 'INV-? ?[0-9]{4,}'",
+        )
+        .parser(
+            format!("{PA}RegularExpressionParser"),
+            "pattern: '[ -]'\nreplacement: ''",
+        ))?;
+    let due = mt(MetadataTypeInput::new("due_date", "Due date")
+        .default_value(r#"{{ now|date:"d/m/Y" }}"#)
+        .validation(format!("{V}DateValidator"), "")
+        .parser(format!("{PA}DateParser"), ""))?;
+    let issued = mt(MetadataTypeInput::new("issued_at", "Issued at")
+        .validation(format!("{V}DateAndTimeValidator"), "")
+        .parser(format!("{PA}DateAndTimeParser"), ""))?;
+    let delivery = mt(MetadataTypeInput::new("delivery_time", "Delivery time")
+        .validation(format!("{V}TimeValidator"), "")
+        .parser(format!("{PA}TimeParser"), ""))?;
+    let status = mt(MetadataTypeInput::new("status", "Status")
+        .default_value("draft")
+        .lookup("draft, review, approved, paid"))?;
+    let owner = mt(MetadataTypeInput::new("owner", "Owner")
+        .lookup("{% for u in users %}{{ u.username }},{% endfor %}"))?;
+    let party = mt(MetadataTypeInput::new("party", "Counterparty"))?;
+    let signed =
+        mt(MetadataTypeInput::new("signed_on", "Signed on").parser(format!("{PA}DateParser"), ""))?;
+    for (dt, types) in [
+        (
+            invoice.id,
+            vec![
+                (number, true),
+                (due, true),
+                (status, true),
+                (issued, false),
+                (delivery, false),
+                (owner, false),
+            ],
+        ),
+        (
+            contract.id,
+            vec![
+                (party, true),
+                (signed, false),
+                (status, true),
+                (owner, false),
+            ],
+        ),
+    ] {
+        for (t, required) in types {
+            s.associate(dt, t, required)?;
+        }
+    }
+
+    let alice = s.create_user("alice", DEMO_PASSWORD, false)?.id;
+    let bob = s.create_user("bob", DEMO_PASSWORD, false)?.id;
+    let carol = s.create_user("carol", DEMO_PASSWORD, false)?.id;
+    let accounting = s.create_group("Accounting")?;
+    let legal = s.create_group("Legal")?;
+    let auditors = s.create_group("Auditors")?;
+    s.set_group_member(accounting, alice, true)?;
+    s.set_group_member(legal, bob, true)?;
+    s.set_group_member(auditors, carol, true)?;
+    let accountant = s.create_role("Accountant")?;
+    let lawyer = s.create_role("Lawyer")?;
+    let auditor = s.create_role("Auditor")?;
+    s.set_role_group(accountant, accounting, true)?;
+    s.set_role_group(lawyer, legal, true)?;
+    s.set_role_group(auditor, auditors, true)?;
+    let editor = [
+        P::DocumentView,
+        P::DocumentEdit,
+        P::DocumentCreate,
+        P::DocumentMetadataView,
+        P::DocumentMetadataAdd,
+        P::DocumentMetadataEdit,
+        P::DocumentMetadataRemove,
+    ];
+    let grant_type = |role: RoleId, dt: DocumentTypeId, perms: &[P]| -> docmeta_core::Result<()> {
+        for p in perms {
+            s.grant(*p, role, ObjectRef::new(ObjectKind::DOCUMENT_TYPE, dt.0))?;
+        }
+        Ok(())
+    };
+    let grant_types =
+        |role: RoleId, types: &[MetadataTypeId], perms: &[P]| -> docmeta_core::Result<()> {
+            for t in types {
+                for p in perms {
+                    s.grant(*p, role, ObjectRef::new(ObjectKind::METADATA_TYPE, t.0))?;
+                }
+            }
+            Ok(())
+        };
+    let value_perms = [
+        P::MetadataTypeView,
+        P::DocumentMetadataView,
+        P::DocumentMetadataAdd,
+        P::DocumentMetadataEdit,
+        P::DocumentMetadataRemove,
+    ];
+    grant_type(accountant, invoice.id, &editor)?;
+    grant_types(
+        accountant,
+        &[number, due, status, issued, delivery, owner],
+        &value_perms,
+    )?;
+    grant_type(lawyer, contract.id, &editor)?;
+    grant_types(lawyer, &[party, signed, status, owner], &value_perms)?;
+    // Auditors read everything, globally.
+    for p in [
+        P::DocumentView,
+        P::DocumentTypeView,
+        P::DocumentMetadataView,
+        P::MetadataTypeView,
+        P::CabinetView,
+    ] {
+        s.grant_global(p, auditor)?;
+    }
+
+    let year = s.create_cabinet("2024", None)?;
+    let q1 = s.create_cabinet("Q1", Some(year.id))?;
+    for (i, (num, due_on, state)) in [
+        ("INV-1001", "31/01/2024", "paid"),
+        ("INV 1002", "2024-02-29", "approved"),
+        ("INV-1003", "15/03/2024", "review"),
+        ("INV-1004", "", "draft"),
+        ("INV-1005", "30/06/2024", "draft"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let mut values = vec![
+            (number, *num),
+            (status, *state),
+            (owner, "alice"),
+            (delivery, "09:30"),
+            (issued, "2024-01-02 10:15"),
+        ];
+        if !due_on.is_empty() {
+            values.push((due, *due_on));
+        }
+        let d = s.create_document(invoice.id, &format!("Invoice {}", i + 1), &values)?;
+        if i < 3 {
+            s.set_cabinet_document(q1.id, d.id, true)?;
+        }
+    }
+    for (i, who) in ["ACME Corp", "Globex", "Initech"].iter().enumerate() {
+        s.create_document(
+            contract.id,
+            &format!("Contract with {who}"),
+            &[
+                (party, *who),
+                (signed, "01/03/2024"),
+                (status, "approved"),
+                (owner, "bob"),
+            ],
+        )?;
+        let _ = i;
+    }
+    s.grant(
+        P::CabinetView,
+        accountant,
+        ObjectRef::new(ObjectKind::CABINET, year.id.0),
+    )?;
+    println!("demo loaded: 2 document types, 8 metadata types, 8 documents, cabinets 2024/Q1");
+    println!(
+        "users alice (Accounting: invoices), bob (Legal: contracts), carol (Auditors: read-only, global) with password '{DEMO_PASSWORD}'"
+    );
+    Ok(())
+}

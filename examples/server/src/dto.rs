@@ -1,0 +1,473 @@
+//! The JSON records of api.md, and how core records become them. Input bodies are described
+//! here too, for the OpenAPI document.
+
+use docmeta_core::{
+    AclRow, Cabinet, Document, DocumentMetadata, DocumentType, DocumentTypeMetadataType, Event,
+    EventObject, MetadataType, Permission, TaskRow, UserRow,
+};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MetadataTypeOut {
+    pub id: i64,
+    pub name: String,
+    pub label: String,
+    pub default: String,
+    pub lookup: String,
+    pub validation: String,
+    pub validation_arguments: String,
+    pub parser: String,
+    pub parser_arguments: String,
+    pub url: String,
+}
+
+impl From<&MetadataType> for MetadataTypeOut {
+    fn from(t: &MetadataType) -> Self {
+        MetadataTypeOut {
+            id: t.id.0,
+            name: t.name.clone(),
+            label: t.label.clone(),
+            default: t.default.clone(),
+            lookup: t.lookup.clone(),
+            validation: t.validation.clone(),
+            validation_arguments: t.validation_arguments.clone(),
+            parser: t.parser.clone(),
+            parser_arguments: t.parser_arguments.clone(),
+            url: format!("/api/v4/metadata/metadata-types/{}/", t.id),
+        }
+    }
+}
+
+/// Body of POST/PUT/PATCH on metadata types (PATCH: every field optional).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MetadataTypeIn {
+    pub name: String,
+    pub label: String,
+    pub default: Option<String>,
+    pub lookup: Option<String>,
+    pub validation: Option<String>,
+    pub validation_arguments: Option<String>,
+    pub parser: Option<String>,
+    pub parser_arguments: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DocumentTypeOut {
+    pub id: i64,
+    pub label: String,
+    pub url: String,
+}
+
+impl From<&DocumentType> for DocumentTypeOut {
+    fn from(t: &DocumentType) -> Self {
+        DocumentTypeOut {
+            id: t.id.0,
+            label: t.label.clone(),
+            url: format!("/api/v4/documents/types/{}/", t.id),
+        }
+    }
+}
+
+/// Body of POST/PUT/PATCH on document types.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LabelIn {
+    pub label: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DocumentOut {
+    pub id: i64,
+    pub label: String,
+    pub document_type: DocumentTypeOut,
+    pub datetime_created: String,
+    pub url: String,
+}
+
+impl DocumentOut {
+    pub fn new(d: &Document, t: &DocumentType) -> Self {
+        DocumentOut {
+            id: d.id.0,
+            label: d.label.clone(),
+            document_type: t.into(),
+            datetime_created: d
+                .created
+                .to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+            url: format!("/api/v4/documents/{}/", d.id),
+        }
+    }
+}
+
+/// Body of POST on documents.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DocumentIn {
+    pub document_type_id: i64,
+    pub label: String,
+}
+
+/// Body of POST `/type/change/`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DocumentTypeChangeIn {
+    pub document_type_id: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DocumentRef {
+    pub id: i64,
+    pub label: String,
+    pub url: String,
+}
+
+impl From<&Document> for DocumentRef {
+    fn from(d: &Document) -> Self {
+        DocumentRef {
+            id: d.id.0,
+            label: d.label.clone(),
+            url: format!("/api/v4/documents/{}/", d.id),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DocumentMetadataOut {
+    pub id: i64,
+    pub document: DocumentRef,
+    pub metadata_type: MetadataTypeOut,
+    pub value: String,
+    pub url: String,
+}
+
+impl DocumentMetadataOut {
+    pub fn new(m: &DocumentMetadata, d: &Document, t: &MetadataType) -> Self {
+        DocumentMetadataOut {
+            id: m.id.0,
+            document: d.into(),
+            metadata_type: t.into(),
+            value: m.value.clone(),
+            url: format!("/api/v4/documents/{}/metadata/{}/", d.id, m.id),
+        }
+    }
+}
+
+/// Body of POST/PUT/PATCH on a document's metadata.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DocumentMetadataIn {
+    pub metadata_type_id: Option<i64>,
+    pub value: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AssociationOut {
+    pub id: i64,
+    pub document_type: DocumentTypeOut,
+    pub metadata_type: MetadataTypeOut,
+    pub required: bool,
+    pub url: String,
+}
+
+impl AssociationOut {
+    pub fn new(a: &DocumentTypeMetadataType, d: &DocumentType, t: &MetadataType) -> Self {
+        AssociationOut {
+            id: a.id.0,
+            document_type: d.into(),
+            metadata_type: t.into(),
+            required: a.required,
+            url: format!("/api/v4/documents/types/{}/metadata-types/{}/", d.id, a.id),
+        }
+    }
+}
+
+/// Body of POST/PUT/PATCH on associations.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AssociationIn {
+    pub metadata_type_id: Option<i64>,
+    pub required: Option<bool>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PermissionOut {
+    pub pk: String,
+    pub label: String,
+    pub namespace: String,
+}
+
+impl From<Permission> for PermissionOut {
+    fn from(p: Permission) -> Self {
+        PermissionOut {
+            pk: p.key().to_owned(),
+            label: p.label().to_owned(),
+            namespace: p.namespace().to_owned(),
+        }
+    }
+}
+
+/// Body of the permission add/remove endpoints.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PermissionIn {
+    pub permission: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RoleRef {
+    pub id: i64,
+    pub label: String,
+    pub url: String,
+}
+
+impl RoleRef {
+    pub fn new(id: i64, label: &str) -> Self {
+        RoleRef {
+            id,
+            label: label.to_owned(),
+            url: format!("/api/v4/roles/{id}/"),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ObjectOut {
+    pub app_label: String,
+    pub model_name: String,
+    pub id: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AclOut {
+    pub id: i64,
+    pub role: RoleRef,
+    pub object: ObjectOut,
+    pub permissions: Vec<PermissionOut>,
+    pub url: String,
+}
+
+impl AclOut {
+    pub fn new(a: &AclRow, role_label: &str) -> Self {
+        let (app_label, model_name) = a
+            .object_kind
+            .split_once('.')
+            .unwrap_or((&a.object_kind, ""));
+        AclOut {
+            id: a.id.0,
+            role: RoleRef::new(a.role_id.0, role_label),
+            object: ObjectOut {
+                app_label: app_label.to_owned(),
+                model_name: model_name.to_owned(),
+                id: a.object_id,
+            },
+            permissions: a
+                .permissions
+                .iter()
+                .filter_map(|k| Permission::from_key(k).ok())
+                .map(PermissionOut::from)
+                .collect(),
+            url: format!(
+                "/api/v5/objects/{app_label}/{model_name}/{}/acls/{}/",
+                a.object_id, a.id
+            ),
+        }
+    }
+}
+
+/// Body of POST on an object's ACLs.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AclIn {
+    pub role_id: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UserOut {
+    pub id: i64,
+    pub username: String,
+    pub is_superuser: bool,
+    pub is_active: bool,
+    pub url: String,
+}
+
+impl From<&UserRow> for UserOut {
+    fn from(u: &UserRow) -> Self {
+        UserOut {
+            id: u.id.0,
+            username: u.username.clone(),
+            is_superuser: u.is_superuser,
+            is_active: u.is_active,
+            url: format!("/api/v4/users/{}/", u.id),
+        }
+    }
+}
+
+/// Body of POST/PATCH on users (`password` is write-only).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UserIn {
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub is_superuser: Option<bool>,
+    pub is_active: Option<bool>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GroupOut {
+    pub id: i64,
+    pub name: String,
+    pub url: String,
+}
+
+impl GroupOut {
+    pub fn new(id: i64, name: &str) -> Self {
+        GroupOut {
+            id,
+            name: name.to_owned(),
+            url: format!("/api/v4/groups/{id}/"),
+        }
+    }
+}
+
+/// Body of POST/PATCH on groups.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NameIn {
+    pub name: String,
+}
+
+/// Body of the group membership endpoints.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UserIdIn {
+    pub user_id: i64,
+}
+
+/// Body of the role/group endpoints.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GroupIdIn {
+    pub group_id: i64,
+}
+
+/// Body of the cabinet/document endpoints.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DocumentIdIn {
+    pub document_id: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RoleOut {
+    pub id: i64,
+    pub label: String,
+    pub url: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CabinetOut {
+    pub id: i64,
+    pub label: String,
+    pub parent_id: Option<i64>,
+    pub url: String,
+}
+
+impl From<&Cabinet> for CabinetOut {
+    fn from(c: &Cabinet) -> Self {
+        CabinetOut {
+            id: c.id.0,
+            label: c.label.clone(),
+            parent_id: c.parent_id.map(|p| p.0),
+            url: format!("/api/v4/cabinets/{}/", c.id),
+        }
+    }
+}
+
+/// Body of POST/PATCH on cabinets.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CabinetIn {
+    pub label: String,
+    pub parent_id: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ActorOut {
+    pub id: i64,
+    pub username: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventObjectOut {
+    pub app_label: String,
+    pub model_name: String,
+    pub id: i64,
+    pub label: String,
+}
+
+impl From<&EventObject> for EventObjectOut {
+    fn from(o: &EventObject) -> Self {
+        let (app_label, model_name) = o.kind.split_once('.').unwrap_or((&o.kind, ""));
+        EventObjectOut {
+            app_label: app_label.to_owned(),
+            model_name: model_name.to_owned(),
+            id: o.id,
+            label: o.label.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventOut {
+    pub id: i64,
+    pub timestamp: String,
+    pub name: String,
+    pub actor: Option<ActorOut>,
+    pub target: EventObjectOut,
+    pub action_object: Option<EventObjectOut>,
+}
+
+impl EventOut {
+    pub fn new(e: &Event, actor: Option<ActorOut>) -> Self {
+        EventOut {
+            id: e.id.0,
+            timestamp: e
+                .timestamp
+                .to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+            name: e.name.clone(),
+            actor,
+            target: (&e.target).into(),
+            action_object: e.action_object.as_ref().map(Into::into),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TaskOut {
+    pub id: i64,
+    pub name: String,
+    pub state: String,
+    pub attempts: i64,
+    pub error: String,
+}
+
+impl From<&TaskRow> for TaskOut {
+    fn from(t: &TaskRow) -> Self {
+        TaskOut {
+            id: t.id.0,
+            name: t.name.clone(),
+            state: t.state.clone(),
+            attempts: t.attempts,
+            error: t.error.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HealthOut {
+    pub status: String,
+    pub database: String,
+    pub search: String,
+}
+
+/// A page of a list (`results` holds records of the endpoint's kind).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PageOut {
+    pub count: usize,
+    pub next: Option<String>,
+    pub previous: Option<String>,
+    pub results: Vec<serde_json::Value>,
+}
+
+/// `{"field": ["message"]}` or `{"detail": "message"}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorOut {
+    pub detail: Option<String>,
+}

@@ -1,0 +1,90 @@
+//! Core errors → HTTP responses, with the status codes and bodies of api.md. A `500` never
+//! carries internal detail; the detail goes to the log.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use docmeta_core::Error;
+use serde_json::{Value, json};
+
+/// An error response.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub body: Value,
+    pub retry_after: Option<u64>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, body: Value) -> Self {
+        ApiError {
+            status,
+            body,
+            retry_after: None,
+        }
+    }
+
+    /// `{"detail": message}`.
+    pub fn detail(status: StatusCode, message: &str) -> Self {
+        Self::new(status, json!({ "detail": message }))
+    }
+
+    /// `400 {"field": [message]}`.
+    pub fn field(field: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, json!({ field: [message.into()] }))
+    }
+
+    pub fn not_found() -> Self {
+        Self::detail(StatusCode::NOT_FOUND, "Not found.")
+    }
+
+    pub fn unauthorized() -> Self {
+        Self::detail(StatusCode::UNAUTHORIZED, "Invalid username/password.")
+    }
+
+    pub fn internal() -> Self {
+        Self::detail(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "A server error occurred.",
+        )
+    }
+}
+
+impl From<Error> for ApiError {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::Validation { field, message } | Error::Conflict { field, message } => {
+                ApiError::field(&field, message)
+            }
+            Error::PermissionDenied(message) => ApiError::detail(
+                StatusCode::FORBIDDEN,
+                &format!("You do not have permission to perform this action: {message}."),
+            ),
+            Error::NotFound(_) => ApiError::not_found(),
+            Error::InvalidInput(message) => ApiError::field("non_field_errors", message),
+            other => {
+                tracing::error!(error = %other, "request failed");
+                ApiError::internal()
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, axum::Json(self.body)).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Basic realm=\"docmeta\""),
+            );
+        }
+        if let Some(seconds) = self.retry_after
+            && let Ok(value) = HeaderValue::from_str(&seconds.to_string())
+        {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        response
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;

@@ -1,0 +1,270 @@
+//! `docmeta`: the HTTP server of docmeta and its operational commands (spec 4.6, 8).
+
+mod app;
+mod auth;
+mod body;
+mod demo;
+mod dto;
+mod error;
+mod page;
+mod routes;
+
+use std::io::{BufRead, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use docmeta_core::schema::{Schema, apply, export};
+use docmeta_core::{Docmeta, UserUpdate};
+
+#[derive(Parser)]
+#[command(
+    name = "docmeta",
+    version,
+    about = "Metadata, access control and operations of a document-management system"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args, Clone)]
+struct Data {
+    /// The data directory (MEDIA_ROOT); created when missing.
+    #[arg(long, env = "DOCMETA_DATA", default_value = "./docmeta-data")]
+    data: PathBuf,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the HTTP API. On first start, creates the administrator from DOCMETA_ADMIN_USER /
+    /// DOCMETA_ADMIN_PASSWORD (or prints a generated password once).
+    Serve {
+        #[command(flatten)]
+        data: Data,
+        /// Address to listen on (loopback unless told otherwise).
+        #[arg(long, default_value = "127.0.0.1:8000")]
+        bind: SocketAddr,
+    },
+    /// Apply pending database migrations.
+    Migrate {
+        #[command(flatten)]
+        data: Data,
+    },
+    /// Manage users.
+    User {
+        #[command(subcommand)]
+        command: UserCommand,
+    },
+    /// Export or apply the schema (metadata types, document types, roles) as YAML.
+    Schema {
+        #[command(subcommand)]
+        command: SchemaCommand,
+    },
+    /// Load a small realistic demo (invoices and contracts, users, roles, ACLs).
+    Demo {
+        #[command(flatten)]
+        data: Data,
+    },
+}
+
+#[derive(Subcommand)]
+enum UserCommand {
+    /// Create a user; the password comes from DOCMETA_PASSWORD or standard input.
+    Create {
+        #[command(flatten)]
+        data: Data,
+        username: String,
+        #[arg(long)]
+        superuser: bool,
+    },
+    /// Set a user's password (from DOCMETA_PASSWORD or standard input).
+    SetPassword {
+        #[command(flatten)]
+        data: Data,
+        username: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum SchemaCommand {
+    /// Print the schema as YAML.
+    Export {
+        #[command(flatten)]
+        data: Data,
+    },
+    /// Make the database match a schema file, in one transaction; prints the changes.
+    Apply {
+        #[command(flatten)]
+        data: Data,
+        file: PathBuf,
+        /// Show the changes without making them.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("DOCMETA_LOG")
+                .unwrap_or_else(|_| "info".into()),
+        )
+        .with_target(false)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+type AnyError = Box<dyn std::error::Error>;
+
+fn open(data: &Data, worker: bool) -> Result<Docmeta, AnyError> {
+    Ok(Docmeta::builder()
+        .data_dir(&data.data)
+        .worker(worker)
+        .open()?)
+}
+
+fn password_input(prompt: &str) -> Result<String, AnyError> {
+    if let Ok(p) = std::env::var("DOCMETA_PASSWORD") {
+        return Ok(p);
+    }
+    eprint!("{prompt}");
+    std::io::stderr().flush()?;
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    Ok(line.trim_end_matches(['\r', '\n']).to_owned())
+}
+
+fn generated_password() -> Result<String, AnyError> {
+    let mut bytes = [0u8; 18];
+    getrandom::fill(&mut bytes).map_err(|e| e.to_string())?;
+    Ok(base64::Engine::encode(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        bytes,
+    ))
+}
+
+/// Creates the administrator on first start (no user yet).
+fn ensure_admin(db: &Docmeta) -> Result<(), AnyError> {
+    let s = db.system();
+    if !s.users()?.is_empty() {
+        return Ok(());
+    }
+    let username = std::env::var("DOCMETA_ADMIN_USER").unwrap_or_else(|_| "admin".into());
+    let (password, generated) = match std::env::var("DOCMETA_ADMIN_PASSWORD") {
+        Ok(p) => (p, false),
+        Err(_) => (generated_password()?, true),
+    };
+    s.create_user(&username, &password, true)?;
+    if generated {
+        println!(
+            "created administrator '{username}' with password: {password}\n(shown once; change it with `docmeta user set-password {username}`)"
+        );
+    } else {
+        println!("created administrator '{username}'");
+    }
+    Ok(())
+}
+
+fn run(cli: Cli) -> Result<(), AnyError> {
+    match cli.command {
+        Command::Serve { data, bind } => {
+            let db = open(&data, true)?;
+            ensure_admin(&db)?;
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(app::serve(db, bind))?;
+        }
+        Command::Migrate { data } => {
+            let db = open(&data, false)?;
+            let applied = db.migrate()?;
+            let (version, _) = db.store().schema_version()?;
+            if applied.is_empty() {
+                println!("database is current (schema version {version})");
+            } else {
+                println!("applied migrations {applied:?}; schema version {version}");
+            }
+        }
+        Command::User {
+            command:
+                UserCommand::Create {
+                    data,
+                    username,
+                    superuser,
+                },
+        } => {
+            let db = open(&data, false)?;
+            let password = password_input("password: ")?;
+            let user = db.system().create_user(&username, &password, superuser)?;
+            println!("created user '{}' (id {})", user.username, user.id);
+        }
+        Command::User {
+            command: UserCommand::SetPassword { data, username },
+        } => {
+            let db = open(&data, false)?;
+            let s = db.system();
+            let user = s
+                .users()?
+                .into_iter()
+                .find(|u| u.username == username)
+                .ok_or_else(|| format!("no user '{username}'"))?;
+            let password = password_input("new password: ")?;
+            s.set_password(user.id, &password)?;
+            if !user.is_active {
+                s.update_user(
+                    user.id,
+                    UserUpdate {
+                        is_active: Some(true),
+                        ..Default::default()
+                    },
+                )?;
+            }
+            println!("password of '{username}' changed");
+        }
+        Command::Schema {
+            command: SchemaCommand::Export { data },
+        } => {
+            let db = open(&data, false)?;
+            print!("{}", export(&db)?.to_yaml()?);
+        }
+        Command::Schema {
+            command:
+                SchemaCommand::Apply {
+                    data,
+                    file,
+                    dry_run,
+                },
+        } => {
+            let db = open(&data, false)?;
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| format!("reading {}: {e}", file.display()))?;
+            let schema = Schema::from_yaml(&text)?;
+            let changes = apply(&db, &schema, dry_run)?;
+            for c in &changes {
+                println!("{c}");
+            }
+            let verb = if dry_run { "would make" } else { "made" };
+            println!("{verb} {} change(s)", changes.len());
+            if !dry_run {
+                db.run_pending_tasks()?;
+            }
+        }
+        Command::Demo { data } => {
+            let db = open(&data, false)?;
+            ensure_admin(&db)?;
+            demo::load(&db)?;
+            db.run_pending_tasks()?;
+        }
+    }
+    Ok(())
+}

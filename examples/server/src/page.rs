@@ -1,0 +1,126 @@
+//! Pagination (`?page=N&page_size=M`, default 20, max 500) and ordering (`?ordering=field` or
+//! `-field`) of list responses.
+
+use std::collections::HashMap;
+
+use axum::http::{StatusCode, Uri};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::error::ApiError;
+
+pub const DEFAULT_PAGE_SIZE: usize = 20;
+pub const MAX_PAGE_SIZE: usize = 500;
+
+/// A field a list may be ordered by, and how to compare two items by it.
+pub type Sortable<T> = (&'static str, fn(&T, &T) -> std::cmp::Ordering);
+
+/// The query parameters of a list request.
+#[derive(Debug, Clone)]
+pub struct ListQuery {
+    pub page: usize,
+    pub page_size: usize,
+    pub ordering: Option<String>,
+    pub params: HashMap<String, String>,
+}
+
+impl ListQuery {
+    pub fn parse(params: HashMap<String, String>) -> Result<ListQuery, ApiError> {
+        let page = match params.get("page") {
+            None => 1,
+            Some(p) => p
+                .parse::<usize>()
+                .ok()
+                .filter(|p| *p >= 1)
+                .ok_or_else(|| ApiError::detail(StatusCode::NOT_FOUND, "Invalid page."))?,
+        };
+        let page_size = params
+            .get("page_size")
+            .and_then(|s| s.parse::<usize>().ok())
+            .filter(|s| *s >= 1)
+            .map_or(DEFAULT_PAGE_SIZE, |s| s.min(MAX_PAGE_SIZE));
+        let ordering = params.get("ordering").filter(|o| !o.is_empty()).cloned();
+        Ok(ListQuery {
+            page,
+            page_size,
+            ordering,
+            params,
+        })
+    }
+
+    /// Sorts `items` by the requested field when it is one of `sortable` (unknown fields are
+    /// ignored, as in Django REST Framework).
+    pub fn order<T>(&self, items: &mut [T], sortable: &[Sortable<T>]) {
+        let Some(ordering) = &self.ordering else {
+            return;
+        };
+        let (descending, field) = match ordering.strip_prefix('-') {
+            Some(f) => (true, f),
+            None => (false, ordering.as_str()),
+        };
+        if let Some((_, cmp)) = sortable.iter().find(|(name, _)| *name == field) {
+            items.sort_by(|a, b| if descending { cmp(b, a) } else { cmp(a, b) });
+        }
+    }
+
+    /// The range of `total` items on the requested page; a page past the end is a `404`.
+    pub fn range(&self, total: usize) -> Result<std::ops::Range<usize>, ApiError> {
+        let start = (self.page - 1) * self.page_size;
+        if start >= total && self.page > 1 {
+            return Err(ApiError::detail(StatusCode::NOT_FOUND, "Invalid page."));
+        }
+        Ok(start.min(total)..(start + self.page_size).min(total))
+    }
+
+    /// The response body for `results`, the items of the requested page of `total`.
+    pub fn body<T: Serialize>(&self, uri: &Uri, total: usize, results: Vec<T>) -> Value {
+        let link = |page: usize| {
+            let mut query: Vec<(String, String)> = self
+                .params
+                .iter()
+                .filter(|(k, _)| *k != "page")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            query.sort();
+            query.push(("page".into(), page.to_string()));
+            let query: Vec<String> = query
+                .iter()
+                .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
+                .collect();
+            format!("{}?{}", uri.path(), query.join("&"))
+        };
+        let has_next = self.page * self.page_size < total;
+        json!({
+            "count": total,
+            "next": if has_next { Some(link(self.page + 1)) } else { None },
+            "previous": if self.page > 1 { Some(link(self.page - 1)) } else { None },
+            "results": results,
+        })
+    }
+
+    /// Orders, pages and wraps a complete list.
+    pub fn respond<T, U: Serialize>(
+        &self,
+        uri: &Uri,
+        mut items: Vec<T>,
+        sortable: &[Sortable<T>],
+        mut show: impl FnMut(&T) -> U,
+    ) -> Result<Value, ApiError> {
+        self.order(&mut items, sortable);
+        let range = self.range(items.len())?;
+        let total = items.len();
+        let results = items[range].iter().map(&mut show).collect();
+        Ok(self.body(uri, total, results))
+    }
+}
+
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

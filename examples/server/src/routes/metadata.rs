@@ -1,0 +1,449 @@
+//! Metadata types (spec 4.1) and document types with their associations (spec 4.3).
+
+use std::collections::HashMap;
+
+use axum::Json;
+use axum::extract::{Query, State};
+use axum::http::{StatusCode, Uri};
+use docmeta_core::{
+    AssociationId, DocumentTypeId, MetadataType, MetadataTypeId, MetadataTypeInput, Session,
+};
+use serde_json::Value;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::app::{AppState, Ids};
+use crate::auth::CurrentUser;
+use crate::body::Body;
+use crate::dto::*;
+use crate::error::{ApiError, ApiResult};
+use crate::page::ListQuery;
+
+pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
+    router
+        .routes(routes!(list_metadata_types, create_metadata_type))
+        .routes(routes!(
+            get_metadata_type,
+            patch_metadata_type,
+            put_metadata_type,
+            delete_metadata_type
+        ))
+        .routes(routes!(list_document_types, create_document_type))
+        .routes(routes!(
+            get_document_type,
+            patch_document_type,
+            put_document_type,
+            delete_document_type
+        ))
+        .routes(routes!(list_associations, create_association))
+        .routes(routes!(
+            get_association,
+            patch_association,
+            put_association,
+            delete_association
+        ))
+}
+
+/// Reads the writable fields of a metadata type; with `base` (PATCH) absent fields keep their
+/// value, without it (POST, PUT) they are empty.
+fn metadata_type_input(body: &Body, base: Option<&MetadataType>) -> ApiResult<MetadataTypeInput> {
+    let field = |name: &str, current: Option<&String>| -> ApiResult<String> {
+        Ok(body
+            .opt_str(name)?
+            .or_else(|| current.cloned())
+            .unwrap_or_default())
+    };
+    let input = MetadataTypeInput {
+        name: match base {
+            Some(b) => field("name", Some(&b.name))?,
+            None => body.str("name")?,
+        },
+        label: match base {
+            Some(b) => field("label", Some(&b.label))?,
+            None => body.str("label")?,
+        },
+        default: field("default", base.map(|b| &b.default))?,
+        lookup: field("lookup", base.map(|b| &b.lookup))?,
+        validation: field("validation", base.map(|b| &b.validation))?,
+        validation_arguments: field(
+            "validation_arguments",
+            base.map(|b| &b.validation_arguments),
+        )?,
+        parser: field("parser", base.map(|b| &b.parser))?,
+        parser_arguments: field("parser_arguments", base.map(|b| &b.parser_arguments))?,
+    };
+    Ok(input)
+}
+
+#[utoipa::path(get, path = "/api/v4/metadata/metadata-types/", tag = "metadata",
+    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("ordering" = Option<String>, Query, description = "name, label or id, - for descending")),
+    responses((status = 200, body = PageOut, description = "Metadata types the caller may view")))]
+async fn list_metadata_types(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Json<Value>> {
+    let q = ListQuery::parse(q)?;
+    app.run(move |db| {
+        let all = db.session(user).metadata_types()?;
+        q.respond(
+            &uri,
+            all,
+            &[
+                ("name", |a, b| a.name.cmp(&b.name)),
+                ("label", |a, b| a.label.cmp(&b.label)),
+                ("id", |a, b| a.id.cmp(&b.id)),
+            ],
+            |x| MetadataTypeOut::from(x),
+        )
+    })
+    .await
+    .map(Json)
+}
+
+#[utoipa::path(post, path = "/api/v4/metadata/metadata-types/", tag = "metadata", request_body = MetadataTypeIn,
+    responses((status = 201, body = MetadataTypeOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut)))]
+async fn create_metadata_type(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    body: Body,
+) -> ApiResult<(StatusCode, Json<MetadataTypeOut>)> {
+    let input = metadata_type_input(&body, None)?;
+    app.run(move |db| {
+        Ok((
+            StatusCode::CREATED,
+            Json((&db.session(user).create_metadata_type(input)?).into()),
+        ))
+    })
+    .await
+}
+
+#[utoipa::path(get, path = "/api/v4/metadata/metadata-types/{metadata_type_id}/", tag = "metadata",
+    params(("metadata_type_id" = i64, Path)), responses((status = 200, body = MetadataTypeOut), (status = 404, body = ErrorOut)))]
+async fn get_metadata_type(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+) -> ApiResult<Json<MetadataTypeOut>> {
+    app.run(move |db| {
+        Ok(Json(
+            (&db.session(user).metadata_type(MetadataTypeId(id))?).into(),
+        ))
+    })
+    .await
+}
+
+async fn update_metadata_type(
+    app: AppState,
+    user: docmeta_core::UserId,
+    id: i64,
+    body: Body,
+    partial: bool,
+) -> ApiResult<Json<MetadataTypeOut>> {
+    app.run(move |db| {
+        let s = db.session(user);
+        let current = s.metadata_type(MetadataTypeId(id))?;
+        let input = metadata_type_input(&body, partial.then_some(&current))?;
+        Ok(Json((&s.update_metadata_type(current.id, input)?).into()))
+    })
+    .await
+}
+
+#[utoipa::path(patch, path = "/api/v4/metadata/metadata-types/{metadata_type_id}/", tag = "metadata", request_body = MetadataTypeIn,
+    params(("metadata_type_id" = i64, Path)), responses((status = 200, body = MetadataTypeOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn patch_metadata_type(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+    body: Body,
+) -> ApiResult<Json<MetadataTypeOut>> {
+    update_metadata_type(app, user, id, body, true).await
+}
+
+#[utoipa::path(put, path = "/api/v4/metadata/metadata-types/{metadata_type_id}/", tag = "metadata", request_body = MetadataTypeIn,
+    params(("metadata_type_id" = i64, Path)), responses((status = 200, body = MetadataTypeOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn put_metadata_type(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+    body: Body,
+) -> ApiResult<Json<MetadataTypeOut>> {
+    update_metadata_type(app, user, id, body, false).await
+}
+
+#[utoipa::path(delete, path = "/api/v4/metadata/metadata-types/{metadata_type_id}/", tag = "metadata",
+    params(("metadata_type_id" = i64, Path)), responses((status = 204), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn delete_metadata_type(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+) -> ApiResult<StatusCode> {
+    app.run(move |db| {
+        Ok(db
+            .session(user)
+            .delete_metadata_type(MetadataTypeId(id))
+            .map(|()| StatusCode::NO_CONTENT)?)
+    })
+    .await
+}
+
+// ----- document types ----------------------------------------------------------------------
+
+#[utoipa::path(get, path = "/api/v4/documents/types/", tag = "documents",
+    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("ordering" = Option<String>, Query, description = "label or id")),
+    responses((status = 200, body = PageOut)))]
+async fn list_document_types(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Json<Value>> {
+    let q = ListQuery::parse(q)?;
+    app.run(move |db| {
+        let all = db.session(user).document_types()?;
+        q.respond(
+            &uri,
+            all,
+            &[
+                ("label", |a, b| a.label.cmp(&b.label)),
+                ("id", |a, b| a.id.cmp(&b.id)),
+            ],
+            |x| DocumentTypeOut::from(x),
+        )
+    })
+    .await
+    .map(Json)
+}
+
+#[utoipa::path(post, path = "/api/v4/documents/types/", tag = "documents", request_body = LabelIn,
+    responses((status = 201, body = DocumentTypeOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut)))]
+async fn create_document_type(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    body: Body,
+) -> ApiResult<(StatusCode, Json<DocumentTypeOut>)> {
+    let label = body.str("label")?;
+    app.run(move |db| {
+        Ok((
+            StatusCode::CREATED,
+            Json((&db.session(user).create_document_type(&label)?).into()),
+        ))
+    })
+    .await
+}
+
+#[utoipa::path(get, path = "/api/v4/documents/types/{document_type_id}/", tag = "documents",
+    params(("document_type_id" = i64, Path)), responses((status = 200, body = DocumentTypeOut), (status = 404, body = ErrorOut)))]
+async fn get_document_type(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+) -> ApiResult<Json<DocumentTypeOut>> {
+    app.run(move |db| {
+        Ok(Json(
+            (&db.session(user).document_type(DocumentTypeId(id))?).into(),
+        ))
+    })
+    .await
+}
+
+async fn update_document_type(
+    app: AppState,
+    user: docmeta_core::UserId,
+    id: i64,
+    body: Body,
+    partial: bool,
+) -> ApiResult<Json<DocumentTypeOut>> {
+    let label = if partial {
+        body.opt_str("label")?
+    } else {
+        Some(body.str("label")?)
+    };
+    app.run(move |db| {
+        let s = db.session(user);
+        let t = match label {
+            Some(label) => s.update_document_type(DocumentTypeId(id), &label)?,
+            None => s.document_type(DocumentTypeId(id))?,
+        };
+        Ok(Json((&t).into()))
+    })
+    .await
+}
+
+#[utoipa::path(patch, path = "/api/v4/documents/types/{document_type_id}/", tag = "documents", request_body = LabelIn,
+    params(("document_type_id" = i64, Path)), responses((status = 200, body = DocumentTypeOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn patch_document_type(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+    body: Body,
+) -> ApiResult<Json<DocumentTypeOut>> {
+    update_document_type(app, user, id, body, true).await
+}
+
+#[utoipa::path(put, path = "/api/v4/documents/types/{document_type_id}/", tag = "documents", request_body = LabelIn,
+    params(("document_type_id" = i64, Path)), responses((status = 200, body = DocumentTypeOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn put_document_type(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+    body: Body,
+) -> ApiResult<Json<DocumentTypeOut>> {
+    update_document_type(app, user, id, body, false).await
+}
+
+#[utoipa::path(delete, path = "/api/v4/documents/types/{document_type_id}/", tag = "documents",
+    params(("document_type_id" = i64, Path)), responses((status = 204), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn delete_document_type(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+) -> ApiResult<StatusCode> {
+    app.run(move |db| {
+        Ok(db
+            .session(user)
+            .delete_document_type(DocumentTypeId(id))
+            .map(|()| StatusCode::NO_CONTENT)?)
+    })
+    .await
+}
+
+// ----- associations (spec 4.3) -------------------------------------------------------------
+
+fn association_out(
+    s: &Session,
+    a: &docmeta_core::DocumentTypeMetadataType,
+) -> ApiResult<AssociationOut> {
+    let dt = s.document_type(a.document_type_id)?;
+    let mt = s.metadata_type(a.metadata_type_id)?;
+    Ok(AssociationOut::new(a, &dt, &mt))
+}
+
+#[utoipa::path(get, path = "/api/v4/documents/types/{document_type_id}/metadata-types/", tag = "metadata",
+    params(("document_type_id" = i64, Path), ("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
+async fn list_associations(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Json<Value>> {
+    let q = ListQuery::parse(q)?;
+    app.run(move |db| {
+        let s = db.session(user);
+        let all = s.associations(DocumentTypeId(id))?;
+        let range = q.range(all.len())?;
+        let results = all[range]
+            .iter()
+            .map(|a| association_out(&s, a))
+            .collect::<ApiResult<Vec<_>>>()?;
+        Ok(Json(q.body(&uri, all.len(), results)))
+    })
+    .await
+}
+
+#[utoipa::path(post, path = "/api/v4/documents/types/{document_type_id}/metadata-types/", tag = "metadata", request_body = AssociationIn,
+    params(("document_type_id" = i64, Path)), responses((status = 201, body = AssociationOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn create_association(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+    body: Body,
+) -> ApiResult<(StatusCode, Json<AssociationOut>)> {
+    let mt = body.id("metadata_type_id")?;
+    let required = body.opt_bool("required")?.unwrap_or(false);
+    app.run(move |db| {
+        let s = db.session(user);
+        let a = s.associate(DocumentTypeId(id), MetadataTypeId(mt), required)?;
+        Ok((StatusCode::CREATED, Json(association_out(&s, &a)?)))
+    })
+    .await
+}
+
+#[utoipa::path(get, path = "/api/v4/documents/types/{document_type_id}/metadata-types/{association_id}/", tag = "metadata",
+    params(("document_type_id" = i64, Path), ("association_id" = i64, Path)), responses((status = 200, body = AssociationOut), (status = 404, body = ErrorOut)))]
+async fn get_association(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((dt, id)): Ids<(i64, i64)>,
+) -> ApiResult<Json<AssociationOut>> {
+    app.run(move |db| {
+        let s = db.session(user);
+        let a = s.association(DocumentTypeId(dt), AssociationId(id))?;
+        Ok(Json(association_out(&s, &a)?))
+    })
+    .await
+}
+
+async fn update_association(
+    app: AppState,
+    user: docmeta_core::UserId,
+    dt: i64,
+    id: i64,
+    body: Body,
+    partial: bool,
+) -> ApiResult<Json<AssociationOut>> {
+    let required = if partial {
+        body.opt_bool("required")?
+    } else {
+        Some(body.opt_bool("required")?.unwrap_or(false))
+    };
+    let metadata_type = if partial {
+        body.opt_id("metadata_type_id")?
+    } else {
+        Some(body.id("metadata_type_id")?)
+    };
+    app.run(move |db| {
+        let s = db.session(user);
+        let current = s.association(DocumentTypeId(dt), AssociationId(id))?;
+        if metadata_type.is_some_and(|mt| mt != current.metadata_type_id.0) {
+            return Err(ApiError::field("metadata_type_id", "The metadata type of an association cannot be changed; delete it and create another."));
+        }
+        let a = match required {
+            Some(r) => s.update_association(DocumentTypeId(dt), current.id, r)?,
+            None => current,
+        };
+        Ok(Json(association_out(&s, &a)?))
+    })
+    .await
+}
+
+#[utoipa::path(patch, path = "/api/v4/documents/types/{document_type_id}/metadata-types/{association_id}/", tag = "metadata", request_body = AssociationIn,
+    params(("document_type_id" = i64, Path), ("association_id" = i64, Path)), responses((status = 200, body = AssociationOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn patch_association(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((dt, id)): Ids<(i64, i64)>,
+    body: Body,
+) -> ApiResult<Json<AssociationOut>> {
+    update_association(app, user, dt, id, body, true).await
+}
+
+#[utoipa::path(put, path = "/api/v4/documents/types/{document_type_id}/metadata-types/{association_id}/", tag = "metadata", request_body = AssociationIn,
+    params(("document_type_id" = i64, Path), ("association_id" = i64, Path)), responses((status = 200, body = AssociationOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn put_association(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((dt, id)): Ids<(i64, i64)>,
+    body: Body,
+) -> ApiResult<Json<AssociationOut>> {
+    update_association(app, user, dt, id, body, false).await
+}
+
+#[utoipa::path(delete, path = "/api/v4/documents/types/{document_type_id}/metadata-types/{association_id}/", tag = "metadata",
+    params(("document_type_id" = i64, Path), ("association_id" = i64, Path)), responses((status = 204), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn delete_association(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((dt, id)): Ids<(i64, i64)>,
+) -> ApiResult<StatusCode> {
+    app.run(move |db| {
+        Ok(db
+            .session(user)
+            .delete_association(DocumentTypeId(dt), AssociationId(id))
+            .map(|()| StatusCode::NO_CONTENT)?)
+    })
+    .await
+}

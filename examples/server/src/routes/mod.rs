@@ -1,0 +1,19 @@
+//! The endpoints of spec section 4 and api.md. Handlers convert HTTP to core calls and core
+//! errors to responses; they hold no rule of their own.
+
+mod access;
+mod documents;
+mod metadata;
+mod system;
+
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::app::AppState;
+
+/// Registers every route (each with its OpenAPI operation).
+pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
+    let router = metadata::register(router);
+    let router = documents::register(router);
+    let router = access::register(router);
+    system::register(router)
+}
