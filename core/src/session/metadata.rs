@@ -565,12 +565,9 @@ impl Session {
         };
         let snapshot = self.snapshot();
         let mut visible = Vec::new();
-        snapshot.filter_each(
-            user,
-            P::DocumentView,
-            ids.into_iter().map(doc_ref),
-            |o| visible.push(DocumentId(o.id)),
-        );
+        snapshot.filter_each(user, P::DocumentView, ids.into_iter().map(doc_ref), |o| {
+            visible.push(DocumentId(o.id))
+        });
         Ok(visible)
     }
 

@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use docmeta_core::Docmeta;
 use serde::de::DeserializeOwned;
 use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
@@ -121,6 +122,8 @@ pub fn router(db: Docmeta) -> (axum::Router, Arc<serde_json::Value>) {
         .fallback(no_route)
         .with_state(state)
         .layer(DefaultBodyLimit::max(MAX_BODY))
+        // Refuses an announced oversized body at once, before it is uploaded.
+        .layer(RequestBodyLimitLayer::new(MAX_BODY))
         .layer(axum::middleware::from_fn(log_request))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
