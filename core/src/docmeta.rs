@@ -450,7 +450,10 @@ impl Docmeta {
     /// Runs `f` in a read transaction.
     pub(crate) fn read<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         let mut tx = Tx::new(self.inner.store.begin(Mode::Read)?);
-        f(&mut tx)
+        let out = f(&mut tx)?;
+        // Ending a read with COMMIT rather than ROLLBACK keeps SQLite's prepared statements valid.
+        tx.commit()?;
+        Ok(out)
     }
 
     /// Runs `f` in a write transaction with no events (internal bookkeeping).
