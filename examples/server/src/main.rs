@@ -180,8 +180,11 @@ fn run(cli: Cli) -> Result<(), AnyError> {
         Command::Serve { data, bind } => {
             let db = open(&data, true)?;
             ensure_admin(&db)?;
+            // Few blocking threads: each takes a reader connection, and more threads than
+            // connections only add context switches (measured with benches/http/load.sh).
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
+                .max_blocking_threads(8)
                 .build()?;
             runtime.block_on(app::serve(db, bind))?;
         }

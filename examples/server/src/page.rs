@@ -5,7 +5,6 @@ use std::collections::HashMap;
 
 use axum::http::{StatusCode, Uri};
 use serde::Serialize;
-use serde_json::{Value, json};
 
 use crate::error::ApiError;
 
@@ -14,6 +13,21 @@ pub const MAX_PAGE_SIZE: usize = 500;
 
 /// A field a list may be ordered by, and how to compare two items by it.
 pub type Sortable<T> = (&'static str, fn(&T, &T) -> std::cmp::Ordering);
+
+/// A page of a list, serialized straight to the response (no intermediate JSON tree).
+#[derive(Debug, Serialize)]
+pub struct Page<T> {
+    pub count: usize,
+    pub next: Option<String>,
+    pub previous: Option<String>,
+    pub results: Vec<T>,
+}
+
+impl<T: Serialize> axum::response::IntoResponse for Page<T> {
+    fn into_response(self) -> axum::response::Response {
+        axum::Json(self).into_response()
+    }
+}
 
 /// The query parameters of a list request.
 #[derive(Debug, Clone)]
@@ -73,7 +87,7 @@ impl ListQuery {
     }
 
     /// The response body for `results`, the items of the requested page of `total`.
-    pub fn body<T: Serialize>(&self, uri: &Uri, total: usize, results: Vec<T>) -> Value {
+    pub fn body<T: Serialize>(&self, uri: &Uri, total: usize, results: Vec<T>) -> Page<T> {
         let link = |page: usize| {
             let mut query: Vec<(String, String)> = self
                 .params
@@ -90,12 +104,20 @@ impl ListQuery {
             format!("{}?{}", uri.path(), query.join("&"))
         };
         let has_next = self.page * self.page_size < total;
-        json!({
-            "count": total,
-            "next": if has_next { Some(link(self.page + 1)) } else { None },
-            "previous": if self.page > 1 { Some(link(self.page - 1)) } else { None },
-            "results": results,
-        })
+        Page {
+            count: total,
+            next: if has_next {
+                Some(link(self.page + 1))
+            } else {
+                None
+            },
+            previous: if self.page > 1 {
+                Some(link(self.page - 1))
+            } else {
+                None
+            },
+            results,
+        }
     }
 
     /// Orders, pages and wraps a complete list.
@@ -105,7 +127,7 @@ impl ListQuery {
         mut items: Vec<T>,
         sortable: &[Sortable<T>],
         mut show: impl FnMut(&T) -> U,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<Page<U>, ApiError> {
         self.order(&mut items, sortable);
         let range = self.range(items.len())?;
         let total = items.len();

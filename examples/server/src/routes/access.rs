@@ -5,10 +5,11 @@ use std::collections::HashMap;
 use axum::Json;
 use axum::extract::{Query, State};
 use axum::http::{StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
 use docmeta_core::{
     AclId, CabinetId, DocumentId, GroupId, ObjectRef, RoleId, Session, UserId, UserUpdate,
 };
-use serde_json::{Value, json};
+use serde_json::json;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -78,7 +79,7 @@ async fn list_acls(
     Ids((a, m, id)): Ids<(String, String, i64)>,
     Query(q): Query<HashMap<String, String>>,
     uri: Uri,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
     let obj = object(&app, &a, &m, id)?;
     app.run(move |db| {
@@ -89,7 +90,7 @@ async fn list_acls(
             .iter()
             .map(|acl| acl_out(acl)(&s))
             .collect::<ApiResult<Vec<_>>>()?;
-        Ok(Json(q.body(&uri, acls.len(), results)))
+        Ok(q.body(&uri, acls.len(), results).into_response())
     })
     .await
 }
@@ -175,16 +176,14 @@ async fn acl_remove_permission(
     CurrentUser(user): CurrentUser,
     Ids((a, m, id, acl)): Ids<(String, String, i64, i64)>,
     body: Body,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let obj = object(&app, &a, &m, id)?;
     let permission = body.permission()?;
     app.run(move |db| {
         let s = db.session(user);
         match s.acl_remove_permission(obj, AclId(acl), permission)? {
-            Some(acl) => Ok(Json(
-                serde_json::to_value(acl_out(&acl)(&s)?).unwrap_or_default(),
-            )),
-            None => Ok(Json(json!({ "deleted": true }))),
+            Some(acl) => Ok(Json(acl_out(&acl)(&s)?).into_response()),
+            None => Ok(Json(json!({ "deleted": true })).into_response()),
         }
     })
     .await
@@ -219,7 +218,7 @@ async fn list_users(
     CurrentUser(user): CurrentUser,
     Query(q): Query<HashMap<String, String>>,
     uri: Uri,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
     app.run(move |db| {
         q.respond(
@@ -233,7 +232,7 @@ async fn list_users(
         )
     })
     .await
-    .map(Json)
+    .map(IntoResponse::into_response)
 }
 
 #[utoipa::path(post, path = "/api/v4/users/", tag = "users", request_body = UserIn,
@@ -335,7 +334,7 @@ async fn list_groups(
     CurrentUser(user): CurrentUser,
     Query(q): Query<HashMap<String, String>>,
     uri: Uri,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
     app.run(move |db| {
         q.respond(
@@ -346,7 +345,7 @@ async fn list_groups(
         )
     })
     .await
-    .map(Json)
+    .map(IntoResponse::into_response)
 }
 
 #[utoipa::path(post, path = "/api/v4/groups/", tag = "users", request_body = NameIn,
@@ -428,7 +427,7 @@ async fn list_group_users(
     Ids(id): Ids<i64>,
     Query(q): Query<HashMap<String, String>>,
     uri: Uri,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
     app.run(move |db| {
         let s = db.session(user);
@@ -437,7 +436,7 @@ async fn list_group_users(
         q.respond(&uri, users, &[], |x| UserOut::from(x))
     })
     .await
-    .map(Json)
+    .map(IntoResponse::into_response)
 }
 
 async fn membership(
@@ -496,7 +495,7 @@ async fn list_roles(
     CurrentUser(user): CurrentUser,
     Query(q): Query<HashMap<String, String>>,
     uri: Uri,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
     app.run(move |db| {
         q.respond(
@@ -510,7 +509,7 @@ async fn list_roles(
         )
     })
     .await
-    .map(Json)
+    .map(IntoResponse::into_response)
 }
 
 #[utoipa::path(post, path = "/api/v4/roles/", tag = "permissions", request_body = LabelIn,
@@ -588,7 +587,7 @@ async fn list_role_groups(
     Ids(id): Ids<i64>,
     Query(q): Query<HashMap<String, String>>,
     uri: Uri,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
     app.run(move |db| {
         let s = db.session(user);
@@ -600,7 +599,7 @@ async fn list_role_groups(
         q.respond(&uri, named, &[], |(g, name)| GroupOut::new(*g, name))
     })
     .await
-    .map(Json)
+    .map(IntoResponse::into_response)
 }
 
 async fn role_group(
@@ -650,7 +649,7 @@ async fn list_role_permissions(
     Ids(id): Ids<i64>,
     Query(q): Query<HashMap<String, String>>,
     uri: Uri,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
     app.run(move |db| {
         q.respond(
@@ -661,7 +660,7 @@ async fn list_role_permissions(
         )
     })
     .await
-    .map(Json)
+    .map(IntoResponse::into_response)
 }
 
 async fn role_permission(
@@ -718,12 +717,12 @@ async fn list_permissions(
     CurrentUser(_user): CurrentUser,
     Query(q): Query<HashMap<String, String>>,
     uri: Uri,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
     q.respond(&uri, docmeta_core::Permission::ALL.to_vec(), &[], |p| {
         PermissionOut::from(*p)
     })
-    .map(Json)
+    .map(IntoResponse::into_response)
 }
 
 // ----- cabinets ----------------------------------------------------------------------------
@@ -736,7 +735,7 @@ async fn list_cabinets(
     CurrentUser(user): CurrentUser,
     Query(q): Query<HashMap<String, String>>,
     uri: Uri,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
     app.run(move |db| {
         q.respond(
@@ -750,7 +749,7 @@ async fn list_cabinets(
         )
     })
     .await
-    .map(Json)
+    .map(IntoResponse::into_response)
 }
 
 #[utoipa::path(post, path = "/api/v4/cabinets/", tag = "cabinets", request_body = CabinetIn,
@@ -827,7 +826,7 @@ async fn list_cabinet_documents(
     Ids(id): Ids<i64>,
     Query(q): Query<HashMap<String, String>>,
     uri: Uri,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
     app.run(move |db| {
         let s = db.session(user);
@@ -843,7 +842,7 @@ async fn list_cabinet_documents(
                 ))
             })
             .collect::<ApiResult<Vec<_>>>()?;
-        Ok(Json(q.body(&uri, ids.len(), results)))
+        Ok(q.body(&uri, ids.len(), results).into_response())
     })
     .await
 }

@@ -5,11 +5,12 @@ use std::collections::HashMap;
 use axum::Json;
 use axum::extract::{Query, State};
 use axum::http::{StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
 use docmeta_core::{
     Docmeta, Document, DocumentId, DocumentMetadataId, DocumentTypeId, Event, EventQuery,
     MetadataTypeId, Session,
 };
-use serde_json::Value;
+
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -50,7 +51,7 @@ async fn list_documents(
     CurrentUser(user): CurrentUser,
     Query(q): Query<HashMap<String, String>>,
     uri: Uri,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
     let of_type = match q.params.get("document_type_id") {
         Some(t) => Some(DocumentTypeId(t.parse().map_err(|_| {
@@ -69,7 +70,7 @@ async fn list_documents(
             .iter()
             .map(|id| document_out(&s, &s.document(*id)?))
             .collect::<ApiResult<Vec<_>>>()?;
-        Ok(Json(q.body(&uri, ids.len(), results)))
+        Ok(q.body(&uri, ids.len(), results).into_response())
     })
     .await
 }
@@ -183,7 +184,7 @@ async fn list_document_metadata(
     Ids(id): Ids<i64>,
     Query(q): Query<HashMap<String, String>>,
     uri: Uri,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
     app.run(move |db| {
         let (doc, values) = db.session(user).document_metadata_details(DocumentId(id))?;
@@ -192,7 +193,7 @@ async fn list_document_metadata(
         })
     })
     .await
-    .map(Json)
+    .map(IntoResponse::into_response)
 }
 
 #[utoipa::path(post, path = "/api/v4/documents/{document_id}/metadata/", tag = "metadata", request_body = DocumentMetadataIn,
@@ -316,7 +317,7 @@ fn events_page(
     mut query: EventQuery,
     q: &ListQuery,
     uri: &Uri,
-) -> ApiResult<Value> {
+) -> ApiResult<crate::page::Page<EventOut>> {
     if let Some(before) = q.params.get("before") {
         query.before =
             Some(docmeta_core::EventId(before.parse().map_err(|_| {
@@ -349,11 +350,11 @@ async fn list_events(
     CurrentUser(user): CurrentUser,
     Query(q): Query<HashMap<String, String>>,
     uri: Uri,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
     app.run(move |db| events_page(db, &db.session(user), EventQuery::default(), &q, &uri))
         .await
-        .map(Json)
+        .map(IntoResponse::into_response)
 }
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/events/", tag = "events",
@@ -365,7 +366,7 @@ async fn list_document_events(
     Ids(id): Ids<i64>,
     Query(q): Query<HashMap<String, String>>,
     uri: Uri,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
     app.run(move |db| {
         let s = db.session(user);
@@ -377,5 +378,5 @@ async fn list_document_events(
         events_page(db, &s, query, &q, &uri)
     })
     .await
-    .map(Json)
+    .map(IntoResponse::into_response)
 }

@@ -5,10 +5,10 @@ use std::collections::HashMap;
 use axum::Json;
 use axum::extract::{Query, State};
 use axum::http::{StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
 use docmeta_core::{
     AssociationId, DocumentTypeId, MetadataType, MetadataTypeId, MetadataTypeInput, Session,
 };
-use serde_json::Value;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -83,7 +83,7 @@ async fn list_metadata_types(
     CurrentUser(user): CurrentUser,
     Query(q): Query<HashMap<String, String>>,
     uri: Uri,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
     app.run(move |db| {
         let all = db.session(user).metadata_types()?;
@@ -99,7 +99,7 @@ async fn list_metadata_types(
         )
     })
     .await
-    .map(Json)
+    .map(IntoResponse::into_response)
 }
 
 #[utoipa::path(post, path = "/api/v4/metadata/metadata-types/", tag = "metadata", request_body = MetadataTypeIn,
@@ -198,7 +198,7 @@ async fn list_document_types(
     CurrentUser(user): CurrentUser,
     Query(q): Query<HashMap<String, String>>,
     uri: Uri,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
     app.run(move |db| {
         let all = db.session(user).document_types()?;
@@ -213,7 +213,7 @@ async fn list_document_types(
         )
     })
     .await
-    .map(Json)
+    .map(IntoResponse::into_response)
 }
 
 #[utoipa::path(post, path = "/api/v4/documents/types/", tag = "documents", request_body = LabelIn,
@@ -329,7 +329,7 @@ async fn list_associations(
     Ids(id): Ids<i64>,
     Query(q): Query<HashMap<String, String>>,
     uri: Uri,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
     app.run(move |db| {
         let s = db.session(user);
@@ -339,7 +339,7 @@ async fn list_associations(
             .iter()
             .map(|a| association_out(&s, a))
             .collect::<ApiResult<Vec<_>>>()?;
-        Ok(Json(q.body(&uri, all.len(), results)))
+        Ok(q.body(&uri, all.len(), results).into_response())
     })
     .await
 }
