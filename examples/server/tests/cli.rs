@@ -1,0 +1,186 @@
+//! The operational commands of the `docmeta` binary: migrate, user, schema, demo, and
+//! graceful shutdown of `serve`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+
+fn docmeta(dir: &std::path::Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_docmeta"));
+    c.env("DOCMETA_DATA", dir).env("DOCMETA_LOG", "warn");
+    c
+}
+
+fn cheap_hashing(dir: &std::path::Path) {
+    std::fs::write(
+        dir.join("config.yml"),
+        "password_hash_memory_kib: 64\npassword_hash_iterations: 1\n",
+    )
+    .expect("config");
+}
+
+fn output(c: &mut Command) -> (bool, String) {
+    let out = c.output().expect("run docmeta");
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+#[test]
+fn migrate_users_schema_and_demo() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    cheap_hashing(dir.path());
+    let (ok, text) = output(docmeta(dir.path()).arg("migrate"));
+    assert!(ok && text.contains("schema version 1"), "{text}");
+    let (ok, text) = output(
+        docmeta(dir.path())
+            .args(["user", "create", "root", "--superuser"])
+            .env("DOCMETA_PASSWORD", "a long password"),
+    );
+    assert!(ok && text.contains("created user 'root'"), "{text}");
+    let (ok, text) = output(
+        docmeta(dir.path())
+            .args(["user", "create", "root"])
+            .env("DOCMETA_PASSWORD", "a long password"),
+    );
+    assert!(!ok && text.contains("already exists"), "{text}");
+    let (ok, text) = output(
+        docmeta(dir.path())
+            .args(["user", "create", "weak"])
+            .env("DOCMETA_PASSWORD", "short"),
+    );
+    assert!(!ok && text.contains("at least 8"), "{text}");
+    let mut child = docmeta(dir.path())
+        .args(["user", "set-password", "root"])
+        .env_remove("DOCMETA_PASSWORD")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"another long password\n")
+        .expect("write");
+    assert!(
+        child.wait().expect("wait").success(),
+        "set-password from standard input"
+    );
+
+    let (ok, text) = output(docmeta(dir.path()).arg("demo"));
+    assert!(ok && text.contains("demo loaded"), "{text}");
+    let (ok, text) = output(docmeta(dir.path()).arg("demo"));
+    assert!(
+        ok && text.contains("already loaded"),
+        "the demo loads once: {text}"
+    );
+
+    let (ok, yaml) = output(docmeta(dir.path()).args(["schema", "export"]));
+    assert!(
+        ok && yaml.contains("name: invoice_number") && yaml.contains("label: Accountant"),
+        "{yaml}"
+    );
+    let file = dir.path().join("schema.yml");
+    std::fs::write(&file, yaml.replace("label: Due date", "label: Payment due"))
+        .expect("write schema");
+    let (ok, text) = output(
+        docmeta(dir.path())
+            .args(["schema", "apply", "--dry-run"])
+            .arg(&file),
+    );
+    assert!(
+        ok && text.contains("~ metadata type due_date") && text.contains("would make 1 change(s)"),
+        "{text}"
+    );
+    let (ok, text) = output(docmeta(dir.path()).args(["schema", "apply"]).arg(&file));
+    assert!(ok && text.contains("made 1 change(s)"), "{text}");
+    let (ok, text) = output(docmeta(dir.path()).args(["schema", "apply"]).arg(&file));
+    assert!(
+        ok && text.contains("made 0 change(s)"),
+        "idempotent: {text}"
+    );
+    std::fs::write(
+        &file,
+        "metadata_types:\n  - name: 'bad name'\n    label: X\n",
+    )
+    .expect("write");
+    let (ok, text) = output(docmeta(dir.path()).args(["schema", "apply"]).arg(&file));
+    assert!(!ok && text.contains("name"), "{text}");
+}
+
+#[test]
+fn serve_creates_the_administrator_and_stops_gracefully_on_sigterm() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    cheap_hashing(dir.path());
+    let mut child = docmeta(dir.path())
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env_remove("DOCMETA_ADMIN_PASSWORD")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("serve");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let first = lines.next().expect("line").expect("line");
+    assert!(
+        first.contains("created administrator 'admin' with password: "),
+        "{first}"
+    );
+    let password = first.rsplit(' ').next().expect("password").to_owned();
+    assert!(password.len() >= 20, "a generated password");
+    let address = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| l.strip_prefix("docmeta listening on ").map(str::to_owned))
+        .expect("listening");
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let auth = format!("Basic {}", base64_of(&format!("admin:{password}")));
+    let status = agent
+        .get(&format!("{address}/api/v4/users/current/"))
+        .header("Authorization", &auth)
+        .call()
+        .expect("call")
+        .status();
+    assert_eq!(status.as_u16(), 200);
+    // Changing the password drops the cached verification at once.
+    let body = serde_json::json!({"password": "a brand new password"}).to_string();
+    let r = agent
+        .patch(&format!("{address}/api/v4/users/1/"))
+        .header("Authorization", &auth)
+        .header("Content-Type", "application/json")
+        .send(body)
+        .expect("patch");
+    assert_eq!(r.status().as_u16(), 200);
+    let status = agent
+        .get(&format!("{address}/api/v4/users/current/"))
+        .header("Authorization", &auth)
+        .call()
+        .expect("call")
+        .status();
+    assert_eq!(status.as_u16(), 401, "the old password no longer works");
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill")
+            .success()
+    );
+    let status = child.wait().expect("wait");
+    assert!(
+        status.success(),
+        "SIGTERM ends the server cleanly: {status}"
+    );
+}
+
+fn base64_of(s: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
