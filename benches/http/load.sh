@@ -17,7 +17,7 @@ LOG="$DATA/server.log"
 trap 'kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; rm -rf "$DATA"' EXIT
 export DOCMETA_DATA="$DATA" DOCMETA_ADMIN_PASSWORD=admin-password
 "$BIN" demo >/dev/null
-"$BIN" serve --bind "127.0.0.1:$PORT" >"$LOG" 2>&1 &
+DOCMETA_LOG="${DOCMETA_LOG:-info}" "$BIN" serve --bind "127.0.0.1:$PORT" >"$LOG" 2>&1 &
 SERVER=$!
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:$PORT/api/v4/health/" >/dev/null && break; sleep 0.1; done
 AUTH="Authorization: Basic $(printf 'alice:demo-password' | base64)"

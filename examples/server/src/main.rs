@@ -106,13 +106,18 @@ enum SchemaCommand {
 }
 
 fn main() -> ExitCode {
+    // Log lines are written by a background thread, so a slow terminal or disk never adds to a
+    // request's latency; not lossy: under pressure requests wait rather than lines being lost.
+    let (writer, _flush_on_exit) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .finish(std::io::stderr());
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("DOCMETA_LOG")
                 .unwrap_or_else(|_| "info".into()),
         )
         .with_target(false)
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match run(Cli::parse()) {
