@@ -243,7 +243,18 @@ pub(crate) struct Unit<'a> {
     pub(crate) invalidated: Vec<MetadataTypeId>,
 }
 
-impl Unit<'_> {
+impl<'a> Unit<'a> {
+    fn new(tx: Tx<'a>, actor: Actor) -> Self {
+        Unit {
+            tx,
+            actor,
+            events: Vec::new(),
+            access: Vec::new(),
+            tasks_enqueued: false,
+            invalidated: Vec::new(),
+        }
+    }
+
     /// Appends an event to the log (in this transaction).
     pub(crate) fn event(
         &mut self,
@@ -476,14 +487,7 @@ impl Docmeta {
             return self.write(actor, f);
         }
         let tx = Tx::new(self.inner.store.begin(Mode::Write)?);
-        let mut unit = Unit {
-            tx,
-            actor,
-            events: Vec::new(),
-            access: Vec::new(),
-            tasks_enqueued: false,
-            invalidated: Vec::new(),
-        };
+        let mut unit = Unit::new(tx, actor);
         let out = f(&mut unit);
         self.forget_compiled(&unit.invalidated);
         out
@@ -497,14 +501,7 @@ impl Docmeta {
         f: impl FnOnce(&mut Unit<'_>) -> Result<T>,
     ) -> Result<T> {
         let tx = Tx::new(self.inner.store.begin(Mode::Write)?);
-        let mut unit = Unit {
-            tx,
-            actor,
-            events: Vec::new(),
-            access: Vec::new(),
-            tasks_enqueued: false,
-            invalidated: Vec::new(),
-        };
+        let mut unit = Unit::new(tx, actor);
         let out = match f(&mut unit) {
             Ok(out) => out,
             Err(e) => {

@@ -50,15 +50,50 @@ pub struct MetadataTypeSpec {
 
 impl MetadataTypeSpec {
     fn input(&self) -> MetadataTypeInput {
+        let MetadataTypeSpec {
+            name,
+            label,
+            default,
+            lookup,
+            validation,
+            validation_arguments,
+            parser,
+            parser_arguments,
+        } = self.clone();
         MetadataTypeInput {
-            name: self.name.clone(),
-            label: self.label.clone(),
-            default: self.default.clone(),
-            lookup: self.lookup.clone(),
-            validation: self.validation.clone(),
-            validation_arguments: self.validation_arguments.clone(),
-            parser: self.parser.clone(),
-            parser_arguments: self.parser_arguments.clone(),
+            name,
+            label,
+            default,
+            lookup,
+            validation,
+            validation_arguments,
+            parser,
+            parser_arguments,
+        }
+    }
+}
+
+impl From<MetadataTypeInput> for MetadataTypeSpec {
+    fn from(i: MetadataTypeInput) -> Self {
+        let MetadataTypeInput {
+            name,
+            label,
+            default,
+            lookup,
+            validation,
+            validation_arguments,
+            parser,
+            parser_arguments,
+        } = i;
+        MetadataTypeSpec {
+            name,
+            label,
+            default,
+            lookup,
+            validation,
+            validation_arguments,
+            parser,
+            parser_arguments,
         }
     }
 }
@@ -156,16 +191,7 @@ pub fn export(db: &Docmeta) -> Result<Schema> {
     let mut schema = Schema {
         metadata_types: types
             .iter()
-            .map(|t| MetadataTypeSpec {
-                name: t.name.clone(),
-                label: t.label.clone(),
-                default: t.default.clone(),
-                lookup: t.lookup.clone(),
-                validation: t.validation.clone(),
-                validation_arguments: t.validation_arguments.clone(),
-                parser: t.parser.clone(),
-                parser_arguments: t.parser_arguments.clone(),
-            })
+            .map(|t| MetadataTypeSpec::from(MetadataTypeInput::from(t)))
             .collect(),
         ..Schema::default()
     };

@@ -124,6 +124,31 @@ impl MetadataTypeInput {
         }
     }
 
+    /// The record these fields make for the type `id`.
+    pub fn into_record(self, id: MetadataTypeId) -> MetadataType {
+        let MetadataTypeInput {
+            name,
+            label,
+            default,
+            lookup,
+            validation,
+            validation_arguments,
+            parser,
+            parser_arguments,
+        } = self;
+        MetadataType {
+            id,
+            name,
+            label,
+            default,
+            lookup,
+            validation,
+            validation_arguments,
+            parser,
+            parser_arguments,
+        }
+    }
+
     /// Sets the default template.
     pub fn default_value(mut self, template: impl Into<String>) -> Self {
         self.default = template.into();

@@ -1,6 +1,6 @@
 //! Users, groups, roles, global permissions and object ACLs (spec 2.11, 5).
 
-use super::{Session, event_object, obj, view_permission};
+use super::{Session, event_object, obj, rename_conflict, view_permission};
 use crate::access::password::{dummy_verify, hash_password, verify_password};
 use crate::access::{ObjectKind, ObjectRef, Permission as P, Permission, PermissionSet};
 use crate::docmeta::{AccessChange, Docmeta};
@@ -121,14 +121,9 @@ impl Session {
         check_username(username)?;
         let hash = self.hash(password)?;
         self.write(|u| {
-            let user =
-                u.tx.insert_user(username, &hash, superuser)
-                    .map_err(|e| match e {
-                        Error::Conflict { .. } => {
-                            Error::conflict("username", "A user with that username already exists.")
-                        }
-                        e => e,
-                    })?;
+            let user = u.tx.insert_user(username, &hash, superuser).map_err(|e| {
+                rename_conflict(e, "username", "A user with that username already exists.")
+            })?;
             u.access.push(AccessChange::User {
                 id: user.id,
                 superuser,
@@ -187,11 +182,8 @@ impl Session {
             user.username = update.username.clone().unwrap_or(user.username);
             user.is_superuser = update.is_superuser.unwrap_or(user.is_superuser);
             user.is_active = update.is_active.unwrap_or(user.is_active);
-            u.tx.update_user(&user).map_err(|e| match e {
-                Error::Conflict { .. } => {
-                    Error::conflict("username", "A user with that username already exists.")
-                }
-                e => e,
+            u.tx.update_user(&user).map_err(|e| {
+                rename_conflict(e, "username", "A user with that username already exists.")
             })?;
             u.access.push(AccessChange::User {
                 id,
@@ -262,11 +254,8 @@ impl Session {
         self.require_global(P::GroupCreate)?;
         check_name("name", name)?;
         self.write(|u| {
-            let id = u.tx.insert_group(name.trim()).map_err(|e| match e {
-                Error::Conflict { .. } => {
-                    Error::conflict("name", "A group with that name already exists.")
-                }
-                e => e,
+            let id = u.tx.insert_group(name.trim()).map_err(|e| {
+                rename_conflict(e, "name", "A group with that name already exists.")
             })?;
             u.event(names::GROUP_EDITED, event_object(GROUP, id.0, name), None)?;
             Ok(id)
@@ -305,11 +294,8 @@ impl Session {
         check_name("name", name)?;
         self.write(|u| {
             self.load_group(&mut u.tx, id, P::GroupEdit)?;
-            u.tx.update_group(id, name.trim()).map_err(|e| match e {
-                Error::Conflict { .. } => {
-                    Error::conflict("name", "A group with that name already exists.")
-                }
-                e => e,
+            u.tx.update_group(id, name.trim()).map_err(|e| {
+                rename_conflict(e, "name", "A group with that name already exists.")
             })?;
             u.event(names::GROUP_EDITED, event_object(GROUP, id.0, name), None)
         })
@@ -371,12 +357,10 @@ impl Session {
         label: &str,
     ) -> Result<RoleId> {
         check_name("label", label)?;
-        let id = u.tx.insert_role(label.trim()).map_err(|e| match e {
-            Error::Conflict { .. } => {
-                Error::conflict("label", "A role with that label already exists.")
-            }
-            e => e,
-        })?;
+        let id = u
+            .tx
+            .insert_role(label.trim())
+            .map_err(|e| rename_conflict(e, "label", "A role with that label already exists."))?;
         u.event(names::ROLE_EDITED, event_object(ROLE, id.0, label), None)?;
         Ok(id)
     }
@@ -409,11 +393,8 @@ impl Session {
         check_name("label", label)?;
         self.write(|u| {
             self.load_role(&mut u.tx, id, P::RoleEdit)?;
-            u.tx.update_role(id, label.trim()).map_err(|e| match e {
-                Error::Conflict { .. } => {
-                    Error::conflict("label", "A role with that label already exists.")
-                }
-                e => e,
+            u.tx.update_role(id, label.trim()).map_err(|e| {
+                rename_conflict(e, "label", "A role with that label already exists.")
             })?;
             u.event(names::ROLE_EDITED, event_object(ROLE, id.0, label), None)
         })

@@ -22,10 +22,12 @@ impl Session {
         id: CabinetId,
         permission: Permission,
     ) -> Result<Cabinet> {
-        let what = format!("cabinet {id}");
-        let c = tx.cabinet(id)?.ok_or_else(|| Error::not_found(&what))?;
-        self.require(permission, cab_ref(id), what)?;
-        Ok(c)
+        self.checked(
+            tx.cabinet(id)?,
+            permission,
+            cab_ref(id),
+            format!("cabinet {id}"),
+        )
     }
 
     /// Creates a cabinet: a root needs `cabinets.cabinet_create` globally; a sub-cabinet needs

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::{Inputs, Session, event_object, obj, parents_change};
+use super::{Inputs, Session, event_object, obj, parents_change, rename_conflict};
 use crate::access::{ObjectKind, Permission as P};
 use crate::docmeta::{AccessChange, Unit};
 use crate::error::{Error, NON_FIELD_ERRORS, Result};
@@ -48,12 +48,12 @@ impl Session {
         id: MetadataTypeId,
         permission: P,
     ) -> Result<MetadataType> {
-        let what = format!("metadata type {id}");
-        let t = tx
-            .metadata_type(id)?
-            .ok_or_else(|| Error::not_found(&what))?;
-        self.require(permission, mt_ref(id), what)?;
-        Ok(t)
+        self.checked(
+            tx.metadata_type(id)?,
+            permission,
+            mt_ref(id),
+            format!("metadata type {id}"),
+        )
     }
 
     fn load_document_type(
@@ -62,12 +62,12 @@ impl Session {
         id: DocumentTypeId,
         permission: P,
     ) -> Result<DocumentType> {
-        let what = format!("document type {id}");
-        let t = tx
-            .document_type(id)?
-            .ok_or_else(|| Error::not_found(&what))?;
-        self.require(permission, dt_ref(id), what)?;
-        Ok(t)
+        self.checked(
+            tx.document_type(id)?,
+            permission,
+            dt_ref(id),
+            format!("document type {id}"),
+        )
     }
 
     fn load_document(
@@ -76,10 +76,12 @@ impl Session {
         id: DocumentId,
         permission: P,
     ) -> Result<Document> {
-        let what = format!("document {id}");
-        let d = tx.document(id)?.ok_or_else(|| Error::not_found(&what))?;
-        self.require(permission, doc_ref(id), what)?;
-        Ok(d)
+        self.checked(
+            tx.document(id)?,
+            permission,
+            doc_ref(id),
+            format!("document {id}"),
+        )
     }
 
     /// Checks a document-metadata permission on both the document and the metadata type.
@@ -180,17 +182,7 @@ impl Session {
         check_definition(&input, self.db.classes(), self.db.templates())?;
         {
             let old = self.load_metadata_type(&mut u.tx, id, P::MetadataTypeEdit)?;
-            let t = MetadataType {
-                id: old.id,
-                name: input.name,
-                label: input.label,
-                default: input.default,
-                lookup: input.lookup,
-                validation: input.validation,
-                validation_arguments: input.validation_arguments,
-                parser: input.parser,
-                parser_arguments: input.parser_arguments,
-            };
+            let t = input.into_record(old.id);
             u.tx.update_metadata_type(&t).map_err(|e| {
                 rename_conflict(e, "name", "A metadata type with this name already exists.")
             })?;
@@ -948,12 +940,4 @@ fn not_associated(mt: MetadataTypeId) -> Error {
         "metadata_type_id",
         format!("Metadata type {mt} is not associated with the document's type."),
     )
-}
-
-/// Gives a store conflict the field and message of the operation.
-fn rename_conflict(e: Error, field: &str, message: &str) -> Error {
-    match e {
-        Error::Conflict { .. } => Error::conflict(field, message),
-        e => e,
-    }
 }

@@ -135,6 +135,20 @@ impl Session {
         }
     }
 
+    /// A loaded record, or `NotFound` when it is absent; then refused unless the session may do
+    /// `permission` on it (see [`require`](Self::require)).
+    pub(crate) fn checked<T>(
+        &self,
+        record: Option<T>,
+        permission: Permission,
+        object: ObjectRef,
+        what: String,
+    ) -> Result<T> {
+        let record = record.ok_or_else(|| Error::not_found(&what))?;
+        self.require(permission, object, what)?;
+        Ok(record)
+    }
+
     /// Keeps the items whose object the session may `permission`.
     pub(crate) fn visible<T>(
         &self,
@@ -416,4 +430,12 @@ pub(crate) fn event_object(kind: &str, id: i64, label: &str) -> EventObject {
 
 pub(crate) fn parents_change(object: ObjectRef, parents: Vec<ObjectRef>) -> AccessChange {
     AccessChange::Parents { object, parents }
+}
+
+/// Gives a store conflict the field and message of the operation.
+pub(crate) fn rename_conflict(e: Error, field: &str, message: &str) -> Error {
+    match e {
+        Error::Conflict { .. } => Error::conflict(field, message),
+        e => e,
+    }
 }
