@@ -38,14 +38,19 @@ struct Failures {
 /// The credential cache and the failure limiter.
 pub struct Auth {
     key: Vec<u8>,
+    /// Argon2 verifications running at once (each takes the configured memory cost): a burst
+    /// of logins queues here instead of exhausting memory.
+    verifying: tokio::sync::Semaphore,
     cache: RwLock<HashMap<[u8; 32], (UserId, Instant)>>,
     failures: Mutex<HashMap<String, Failures>>,
 }
 
 impl Auth {
     pub fn new(db: &Docmeta) -> Arc<Auth> {
+        let parallel = std::thread::available_parallelism().map_or(2, usize::from);
         let auth = Arc::new(Auth {
             key: db.secret_key().to_vec(),
+            verifying: tokio::sync::Semaphore::new(parallel),
             cache: RwLock::new(HashMap::new()),
             failures: Mutex::new(HashMap::new()),
         });
@@ -128,6 +133,17 @@ impl Auth {
             );
             e.retry_after = Some(wait);
             return Err(e);
+        }
+        let _permit = self
+            .verifying
+            .acquire()
+            .await
+            .map_err(|_| ApiError::internal())?;
+        // Another request may have verified the same credentials while this one waited.
+        if let Some((user, at)) = self.cache.read().get(&fingerprint)
+            && at.elapsed() < CACHE_TTL
+        {
+            return Ok(*user);
         }
         let db = db.clone();
         let (name, pass) = (username.clone(), password);
