@@ -180,6 +180,7 @@ fn openapi_describes_every_route_and_every_route_answers() {
         doc["openapi"].as_str().is_some_and(|v| v.starts_with("3.")),
         "OpenAPI 3"
     );
+    validate_with_openapi_spec_validator(&doc);
     let paths = doc["paths"].as_object().expect("paths");
     assert!(paths.len() >= 40, "{} paths", paths.len());
     for (path, item) in paths {
@@ -217,6 +218,34 @@ fn openapi_describes_every_route_and_every_route_answers() {
     assert_eq!(
         s.get("/api/v4/nope/", ADMIN).1["detail"],
         "No such endpoint."
+    );
+}
+
+/// Validates the document against the OpenAPI 3 specification with `openapi-spec-validator`
+/// (PyPI; `.ci/run` installs it). Without it the check is skipped, and says so.
+fn validate_with_openapi_spec_validator(doc: &Value) {
+    let available = Command::new("python3")
+        .args(["-c", "import openapi_spec_validator"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !available {
+        eprintln!(
+            "SKIPPED OpenAPI validation: python3 module openapi_spec_validator is not installed (pip install openapi-spec-validator)"
+        );
+        return;
+    }
+    let file = tempfile::NamedTempFile::new().expect("temp file");
+    std::fs::write(file.path(), doc.to_string()).expect("write");
+    let out = Command::new("python3")
+        .args(["-m", "openapi_spec_validator"])
+        .arg(file.path())
+        .output()
+        .expect("run validator");
+    assert!(
+        out.status.success(),
+        "openapi.json is not valid OpenAPI 3: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
     );
 }
 
