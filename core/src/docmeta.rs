@@ -80,6 +80,8 @@ pub(crate) struct Inner {
     subscribers: RwLock<Vec<(SubscriptionId, Subscriber)>>,
     next_subscription: AtomicU64,
     pub(crate) task_signal: (Mutex<bool>, Condvar),
+    pub(crate) search: crate::search::SearchIndex,
+    pub(crate) search_lock: Mutex<()>,
     pub(crate) shutdown: std::sync::atomic::AtomicBool,
 }
 
@@ -204,6 +206,10 @@ impl Builder {
             }
         };
         store.migrate()?;
+        let search = match &self.data_dir {
+            Some(dir) => crate::search::SearchIndex::open(&dir.join("search"))?,
+            None => crate::search::SearchIndex::in_memory()?,
+        };
         let inner = Arc::new(Inner {
             store,
             data_dir: self.data_dir,
@@ -218,6 +224,8 @@ impl Builder {
             subscribers: RwLock::new(Vec::new()),
             next_subscription: AtomicU64::new(1),
             task_signal: (Mutex::new(false), Condvar::new()),
+            search,
+            search_lock: Mutex::new(()),
             shutdown: std::sync::atomic::AtomicBool::new(false),
         });
         let mut db = Docmeta {

@@ -45,6 +45,7 @@ pub mod events;
 pub mod metadata;
 pub mod model;
 pub mod schema;
+pub mod search;
 mod session;
 pub mod store;
 mod tasks;

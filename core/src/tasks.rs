@@ -107,6 +107,8 @@ impl Worker {
                     let db = Docmeta::from_inner(inner);
                     // Errors are recorded on the task rows; a store failure is retried next round.
                     let _ = run_pending(&db);
+                    // The search index follows the event log; a failure is retried next round.
+                    let _ = db.wait_for_index();
                     let (lock, cv) = &db.inner.task_signal;
                     let mut woken = lock.lock();
                     if !*woken && !thread_stop.load(Ordering::SeqCst) {

@@ -1,0 +1,518 @@
+//! The tantivy index: one record per document (label, type label, every metadata name and value)
+//! and one per document metadata value (spec 2.5's DocumentMetadataSearchResult). Values are
+//! indexed three ways: as words, as character n-grams (so a partial value matches a substring),
+//! and, when they read as a date, time or number, as a typed fast field for range queries.
+
+use std::ops::Bound;
+use std::path::Path;
+
+use parking_lot::Mutex;
+use tantivy::collector::DocSetCollector;
+use tantivy::query::{
+    AllQuery, BooleanQuery, EmptyQuery, Occur, PhraseQuery, Query, RangeQuery, TermQuery,
+};
+use tantivy::schema::{
+    Field as TField, IndexRecordOption, NumericOptions, STRING, Schema, TextFieldIndexing,
+    TextOptions,
+};
+use tantivy::tokenizer::{LowerCaser, NgramTokenizer, SimpleTokenizer, TextAnalyzer};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+use super::query::{Expr, Field, Match};
+use crate::error::{Error, Result};
+
+/// Schema version of the index; a different version needs `search_upgrade` (a rebuild).
+pub const INDEX_SCHEMA_VERSION: u32 = 1;
+const NGRAM: &str = "docmeta_ngram";
+const WORDS: &str = "docmeta_words";
+
+fn search_error(operation: &str, e: impl std::fmt::Display) -> Error {
+    Error::storage(operation.to_owned(), e.to_string())
+}
+
+/// What the index holds of one document.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IndexedDocument {
+    /// Document id.
+    pub id: i64,
+    /// Label.
+    pub label: String,
+    /// Label of its type.
+    pub document_type_label: String,
+    /// Its metadata values: (value id, metadata type name, value).
+    pub metadata: Vec<(i64, String, String)>,
+}
+
+/// Which records a search returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordKind {
+    /// Documents.
+    Document,
+    /// Document metadata values (DocumentMetadataSearchResult).
+    Metadata,
+}
+
+/// One hit: the document, the value (for metadata records) and the score.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    /// The document.
+    pub document_id: i64,
+    /// The metadata value, for [`RecordKind::Metadata`].
+    pub metadata_id: Option<i64>,
+    /// Relevance (higher first).
+    pub score: f32,
+}
+
+#[derive(Clone, Copy)]
+struct Fields {
+    kind: TField,
+    document_id: TField,
+    metadata_id: TField,
+    label: TField,
+    type_label: TField,
+    type_name: TField,
+    value: TField,
+    value_ngram: TField,
+    value_time: TField,
+    value_number: TField,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let words = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(WORDS)
+            .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+    );
+    let ngram = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(NGRAM)
+            .set_index_option(IndexRecordOption::Basic),
+    );
+    let id = NumericOptions::default().set_indexed().set_fast();
+    let fields = Fields {
+        kind: b.add_text_field("kind", STRING),
+        document_id: b.add_i64_field("document_id", id.clone()),
+        metadata_id: b.add_i64_field("metadata_id", id.clone()),
+        label: b.add_text_field("label", words.clone()),
+        type_label: b.add_text_field("document_type__label", words.clone()),
+        type_name: b.add_text_field("metadata_type__name", STRING),
+        value: b.add_text_field("value", words),
+        value_ngram: b.add_text_field("value_ngram", ngram),
+        value_time: b.add_i64_field("value_time", id.clone()),
+        value_number: b.add_f64_field("value_number", id),
+    };
+    (b.build(), fields)
+}
+
+fn register_tokenizers(index: &Index) -> Result<()> {
+    let ngram = NgramTokenizer::new(2, 3, false)
+        .map_err(|e| search_error("configuring the search index", e))?;
+    index.tokenizers().register(
+        NGRAM,
+        TextAnalyzer::builder(ngram).filter(LowerCaser).build(),
+    );
+    index.tokenizers().register(
+        WORDS,
+        TextAnalyzer::builder(SimpleTokenizer::default())
+            .filter(LowerCaser)
+            .build(),
+    );
+    Ok(())
+}
+
+/// Reads a normalised date (`YYYY-MM-DD`), date and time or time as seconds, for ranges.
+pub fn time_of(value: &str) -> Option<i64> {
+    use crate::metadata::calendar;
+    let v = value.trim();
+    if let Some(d) = calendar::iso_date(v) {
+        return d.and_hms_opt(0, 0, 0).map(|t| t.and_utc().timestamp());
+    }
+    if let Some(t) = calendar::iso_date_time(v) {
+        return Some(t.and_utc().timestamp());
+    }
+    calendar::time(v, false).map(|t| i64::from(chrono::Timelike::num_seconds_from_midnight(&t)))
+}
+
+fn number_of(value: &str) -> Option<f64> {
+    value.trim().parse::<f64>().ok().filter(|n| n.is_finite())
+}
+
+/// A tantivy index of documents and metadata values.
+pub struct SearchIndex {
+    index: Index,
+    reader: IndexReader,
+    writer: Mutex<IndexWriter>,
+    fields: Fields,
+}
+
+impl std::fmt::Debug for SearchIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchIndex").finish_non_exhaustive()
+    }
+}
+
+impl SearchIndex {
+    fn from_index(index: Index, fields: Fields) -> Result<Self> {
+        register_tokenizers(&index)?;
+        let writer = index
+            .writer_with_num_threads(1, 64 << 20)
+            .map_err(|e| search_error("opening the search index writer", e))?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(|e| search_error("opening the search index reader", e))?;
+        Ok(SearchIndex {
+            index,
+            reader,
+            writer: Mutex::new(writer),
+            fields,
+        })
+    }
+
+    /// An index in memory.
+    pub fn in_memory() -> Result<Self> {
+        let (schema, fields) = schema();
+        Self::from_index(Index::create_in_ram(schema), fields)
+    }
+
+    /// Opens the index in `dir`, creating it when empty.
+    pub fn open(dir: &Path) -> Result<Self> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::storage("creating the search directory", e))?;
+        let (schema, fields) = schema();
+        let index = match Index::open_in_dir(dir) {
+            Ok(index) => index,
+            Err(_) => Index::create_in_dir(dir, schema)
+                .map_err(|e| search_error("creating the search index", e))?,
+        };
+        Self::from_index(index, fields)
+    }
+
+    /// Replaces the records of these documents (deleted documents: pass their ids in `removed`),
+    /// then commits and makes them searchable.
+    pub fn update(&self, documents: &[IndexedDocument], removed: &[i64]) -> Result<()> {
+        let f = self.fields;
+        let writer = self.writer.lock();
+        for id in removed.iter().chain(documents.iter().map(|d| &d.id)) {
+            writer.delete_term(Term::from_field_i64(f.document_id, *id));
+        }
+        for d in documents {
+            let mut doc = TantivyDocument::default();
+            doc.add_text(f.kind, "document");
+            doc.add_i64(f.document_id, d.id);
+            doc.add_text(f.label, &d.label);
+            doc.add_text(f.type_label, &d.document_type_label);
+            for (_, name, value) in &d.metadata {
+                doc.add_text(f.type_name, name);
+                self.add_value(&mut doc, value);
+            }
+            writer
+                .add_document(doc)
+                .map_err(|e| search_error("indexing a document", e))?;
+            for (metadata_id, name, value) in &d.metadata {
+                let mut m = TantivyDocument::default();
+                m.add_text(f.kind, "metadata");
+                m.add_i64(f.document_id, d.id);
+                m.add_i64(f.metadata_id, *metadata_id);
+                m.add_text(f.type_label, &d.document_type_label);
+                m.add_text(f.type_name, name);
+                self.add_value(&mut m, value);
+                writer
+                    .add_document(m)
+                    .map_err(|e| search_error("indexing a metadata value", e))?;
+            }
+        }
+        drop(writer);
+        self.commit()
+    }
+
+    fn add_value(&self, doc: &mut TantivyDocument, value: &str) {
+        let f = self.fields;
+        doc.add_text(f.value, value);
+        doc.add_text(f.value_ngram, value);
+        if let Some(t) = time_of(value) {
+            doc.add_i64(f.value_time, t);
+        }
+        if let Some(n) = number_of(value) {
+            doc.add_f64(f.value_number, n);
+        }
+    }
+
+    /// Removes every record.
+    pub fn clear(&self) -> Result<()> {
+        self.writer
+            .lock()
+            .delete_all_documents()
+            .map_err(|e| search_error("clearing the search index", e))?;
+        self.commit()
+    }
+
+    fn commit(&self) -> Result<()> {
+        self.writer
+            .lock()
+            .commit()
+            .map_err(|e| search_error("committing the search index", e))?;
+        self.reader
+            .reload()
+            .map_err(|e| search_error("reloading the search index", e))
+    }
+
+    /// How many records of `kind` the index holds.
+    pub fn count(&self, kind: RecordKind) -> Result<usize> {
+        let q = TermQuery::new(self.kind_term(kind), IndexRecordOption::Basic);
+        self.reader
+            .searcher()
+            .search(&q, &tantivy::collector::Count)
+            .map_err(|e| search_error("counting search records", e))
+    }
+
+    fn kind_term(&self, kind: RecordKind) -> Term {
+        Term::from_field_text(
+            self.fields.kind,
+            if kind == RecordKind::Document {
+                "document"
+            } else {
+                "metadata"
+            },
+        )
+    }
+
+    fn tokens(&self, field: TField, text: &str) -> Result<Vec<Term>> {
+        let mut analyzer = self
+            .index
+            .tokenizer_for_field(field)
+            .map_err(|e| search_error("tokenizing a query", e))?;
+        let mut stream = analyzer.token_stream(text);
+        let mut terms = Vec::new();
+        while let Some(token) = stream.next() {
+            terms.push(Term::from_field_text(field, &token.text));
+        }
+        Ok(terms)
+    }
+
+    /// Every word of `text` in `field` (AND), or the phrase.
+    fn words(&self, field: TField, text: &str, phrase: bool) -> Result<Box<dyn Query>> {
+        let terms = self.tokens(field, text)?;
+        Ok(match terms.len() {
+            0 => Box::new(EmptyQuery),
+            1 => Box::new(TermQuery::new(
+                terms[0].clone(),
+                IndexRecordOption::WithFreqs,
+            )),
+            _ if phrase => Box::new(PhraseQuery::new(terms)),
+            _ => Box::new(BooleanQuery::new(
+                terms
+                    .into_iter()
+                    .map(|t| {
+                        (
+                            Occur::Must,
+                            Box::new(TermQuery::new(t, IndexRecordOption::WithFreqs))
+                                as Box<dyn Query>,
+                        )
+                    })
+                    .collect(),
+            )),
+        })
+    }
+
+    /// A value matches as words, or as a substring (all of its n-grams), or as a phrase.
+    fn value_query(&self, matching: &Match) -> Result<Box<dyn Query>> {
+        let f = self.fields;
+        Ok(match matching {
+            Match::Phrase(p) => self.words(f.value, p, true)?,
+            Match::Words(w) => {
+                let grams: Vec<Term> = self
+                    .tokens(f.value_ngram, w)?
+                    .into_iter()
+                    .filter(|t| {
+                        t.value()
+                            .as_str()
+                            .is_some_and(|s| s.chars().count() == w.chars().count().min(3))
+                    })
+                    .collect();
+                let partial: Box<dyn Query> = if grams.is_empty() {
+                    Box::new(EmptyQuery)
+                } else {
+                    Box::new(BooleanQuery::new(
+                        grams
+                            .into_iter()
+                            .map(|t| {
+                                (
+                                    Occur::Must,
+                                    Box::new(TermQuery::new(t, IndexRecordOption::Basic))
+                                        as Box<dyn Query>,
+                                )
+                            })
+                            .collect(),
+                    ))
+                };
+                Box::new(BooleanQuery::new(vec![
+                    (Occur::Should, self.words(f.value, w, false)?),
+                    (Occur::Should, partial),
+                ]))
+            }
+            Match::Range { lower, upper } => self.range_query(lower, upper)?,
+        })
+    }
+
+    fn range_query(
+        &self,
+        lower: &Option<(String, bool)>,
+        upper: &Option<(String, bool)>,
+    ) -> Result<Box<dyn Query>> {
+        let f = self.fields;
+        let as_time = |b: &Option<(String, bool)>| b.as_ref().map(|(v, _)| time_of(v));
+        let as_number = |b: &Option<(String, bool)>| b.as_ref().map(|(v, _)| number_of(v));
+        let bound = |b: &Option<(String, bool)>, term: Option<Term>| match (b, term) {
+            (None, _) | (_, None) => Bound::Unbounded,
+            (Some((_, true)), Some(t)) => Bound::Included(t),
+            (Some((_, false)), Some(t)) => Bound::Excluded(t),
+        };
+        let (lt, ut) = (as_time(lower), as_time(upper));
+        if lt.is_none_or(|t| t.is_some()) && ut.is_none_or(|t| t.is_some()) {
+            let term =
+                |t: Option<Option<i64>>| t.flatten().map(|v| Term::from_field_i64(f.value_time, v));
+            return Ok(Box::new(RangeQuery::new(
+                bound(lower, term(lt)),
+                bound(upper, term(ut)),
+            )));
+        }
+        let (ln, un) = (as_number(lower), as_number(upper));
+        if ln.is_none_or(|n| n.is_some()) && un.is_none_or(|n| n.is_some()) {
+            let term = |n: Option<Option<f64>>| {
+                n.flatten().map(|v| Term::from_field_f64(f.value_number, v))
+            };
+            return Ok(Box::new(RangeQuery::new(
+                bound(lower, term(ln)),
+                bound(upper, term(un)),
+            )));
+        }
+        Err(Error::InvalidInput(
+            "query: range bounds must both be dates, times or numbers".into(),
+        ))
+    }
+
+    fn translate(&self, expr: &Expr) -> Result<Box<dyn Query>> {
+        let f = self.fields;
+        Ok(match expr {
+            Expr::And(parts) => Box::new(BooleanQuery::new(
+                parts
+                    .iter()
+                    .map(|p| Ok((Occur::Must, self.translate(p)?)))
+                    .collect::<Result<_>>()?,
+            )),
+            Expr::Or(parts) => Box::new(BooleanQuery::new(
+                parts
+                    .iter()
+                    .map(|p| Ok((Occur::Should, self.translate(p)?)))
+                    .collect::<Result<_>>()?,
+            )),
+            Expr::Not(inner) => Box::new(BooleanQuery::new(vec![
+                (Occur::Must, Box::new(AllQuery) as Box<dyn Query>),
+                (Occur::MustNot, self.translate(inner)?),
+            ])),
+            Expr::Term {
+                field: Some(Field::Label),
+                matching,
+            } => self.text_query(f.label, matching)?,
+            Expr::Term {
+                field: Some(Field::DocumentTypeLabel),
+                matching,
+            } => self.text_query(f.type_label, matching)?,
+            Expr::Term {
+                field: Some(Field::MetadataTypeName),
+                matching,
+            } => match matching {
+                Match::Words(w) | Match::Phrase(w) => Box::new(TermQuery::new(
+                    Term::from_field_text(f.type_name, w),
+                    IndexRecordOption::Basic,
+                )),
+                Match::Range { .. } => {
+                    return Err(Error::InvalidInput(
+                        "query: metadata type names take no range".into(),
+                    ));
+                }
+            },
+            Expr::Term {
+                field: Some(Field::Value),
+                matching,
+            } => self.value_query(matching)?,
+            Expr::Term {
+                field: None,
+                matching,
+            } => {
+                let mut any: Vec<(Occur, Box<dyn Query>)> =
+                    vec![(Occur::Should, self.value_query(matching)?)];
+                if !matches!(matching, Match::Range { .. }) {
+                    any.push((Occur::Should, self.text_query(f.label, matching)?));
+                    any.push((Occur::Should, self.text_query(f.type_label, matching)?));
+                    if let Match::Words(w) = matching {
+                        any.push((
+                            Occur::Should,
+                            Box::new(TermQuery::new(
+                                Term::from_field_text(f.type_name, w),
+                                IndexRecordOption::Basic,
+                            )),
+                        ));
+                    }
+                }
+                Box::new(BooleanQuery::new(any))
+            }
+        })
+    }
+
+    fn text_query(&self, field: TField, matching: &Match) -> Result<Box<dyn Query>> {
+        match matching {
+            Match::Words(w) => self.words(field, w, false),
+            Match::Phrase(p) => self.words(field, p, true),
+            Match::Range { .. } => Err(Error::InvalidInput(
+                "query: ranges apply to metadata values".into(),
+            )),
+        }
+    }
+
+    /// Every record of `kind` matching `expr`, best first.
+    pub fn search(&self, kind: RecordKind, expr: &Expr) -> Result<Vec<Hit>> {
+        let query = BooleanQuery::new(vec![
+            (
+                Occur::Must,
+                Box::new(TermQuery::new(
+                    self.kind_term(kind),
+                    IndexRecordOption::Basic,
+                )) as Box<dyn Query>,
+            ),
+            (Occur::Must, self.translate(expr)?),
+        ]);
+        let searcher = self.reader.searcher();
+        let addresses = searcher
+            .search(&query, &DocSetCollector)
+            .map_err(|e| search_error("searching", e))?;
+        let total = addresses.len().max(1);
+        let top = searcher
+            .search(
+                &query,
+                &tantivy::collector::TopDocs::with_limit(total).order_by_score(),
+            )
+            .map_err(|e| search_error("ranking search results", e))?;
+        let mut hits = Vec::with_capacity(top.len());
+        for (score, address) in top {
+            let fast = searcher.segment_reader(address.segment_ord).fast_fields();
+            let id = |name: &str| -> Result<Option<i64>> {
+                let column = fast
+                    .i64(name)
+                    .map_err(|e| search_error("reading a search result", e))?;
+                Ok(column.first(address.doc_id))
+            };
+            if let Some(document_id) = id("document_id")? {
+                hits.push(Hit {
+                    document_id,
+                    metadata_id: id("metadata_id")?,
+                    score,
+                });
+            }
+        }
+        Ok(hits)
+    }
+}

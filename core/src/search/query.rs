@@ -1,0 +1,420 @@
+//! The query language of spec 2.5 and api.md: `field:value` terms combined with AND (implicit or
+//! explicit), `OR`, `NOT` (or `-`), parentheses, quoted phrases, ranges
+//! `field:[a TO b]` and comparisons `field:>=a`, and bare words over every field.
+
+use crate::error::{Error, Result};
+
+/// A searchable field (after resolving aliases).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// The document's label.
+    Label,
+    /// The label of the document's type (`document_type__label`, `document__document_type__label`).
+    DocumentTypeLabel,
+    /// A metadata type name (`metadata__metadata_type__name`, `metadata_type__name`).
+    MetadataTypeName,
+    /// A metadata value (`metadata__value`, `metadata_value`, `value`).
+    Value,
+}
+
+impl Field {
+    fn parse(name: &str) -> Option<Field> {
+        Some(match name {
+            "label" => Field::Label,
+            "document_type__label" | "document__document_type__label" => Field::DocumentTypeLabel,
+            "metadata__metadata_type__name" | "metadata_type__name" => Field::MetadataTypeName,
+            "metadata__value" | "metadata_value" | "value" => Field::Value,
+            _ => return None,
+        })
+    }
+}
+
+/// What a term matches.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Match {
+    /// Whole words (or, for values, a substring).
+    Words(String),
+    /// The words in this order.
+    Phrase(String),
+    /// A range of dates, times or numbers; `None` is open.
+    Range {
+        /// Lower bound and whether it is included.
+        lower: Option<(String, bool)>,
+        /// Upper bound and whether it is included.
+        upper: Option<(String, bool)>,
+    },
+}
+
+/// A parsed query.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    /// All of these.
+    And(Vec<Expr>),
+    /// Any of these.
+    Or(Vec<Expr>),
+    /// Not this.
+    Not(Box<Expr>),
+    /// One term; `field` `None` searches every field.
+    Term {
+        /// The field searched.
+        field: Option<Field>,
+        /// What it must match.
+        matching: Match,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    Word(String, usize),
+    Quoted(String, usize),
+    Open(usize),
+    Close(usize),
+}
+
+fn invalid(position: usize, message: &str) -> Error {
+    Error::InvalidInput(format!("query: {message} at position {position}"))
+}
+
+/// Longest query accepted.
+const MAX_QUERY_LEN: usize = 2_000;
+/// Deepest nesting of parentheses accepted.
+const MAX_DEPTH: usize = 32;
+
+fn tokenize(text: &str) -> Result<Vec<Token>> {
+    let mut tokens = Vec::new();
+    let mut chars = text.char_indices().peekable();
+    while let Some(&(i, c)) = chars.peek() {
+        match c {
+            c if c.is_whitespace() => {
+                chars.next();
+            }
+            '(' => {
+                tokens.push(Token::Open(i));
+                chars.next();
+            }
+            ')' => {
+                tokens.push(Token::Close(i));
+                chars.next();
+            }
+            '"' => {
+                chars.next();
+                let mut s = String::new();
+                let mut closed = false;
+                for (_, c) in chars.by_ref() {
+                    if c == '"' {
+                        closed = true;
+                        break;
+                    }
+                    s.push(c);
+                }
+                if !closed {
+                    return Err(invalid(i, "unclosed quote"));
+                }
+                tokens.push(Token::Quoted(s, i));
+            }
+            _ => {
+                let mut s = String::new();
+                let mut in_range = false;
+                while let Some(&(_, c)) = chars.peek() {
+                    // A range `[a TO b]` is one word, spaces included.
+                    match c {
+                        '[' | '{' => in_range = true,
+                        ']' | '}' => in_range = false,
+                        '"' if s.ends_with(':') => break,
+                        c if (c.is_whitespace() || c == '(' || c == ')') && !in_range => break,
+                        _ => {}
+                    }
+                    s.push(c);
+                    chars.next();
+                }
+                if in_range {
+                    return Err(invalid(i, "unclosed range"));
+                }
+                tokens.push(Token::Word(s, i));
+            }
+        }
+    }
+    Ok(tokens)
+}
+
+/// Parses a query; a malformed query is [`Error::InvalidInput`] naming the position.
+pub fn parse(text: &str) -> Result<Expr> {
+    if text.len() > MAX_QUERY_LEN {
+        return Err(invalid(MAX_QUERY_LEN, "query too long"));
+    }
+    let tokens = tokenize(text)?;
+    if tokens.is_empty() {
+        return Err(invalid(0, "empty query"));
+    }
+    let mut parser = Parser {
+        tokens,
+        at: 0,
+        depth: 0,
+    };
+    let expr = parser.or()?;
+    if let Some(t) = parser.tokens.get(parser.at) {
+        return Err(invalid(position(t), "unexpected ')'"));
+    }
+    Ok(expr)
+}
+
+fn position(t: &Token) -> usize {
+    match t {
+        Token::Word(_, p) | Token::Quoted(_, p) | Token::Open(p) | Token::Close(p) => *p,
+    }
+}
+
+struct Parser {
+    tokens: Vec<Token>,
+    at: usize,
+    depth: usize,
+}
+
+impl Parser {
+    fn peek_word(&self, word: &str) -> bool {
+        matches!(self.tokens.get(self.at), Some(Token::Word(w, _)) if w == word)
+    }
+
+    fn or(&mut self) -> Result<Expr> {
+        let mut parts = vec![self.and()?];
+        while self.peek_word("OR") {
+            self.at += 1;
+            parts.push(self.and()?);
+        }
+        Ok(if parts.len() == 1 {
+            parts.remove(0)
+        } else {
+            Expr::Or(parts)
+        })
+    }
+
+    fn and(&mut self) -> Result<Expr> {
+        let mut parts = vec![self.unary()?];
+        loop {
+            match self.tokens.get(self.at) {
+                None | Some(Token::Close(_)) => break,
+                Some(Token::Word(w, _)) if w == "OR" => break,
+                Some(Token::Word(w, _)) if w == "AND" => self.at += 1,
+                _ => {}
+            }
+            parts.push(self.unary()?);
+        }
+        Ok(if parts.len() == 1 {
+            parts.remove(0)
+        } else {
+            Expr::And(parts)
+        })
+    }
+
+    fn unary(&mut self) -> Result<Expr> {
+        let Some(token) = self.tokens.get(self.at).cloned() else {
+            let end = self.tokens.last().map_or(0, position);
+            return Err(invalid(end, "a term is missing"));
+        };
+        self.at += 1;
+        match token {
+            Token::Word(w, _) if w == "NOT" => Ok(Expr::Not(Box::new(self.unary()?))),
+            Token::Word(w, p) if w == "AND" || w == "OR" => {
+                Err(invalid(p, &format!("'{w}' needs a term before it")))
+            }
+            Token::Word(w, p) if w.starts_with('-') && w.len() > 1 => {
+                Ok(Expr::Not(Box::new(term(&w[1..], p)?)))
+            }
+            Token::Open(p) => {
+                self.depth += 1;
+                if self.depth > MAX_DEPTH {
+                    return Err(invalid(p, "parentheses nested too deep"));
+                }
+                let inner = self.or()?;
+                self.depth -= 1;
+                match self.tokens.get(self.at) {
+                    Some(Token::Close(_)) => {
+                        self.at += 1;
+                        Ok(inner)
+                    }
+                    _ => Err(invalid(p, "unclosed '('")),
+                }
+            }
+            Token::Close(p) => Err(invalid(p, "unexpected ')'")),
+            Token::Quoted(s, _) => Ok(Expr::Term {
+                field: None,
+                matching: Match::Phrase(s),
+            }),
+            Token::Word(w, p) => {
+                // `field:"a phrase"` arrives as the word `field:` followed by a quoted token.
+                if let Some(name) = w.strip_suffix(':')
+                    && let Some(Token::Quoted(s, _)) = self.tokens.get(self.at).cloned()
+                {
+                    self.at += 1;
+                    let field = Field::parse(name)
+                        .ok_or_else(|| invalid(p, &format!("unknown field '{name}'")))?;
+                    return Ok(Expr::Term {
+                        field: Some(field),
+                        matching: Match::Phrase(s),
+                    });
+                }
+                term(&w, p)
+            }
+        }
+    }
+}
+
+fn term(word: &str, p: usize) -> Result<Expr> {
+    let Some((name, value)) = word.split_once(':') else {
+        return Ok(Expr::Term {
+            field: None,
+            matching: Match::Words(word.to_owned()),
+        });
+    };
+    let field = Field::parse(name).ok_or_else(|| invalid(p, &format!("unknown field '{name}'")))?;
+    if value.is_empty() {
+        return Err(invalid(p + word.len(), "a value is missing"));
+    }
+    Ok(Expr::Term {
+        field: Some(field),
+        matching: value_match(value, p)?,
+    })
+}
+
+fn value_match(value: &str, p: usize) -> Result<Match> {
+    if let Some(rest) = value.strip_prefix('[').or_else(|| value.strip_prefix('{')) {
+        let inclusive_lower = value.starts_with('[');
+        let inclusive_upper = rest.ends_with(']');
+        let inner = rest
+            .strip_suffix(']')
+            .or_else(|| rest.strip_suffix('}'))
+            .ok_or_else(|| invalid(p, "unclosed range"))?;
+        let (lo, hi) = inner
+            .split_once(" TO ")
+            .ok_or_else(|| invalid(p, "a range is written [a TO b]"))?;
+        let bound =
+            |s: &str, inclusive| (s.trim() != "*").then(|| (s.trim().to_owned(), inclusive));
+        return Ok(Match::Range {
+            lower: bound(lo, inclusive_lower),
+            upper: bound(hi, inclusive_upper),
+        });
+    }
+    for (op, lower, inclusive) in [
+        (">=", true, true),
+        ("<=", false, true),
+        (">", true, false),
+        ("<", false, false),
+    ] {
+        if let Some(v) = value.strip_prefix(op) {
+            if v.is_empty() {
+                return Err(invalid(p, "a comparison needs a value"));
+            }
+            let bound = Some((v.to_owned(), inclusive));
+            return Ok(if lower {
+                Match::Range {
+                    lower: bound,
+                    upper: None,
+                }
+            } else {
+                Match::Range {
+                    lower: None,
+                    upper: bound,
+                }
+            });
+        }
+    }
+    Ok(Match::Words(value.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(field: Option<Field>, w: &str) -> Expr {
+        Expr::Term {
+            field,
+            matching: Match::Words(w.into()),
+        }
+    }
+
+    #[test]
+    fn syntax() {
+        assert_eq!(
+            parse("metadata_type__name:due metadata_value:2024").ok(),
+            Some(Expr::And(vec![
+                words(Some(Field::MetadataTypeName), "due"),
+                words(Some(Field::Value), "2024")
+            ]))
+        );
+        assert_eq!(
+            parse("a OR b c").ok(),
+            Some(Expr::Or(vec![
+                words(None, "a"),
+                Expr::And(vec![words(None, "b"), words(None, "c")])
+            ]))
+        );
+        assert_eq!(
+            parse("NOT a").ok(),
+            Some(Expr::Not(Box::new(words(None, "a"))))
+        );
+        assert_eq!(
+            parse("-label:x").ok(),
+            Some(Expr::Not(Box::new(words(Some(Field::Label), "x"))))
+        );
+        assert_eq!(
+            parse("label:\"march invoice\"").ok(),
+            Some(Expr::Term {
+                field: Some(Field::Label),
+                matching: Match::Phrase("march invoice".into())
+            })
+        );
+        assert_eq!(
+            parse("value:[2024-01-01 TO 2024-03-31]").ok(),
+            Some(Expr::Term {
+                field: Some(Field::Value),
+                matching: Match::Range {
+                    lower: Some(("2024-01-01".into(), true)),
+                    upper: Some(("2024-03-31".into(), true))
+                }
+            })
+        );
+        assert_eq!(
+            parse("value:>=5").ok(),
+            Some(Expr::Term {
+                field: Some(Field::Value),
+                matching: Match::Range {
+                    lower: Some(("5".into(), true)),
+                    upper: None
+                }
+            })
+        );
+        assert_eq!(
+            parse("(a OR b) AND c").ok(),
+            Some(Expr::And(vec![
+                Expr::Or(vec![words(None, "a"), words(None, "b")]),
+                words(None, "c")
+            ]))
+        );
+    }
+
+    #[test]
+    fn errors_name_the_position() {
+        for (q, at) in [
+            ("nope:x", 0),
+            ("a \"b", 2),
+            ("(a", 0),
+            ("a)", 1),
+            ("value:[1 TO", 0),
+            ("OR a", 0),
+            ("label:", 6),
+            ("", 0),
+            ("value:>=", 0),
+        ] {
+            let e = parse(q).expect_err(q).to_string();
+            assert!(e.contains(&format!("position {at}")), "{q}: {e}");
+        }
+        assert!(parse(&"(".repeat(100)).is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(q in "\\PC{0,80}") {
+            let _ = parse(&q);
+        }
+    }
+}
