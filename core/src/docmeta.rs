@@ -80,7 +80,7 @@ pub(crate) struct Inner {
     subscribers: RwLock<Vec<(SubscriptionId, Subscriber)>>,
     next_subscription: AtomicU64,
     pub(crate) task_signal: (Mutex<bool>, Condvar),
-    pub(crate) search: crate::search::SearchIndex,
+    pub(crate) search: crate::search::home::SearchHome,
     pub(crate) search_lock: Mutex<()>,
     pub(crate) shutdown: std::sync::atomic::AtomicBool,
 }
@@ -206,10 +206,9 @@ impl Builder {
             }
         };
         store.migrate()?;
-        let search = match &self.data_dir {
-            Some(dir) => crate::search::SearchIndex::open(&dir.join("search"))?,
-            None => crate::search::SearchIndex::in_memory()?,
-        };
+        let search = crate::search::home::SearchHome::open(
+            self.data_dir.as_ref().map(|d| d.join("search")).as_deref(),
+        )?;
         let inner = Arc::new(Inner {
             store,
             data_dir: self.data_dir,

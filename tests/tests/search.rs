@@ -251,8 +251,10 @@ fn the_index_follows_changes_and_catches_up_after_a_crash() -> Result<()> {
         .data_dir(dir.path())
         .worker(false)
         .open()?;
-    let (_, _, behind) = db.search_status()?;
-    assert!(behind >= 1, "the cursor is behind the log");
+    assert!(
+        db.search_status()?.events_behind >= 1,
+        "the cursor is behind the log"
+    );
     assert!(db.wait_for_index()? >= 1);
     let s = db.system();
     assert_eq!(ids(&s, "label:paper")?, [doc]);
@@ -273,8 +275,100 @@ fn reindex_rebuilds_everything_with_progress() -> Result<()> {
         w.db.search_reindex(|done, total| seen.push((done, total)))?;
     assert_eq!(total, 4);
     assert_eq!(seen.last(), Some(&(4, 4)));
-    let (documents, values, behind) = w.db.search_status()?;
-    assert_eq!((documents, values, behind), (4, 10, 0));
+    let status = w.db.search_status()?;
+    assert_eq!(
+        (
+            status.documents,
+            status.metadata_values,
+            status.events_behind
+        ),
+        (4, 10, 0)
+    );
+    assert!(status.schema_current);
     assert_eq!(ids(&w.admin, "acme")?, [w.contract]);
+    Ok(())
+}
+
+#[test]
+fn searches_keep_answering_during_a_rebuild() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Docmeta::builder()
+        .data_dir(dir.path())
+        .worker(false)
+        .open()?;
+    let s = db.system();
+    let t = s.create_document_type("Memo")?;
+    for i in 0..3000 {
+        s.create_document(t.id, &format!("memo {i}"), &[])?;
+    }
+    db.wait_for_index()?;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| -> Result<()> {
+        let searcher = scope.spawn(|| -> Result<usize> {
+            let mut searches = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                assert_eq!(
+                    db.system().search_documents("memo", 1, 1)?.count,
+                    3000,
+                    "never a partial index"
+                );
+                searches += 1;
+                done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            Ok(searches)
+        });
+        // Searches run while the rebuild goes on (they do not wait for it).
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let before = std::time::Instant::now();
+        let searched_before = done.load(std::sync::atomic::Ordering::SeqCst);
+        db.search_reindex(|_, _| {})?;
+        let during = done.load(std::sync::atomic::Ordering::SeqCst) - searched_before;
+        let rebuild = before.elapsed();
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let searches = searcher.join().expect("searcher")?;
+        assert!(
+            searches > 0 && during > 0,
+            "{during} searches answered during a rebuild of {rebuild:?}"
+        );
+        Ok(())
+    })?;
+    let current = std::fs::read_to_string(dir.path().join("search/CURRENT")).expect("CURRENT");
+    assert!(current.contains("generation 2"), "{current}");
+    assert!(
+        !dir.path().join("search/1").exists(),
+        "the old index is removed"
+    );
+    Ok(())
+}
+
+#[test]
+fn initialize_upgrade_and_index_objects() -> Result<()> {
+    let w = world()?;
+    w.db.search_initialize()?;
+    assert_eq!(
+        w.db.search_status()?.documents,
+        0,
+        "initialize leaves an empty index"
+    );
+    assert!(ids(&w.admin, "acme")?.is_empty());
+    assert_eq!(
+        w.db.search_index_objects("documents.document", Some(&[w.contract.0]), |_, _| {})?,
+        1
+    );
+    assert_eq!(ids(&w.admin, "acme")?, [w.contract]);
+    assert_eq!(
+        w.db.search_index_objects("metadata.documentmetadata", None, |_, _| {})?,
+        4
+    );
+    assert_eq!(w.db.search_status()?.documents, 4);
+    assert!(
+        !w.db.search_upgrade(|_, _| {})?,
+        "a current index needs no upgrade"
+    );
+    assert!(matches!(
+        w.db.search_index_objects("tags.tag", None, |_, _| {}),
+        Err(Error::InvalidInput(_))
+    ));
     Ok(())
 }

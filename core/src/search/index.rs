@@ -193,11 +193,21 @@ impl SearchIndex {
     /// Replaces the records of these documents (deleted documents: pass their ids in `removed`),
     /// then commits and makes them searchable.
     pub fn update(&self, documents: &[IndexedDocument], removed: &[i64]) -> Result<()> {
+        {
+            let writer = self.writer.lock();
+            for id in removed.iter().chain(documents.iter().map(|d| &d.id)) {
+                writer.delete_term(Term::from_field_i64(self.fields.document_id, *id));
+            }
+        }
+        self.add(documents)?;
+        self.commit()
+    }
+
+    /// Adds records for these documents without committing (bulk loading; see
+    /// [`commit`](Self::commit)).
+    pub fn add(&self, documents: &[IndexedDocument]) -> Result<()> {
         let f = self.fields;
         let writer = self.writer.lock();
-        for id in removed.iter().chain(documents.iter().map(|d| &d.id)) {
-            writer.delete_term(Term::from_field_i64(f.document_id, *id));
-        }
         for d in documents {
             let mut doc = TantivyDocument::default();
             doc.add_text(f.kind, "document");
@@ -224,8 +234,7 @@ impl SearchIndex {
                     .map_err(|e| search_error("indexing a metadata value", e))?;
             }
         }
-        drop(writer);
-        self.commit()
+        Ok(())
     }
 
     fn add_value(&self, doc: &mut TantivyDocument, value: &str) {
@@ -249,7 +258,8 @@ impl SearchIndex {
         self.commit()
     }
 
-    fn commit(&self) -> Result<()> {
+    /// Makes everything added so far durable and searchable.
+    pub fn commit(&self) -> Result<()> {
         self.writer
             .lock()
             .commit()

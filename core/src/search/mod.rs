@@ -5,6 +5,7 @@
 //! applied; [`Docmeta::wait_for_index`] (also run by the worker thread and before each search)
 //! applies every event after it, so a crash or restart loses nothing: the index catches up.
 
+pub(crate) mod home;
 pub mod index;
 pub mod query;
 
@@ -23,6 +24,23 @@ use crate::store::Tx;
 
 const CURSOR: &str = "search.cursor";
 const BATCH: u32 = 1000;
+
+/// The state of the search index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchStatus {
+    /// Document records.
+    pub documents: usize,
+    /// Metadata value records.
+    pub metadata_values: usize,
+    /// Events committed but not yet applied to the index (capped at 100,000).
+    pub events_behind: usize,
+    /// Bytes on disk.
+    pub size_bytes: u64,
+    /// Schema version the index was built with.
+    pub schema_version: u32,
+    /// Whether that is this build's version (otherwise run `search_upgrade`).
+    pub schema_current: bool,
+}
 
 /// One page of search results and how many results the caller may see in all.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,7 +81,19 @@ fn load_documents(tx: &mut Tx<'_>, ids: &[DocumentId]) -> Result<(Vec<IndexedDoc
 impl Docmeta {
     /// Applies every event after the index's cursor; returns how many events were applied.
     pub fn wait_for_index(&self) -> Result<usize> {
-        let _one_at_a_time = self.inner.search_lock.lock();
+        self.catch_up(true)
+    }
+
+    /// Applies pending events; without `wait`, does nothing when a catch-up or rebuild is
+    /// already running (searches then answer from the index as it is).
+    fn catch_up(&self, wait: bool) -> Result<usize> {
+        let _one_at_a_time = match wait {
+            true => self.inner.search_lock.lock(),
+            false => match self.inner.search_lock.try_lock() {
+                Some(guard) => guard,
+                None => return Ok(0),
+            },
+        };
         let mut applied = 0;
         loop {
             let cursor = self
@@ -109,40 +139,120 @@ impl Docmeta {
                 }
                 load_documents(tx, &documents.iter().copied().collect::<Vec<_>>())
             })?;
-            self.inner.search.update(&docs, &removed)?;
+            self.inner.search.index().update(&docs, &removed)?;
             self.write_system(|tx| tx.set_setting(CURSOR, &last.0.to_string()))?;
             applied += events.len();
         }
     }
 
-    /// Rebuilds the whole index from the database (spec 4.6 `search_reindex`), calling
-    /// `progress(done, total)` after each batch; returns the number of documents indexed.
+    /// The newest event id (what a rebuild started now covers).
+    fn newest_event(&self) -> Result<i64> {
+        Ok(self
+            .events(&EventQuery {
+                limit: Some(1),
+                ..Default::default()
+            })?
+            .first()
+            .map_or(0, |e| e.id.0))
+    }
+
+    /// Rebuilds the whole index from the database (spec 4.6 `search_reindex`) into a fresh
+    /// index and swaps it in when complete: searches keep answering meanwhile, and a failed
+    /// rebuild leaves the old index. Calls `progress(done, total)` after each batch; returns the
+    /// number of documents indexed.
     pub fn search_reindex(&self, mut progress: impl FnMut(usize, usize)) -> Result<usize> {
         let _one_at_a_time = self.inner.search_lock.lock();
         // Events up to here are covered by the rebuild; later ones are applied after it.
-        let (cursor, ids) = self.read(|tx| {
-            let cursor = tx
-                .events(&EventQuery {
-                    limit: Some(1),
-                    ..Default::default()
-                })?
-                .first()
-                .map_or(0, |e| e.id.0);
-            Ok((cursor, tx.document_ids(None)?))
-        })?;
-        self.inner.search.clear()?;
+        let cursor = self.newest_event()?;
+        let ids = self.read(|tx| tx.document_ids(None))?;
+        let (generation, fresh) = self.inner.search.fresh()?;
         let total = ids.len();
-        for (i, chunk) in ids.chunks(BATCH as usize).enumerate() {
-            let (docs, _) = self.read(|tx| load_documents(tx, chunk))?;
-            self.inner.search.update(&docs, &[])?;
-            progress((i * BATCH as usize + chunk.len()).min(total), total);
+        let filled = ids
+            .chunks(BATCH as usize)
+            .enumerate()
+            .try_for_each(|(i, chunk)| {
+                let (docs, _) = self.read(|tx| load_documents(tx, chunk))?;
+                fresh.add(&docs)?;
+                progress((i * BATCH as usize + chunk.len()).min(total), total);
+                Ok(())
+            });
+        if let Err(e) = filled.and_then(|()| fresh.commit()) {
+            self.inner.search.abandon(generation);
+            return Err(e);
         }
+        self.inner.search.swap(generation, fresh)?;
         self.write_system(|tx| tx.set_setting(CURSOR, &cursor.to_string()))?;
         Ok(total)
     }
 
-    /// Records in the index: (documents, metadata values), and how many events it is behind.
-    pub fn search_status(&self) -> Result<(usize, usize, usize)> {
+    /// Recreates the index empty with the current schema (spec 4.6 `search_initialize`); run
+    /// [`search_reindex`](Self::search_reindex) afterwards to fill it.
+    pub fn search_initialize(&self) -> Result<()> {
+        let _one_at_a_time = self.inner.search_lock.lock();
+        let cursor = self.newest_event()?;
+        let (generation, fresh) = self.inner.search.fresh()?;
+        fresh.commit()?;
+        self.inner.search.swap(generation, fresh)?;
+        self.write_system(|tx| tx.set_setting(CURSOR, &cursor.to_string()))
+    }
+
+    /// Rebuilds the index when it was made by an older schema (spec 4.6 `search_upgrade`, run
+    /// after upgrading docmeta); returns whether it rebuilt.
+    pub fn search_upgrade(&self, progress: impl FnMut(usize, usize)) -> Result<bool> {
+        if self.inner.search.schema().1 {
+            return Ok(false);
+        }
+        self.search_reindex(progress).map(|_| true)
+    }
+
+    /// Reindexes the objects of one model (spec 4.6 `search_index_objects`):
+    /// `documents.document` or `metadata.documentmetadata`, all of them or only `ids`.
+    pub fn search_index_objects(
+        &self,
+        model: &str,
+        ids: Option<&[i64]>,
+        mut progress: impl FnMut(usize, usize),
+    ) -> Result<usize> {
+        let documents: Vec<DocumentId> = match (model, ids) {
+            ("documents.document" | "document", Some(ids)) => {
+                ids.iter().map(|i| DocumentId(*i)).collect()
+            }
+            ("documents.document" | "document", None) => self.read(|tx| tx.document_ids(None))?,
+            ("metadata.documentmetadata" | "documentmetadata", ids) => {
+                let mut docs = BTreeSet::new();
+                self.read(|tx| {
+                    tx.each(
+                        "SELECT id, document_id FROM document_metadata",
+                        &[],
+                        &mut |r| {
+                            if ids.is_none_or(|ids| r.int(0).is_ok_and(|id| ids.contains(&id))) {
+                                docs.insert(DocumentId(r.int(1)?));
+                            }
+                            Ok(())
+                        },
+                    )
+                })?;
+                docs.into_iter().collect()
+            }
+            (other, _) => {
+                return Err(crate::error::Error::InvalidInput(format!(
+                    "unknown model '{other}': use documents.document or metadata.documentmetadata"
+                )));
+            }
+        };
+        let _one_at_a_time = self.inner.search_lock.lock();
+        let index = self.inner.search.index();
+        let total = documents.len();
+        for (i, chunk) in documents.chunks(BATCH as usize).enumerate() {
+            let (docs, removed) = self.read(|tx| load_documents(tx, chunk))?;
+            index.update(&docs, &removed)?;
+            progress((i * BATCH as usize + chunk.len()).min(total), total);
+        }
+        Ok(total)
+    }
+
+    /// What the index holds and how current it is (spec 4.6 `search_status`).
+    pub fn search_status(&self) -> Result<SearchStatus> {
         let cursor = self
             .read(|tx| tx.setting(CURSOR))?
             .and_then(|c| c.parse().ok())
@@ -155,19 +265,24 @@ impl Docmeta {
                 ..Default::default()
             })?
             .len();
-        Ok((
-            self.inner.search.count(RecordKind::Document)?,
-            self.inner.search.count(RecordKind::Metadata)?,
-            behind,
-        ))
+        let index = self.inner.search.index();
+        let (schema_version, schema_current) = self.inner.search.schema();
+        Ok(SearchStatus {
+            documents: index.count(RecordKind::Document)?,
+            metadata_values: index.count(RecordKind::Metadata)?,
+            events_behind: behind,
+            size_bytes: self.inner.search.size(),
+            schema_version,
+            schema_current,
+        })
     }
 }
 
 impl Session {
     fn search_hits(&self, kind: RecordKind, text: &str) -> Result<Vec<Hit>> {
         let expr = parse(text)?;
-        self.db.wait_for_index()?;
-        let hits = self.db.inner.search.search(kind, &expr)?;
+        self.db.catch_up(false)?;
+        let hits = self.db.inner.search.index().search(kind, &expr)?;
         Ok(match self.actor {
             Actor::System => hits,
             Actor::User(_) => hits
