@@ -82,6 +82,7 @@ pub(crate) struct Inner {
     pub(crate) task_signal: (Mutex<bool>, Condvar),
     pub(crate) search: crate::search::home::SearchHome,
     pub(crate) search_lock: Mutex<()>,
+    pub(crate) search_rebuilding: std::sync::atomic::AtomicBool,
     pub(crate) shutdown: std::sync::atomic::AtomicBool,
 }
 
@@ -225,6 +226,7 @@ impl Builder {
             task_signal: (Mutex::new(false), Condvar::new()),
             search,
             search_lock: Mutex::new(()),
+            search_rebuilding: std::sync::atomic::AtomicBool::new(false),
             shutdown: std::sync::atomic::AtomicBool::new(false),
         });
         let mut db = Docmeta {

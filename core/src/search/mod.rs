@@ -84,16 +84,13 @@ impl Docmeta {
         self.catch_up(true)
     }
 
-    /// Applies pending events; without `wait`, does nothing when a catch-up or rebuild is
-    /// already running (searches then answer from the index as it is).
+    /// Applies pending events. Without `wait`, does nothing while a rebuild runs: searches then
+    /// answer from the index in use instead of waiting for the rebuild.
     fn catch_up(&self, wait: bool) -> Result<usize> {
-        let _one_at_a_time = match wait {
-            true => self.inner.search_lock.lock(),
-            false => match self.inner.search_lock.try_lock() {
-                Some(guard) => guard,
-                None => return Ok(0),
-            },
-        };
+        if !wait && self.search_rebuilding() {
+            return Ok(0);
+        }
+        let _one_at_a_time = self.inner.search_lock.lock();
         let mut applied = 0;
         loop {
             let cursor = self
@@ -145,6 +142,13 @@ impl Docmeta {
         }
     }
 
+    /// Whether a rebuild of the search index is running.
+    pub fn search_rebuilding(&self) -> bool {
+        self.inner
+            .search_rebuilding
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// The newest event id (what a rebuild started now covers).
     fn newest_event(&self) -> Result<i64> {
         Ok(self
@@ -161,6 +165,11 @@ impl Docmeta {
     /// rebuild leaves the old index. Calls `progress(done, total)` after each batch; returns the
     /// number of documents indexed.
     pub fn search_reindex(&self, mut progress: impl FnMut(usize, usize)) -> Result<usize> {
+        // Raised before taking the lock, so searches stop waiting for catch-ups at once.
+        self.inner
+            .search_rebuilding
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let _done = RebuildFlag(&self.inner.search_rebuilding);
         let _one_at_a_time = self.inner.search_lock.lock();
         // Events up to here are covered by the rebuild; later ones are applied after it.
         let cursor = self.newest_event()?;
@@ -349,5 +358,14 @@ impl Session {
             count: values.len(),
             results: values.into_iter().skip(start).take(page_size).collect(),
         })
+    }
+}
+
+/// Clears the "rebuilding" flag when a rebuild ends, however it ends.
+struct RebuildFlag<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for RebuildFlag<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, std::sync::atomic::Ordering::SeqCst);
     }
 }

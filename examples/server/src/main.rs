@@ -62,6 +62,11 @@ enum Command {
         #[command(subcommand)]
         command: SchemaCommand,
     },
+    /// Operate the search index (spec 4.6).
+    Search {
+        #[command(subcommand)]
+        command: SearchCommand,
+    },
     /// Load a small realistic demo (invoices and contracts, users, roles, ACLs).
     Demo {
         #[command(flatten)]
@@ -85,6 +90,93 @@ enum UserCommand {
         data: Data,
         username: String,
     },
+}
+
+#[derive(Subcommand)]
+enum SearchCommand {
+    /// Rebuild the whole index from the database (into a fresh index, swapped in when done).
+    Reindex {
+        #[command(flatten)]
+        data: Data,
+    },
+    /// Show counts per model, index size, how far behind the event log it is, and whether its
+    /// schema is current.
+    Status {
+        #[command(flatten)]
+        data: Data,
+    },
+    /// Recreate the index empty with the current schema (then run `reindex`).
+    Initialize {
+        #[command(flatten)]
+        data: Data,
+    },
+    /// Rebuild the index if an older docmeta built it.
+    Upgrade {
+        #[command(flatten)]
+        data: Data,
+    },
+    /// Index the objects of one model: documents.document or metadata.documentmetadata.
+    IndexObjects {
+        #[command(flatten)]
+        data: Data,
+        #[arg(long)]
+        model: String,
+        /// Only these ids, e.g. `1-10,15`.
+        #[arg(long)]
+        ids: Option<String>,
+    },
+}
+
+/// Parses `1-10,15` into ids.
+fn parse_ids(text: &str) -> Result<Vec<i64>, AnyError> {
+    let mut ids = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (i64, i64) = (a.trim().parse()?, b.trim().parse()?);
+                if b < a || b - a > 10_000_000 {
+                    return Err(format!("bad id range '{part}'").into());
+                }
+                ids.extend(a..=b);
+            }
+            None => ids.push(part.parse()?),
+        }
+    }
+    Ok(ids)
+}
+
+/// Progress of long work: a bar with rate and ETA on a terminal, plain lines otherwise.
+fn progress(what: &'static str) -> impl FnMut(usize, usize) {
+    use std::io::IsTerminal;
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{msg} [{bar:40}] {pos}/{len} {per_sec} ETA {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        bar.set_message(what);
+        bar
+    });
+    let started = std::time::Instant::now();
+    let mut last_line = std::time::Instant::now();
+    move |done, total| match &bar {
+        Some(bar) => {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+            if done == total {
+                bar.finish();
+            }
+        }
+        None if done == total || last_line.elapsed() >= std::time::Duration::from_secs(2) => {
+            last_line = std::time::Instant::now();
+            let rate = done as f64 / started.elapsed().as_secs_f64().max(0.001);
+            eprintln!("{what}: {done}/{total} ({rate:.0}/s)");
+        }
+        None => {}
+    }
 }
 
 #[derive(Subcommand)]
@@ -180,6 +272,54 @@ fn ensure_admin(db: &Docmeta) -> Result<(), AnyError> {
     Ok(())
 }
 
+fn search(command: SearchCommand) -> Result<(), AnyError> {
+    match command {
+        SearchCommand::Reindex { data } => {
+            let db = open(&data, false)?;
+            let started = std::time::Instant::now();
+            let n = db.search_reindex(progress("reindex"))?;
+            let seconds = started.elapsed().as_secs_f64();
+            println!(
+                "indexed {n} documents in {seconds:.1} s ({:.0} documents per minute)",
+                n as f64 * 60.0 / seconds.max(0.001)
+            );
+        }
+        SearchCommand::Status { data } => {
+            let db = open(&data, false)?;
+            let s = db.search_status()?;
+            println!("documents.document: {}", s.documents);
+            println!("metadata.documentmetadata: {}", s.metadata_values);
+            println!("size: {} bytes", s.size_bytes);
+            println!("events not yet indexed: {}", s.events_behind);
+            let verdict = if s.schema_current {
+                "current"
+            } else {
+                "outdated: run `docmeta search upgrade`"
+            };
+            println!("schema version: {} ({verdict})", s.schema_version);
+        }
+        SearchCommand::Initialize { data } => {
+            open(&data, false)?.search_initialize()?;
+            println!("search index recreated empty; run `docmeta search reindex` to fill it");
+        }
+        SearchCommand::Upgrade { data } => {
+            let db = open(&data, false)?;
+            if db.search_upgrade(progress("upgrade"))? {
+                println!("search index rebuilt with the current schema");
+            } else {
+                println!("search index is current");
+            }
+        }
+        SearchCommand::IndexObjects { data, model, ids } => {
+            let db = open(&data, false)?;
+            let ids = ids.as_deref().map(parse_ids).transpose()?;
+            let n = db.search_index_objects(&model, ids.as_deref(), progress("index-objects"))?;
+            println!("indexed {n} documents");
+        }
+    }
+    Ok(())
+}
+
 fn run(cli: Cli) -> Result<(), AnyError> {
     match cli.command {
         Command::Serve { data, bind } => {
@@ -267,6 +407,7 @@ fn run(cli: Cli) -> Result<(), AnyError> {
                 db.run_pending_tasks()?;
             }
         }
+        Command::Search { command } => search(command)?,
         Command::Demo { data } => {
             let db = open(&data, false)?;
             ensure_admin(&db)?;

@@ -115,6 +115,43 @@ fn migrate_users_schema_and_demo() {
 }
 
 #[test]
+fn search_commands() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    cheap_hashing(dir.path());
+    assert!(output(docmeta(dir.path()).arg("demo")).0);
+    let (ok, text) = output(docmeta(dir.path()).args(["search", "reindex"]));
+    assert!(ok && text.contains("indexed 8 documents"), "{text}");
+    let (ok, text) = output(docmeta(dir.path()).args(["search", "status"]));
+    assert!(
+        ok && text.contains("documents.document: 8")
+            && text.contains("(current)")
+            && text.contains("events not yet indexed: 0"),
+        "{text}"
+    );
+    let (ok, text) = output(docmeta(dir.path()).args(["search", "initialize"]));
+    assert!(ok, "{text}");
+    assert!(
+        output(docmeta(dir.path()).args(["search", "status"]))
+            .1
+            .contains("documents.document: 0")
+    );
+    let (ok, text) = output(docmeta(dir.path()).args([
+        "search",
+        "index-objects",
+        "--model",
+        "documents.document",
+        "--ids",
+        "1-3,5",
+    ]));
+    assert!(ok && text.contains("indexed 4 documents"), "{text}");
+    let (ok, text) =
+        output(docmeta(dir.path()).args(["search", "index-objects", "--model", "nope"]));
+    assert!(!ok && text.contains("unknown model"), "{text}");
+    let (ok, text) = output(docmeta(dir.path()).args(["search", "upgrade"]));
+    assert!(ok && text.contains("is current"), "{text}");
+}
+
+#[test]
 fn serve_creates_the_administrator_and_stops_gracefully_on_sigterm() {
     let dir = tempfile::tempdir().expect("tempdir");
     cheap_hashing(dir.path());

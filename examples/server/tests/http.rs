@@ -813,3 +813,72 @@ fn types_associations_documents_events_and_pagination() {
     assert_eq!(s.get("/api/v4/tasks/", ADMIN).0, 200);
     assert_eq!(s.get("/api/v4/tasks/", ALICE).0, 403);
 }
+
+#[test]
+fn search_endpoints() {
+    let s = Server::start();
+    let (status, page) = s.get(
+        "/api/v4/search/documents/?q=document_type__label:invoice",
+        ALICE,
+    );
+    assert_eq!((status, page["count"].as_u64()), (200, Some(5)));
+    assert_eq!(
+        s.get("/api/v4/search/documents/?q=approved", ALICE).1["count"],
+        1,
+        "alice sees only invoices"
+    );
+    assert_eq!(
+        s.get("/api/v4/search/documents/?q=approved", CAROL).1["count"],
+        4,
+        "carol sees contracts too"
+    );
+    let (status, page) = s.get(
+        "/api/v4/search/documents/?q=metadata_value:%5B2024-02-01%20TO%202024-03-31%5D",
+        ALICE,
+    );
+    assert_eq!(
+        (status, page["count"].as_u64()),
+        (200, Some(2)),
+        "due in February or March: {page}"
+    );
+    let (status, page) = s.get("/api/v4/search/metadata/?q=metadata_type__name:due_date%20value:%5B2024-01-01%20TO%202024-03-31%5D", ALICE);
+    assert_eq!(
+        (status, page["count"].as_u64()),
+        (200, Some(3)),
+        "per value, the name and the range apply together: {page}"
+    );
+    let (status, page) = s.get(
+        "/api/v4/search/documents/?q=metadata_value:1002&page_size=1",
+        ALICE,
+    );
+    assert_eq!(
+        (status, page["results"][0]["label"].as_str()),
+        (200, Some("Invoice 2")),
+        "partial value"
+    );
+    let (status, page) = s.get(
+        "/api/v4/search/metadata/?q=metadata_type__name:party",
+        CAROL,
+    );
+    assert_eq!((status, page["count"].as_u64()), (200, Some(3)));
+    assert_eq!(page["results"][0]["metadata_type"]["name"], "party");
+    assert_eq!(
+        s.get(
+            "/api/v4/search/metadata/?q=metadata_type__name:party",
+            ALICE
+        )
+        .1["count"],
+        0
+    );
+    let (status, err) = s.get("/api/v4/search/documents/?q=nope:x", ALICE);
+    assert_eq!((status, err["q"].is_array()), (400, true), "{err}");
+    assert_eq!(
+        s.get("/api/v4/search/documents/", ALICE).0,
+        400,
+        "q is required"
+    );
+    assert_eq!(
+        s.call("GET", "/api/v4/health/", None, None).1["search"],
+        "ok"
+    );
+}

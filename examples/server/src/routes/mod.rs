@@ -4,6 +4,7 @@
 mod access;
 mod documents;
 mod metadata;
+mod search;
 mod system;
 
 use utoipa_axum::router::OpenApiRouter;
@@ -15,5 +16,6 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
     let router = metadata::register(router);
     let router = documents::register(router);
     let router = access::register(router);
+    let router = search::register(router);
     system::register(router)
 }

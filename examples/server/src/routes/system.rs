@@ -61,7 +61,12 @@ async fn health(State(app): State<AppState>) -> (axum::http::StatusCode, Json<He
         Json(HealthOut {
             status: text(database),
             database: text(database),
-            search: "unavailable".into(),
+            search: if app.db.search_rebuilding() {
+                "rebuilding"
+            } else {
+                "ok"
+            }
+            .into(),
         }),
     )
 }

@@ -1,0 +1,103 @@
+//! Search endpoints (api.md): documents and DocumentMetadataSearchResult records.
+
+use std::collections::HashMap;
+
+use axum::extract::{Query, State};
+use axum::http::Uri;
+use axum::response::{IntoResponse, Response};
+use docmeta_core::Error;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::app::AppState;
+use crate::auth::CurrentUser;
+use crate::dto::*;
+use crate::error::{ApiError, ApiResult};
+use crate::page::ListQuery;
+
+pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
+    router
+        .routes(routes!(search_documents))
+        .routes(routes!(search_metadata))
+}
+
+fn query_text(q: &ListQuery) -> ApiResult<String> {
+    q.params
+        .get("q")
+        .filter(|t| !t.trim().is_empty())
+        .cloned()
+        .ok_or_else(|| ApiError::field("q", "This parameter is required."))
+}
+
+/// A malformed query is a `400` keyed by `q`.
+fn query_error(e: Error) -> ApiError {
+    match e {
+        Error::InvalidInput(message) => ApiError::field("q", message),
+        e => e.into(),
+    }
+}
+
+#[utoipa::path(get, path = "/api/v4/search/documents/", tag = "search",
+    params(("q" = String, Query, description = "Query (spec 2.5): field:value terms, OR, NOT, quoted phrases, ranges [a TO b], >=, <"), ("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    responses((status = 200, body = PageOut, description = "Documents the caller may view, best first"), (status = 400, body = ErrorOut)))]
+async fn search_documents(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Response> {
+    let q = ListQuery::parse(q)?;
+    let text = query_text(&q)?;
+    app.run(move |db| {
+        let s = db.session(user);
+        let page = s
+            .search_documents(&text, q.page, q.page_size)
+            .map_err(query_error)?;
+        let results = page
+            .results
+            .iter()
+            .map(|d| {
+                Ok(DocumentOut::new(
+                    d,
+                    &db.system().document_type(d.document_type_id)?,
+                ))
+            })
+            .collect::<ApiResult<Vec<_>>>()?;
+        if results.is_empty() && q.page > 1 {
+            q.range(page.count)?;
+        }
+        Ok(q.body(&uri, page.count, results).into_response())
+    })
+    .await
+}
+
+#[utoipa::path(get, path = "/api/v4/search/metadata/", tag = "search",
+    params(("q" = String, Query, description = "Query over metadata_type__name, value and document__document_type__label"), ("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    responses((status = 200, body = PageOut, description = "Metadata values whose document and type the caller may view"), (status = 400, body = ErrorOut)))]
+async fn search_metadata(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Response> {
+    let q = ListQuery::parse(q)?;
+    let text = query_text(&q)?;
+    app.run(move |db| {
+        let s = db.session(user);
+        let page = s
+            .search_metadata(&text, q.page, q.page_size)
+            .map_err(query_error)?;
+        let mut results = Vec::with_capacity(page.results.len());
+        for m in &page.results {
+            let (doc, values) = s.document_metadata_details(m.document_id)?;
+            if let Some((value, t)) = values.iter().find(|(v, _)| v.id == m.id) {
+                results.push(DocumentMetadataOut::new(value, &doc, t));
+            }
+        }
+        if results.is_empty() && q.page > 1 {
+            q.range(page.count)?;
+        }
+        Ok(q.body(&uri, page.count, results).into_response())
+    })
+    .await
+}
