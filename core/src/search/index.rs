@@ -7,7 +7,7 @@ use std::ops::Bound;
 use std::path::Path;
 
 use parking_lot::Mutex;
-use tantivy::collector::DocSetCollector;
+use rustc_hash::FxHashMap;
 use tantivy::query::{
     AllQuery, BooleanQuery, EmptyQuery, Occur, PhraseQuery, Query, RangeQuery, TermQuery,
 };
@@ -155,8 +155,12 @@ impl std::fmt::Debug for SearchIndex {
 impl SearchIndex {
     fn from_index(index: Index, fields: Fields) -> Result<Self> {
         register_tokenizers(&index)?;
+        // Indexing threads, each with its own 64 MiB buffer.
+        let threads = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .min(4);
         let writer = index
-            .writer_with_num_threads(1, 64 << 20)
+            .writer_with_num_threads(threads, threads * (64 << 20))
             .map_err(|e| search_error("opening the search index writer", e))?;
         let reader = index
             .reader_builder()
@@ -496,29 +500,43 @@ impl SearchIndex {
             (Occur::Must, self.translate(expr)?),
         ]);
         let searcher = self.reader.searcher();
-        let addresses = searcher
-            .search(&query, &DocSetCollector)
+        let total = searcher
+            .search(&query, &tantivy::collector::Count)
             .map_err(|e| search_error("searching", e))?;
-        let total = addresses.len().max(1);
+        if total == 0 {
+            return Ok(Vec::new());
+        }
         let top = searcher
             .search(
                 &query,
                 &tantivy::collector::TopDocs::with_limit(total).order_by_score(),
             )
             .map_err(|e| search_error("ranking search results", e))?;
+        // Id columns, opened once per segment.
+        let mut columns: FxHashMap<
+            u32,
+            (
+                tantivy::columnar::Column<i64>,
+                tantivy::columnar::Column<i64>,
+            ),
+        > = FxHashMap::default();
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
-            let fast = searcher.segment_reader(address.segment_ord).fast_fields();
-            let id = |name: &str| -> Result<Option<i64>> {
-                let column = fast
-                    .i64(name)
-                    .map_err(|e| search_error("reading a search result", e))?;
-                Ok(column.first(address.doc_id))
+            let (documents, values) = match columns.entry(address.segment_ord) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let fast = searcher.segment_reader(address.segment_ord).fast_fields();
+                    let open = |name: &str| {
+                        fast.i64(name)
+                            .map_err(|e| search_error("reading search results", e))
+                    };
+                    e.insert((open("document_id")?, open("metadata_id")?))
+                }
             };
-            if let Some(document_id) = id("document_id")? {
+            if let Some(document_id) = documents.first(address.doc_id) {
                 hits.push(Hit {
                     document_id,
-                    metadata_id: id("metadata_id")?,
+                    metadata_id: values.first(address.doc_id),
                     score,
                 });
             }

@@ -78,6 +78,31 @@ fn load_documents(tx: &mut Tx<'_>, ids: &[DocumentId]) -> Result<(Vec<IndexedDoc
     Ok((found, removed))
 }
 
+/// The documents with ids in `lo..=hi`, read with two queries (the rebuild's bulk path).
+fn load_range(tx: &mut Tx<'_>, lo: i64, hi: i64) -> Result<Vec<IndexedDocument>> {
+    let mut docs: Vec<IndexedDocument> = tx.rows(
+        "SELECT d.id, d.label, t.label FROM documents d JOIN document_types t ON t.id = d.document_type_id WHERE d.id BETWEEN ?1 AND ?2 ORDER BY d.id",
+        &[lo.into(), hi.into()],
+        |r| Ok(IndexedDocument { id: r.int(0)?, label: r.text(1)?, document_type_label: r.text(2)?, metadata: Vec::new() }),
+    )?;
+    let mut at = 0;
+    tx.each(
+        "SELECT m.document_id, m.id, t.name, m.value FROM document_metadata m JOIN metadata_types t ON t.id = m.metadata_type_id WHERE m.document_id BETWEEN ?1 AND ?2 ORDER BY m.document_id, m.id",
+        &[lo.into(), hi.into()],
+        &mut |r| {
+            let document = r.int(0)?;
+            while docs.get(at).is_some_and(|d| d.id < document) {
+                at += 1;
+            }
+            if let Some(d) = docs.get_mut(at).filter(|d| d.id == document) {
+                d.metadata.push((r.int(1)?, r.text(2)?, r.text(3)?));
+            }
+            Ok(())
+        },
+    )?;
+    Ok(docs)
+}
+
 impl Docmeta {
     /// Applies every event after the index's cursor; returns how many events were applied.
     pub fn wait_for_index(&self) -> Result<usize> {
@@ -180,7 +205,11 @@ impl Docmeta {
             .chunks(BATCH as usize)
             .enumerate()
             .try_for_each(|(i, chunk)| {
-                let (docs, _) = self.read(|tx| load_documents(tx, chunk))?;
+                let (lo, hi) = (
+                    chunk.first().map_or(0, |d| d.0),
+                    chunk.last().map_or(0, |d| d.0),
+                );
+                let docs = self.read(|tx| load_range(tx, lo, hi))?;
                 fresh.add(&docs)?;
                 progress((i * BATCH as usize + chunk.len()).min(total), total);
                 Ok(())
@@ -294,13 +323,20 @@ impl Session {
         let hits = self.db.inner.search.index().search(kind, &expr)?;
         Ok(match self.actor {
             Actor::System => hits,
-            Actor::User(_) => hits
-                .into_iter()
-                .filter(|h| {
-                    let doc = ObjectRef::new(ObjectKind::DOCUMENT, h.document_id);
-                    self.can(Permission::DocumentView, doc)
-                })
-                .collect(),
+            Actor::User(user) => {
+                // One pass over the snapshot (one lock, document types evaluated once).
+                let snapshot = self.db.inner.access.read();
+                let objects = hits
+                    .iter()
+                    .map(|h| ObjectRef::new(ObjectKind::DOCUMENT, h.document_id));
+                let mut visible = rustc_hash::FxHashSet::default();
+                snapshot.filter_each(user, Permission::DocumentView, objects, |o| {
+                    visible.insert(o.id);
+                });
+                hits.into_iter()
+                    .filter(|h| visible.contains(&h.document_id))
+                    .collect()
+            }
         })
     }
 
