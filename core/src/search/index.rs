@@ -30,9 +30,6 @@ fn search_error(operation: &str, e: impl std::fmt::Display) -> Error {
     Error::storage(operation.to_owned(), e.to_string())
 }
 
-/// Decides whether a document may appear in results (checked while collecting).
-pub type Visibility = std::sync::Arc<dyn Fn(i64) -> bool + Send + Sync>;
-
 /// What the index holds of one document.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct IndexedDocument {
@@ -488,59 +485,6 @@ impl SearchIndex {
                 "query: ranges apply to metadata values".into(),
             )),
         }
-    }
-
-    /// One page of the records of `kind` matching `expr` whose document passes `visible`, best
-    /// first, and how many pass in all. Hidden hits are dropped while collecting, so only
-    /// visible ones are ranked.
-    pub fn search_page(
-        &self,
-        kind: RecordKind,
-        expr: &Expr,
-        visible: Option<Visibility>,
-        offset: usize,
-        limit: usize,
-    ) -> Result<(usize, Vec<Hit>)> {
-        let query = BooleanQuery::new(vec![
-            (
-                Occur::Must,
-                Box::new(TermQuery::new(
-                    self.kind_term(kind),
-                    IndexRecordOption::Basic,
-                )) as Box<dyn Query>,
-            ),
-            (Occur::Must, self.translate(expr)?),
-        ]);
-        let searcher = self.reader.searcher();
-        let top = tantivy::collector::TopDocs::with_limit(limit.max(1)).and_offset(offset);
-        let (count, top) = match visible {
-            None => searcher.search(&query, &(tantivy::collector::Count, top.order_by_score())),
-            Some(visible) => {
-                let filter = tantivy::collector::FilterCollector::new(
-                    "document_id".to_owned(),
-                    move |id: i64| visible(id),
-                    (tantivy::collector::Count, top.order_by_score()),
-                );
-                searcher.search(&query, &filter)
-            }
-        }
-        .map_err(|e| search_error("searching", e))?;
-        let mut hits = Vec::with_capacity(top.len());
-        for (score, address) in top.into_iter().take(limit) {
-            let fast = searcher.segment_reader(address.segment_ord).fast_fields();
-            let open = |name: &str| {
-                fast.i64(name)
-                    .map_err(|e| search_error("reading search results", e))
-            };
-            if let Some(document_id) = open("document_id")?.first(address.doc_id) {
-                hits.push(Hit {
-                    document_id,
-                    metadata_id: open("metadata_id")?.first(address.doc_id),
-                    score,
-                });
-            }
-        }
-        Ok((count, hits))
     }
 
     /// Every record of `kind` matching `expr`, best first.

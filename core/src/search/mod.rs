@@ -348,34 +348,18 @@ impl Session {
         page: usize,
         page_size: usize,
     ) -> Result<SearchPage<Document>> {
-        let expr = parse(query)?;
-        self.db.catch_up(false)?;
-        let visible: Option<index::Visibility> = match self.actor {
-            Actor::System => None,
-            Actor::User(user) => {
-                let db = self.db.clone();
-                Some(std::sync::Arc::new(move |id: i64| {
-                    db.check(
-                        user,
-                        Permission::DocumentView,
-                        ObjectRef::new(ObjectKind::DOCUMENT, id),
-                    )
-                }))
-            }
-        };
-        let offset = page.saturating_sub(1) * page_size;
-        let (count, hits) = self.db.inner.search.index().search_page(
-            RecordKind::Document,
-            &expr,
-            visible,
-            offset,
-            page_size,
-        )?;
+        let hits = self.search_hits(RecordKind::Document, query)?;
+        let start = page.saturating_sub(1) * page_size;
         let results = hits
             .iter()
+            .skip(start)
+            .take(page_size)
             .map(|h| self.document(DocumentId(h.document_id)))
             .collect::<Result<_>>()?;
-        Ok(SearchPage { count, results })
+        Ok(SearchPage {
+            count: hits.len(),
+            results,
+        })
     }
 
     /// Metadata values matching `query` (DocumentMetadataSearchResult) whose document and
