@@ -617,6 +617,20 @@ impl Docmeta {
     /// Records the objects an application object inherits ACLs from (spec 5.3 for kinds that
     /// docmeta does not store: versions, comments, sources, tags, index nodes...).
     pub fn set_object_parents(&self, object: ObjectRef, parents: &[ObjectRef]) -> Result<()> {
+        if [
+            ObjectKind::DOCUMENT,
+            ObjectKind::DOCUMENT_TYPE,
+            ObjectKind::METADATA_TYPE,
+            ObjectKind::CABINET,
+            ObjectKind::ROLE,
+        ]
+        .contains(&object.kind)
+        {
+            return Err(Error::InvalidInput(format!(
+                "docmeta keeps the links of {} itself",
+                self.kinds().name(object.kind)
+            )));
+        }
         let kinds = self.inner.kinds.read().clone();
         let names: Vec<(String, i64)> =
             parents.iter().map(|p| (kinds.name(p.kind), p.id)).collect();

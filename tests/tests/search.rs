@@ -199,6 +199,40 @@ fn results_are_filtered_by_permission_and_paged() -> Result<()> {
         "hidden documents never appear, counts exclude them"
     );
     assert!(s.search_metadata("acme", 1, 10)?.results.is_empty());
+    // Through a document-type ACL, and the counts agree with the evaluator document by document.
+    let contract_type = w.admin.document(w.contract)?.document_type_id;
+    w.admin.grant(
+        Permission::DocumentView,
+        role,
+        ObjectRef::new(ObjectKind::DOCUMENT_TYPE, contract_type.0),
+    )?;
+    let page = s.search_documents("document_type__label:contract OR label:café", 1, 10)?;
+    assert_eq!(page.count, 2);
+    let every = w.admin.search_documents(
+        "document_type__label:contract OR document_type__label:invoice",
+        1,
+        100,
+    )?;
+    let visible = every
+        .results
+        .iter()
+        .filter(|d| {
+            w.db.check(
+                user,
+                Permission::DocumentView,
+                ObjectRef::new(ObjectKind::DOCUMENT, d.id.0),
+            )
+        })
+        .count();
+    assert_eq!(
+        s.search_documents(
+            "document_type__label:contract OR document_type__label:invoice",
+            1,
+            100
+        )?
+        .count,
+        visible
+    );
     let all = w.admin.search_documents("invoice", 1, 2)?;
     assert_eq!((all.count, all.results.len()), (3, 2));
     assert_eq!(w.admin.search_documents("invoice", 2, 2)?.results.len(), 1);
@@ -368,6 +402,60 @@ fn initialize_upgrade_and_index_objects() -> Result<()> {
     );
     assert!(matches!(
         w.db.search_index_objects("tags.tag", None, |_, _| {}),
+        Err(Error::InvalidInput(_))
+    ));
+    Ok(())
+}
+
+#[test]
+fn an_index_from_an_older_schema_is_upgraded() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let db = Docmeta::builder()
+            .data_dir(dir.path())
+            .worker(false)
+            .open()?;
+        let s = db.system();
+        let t = s.create_document_type("Memo")?;
+        s.create_document(t.id, "old memo", &[])?;
+        db.wait_for_index()?;
+    }
+    // Pretend an older docmeta built the index.
+    let current = dir.path().join("search/CURRENT");
+    let text = std::fs::read_to_string(&current).expect("CURRENT");
+    std::fs::write(
+        &current,
+        text.replace(
+            &format!(
+                "schema {}",
+                docmeta_core::search::index::INDEX_SCHEMA_VERSION
+            ),
+            "schema 1",
+        ),
+    )
+    .expect("write");
+    let db = Docmeta::builder()
+        .data_dir(dir.path())
+        .worker(false)
+        .open()?;
+    let status = db.search_status()?;
+    assert!(
+        !status.schema_current && status.schema_version == 1,
+        "{status:?}"
+    );
+    assert!(db.search_upgrade(|_, _| {})?, "rebuilt");
+    assert!(db.search_status()?.schema_current);
+    assert_eq!(db.system().search_documents("memo", 1, 10)?.count, 1);
+    Ok(())
+}
+
+#[test]
+fn documents_and_their_types_keep_their_own_links() -> Result<()> {
+    let w = world()?;
+    let doc = ObjectRef::new(ObjectKind::DOCUMENT, w.contract.0);
+    let other = ObjectRef::new(ObjectKind::DOCUMENT_TYPE, 1);
+    assert!(matches!(
+        w.db.set_object_parents(doc, &[other]),
         Err(Error::InvalidInput(_))
     ));
     Ok(())

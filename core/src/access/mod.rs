@@ -8,4 +8,4 @@ pub mod policy;
 
 pub use inheritance::{KindInfo, KindRegistry, ObjectKind, ObjectRef};
 pub use permission::{Permission, PermissionSet};
-pub use policy::{AccessSnapshot, Explanation, Grant};
+pub use policy::{AccessSnapshot, DocumentVisibility, Explanation, Grant};

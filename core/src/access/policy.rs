@@ -44,6 +44,25 @@ pub struct AccessSnapshot {
     parents: FxHashMap<ObjectRef, Vec<ObjectRef>>,
 }
 
+/// See [`AccessSnapshot::document_visibility`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DocumentVisibility {
+    /// Every document.
+    pub all: bool,
+    /// Documents of these types.
+    pub types: FxHashSet<i64>,
+    /// These documents.
+    pub documents: FxHashSet<i64>,
+}
+
+impl DocumentVisibility {
+    /// Whether document `id` of type `document_type` is visible.
+    #[inline]
+    pub fn allows(&self, id: i64, document_type: i64) -> bool {
+        self.all || self.types.contains(&document_type) || self.documents.contains(&id)
+    }
+}
+
 /// Why a permission is granted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Grant {
@@ -360,6 +379,32 @@ impl AccessSnapshot {
                 .any(|p| self.granted_on(u, permission, p, depth + 1)),
             None => false,
         }
+    }
+
+    /// Which documents `user` may do `permission` on, in a form cheap to test per search hit:
+    /// every document, or those of the granted document types plus those with a granting ACL of
+    /// their own. Exact because a document inherits from its document type only (docmeta keeps
+    /// that link itself; see `Docmeta::set_object_parents`).
+    pub fn document_visibility(&self, user: UserId, permission: Permission) -> DocumentVisibility {
+        let mut v = DocumentVisibility::default();
+        let Some(u) = self.user(user) else { return v };
+        if u.superuser || u.global.contains(permission) {
+            v.all = true;
+            return v;
+        }
+        for (object, entries) in &self.acls {
+            let set = match object.kind {
+                ObjectKind::DOCUMENT_TYPE => &mut v.types,
+                ObjectKind::DOCUMENT => &mut v.documents,
+                _ => continue,
+            };
+            if entries.iter().any(|e| {
+                e.permissions.contains(permission) && u.roles.binary_search(&e.role).is_ok()
+            }) {
+                set.insert(object.id);
+            }
+        }
+        v
     }
 
     /// Whether the snapshot holds parent links for `object`.

@@ -58,13 +58,21 @@ impl SearchHome {
             });
         };
         std::fs::create_dir_all(root).map_err(io("creating the search directory"))?;
-        let (generation, schema) = match read_current(root) {
+        let (mut generation, schema) = match read_current(root) {
             Some(found) => found,
             None => {
                 write_current(root, 1, INDEX_SCHEMA_VERSION)?;
                 (1, INDEX_SCHEMA_VERSION)
             }
         };
+        if schema != INDEX_SCHEMA_VERSION {
+            // Built by another docmeta: its fields differ. Start an empty index with this
+            // build's fields, still recorded as outdated so that `search_upgrade` (spec 9 item 3)
+            // rebuilds it.
+            let _ = std::fs::remove_dir_all(root.join(generation.to_string()));
+            generation += 1;
+            write_current(root, generation, schema)?;
+        }
         let index = SearchIndex::open(&root.join(generation.to_string()))?;
         Ok(SearchHome {
             root: Some(root.to_path_buf()),

@@ -19,10 +19,11 @@ use tantivy::tokenizer::{LowerCaser, NgramTokenizer, SimpleTokenizer, TextAnalyz
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
 use super::query::{Expr, Field, Match};
+use crate::access::DocumentVisibility;
 use crate::error::{Error, Result};
 
 /// Schema version of the index; a different version needs `search_upgrade` (a rebuild).
-pub const INDEX_SCHEMA_VERSION: u32 = 1;
+pub const INDEX_SCHEMA_VERSION: u32 = 2;
 const NGRAM: &str = "docmeta_ngram";
 const WORDS: &str = "docmeta_words";
 
@@ -41,6 +42,8 @@ pub struct IndexedDocument {
     pub document_type_label: String,
     /// Its metadata values: (value id, metadata type name, value).
     pub metadata: Vec<(i64, String, String)>,
+    /// Id of its type (for permission filtering while collecting hits).
+    pub document_type_id: i64,
 }
 
 /// Which records a search returns.
@@ -67,6 +70,7 @@ pub struct Hit {
 struct Fields {
     kind: TField,
     document_id: TField,
+    document_type_id: TField,
     metadata_id: TField,
     label: TField,
     type_label: TField,
@@ -93,6 +97,7 @@ fn schema() -> (Schema, Fields) {
     let fields = Fields {
         kind: b.add_text_field("kind", STRING),
         document_id: b.add_i64_field("document_id", id.clone()),
+        document_type_id: b.add_i64_field("document_type_id", id.clone()),
         metadata_id: b.add_i64_field("metadata_id", id.clone()),
         label: b.add_text_field("label", words.clone()),
         type_label: b.add_text_field("document_type__label", words.clone()),
@@ -216,6 +221,7 @@ impl SearchIndex {
             let mut doc = TantivyDocument::default();
             doc.add_text(f.kind, "document");
             doc.add_i64(f.document_id, d.id);
+            doc.add_i64(f.document_type_id, d.document_type_id);
             doc.add_text(f.label, &d.label);
             doc.add_text(f.type_label, &d.document_type_label);
             for (_, name, value) in &d.metadata {
@@ -229,6 +235,7 @@ impl SearchIndex {
                 let mut m = TantivyDocument::default();
                 m.add_text(f.kind, "metadata");
                 m.add_i64(f.document_id, d.id);
+                m.add_i64(f.document_type_id, d.document_type_id);
                 m.add_i64(f.metadata_id, *metadata_id);
                 m.add_text(f.type_label, &d.document_type_label);
                 m.add_text(f.type_name, name);
@@ -487,6 +494,49 @@ impl SearchIndex {
         }
     }
 
+    /// One page of the records of `kind` matching `expr` that `visible` allows, best first, and
+    /// how many it allows in all. Hidden hits are skipped while collecting: only visible ones
+    /// are ranked, and only `offset + limit` of them are kept.
+    pub fn search_visible(
+        &self,
+        kind: RecordKind,
+        expr: &Expr,
+        visible: std::sync::Arc<DocumentVisibility>,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(usize, Vec<Hit>)> {
+        let query = BooleanQuery::new(vec![
+            (
+                Occur::Must,
+                Box::new(TermQuery::new(
+                    self.kind_term(kind),
+                    IndexRecordOption::Basic,
+                )) as Box<dyn Query>,
+            ),
+            (Occur::Must, self.translate(expr)?),
+        ]);
+        let collector = VisibleTop {
+            visible,
+            keep: offset + limit,
+        };
+        let (count, mut top) = self
+            .reader
+            .searcher()
+            .search(&query, &collector)
+            .map_err(|e| search_error("searching", e))?;
+        let page = top
+            .drain(..)
+            .skip(offset)
+            .take(limit)
+            .map(|(score, document_id, metadata_id)| Hit {
+                document_id,
+                metadata_id,
+                score: score.0,
+            })
+            .collect();
+        Ok((count, page))
+    }
+
     /// Every record of `kind` matching `expr`, best first.
     pub fn search(&self, kind: RecordKind, expr: &Expr) -> Result<Vec<Hit>> {
         let query = BooleanQuery::new(vec![
@@ -542,5 +592,108 @@ impl SearchIndex {
             }
         }
         Ok(hits)
+    }
+}
+
+/// A score ordered totally (for the heap of the best hits).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Score(f32);
+
+impl Eq for Score {}
+
+impl PartialOrd for Score {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Score {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+type Ranked = (Score, i64, Option<i64>);
+
+/// Counts the visible hits and keeps the best `keep` of them.
+struct VisibleTop {
+    visible: std::sync::Arc<DocumentVisibility>,
+    keep: usize,
+}
+
+struct VisibleTopSegment {
+    visible: std::sync::Arc<DocumentVisibility>,
+    documents: tantivy::columnar::Column<i64>,
+    types: tantivy::columnar::Column<i64>,
+    values: tantivy::columnar::Column<i64>,
+    count: usize,
+    keep: usize,
+    best: std::collections::BinaryHeap<std::cmp::Reverse<Ranked>>,
+}
+
+impl tantivy::collector::Collector for VisibleTop {
+    type Fruit = (usize, Vec<Ranked>);
+    type Child = VisibleTopSegment;
+
+    fn for_segment(
+        &self,
+        _: tantivy::SegmentOrdinal,
+        segment: &tantivy::SegmentReader,
+    ) -> tantivy::Result<VisibleTopSegment> {
+        let fast = segment.fast_fields();
+        Ok(VisibleTopSegment {
+            visible: self.visible.clone(),
+            documents: fast.i64("document_id")?,
+            types: fast.i64("document_type_id")?,
+            values: fast.i64("metadata_id")?,
+            count: 0,
+            keep: self.keep,
+            best: std::collections::BinaryHeap::with_capacity(self.keep + 1),
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        true
+    }
+
+    fn merge_fruits(
+        &self,
+        fruits: Vec<(usize, Vec<Ranked>)>,
+    ) -> tantivy::Result<(usize, Vec<Ranked>)> {
+        let count = fruits.iter().map(|(c, _)| c).sum();
+        let mut all: Vec<Ranked> = fruits.into_iter().flat_map(|(_, best)| best).collect();
+        all.sort_by(|a, b| b.cmp(a));
+        all.truncate(self.keep);
+        Ok((count, all))
+    }
+}
+
+impl tantivy::collector::SegmentCollector for VisibleTopSegment {
+    type Fruit = (usize, Vec<Ranked>);
+
+    fn collect(&mut self, doc: tantivy::DocId, score: tantivy::Score) {
+        let (Some(id), Some(ty)) = (self.documents.first(doc), self.types.first(doc)) else {
+            return;
+        };
+        if !self.visible.allows(id, ty) {
+            return;
+        }
+        self.count += 1;
+        if self.keep == 0 {
+            return;
+        }
+        let ranked = (Score(score), id, self.values.first(doc));
+        if self.best.len() < self.keep {
+            self.best.push(std::cmp::Reverse(ranked));
+        } else if self.best.peek().is_some_and(|w| ranked > w.0) {
+            self.best.pop();
+            self.best.push(std::cmp::Reverse(ranked));
+        }
+    }
+
+    fn harvest(self) -> (usize, Vec<Ranked>) {
+        let mut best: Vec<Ranked> = self.best.into_iter().map(|r| r.0).collect();
+        best.sort_by(|a, b| b.cmp(a));
+        (self.count, best)
     }
 }

@@ -73,6 +73,7 @@ fn load_documents(tx: &mut Tx<'_>, ids: &[DocumentId]) -> Result<(Vec<IndexedDoc
             label: d.label,
             document_type_label,
             metadata,
+            document_type_id: d.document_type_id.0,
         });
     }
     Ok((found, removed))
@@ -81,9 +82,9 @@ fn load_documents(tx: &mut Tx<'_>, ids: &[DocumentId]) -> Result<(Vec<IndexedDoc
 /// The documents with ids in `lo..=hi`, read with two queries (the rebuild's bulk path).
 fn load_range(tx: &mut Tx<'_>, lo: i64, hi: i64) -> Result<Vec<IndexedDocument>> {
     let mut docs: Vec<IndexedDocument> = tx.rows(
-        "SELECT d.id, d.label, t.label FROM documents d JOIN document_types t ON t.id = d.document_type_id WHERE d.id BETWEEN ?1 AND ?2 ORDER BY d.id",
+        "SELECT d.id, d.label, t.label, t.id FROM documents d JOIN document_types t ON t.id = d.document_type_id WHERE d.id BETWEEN ?1 AND ?2 ORDER BY d.id",
         &[lo.into(), hi.into()],
-        |r| Ok(IndexedDocument { id: r.int(0)?, label: r.text(1)?, document_type_label: r.text(2)?, metadata: Vec::new() }),
+        |r| Ok(IndexedDocument { id: r.int(0)?, label: r.text(1)?, document_type_label: r.text(2)?, metadata: Vec::new(), document_type_id: r.int(3)? }),
     )?;
     let mut at = 0;
     tx.each(
@@ -348,18 +349,33 @@ impl Session {
         page: usize,
         page_size: usize,
     ) -> Result<SearchPage<Document>> {
-        let hits = self.search_hits(RecordKind::Document, query)?;
-        let start = page.saturating_sub(1) * page_size;
+        let expr = parse(query)?;
+        self.db.catch_up(false)?;
+        let visible = match self.actor {
+            Actor::System => crate::access::DocumentVisibility {
+                all: true,
+                ..Default::default()
+            },
+            Actor::User(user) => self
+                .db
+                .inner
+                .access
+                .read()
+                .document_visibility(user, Permission::DocumentView),
+        };
+        let offset = page.saturating_sub(1) * page_size;
+        let (count, hits) = self.db.inner.search.index().search_visible(
+            RecordKind::Document,
+            &expr,
+            std::sync::Arc::new(visible),
+            offset,
+            page_size,
+        )?;
         let results = hits
             .iter()
-            .skip(start)
-            .take(page_size)
             .map(|h| self.document(DocumentId(h.document_id)))
             .collect::<Result<_>>()?;
-        Ok(SearchPage {
-            count: hits.len(),
-            results,
-        })
+        Ok(SearchPage { count, results })
     }
 
     /// Metadata values matching `query` (DocumentMetadataSearchResult) whose document and
