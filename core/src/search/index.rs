@@ -353,9 +353,12 @@ impl SearchIndex {
                             .is_some_and(|s| s.chars().count() == w.chars().count().min(3))
                     })
                     .collect();
-                let partial: Box<dyn Query> = if grams.is_empty() {
-                    Box::new(EmptyQuery)
-                } else {
+                if grams.is_empty() {
+                    // Too short for n-grams: whole words only.
+                    return self.words(f.value, w, false);
+                }
+                // Every whole-word match is also a substring match: the n-grams alone decide.
+                let partial: Box<dyn Query> = {
                     Box::new(BooleanQuery::new(
                         grams
                             .into_iter()
@@ -369,10 +372,7 @@ impl SearchIndex {
                             .collect(),
                     ))
                 };
-                Box::new(BooleanQuery::new(vec![
-                    (Occur::Should, self.words(f.value, w, false)?),
-                    (Occur::Should, partial),
-                ]))
+                partial
             }
             Match::Range { lower, upper } => self.range_query(lower, upper)?,
         })
