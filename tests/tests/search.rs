@@ -460,3 +460,23 @@ fn documents_and_their_types_keep_their_own_links() -> Result<()> {
     ));
     Ok(())
 }
+
+#[test]
+fn absurd_pages_are_refused_not_a_crash() -> Result<()> {
+    let w = world()?;
+    assert!(matches!(
+        w.admin.search_documents("invoice", usize::MAX, 500),
+        Err(Error::InvalidInput(_))
+    ));
+    assert!(
+        w.admin.search_documents("invoice", 20, 500).is_ok(),
+        "the first 10,000 results page fine"
+    );
+    assert!(
+        w.admin
+            .search_metadata("invoice", usize::MAX, 500)?
+            .results
+            .is_empty()
+    );
+    Ok(())
+}

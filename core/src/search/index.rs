@@ -517,7 +517,7 @@ impl SearchIndex {
         ]);
         let collector = VisibleTop {
             visible,
-            keep: offset + limit,
+            keep: offset.saturating_add(limit),
         };
         let (count, mut top) = self
             .reader
@@ -648,7 +648,7 @@ impl tantivy::collector::Collector for VisibleTop {
             values: fast.i64("metadata_id")?,
             count: 0,
             keep: self.keep,
-            best: std::collections::BinaryHeap::with_capacity(self.keep + 1),
+            best: std::collections::BinaryHeap::with_capacity(self.keep.min(1024) + 1),
         })
     }
 

@@ -24,6 +24,8 @@ use crate::store::Tx;
 
 const CURSOR: &str = "search.cursor";
 const BATCH: u32 = 1000;
+/// Deepest result reachable by paging; beyond it a query must be refined.
+pub const MAX_RESULT_WINDOW: usize = 10_000;
 
 /// The state of the search index.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -363,7 +365,12 @@ impl Session {
                 .read()
                 .document_visibility(user, Permission::DocumentView),
         };
-        let offset = page.saturating_sub(1) * page_size;
+        let offset = page.saturating_sub(1).saturating_mul(page_size);
+        if offset.saturating_add(page_size) > MAX_RESULT_WINDOW {
+            return Err(crate::error::Error::InvalidInput(format!(
+                "query: results beyond the first {MAX_RESULT_WINDOW} cannot be paged to; refine the query"
+            )));
+        }
         let (count, hits) = self.db.inner.search.index().search_visible(
             RecordKind::Document,
             &expr,
@@ -405,7 +412,7 @@ impl Session {
                 )
             })
             .collect();
-        let start = page.saturating_sub(1) * page_size;
+        let start = page.saturating_sub(1).saturating_mul(page_size);
         Ok(SearchPage {
             count: values.len(),
             results: values.into_iter().skip(start).take(page_size).collect(),

@@ -79,11 +79,11 @@ impl ListQuery {
 
     /// The range of `total` items on the requested page; a page past the end is a `404`.
     pub fn range(&self, total: usize) -> Result<std::ops::Range<usize>, ApiError> {
-        let start = (self.page - 1) * self.page_size;
+        let start = (self.page - 1).saturating_mul(self.page_size);
         if start >= total && self.page > 1 {
             return Err(ApiError::detail(StatusCode::NOT_FOUND, "Invalid page."));
         }
-        Ok(start.min(total)..(start + self.page_size).min(total))
+        Ok(start.min(total)..start.saturating_add(self.page_size).min(total))
     }
 
     /// The response body for `results`, the items of the requested page of `total`.
@@ -103,7 +103,7 @@ impl ListQuery {
                 .collect();
             format!("{}?{}", uri.path(), query.join("&"))
         };
-        let has_next = self.page * self.page_size < total;
+        let has_next = self.page.saturating_mul(self.page_size) < total;
         Page {
             count: total,
             next: if has_next {

@@ -747,6 +747,10 @@ fn types_associations_documents_events_and_pagination() {
         s.get("/api/v4/metadata/metadata-types/?page=99", ADMIN).0,
         404
     );
+    let huge = "/api/v4/metadata/metadata-types/?page=18446744073709551615&page_size=500";
+    assert_eq!(s.get(huge, ADMIN).0, 404, "no overflow");
+    let deep = "/api/v4/search/documents/?q=invoice&page=18446744073709551615";
+    assert_eq!(s.get(deep, ADMIN).0, 400);
     // Groups, roles, permissions, cabinets, tasks.
     let (status, group) = s.call(
         "POST",
