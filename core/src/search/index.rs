@@ -9,7 +9,8 @@ use std::path::Path;
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use tantivy::query::{
-    AllQuery, BooleanQuery, EmptyQuery, Occur, PhraseQuery, Query, RangeQuery, TermQuery,
+    AllQuery, BitSetDocSet, BooleanQuery, ConstScorer, EmptyQuery, EnableScoring, Explanation,
+    Occur, PhraseQuery, Query, RangeQuery, Scorer, TermQuery, Weight,
 };
 use tantivy::schema::{
     Field as TField, IndexRecordOption, NumericOptions, STRING, Schema, TextFieldIndexing,
@@ -149,6 +150,7 @@ pub struct SearchIndex {
     reader: IndexReader,
     writer: Mutex<IndexWriter>,
     fields: Fields,
+    visible_sets: std::sync::Arc<VisibleSetCache>,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -173,6 +175,7 @@ impl SearchIndex {
             .try_into()
             .map_err(|e| search_error("opening the search index reader", e))?;
         Ok(SearchIndex {
+            visible_sets: std::sync::Arc::default(),
             index,
             reader,
             writer: Mutex::new(writer),
@@ -505,7 +508,7 @@ impl SearchIndex {
         offset: usize,
         limit: usize,
     ) -> Result<(usize, Vec<Hit>)> {
-        let query = BooleanQuery::new(vec![
+        let mut clauses = vec![
             (
                 Occur::Must,
                 Box::new(TermQuery::new(
@@ -514,7 +517,30 @@ impl SearchIndex {
                 )) as Box<dyn Query>,
             ),
             (Occur::Must, self.translate(expr)?),
-        ]);
+        ];
+        if !visible.all {
+            if visible.types.is_empty() && visible.documents.is_empty() {
+                return Ok((0, Vec::new()));
+            }
+            // The visible records as a bitset built from the postings of the visible types and
+            // documents (cached per segment): the intersection then only scores and counts
+            // what the caller may see, instead of scoring every hit and dropping the hidden
+            // ones. Unscored.
+            let mut types: Vec<i64> = visible.types.iter().copied().collect();
+            let mut documents: Vec<i64> = visible.documents.iter().copied().collect();
+            types.sort_unstable();
+            documents.sort_unstable();
+            clauses.push((
+                Occur::Must,
+                Box::new(VisibleSet {
+                    key: std::sync::Arc::new((types, documents)),
+                    fields: (self.fields.document_type_id, self.fields.document_id),
+                    cache: self.visible_sets.clone(),
+                }),
+            ));
+        }
+        let query = BooleanQuery::new(clauses);
+        // The collector checks visibility again (cheaply: only visible records reach it).
         let collector = VisibleTop {
             visible,
             keep: offset.saturating_add(limit),
@@ -695,5 +721,139 @@ impl tantivy::collector::SegmentCollector for VisibleTopSegment {
         let mut best: Vec<Ranked> = self.best.into_iter().map(|r| r.0).collect();
         best.sort_by(|a, b| b.cmp(a));
         (self.count, best)
+    }
+}
+
+/// The visible document types and documents, each sorted.
+type VisibleKey = (Vec<i64>, Vec<i64>);
+
+/// Matches the records of the visible document types and documents (score 0).
+#[derive(Clone, Debug)]
+struct VisibleSet {
+    key: std::sync::Arc<VisibleKey>,
+    /// `document_type_id`, `document_id`.
+    fields: (TField, TField),
+    cache: std::sync::Arc<VisibleSetCache>,
+}
+
+impl VisibleSet {
+    fn build(&self, segment: &tantivy::SegmentReader) -> tantivy::Result<tantivy::BitSet> {
+        let mut bits = tantivy::BitSet::with_max_value(segment.max_doc());
+        for (field, values) in [(self.fields.0, &self.key.0), (self.fields.1, &self.key.1)] {
+            let inverted = segment.inverted_index(field)?;
+            for &value in values {
+                let term = Term::from_field_i64(field, value);
+                let Some(info) = inverted.get_term_info(&term)? else {
+                    continue;
+                };
+                let mut postings =
+                    inverted.read_block_postings_from_terminfo(&info, IndexRecordOption::Basic)?;
+                while !postings.docs().is_empty() {
+                    for &doc in postings.docs() {
+                        bits.insert(doc);
+                    }
+                    postings.advance();
+                }
+            }
+        }
+        Ok(bits)
+    }
+}
+
+impl Query for VisibleSet {
+    fn weight(&self, _: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
+        Ok(Box::new(self.clone()))
+    }
+}
+
+impl Weight for VisibleSet {
+    fn scorer(
+        &self,
+        segment: &tantivy::SegmentReader,
+        _: tantivy::Score,
+    ) -> tantivy::Result<Box<dyn Scorer>> {
+        let bits = self
+            .cache
+            .get_or_build(segment.segment_id(), &self.key, || self.build(segment))?;
+        Ok(Box::new(ConstScorer::new(
+            BitSetDocSet::from((*bits).clone()),
+            0.0,
+        )))
+    }
+
+    fn explain(
+        &self,
+        segment: &tantivy::SegmentReader,
+        doc: tantivy::DocId,
+    ) -> tantivy::Result<Explanation> {
+        let mut scorer = self.scorer(segment, 1.0)?;
+        if scorer.seek(doc) == doc {
+            Ok(Explanation::new("visible to the caller", 0.0))
+        } else {
+            Err(tantivy::TantivyError::InvalidArgument(
+                "the record is not visible to the caller".to_owned(),
+            ))
+        }
+    }
+}
+
+/// Visibility bitsets by segment and visible set, least recently used evicted beyond a byte
+/// budget. Segments never change, so an entry is exact until its segment is merged away.
+#[derive(Default)]
+struct VisibleSetCache {
+    entries: Mutex<Vec<CachedSet>>,
+}
+
+struct CachedSet {
+    segment: tantivy::index::SegmentId,
+    key: std::sync::Arc<VisibleKey>,
+    bits: std::sync::Arc<tantivy::BitSet>,
+    used: u64,
+}
+
+impl std::fmt::Debug for VisibleSetCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VisibleSetCache").finish_non_exhaustive()
+    }
+}
+
+/// What the visibility bitsets of one index may occupy.
+const VISIBLE_SET_CACHE_BYTES: usize = 64 << 20;
+
+impl VisibleSetCache {
+    fn get_or_build(
+        &self,
+        segment: tantivy::index::SegmentId,
+        key: &std::sync::Arc<VisibleKey>,
+        build: impl FnOnce() -> tantivy::Result<tantivy::BitSet>,
+    ) -> tantivy::Result<std::sync::Arc<tantivy::BitSet>> {
+        {
+            let mut entries = self.entries.lock();
+            let tick = entries.iter().map(|e| e.used).max().unwrap_or(0) + 1;
+            if let Some(e) = (entries.iter_mut()).find(|e| e.segment == segment && *e.key == **key)
+            {
+                e.used = tick;
+                return Ok(e.bits.clone());
+            }
+        }
+        // Built outside the lock: two racing builders only waste work.
+        let bits = std::sync::Arc::new(build()?);
+        let mut entries = self.entries.lock();
+        let tick = entries.iter().map(|e| e.used).max().unwrap_or(0) + 1;
+        entries.push(CachedSet {
+            segment,
+            key: key.clone(),
+            bits: bits.clone(),
+            used: tick,
+        });
+        let size =
+            |e: &CachedSet| e.bits.max_value() as usize / 8 + 8 * (e.key.0.len() + e.key.1.len());
+        while entries.len() > 1 && entries.iter().map(size).sum::<usize>() > VISIBLE_SET_CACHE_BYTES
+        {
+            if let Some(oldest) = (0..entries.len()).min_by_key(|&i| entries[i].used) {
+                entries.swap_remove(oldest);
+            }
+        }
+        Ok(bits)
     }
 }
