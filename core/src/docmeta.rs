@@ -12,14 +12,65 @@ use rustc_hash::FxHashMap;
 use crate::access::{
     AccessSnapshot, Explanation, KindRegistry, ObjectKind, ObjectRef, Permission, PermissionSet,
 };
+use crate::config::StorageBackend;
 use crate::config::{Config, load_or_create_secret_key};
-use crate::error::{Error, Result};
+use crate::error::{Error, NON_FIELD_ERRORS, Result};
 use crate::events::{Event, EventObject, EventQuery};
+use crate::files::menc::{KdfParams, KeyCheck, Keyring, Password};
+use crate::files::{EncryptedStorage, FileStorage, MemoryStorage, PlainStorage};
 use crate::metadata::{ClassRegistry, CompiledMetadataType, TemplateEngine};
 use crate::model::*;
 use crate::session::Session;
 use crate::store::{Mode, SqliteStore, Store, Tx};
 use crate::tasks::Worker;
+
+/// The environment variable that gives the encrypted storage's password.
+pub const PASSWORD_VARIABLE: &str = "DOCMETA_STORAGE_PASSWORD";
+
+/// `DATA/.lock`: every open instance holds it shared; a restore holds it exclusively, so it
+/// never replaces a directory a running server uses.
+#[derive(Debug)]
+pub(crate) struct DataLock(#[allow(dead_code)] std::fs::File);
+
+impl DataLock {
+    fn open_file(dir: &Path) -> Result<std::fs::File> {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Error::storage(format!("creating the data directory {}", dir.display()), e)
+        })?;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(".lock"))
+            .map_err(|e| Error::storage("opening the data directory's lock file", e))
+    }
+
+    /// Held while the instance is open.
+    pub(crate) fn shared(dir: &Path) -> Result<DataLock> {
+        let file = Self::open_file(dir)?;
+        file.try_lock_shared().map_err(|_| Error::Conflict {
+            field: NON_FIELD_ERRORS.to_owned(),
+            message: format!(
+                "{} is being restored; try again when the restore has finished",
+                dir.display()
+            ),
+        })?;
+        Ok(DataLock(file))
+    }
+
+    /// Held by a restore: refused while any instance has the directory open.
+    pub(crate) fn exclusive(dir: &Path) -> Result<DataLock> {
+        let file = Self::open_file(dir)?;
+        file.try_lock().map_err(|_| Error::Conflict {
+            field: NON_FIELD_ERRORS.to_owned(),
+            message: format!(
+                "{} is in use (a docmeta server or command has it open); stop it first",
+                dir.display()
+            ),
+        })?;
+        Ok(DataLock(file))
+    }
+}
 
 /// A change to the access snapshot, applied right after the transaction that made it commits.
 #[derive(Debug, Clone)]
@@ -81,6 +132,8 @@ pub(crate) struct Inner {
     next_subscription: AtomicU64,
     pub(crate) task_signal: (Mutex<bool>, Condvar),
     pub(crate) search: crate::search::home::SearchHome,
+    pub(crate) files: Arc<dyn FileStorage>,
+    _lock: Option<DataLock>,
     pub(crate) search_lock: Mutex<()>,
     pub(crate) search_rebuilding: std::sync::atomic::AtomicBool,
     pub(crate) shutdown: std::sync::atomic::AtomicBool,
@@ -125,6 +178,8 @@ pub struct Builder {
     kinds: KindRegistry,
     worker: bool,
     config: Option<Config>,
+    files: Option<Arc<dyn FileStorage>>,
+    storage_password: Option<Password>,
 }
 
 impl std::fmt::Debug for Builder {
@@ -175,8 +230,122 @@ impl Builder {
         self
     }
 
+    /// The encrypted storage's password (otherwise `DOCMETA_STORAGE_PASSWORD`, then the
+    /// configured `storage_password_file`).
+    pub fn storage_password(mut self, password: impl Into<Vec<u8>>) -> Self {
+        self.storage_password = Some(Password::new(password));
+        self
+    }
+
+    /// Stores document files in `storage` instead of the configured one.
+    pub fn file_storage(mut self, storage: impl FileStorage + 'static) -> Self {
+        self.files = Some(Arc::new(storage));
+        self
+    }
+
+    fn password(&self, config: &Config, dir: Option<&Path>) -> Result<Password> {
+        if let Some(p) = &self.storage_password {
+            return Ok(p.clone());
+        }
+        if let Ok(p) = std::env::var(PASSWORD_VARIABLE) {
+            return Ok(Password::new(p));
+        }
+        let Some(path) = &config.storage_password_file else {
+            return Err(Error::InvalidInput(format!(
+                "the encrypted storage needs its password: set {PASSWORD_VARIABLE} or \
+                 storage_password_file in config.yml"
+            )));
+        };
+        if let (Some(dir), Ok(file)) = (dir, path.canonicalize())
+            && let Ok(dir) = dir.canonicalize()
+            && file.starts_with(&dir)
+        {
+            return Err(Error::InvalidInput(format!(
+                "storage_password_file {} is inside the data directory: keep the key apart from \
+                 the files it protects (and out of their backups)",
+                path.display()
+            )));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::storage(
+                format!("reading storage_password_file {}", path.display()),
+                e,
+            )
+        })?;
+        let line = text.lines().next().unwrap_or("").trim_end();
+        if line.is_empty() {
+            return Err(Error::InvalidInput(format!(
+                "storage_password_file {} is empty",
+                path.display()
+            )));
+        }
+        Ok(Password::new(line))
+    }
+
+    /// Opens the file storage of the data directory `dir` as configured there, which checks the
+    /// storage password against `system/storage_key` (restore does this before it replaces
+    /// anything).
+    pub(crate) fn check_storage(&self, dir: &Path) -> Result<()> {
+        let config = match &self.config {
+            Some(c) => c.clone(),
+            None => Config::load_or_create(dir)?,
+        };
+        self.file_storage_for(&config, Some(dir)).map(drop)
+    }
+
+    /// The configured file storage: plain, or MENC over plain with the master key derived (or
+    /// checked against `system/storage_key`) now, once.
+    fn file_storage_for(
+        &self,
+        config: &Config,
+        dir: Option<&Path>,
+    ) -> Result<Arc<dyn FileStorage>> {
+        if let Some(f) = &self.files {
+            return Ok(f.clone());
+        }
+        let plain: Arc<dyn FileStorage> = match dir {
+            Some(dir) => Arc::new(PlainStorage::open(dir.join("document_file_storage"))?),
+            None => Arc::new(MemoryStorage::default()),
+        };
+        if config.documents_file_storage_backend == StorageBackend::Plain {
+            return Ok(plain);
+        }
+        let password = self.password(config, dir)?;
+        let params = KdfParams {
+            memory_kib: config.storage_kdf_memory_kib,
+            iterations: config.storage_kdf_iterations,
+            parallelism: 1,
+        };
+        let keyring = match dir.map(|d| d.join("system").join("storage_key")) {
+            Some(path) if path.exists() => {
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| Error::storage("reading system/storage_key", e))?;
+                let check: KeyCheck = serde_json::from_str(&text).map_err(|e| {
+                    Error::InvalidInput(format!("system/storage_key is damaged: {e}"))
+                })?;
+                Keyring::open(password, &check)?
+            }
+            path => {
+                let (keyring, check) = Keyring::create(password, params)?;
+                if let Some(path) = path {
+                    let text = serde_json::to_string_pretty(&check)
+                        .map_err(|e| Error::storage("writing system/storage_key", e))?;
+                    let system = path.parent().unwrap_or(Path::new("."));
+                    crate::files::write_atomically(system, &path, &mut text.as_bytes())
+                        .map_err(|e| Error::storage("writing system/storage_key", e))?;
+                }
+                keyring
+            }
+        };
+        Ok(Arc::new(EncryptedStorage::new(plain, Arc::new(keyring))))
+    }
+
     /// Opens the instance.
-    pub fn open(self) -> Result<Docmeta> {
+    pub fn open(mut self) -> Result<Docmeta> {
+        let lock = match &self.data_dir {
+            Some(dir) => Some(DataLock::shared(dir)?),
+            None => None,
+        };
         let (store, secret_key, config) = match &self.data_dir {
             Some(dir) => {
                 for sub in ["", "document_file_storage"] {
@@ -185,28 +354,29 @@ impl Builder {
                     })?;
                 }
                 let key = load_or_create_secret_key(dir)?;
-                let config = match self.config {
+                let config = match self.config.clone() {
                     Some(c) => c,
                     None => Config::load_or_create(dir)?,
                 };
-                let store: Box<dyn Store> = match self.store {
+                let store: Box<dyn Store> = match self.store.take() {
                     Some(s) => s,
                     None => Box::new(SqliteStore::open(dir.join("db.sqlite3"))?),
                 };
                 (store, key, config)
             }
             None => {
-                let store: Box<dyn Store> = match self.store {
+                let store: Box<dyn Store> = match self.store.take() {
                     Some(s) => s,
                     None => Box::new(SqliteStore::in_memory()?),
                 };
                 let mut key = vec![0u8; 32];
                 getrandom::fill(&mut key)
                     .map_err(|e| Error::storage("generating a key", e.to_string()))?;
-                (store, key, self.config.unwrap_or_default())
+                (store, key, self.config.clone().unwrap_or_default())
             }
         };
         store.migrate()?;
+        let files = self.file_storage_for(&config, self.data_dir.as_deref())?;
         let search = crate::search::home::SearchHome::open(
             self.data_dir.as_ref().map(|d| d.join("search")).as_deref(),
         )?;
@@ -225,6 +395,8 @@ impl Builder {
             next_subscription: AtomicU64::new(1),
             task_signal: (Mutex::new(false), Condvar::new()),
             search,
+            files,
+            _lock: lock,
             search_lock: Mutex::new(()),
             search_rebuilding: std::sync::atomic::AtomicBool::new(false),
             shutdown: std::sync::atomic::AtomicBool::new(false),
@@ -250,6 +422,9 @@ pub(crate) struct Unit<'a> {
     pub(crate) access: Vec<AccessChange>,
     pub(crate) tasks_enqueued: bool,
     pub(crate) invalidated: Vec<MetadataTypeId>,
+    /// Stored files to delete once the transaction commits (never before: a rollback keeps
+    /// them; a crash in between leaves an unreferenced file, never a missing one).
+    pub(crate) unlink: Vec<String>,
 }
 
 impl<'a> Unit<'a> {
@@ -261,6 +436,7 @@ impl<'a> Unit<'a> {
             access: Vec::new(),
             tasks_enqueued: false,
             invalidated: Vec::new(),
+            unlink: Vec::new(),
         }
     }
 
@@ -307,6 +483,8 @@ impl Docmeta {
             kinds: KindRegistry::default(),
             worker: false,
             config: None,
+            files: None,
+            storage_password: None,
         }
     }
 
@@ -408,7 +586,7 @@ impl Docmeta {
     ) -> Vec<ObjectRef> {
         if objects
             .iter()
-            .any(|o| o.kind == ObjectKind::DOCUMENT_METADATA)
+            .any(|o| o.kind == ObjectKind::DOCUMENT_METADATA || o.kind == ObjectKind::DOCUMENT_FILE)
         {
             return objects
                 .iter()
@@ -438,14 +616,24 @@ impl Docmeta {
         explanation
     }
 
-    /// A document metadata value inherits from its metadata type (spec 5.3). Values are many,
-    /// so that link is read from the store when needed instead of being held in memory
-    /// (unless the application recorded links of its own).
+    /// A document metadata value inherits from its metadata type, a document file from its
+    /// document (spec 5.3). Both are many, so that link is read from the store when needed
+    /// instead of being held in memory (unless the application recorded links of its own).
     fn stored_parent(&self, object: ObjectRef) -> Option<ObjectRef> {
-        if object.kind != ObjectKind::DOCUMENT_METADATA
+        if (object.kind != ObjectKind::DOCUMENT_METADATA
+            && object.kind != ObjectKind::DOCUMENT_FILE)
             || self.inner.access.read().has_parents(object)
         {
             return None;
+        }
+        if object.kind == ObjectKind::DOCUMENT_FILE {
+            let file = self
+                .read(|tx| tx.document_file(DocumentFileId(object.id)))
+                .ok()??;
+            return Some(ObjectRef::new(
+                ObjectKind::DOCUMENT,
+                file.file.document_id.0,
+            ));
         }
         let value = self
             .read(|tx| tx.document_metadata(DocumentMetadataId(object.id)))
@@ -454,6 +642,93 @@ impl Docmeta {
             ObjectKind::METADATA_TYPE,
             value.metadata_type_id.0,
         ))
+    }
+
+    /// The document file storage in use.
+    pub fn file_storage(&self) -> &dyn FileStorage {
+        &*self.inner.files
+    }
+
+    /// The content of a stored file, through the storage its record says it is in.
+    pub(crate) fn open_stored(
+        &self,
+        f: &crate::store::records::StoredFile,
+    ) -> Result<Box<dyn std::io::Read + Send>> {
+        let storage = &self.inner.files;
+        match (f.encrypted, storage.encrypts()) {
+            (false, false) | (true, true) => storage.open(&f.storage_name),
+            (false, true) => storage.open_plain(&f.storage_name),
+            (true, false) => Err(Error::Decryption(format!(
+                "document file {} is encrypted (MENC): open docmeta with \
+                 documents_file_storage_backend: encrypted and the storage password",
+                f.file.id
+            ))),
+        }
+    }
+
+    /// Converts every stored file to the encrypted format (`encrypt`) or back to plain, one
+    /// file at a time: each is rewritten under a new name, its record updated in its own
+    /// transaction, and the old bytes deleted after that commits. Interrupted, it resumes
+    /// where it stopped when run again. Needs the encrypted storage (both ways: its key reads
+    /// and writes MENC). `progress(done, total)` is called after each file. Returns how many
+    /// files were converted.
+    pub fn convert_storage(
+        &self,
+        encrypt: bool,
+        mut progress: impl FnMut(u64, u64),
+    ) -> Result<u64> {
+        if !self.inner.files.encrypts() {
+            return Err(Error::InvalidInput(
+                "converting needs the encrypted storage: set documents_file_storage_backend: \
+                 encrypted and give the storage password"
+                    .to_owned(),
+            ));
+        }
+        let total = self.read(|tx| {
+            tx.optional(
+                "SELECT COUNT(*) FROM document_files WHERE encrypted = ?1",
+                &[i64::from(!encrypt).into()],
+                |r| r.int(0),
+            )
+            .map(Option::unwrap_or_default)
+        })?;
+        let total = u64::try_from(total).unwrap_or(0);
+        let mut done = 0u64;
+        loop {
+            let batch =
+                self.read(|tx| tx.all_document_files(DocumentFileId(0), 100, Some(!encrypt)))?;
+            if batch.is_empty() {
+                break;
+            }
+            for f in batch {
+                let mut content = crate::files::Hashing::new(self.open_stored(&f)?);
+                let storage = &self.inner.files;
+                let name = if encrypt {
+                    storage.put(&mut content)
+                } else {
+                    storage.put_plain(&mut content)
+                }?;
+                if content.finish() != (f.file.size, f.file.checksum.clone()) {
+                    let _ = storage.delete(&name);
+                    return Err(Error::storage(
+                        format!("converting document file {}", f.file.id),
+                        "the stored bytes do not match the file's checksum; nothing was changed",
+                    ));
+                }
+                let updated = self.write(Actor::System, |u| {
+                    u.tx.set_file_storage(f.file.id, &name, encrypt)?;
+                    u.unlink.push(f.storage_name.clone());
+                    Ok(())
+                });
+                if let Err(e) = updated {
+                    let _ = storage.delete(&name);
+                    return Err(e);
+                }
+                done += 1;
+                progress(done, total.max(done));
+            }
+        }
+        Ok(done)
     }
 
     /// Rebuilds the access snapshot from the store (done at open; also useful after another
@@ -525,10 +800,16 @@ impl Docmeta {
             access,
             tasks_enqueued,
             invalidated,
+            unlink,
             ..
         } = unit;
         tx.commit()?;
         self.forget_compiled(&invalidated);
+        for name in unlink {
+            // Moved aside, kept a day for backups that started before the commit. One that
+            // cannot be moved is unreferenced, which is harmless: never served, never backed up.
+            let _ = self.inner.files.delete(&name);
+        }
         if !access.is_empty() {
             let mut snapshot = self.inner.access.write();
             for change in access {

@@ -38,10 +38,12 @@
 //! ```
 
 pub mod access;
+pub mod backup;
 pub mod config;
 mod docmeta;
 pub mod error;
 pub mod events;
+pub mod files;
 pub mod metadata;
 pub mod model;
 pub mod schema;
@@ -54,7 +56,7 @@ pub use access::{
     Explanation, Grant, KindRegistry, ObjectKind, ObjectRef, Permission, PermissionSet,
 };
 pub use config::Config;
-pub use docmeta::{Builder, Docmeta, SubscriptionId};
+pub use docmeta::{Builder, Docmeta, PASSWORD_VARIABLE, SubscriptionId};
 pub use error::{Error, ErrorKind, Result};
 pub use events::{Event, EventObject, EventQuery};
 pub use metadata::ClassRegistry;

@@ -24,6 +24,9 @@ pub const ADD_REQUIRED_METADATA_TYPE: &str = "task_add_required_metadata_type";
 /// Rule 2.4.2: remove a metadata type's values from the documents of a type.
 pub const REMOVE_METADATA_TYPE: &str = "task_remove_metadata_type";
 
+/// Rebuilds the search index (queued by a restore, which does not wait for it: spec 8.1).
+pub const SEARCH_REINDEX: &str = "task_search_reindex";
+
 /// How often the worker brings the search index up to date.
 const INDEX_EVERY: Duration = Duration::from_secs(2);
 
@@ -51,6 +54,9 @@ impl TypePair {
 }
 
 fn execute(db: &Docmeta, name: &str, payload: &str) -> Result<()> {
+    if name == SEARCH_REINDEX {
+        return db.search_reindex(|_, _| {}).map(drop);
+    }
     let pair: TypePair = serde_json::from_str(payload)
         .map_err(|e| Error::InvalidInput(format!("task {name}: bad arguments {payload}: {e}")))?;
     let (dt, mt) = (

@@ -49,6 +49,8 @@ ids! {
     EventId;
     /// Identifies a durable background task.
     TaskId;
+    /// Identifies a [`DocumentFile`].
+    DocumentFileId;
 }
 
 /// Who performs an operation: every operation of docmeta runs as an actor.
@@ -210,6 +212,26 @@ pub struct Document {
     /// The document's type.
     pub document_type_id: DocumentTypeId,
     /// When the document was created.
+    pub created: DateTime<Utc>,
+}
+
+/// A file of a document: what was uploaded, with its size and SHA-256 (the bytes live in the
+/// file storage under a generated name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocumentFile {
+    /// Identifier.
+    pub id: DocumentFileId,
+    /// The document it belongs to.
+    pub document_id: DocumentId,
+    /// The uploaded file's name, without any path.
+    pub filename: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// SHA-256 of the content, lower-case hex.
+    pub checksum: String,
+    /// MIME type guessed from the file name.
+    pub mimetype: String,
+    /// When it was uploaded.
     pub created: DateTime<Utc>,
 }
 

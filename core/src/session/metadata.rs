@@ -632,6 +632,11 @@ impl Session {
     pub fn delete_document(&self, id: DocumentId) -> Result<()> {
         self.write(|u| {
             let d = self.load_document(&mut u.tx, id, P::DocumentDelete)?;
+            for f in u.tx.document_files(id)? {
+                u.tx.delete_acls_of("documents.documentfile", f.file.id.0)?;
+                u.tx.delete_document_file(f.file.id)?;
+                u.unlink.push(f.storage_name);
+            }
             u.tx.delete_acls_of(DOC, id.0)?;
             u.tx.delete_document(id)?;
             u.access.push(AccessChange::ObjectRemoved(doc_ref(id)));

@@ -7,6 +7,7 @@
 
 mod access;
 mod cabinets;
+mod files;
 mod metadata;
 
 use std::fmt::Display;
@@ -225,7 +226,13 @@ impl Session {
 
     fn may_view_event_object(&self, kinds: &KindRegistry, target: &EventObject) -> bool {
         match kinds.parse(&target.kind) {
-            Ok(kind) => self.can(view_permission(kind), obj(kind, target.id)),
+            // Not inside a transaction here, so links kept in the store may be read.
+            Ok(kind) => match self.actor {
+                Actor::User(u) => self
+                    .db
+                    .check(u, view_permission(kind), obj(kind, target.id)),
+                Actor::System => true,
+            },
             Err(_) => match target.kind.as_str() {
                 "user_management.user" => {
                     self.actor.user().is_some_and(|u| u.0 == target.id)

@@ -157,6 +157,16 @@ pub trait Store: Send + Sync + 'static {
 
     /// A human-readable description (`sqlite:/data/db.sqlite3`), without secrets.
     fn describe(&self) -> String;
+
+    /// Writes a consistent snapshot of the whole database to `path` while writers go on (for
+    /// backups). Stores that cannot do so say why.
+    fn snapshot_to(&self, path: &std::path::Path) -> Result<()> {
+        let _ = path;
+        Err(Error::InvalidInput(format!(
+            "{} cannot write a snapshot file",
+            self.describe()
+        )))
+    }
 }
 
 /// One transaction of a [`Store`].

@@ -49,6 +49,36 @@ fn document(r: &Row) -> Result<Document> {
     })
 }
 
+const FILE_COLUMNS: &str =
+    "id, document_id, filename, size, checksum, mimetype, created, storage_name, encrypted";
+
+/// A document file with where its bytes are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredFile {
+    /// The record.
+    pub file: DocumentFile,
+    /// The generated name in the file storage.
+    pub storage_name: String,
+    /// Whether the stored bytes are MENC.
+    pub encrypted: bool,
+}
+
+fn stored_file(r: &Row) -> Result<StoredFile> {
+    Ok(StoredFile {
+        file: DocumentFile {
+            id: DocumentFileId(r.int(0)?),
+            document_id: DocumentId(r.int(1)?),
+            filename: r.text(2)?,
+            size: u64::try_from(r.int(3)?).unwrap_or(0),
+            checksum: r.text(4)?,
+            mimetype: r.text(5)?,
+            created: from_micros(r.int(6)?),
+        },
+        storage_name: r.text(7)?,
+        encrypted: r.int(8)? != 0,
+    })
+}
+
 fn association(r: &Row) -> Result<DocumentTypeMetadataType> {
     Ok(DocumentTypeMetadataType {
         id: AssociationId(r.int(0)?),
@@ -317,7 +347,100 @@ impl Tx<'_> {
         .map(drop)
     }
 
-    /// Deletes a document with its metadata and cabinet memberships.
+    /// Records a stored document file (`file.id` is ignored: the new id is returned in the
+    /// record).
+    pub fn insert_document_file(
+        &mut self,
+        file: &DocumentFile,
+        storage_name: &str,
+        encrypted: bool,
+    ) -> Result<DocumentFile> {
+        let id = self.insert(
+            "INSERT INTO document_files (document_id, filename, size, checksum, mimetype, created, storage_name, encrypted) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id",
+            &[
+                file.document_id.0.into(),
+                file.filename.as_str().into(),
+                i64::try_from(file.size).unwrap_or(i64::MAX).into(),
+                file.checksum.as_str().into(),
+                file.mimetype.as_str().into(),
+                to_micros(file.created).into(),
+                storage_name.into(),
+                i64::from(encrypted).into(),
+            ],
+        )?;
+        Ok(DocumentFile {
+            id: DocumentFileId(id),
+            ..file.clone()
+        })
+    }
+
+    /// One document file with its storage name.
+    pub fn document_file(&mut self, id: DocumentFileId) -> Result<Option<StoredFile>> {
+        self.optional(
+            &format!("SELECT {FILE_COLUMNS} FROM document_files WHERE id = ?1"),
+            &[id.0.into()],
+            stored_file,
+        )
+    }
+
+    /// The files of a document, oldest first.
+    pub fn document_files(&mut self, document: DocumentId) -> Result<Vec<StoredFile>> {
+        self.rows(
+            &format!(
+                "SELECT {FILE_COLUMNS} FROM document_files WHERE document_id = ?1 ORDER BY id"
+            ),
+            &[document.0.into()],
+            stored_file,
+        )
+    }
+
+    /// Files after `after` by id, at most `limit`; only those whose storage is (or is not)
+    /// encrypted when `encrypted` is given.
+    pub fn all_document_files(
+        &mut self,
+        after: DocumentFileId,
+        limit: u32,
+        encrypted: Option<bool>,
+    ) -> Result<Vec<StoredFile>> {
+        match encrypted {
+            Some(e) => self.rows(
+                &format!("SELECT {FILE_COLUMNS} FROM document_files WHERE id > ?1 AND encrypted = ?2 ORDER BY id LIMIT ?3"),
+                &[after.0.into(), i64::from(e).into(), i64::from(limit).into()],
+                stored_file,
+            ),
+            None => self.rows(
+                &format!("SELECT {FILE_COLUMNS} FROM document_files WHERE id > ?1 ORDER BY id LIMIT ?2"),
+                &[after.0.into(), i64::from(limit).into()],
+                stored_file,
+            ),
+        }
+    }
+
+    /// Points a file record at new stored bytes (a storage conversion).
+    pub fn set_file_storage(
+        &mut self,
+        id: DocumentFileId,
+        storage_name: &str,
+        encrypted: bool,
+    ) -> Result<()> {
+        self.execute(
+            "UPDATE document_files SET storage_name = ?2, encrypted = ?3 WHERE id = ?1",
+            &[
+                id.0.into(),
+                storage_name.into(),
+                i64::from(encrypted).into(),
+            ],
+        )
+        .map(drop)
+    }
+
+    /// Deletes a file record.
+    pub fn delete_document_file(&mut self, id: DocumentFileId) -> Result<()> {
+        self.execute("DELETE FROM document_files WHERE id = ?1", &[id.0.into()])
+            .map(drop)
+    }
+
+    /// Deletes a document with its metadata and cabinet memberships (its files must be gone).
     pub fn delete_document(&mut self, id: DocumentId) -> Result<()> {
         self.execute(
             "DELETE FROM document_metadata WHERE document_id = ?1",

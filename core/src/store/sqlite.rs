@@ -12,10 +12,13 @@ use super::{Dialect, Mode, Param, Row, Store, Transaction, Value};
 use crate::error::{Error, NON_FIELD_ERRORS, Result};
 
 /// Schema migrations, in order: (version, SQL).
-const MIGRATIONS: &[(u32, &str)] = &[(1, include_str!("migrations/sqlite/0001_initial.sql"))];
+const MIGRATIONS: &[(u32, &str)] = &[
+    (1, include_str!("migrations/sqlite/0001_initial.sql")),
+    (2, include_str!("migrations/sqlite/0002_document_files.sql")),
+];
 
 /// Newest schema version this build knows.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Reader connections kept open; more concurrent readers wait for one (opening a connection per
 /// read would cost more than the read).
@@ -372,6 +375,10 @@ impl Store for SqliteStore {
 
     fn schema_version(&self) -> Result<(u32, u32)> {
         Ok((Self::version(&self.writer.lock())?, SCHEMA_VERSION))
+    }
+
+    fn snapshot_to(&self, path: &Path) -> Result<()> {
+        self.backup_to(path)
     }
 
     fn describe(&self) -> String {

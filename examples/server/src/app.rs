@@ -12,8 +12,6 @@ use axum::response::{IntoResponse, Response};
 use docmeta_core::Docmeta;
 use serde::de::DeserializeOwned;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::limit::RequestBodyLimitLayer;
-use tower_http::timeout::TimeoutLayer;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
@@ -93,6 +91,49 @@ async fn no_route() -> ApiError {
     ApiError::detail(StatusCode::NOT_FOUND, NO_ROUTE)
 }
 
+/// Whether a request uploads a document file (large body, no time limit).
+fn is_upload(request: &Request) -> bool {
+    let path = request.uri().path();
+    request.method() == axum::http::Method::POST
+        && path.starts_with("/api/v4/documents/")
+        && path.ends_with("/files/")
+}
+
+/// Bounds every request body (`MAX_BODY`, or `upload_max_bytes` for uploads: an announced
+/// oversized body is refused before it is sent, a longer one is cut at the limit) and every
+/// request's duration (`REQUEST_TIMEOUT`, except uploads, which take as long as the network).
+async fn limits(
+    axum::extract::State(upload_max): axum::extract::State<u64>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let upload = is_upload(&request);
+    let limit = if upload { upload_max } else { MAX_BODY as u64 };
+    let announced = (request.headers().get(axum::http::header::CONTENT_LENGTH))
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if announced.is_some_and(|n| n > limit) {
+        return ApiError::detail(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("The request body is larger than {limit} bytes."),
+        )
+        .into_response();
+    }
+    let request = request.map(|body| {
+        axum::body::Body::new(http_body_util::Limited::new(
+            body,
+            usize::try_from(limit).unwrap_or(usize::MAX),
+        ))
+    });
+    if upload {
+        return next.run(request).await;
+    }
+    match tokio::time::timeout(REQUEST_TIMEOUT, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::detail(StatusCode::REQUEST_TIMEOUT, "The request took too long.")
+            .into_response(),
+    }
+}
+
 /// One structured log line per request.
 async fn log_request(request: Request, next: Next) -> Response {
     let started = Instant::now();
@@ -110,6 +151,7 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
 
 /// The router and its OpenAPI document.
 pub fn router(db: Docmeta) -> (axum::Router, Arc<serde_json::Value>) {
+    let upload_max = db.config().upload_max_bytes;
     let api = routes::register(OpenApiRouter::with_openapi(ApiDoc::openapi()));
     let (router, openapi) = api.split_for_parts();
     let openapi = Arc::new(serde_json::to_value(&openapi).unwrap_or_default());
@@ -121,14 +163,10 @@ pub fn router(db: Docmeta) -> (axum::Router, Arc<serde_json::Value>) {
     let router = router
         .fallback(no_route)
         .with_state(state)
-        .layer(DefaultBodyLimit::max(MAX_BODY))
-        // Refuses an announced oversized body at once, before it is uploaded.
-        .layer(RequestBodyLimitLayer::new(MAX_BODY))
+        // Bodies are bounded by `limits` (per route), not by extractor defaults.
+        .layer(DefaultBodyLimit::disable())
+        .layer(axum::middleware::from_fn_with_state(upload_max, limits))
         .layer(axum::middleware::from_fn(log_request))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            REQUEST_TIMEOUT,
-        ))
         .layer(CatchPanicLayer::custom(panic_response));
     (router, openapi)
 }

@@ -75,6 +75,40 @@ pub struct LabelIn {
     pub label: String,
 }
 
+/// A document file (api.md "Files").
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DocumentFileOut {
+    pub id: i64,
+    pub document_id: i64,
+    pub filename: String,
+    pub size: u64,
+    /// SHA-256 of the content, hex.
+    pub checksum: String,
+    pub mimetype: String,
+    pub timestamp: String,
+    pub download_url: String,
+    pub url: String,
+}
+
+impl From<&docmeta_core::DocumentFile> for DocumentFileOut {
+    fn from(f: &docmeta_core::DocumentFile) -> Self {
+        let url = format!("/api/v4/documents/{}/files/{}/", f.document_id, f.id);
+        DocumentFileOut {
+            id: f.id.0,
+            document_id: f.document_id.0,
+            filename: f.filename.clone(),
+            size: f.size,
+            checksum: f.checksum.clone(),
+            mimetype: f.mimetype.clone(),
+            timestamp: f
+                .created
+                .to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+            download_url: format!("{url}download/"),
+            url,
+        }
+    }
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct DocumentOut {
     pub id: i64,

@@ -61,6 +61,13 @@ impl From<Error> for ApiError {
             ),
             Error::NotFound(_) => ApiError::not_found(),
             Error::InvalidInput(message) => ApiError::field("non_field_errors", message),
+            other if other.to_string().contains("no space left") => {
+                tracing::error!(error = %other, "request failed: disk full");
+                ApiError::detail(
+                    StatusCode::INSUFFICIENT_STORAGE,
+                    "The server has no space left to store this; nothing was stored.",
+                )
+            }
             other => {
                 tracing::error!(error = %other, "request failed");
                 ApiError::internal()

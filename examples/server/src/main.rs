@@ -72,6 +72,74 @@ enum Command {
         #[command(flatten)]
         data: Data,
     },
+    /// Back up the data directory into one archive (spec 8.1 item 3) while it stays in use:
+    /// `docmeta backup --data DIR --out FILE [--since EARLIER]`, or verify / prune archives.
+    #[command(args_conflicts_with_subcommands = true)]
+    Backup {
+        #[command(subcommand)]
+        command: Option<BackupCommand>,
+        #[command(flatten)]
+        data: Data,
+        /// The archive to write (`.tar.zst`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// An earlier backup: archive only the document files it lacks (incremental).
+        #[arg(long)]
+        since: Option<PathBuf>,
+    },
+    /// Restore backups into a data directory no docmeta has open (spec 8.1 item 4): one full
+    /// backup, or an incremental one with the backups it builds on.
+    Restore {
+        /// The archives.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        #[command(flatten)]
+        data: Data,
+    },
+    /// Convert the document file storage between plain and encrypted (MENC). Needs the
+    /// encrypted backend configured and its password (DOCMETA_STORAGE_PASSWORD); resumable.
+    Storage {
+        #[command(subcommand)]
+        command: StorageCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum BackupCommand {
+    /// Check an archive (every path, size and SHA-256) without restoring it.
+    Verify {
+        /// The archive.
+        file: PathBuf,
+    },
+    /// Delete old archives in a directory by a retention schedule (spec 8.1 item 8).
+    Prune {
+        /// The directory holding the archives.
+        #[arg(long)]
+        dir: PathBuf,
+        /// Keep the newest backup of each of this many most recent days.
+        #[arg(long, default_value_t = 30)]
+        keep_daily: usize,
+        /// Keep the newest backup of each of this many most recent weeks.
+        #[arg(long, default_value_t = 12)]
+        keep_weekly: usize,
+        /// Only show what would be deleted.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum StorageCommand {
+    /// Encrypt every plain document file.
+    Encrypt {
+        #[command(flatten)]
+        data: Data,
+    },
+    /// Decrypt every encrypted document file (then set the backend to plain).
+    Decrypt {
+        #[command(flatten)]
+        data: Data,
+    },
 }
 
 #[derive(Subcommand)]
@@ -320,8 +388,135 @@ fn search(command: SearchCommand) -> Result<(), AnyError> {
     Ok(())
 }
 
+fn backup(
+    command: Option<BackupCommand>,
+    data: Data,
+    out: Option<PathBuf>,
+    since: Option<PathBuf>,
+) -> Result<(), AnyError> {
+    match command {
+        None => {
+            let out = out.ok_or("give --out FILE (the archive to write)")?;
+            let db = open(&data, false)?;
+            let started = std::time::Instant::now();
+            let mut shown = progress("backup");
+            let r = db.backup(&out, since.as_deref(), |done, total| {
+                shown(done as usize, total as usize)
+            })?;
+            println!(
+                "wrote {} ({} bytes, {} document files{}) in {:.1} s",
+                r.path.display(),
+                r.archive_bytes,
+                r.files_archived,
+                match &r.manifest.info.base {
+                    Some(base) => format!(", incremental on backup {base}"),
+                    None => String::new(),
+                },
+                started.elapsed().as_secs_f64()
+            );
+            println!("backup id {}", r.manifest.info.id);
+        }
+        Some(BackupCommand::Verify { file }) => {
+            let m = docmeta_core::backup::verify_backup(&file)?;
+            println!(
+                "{}: backup {} of {} (schema version {}): {} files, every checksum matches{}",
+                file.display(),
+                m.info.id,
+                m.info.created.to_rfc3339(),
+                m.info.schema_version,
+                m.files.len(),
+                match &m.info.base {
+                    Some(b) => format!("; restore it with its base backup {b}"),
+                    None => String::new(),
+                }
+            );
+        }
+        Some(BackupCommand::Prune {
+            dir,
+            keep_daily,
+            keep_weekly,
+            dry_run,
+        }) => {
+            let decisions =
+                docmeta_core::backup::prune_backups(&dir, keep_daily, keep_weekly, dry_run)?;
+            for d in &decisions {
+                match &d.kept_because {
+                    Some(why) => println!("keep   {} ({why})", d.path.display()),
+                    None if dry_run => println!("would delete {}", d.path.display()),
+                    None => println!("delete {}", d.path.display()),
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 fn run(cli: Cli) -> Result<(), AnyError> {
     match cli.command {
+        Command::Backup {
+            command,
+            data,
+            out,
+            since,
+        } => backup(command, data, out, since)?,
+        Command::Restore { files, data } => {
+            let password = std::env::var(docmeta_core::PASSWORD_VARIABLE).ok();
+            let r = docmeta_core::backup::restore(
+                &files,
+                &data.data,
+                password.as_deref().map(str::as_bytes),
+            )?;
+            println!(
+                "restored backup {} of {} into {} ({} files)",
+                r.manifest.info.id,
+                r.manifest.info.created.to_rfc3339(),
+                data.data.display(),
+                r.files_restored
+            );
+            if !r.migrations.is_empty() {
+                println!("migrations applied: {:?}", r.migrations);
+            }
+            println!("verification:");
+            println!("  documents: {}", r.documents);
+            match &r.document_opened {
+                Some((id, label)) => println!("  document {id} opens: {label:?}"),
+                None => println!("  no document to open"),
+            }
+            match &r.file_checked {
+                Some((id, size)) => {
+                    println!(
+                        "  document file {id} downloads ({size} bytes) and matches its SHA-256"
+                    )
+                }
+                None => println!("  no document file to download"),
+            }
+            println!(
+                "  search answers: {}",
+                if r.search_answers { "yes" } else { "NO" }
+            );
+            println!(
+                "search rebuild queued as task {} (runs when `docmeta serve` starts; or run \
+                 `docmeta search reindex`)",
+                r.reindex_task
+            );
+        }
+        Command::Storage { command } => {
+            let (data, encrypt) = match command {
+                StorageCommand::Encrypt { data } => (data, true),
+                StorageCommand::Decrypt { data } => (data, false),
+            };
+            let db = open(&data, false)?;
+            let mut shown = progress("convert");
+            let n =
+                db.convert_storage(encrypt, |done, total| shown(done as usize, total as usize))?;
+            println!(
+                "{} {n} document files",
+                if encrypt { "encrypted" } else { "decrypted" }
+            );
+            if !encrypt {
+                println!("set documents_file_storage_backend: plain in config.yml");
+            }
+        }
         Command::Serve { data, bind } => {
             let db = open(&data, true)?;
             ensure_admin(&db)?;

@@ -3,6 +3,7 @@
 
 mod access;
 mod documents;
+mod files;
 mod metadata;
 mod search;
 mod system;
@@ -15,6 +16,7 @@ use crate::app::AppState;
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
     let router = metadata::register(router);
     let router = documents::register(router);
+    let router = files::register(router);
     let router = access::register(router);
     let router = search::register(router);
     system::register(router)

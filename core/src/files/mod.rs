@@ -1,0 +1,441 @@
+//! Document file storage: the bytes of document files live under
+//! `DATA/document_file_storage/`, behind a [`FileStorage`], with generated names (never the
+//! user's file name), written to a temporary file, fsynced and renamed into place, so a crash
+//! never leaves a half file under a real name. [`EncryptedStorage`] wraps the plain storage and
+//! writes the MENC format ([`menc`], `docs/menc.md`).
+//!
+//! Everything streams: memory use does not grow with the file size.
+
+pub mod menc;
+
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use crate::error::{Error, Result};
+use menc::Keyring;
+
+/// The stored bytes of document files, addressed by generated names.
+pub trait FileStorage: Send + Sync + std::fmt::Debug {
+    /// Stores everything `content` yields under a new name, which it returns. The name only
+    /// becomes visible once the bytes are complete and durable.
+    fn put(&self, content: &mut dyn Read) -> Result<String>;
+
+    /// The content stored under `name`.
+    fn open(&self, name: &str) -> Result<Box<dyn Read + Send>>;
+
+    /// Removes `name`; a missing name is not an error.
+    fn delete(&self, name: &str) -> Result<()>;
+
+    /// Whether this storage encrypts what it stores (MENC).
+    fn encrypts(&self) -> bool {
+        false
+    }
+
+    /// Stores `content` without encryption, for a storage that encrypts (to convert an
+    /// encrypted store back to a plain one); the same as [`FileStorage::put`] otherwise.
+    fn put_plain(&self, content: &mut dyn Read) -> Result<String> {
+        self.put(content)
+    }
+
+    /// Reads a file stored without encryption, for a storage that encrypts (files stored before
+    /// encryption was turned on); the same as [`FileStorage::open`] otherwise.
+    fn open_plain(&self, name: &str) -> Result<Box<dyn Read + Send>> {
+        self.open(name)
+    }
+}
+
+/// A generated storage name: two hex digits of fan-out, a slash, 30 hex digits.
+fn generate_name() -> Result<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| Error::storage("generating a file name", e.to_string()))?;
+    let hex = crate::config::encode_hex(&bytes);
+    Ok(format!("{}/{}", &hex[..2], &hex[2..]))
+}
+
+/// Refuses anything but a generated name, so a damaged database row can never address a path
+/// outside the storage.
+pub fn check_name(name: &str) -> Result<()> {
+    let ok = name.len() == 33
+        && name.as_bytes()[2] == b'/'
+        && name
+            .bytes()
+            .enumerate()
+            .all(|(i, b)| i == 2 || matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::InvalidInput(format!(
+            "{name:?} is not a document file storage name"
+        )))
+    }
+}
+
+/// Files in a directory (`DATA/document_file_storage/`).
+#[derive(Debug, Clone)]
+pub struct PlainStorage {
+    root: PathBuf,
+}
+
+/// The directory, inside the storage root, where files are written before they are renamed
+/// into place. Leftovers of a crash are removed when the storage is opened.
+pub const INCOMING: &str = ".incoming";
+/// Where deleted files wait a day before they are removed, so that a backup whose database
+/// snapshot still references them finds them.
+pub const DELETED: &str = ".deleted";
+const DELETED_KEPT: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+impl PlainStorage {
+    /// Opens (creating) the storage at `root` and removes incomplete files a crash left.
+    pub fn open(root: impl Into<PathBuf>) -> Result<PlainStorage> {
+        let root = root.into();
+        let incoming = root.join(INCOMING);
+        fs::create_dir_all(&incoming)
+            .map_err(|e| Error::storage(format!("creating {}", incoming.display()), e))?;
+        if let Ok(entries) = fs::read_dir(&incoming) {
+            for entry in entries.flatten() {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+        let deleted = root.join(DELETED);
+        fs::create_dir_all(&deleted)
+            .map_err(|e| Error::storage(format!("creating {}", deleted.display()), e))?;
+        if let Ok(entries) = fs::read_dir(&deleted) {
+            for entry in entries.flatten() {
+                let old = (entry.metadata().and_then(|m| m.modified()).ok())
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age > DELETED_KEPT);
+                if old {
+                    let _ = fs::remove_file(entry.path());
+                }
+            }
+        }
+        Ok(PlainStorage { root })
+    }
+
+    /// The storage directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The path of a stored name.
+    pub fn path(&self, name: &str) -> Result<PathBuf> {
+        check_name(name)?;
+        Ok(self.root.join(name))
+    }
+
+    /// Where a deleted name waits before it is removed.
+    pub fn deleted_path(&self, name: &str) -> Result<PathBuf> {
+        check_name(name)?;
+        Ok(self.root.join(DELETED).join(name.replace('/', "-")))
+    }
+}
+
+fn copy_into(content: &mut dyn Read, file: &mut File) -> io::Result<u64> {
+    // Larger than io::copy's 8 KiB: fewer system calls for large files.
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut total = 0u64;
+    loop {
+        let n = match content.read(&mut buf) {
+            Ok(0) => return Ok(total),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        file.write_all(&buf[..n])?;
+        total += n as u64;
+    }
+}
+
+/// Writes `content` to a temporary file in `dir`, fsyncs it and renames it to `target`, then
+/// fsyncs the target's directory. Removes the temporary file on failure.
+pub(crate) fn write_atomically(
+    dir: &Path,
+    target: &Path,
+    content: &mut dyn Read,
+) -> std::result::Result<u64, io::Error> {
+    let mut suffix = [0u8; 8];
+    getrandom::fill(&mut suffix).map_err(|e| io::Error::other(e.to_string()))?;
+    let temp = dir.join(format!("tmp-{}", crate::config::encode_hex(&suffix)));
+    let result = (|| {
+        let mut file = File::create_new(&temp)?;
+        let n = copy_into(content, &mut file)?;
+        file.sync_all()?;
+        if let Some(parent) = target.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        fs::rename(&temp, target)?;
+        if let Some(parent) = target.parent() {
+            File::open(parent)?.sync_all()?;
+        }
+        Ok(n)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    result
+}
+
+/// Maps an I/O error of reading document content: a MENC authentication failure is
+/// [`Error::Decryption`], a full disk says so, anything else is [`Error::Storage`].
+pub(crate) fn content_error(operation: &str, e: io::Error) -> Error {
+    if e.kind() == io::ErrorKind::StorageFull {
+        return Error::storage(
+            operation.to_owned(),
+            "no space left on the device; nothing was stored",
+        );
+    }
+    menc::io_error(operation, e)
+}
+
+impl FileStorage for PlainStorage {
+    fn put(&self, content: &mut dyn Read) -> Result<String> {
+        let name = generate_name()?;
+        let target = self.root.join(&name);
+        write_atomically(&self.root.join(INCOMING), &target, content)
+            .map_err(|e| content_error("storing a document file", e))?;
+        Ok(name)
+    }
+
+    fn open(&self, name: &str) -> Result<Box<dyn Read + Send>> {
+        let path = self.path(name)?;
+        let file = File::open(&path).map_err(|e| {
+            if e.kind() == io::ErrorKind::NotFound {
+                Error::storage(
+                    format!("opening document file {name}"),
+                    "the file is missing from document_file_storage",
+                )
+            } else {
+                Error::storage(format!("opening document file {name}"), e)
+            }
+        })?;
+        Ok(Box::new(io::BufReader::with_capacity(256 * 1024, file)))
+    }
+
+    fn delete(&self, name: &str) -> Result<()> {
+        let aside = self.deleted_path(name)?;
+        match fs::rename(self.path(name)?, &aside) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                Err(Error::storage(format!("deleting document file {name}"), e))
+            }
+            Err(_) => Ok(()),
+            Ok(()) => {
+                // The day of grace counts from now, not from when the file was written.
+                if let Ok(f) = File::options().append(true).open(&aside) {
+                    let _ = f.set_modified(std::time::SystemTime::now());
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A storage that encrypts into the MENC format over a [`PlainStorage`] (spec 8.1 item 7).
+#[derive(Debug, Clone)]
+pub struct EncryptedStorage {
+    plain: Arc<dyn FileStorage>,
+    keyring: Arc<Keyring>,
+    chunk: u32,
+}
+
+impl EncryptedStorage {
+    /// Wraps `plain` with `keyring`'s key.
+    pub fn new(plain: Arc<dyn FileStorage>, keyring: Arc<Keyring>) -> EncryptedStorage {
+        EncryptedStorage {
+            plain,
+            keyring,
+            chunk: menc::DEFAULT_CHUNK,
+        }
+    }
+}
+
+impl FileStorage for EncryptedStorage {
+    fn put(&self, content: &mut dyn Read) -> Result<String> {
+        let mut sealed = self.keyring.encryptor(content, self.chunk)?;
+        self.plain.put(&mut sealed)
+    }
+
+    fn open(&self, name: &str) -> Result<Box<dyn Read + Send>> {
+        Ok(Box::new(self.keyring.decryptor(self.plain.open(name)?)?))
+    }
+
+    fn delete(&self, name: &str) -> Result<()> {
+        self.plain.delete(name)
+    }
+
+    fn encrypts(&self) -> bool {
+        true
+    }
+
+    fn put_plain(&self, content: &mut dyn Read) -> Result<String> {
+        self.plain.put(content)
+    }
+
+    fn open_plain(&self, name: &str) -> Result<Box<dyn Read + Send>> {
+        self.plain.open(name)
+    }
+}
+
+/// Files in memory, for [`crate::Docmeta::in_memory`] instances (tests, examples).
+#[derive(Debug, Default, Clone)]
+pub struct MemoryStorage {
+    files: Arc<RwLock<HashMap<String, Arc<Vec<u8>>>>>,
+}
+
+impl FileStorage for MemoryStorage {
+    fn put(&self, content: &mut dyn Read) -> Result<String> {
+        let mut bytes = Vec::new();
+        content
+            .read_to_end(&mut bytes)
+            .map_err(|e| content_error("storing a document file", e))?;
+        let name = generate_name()?;
+        self.files.write().insert(name.clone(), Arc::new(bytes));
+        Ok(name)
+    }
+
+    fn open(&self, name: &str) -> Result<Box<dyn Read + Send>> {
+        let bytes = self.files.read().get(name).cloned().ok_or_else(|| {
+            Error::storage(format!("opening document file {name}"), "no such file")
+        })?;
+        Ok(Box::new(io::Cursor::new(ArcBytes(bytes))))
+    }
+
+    fn delete(&self, name: &str) -> Result<()> {
+        self.files.write().remove(name);
+        Ok(())
+    }
+}
+
+struct ArcBytes(Arc<Vec<u8>>);
+
+impl AsRef<[u8]> for ArcBytes {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// Passes bytes through while counting them and computing their SHA-256.
+pub struct Hashing<R> {
+    inner: R,
+    digest: ring::digest::Context,
+    size: u64,
+}
+
+impl<R: Read> Hashing<R> {
+    /// Wraps `inner`.
+    pub fn new(inner: R) -> Self {
+        Hashing {
+            inner,
+            digest: ring::digest::Context::new(&ring::digest::SHA256),
+            size: 0,
+        }
+    }
+
+    /// The size and lower-case hex SHA-256 of everything read so far.
+    pub fn finish(self) -> (u64, String) {
+        (
+            self.size,
+            crate::config::encode_hex(self.digest.finish().as_ref()),
+        )
+    }
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.digest.update(&buf[..n]);
+        self.size += n as u64;
+        Ok(n)
+    }
+}
+
+/// The SHA-256 (hex) and size of everything `r` yields.
+pub fn sha256(r: &mut dyn Read) -> io::Result<(u64, String)> {
+    let mut h = Hashing::new(r);
+    io::copy(&mut h, &mut io::sink())?;
+    Ok(h.finish())
+}
+
+/// A file name as shown to users: the last path component, without control characters, at
+/// most 255 bytes; `"file"` when nothing is left.
+pub fn clean_filename(name: &str) -> String {
+    let last = name.rsplit(['/', '\\']).next().unwrap_or("");
+    let mut out: String = last.chars().filter(|c| !c.is_control()).collect();
+    let trimmed = out.trim();
+    if trimmed.is_empty() || trimmed == "." || trimmed == ".." {
+        return "file".to_owned();
+    }
+    out = trimmed.to_owned();
+    while out.len() > 255 {
+        out.pop();
+    }
+    out
+}
+
+/// The MIME type guessed from a file name's extension.
+pub fn guess_mime(filename: &str) -> String {
+    mime_guess::from_path(filename)
+        .first_raw()
+        .unwrap_or("application/octet-stream")
+        .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_generated_and_checked() {
+        let name = generate_name().expect("name");
+        check_name(&name).expect("a generated name passes");
+        for bad in ["../../etc/passwd", "ab/../../x", "", "AB/cdef", "ab/cd"] {
+            assert!(check_name(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn user_file_names_lose_their_paths() {
+        assert_eq!(clean_filename("../../etc/passwd"), "passwd");
+        assert_eq!(clean_filename("C:\\Users\\x\\inv.pdf"), "inv.pdf");
+        assert_eq!(clean_filename("a\u{0}b\n.txt"), "ab.txt");
+        assert_eq!(clean_filename(".."), "file");
+        assert_eq!(clean_filename(""), "file");
+        assert_eq!(guess_mime("scan.PDF"), "application/pdf");
+        assert_eq!(guess_mime("noext"), "application/octet-stream");
+    }
+
+    #[test]
+    fn plain_storage_round_trip_and_leftovers() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        fs::create_dir_all(dir.path().join(INCOMING)).expect("incoming");
+        fs::write(dir.path().join(INCOMING).join("tmp-x"), b"half").expect("leftover");
+        let s = PlainStorage::open(dir.path()).expect("open");
+        assert!(
+            fs::read_dir(dir.path().join(INCOMING))
+                .expect("dir")
+                .next()
+                .is_none(),
+            "a crash's half file is removed"
+        );
+        let name = s.put(&mut &b"hello"[..]).expect("put");
+        let mut out = String::new();
+        s.open(&name)
+            .expect("open")
+            .read_to_string(&mut out)
+            .expect("read");
+        assert_eq!(out, "hello");
+        s.delete(&name).expect("delete");
+        s.delete(&name).expect("deleting twice is fine");
+        assert!(s.open(&name).is_err());
+        assert!(
+            s.deleted_path(&name).expect("path").exists(),
+            "kept aside for a day"
+        );
+        assert!(s.open("../x").is_err());
+    }
+}

@@ -1,0 +1,500 @@
+//! Document files, the encrypted storage (MENC), backup and restore (spec 8.1; issue #6).
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use docmeta_core::backup::{prune_backups, restore, verify_backup};
+use docmeta_core::config::StorageBackend;
+use docmeta_core::{
+    Config, Docmeta, DocumentId, Error, MetadataTypeInput, ObjectKind, ObjectRef, Permission,
+    Result,
+};
+
+fn config(encrypted: bool) -> Config {
+    Config {
+        password_hash_memory_kib: 64,
+        password_hash_iterations: 1,
+        storage_kdf_memory_kib: 64,
+        storage_kdf_iterations: 1,
+        documents_file_storage_backend: if encrypted {
+            StorageBackend::Encrypted
+        } else {
+            StorageBackend::Plain
+        },
+        ..Config::default()
+    }
+}
+
+/// Writes `config` as the directory's config.yml, so every later open (and a restore) uses it.
+fn write_config(dir: &Path, encrypted: bool) {
+    std::fs::create_dir_all(dir).expect("dir");
+    let text = format!(
+        "password_hash_memory_kib: 64\npassword_hash_iterations: 1\nstorage_kdf_memory_kib: 64\nstorage_kdf_iterations: 1\ndocuments_file_storage_backend: {}\n",
+        if encrypted { "encrypted" } else { "plain" }
+    );
+    std::fs::write(dir.join("config.yml"), text).expect("config");
+}
+
+fn open(dir: &Path, password: Option<&str>) -> Result<Docmeta> {
+    let b = Docmeta::builder().data_dir(dir);
+    match password {
+        Some(p) => b.storage_password(p).open(),
+        None => b.open(),
+    }
+}
+
+fn bytes(n: usize, seed: u8) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
+}
+
+/// A small world: two document types, values, a user with an ACL, files.
+fn populate(db: &Docmeta) -> Result<Vec<(DocumentId, Vec<u8>)>> {
+    let admin = db.system();
+    let invoice = admin.create_document_type("Invoice")?;
+    let number = admin.create_metadata_type(MetadataTypeInput::new("number", "Number"))?;
+    admin.associate(invoice.id, number.id, false)?;
+    let user = admin.create_user("ann", "a long password", false)?.id;
+    let group = admin.create_group("G")?;
+    let role = admin.create_role("R")?;
+    admin.set_group_member(group, user, true)?;
+    admin.set_role_group(role, group, true)?;
+    let mut out = Vec::new();
+    for i in 0..4u8 {
+        let d = admin.create_document(
+            invoice.id,
+            &format!("Invoice {i}"),
+            &[(number.id, &format!("INV-{i}"))],
+        )?;
+        let content = bytes(100_000 * usize::from(i) + 7, i);
+        admin.add_file(d.id, &format!("scan-{i}.pdf"), &mut &content[..])?;
+        out.push((d.id, content));
+    }
+    admin.grant(
+        Permission::DocumentView,
+        role,
+        ObjectRef::new(ObjectKind::DOCUMENT, out[0].0.0),
+    )?;
+    Ok(out)
+}
+
+/// Every row of every table but the ones a restore legitimately changes (tasks, settings).
+fn dump(dir: &Path) -> Vec<String> {
+    let conn = rusqlite::Connection::open(dir.join("db.sqlite3")).expect("db");
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('tasks', 'settings') ORDER BY name")
+        .expect("tables")
+        .query_map([], |r| r.get(0))
+        .expect("tables")
+        .collect::<std::result::Result<_, _>>()
+        .expect("tables");
+    let mut out = Vec::new();
+    for t in tables {
+        let mut stmt = conn
+            .prepare(&format!("SELECT * FROM \"{t}\" ORDER BY 1"))
+            .expect("select");
+        let n = stmt.column_count();
+        let rows = stmt
+            .query_map([], |r| {
+                (0..n)
+                    .map(|i| {
+                        r.get::<_, rusqlite::types::Value>(i)
+                            .map(|v| format!("{v:?}"))
+                    })
+                    .collect::<std::result::Result<Vec<_>, _>>()
+            })
+            .expect("rows");
+        for row in rows {
+            let line = format!("{t}: {}", row.expect("row").join(", "));
+            // The restore's queued reindex task advances the tasks sequence; nothing else.
+            if !line.starts_with("sqlite_sequence: Text(\"tasks\")") {
+                out.push(line);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn files_upload_download_permissions_and_deletion() -> Result<()> {
+    let db = Docmeta::builder().config(config(false)).open()?;
+    let files = populate(&db)?;
+    let admin = db.system();
+    let (doc, content) = &files[1];
+    let listed = admin.files(*doc)?;
+    assert_eq!(listed.len(), 1);
+    let f = &listed[0];
+    assert_eq!(
+        (f.filename.as_str(), f.size, f.mimetype.as_str()),
+        ("scan-1.pdf", content.len() as u64, "application/pdf")
+    );
+    assert_eq!(&admin.read_file(f.id)?, content);
+    // ann sees document 0 only: its files inherit from it.
+    let ann_id = (admin.users()?.into_iter())
+        .find(|u| u.username == "ann")
+        .expect("ann")
+        .id;
+    let ann = db.session(ann_id);
+    assert_eq!(ann.files(files[0].0)?.len(), 1);
+    assert!(matches!(ann.files(*doc), Err(Error::NotFound(_))));
+    assert!(matches!(ann.open_file(f.id), Err(Error::NotFound(_))));
+    let own = ann.files(files[0].0)?[0].id;
+    assert!(matches!(
+        ann.add_file(files[0].0, "x.txt", &mut &b"x"[..]),
+        Err(Error::PermissionDenied(_))
+    ));
+    assert!(matches!(
+        ann.delete_file(own),
+        Err(Error::PermissionDenied(_))
+    ));
+    // User file names never become paths.
+    let evil = admin.add_file(*doc, "../../etc/passwd", &mut &b"root"[..])?;
+    assert_eq!(evil.filename, "passwd");
+    admin.delete_file(evil.id)?;
+    assert!(matches!(admin.file(evil.id), Err(Error::NotFound(_))));
+    admin.delete_document(*doc)?;
+    assert!(matches!(admin.file(f.id), Err(Error::NotFound(_))));
+    let names: Vec<String> = db
+        .events(&docmeta_core::EventQuery::default())?
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert!(names.iter().any(|n| n == "documents.document_file_created"));
+    assert!(names.iter().any(|n| n == "documents.document_file_deleted"));
+    Ok(())
+}
+
+#[test]
+fn a_damaged_stored_file_is_never_served_as_whole() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_config(dir.path(), false);
+    let db = open(dir.path(), None)?;
+    let files = populate(&db)?;
+    let f = db.system().files(files[2].0)?.remove(0);
+    let stored = find_stored(dir.path());
+    for path in &stored {
+        let mut b = std::fs::read(path).expect("read");
+        if b.len() as u64 == f.size {
+            b[1000] ^= 1;
+            std::fs::write(path, b).expect("write");
+        }
+    }
+    assert!(matches!(
+        db.system().read_file(f.id),
+        Err(Error::Storage { .. })
+    ));
+    Ok(())
+}
+
+fn find_stored(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let root = dir.join("document_file_storage");
+    for fan in std::fs::read_dir(&root).expect("storage").flatten() {
+        let name = fan.file_name().to_string_lossy().to_string();
+        if name.starts_with('.') {
+            continue;
+        }
+        for f in std::fs::read_dir(fan.path()).expect("fan").flatten() {
+            out.push(f.path());
+        }
+    }
+    out
+}
+
+#[test]
+fn encrypted_storage_writes_menc_and_refuses_a_wrong_password() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_config(dir.path(), true);
+    assert!(
+        matches!(open(dir.path(), None), Err(Error::InvalidInput(_))),
+        "no password"
+    );
+    let db = open(dir.path(), Some("correct horse"))?;
+    let files = populate(&db)?;
+    for path in find_stored(dir.path()) {
+        let head = std::fs::read(&path).expect("read");
+        assert!(head.starts_with(b"MENC"), "{}", path.display());
+    }
+    let f = db.system().files(files[3].0)?.remove(0);
+    assert_eq!(db.system().read_file(f.id)?, files[3].1);
+    drop(db);
+    assert!(matches!(
+        open(dir.path(), Some("wrong")),
+        Err(Error::Decryption(_))
+    ));
+    // Plain backend over encrypted files: a clear Decryption error, never ciphertext.
+    write_config(dir.path(), false);
+    let plain = open(dir.path(), None)?;
+    assert!(matches!(
+        plain.system().read_file(f.id),
+        Err(Error::Decryption(_))
+    ));
+    Ok(())
+}
+
+#[test]
+fn storage_converts_both_ways_and_resumes() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_config(dir.path(), false);
+    let db = open(dir.path(), None)?;
+    let files = populate(&db)?;
+    drop(db);
+    write_config(dir.path(), true);
+    let db = open(dir.path(), Some("pw"))?;
+    // Plain files stay readable under the encrypted backend until converted.
+    let f = db.system().files(files[1].0)?.remove(0);
+    assert_eq!(db.system().read_file(f.id)?, files[1].1);
+    // Interrupted after two files (the progress callback stops it), then resumed.
+    let mut seen = 0;
+    let stopped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        db.convert_storage(true, |done, _| {
+            seen = done;
+            assert!(done < 2, "interrupt");
+        })
+    }));
+    assert!(stopped.is_err() && seen == 2);
+    assert_eq!(
+        db.convert_storage(true, |_, _| {})?,
+        2,
+        "the rest, not again"
+    );
+    assert!(
+        find_stored(dir.path())
+            .iter()
+            .all(|p| std::fs::read(p).expect("read").starts_with(b"MENC"))
+    );
+    for (doc, content) in &files {
+        let f = db.system().files(*doc)?.remove(0);
+        assert_eq!(&db.system().read_file(f.id)?, content);
+    }
+    assert_eq!(db.convert_storage(false, |_, _| {})?, 4);
+    assert!(
+        find_stored(dir.path())
+            .iter()
+            .all(|p| !std::fs::read(p).expect("read").starts_with(b"MENC"))
+    );
+    Ok(())
+}
+
+#[test]
+fn backup_restore_round_trip_is_identical() -> Result<()> {
+    let src = tempfile::tempdir().expect("tempdir");
+    write_config(src.path(), false);
+    let db = open(src.path(), None)?;
+    let files = populate(&db)?;
+    let out = tempfile::tempdir().expect("out");
+    let archive = out.path().join("full.tar.zst");
+    let report = db.backup(&archive, None, |_, _| {})?;
+    assert_eq!(report.files_archived, 4);
+    drop(db);
+    let manifest = verify_backup(&archive)?;
+    assert_eq!(manifest.info.schema_version, 2);
+    assert!(manifest.files.iter().all(|f| !f.path.starts_with("search")));
+    let target = out.path().join("restored");
+    let r = restore(&[archive], &target, None)?;
+    assert_eq!(r.documents, 4);
+    assert!(r.file_checked.is_some() && r.search_answers);
+    assert_eq!(
+        dump(src.path()),
+        dump(&target),
+        "every record, event and ACL"
+    );
+    let db = open(&target, None)?;
+    for (doc, content) in &files {
+        let f = db.system().files(*doc)?.remove(0);
+        assert_eq!(&db.system().read_file(f.id)?, content, "file bytes");
+    }
+    // The queued rebuild makes search find the restored documents.
+    db.run_pending_tasks()?;
+    assert_eq!(db.system().search_documents("invoice", 1, 10)?.count, 4);
+    Ok(())
+}
+
+#[test]
+fn damaged_archives_are_refused_before_the_target_is_touched() -> Result<()> {
+    let src = tempfile::tempdir().expect("tempdir");
+    write_config(src.path(), false);
+    let db = open(src.path(), None)?;
+    populate(&db)?;
+    let out = tempfile::tempdir().expect("out");
+    let archive = out.path().join("full.tar.zst");
+    db.backup(&archive, None, |_, _| {})?;
+    let bytes = std::fs::read(&archive).expect("read");
+    let target = out.path().join("target");
+    std::fs::create_dir_all(&target).expect("target");
+    std::fs::write(target.join("keep.txt"), b"untouched").expect("marker");
+    let truncated = out.path().join("truncated.tar.zst");
+    std::fs::write(&truncated, &bytes[..bytes.len() * 2 / 3]).expect("write");
+    let flipped = out.path().join("flipped.tar.zst");
+    let mut b = bytes.clone();
+    let i = b.len() / 2;
+    b[i] ^= 0x40;
+    std::fs::write(&flipped, b).expect("write");
+    for bad in [truncated, flipped] {
+        assert!(verify_backup(&bad).is_err(), "{}", bad.display());
+        assert!(restore(std::slice::from_ref(&bad), &target, None).is_err());
+        assert_eq!(
+            std::fs::read(target.join("keep.txt")).expect("marker"),
+            b"untouched"
+        );
+    }
+    // A restore is refused while an instance has the directory open.
+    let busy = out.path().join("busy");
+    let _open = open(&busy, None)?;
+    assert!(matches!(
+        restore(&[archive], &busy, None),
+        Err(Error::Conflict { .. })
+    ));
+    Ok(())
+}
+
+/// An archive with the given entries, shaped like a backup (backup.json first).
+fn craft(path: &Path, entries: &[(&str, &[u8])]) {
+    let file = std::fs::File::create(path).expect("create");
+    let enc = zstd::Encoder::new(file, 3).expect("zstd").auto_finish();
+    let mut tar = tar::Builder::new(enc);
+    let info =
+        br#"{"format":1,"id":"x","schema_version":2,"created":"2026-01-01T00:00:00Z","base":null}"#;
+    let mut all = vec![("backup.json", &info[..])];
+    all.extend_from_slice(entries);
+    for (name, data) in all {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o600);
+        h.set_entry_type(tar::EntryType::Regular);
+        // Written raw so that `..` reaches the archive as an attacker would put it.
+        let bytes = name.as_bytes();
+        h.as_old_mut().name[..bytes.len()].copy_from_slice(bytes);
+        h.set_cksum();
+        tar.append(&h, data).expect("append");
+    }
+    tar.finish().expect("finish");
+}
+
+#[test]
+fn path_traversal_in_archives_is_refused() {
+    let out = tempfile::tempdir().expect("out");
+    let target = out.path().join("target");
+    for name in [
+        "../escape",
+        "/etc/passwd",
+        "document_file_storage/../../x",
+        "system/../../y",
+    ] {
+        let archive = out.path().join("evil.tar.zst");
+        craft(&archive, &[(name, b"pwned")]);
+        let err = verify_backup(&archive).expect_err(name);
+        assert!(err.to_string().contains("refusing"), "{name}: {err}");
+        assert!(restore(&[archive], &target, None).is_err());
+        assert!(!out.path().join("escape").exists());
+    }
+}
+
+#[test]
+fn incremental_plus_full_restores_what_a_full_backup_does() -> Result<()> {
+    let src = tempfile::tempdir().expect("tempdir");
+    write_config(src.path(), false);
+    let db = open(src.path(), None)?;
+    let files = populate(&db)?;
+    let out = tempfile::tempdir().expect("out");
+    let full = out.path().join("full.tar.zst");
+    db.backup(&full, None, |_, _| {})?;
+    let admin = db.system();
+    let extra = bytes(50_000, 9);
+    admin.add_file(files[0].0, "later.txt", &mut &extra[..])?;
+    let inc = out.path().join("inc.tar.zst");
+    let r = db.backup(&inc, Some(&full), |_, _| {})?;
+    assert_eq!(r.files_archived, 1, "only the new file");
+    let full2 = out.path().join("full2.tar.zst");
+    db.backup(&full2, None, |_, _| {})?;
+    drop(db);
+    assert!(
+        restore(std::slice::from_ref(&inc), &out.path().join("alone"), None).is_err(),
+        "needs its base"
+    );
+    let a = out.path().join("a");
+    let b = out.path().join("b");
+    restore(&[full.clone(), inc.clone()], &a, None)?;
+    restore(&[full2], &b, None)?;
+    assert_eq!(dump(&a), dump(&b));
+    let db = open(&a, None)?;
+    let later = db.system().files(files[0].0)?.pop().expect("file");
+    assert_eq!(db.system().read_file(later.id)?, extra);
+    drop(db);
+    // Retention keeps the incremental's base whatever the schedule says.
+    let kept = prune_backups(out.path(), 1, 0, true)?;
+    let full_kept = kept.iter().find(|d| d.path == full).expect("listed");
+    assert!(
+        full_kept.kept_because.is_none()
+            || kept
+                .iter()
+                .any(|d| d.path == inc && d.kept_because.is_some())
+    );
+    Ok(())
+}
+
+#[test]
+fn backup_while_writing_is_consistent() -> Result<()> {
+    let src = tempfile::tempdir().expect("tempdir");
+    write_config(src.path(), false);
+    let db = open(src.path(), None)?;
+    let files = populate(&db)?;
+    let writer = {
+        let db = db.clone();
+        let doc = files[0].0;
+        std::thread::spawn(move || -> Result<()> {
+            for i in 0..40u8 {
+                let f = db
+                    .system()
+                    .add_file(doc, "w.bin", &mut &bytes(20_000, i)[..])?;
+                if i % 3 == 0 {
+                    db.system().delete_file(f.id)?;
+                }
+            }
+            Ok(())
+        })
+    };
+    let out = tempfile::tempdir().expect("out");
+    let archive = out.path().join("live.tar.zst");
+    db.backup(&archive, None, |_, _| {})?;
+    writer.join().expect("writer")?;
+    drop(db);
+    // Every file the snapshot references is in the archive and restores with its checksum.
+    let target = out.path().join("t");
+    restore(&[archive], &target, None)?;
+    let db = open(&target, None)?;
+    for f in db.system().files(files[0].0)? {
+        let mut content = db.system().open_file(f.id)?.1;
+        let mut sink = Vec::new();
+        content.read_to_end(&mut sink).expect("checksum matches");
+    }
+    Ok(())
+}
+
+#[test]
+fn restoring_an_encrypted_store_needs_its_password() -> Result<()> {
+    let src = tempfile::tempdir().expect("tempdir");
+    write_config(src.path(), true);
+    let db = open(src.path(), Some("s3cret"))?;
+    let files = populate(&db)?;
+    let out = tempfile::tempdir().expect("out");
+    let archive = out.path().join("enc.tar.zst");
+    db.backup(&archive, None, |_, _| {})?;
+    drop(db);
+    let target = out.path().join("t");
+    assert!(matches!(
+        restore(std::slice::from_ref(&archive), &target, Some(b"wrong")),
+        Err(Error::Decryption(_))
+    ));
+    assert!(
+        !target.join("db.sqlite3").exists(),
+        "refused before anything was restored"
+    );
+    let r = restore(&[archive], &target, Some(b"s3cret"))?;
+    assert!(r.file_checked.is_some());
+    let db = open(&target, Some("s3cret"))?;
+    let f = db.system().files(files[2].0)?.remove(0);
+    assert_eq!(db.system().read_file(f.id)?, files[2].1);
+    Ok(())
+}
