@@ -382,8 +382,30 @@ fn scan(
     wanted: Option<&BTreeMap<String, ManifestEntry>>,
 ) -> Result<Manifest> {
     let file = File::open(archive).map_err(io_err("opening the backup archive"))?;
-    let decoder = zstd::Decoder::new(file).map_err(io_err("reading the backup archive"))?;
-    let mut tar = tar::Archive::new(decoder);
+    let mut decoder = zstd::Decoder::new(file).map_err(io_err("reading the backup archive"))?;
+    // Decompression on its own thread, feeding this one through a pipe (like `zstd -d | tar`).
+    let (reader, mut writer) = io::pipe().map_err(io_err("reading the backup archive"))?;
+    let decompress = std::thread::spawn(move || io::copy(&mut decoder, &mut writer).map(drop));
+    let scanned = scan_entries(
+        tar::Archive::new(BufReader::with_capacity(1 << 20, reader)),
+        extract_to,
+        wanted,
+    );
+    let decompressed = decompress
+        .join()
+        .unwrap_or_else(|_| Err(io::Error::other("the decompression thread panicked")));
+    match (scanned, decompressed) {
+        (Err(e), _) => Err(e),
+        (Ok(_), Err(e)) => Err(invalid(format!("the archive is damaged or truncated: {e}"))),
+        (Ok(m), Ok(())) => Ok(m),
+    }
+}
+
+fn scan_entries(
+    mut tar: tar::Archive<impl Read>,
+    extract_to: Option<&Path>,
+    wanted: Option<&BTreeMap<String, ManifestEntry>>,
+) -> Result<Manifest> {
     let mut seen: BTreeMap<String, (u64, String)> = BTreeMap::new();
     let mut info: Option<BackupInfo> = None;
     let mut manifest: Option<Manifest> = None;
@@ -444,7 +466,6 @@ fn scan(
                 let mut out = File::create_new(&target).map_err(io_err("restoring"))?;
                 let mut hashing = Hashing::new(&mut entry);
                 io::copy(&mut hashing, &mut out).map_err(corrupt)?;
-                out.sync_all().map_err(io_err("restoring"))?;
                 hashing.finish()
             }
             None => crate::files::sha256(&mut entry).map_err(corrupt)?,
@@ -588,6 +609,9 @@ pub fn restore(
                 "{missing} is in none of the given backups"
             )));
         }
+        // Everything staged reaches the disk before the target is touched: one file-system
+        // sync instead of an fsync per file.
+        sync_tree(&staging)?;
         // A password that cannot open the restored storage is refused before anything changes.
         builder().check_storage(&staging)?;
         // Only now is the target touched.
@@ -597,6 +621,9 @@ pub fn restore(
             fs::rename(entry.path(), data.join(entry.file_name()))
                 .map_err(io_err("moving the restored files into place"))?;
         }
+        File::open(data)
+            .and_then(|d| d.sync_all())
+            .map_err(io_err("syncing the data directory"))?;
         Ok(manifest)
     })();
     let _ = fs::remove_dir_all(&staging);
@@ -640,6 +667,31 @@ pub fn restore(
         search_answers,
         reindex_task,
     })
+}
+
+/// Makes everything written under `dir` durable: `sync -f` (one syncfs of the file system),
+/// or, where that command is missing, an fsync of every file.
+fn sync_tree(dir: &Path) -> Result<()> {
+    let synced = std::process::Command::new("sync")
+        .arg("-f")
+        .arg(dir)
+        .status()
+        .is_ok_and(|s| s.success());
+    if synced {
+        return Ok(());
+    }
+    fn walk(dir: &Path) -> io::Result<()> {
+        for entry in fs::read_dir(dir)? {
+            let entry = entry?;
+            if entry.file_type()?.is_dir() {
+                walk(&entry.path())?;
+            } else {
+                File::open(entry.path())?.sync_all()?;
+            }
+        }
+        File::open(dir)?.sync_all()
+    }
+    walk(dir).map_err(io_err("syncing the restored files"))
 }
 
 /// Removes everything in `dir` but its lock file.

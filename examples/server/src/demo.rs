@@ -162,6 +162,12 @@ pub fn load(db: &Docmeta) -> docmeta_core::Result<()> {
             values.push((due, *due_on));
         }
         let d = s.create_document(invoice.id, &format!("Invoice {}", i + 1), &values)?;
+        let scan = format!("Invoice {}\n{values:?}\n", i + 1);
+        s.add_file(
+            d.id,
+            &format!("invoice-{}.txt", i + 1),
+            &mut scan.as_bytes(),
+        )?;
         if i < 3 {
             s.set_cabinet_document(q1.id, d.id, true)?;
         }

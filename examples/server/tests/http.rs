@@ -886,3 +886,120 @@ fn search_endpoints() {
         "ok"
     );
 }
+
+impl Server {
+    /// Uploads `content` as the multipart field `field` of `path`.
+    fn upload(
+        &self,
+        path: &str,
+        user: (&str, &str),
+        field: &str,
+        filename: &str,
+        content: &[u8],
+    ) -> (u16, Value) {
+        let boundary = "docmeta-test-boundary-7d1f";
+        let mut body = format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{field}\"; filename=\"{filename}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+        )
+        .into_bytes();
+        body.extend_from_slice(content);
+        body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+        let auth = format!("Basic {}", base64(&format!("{}:{}", user.0, user.1)));
+        let mut response = self
+            .agent
+            .post(format!("{}{path}", self.base))
+            .header("Authorization", auth)
+            .header(
+                "Content-Type",
+                format!("multipart/form-data; boundary={boundary}"),
+            )
+            .send(&body[..])
+            .expect("HTTP exchange");
+        let status = response.status().as_u16();
+        let text = response.body_mut().read_to_string().unwrap_or_default();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// Downloads bytes with their status and content type.
+    fn download(&self, path: &str, user: (&str, &str)) -> (u16, String, String, Vec<u8>) {
+        let auth = format!("Basic {}", base64(&format!("{}:{}", user.0, user.1)));
+        let mut response = self
+            .agent
+            .get(format!("{}{path}", self.base))
+            .header("Authorization", auth)
+            .call()
+            .expect("HTTP exchange");
+        let header = |name: &str| {
+            (response.headers().get(name))
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_owned()
+        };
+        let (content_type, disposition) = (header("content-type"), header("content-disposition"));
+        let status = response.status().as_u16();
+        let bytes = response
+            .body_mut()
+            .with_config()
+            .limit(64 << 20)
+            .read_to_vec()
+            .expect("body");
+        (status, content_type, disposition, bytes)
+    }
+}
+
+#[test]
+fn document_file_endpoints() {
+    let s = Server::start();
+    // Larger than the 1 MiB JSON limit: uploads have their own (upload_max_bytes).
+    let content: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+    let (status, file) = s.upload(
+        "/api/v4/documents/1/files/",
+        ADMIN,
+        "file",
+        "../Scan März.pdf",
+        &content,
+    );
+    assert_eq!(status, 201, "{file}");
+    assert_eq!(file["filename"], "Scan März.pdf", "no path survives");
+    assert_eq!(file["size"], content.len());
+    assert_eq!(file["mimetype"], "application/pdf");
+    let url = file["url"].as_str().expect("url").to_owned();
+    let download = file["download_url"].as_str().expect("url").to_owned();
+    let (status, list) = s.get("/api/v4/documents/1/files/", ALICE);
+    // The demo's scan and the upload.
+    assert_eq!((status, list.as_array().map(Vec::len)), (200, Some(2)));
+    assert_eq!(list[0]["filename"], "invoice-1.txt");
+    assert_eq!(s.get(&url, ALICE).1["checksum"], file["checksum"]);
+    let (status, content_type, disposition, bytes) = s.download(&download, ALICE);
+    assert_eq!((status, content_type.as_str()), (200, "application/pdf"));
+    assert!(
+        disposition.contains("filename*=UTF-8''Scan%20M%C3%A4rz.pdf"),
+        "{disposition}"
+    );
+    assert!(
+        bytes == content,
+        "the downloaded bytes are the uploaded ones"
+    );
+    // bob (contracts only) sees neither the document's files nor may upload to it.
+    assert_eq!(s.get("/api/v4/documents/1/files/", BOB).0, 404);
+    assert_eq!(s.download(&download, BOB).0, 404);
+    assert_eq!(
+        s.upload("/api/v4/documents/1/files/", BOB, "file", "x.txt", b"x")
+            .0,
+        404
+    );
+    // carol (read-only auditor) sees them but may not upload.
+    assert_eq!(
+        s.upload("/api/v4/documents/1/files/", CAROL, "file", "x.txt", b"x")
+            .0,
+        403
+    );
+    let (status, body) = s.upload("/api/v4/documents/1/files/", ADMIN, "other", "x.txt", b"x");
+    assert_eq!((status, body["file"].is_array()), (400, true));
+    // A file of document 1 is not reachable through document 2's URL.
+    let other = url.replace("/documents/1/", "/documents/2/");
+    assert_eq!(s.get(&other, ADMIN).0, 404);
+    assert_eq!(s.call("DELETE", &url, Some(ADMIN), None).0, 204);
+    assert_eq!(s.get(&url, ADMIN).0, 404);
+    assert_eq!(s.download(&download, ADMIN).0, 404);
+}
