@@ -24,6 +24,14 @@ use crate::session::Session;
 use crate::store::{Mode, SqliteStore, Store, Tx};
 use crate::tasks::Worker;
 
+/// Kinds whose parent links are read from the store (see `Docmeta::stored_ancestors`).
+const STORED_PARENT_KINDS: [ObjectKind; 4] = [
+    ObjectKind::DOCUMENT_METADATA,
+    ObjectKind::DOCUMENT_FILE,
+    ObjectKind::WORKFLOW_INSTANCE,
+    ObjectKind::WORKFLOW_INSTANCE_LOG_ENTRY,
+];
+
 /// The environment variable that gives the encrypted storage's password.
 pub const PASSWORD_VARIABLE: &str = "DOCMETA_STORAGE_PASSWORD";
 
@@ -425,6 +433,8 @@ pub(crate) struct Unit<'a> {
     /// Stored files to delete once the transaction commits (never before: a rollback keeps
     /// them; a crash in between leaves an unreferenced file, never a missing one).
     pub(crate) unlink: Vec<String>,
+    /// Metadata events of documents, for workflow triggers: (event, document, name).
+    pub(crate) workflow_events: Vec<(EventId, DocumentId, String)>,
 }
 
 impl<'a> Unit<'a> {
@@ -437,6 +447,7 @@ impl<'a> Unit<'a> {
             tasks_enqueued: false,
             invalidated: Vec::new(),
             unlink: Vec::new(),
+            workflow_events: Vec::new(),
         }
     }
 
@@ -450,6 +461,7 @@ impl<'a> Unit<'a> {
         let e = self
             .tx
             .append_event(name, self.actor.user(), &target, action.as_ref())?;
+        crate::workflows::note_event(self, &e);
         self.events.push(e);
         Ok(())
     }
@@ -569,12 +581,12 @@ impl Docmeta {
 
     /// Whether `user` may do `permission` on `object`.
     pub fn check(&self, user: UserId, permission: Permission, object: ObjectRef) -> bool {
-        if let Some(parent) = self.stored_parent(object) {
-            let snapshot = self.inner.access.read();
-            return snapshot.check(user, permission, object)
-                || snapshot.check(user, permission, parent);
-        }
-        self.inner.access.read().check(user, permission, object)
+        let ancestors = self.stored_ancestors(object);
+        let snapshot = self.inner.access.read();
+        snapshot.check(user, permission, object)
+            || ancestors
+                .iter()
+                .any(|a| snapshot.check(user, permission, *a))
     }
 
     /// The subset of `objects` on which `user` may do `permission`.
@@ -586,7 +598,7 @@ impl Docmeta {
     ) -> Vec<ObjectRef> {
         if objects
             .iter()
-            .any(|o| o.kind == ObjectKind::DOCUMENT_METADATA || o.kind == ObjectKind::DOCUMENT_FILE)
+            .any(|o| STORED_PARENT_KINDS.contains(&o.kind))
         {
             return objects
                 .iter()
@@ -599,49 +611,68 @@ impl Docmeta {
 
     /// Why `user` may or may not do `permission` on `object`.
     pub fn explain(&self, user: UserId, permission: Permission, object: ObjectRef) -> Explanation {
-        let parent = self.stored_parent(object);
+        let ancestors = self.stored_ancestors(object);
         let snapshot = self.inner.access.read();
         let mut explanation = snapshot.explain(user, permission, object);
-        if explanation.grant.is_none()
-            && explanation.note.is_none()
-            && let Some(parent) = parent
-        {
-            let mut through_parent = snapshot.explain(user, permission, parent);
-            if let Some(crate::access::Grant::Acl { path, .. }) = &mut through_parent.grant {
-                path.insert(0, object);
+        let mut path = vec![object];
+        for ancestor in ancestors {
+            if explanation.grant.is_some() || explanation.note.is_some() {
+                break;
             }
-            explanation.checked.append(&mut through_parent.checked);
-            explanation.grant = through_parent.grant;
+            let mut through = snapshot.explain(user, permission, ancestor);
+            if let Some(crate::access::Grant::Acl { path: p, .. }) = &mut through.grant {
+                for (i, o) in path.iter().enumerate() {
+                    p.insert(i, *o);
+                }
+            }
+            explanation.checked.append(&mut through.checked);
+            explanation.grant = through.grant;
+            path.push(ancestor);
         }
         explanation
     }
 
-    /// A document metadata value inherits from its metadata type, a document file from its
-    /// document (spec 5.3). Both are many, so that link is read from the store when needed
-    /// instead of being held in memory (unless the application recorded links of its own).
-    fn stored_parent(&self, object: ObjectRef) -> Option<ObjectRef> {
-        if (object.kind != ObjectKind::DOCUMENT_METADATA
-            && object.kind != ObjectKind::DOCUMENT_FILE)
+    /// Links of spec 5.3 that are read from the store when needed instead of being held in
+    /// memory, because their objects are many: a document metadata value inherits from its
+    /// metadata type, a document file from its document, a workflow instance from its workflow,
+    /// a log entry from its instance and workflow (unless the application recorded links of
+    /// its own). Nearest first.
+    fn stored_ancestors(&self, object: ObjectRef) -> Vec<ObjectRef> {
+        if !STORED_PARENT_KINDS.contains(&object.kind)
             || self.inner.access.read().has_parents(object)
         {
-            return None;
+            return Vec::new();
         }
-        if object.kind == ObjectKind::DOCUMENT_FILE {
-            let file = self
-                .read(|tx| tx.document_file(DocumentFileId(object.id)))
-                .ok()??;
-            return Some(ObjectRef::new(
-                ObjectKind::DOCUMENT,
-                file.file.document_id.0,
-            ));
-        }
-        let value = self
-            .read(|tx| tx.document_metadata(DocumentMetadataId(object.id)))
-            .ok()??;
-        Some(ObjectRef::new(
-            ObjectKind::METADATA_TYPE,
-            value.metadata_type_id.0,
-        ))
+        let found = self.read(|tx| {
+            Ok(match object.kind {
+                ObjectKind::DOCUMENT_FILE => tx
+                    .document_file(DocumentFileId(object.id))?
+                    .map(|f| vec![ObjectRef::new(ObjectKind::DOCUMENT, f.file.document_id.0)]),
+                ObjectKind::WORKFLOW_INSTANCE => tx
+                    .workflow_instance(WorkflowInstanceId(object.id))?
+                    .map(|i| vec![ObjectRef::new(ObjectKind::WORKFLOW, i.workflow_id.0)]),
+                ObjectKind::WORKFLOW_INSTANCE_LOG_ENTRY => {
+                    match tx.workflow_log_entry(WorkflowLogEntryId(object.id))? {
+                        Some(e) => tx.workflow_instance(e.instance_id)?.map(|i| {
+                            vec![
+                                ObjectRef::new(ObjectKind::WORKFLOW_INSTANCE, i.id.0),
+                                ObjectRef::new(ObjectKind::WORKFLOW, i.workflow_id.0),
+                            ]
+                        }),
+                        None => None,
+                    }
+                }
+                _ => tx
+                    .document_metadata(DocumentMetadataId(object.id))?
+                    .map(|v| {
+                        vec![ObjectRef::new(
+                            ObjectKind::METADATA_TYPE,
+                            v.metadata_type_id.0,
+                        )]
+                    }),
+            })
+        });
+        found.ok().flatten().unwrap_or_default()
     }
 
     /// The document file storage in use.
@@ -786,7 +817,10 @@ impl Docmeta {
     ) -> Result<T> {
         let tx = Tx::new(self.inner.store.begin(Mode::Write)?);
         let mut unit = Unit::new(tx, actor);
-        let out = match f(&mut unit) {
+        let out = match f(&mut unit).and_then(|out| {
+            let triggers = crate::workflows::enqueue_triggers(&mut unit)?;
+            Ok((out, triggers))
+        }) {
             Ok(out) => out,
             Err(e) => {
                 // A compiled type cached from this (now rolled back) transaction must go.
@@ -794,6 +828,7 @@ impl Docmeta {
                 return Err(e);
             }
         };
+        let (out, triggers) = out;
         let Unit {
             tx,
             events,
@@ -820,6 +855,11 @@ impl Docmeta {
             self.notify_worker();
         }
         self.publish(&events);
+        // Workflow triggers of this change run now, in order; a failure to run one leaves its
+        // durable task for the worker.
+        for task in triggers {
+            let _ = crate::tasks::run_now(self, task);
+        }
         Ok(out)
     }
 

@@ -36,6 +36,10 @@ pub mod names {
     pub const DOCUMENT_TYPE_CHANGED: &str = "documents.document_type_changed";
     /// A document was deleted.
     pub const DOCUMENT_DELETED: &str = "documents.document_deleted";
+    /// A workflow instance took a transition (target: the document; action object: the
+    /// instance).
+    pub const WORKFLOW_INSTANCE_TRANSITIONED: &str =
+        "document_states.workflow_instance_transitioned";
     /// A file was added to a document (target: the file; action object: the document).
     pub const DOCUMENT_FILE_CREATED: &str = "documents.document_file_created";
     /// A document file was deleted.

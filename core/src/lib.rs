@@ -51,6 +51,7 @@ pub mod search;
 mod session;
 pub mod store;
 mod tasks;
+pub mod workflows;
 
 pub use access::{
     Explanation, Grant, KindRegistry, ObjectKind, ObjectRef, Permission, PermissionSet,

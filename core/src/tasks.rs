@@ -57,6 +57,9 @@ fn execute(db: &Docmeta, name: &str, payload: &str) -> Result<()> {
     if name == SEARCH_REINDEX {
         return db.search_reindex(|_, _| {}).map(drop);
     }
+    if name == crate::workflows::WORKFLOW_TRIGGER {
+        return crate::workflows::run_trigger(db, payload);
+    }
     let pair: TypePair = serde_json::from_str(payload)
         .map_err(|e| Error::InvalidInput(format!("task {name}: bad arguments {payload}: {e}")))?;
     let (dt, mt) = (
@@ -74,6 +77,24 @@ fn execute(db: &Docmeta, name: &str, payload: &str) -> Result<()> {
     Ok(())
 }
 
+/// Runs the task `id` now, in this thread, unless another runner has claimed it.
+pub(crate) fn run_now(db: &Docmeta, id: crate::model::TaskId) -> Result<()> {
+    let claimed = db.write_system(|tx| {
+        let n = tx.execute(
+            "UPDATE tasks SET state = 'running', attempts = attempts + 1, updated = ?1 WHERE id = ?2 AND state = 'pending'",
+            &[crate::store::records::to_micros(Utc::now()).into(), id.0.into()],
+        )?;
+        if n == 0 {
+            return Ok(None);
+        }
+        tx.task(id)
+    })?;
+    match claimed {
+        Some(task) => finish(db, task),
+        None => Ok(()),
+    }
+}
+
 /// Runs every runnable task; returns how many ran (successfully or not).
 pub(crate) fn run_pending(db: &Docmeta) -> Result<usize> {
     let mut ran = 0;
@@ -82,6 +103,13 @@ pub(crate) fn run_pending(db: &Docmeta) -> Result<usize> {
             return Ok(ran);
         };
         ran += 1;
+        finish(db, task)?;
+    }
+}
+
+/// Executes a claimed task and records the outcome (done, retried later, or failed).
+fn finish(db: &Docmeta, task: crate::store::records::TaskRow) -> Result<()> {
+    {
         let outcome = execute(db, &task.name, &task.payload);
         db.write_system(|tx| match &outcome {
             Ok(()) => tx.set_task_state(task.id, "done", "", Utc::now()),
@@ -90,7 +118,7 @@ pub(crate) fn run_pending(db: &Docmeta) -> Result<usize> {
                 tx.set_task_state(task.id, "pending", &e.to_string(), Utc::now() + backoff)
             }
             Err(e) => tx.set_task_state(task.id, "failed", &e.to_string(), Utc::now()),
-        })?;
+        })
     }
 }
 

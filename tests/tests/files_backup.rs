@@ -289,7 +289,7 @@ fn backup_restore_round_trip_is_identical() -> Result<()> {
     assert_eq!(report.files_archived, 4);
     drop(db);
     let manifest = verify_backup(&archive)?;
-    assert_eq!(manifest.info.schema_version, 2);
+    assert_eq!(manifest.info.schema_version, 3);
     assert!(manifest.files.iter().all(|f| !f.path.starts_with("search")));
     let target = out.path().join("restored");
     let r = restore(&[archive], &target, None)?;
@@ -496,5 +496,72 @@ fn restoring_an_encrypted_store_needs_its_password() -> Result<()> {
     let db = open(&target, Some("s3cret"))?;
     let f = db.system().files(files[2].0)?.remove(0);
     assert_eq!(db.system().read_file(f.id)?, files[2].1);
+    Ok(())
+}
+
+#[test]
+fn a_backup_from_an_older_schema_is_migrated_on_restore() -> Result<()> {
+    // A schema-1 database (before document files), as an older docmeta wrote it.
+    let old = tempfile::tempdir().expect("old");
+    write_config(old.path(), false);
+    let db = open(old.path(), None)?;
+    let admin = db.system();
+    let t = admin.create_document_type("Letter")?;
+    admin.create_document(t.id, "Dear reader", &[])?;
+    drop(admin);
+    drop(db);
+    assert!(
+        !old.path().join("db.sqlite3-wal").exists(),
+        "closing the last handle checkpoints the WAL"
+    );
+    let conn = rusqlite::Connection::open(old.path().join("db.sqlite3")).expect("db");
+    conn.execute_batch(
+        "DROP TABLE workflow_instance_log; DROP TABLE workflow_instances; \
+         DROP TABLE workflow_state_actions; DROP TABLE workflow_transition_triggers; \
+         DROP TABLE workflow_transitions; DROP TABLE workflow_states; \
+         DROP TABLE workflow_document_types; DROP TABLE workflows; \
+         DROP TABLE document_files; DELETE FROM schema_version WHERE version > 1;",
+    )
+    .expect("downgrade");
+    drop(conn);
+    // Its backup, written entry by entry in the archive format (backup.json first, manifest last).
+    let out = tempfile::tempdir().expect("out");
+    let archive = out.path().join("old.tar.zst");
+    let info =
+        r#""format":1,"id":"0ld","schema_version":1,"created":"2025-01-01T00:00:00Z","base":null"#;
+    let mut entries: Vec<(String, Vec<u8>)> =
+        vec![("backup.json".into(), format!("{{{info}}}").into_bytes())];
+    let mut listed = Vec::new();
+    for path in ["db.sqlite3", "config.yml", "system/SECRET_KEY"] {
+        let bytes = std::fs::read(old.path().join(path)).expect("read");
+        let (size, sha) = docmeta_core::files::sha256(&mut &bytes[..]).expect("hash");
+        listed.push(format!(
+            r#"{{"path":"{path}","size":{size},"sha256":"{sha}"}}"#
+        ));
+        entries.push((path.into(), bytes));
+    }
+    entries.push((
+        "manifest.json".into(),
+        format!("{{{info},\"files\":[{}]}}", listed.join(",")).into_bytes(),
+    ));
+    let file = std::fs::File::create(&archive).expect("create");
+    let mut tar = tar::Builder::new(zstd::Encoder::new(file, 3).expect("zstd").auto_finish());
+    for (path, bytes) in &entries {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(bytes.len() as u64);
+        h.set_mode(0o600);
+        tar.append_data(&mut h, path, &bytes[..]).expect("append");
+    }
+    tar.into_inner().expect("finish");
+    let target = out.path().join("new");
+    let r = restore(&[archive], &target, None)?;
+    assert_eq!((r.migrations, r.documents), (vec![2, 3], 1));
+    let db = open(&target, None)?;
+    let docs = db.system().documents(None, DocumentId(0), 10)?;
+    assert_eq!(docs[0].label, "Dear reader");
+    assert!(
+        db.system().files(docs[0].id)?.is_empty(),
+        "the new table exists"
+    );
     Ok(())
 }

@@ -51,6 +51,18 @@ ids! {
     TaskId;
     /// Identifies a [`DocumentFile`].
     DocumentFileId;
+    /// Identifies a workflow template.
+    WorkflowId;
+    /// Identifies a state of a workflow.
+    WorkflowStateId;
+    /// Identifies a transition of a workflow.
+    WorkflowTransitionId;
+    /// Identifies an action of a workflow state.
+    WorkflowActionId;
+    /// Identifies a workflow instance (a workflow running on a document).
+    WorkflowInstanceId;
+    /// Identifies an entry of a workflow instance's log.
+    WorkflowLogEntryId;
 }
 
 /// Who performs an operation: every operation of docmeta runs as an actor.

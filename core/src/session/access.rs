@@ -575,8 +575,18 @@ impl Session {
                 ),
             ));
         }
-        let kind = kinds.name(object.kind);
-        self.write(|u| {
+        self.write(|u| self.grant_in(u, permission, role, object))
+    }
+
+    pub(crate) fn grant_in(
+        &self,
+        u: &mut crate::docmeta::Unit<'_>,
+        permission: Permission,
+        role: RoleId,
+        object: ObjectRef,
+    ) -> Result<AclRow> {
+        let kind = self.db.kinds().name(object.kind);
+        {
             let target = self.acl_target(&mut u.tx, object, P::AclEdit)?;
             let role_label =
                 u.tx.roles()?
@@ -615,7 +625,7 @@ impl Session {
                 permissions: permission_set(row.permissions.clone()),
             });
             Ok(row)
-        })
+        }
     }
 
     /// Revokes `permission` from `role` on `object` (spec 5.2 rule 1). An ACL left with no
@@ -626,8 +636,18 @@ impl Session {
         role: RoleId,
         object: ObjectRef,
     ) -> Result<Option<AclRow>> {
+        self.write(|u| self.revoke_in(u, permission, role, object))
+    }
+
+    pub(crate) fn revoke_in(
+        &self,
+        u: &mut crate::docmeta::Unit<'_>,
+        permission: Permission,
+        role: RoleId,
+        object: ObjectRef,
+    ) -> Result<Option<AclRow>> {
         let kind = self.db.kinds().name(object.kind);
-        self.write(|u| {
+        {
             let target = self.acl_target(&mut u.tx, object, P::AclEdit)?;
             let Some(acl) = u.tx.acl_for(&kind, object.id, role)? else {
                 return Ok(None);
@@ -652,7 +672,7 @@ impl Session {
                 return Ok(None);
             }
             Ok(Some(row))
-        })
+        }
     }
 
     /// [`grant`](Self::grant) addressed by ACL id (the HTTP form of spec 4.4).

@@ -513,6 +513,7 @@ impl Session {
             {
                 self.add_default_value(u, &doc, a.metadata_type_id)?;
             }
+            crate::workflows::launch(&self.db, u, &doc)?;
             Ok(doc)
         })
     }
@@ -624,6 +625,7 @@ impl Session {
                 doc_event(&d),
                 Some(dt_event(&dt)),
             )?;
+            crate::workflows::launch(&self.db, u, &d)?;
             Ok(d)
         })
     }
@@ -638,6 +640,7 @@ impl Session {
                 u.unlink.push(f.storage_name);
             }
             u.tx.delete_acls_of(DOC, id.0)?;
+            u.tx.delete_workflow_instances_of(id)?;
             u.tx.delete_document(id)?;
             u.access.push(AccessChange::ObjectRemoved(doc_ref(id)));
             u.event(names::DOCUMENT_DELETED, doc_event(&d), None)
@@ -718,7 +721,7 @@ impl Session {
         self.write(|u| self.add_document_metadata_in(u, document, metadata_type, value))
     }
 
-    fn add_document_metadata_in(
+    pub(crate) fn add_document_metadata_in(
         &self,
         u: &mut Unit<'_>,
         document: DocumentId,
@@ -837,7 +840,17 @@ impl Session {
         id: DocumentMetadataId,
         value: &str,
     ) -> Result<DocumentMetadata> {
-        self.write(|u| {
+        self.write(|u| self.edit_document_metadata_in(u, document, id, value))
+    }
+
+    pub(crate) fn edit_document_metadata_in(
+        &self,
+        u: &mut Unit<'_>,
+        document: DocumentId,
+        id: DocumentMetadataId,
+        value: &str,
+    ) -> Result<DocumentMetadata> {
+        {
             let (doc, mut m) = self.load_value(&mut u.tx, document, id, P::DocumentMetadataEdit)?;
             let required =
                 u.tx.association_of(doc.document_type_id, m.metadata_type_id)?
@@ -854,7 +867,7 @@ impl Session {
                 )?;
             }
             Ok(m)
-        })
+        }
     }
 
     /// Removes a metadata value from a document; a type required by the document's type cannot
@@ -864,7 +877,16 @@ impl Session {
         document: DocumentId,
         id: DocumentMetadataId,
     ) -> Result<()> {
-        self.write(|u| {
+        self.write(|u| self.remove_document_metadata_in(u, document, id))
+    }
+
+    pub(crate) fn remove_document_metadata_in(
+        &self,
+        u: &mut Unit<'_>,
+        document: DocumentId,
+        id: DocumentMetadataId,
+    ) -> Result<()> {
+        {
             let (doc, m) = self.load_value(&mut u.tx, document, id, P::DocumentMetadataRemove)?;
             if u.tx
                 .association_of(doc.document_type_id, m.metadata_type_id)?
@@ -884,7 +906,7 @@ impl Session {
                 doc_event(&doc),
                 Some(mt_event(&t)),
             )
-        })
+        }
     }
 
     // ----- lifecycle task batches (spec 2.4 rules 1-2) ---------------------------------------

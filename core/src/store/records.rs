@@ -842,6 +842,15 @@ impl Tx<'_> {
         }))
     }
 
+    /// One task.
+    pub fn task(&mut self, id: TaskId) -> Result<Option<TaskRow>> {
+        self.optional(
+            "SELECT id, name, payload, state, attempts, error FROM tasks WHERE id = ?1",
+            &[id.0.into()],
+            task,
+        )
+    }
+
     /// Sets a task's state, error and next run time.
     pub fn set_task_state(
         &mut self,
