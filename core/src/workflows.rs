@@ -904,6 +904,32 @@ impl Session {
         Ok(())
     }
 
+    /// Deletes an action of a state. Needs `document_states.workflow_template_edit`.
+    pub fn delete_workflow_action(
+        &self,
+        workflow: WorkflowId,
+        state: WorkflowStateId,
+        action: WorkflowActionId,
+    ) -> Result<()> {
+        self.write(|u| {
+            self.workflow_for(&mut u.tx, workflow, P::WorkflowTemplateEdit)?;
+            if u.tx
+                .workflow_state(state)?
+                .is_none_or(|s| s.workflow_id != workflow)
+            {
+                return Err(Error::not_found(format!("state {state}")));
+            }
+            let n = u.tx.execute(
+                "DELETE FROM workflow_state_actions WHERE id = ?1 AND state_id = ?2",
+                &[action.0.into(), state.0.into()],
+            )?;
+            if n == 0 {
+                return Err(Error::not_found(format!("action {action}")));
+            }
+            Ok(())
+        })
+    }
+
     /// The actions of a state. Needs `document_states.workflow_template_view`.
     pub fn workflow_actions(
         &self,

@@ -90,6 +90,33 @@ impl Body {
             .ok_or_else(|| ApiError::field(field, "This field is required."))
     }
 
+    /// An optional list of positive integer ids.
+    pub fn opt_ids(&self, field: &str) -> Result<Option<Vec<i64>>, ApiError> {
+        match self.present(field) {
+            None => Ok(None),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| match v.as_i64() {
+                    Some(id) if id > 0 => Ok(id),
+                    _ => Err(ApiError::field(
+                        field,
+                        "A list of valid integers is required.",
+                    )),
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some),
+            Some(_) => Err(ApiError::field(
+                field,
+                "A list of valid integers is required.",
+            )),
+        }
+    }
+
+    /// A field as raw JSON.
+    pub fn raw(&self, field: &str) -> Option<&Value> {
+        self.present(field)
+    }
+
     /// A permission key field.
     pub fn permission(&self) -> Result<docmeta_core::Permission, ApiError> {
         let key = self.str("permission")?;

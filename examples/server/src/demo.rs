@@ -190,7 +190,47 @@ pub fn load(db: &Docmeta) -> docmeta_core::Result<()> {
         accountant,
         ObjectRef::new(ObjectKind::CABINET, year.id.0),
     )?;
-    println!("demo loaded: 2 document types, 8 metadata types, 8 documents, cabinets 2024/Q1");
+    // The invoice workflow (spec 4.5), for invoices created from now on: editing the status
+    // moves an invoice draft -> review -> approved -> paid through triggers and conditions;
+    // entering `approved` lets the lawyers see it.
+    let flow = s.create_workflow("Invoice approval", &[invoice.id])?.id;
+    let mut states = Vec::new();
+    for (label, initial) in [
+        ("draft", true),
+        ("review", false),
+        ("approved", false),
+        ("paid", false),
+    ] {
+        states.push(s.create_workflow_state(flow, label, initial)?.id);
+    }
+    for (i, (label, wanted)) in [
+        ("submit", "review"),
+        ("approve", "approved"),
+        ("pay", "paid"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let condition = format!(
+            "{{% if workflow_instance.document.metadata_value_of.status == '{wanted}' %}}True{{% endif %}}"
+        );
+        let t = s.create_workflow_transition(flow, label, states[i], states[i + 1], &condition)?;
+        s.add_workflow_trigger(flow, t.id, "document_metadata_edited")?;
+    }
+    s.create_workflow_action(
+        flow,
+        states[2],
+        "let the lawyers see it",
+        true,
+        false,
+        docmeta_core::workflows::ActionKind::GrantDocumentAccess {
+            role_id: lawyer,
+            permission: P::DocumentView.key().to_owned(),
+        },
+    )?;
+    println!(
+        "demo loaded: 2 document types, 8 metadata types, 8 documents, cabinets 2024/Q1, workflow 'Invoice approval' for new invoices"
+    );
     println!(
         "users alice (Accounting: invoices), bob (Legal: contracts), carol (Auditors: read-only, global) with password '{DEMO_PASSWORD}'"
     );

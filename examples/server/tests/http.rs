@@ -1003,3 +1003,169 @@ fn document_file_endpoints() {
     assert_eq!(s.get(&url, ADMIN).0, 404);
     assert_eq!(s.download(&download, ADMIN).0, 404);
 }
+
+#[test]
+fn workflow_endpoints_and_the_demo_invoice_workflow() {
+    let s = Server::start();
+    let (status, page) = s.get("/api/v4/workflow-templates/", ADMIN);
+    assert_eq!((status, page["count"].as_u64()), (200, Some(1)));
+    let flow = page["results"][0].clone();
+    assert_eq!(flow["label"], "Invoice approval");
+    let base = flow["url"].as_str().expect("url").to_owned();
+    let (_, states) = s.get(&format!("{base}states/"), ADMIN);
+    let labels: Vec<&str> = states
+        .as_array()
+        .expect("states")
+        .iter()
+        .filter_map(|st| st["label"].as_str())
+        .collect();
+    assert_eq!(labels, ["draft", "review", "approved", "paid"]);
+    let (_, transitions) = s.get(&format!("{base}transitions/"), ADMIN);
+    assert_eq!(
+        transitions[0]["triggers"][0],
+        "metadata.document_metadata_edited"
+    );
+    // A new invoice gets an instance in `draft`; editing its status drives it.
+    let (status, doc) = s.call(
+        "POST",
+        "/api/v4/documents/",
+        Some(ALICE),
+        Some(json!({"document_type_id": 1, "label": "Invoice 6"})),
+    );
+    assert_eq!(status, 201, "{doc}");
+    let doc_url = doc["url"].as_str().expect("url").to_owned();
+    let (status, instances) = s.get(&format!("{doc_url}workflows/"), ADMIN);
+    assert_eq!(status, 200);
+    let instance = instances[0].clone();
+    assert_eq!(instance["current_state_id"], states[0]["id"]);
+    assert_eq!(s.get(&doc_url, BOB).0, 404, "the lawyers do not see it yet");
+    let (_, values) = s.get(&format!("{doc_url}metadata/"), ALICE);
+    let status_value = values["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|v| v["metadata_type"]["name"] == "status")
+        .expect("status")
+        .clone();
+    let value_url = format!("{doc_url}metadata/{}/", status_value["id"]);
+    for next in ["review", "approved"] {
+        let (code, body) = s.call(
+            "PATCH",
+            &value_url,
+            Some(ALICE),
+            Some(json!({"value": next})),
+        );
+        assert_eq!(code, 200, "{body}");
+    }
+    let instance_url = instance["url"].as_str().expect("url").to_owned();
+    let (_, now) = s.get(&instance_url, ADMIN);
+    assert_eq!(now["current_state_id"], states[2]["id"]);
+    assert_eq!(s.get(&doc_url, BOB).0, 200, "the grant action ran");
+    let (_, log) = s.get(&format!("{instance_url}log/"), ADMIN);
+    assert_eq!(log.as_array().map(Vec::len), Some(2));
+    // By hand: only what leaves the current state and passes its condition.
+    let (_, available) = s.get(&format!("{instance_url}transitions/"), ADMIN);
+    assert_eq!(
+        available.as_array().map(Vec::len),
+        Some(0),
+        "pay needs status paid"
+    );
+    let (code, body) = s.call(
+        "POST",
+        &format!("{instance_url}transitions/"),
+        Some(ADMIN),
+        Some(json!({"transition_id": transitions[0]["id"], "comment": "again"})),
+    );
+    assert_eq!(
+        (code, body["transition_id"].is_array()),
+        (400, true),
+        "{body}"
+    );
+    // A template built over HTTP.
+    let (code, created) = s.call(
+        "POST",
+        "/api/v4/workflow-templates/",
+        Some(ADMIN),
+        Some(json!({"label": "Contracts", "document_type_ids": [2]})),
+    );
+    assert_eq!(code, 201, "{created}");
+    let base = created["url"].as_str().expect("url").to_owned();
+    let (_, a) = s.call(
+        "POST",
+        &format!("{base}states/"),
+        Some(ADMIN),
+        Some(json!({"label": "open", "initial": true})),
+    );
+    let (_, b) = s.call(
+        "POST",
+        &format!("{base}states/"),
+        Some(ADMIN),
+        Some(json!({"label": "closed"})),
+    );
+    let (code, t) = s.call(
+        "POST",
+        &format!("{base}transitions/"),
+        Some(ADMIN),
+        Some(
+            json!({"label": "close", "origin_state_id": a["id"], "destination_state_id": b["id"]}),
+        ),
+    );
+    assert_eq!(code, 201, "{t}");
+    let (code, t) = s.call(
+        "POST",
+        &format!("{base}transitions/{}/triggers/", t["id"]),
+        Some(ADMIN),
+        Some(json!({"event_type": "document_metadata_removed"})),
+    );
+    assert_eq!(
+        (code, t["triggers"][0].as_str()),
+        (201, Some("metadata.document_metadata_removed"))
+    );
+    let actions = format!("{base}states/{}/actions/", b["id"]);
+    let (code, action) = s.call(
+        "POST",
+        &actions,
+        Some(ADMIN),
+        Some(json!({"label": "stamp", "when": "entry", "action": {"type": "edit_metadata", "metadata_type_id": 5, "value": "{{ now.year }}"}})),
+    );
+    assert_eq!(
+        (code, action["action"]["type"].as_str()),
+        (201, Some("edit_metadata")),
+        "{action}"
+    );
+    let (code, err) = s.call(
+        "POST",
+        &actions,
+        Some(ADMIN),
+        Some(json!({"label": "bad", "action": {"type": "launch_rockets"}})),
+    );
+    assert_eq!((code, err["action"].is_array()), (400, true));
+    assert_eq!(s.get(&actions, ADMIN).1.as_array().map(Vec::len), Some(1));
+    let trigger_url = format!(
+        "{base}transitions/{}/triggers/document_metadata_removed/",
+        t["id"]
+    );
+    assert_eq!(s.call("DELETE", &trigger_url, Some(ADMIN), None).0, 204);
+    assert_eq!(
+        s.call(
+            "DELETE",
+            &format!("{actions}{}/", action["id"]),
+            Some(ADMIN),
+            None
+        )
+        .0,
+        204
+    );
+    assert_eq!(s.get(&actions, ADMIN).1.as_array().map(Vec::len), Some(0));
+    // alice may not create templates.
+    assert_eq!(
+        s.call(
+            "POST",
+            "/api/v4/workflow-templates/",
+            Some(ALICE),
+            Some(json!({"label": "x"}))
+        )
+        .0,
+        403
+    );
+}

@@ -7,6 +7,7 @@ mod files;
 mod metadata;
 mod search;
 mod system;
+mod workflows;
 
 use utoipa_axum::router::OpenApiRouter;
 
@@ -19,5 +20,6 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
     let router = files::register(router);
     let router = access::register(router);
     let router = search::register(router);
+    let router = workflows::register(router);
     system::register(router)
 }

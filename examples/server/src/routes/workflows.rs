@@ -1,0 +1,632 @@
+//! Workflows (api.md "Workflows"): templates with nested states, transitions, state actions and
+//! transition triggers; instances of a document, their log, and taking a transition.
+
+use std::collections::HashMap;
+
+use axum::Json;
+use axum::extract::{Query, State};
+use axum::http::{StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use docmeta_core::workflows::{
+    ActionKind, Workflow, WorkflowAction, WorkflowInstance, WorkflowLogEntry, WorkflowState,
+    WorkflowTransition,
+};
+use docmeta_core::{
+    DocumentId, DocumentTypeId, Session, WorkflowId, WorkflowInstanceId, WorkflowStateId,
+    WorkflowTransitionId,
+};
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::app::{AppState, Ids};
+use crate::auth::CurrentUser;
+use crate::body::Body;
+use crate::dto::ErrorOut;
+use crate::error::{ApiError, ApiResult};
+use crate::page::ListQuery;
+
+pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
+    router
+        .routes(routes!(list_workflows, create_workflow))
+        .routes(routes!(get_workflow, patch_workflow, delete_workflow))
+        .routes(routes!(list_states, create_state))
+        .routes(routes!(list_transitions, create_transition))
+        .routes(routes!(list_actions, create_action))
+        .routes(routes!(delete_action))
+        .routes(routes!(list_triggers, create_trigger))
+        .routes(routes!(delete_trigger))
+        .routes(routes!(list_instances))
+        .routes(routes!(get_instance))
+        .routes(routes!(instance_log))
+        .routes(routes!(available_transitions, take_transition))
+}
+
+/// A workflow template.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WorkflowOut {
+    pub id: i64,
+    pub label: String,
+    pub document_type_ids: Vec<i64>,
+    pub url: String,
+}
+
+impl From<&Workflow> for WorkflowOut {
+    fn from(w: &Workflow) -> Self {
+        WorkflowOut {
+            id: w.id.0,
+            label: w.label.clone(),
+            document_type_ids: w.document_type_ids.iter().map(|t| t.0).collect(),
+            url: format!("/api/v4/workflow-templates/{}/", w.id),
+        }
+    }
+}
+
+/// Body of POST/PATCH on workflow templates.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WorkflowIn {
+    pub label: String,
+    pub document_type_ids: Vec<i64>,
+}
+
+/// A state.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StateOut {
+    pub id: i64,
+    pub label: String,
+    pub initial: bool,
+}
+
+impl From<&WorkflowState> for StateOut {
+    fn from(s: &WorkflowState) -> Self {
+        StateOut {
+            id: s.id.0,
+            label: s.label.clone(),
+            initial: s.initial,
+        }
+    }
+}
+
+/// Body of POST on states.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StateIn {
+    pub label: String,
+    pub initial: bool,
+}
+
+/// A transition with its triggers (full event names).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TransitionOut {
+    pub id: i64,
+    pub label: String,
+    pub origin_state_id: i64,
+    pub destination_state_id: i64,
+    /// Allows the transition when it renders to `True`; empty: always.
+    pub condition: String,
+    pub triggers: Vec<String>,
+}
+
+impl From<&WorkflowTransition> for TransitionOut {
+    fn from(t: &WorkflowTransition) -> Self {
+        TransitionOut {
+            id: t.id.0,
+            label: t.label.clone(),
+            origin_state_id: t.origin_state_id.0,
+            destination_state_id: t.destination_state_id.0,
+            condition: t.condition.clone(),
+            triggers: t.triggers.clone(),
+        }
+    }
+}
+
+/// Body of POST on transitions.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TransitionIn {
+    pub label: String,
+    pub origin_state_id: i64,
+    pub destination_state_id: i64,
+    pub condition: Option<String>,
+}
+
+/// A state action. `action` is one of `{"type": "add_metadata", "metadata_type_ids": [..]}`,
+/// `{"type": "edit_metadata", "metadata_type_id": .., "value": "template"}`,
+/// `{"type": "remove_metadata", "metadata_type_ids": [..]}`,
+/// `{"type": "grant_document_access", "role_id": .., "permission": "namespace.key"}`,
+/// `{"type": "revoke_document_access", "role_id": .., "permission": "namespace.key"}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ActionOut {
+    pub id: i64,
+    pub label: String,
+    /// `entry` or `exit`.
+    pub when: String,
+    pub critical: bool,
+    #[schema(value_type = Object)]
+    pub action: serde_json::Value,
+}
+
+impl From<&WorkflowAction> for ActionOut {
+    fn from(a: &WorkflowAction) -> Self {
+        ActionOut {
+            id: a.id.0,
+            label: a.label.clone(),
+            when: if a.on_entry { "entry" } else { "exit" }.to_owned(),
+            critical: a.critical,
+            action: serde_json::to_value(&a.action).unwrap_or_default(),
+        }
+    }
+}
+
+/// Body of POST on state actions (see [`ActionOut`] for `action`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ActionIn {
+    pub label: String,
+    /// `entry` (default) or `exit`.
+    pub when: Option<String>,
+    pub critical: Option<bool>,
+    #[schema(value_type = Object)]
+    pub action: serde_json::Value,
+}
+
+/// Body of POST on triggers: `document_metadata_added`, `_edited` or `_removed`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TriggerIn {
+    pub event_type: String,
+}
+
+/// A workflow running on a document.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct InstanceOut {
+    pub id: i64,
+    pub workflow_id: i64,
+    pub document_id: i64,
+    pub current_state_id: Option<i64>,
+    #[schema(value_type = Object)]
+    pub context: serde_json::Value,
+    pub url: String,
+    pub log_url: String,
+    pub transitions_url: String,
+}
+
+impl From<&WorkflowInstance> for InstanceOut {
+    fn from(i: &WorkflowInstance) -> Self {
+        let url = format!("/api/v4/documents/{}/workflows/{}/", i.document_id, i.id);
+        InstanceOut {
+            id: i.id.0,
+            workflow_id: i.workflow_id.0,
+            document_id: i.document_id.0,
+            current_state_id: i.state_id.map(|s| s.0),
+            context: i.context.clone(),
+            log_url: format!("{url}log/"),
+            transitions_url: format!("{url}transitions/"),
+            url,
+        }
+    }
+}
+
+/// An entry of an instance's log: a transition taken, or an error.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LogEntryOut {
+    pub id: i64,
+    pub transition_id: Option<i64>,
+    pub user_id: Option<i64>,
+    pub comment: String,
+    pub error: bool,
+    pub datetime_created: String,
+}
+
+impl From<&WorkflowLogEntry> for LogEntryOut {
+    fn from(e: &WorkflowLogEntry) -> Self {
+        LogEntryOut {
+            id: e.id.0,
+            transition_id: e.transition_id.map(|t| t.0),
+            user_id: e.user_id.map(|u| u.0),
+            comment: e.comment.clone(),
+            error: e.error,
+            datetime_created: e
+                .created
+                .to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+        }
+    }
+}
+
+/// Body of POST on an instance's transitions.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TakeTransitionIn {
+    pub transition_id: i64,
+    pub comment: Option<String>,
+}
+
+fn type_ids(ids: Option<Vec<i64>>) -> Option<Vec<DocumentTypeId>> {
+    ids.map(|ids| ids.into_iter().map(DocumentTypeId).collect())
+}
+
+#[utoipa::path(get, path = "/api/v4/workflow-templates/", tag = "workflows",
+    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("ordering" = Option<String>, Query, description = "label or id")),
+    responses((status = 200, body = crate::dto::PageOut)))]
+async fn list_workflows(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Response> {
+    let q = ListQuery::parse(q)?;
+    app.run(move |db| {
+        q.respond(
+            &uri,
+            db.session(user).workflows()?,
+            &[
+                ("label", |a, b| a.label.cmp(&b.label)),
+                ("id", |a, b| a.id.cmp(&b.id)),
+            ],
+            |w| WorkflowOut::from(w),
+        )
+    })
+    .await
+    .map(IntoResponse::into_response)
+}
+
+#[utoipa::path(post, path = "/api/v4/workflow-templates/", tag = "workflows", request_body = WorkflowIn,
+    responses((status = 201, body = WorkflowOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut)))]
+async fn create_workflow(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    body: Body,
+) -> ApiResult<(StatusCode, Json<WorkflowOut>)> {
+    let label = body.str("label")?;
+    let types = type_ids(body.opt_ids("document_type_ids")?).unwrap_or_default();
+    app.run(move |db| {
+        let w = db.session(user).create_workflow(&label, &types)?;
+        Ok((StatusCode::CREATED, Json((&w).into())))
+    })
+    .await
+}
+
+#[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/", tag = "workflows",
+    params(("workflow_id" = i64, Path)), responses((status = 200, body = WorkflowOut), (status = 404, body = ErrorOut)))]
+async fn get_workflow(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+) -> ApiResult<Json<WorkflowOut>> {
+    app.run(move |db| Ok(Json((&db.session(user).workflow(WorkflowId(id))?).into())))
+        .await
+}
+
+#[utoipa::path(patch, path = "/api/v4/workflow-templates/{workflow_id}/", tag = "workflows", request_body = WorkflowIn,
+    params(("workflow_id" = i64, Path)),
+    responses((status = 200, body = WorkflowOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn patch_workflow(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+    body: Body,
+) -> ApiResult<Json<WorkflowOut>> {
+    let label = body.opt_str("label")?;
+    let types = type_ids(body.opt_ids("document_type_ids")?);
+    app.run(move |db| {
+        let w =
+            db.session(user)
+                .update_workflow(WorkflowId(id), label.as_deref(), types.as_deref())?;
+        Ok(Json((&w).into()))
+    })
+    .await
+}
+
+#[utoipa::path(delete, path = "/api/v4/workflow-templates/{workflow_id}/", tag = "workflows",
+    params(("workflow_id" = i64, Path)), responses((status = 204), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn delete_workflow(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+) -> ApiResult<StatusCode> {
+    app.run(move |db| {
+        db.session(user).delete_workflow(WorkflowId(id))?;
+        Ok(StatusCode::NO_CONTENT)
+    })
+    .await
+}
+
+#[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/states/", tag = "workflows",
+    params(("workflow_id" = i64, Path)), responses((status = 200, body = Vec<StateOut>), (status = 404, body = ErrorOut)))]
+async fn list_states(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+) -> ApiResult<Json<Vec<StateOut>>> {
+    app.run(move |db| {
+        let states = db.session(user).workflow_states(WorkflowId(id))?;
+        Ok(Json(states.iter().map(StateOut::from).collect()))
+    })
+    .await
+}
+
+#[utoipa::path(post, path = "/api/v4/workflow-templates/{workflow_id}/states/", tag = "workflows", request_body = StateIn,
+    params(("workflow_id" = i64, Path)),
+    responses((status = 201, body = StateOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn create_state(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+    body: Body,
+) -> ApiResult<(StatusCode, Json<StateOut>)> {
+    let label = body.str("label")?;
+    let initial = body.opt_bool("initial")?.unwrap_or(false);
+    app.run(move |db| {
+        let s = db
+            .session(user)
+            .create_workflow_state(WorkflowId(id), &label, initial)?;
+        Ok((StatusCode::CREATED, Json((&s).into())))
+    })
+    .await
+}
+
+#[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/transitions/", tag = "workflows",
+    params(("workflow_id" = i64, Path)), responses((status = 200, body = Vec<TransitionOut>), (status = 404, body = ErrorOut)))]
+async fn list_transitions(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+) -> ApiResult<Json<Vec<TransitionOut>>> {
+    app.run(move |db| {
+        let all = db.session(user).workflow_transitions(WorkflowId(id))?;
+        Ok(Json(all.iter().map(TransitionOut::from).collect()))
+    })
+    .await
+}
+
+#[utoipa::path(post, path = "/api/v4/workflow-templates/{workflow_id}/transitions/", tag = "workflows", request_body = TransitionIn,
+    params(("workflow_id" = i64, Path)),
+    responses((status = 201, body = TransitionOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn create_transition(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+    body: Body,
+) -> ApiResult<(StatusCode, Json<TransitionOut>)> {
+    let label = body.str("label")?;
+    let origin = WorkflowStateId(body.id("origin_state_id")?);
+    let destination = WorkflowStateId(body.id("destination_state_id")?);
+    let condition = body.opt_str("condition")?.unwrap_or_default();
+    app.run(move |db| {
+        let t = db.session(user).create_workflow_transition(
+            WorkflowId(id),
+            &label,
+            origin,
+            destination,
+            &condition,
+        )?;
+        Ok((StatusCode::CREATED, Json((&t).into())))
+    })
+    .await
+}
+
+#[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/states/{state_id}/actions/", tag = "workflows",
+    params(("workflow_id" = i64, Path), ("state_id" = i64, Path)),
+    responses((status = 200, body = Vec<ActionOut>), (status = 404, body = ErrorOut)))]
+async fn list_actions(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((id, state)): Ids<(i64, i64)>,
+) -> ApiResult<Json<Vec<ActionOut>>> {
+    app.run(move |db| {
+        let all = db
+            .session(user)
+            .workflow_actions(WorkflowId(id), WorkflowStateId(state))?;
+        Ok(Json(all.iter().map(ActionOut::from).collect()))
+    })
+    .await
+}
+
+#[utoipa::path(post, path = "/api/v4/workflow-templates/{workflow_id}/states/{state_id}/actions/", tag = "workflows", request_body = ActionIn,
+    params(("workflow_id" = i64, Path), ("state_id" = i64, Path)),
+    responses((status = 201, body = ActionOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn create_action(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((id, state)): Ids<(i64, i64)>,
+    body: Body,
+) -> ApiResult<(StatusCode, Json<ActionOut>)> {
+    let label = body.str("label")?;
+    let on_entry = match body.opt_str("when")?.as_deref() {
+        None | Some("entry") => true,
+        Some("exit") => false,
+        Some(_) => return Err(ApiError::field("when", "Use \"entry\" or \"exit\".")),
+    };
+    let critical = body.opt_bool("critical")?.unwrap_or(false);
+    let action: ActionKind = serde_json::from_value(
+        body.raw("action")
+            .cloned()
+            .ok_or_else(|| ApiError::field("action", "This field is required."))?,
+    )
+    .map_err(|e| ApiError::field("action", format!("Not a valid action: {e}.")))?;
+    app.run(move |db| {
+        let a = db.session(user).create_workflow_action(
+            WorkflowId(id),
+            WorkflowStateId(state),
+            &label,
+            on_entry,
+            critical,
+            action,
+        )?;
+        Ok((StatusCode::CREATED, Json((&a).into())))
+    })
+    .await
+}
+
+#[utoipa::path(delete, path = "/api/v4/workflow-templates/{workflow_id}/states/{state_id}/actions/{action_id}/", tag = "workflows",
+    params(("workflow_id" = i64, Path), ("state_id" = i64, Path), ("action_id" = i64, Path)),
+    responses((status = 204), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn delete_action(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((id, state, action)): Ids<(i64, i64, i64)>,
+) -> ApiResult<StatusCode> {
+    app.run(move |db| {
+        db.session(user).delete_workflow_action(
+            WorkflowId(id),
+            WorkflowStateId(state),
+            docmeta_core::WorkflowActionId(action),
+        )?;
+        Ok(StatusCode::NO_CONTENT)
+    })
+    .await
+}
+
+#[utoipa::path(delete, path = "/api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/triggers/{event_type}/", tag = "workflows",
+    params(("workflow_id" = i64, Path), ("transition_id" = i64, Path), ("event_type" = String, Path)),
+    responses((status = 204), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn delete_trigger(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((id, transition, event)): Ids<(i64, i64, String)>,
+) -> ApiResult<StatusCode> {
+    app.run(move |db| {
+        db.session(user).remove_workflow_trigger(
+            WorkflowId(id),
+            WorkflowTransitionId(transition),
+            &event,
+        )?;
+        Ok(StatusCode::NO_CONTENT)
+    })
+    .await
+}
+
+fn transition_of(
+    s: &Session,
+    workflow: WorkflowId,
+    transition: WorkflowTransitionId,
+) -> ApiResult<WorkflowTransition> {
+    s.workflow_transitions(workflow)?
+        .into_iter()
+        .find(|t| t.id == transition)
+        .ok_or_else(ApiError::not_found)
+}
+
+#[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/triggers/", tag = "workflows",
+    params(("workflow_id" = i64, Path), ("transition_id" = i64, Path)),
+    responses((status = 200, body = Vec<String>), (status = 404, body = ErrorOut)))]
+async fn list_triggers(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((id, transition)): Ids<(i64, i64)>,
+) -> ApiResult<Json<Vec<String>>> {
+    app.run(move |db| {
+        let t = transition_of(
+            &db.session(user),
+            WorkflowId(id),
+            WorkflowTransitionId(transition),
+        )?;
+        Ok(Json(t.triggers))
+    })
+    .await
+}
+
+#[utoipa::path(post, path = "/api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/triggers/", tag = "workflows", request_body = TriggerIn,
+    params(("workflow_id" = i64, Path), ("transition_id" = i64, Path)),
+    responses((status = 201, body = TransitionOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn create_trigger(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((id, transition)): Ids<(i64, i64)>,
+    body: Body,
+) -> ApiResult<(StatusCode, Json<TransitionOut>)> {
+    let event = body.str("event_type")?;
+    app.run(move |db| {
+        let t = db.session(user).add_workflow_trigger(
+            WorkflowId(id),
+            WorkflowTransitionId(transition),
+            &event,
+        )?;
+        Ok((StatusCode::CREATED, Json((&t).into())))
+    })
+    .await
+}
+
+#[utoipa::path(get, path = "/api/v4/documents/{document_id}/workflows/", tag = "workflows",
+    params(("document_id" = i64, Path)), responses((status = 200, body = Vec<InstanceOut>), (status = 404, body = ErrorOut)))]
+async fn list_instances(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(document): Ids<i64>,
+) -> ApiResult<Json<Vec<InstanceOut>>> {
+    app.run(move |db| {
+        let all = db.session(user).workflow_instances(DocumentId(document))?;
+        Ok(Json(all.iter().map(InstanceOut::from).collect()))
+    })
+    .await
+}
+
+#[utoipa::path(get, path = "/api/v4/documents/{document_id}/workflows/{instance_id}/", tag = "workflows",
+    params(("document_id" = i64, Path), ("instance_id" = i64, Path)),
+    responses((status = 200, body = InstanceOut), (status = 404, body = ErrorOut)))]
+async fn get_instance(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((document, instance)): Ids<(i64, i64)>,
+) -> ApiResult<Json<InstanceOut>> {
+    app.run(move |db| {
+        let i = db
+            .session(user)
+            .workflow_instance(DocumentId(document), WorkflowInstanceId(instance))?;
+        Ok(Json((&i).into()))
+    })
+    .await
+}
+
+#[utoipa::path(get, path = "/api/v4/documents/{document_id}/workflows/{instance_id}/log/", tag = "workflows",
+    params(("document_id" = i64, Path), ("instance_id" = i64, Path)),
+    responses((status = 200, body = Vec<LogEntryOut>), (status = 404, body = ErrorOut)))]
+async fn instance_log(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((document, instance)): Ids<(i64, i64)>,
+) -> ApiResult<Json<Vec<LogEntryOut>>> {
+    app.run(move |db| {
+        let log = db
+            .session(user)
+            .workflow_log(DocumentId(document), WorkflowInstanceId(instance))?;
+        Ok(Json(log.iter().map(LogEntryOut::from).collect()))
+    })
+    .await
+}
+
+#[utoipa::path(get, path = "/api/v4/documents/{document_id}/workflows/{instance_id}/transitions/", tag = "workflows",
+    params(("document_id" = i64, Path), ("instance_id" = i64, Path)),
+    responses((status = 200, description = "The transitions the instance may take now", body = Vec<TransitionOut>), (status = 404, body = ErrorOut)))]
+async fn available_transitions(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((document, instance)): Ids<(i64, i64)>,
+) -> ApiResult<Json<Vec<TransitionOut>>> {
+    app.run(move |db| {
+        let all = db
+            .session(user)
+            .available_transitions(DocumentId(document), WorkflowInstanceId(instance))?;
+        Ok(Json(all.iter().map(TransitionOut::from).collect()))
+    })
+    .await
+}
+
+#[utoipa::path(post, path = "/api/v4/documents/{document_id}/workflows/{instance_id}/transitions/", tag = "workflows", request_body = TakeTransitionIn,
+    params(("document_id" = i64, Path), ("instance_id" = i64, Path)),
+    responses((status = 201, body = LogEntryOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn take_transition(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((document, instance)): Ids<(i64, i64)>,
+    body: Body,
+) -> ApiResult<(StatusCode, Json<LogEntryOut>)> {
+    let transition = WorkflowTransitionId(body.id("transition_id")?);
+    let comment = body.opt_str("comment")?.unwrap_or_default();
+    app.run(move |db| {
+        let entry = db.session(user).transition_workflow(
+            DocumentId(document),
+            WorkflowInstanceId(instance),
+            transition,
+            &comment,
+        )?;
+        Ok((StatusCode::CREATED, Json((&entry).into())))
+    })
+    .await
+}
