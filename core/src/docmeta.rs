@@ -552,6 +552,12 @@ impl Docmeta {
         self.inner.kinds.read().clone()
     }
 
+    /// Parses `app_label.model_name` into a registered object kind (without copying the
+    /// registry, unlike `kinds().parse(..)`).
+    pub fn parse_kind(&self, text: &str) -> Result<ObjectKind> {
+        self.inner.kinds.read().parse(text)
+    }
+
     /// Applies pending schema migrations (spec 4.6 `migrate`); returns the versions applied.
     pub fn migrate(&self) -> Result<Vec<u32>> {
         self.inner.store.migrate()

@@ -189,10 +189,12 @@ permissions! {
 impl Permission {
     /// Parses a key `<namespace>.<name>`; an unknown key is [`Error::InvalidInput`].
     pub fn from_key(key: &str) -> Result<Permission> {
-        Permission::ALL
-            .iter()
+        static BY_KEY: std::sync::OnceLock<rustc_hash::FxHashMap<&'static str, Permission>> =
+            std::sync::OnceLock::new();
+        let by_key = BY_KEY.get_or_init(|| Permission::ALL.iter().map(|p| (p.key(), *p)).collect());
+        by_key
+            .get(key.trim())
             .copied()
-            .find(|p| p.key() == key.trim())
             .ok_or_else(|| Error::InvalidInput(format!("unknown permission '{key}'")))
     }
 
