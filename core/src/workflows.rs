@@ -769,16 +769,7 @@ impl Session {
         transition: WorkflowTransitionId,
         event: &str,
     ) -> Result<WorkflowTransition> {
-        let event = trigger_name(event)?;
-        self.write(|u| {
-            self.transition_for(&mut u.tx, workflow, transition, P::WorkflowTemplateEdit)?;
-            u.tx.execute(
-                "INSERT INTO workflow_transition_triggers (transition_id, event_name) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
-                &[transition.0.into(), event.into()],
-            )?;
-            u.tx.workflow_transition(transition)?
-                .ok_or_else(|| Error::not_found("transition"))
-        })
+        self.set_workflow_trigger(workflow, transition, event, true)
     }
 
     /// Removes a trigger. Needs `document_states.workflow_template_edit`.
@@ -788,13 +779,25 @@ impl Session {
         transition: WorkflowTransitionId,
         event: &str,
     ) -> Result<WorkflowTransition> {
+        self.set_workflow_trigger(workflow, transition, event, false)
+    }
+
+    fn set_workflow_trigger(
+        &self,
+        workflow: WorkflowId,
+        transition: WorkflowTransitionId,
+        event: &str,
+        on: bool,
+    ) -> Result<WorkflowTransition> {
         let event = trigger_name(event)?;
+        let sql = if on {
+            "INSERT INTO workflow_transition_triggers (transition_id, event_name) VALUES (?1, ?2) ON CONFLICT DO NOTHING"
+        } else {
+            "DELETE FROM workflow_transition_triggers WHERE transition_id = ?1 AND event_name = ?2"
+        };
         self.write(|u| {
             self.transition_for(&mut u.tx, workflow, transition, P::WorkflowTemplateEdit)?;
-            u.tx.execute(
-                "DELETE FROM workflow_transition_triggers WHERE transition_id = ?1 AND event_name = ?2",
-                &[transition.0.into(), event.into()],
-            )?;
+            u.tx.execute(sql, &[transition.0.into(), event.into()])?;
             u.tx.workflow_transition(transition)?
                 .ok_or_else(|| Error::not_found("transition"))
         })
