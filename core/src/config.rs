@@ -33,6 +33,9 @@ pub struct Config {
     pub storage_kdf_iterations: u32,
     /// The largest document file the server accepts, in bytes.
     pub upload_max_bytes: u64,
+    /// With several processes on one PostgreSQL database: how often (milliseconds) each picks
+    /// up the access changes (grants, memberships) the others committed.
+    pub access_refresh_ms: u64,
 }
 
 /// Where document files are stored.
@@ -57,6 +60,7 @@ impl Default for Config {
             storage_kdf_memory_kib: 64 * 1024,
             storage_kdf_iterations: 3,
             upload_max_bytes: 2 << 30,
+            access_refresh_ms: 1000,
         }
     }
 }
@@ -79,6 +83,8 @@ storage_kdf_memory_kib: 65536
 storage_kdf_iterations: 3
 # The largest document file the server accepts (2 GiB).
 upload_max_bytes: 2147483648
+# Several processes on one PostgreSQL database: how often each picks up the others' grants (ms).
+access_refresh_ms: 1000
 ";
 
 impl Config {

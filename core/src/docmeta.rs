@@ -24,6 +24,27 @@ use crate::session::Session;
 use crate::store::{Mode, SqliteStore, Store, Tx};
 use crate::tasks::Worker;
 
+/// Whether an event (by name) changes what the access snapshot holds: principals, roles,
+/// ACLs, or the parent links of documents and cabinets.
+fn changes_access(name: &str) -> bool {
+    use crate::events::names::*;
+    [
+        ACL_CREATED,
+        ACL_EDITED,
+        ACL_DELETED,
+        ROLE_EDITED,
+        USER_EDITED,
+        GROUP_EDITED,
+        CABINET_EDITED,
+        DOCUMENT_CREATED,
+        DOCUMENT_TYPE_CHANGED,
+        DOCUMENT_DELETED,
+        DOCUMENT_TYPE_DELETED,
+        METADATA_TYPE_DELETED,
+    ]
+    .contains(&name)
+}
+
 /// Kinds whose parent links are read from the store (see `Docmeta::stored_ancestors`).
 const STORED_PARENT_KINDS: [ObjectKind; 4] = [
     ObjectKind::DOCUMENT_METADATA,
@@ -142,6 +163,11 @@ pub(crate) struct Inner {
     pub(crate) search: crate::search::home::SearchHome,
     pub(crate) files: Arc<dyn FileStorage>,
     _lock: Option<DataLock>,
+    /// The newest event the access snapshot reflects (another process's later changes are
+    /// picked up by `follow_access`).
+    access_cursor: std::sync::atomic::AtomicI64,
+    /// Access-changing events this process committed (already applied) after the cursor.
+    local_access_events: Mutex<Vec<i64>>,
     pub(crate) search_lock: Mutex<()>,
     pub(crate) search_rebuilding: std::sync::atomic::AtomicBool,
     pub(crate) shutdown: std::sync::atomic::AtomicBool,
@@ -188,6 +214,8 @@ pub struct Builder {
     config: Option<Config>,
     files: Option<Arc<dyn FileStorage>>,
     storage_password: Option<Password>,
+    #[cfg(feature = "postgres")]
+    postgres_url: Option<String>,
 }
 
 impl std::fmt::Debug for Builder {
@@ -242,6 +270,15 @@ impl Builder {
     /// configured `storage_password_file`).
     pub fn storage_password(mut self, password: impl Into<Vec<u8>>) -> Self {
         self.storage_password = Some(Password::new(password));
+        self
+    }
+
+    /// Uses the PostgreSQL database at `url` (connected when the instance opens) instead of
+    /// the data directory's SQLite file. Several processes may share it: each follows the
+    /// others' changes through the event log (see `Config::access_refresh_ms`).
+    #[cfg(feature = "postgres")]
+    pub fn postgres(mut self, url: &str) -> Self {
+        self.postgres_url = Some(url.to_owned());
         self
     }
 
@@ -350,6 +387,10 @@ impl Builder {
 
     /// Opens the instance.
     pub fn open(mut self) -> Result<Docmeta> {
+        #[cfg(feature = "postgres")]
+        if let Some(url) = self.postgres_url.take() {
+            self.store = Some(Box::new(crate::store::PostgresStore::open(&url)?));
+        }
         let lock = match &self.data_dir {
             Some(dir) => Some(DataLock::shared(dir)?),
             None => None,
@@ -405,6 +446,8 @@ impl Builder {
             search,
             files,
             _lock: lock,
+            access_cursor: std::sync::atomic::AtomicI64::new(0),
+            local_access_events: Mutex::new(Vec::new()),
             search_lock: Mutex::new(()),
             search_rebuilding: std::sync::atomic::AtomicBool::new(false),
             shutdown: std::sync::atomic::AtomicBool::new(false),
@@ -497,6 +540,8 @@ impl Docmeta {
             config: None,
             files: None,
             storage_password: None,
+            #[cfg(feature = "postgres")]
+            postgres_url: None,
         }
     }
 
@@ -772,9 +817,51 @@ impl Docmeta {
     /// process changed grants).
     pub fn reload_access(&self) -> Result<()> {
         let kinds = self.inner.kinds.read().clone();
-        let snapshot = self.read(|tx| crate::session::load_access(tx, &kinds))?;
+        let (snapshot, newest) = self.read(|tx| {
+            let newest = tx
+                .optional("SELECT max(id) FROM events", &[], |r| r.opt_int(0))?
+                .flatten()
+                .unwrap_or(0);
+            Ok((crate::session::load_access(tx, &kinds)?, newest))
+        })?;
         *self.inner.access.write() = snapshot;
+        self.inner.access_cursor.store(newest, Ordering::SeqCst);
         Ok(())
+    }
+
+    /// Picks up access changes other processes committed to a shared (PostgreSQL) database:
+    /// when the event log holds an access-changing event this process did not write, the
+    /// snapshot is reloaded. The worker runs it every `access_refresh_ms`; returns whether it
+    /// reloaded. On SQLite (one process) there is nothing to follow.
+    pub fn follow_access(&self) -> Result<bool> {
+        if self.inner.store.dialect() != crate::store::Dialect::Postgres {
+            return Ok(false);
+        }
+        let cursor = self.inner.access_cursor.load(Ordering::SeqCst);
+        let events = self.read(|tx| {
+            tx.rows(
+                "SELECT id, name FROM events WHERE id > ?1 ORDER BY id LIMIT 10000",
+                &[cursor.into()],
+                |r| Ok((r.int(0)?, r.text(1)?)),
+            )
+        })?;
+        let Some(newest) = events.last().map(|(id, _)| *id) else {
+            return Ok(false);
+        };
+        let foreign = {
+            let mut local = self.inner.local_access_events.lock();
+            let foreign = events
+                .iter()
+                .any(|(id, name)| changes_access(name) && !local.contains(id));
+            local.retain(|id| *id > newest);
+            foreign
+        };
+        if foreign {
+            self.reload_access()?;
+        } else {
+            self.inner.access_cursor.fetch_max(newest, Ordering::SeqCst);
+        }
+        Ok(foreign)
     }
 
     // ----- units of work ---------------------------------------------------------------------
@@ -856,6 +943,15 @@ impl Docmeta {
             for change in access {
                 apply(&mut snapshot, change);
             }
+        }
+        {
+            let mut local = self.inner.local_access_events.lock();
+            local.extend(
+                events
+                    .iter()
+                    .filter(|e| changes_access(&e.name))
+                    .map(|e| e.id.0),
+            );
         }
         if tasks_enqueued {
             self.notify_worker();

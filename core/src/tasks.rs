@@ -138,6 +138,7 @@ impl Worker {
             .name("docmeta-tasks".into())
             .spawn(move || {
                 let mut last_index: Option<std::time::Instant> = None;
+                let mut last_access = std::time::Instant::now();
                 while !thread_stop.load(Ordering::SeqCst) {
                     let Some(inner) = thread_weak.upgrade() else {
                         return;
@@ -152,10 +153,16 @@ impl Worker {
                         let _ = db.wait_for_index();
                         last_index = Some(std::time::Instant::now());
                     }
+                    // Other processes on a shared database: their grants within a bounded delay.
+                    let refresh = Duration::from_millis(db.config().access_refresh_ms.max(10));
+                    if last_access.elapsed() >= refresh {
+                        let _ = db.follow_access();
+                        last_access = std::time::Instant::now();
+                    }
                     let (lock, cv) = &db.inner.task_signal;
                     let mut woken = lock.lock();
                     if !*woken && !thread_stop.load(Ordering::SeqCst) {
-                        cv.wait_for(&mut woken, Duration::from_millis(500));
+                        cv.wait_for(&mut woken, Duration::from_millis(500).min(refresh));
                     }
                     *woken = false;
                 }

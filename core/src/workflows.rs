@@ -1389,7 +1389,13 @@ pub(crate) fn enqueue_triggers(u: &mut Unit<'_>) -> Result<Vec<TaskId>> {
             depth,
         })
         .map_err(|e| Error::storage("writing a workflow trigger", e))?;
-        tasks.push(u.tx.enqueue_task(WORKFLOW_TRIGGER, &payload)?);
+        // Run by this process right after the commit; workers take it only if that did not
+        // happen (a crash between the two), so two processes never race for it.
+        tasks.push(u.tx.enqueue_task_after(
+            WORKFLOW_TRIGGER,
+            &payload,
+            chrono::Duration::seconds(10),
+        )?);
     }
     Ok(tasks)
 }

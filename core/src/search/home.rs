@@ -16,6 +16,15 @@ pub(crate) struct SearchHome {
     current: RwLock<Arc<SearchIndex>>,
     generation: Mutex<u64>,
     schema: RwLock<u32>,
+    /// Identifies this index among the processes sharing a database (its cursor is its own).
+    instance: String,
+}
+
+fn random_id() -> Result<String> {
+    let mut b = [0u8; 8];
+    getrandom::fill(&mut b)
+        .map_err(|e| Error::storage("naming the search index", e.to_string()))?;
+    Ok(crate::config::encode_hex(&b))
 }
 
 fn io(operation: &str) -> impl FnOnce(std::io::Error) -> Error + '_ {
@@ -55,6 +64,7 @@ impl SearchHome {
                 current: RwLock::new(Arc::new(SearchIndex::in_memory()?)),
                 generation: Mutex::new(1),
                 schema: RwLock::new(INDEX_SCHEMA_VERSION),
+                instance: random_id()?,
             });
         };
         std::fs::create_dir_all(root).map_err(io("creating the search directory"))?;
@@ -74,12 +84,27 @@ impl SearchHome {
             write_current(root, generation, schema)?;
         }
         let index = SearchIndex::open(&root.join(generation.to_string()))?;
+        let id_file = root.join("INSTANCE");
+        let instance = match std::fs::read_to_string(&id_file) {
+            Ok(id) if !id.trim().is_empty() => id.trim().to_owned(),
+            _ => {
+                let id = random_id()?;
+                std::fs::write(&id_file, &id).map_err(io("writing the search index id"))?;
+                id
+            }
+        };
         Ok(SearchHome {
+            instance,
             root: Some(root.to_path_buf()),
             current: RwLock::new(Arc::new(index)),
             generation: Mutex::new(generation),
             schema: RwLock::new(schema),
         })
+    }
+
+    /// This index's identity among the processes sharing a database.
+    pub(crate) fn instance(&self) -> &str {
+        &self.instance
     }
 
     /// The index in use.

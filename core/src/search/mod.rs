@@ -23,6 +23,18 @@ use crate::session::Session;
 use crate::store::Tx;
 
 const CURSOR: &str = "search.cursor";
+
+impl Docmeta {
+    /// The setting holding the last event applied to this process's index: one per index when
+    /// several processes share a PostgreSQL database (each has its own index), the plain key
+    /// on SQLite (one process, and what a restore resets).
+    fn cursor_key(&self) -> String {
+        match self.inner.store.dialect() {
+            crate::store::Dialect::Postgres => format!("{CURSOR}.{}", self.inner.search.instance()),
+            crate::store::Dialect::Sqlite => CURSOR.to_owned(),
+        }
+    }
+}
 const BATCH: u32 = 1000;
 /// Deepest result reachable by paging; beyond it a query must be refined.
 pub const MAX_RESULT_WINDOW: usize = 10_000;
@@ -122,7 +134,7 @@ impl Docmeta {
         let mut applied = 0;
         loop {
             let cursor = self
-                .read(|tx| tx.setting(CURSOR))?
+                .read(|tx| tx.setting(&self.cursor_key()))?
                 .and_then(|c| c.parse().ok())
                 .unwrap_or(0);
             let events = self.events(&EventQuery {
@@ -165,7 +177,7 @@ impl Docmeta {
                 load_documents(tx, &documents.iter().copied().collect::<Vec<_>>())
             })?;
             self.inner.search.index().update(&docs, &removed)?;
-            self.write_system(|tx| tx.set_setting(CURSOR, &last.0.to_string()))?;
+            self.write_system(|tx| tx.set_setting(&self.cursor_key(), &last.0.to_string()))?;
             applied += events.len();
         }
     }
@@ -222,7 +234,7 @@ impl Docmeta {
             return Err(e);
         }
         self.inner.search.swap(generation, fresh)?;
-        self.write_system(|tx| tx.set_setting(CURSOR, &cursor.to_string()))?;
+        self.write_system(|tx| tx.set_setting(&self.cursor_key(), &cursor.to_string()))?;
         Ok(total)
     }
 
@@ -234,7 +246,7 @@ impl Docmeta {
         let (generation, fresh) = self.inner.search.fresh()?;
         fresh.commit()?;
         self.inner.search.swap(generation, fresh)?;
-        self.write_system(|tx| tx.set_setting(CURSOR, &cursor.to_string()))
+        self.write_system(|tx| tx.set_setting(&self.cursor_key(), &cursor.to_string()))
     }
 
     /// Rebuilds the index when it was made by an older schema (spec 4.6 `search_upgrade`, run
@@ -295,7 +307,7 @@ impl Docmeta {
     /// What the index holds and how current it is (spec 4.6 `search_status`).
     pub fn search_status(&self) -> Result<SearchStatus> {
         let cursor = self
-            .read(|tx| tx.setting(CURSOR))?
+            .read(|tx| tx.setting(&self.cursor_key()))?
             .and_then(|c| c.parse().ok())
             .unwrap_or(0);
         let behind = self

@@ -10,9 +10,13 @@ use crate::error::{Error, Result};
 
 #[cfg(feature = "conformance")]
 pub mod conformance;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod records;
 pub mod sqlite;
 
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
 /// A statement parameter.
@@ -174,6 +178,11 @@ pub trait Transaction {
     /// Runs a statement; returns the number of rows changed.
     fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64>;
 
+    /// The SQL dialect of the store (for the rare statement that differs).
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
+
     /// Runs a query and calls `each` for every row.
     fn query(
         &mut self,
@@ -247,6 +256,11 @@ impl<'a> Tx<'a> {
             Ok(())
         })?;
         Ok(out)
+    }
+
+    /// The SQL dialect of the store.
+    pub fn dialect(&self) -> Dialect {
+        self.inner.dialect()
     }
 
     /// Runs an `INSERT ... RETURNING id`.

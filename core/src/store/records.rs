@@ -815,10 +815,26 @@ impl Tx<'_> {
 
     /// Enqueues a task, to run now.
     pub fn enqueue_task(&mut self, name: &str, payload: &str) -> Result<TaskId> {
-        let now = to_micros(Utc::now());
+        self.enqueue_task_after(name, payload, chrono::Duration::zero())
+    }
+
+    /// Enqueues a task that workers leave alone for `delay` (its enqueuer runs it at once;
+    /// workers take it only if that did not happen, e.g. after a crash).
+    pub fn enqueue_task_after(
+        &mut self,
+        name: &str,
+        payload: &str,
+        delay: chrono::Duration,
+    ) -> Result<TaskId> {
+        let now = Utc::now();
         self.insert(
-            "INSERT INTO tasks (name, payload, state, attempts, error, run_after, created, updated) VALUES (?1, ?2, 'pending', 0, '', ?3, ?3, ?3) RETURNING id",
-            &[name.into(), payload.into(), now.into()],
+            "INSERT INTO tasks (name, payload, state, attempts, error, run_after, created, updated) VALUES (?1, ?2, 'pending', 0, '', ?3, ?4, ?4) RETURNING id",
+            &[
+                name.into(),
+                payload.into(),
+                to_micros(now + delay).into(),
+                to_micros(now).into(),
+            ],
         )
         .map(TaskId)
     }
@@ -826,12 +842,17 @@ impl Tx<'_> {
     /// Claims the oldest runnable task: marks it running and counts the attempt.
     pub fn claim_task(&mut self, now: DateTime<Utc>) -> Result<Option<TaskRow>> {
         let now = to_micros(now);
-        let Some(t) = self.optional(
-            "SELECT id, name, payload, state, attempts, error FROM tasks WHERE state = 'pending' AND run_after <= ?1 ORDER BY id LIMIT 1",
-            &[now.into()],
-            task,
-        )?
-        else {
+        // On PostgreSQL, a task another worker is claiming is skipped, never waited for or
+        // taken twice.
+        let sql = match self.dialect() {
+            super::Dialect::Postgres => {
+                "SELECT id, name, payload, state, attempts, error FROM tasks WHERE state = 'pending' AND run_after <= ?1 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED"
+            }
+            super::Dialect::Sqlite => {
+                "SELECT id, name, payload, state, attempts, error FROM tasks WHERE state = 'pending' AND run_after <= ?1 ORDER BY id LIMIT 1"
+            }
+        };
+        let Some(t) = self.optional(sql, &[now.into()], task)? else {
             return Ok(None);
         };
         self.execute("UPDATE tasks SET state = 'running', attempts = attempts + 1, updated = ?1 WHERE id = ?2", &[now.into(), t.id.0.into()])?;

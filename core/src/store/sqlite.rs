@@ -12,7 +12,7 @@ use super::{Dialect, Mode, Param, Row, Store, Transaction, Value};
 use crate::error::{Error, NON_FIELD_ERRORS, Result};
 
 /// Schema migrations, in order: (version, SQL).
-const MIGRATIONS: &[(u32, &str)] = &[
+pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("migrations/sqlite/0001_initial.sql")),
     (2, include_str!("migrations/sqlite/0002_document_files.sql")),
     (3, include_str!("migrations/sqlite/0003_workflows.sql")),

@@ -34,6 +34,11 @@ struct Data {
     /// The data directory (MEDIA_ROOT); created when missing.
     #[arg(long, env = "DOCMETA_DATA", default_value = "./docmeta-data")]
     data: PathBuf,
+    /// A PostgreSQL database instead of the data directory's SQLite file
+    /// (`postgres://user:password@host:port/database`); files and the search index stay in the
+    /// data directory.
+    #[arg(long, env = "DOCMETA_DATABASE_URL")]
+    database_url: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -292,10 +297,11 @@ fn main() -> ExitCode {
 type AnyError = Box<dyn std::error::Error>;
 
 fn open(data: &Data, worker: bool) -> Result<Docmeta, AnyError> {
-    Ok(Docmeta::builder()
-        .data_dir(&data.data)
-        .worker(worker)
-        .open()?)
+    let builder = Docmeta::builder().data_dir(&data.data).worker(worker);
+    Ok(match &data.database_url {
+        Some(url) => builder.postgres(url).open()?,
+        None => builder.open()?,
+    })
 }
 
 fn password_input(prompt: &str) -> Result<String, AnyError> {

@@ -1,0 +1,461 @@
+//! The PostgreSQL store (cargo feature `postgres`), for deployments that outgrow one machine.
+//!
+//! The same statements as SQLite ([`super::records`]): `?N` placeholders become `$N` with a cast
+//! from the bound value (`$1::int8`, `$2::text`), so PostgreSQL never guesses a parameter's
+//! type. The schema is the SQLite migrations with `BIGINT` integers and identity keys. Write
+//! transactions take a transaction-scoped advisory lock, so writers are serialized across
+//! processes exactly as SQLite serializes them in one; readers never wait.
+
+use parking_lot::Mutex;
+use postgres::types::{IsNull, ToSql, Type};
+use postgres::{Client, NoTls};
+
+use super::sqlite::{MIGRATIONS, SCHEMA_VERSION};
+use super::{Dialect, Mode, Param, Row, Store, Transaction, Value};
+use crate::error::{Error, NON_FIELD_ERRORS, Result};
+
+/// The advisory lock every write transaction holds (one writer at a time, like SQLite).
+const WRITE_LOCK: i64 = 0x0064_6f63_6d65_7461; // "docmeta"
+/// Connections kept open for reuse.
+const POOL: usize = 8;
+
+/// A docmeta database on PostgreSQL.
+pub struct PostgresStore {
+    url: String,
+    pool: Mutex<Vec<Pooled>>,
+}
+
+/// A connection with the statements it has prepared (a statement is parsed once per
+/// connection, not once per use).
+struct Pooled {
+    client: Client,
+    statements: std::collections::HashMap<String, postgres::Statement>,
+}
+
+impl Pooled {
+    fn prepared(&mut self, sql: &str) -> std::result::Result<postgres::Statement, postgres::Error> {
+        if let Some(s) = self.statements.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.client.prepare(sql)?;
+        if self.statements.len() < 1024 {
+            self.statements.insert(sql.to_owned(), s.clone());
+        }
+        Ok(s)
+    }
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("url", &redact(&self.url))
+            .finish_non_exhaustive()
+    }
+}
+
+/// The URL without its password.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let credentials = &url[scheme + 3..at];
+            let user = credentials.split(':').next().unwrap_or("");
+            format!("{}{user}@{}", &url[..scheme + 3], &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+fn pg_error(operation: &str, e: postgres::Error) -> Error {
+    if let Some(db) = e.as_db_error() {
+        let code = db.code().code();
+        if code == "23505" {
+            // "Key (name)=(x) already exists."
+            let field = db
+                .detail()
+                .and_then(|d| d.strip_prefix("Key ("))
+                .and_then(|d| d.split(')').next())
+                .map(|f| f.rsplit(", ").next().unwrap_or(f).to_owned())
+                .unwrap_or_else(|| NON_FIELD_ERRORS.to_owned());
+            return Error::conflict(field, "This value is already taken.");
+        }
+        if code == "23503" {
+            return Error::InvalidInput(
+                "the change refers to a record that does not exist, or removes one still in use"
+                    .into(),
+            );
+        }
+        if code.starts_with("23") {
+            return Error::InvalidInput(format!(
+                "a database constraint refused the change: {}",
+                db.message()
+            ));
+        }
+        return Error::storage(
+            operation.to_owned(),
+            format!("{} ({code}): {}", db.severity(), db.message()),
+        );
+    }
+    Error::storage(operation.to_owned(), e)
+}
+
+impl PostgresStore {
+    /// Connects to `url` (`postgres://user:password@host:port/database`, or key=value form).
+    pub fn open(url: &str) -> Result<PostgresStore> {
+        let store = PostgresStore {
+            url: url.to_owned(),
+            pool: Mutex::new(Vec::new()),
+        };
+        let client = store.connect()?;
+        store.pool.lock().push(Pooled {
+            client,
+            statements: std::collections::HashMap::new(),
+        });
+        Ok(store)
+    }
+
+    fn connect(&self) -> Result<Client> {
+        Client::connect(&self.url, NoTls)
+            .map_err(|e| pg_error(&format!("connecting to {}", redact(&self.url)), e))
+    }
+
+    fn client(&self) -> Result<Pooled> {
+        match self.pool.lock().pop() {
+            Some(c) if !c.client.is_closed() => Ok(c),
+            _ => Ok(Pooled {
+                client: self.connect()?,
+                statements: std::collections::HashMap::new(),
+            }),
+        }
+    }
+
+    fn give_back(&self, pooled: Pooled) {
+        let mut pool = self.pool.lock();
+        if pool.len() < POOL && !pooled.client.is_closed() {
+            pool.push(pooled);
+        }
+    }
+
+    fn version(client: &mut Client) -> Result<u32> {
+        client
+            .batch_execute("CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)")
+            .map_err(|e| pg_error("reading the schema version", e))?;
+        let v: Option<i64> = client
+            .query_one("SELECT max(version) FROM schema_version", &[])
+            .map_err(|e| pg_error("reading the schema version", e))?
+            .get(0);
+        Ok(u32::try_from(v.unwrap_or(0)).unwrap_or(0))
+    }
+
+    /// A SQLite migration in PostgreSQL's words.
+    fn translate_migration(sql: &str) -> String {
+        sql.replace(
+            "INTEGER PRIMARY KEY AUTOINCREMENT",
+            "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY",
+        )
+        .replace("INTEGER", "BIGINT")
+    }
+}
+
+/// `?N` placeholders to `$N` with the bound value's type, outside string literals.
+fn rewrite(sql: &str, params: &[Param<'_>]) -> String {
+    let mut out = String::with_capacity(sql.len() + 16);
+    let mut chars = sql.char_indices().peekable();
+    let mut in_string = false;
+    while let Some((_, c)) = chars.next() {
+        if c == '\'' {
+            in_string = !in_string;
+            out.push(c);
+            continue;
+        }
+        if c != '?' || in_string {
+            out.push(c);
+            continue;
+        }
+        let mut digits = String::new();
+        while let Some((_, d)) = chars.peek().copied().filter(|(_, d)| d.is_ascii_digit()) {
+            digits.push(d);
+            chars.next();
+        }
+        let n: usize = digits.parse().unwrap_or(0);
+        out.push('$');
+        out.push_str(&digits);
+        match params.get(n.wrapping_sub(1)) {
+            Some(Param::Int(_)) => out.push_str("::int8"),
+            Some(Param::Text(_)) => out.push_str("::text"),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A bound value that takes the type PostgreSQL expects for its placeholder.
+#[derive(Debug)]
+struct Bind<'a>(Param<'a>);
+
+impl ToSql for Bind<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut postgres::types::private::BytesMut,
+    ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match self.0 {
+            Param::Null => Ok(IsNull::Yes),
+            Param::Int(v) => match *ty {
+                Type::INT2 => i16::try_from(v)?.to_sql(ty, out),
+                Type::INT4 => i32::try_from(v)?.to_sql(ty, out),
+                Type::BOOL => (v != 0).to_sql(ty, out),
+                _ => v.to_sql(ty, out),
+            },
+            Param::Text(s) => s.to_sql(ty, out),
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    postgres::types::to_sql_checked!();
+}
+
+struct PgTx<'a> {
+    store: &'a PostgresStore,
+    client: Option<Pooled>,
+    open: bool,
+}
+
+impl PgTx<'_> {
+    fn client(&mut self) -> Result<&mut Pooled> {
+        self.client
+            .as_mut()
+            .ok_or_else(|| Error::storage("using a transaction", "the transaction is finished"))
+    }
+
+    /// Runs `f` on the client; a statement that changes data runs behind a savepoint, so that
+    /// its failure (a unique key taken) undoes only itself and the transaction goes on, as in
+    /// SQLite, instead of aborting the whole transaction.
+    fn statement<T>(
+        &mut self,
+        sql: &str,
+        f: impl FnOnce(&mut Pooled) -> std::result::Result<T, postgres::Error>,
+        operation: &str,
+    ) -> Result<T> {
+        // Only data changes: a SAVEPOINT or RELEASE of the caller's own must not be nested
+        // in ours (releasing ours would release theirs too).
+        let first = sql.split_whitespace().next().unwrap_or("");
+        let guarded = ["insert", "update", "delete"]
+            .iter()
+            .any(|w| first.eq_ignore_ascii_case(w));
+        let client = self.client()?;
+        if !guarded {
+            return f(client).map_err(|e| pg_error(operation, e));
+        }
+        client
+            .client
+            .batch_execute("SAVEPOINT docmeta_statement")
+            .map_err(|e| pg_error(operation, e))?;
+        match f(client) {
+            Ok(v) => {
+                client
+                    .client
+                    .batch_execute("RELEASE SAVEPOINT docmeta_statement")
+                    .map_err(|e| pg_error(operation, e))?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = client.client.batch_execute(
+                    "ROLLBACK TO SAVEPOINT docmeta_statement; RELEASE SAVEPOINT docmeta_statement",
+                );
+                Err(pg_error(operation, e))
+            }
+        }
+    }
+}
+
+impl Transaction for PgTx<'_> {
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+
+    fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64> {
+        let binds: Vec<Bind<'_>> = params.iter().copied().map(Bind).collect();
+        let refs: Vec<&(dyn ToSql + Sync)> =
+            binds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
+        let rewritten = rewrite(sql, params);
+        self.statement(
+            sql,
+            |c| {
+                let statement = c.prepared(&rewritten)?;
+                c.client.execute(&statement, &refs)
+            },
+            "writing to the database",
+        )
+    }
+
+    fn query(
+        &mut self,
+        sql: &str,
+        params: &[Param<'_>],
+        each: &mut dyn FnMut(&Row) -> Result<()>,
+    ) -> Result<()> {
+        let binds: Vec<Bind<'_>> = params.iter().copied().map(Bind).collect();
+        let refs: Vec<&(dyn ToSql + Sync)> =
+            binds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
+        let rewritten = rewrite(sql, params);
+        let rows = self.statement(
+            sql,
+            |c| {
+                let statement = c.prepared(&rewritten)?;
+                c.client.query(&statement, &refs)
+            },
+            "querying the database",
+        )?;
+        let mut row = Row::default();
+        for r in rows {
+            row.0.clear();
+            for (i, column) in r.columns().iter().enumerate() {
+                let value = match *column.type_() {
+                    Type::INT8 => r.get::<_, Option<i64>>(i).map(Value::Int),
+                    Type::INT4 => r.get::<_, Option<i32>>(i).map(|v| Value::Int(v.into())),
+                    Type::INT2 => r.get::<_, Option<i16>>(i).map(|v| Value::Int(v.into())),
+                    Type::BOOL => r.get::<_, Option<bool>>(i).map(|v| Value::Int(v.into())),
+                    Type::FLOAT8 => r
+                        .get::<_, Option<f64>>(i)
+                        .map(|v| Value::Text(v.to_string())),
+                    _ => r
+                        .try_get::<_, Option<String>>(i)
+                        .map_err(|e| pg_error("reading a column", e))?
+                        .map(Value::Text),
+                };
+                row.0.push(value.unwrap_or(Value::Null));
+            }
+            each(&row)?;
+        }
+        Ok(())
+    }
+
+    fn commit(mut self: Box<Self>) -> Result<()> {
+        self.open = false;
+        let result = self
+            .client()?
+            .client
+            .batch_execute("COMMIT")
+            .map_err(|e| pg_error("committing a transaction", e));
+        if result.is_err() {
+            let _ = self.client()?.client.batch_execute("ROLLBACK");
+        }
+        result
+    }
+}
+
+impl Drop for PgTx<'_> {
+    fn drop(&mut self) {
+        if let Some(mut client) = self.client.take() {
+            if self.open && client.client.batch_execute("ROLLBACK").is_err() {
+                return; // a broken connection is not reused
+            }
+            self.store.give_back(client);
+        }
+    }
+}
+
+impl Store for PostgresStore {
+    fn begin(&self, mode: Mode) -> Result<Box<dyn Transaction + '_>> {
+        let mut client = self.client()?;
+        let begin = match mode {
+            Mode::Write => format!("BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"),
+            Mode::Read => "BEGIN READ ONLY".to_owned(),
+        };
+        client
+            .client
+            .batch_execute(&begin)
+            .map_err(|e| pg_error("starting a transaction", e))?;
+        Ok(Box::new(PgTx {
+            store: self,
+            client: Some(client),
+            open: true,
+        }))
+    }
+
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+
+    fn migrate(&self) -> Result<Vec<u32>> {
+        let mut pooled = self.client()?;
+        let client = &mut pooled.client;
+        let mut applied = Vec::new();
+        // One process migrates; the others wait for the lock and find nothing left to do.
+        client
+            .batch_execute(&format!("SELECT pg_advisory_lock({WRITE_LOCK})"))
+            .map_err(|e| pg_error("locking for migrations", e))?;
+        let result = (|| {
+            let current = Self::version(client)?;
+            if current > SCHEMA_VERSION {
+                return Err(Error::storage(
+                    "checking the schema version",
+                    format!(
+                        "the database has schema version {current}, newer than this docmeta ({SCHEMA_VERSION}); upgrade docmeta"
+                    ),
+                ));
+            }
+            for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
+                let mut tx = client
+                    .transaction()
+                    .map_err(|e| pg_error("starting a migration", e))?;
+                tx.batch_execute(&Self::translate_migration(sql))
+                    .map_err(|e| pg_error(&format!("applying migration {version}"), e))?;
+                tx.execute(
+                    "INSERT INTO schema_version (version) VALUES ($1)",
+                    &[&i64::from(*version)],
+                )
+                .map_err(|e| pg_error("recording the schema version", e))?;
+                tx.commit()
+                    .map_err(|e| pg_error("committing a migration", e))?;
+                applied.push(*version);
+            }
+            Ok(applied)
+        })();
+        let _ = client.batch_execute(&format!("SELECT pg_advisory_unlock({WRITE_LOCK})"));
+        // Statements prepared before a migration may describe the old schema.
+        pooled.statements.clear();
+        self.give_back(pooled);
+        result
+    }
+
+    fn schema_version(&self) -> Result<(u32, u32)> {
+        let mut pooled = self.client()?;
+        let v = Self::version(&mut pooled.client);
+        self.give_back(pooled);
+        Ok((v?, SCHEMA_VERSION))
+    }
+
+    fn describe(&self) -> String {
+        format!("postgres:{}", redact(&self.url))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_typed_by_their_values() {
+        assert_eq!(
+            rewrite(
+                "SELECT ?1, '?2', ?2 WHERE x = ?3",
+                &[Param::Int(1), Param::Text("a"), Param::Null]
+            ),
+            "SELECT $1::int8, '?2', $2::text WHERE x = $3"
+        );
+        assert_eq!(
+            redact("postgres://docmeta:secret@db:5432/docmeta"),
+            "postgres://docmeta@db:5432/docmeta"
+        );
+        assert!(
+            PostgresStore::translate_migration(
+                "id INTEGER PRIMARY KEY AUTOINCREMENT, n INTEGER NOT NULL"
+            )
+            .contains("id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, n BIGINT NOT NULL")
+        );
+    }
+}

@@ -1,0 +1,1198 @@
+// Black-box tests: the real `docmeta` binary on an ephemeral loopback port with a temporary
+// data directory, driven over HTTP. Included by `tests/http.rs` (SQLite) and
+// `tests/http_postgres.rs` (the same tests on PostgreSQL), which set `ON_POSTGRES`.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+
+const ADMIN: (&str, &str) = ("admin", "admin-password");
+const ALICE: (&str, &str) = ("alice", "demo-password");
+const BOB: (&str, &str) = ("bob", "demo-password");
+const CAROL: (&str, &str) = ("carol", "demo-password");
+
+struct Server {
+    child: Child,
+    base: String,
+    agent: ureq::Agent,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn docmeta(dir: &std::path::Path, database_url: Option<&str>) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_docmeta"));
+    c.env("DOCMETA_DATA", dir)
+        .env("DOCMETA_ADMIN_PASSWORD", ADMIN.1)
+        .env("DOCMETA_LOG", "warn");
+    if let Some(url) = database_url {
+        c.env("DOCMETA_DATABASE_URL", url);
+    }
+    c
+}
+
+impl Server {
+    /// A server with the demo loaded, on SQLite or (`ON_POSTGRES`) on a fresh PostgreSQL
+    /// database; `None` (the test is skipped, and says why) when PostgreSQL is wanted but absent.
+    fn start() -> Option<Server> {
+        let database_url = if ON_POSTGRES {
+            let Some(base) = std::env::var("DOCMETA_TEST_POSTGRES_URL").ok().filter(|u| !u.is_empty()) else {
+                assert!(
+                    std::env::var("DOCMETA_REQUIRE_POSTGRES").map_or(true, |v| v != "1"),
+                    "DOCMETA_REQUIRE_POSTGRES=1 but DOCMETA_TEST_POSTGRES_URL is not set"
+                );
+                eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set (no PostgreSQL; .ci/run starts one)");
+                return None;
+            };
+            static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+            let name = format!(
+                "docmeta_http_{}_{}",
+                std::process::id(),
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            );
+            let mut admin = postgres::Client::connect(&base, postgres::NoTls).expect("connect");
+            admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name}")).expect("drop");
+            admin.batch_execute(&format!("CREATE DATABASE {name}")).expect("create");
+            Some(format!("{}/{name}", &base[..base.rfind('/').expect("url with a database")]))
+        } else {
+            None
+        };
+        let dir = tempfile::tempdir().expect("tempdir");
+        // Cheap password hashing: these tests are about HTTP, not Argon2 cost.
+        std::fs::write(
+            dir.path().join("config.yml"),
+            "password_hash_memory_kib: 64\npassword_hash_iterations: 1\n",
+        )
+        .expect("config");
+        let status = docmeta(dir.path(), database_url.as_deref())
+            .arg("demo")
+            .stdout(Stdio::null())
+            .status()
+            .expect("run demo");
+        assert!(status.success(), "demo failed");
+        let mut child = docmeta(dir.path(), database_url.as_deref())
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut base = String::new();
+        for line in BufReader::new(stdout).lines() {
+            let line = line.expect("line");
+            if let Some(addr) = line.strip_prefix("docmeta listening on ") {
+                base = addr.trim().to_owned();
+                break;
+            }
+        }
+        assert!(!base.is_empty(), "the server did not start");
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        Some(Server {
+            child,
+            base,
+            agent,
+            _dir: dir,
+        })
+    }
+
+    fn call(
+        &self,
+        method: &str,
+        path: &str,
+        user: Option<(&str, &str)>,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        self.raw(method, path, user, body.map(|b| b.to_string()))
+    }
+
+    fn raw(
+        &self,
+        method: &str,
+        path: &str,
+        user: Option<(&str, &str)>,
+        body: Option<String>,
+    ) -> (u16, Value) {
+        let url = format!("{}{path}", self.base);
+        let auth = user.map(|(u, p)| format!("Basic {}", base64(&format!("{u}:{p}"))));
+        let response = match method {
+            "GET" | "DELETE" => {
+                let mut r = if method == "GET" {
+                    self.agent.get(&url)
+                } else {
+                    self.agent.delete(&url)
+                };
+                if let Some(a) = &auth {
+                    r = r.header("Authorization", a);
+                }
+                r.call()
+            }
+            _ => {
+                let mut r = match method {
+                    "POST" => self.agent.post(&url),
+                    "PATCH" => self.agent.patch(&url),
+                    _ => self.agent.put(&url),
+                };
+                if let Some(a) = &auth {
+                    r = r.header("Authorization", a);
+                }
+                r.header("Content-Type", "application/json")
+                    .send(body.unwrap_or_default())
+            }
+        };
+        let mut response = response.expect("HTTP exchange");
+        let status = response.status().as_u16();
+        let text = response.body_mut().read_to_string().unwrap_or_default();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    fn get(&self, path: &str, user: (&str, &str)) -> (u16, Value) {
+        self.call("GET", path, Some(user), None)
+    }
+}
+
+fn base64(s: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
+
+#[test]
+fn authentication_and_health() {
+    let Some(s) = Server::start() else { return };
+    let (status, body) = s.call("GET", "/api/v4/health/", None, None);
+    assert_eq!((status, body["database"].as_str()), (200, Some("ok")));
+    let url = format!("{}/api/v4/documents/", s.base);
+    let response = s.agent.get(&url).call().expect("exchange");
+    assert_eq!(response.status().as_u16(), 401);
+    assert_eq!(
+        response
+            .headers()
+            .get("www-authenticate")
+            .and_then(|v| v.to_str().ok()),
+        Some("Basic realm=\"docmeta\"")
+    );
+    assert_eq!(s.get("/api/v4/documents/", ("alice", "wrong")).0, 401);
+    assert_eq!(
+        s.get("/api/v4/users/current/", ALICE).1["username"],
+        "alice"
+    );
+    // Failed attempts are limited per username.
+    let mut last = 0;
+    for _ in 0..12 {
+        last = s.get("/api/v4/documents/", ("bob", "wrong password")).0;
+    }
+    assert_eq!(last, 429);
+    let response = s
+        .agent
+        .get(&url)
+        .header("Authorization", format!("Basic {}", base64("bob:nope")))
+        .call()
+        .expect("exchange");
+    assert!(response.headers().get("retry-after").is_some());
+}
+
+#[test]
+fn openapi_describes_every_route_and_every_route_answers() {
+    let Some(s) = Server::start() else { return };
+    let (status, doc) = s.call("GET", "/api/v4/openapi.json", None, None);
+    assert_eq!(status, 200);
+    assert!(
+        doc["openapi"].as_str().is_some_and(|v| v.starts_with("3.")),
+        "OpenAPI 3"
+    );
+    validate_with_openapi_spec_validator(&doc);
+    let paths = doc["paths"].as_object().expect("paths");
+    assert!(paths.len() >= 40, "{} paths", paths.len());
+    for (path, item) in paths {
+        for (method, operation) in item.as_object().expect("path item") {
+            if !["get", "post", "put", "patch", "delete"].contains(&method.as_str()) {
+                continue;
+            }
+            assert!(
+                operation["responses"]
+                    .as_object()
+                    .is_some_and(|r| !r.is_empty()),
+                "{method} {path} has responses"
+            );
+            let concrete = path
+                .replace("{app_label}", "documents")
+                .replace("{model_name}", "document")
+                .replace("{object_id}", "1");
+            let concrete = regex_free_fill(&concrete);
+            if method == "delete" {
+                continue; // answering would delete demo data other assertions rely on
+            }
+            let (status, body) = s.call(
+                &method.to_uppercase(),
+                &concrete,
+                Some(ADMIN),
+                Some(json!({})),
+            );
+            assert!(
+                !(status == 404 && body["detail"] == "No such endpoint."),
+                "{method} {path} is routed"
+            );
+            assert!(status < 500, "{method} {concrete} answered {status}");
+        }
+    }
+    assert_eq!(
+        s.get("/api/v4/nope/", ADMIN).1["detail"],
+        "No such endpoint."
+    );
+}
+
+/// Validates the document against the OpenAPI 3 specification with `openapi-spec-validator`
+/// (PyPI; `.ci/run` installs it). Without it the check is skipped, and says so.
+fn validate_with_openapi_spec_validator(doc: &Value) {
+    let available = Command::new("python3")
+        .args(["-c", "import openapi_spec_validator"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !available {
+        eprintln!(
+            "SKIPPED OpenAPI validation: python3 module openapi_spec_validator is not installed (pip install openapi-spec-validator)"
+        );
+        return;
+    }
+    let file = tempfile::NamedTempFile::new().expect("temp file");
+    std::fs::write(file.path(), doc.to_string()).expect("write");
+    let out = Command::new("python3")
+        .args(["-m", "openapi_spec_validator"])
+        .arg(file.path())
+        .output()
+        .expect("run validator");
+    assert!(
+        out.status.success(),
+        "openapi.json is not valid OpenAPI 3: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Announces a 2 MiB body and reads the answer: the server refuses before the upload ends.
+fn oversized_post(s: &Server, path: &str) -> u16 {
+    use std::io::{Read, Write};
+    let addr = s.base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Basic {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        base64(&format!("{}:{}", ADMIN.0, ADMIN.1)),
+        2 << 20
+    );
+    stream.write_all(head.as_bytes()).expect("write");
+    let _ = stream.write_all(&[b' '; 65536]);
+    let mut answer = [0u8; 64];
+    let n = stream.read(&mut answer).unwrap_or(0);
+    let text = String::from_utf8_lossy(&answer[..n]);
+    text.split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Replaces every remaining `{param}` with 1.
+fn regex_free_fill(path: &str) -> String {
+    let mut out = String::new();
+    let mut in_param = false;
+    for c in path.chars() {
+        match c {
+            '{' => in_param = true,
+            '}' => {
+                in_param = false;
+                out.push('1');
+            }
+            c if !in_param => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn metadata_type_crud_and_validation_errors() {
+    let Some(s) = Server::start() else { return };
+    let base = "/api/v4/metadata/metadata-types/";
+    let (status, created) = s.call("POST", base, Some(ADMIN), Some(json!({"name": "amount", "label": "Amount", "validation": "svc.apps.metadata.metadata_validators.RegularExpressionValidator", "validation_arguments": "pattern: '[0-9]+'"})));
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_i64().expect("id");
+    assert_eq!(created["url"], format!("{base}{id}/"));
+    assert_eq!(s.get(&format!("{base}{id}/"), ADMIN).1["name"], "amount");
+    let (status, patched) = s.call(
+        "PATCH",
+        &format!("{base}{id}/"),
+        Some(ADMIN),
+        Some(json!({"label": "Total"})),
+    );
+    assert_eq!(
+        (
+            status,
+            patched["label"].as_str(),
+            patched["validation_arguments"].as_str()
+        ),
+        (200, Some("Total"), Some("pattern: '[0-9]+'"))
+    );
+    let (status, put) = s.call(
+        "PUT",
+        &format!("{base}{id}/"),
+        Some(ADMIN),
+        Some(json!({"name": "amount", "label": "Amount"})),
+    );
+    assert_eq!(
+        (status, put["validation"].as_str()),
+        (200, Some("")),
+        "PUT resets omitted fields"
+    );
+    let (status, body) = s.call(
+        "POST",
+        base,
+        Some(ADMIN),
+        Some(json!({"name": "amount", "label": "Again"})),
+    );
+    assert_eq!(status, 400);
+    assert!(body["name"][0].as_str().is_some(), "{body}");
+    let (status, body) = s.call(
+        "POST",
+        base,
+        Some(ADMIN),
+        Some(
+            json!({"name": "x", "label": "X", "parser": "svc.apps.metadata.metadata_parsers.Nope"}),
+        ),
+    );
+    assert_eq!((status, body["parser"].is_array()), (400, true), "{body}");
+    let (status, body) = s.call(
+        "POST",
+        base,
+        Some(ADMIN),
+        Some(json!({"name": "bad name", "label": "X"})),
+    );
+    assert_eq!((status, body["name"].is_array()), (400, true));
+    let (status, body) = s.call(
+        "POST",
+        base,
+        Some(ADMIN),
+        Some(json!({"name": 5, "label": "X"})),
+    );
+    assert_eq!(
+        (status, body["name"].is_array()),
+        (400, true),
+        "a wrong JSON type names the field"
+    );
+    let (status, _) = s.raw("POST", base, Some(ADMIN), Some("{not json".into()));
+    assert_eq!(status, 400);
+    let (status, body) = s.raw("POST", base, Some(ADMIN), Some("[1, 2]".into()));
+    assert_eq!((status, body["non_field_errors"].is_array()), (400, true));
+    assert_eq!(oversized_post(&s, base), 413);
+    assert_eq!(
+        s.call("DELETE", &format!("{base}{id}/"), Some(ADMIN), None)
+            .0,
+        204
+    );
+    assert_eq!(s.get(&format!("{base}{id}/"), ADMIN).0, 404);
+    assert_eq!(s.get(&format!("{base}abc/"), ADMIN).0, 404);
+    assert_eq!(
+        s.call(
+            "PATCH",
+            "/api/v4/metadata/metadata-types/",
+            Some(ADMIN),
+            Some(json!({}))
+        )
+        .0,
+        405
+    );
+}
+
+#[test]
+fn who_sees_what_401_403_404() {
+    let Some(s) = Server::start() else { return };
+    assert_eq!(
+        s.call(
+            "POST",
+            "/api/v4/users/",
+            Some(ADMIN),
+            Some(json!({"username": "nobody", "password": "a long password"}))
+        )
+        .0,
+        201
+    );
+    let nobody = ("nobody", "a long password");
+    // No permission at all: nothing exists, creation of global things is refused.
+    assert_eq!(s.get("/api/v4/documents/1/", nobody).0, 404);
+    assert_eq!(s.get("/api/v4/documents/", nobody).1["count"], 0);
+    assert_eq!(
+        s.call(
+            "POST",
+            "/api/v4/metadata/metadata-types/",
+            Some(nobody),
+            Some(json!({"name": "n", "label": "N"}))
+        )
+        .0,
+        403
+    );
+    assert_eq!(
+        s.call(
+            "POST",
+            "/api/v4/documents/types/",
+            Some(nobody),
+            Some(json!({"label": "T"}))
+        )
+        .0,
+        403
+    );
+    // Document-type ACL (alice: invoices).
+    assert_eq!(s.get("/api/v4/documents/1/", ALICE).0, 200);
+    assert_eq!(
+        s.get("/api/v4/documents/6/", ALICE).0,
+        404,
+        "a contract is invisible to accounting"
+    );
+    assert_eq!(
+        s.call("DELETE", "/api/v4/documents/1/", Some(ALICE), None)
+            .0,
+        403,
+        "visible but not deletable"
+    );
+    // Global permission (carol: read everything).
+    assert_eq!(s.get("/api/v4/documents/6/", CAROL).0, 200);
+    assert_eq!(s.get("/api/v4/documents/", CAROL).1["count"], 8);
+    let (status, _) = s.call(
+        "PATCH",
+        "/api/v4/documents/1/",
+        Some(CAROL),
+        Some(json!({"label": "x"})),
+    );
+    assert_eq!(status, 403);
+    // Object ACL through the spec 4.4 endpoints (bob gets one invoice).
+    let (status, roles) = s.get("/api/v4/roles/?ordering=label", ADMIN);
+    assert_eq!(status, 200);
+    let lawyer = roles["results"]
+        .as_array()
+        .expect("roles")
+        .iter()
+        .find(|r| r["label"] == "Lawyer")
+        .expect("Lawyer")["id"]
+        .clone();
+    let acls = "/api/v5/objects/documents/document/2/acls/";
+    let (status, acl) = s.call("POST", acls, Some(ADMIN), Some(json!({"role_id": lawyer})));
+    assert_eq!(status, 201, "{acl}");
+    assert_eq!(
+        acl["object"],
+        json!({"app_label": "documents", "model_name": "document", "id": 2})
+    );
+    assert_eq!(
+        s.call("POST", acls, Some(ADMIN), Some(json!({"role_id": lawyer})))
+            .0,
+        400,
+        "one ACL per role"
+    );
+    let acl_id = acl["id"].as_i64().expect("id");
+    let add = format!("{acls}{acl_id}/permissions/add/");
+    let (status, updated) = s.call(
+        "POST",
+        &add,
+        Some(ADMIN),
+        Some(json!({"permission": "documents.document_view"})),
+    );
+    assert_eq!(
+        (status, updated["permissions"][0]["pk"].as_str()),
+        (200, Some("documents.document_view"))
+    );
+    assert_eq!(
+        s.call(
+            "POST",
+            &add,
+            Some(ADMIN),
+            Some(json!({"permission": "metadata.metadata_type_create"}))
+        )
+        .0,
+        400,
+        "not grantable on a document"
+    );
+    let (status, body) = s.call(
+        "POST",
+        &add,
+        Some(ADMIN),
+        Some(json!({"permission": "nope.nope"})),
+    );
+    assert!(status == 400 && body["permission"].is_array(), "{body}");
+    assert_eq!(s.get("/api/v4/documents/2/", BOB).0, 200);
+    assert_eq!(s.get("/api/v4/documents/1/", BOB).0, 404);
+    assert_eq!(
+        s.get(acls, BOB).0,
+        403,
+        "bob sees the document but not its ACLs"
+    );
+    let (status, body) = s.call(
+        "POST",
+        &format!("{acls}{acl_id}/permissions/remove/"),
+        Some(ADMIN),
+        Some(json!({"permission": "documents.document_view"})),
+    );
+    assert_eq!((status, body), (200, json!({"deleted": true})));
+    assert_eq!(s.get("/api/v4/documents/2/", BOB).0, 404);
+    assert_eq!(s.get("/api/v5/objects/nope/nope/1/acls/", ADMIN).0, 404);
+    let (status, grantable) = s.get("/api/v5/objects/documents/documenttype/permissions/", ADMIN);
+    assert_eq!(status, 200);
+    assert!(
+        grantable
+            .as_array()
+            .expect("list")
+            .iter()
+            .any(|p| p["pk"] == "metadata.document_metadata_view")
+    );
+}
+
+#[test]
+fn document_metadata_endpoints() {
+    let Some(s) = Server::start() else { return };
+    let (status, values) = s.get("/api/v4/documents/1/metadata/", ALICE);
+    assert_eq!(status, 200);
+    let due = values["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|v| v["metadata_type"]["name"] == "due_date")
+        .expect("due date")
+        .clone();
+    assert_eq!(due["document"]["id"], 1);
+    let url = format!("/api/v4/documents/1/metadata/{}/", due["id"]);
+    let (status, edited) = s.call(
+        "PATCH",
+        &url,
+        Some(ALICE),
+        Some(json!({"value": "31/12/2030"})),
+    );
+    assert_eq!(
+        (status, edited["value"].as_str()),
+        (200, Some("2030-12-31")),
+        "stored value is the parsed value"
+    );
+    let (status, err) = s.call(
+        "PATCH",
+        &url,
+        Some(ALICE),
+        Some(json!({"value": "31/02/2030"})),
+    );
+    assert_eq!((status, err["value"].is_array()), (400, true));
+    let (status, defaulted) = s.call("PATCH", &url, Some(ALICE), Some(json!({"value": ""})));
+    assert_eq!(status, 200);
+    assert_ne!(
+        defaulted["value"], "",
+        "an empty value re-applies the default"
+    );
+    let (status, err) = s.call("DELETE", &url, Some(ALICE), None);
+    assert_eq!(
+        (status, err["non_field_errors"].is_array()),
+        (400, true),
+        "required metadata cannot be removed"
+    );
+    let (status, err) = s.call(
+        "POST",
+        "/api/v4/documents/1/metadata/",
+        Some(ALICE),
+        Some(json!({"metadata_type_id": due["metadata_type"]["id"], "value": "01/01/2030"})),
+    );
+    assert_eq!(
+        (status, err["metadata_type_id"].is_array()),
+        (400, true),
+        "second value of a type"
+    );
+    // party belongs to contracts only.
+    let (_, types) = s.get("/api/v4/metadata/metadata-types/?page_size=100", ADMIN);
+    let party = types["results"]
+        .as_array()
+        .expect("types")
+        .iter()
+        .find(|t| t["name"] == "party")
+        .expect("party")["id"]
+        .clone();
+    let (status, err) = s.call(
+        "POST",
+        "/api/v4/documents/1/metadata/",
+        Some(ADMIN),
+        Some(json!({"metadata_type_id": party, "value": "x"})),
+    );
+    assert_eq!(
+        (status, err["metadata_type_id"].is_array()),
+        (400, true),
+        "not associated"
+    );
+    // Hostile templates fail fast with a 400.
+    let (status, hostile) = s.call("POST", "/api/v4/metadata/metadata-types/", Some(ADMIN), Some(json!({"name": "hostile", "label": "Hostile", "default": "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}"})));
+    assert_eq!(status, 201);
+    assert_eq!(
+        s.call(
+            "POST",
+            "/api/v4/documents/types/1/metadata-types/",
+            Some(ADMIN),
+            Some(json!({"metadata_type_id": hostile["id"]}))
+        )
+        .0,
+        201
+    );
+    let started = std::time::Instant::now();
+    let (status, err) = s.call(
+        "POST",
+        "/api/v4/documents/1/metadata/",
+        Some(ADMIN),
+        Some(json!({"metadata_type_id": hostile["id"], "value": ""})),
+    );
+    assert_eq!((status, err["value"].is_array()), (400, true), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}
+
+#[test]
+fn types_associations_documents_events_and_pagination() {
+    let Some(s) = Server::start() else { return };
+    let (status, dt) = s.call(
+        "POST",
+        "/api/v4/documents/types/",
+        Some(ADMIN),
+        Some(json!({"label": "Memo"})),
+    );
+    assert_eq!(status, 201);
+    assert_eq!(
+        s.call(
+            "POST",
+            "/api/v4/documents/types/",
+            Some(ADMIN),
+            Some(json!({"label": "Memo"}))
+        )
+        .0,
+        400
+    );
+    let (status, mt) = s.call(
+        "POST",
+        "/api/v4/metadata/metadata-types/",
+        Some(ADMIN),
+        Some(json!({"name": "topic", "label": "Topic", "default": "general"})),
+    );
+    assert_eq!(status, 201);
+    let assoc_url = format!("/api/v4/documents/types/{}/metadata-types/", dt["id"]);
+    let (status, assoc) = s.call(
+        "POST",
+        &assoc_url,
+        Some(ADMIN),
+        Some(json!({"metadata_type_id": mt["id"], "required": true})),
+    );
+    assert_eq!(
+        (
+            status,
+            assoc["required"].as_bool(),
+            assoc["metadata_type"]["name"].as_str()
+        ),
+        (201, Some(true), Some("topic"))
+    );
+    assert_eq!(
+        s.call(
+            "POST",
+            &assoc_url,
+            Some(ADMIN),
+            Some(json!({"metadata_type_id": mt["id"]}))
+        )
+        .0,
+        400,
+        "duplicate association"
+    );
+    let (status, doc) = s.call(
+        "POST",
+        "/api/v4/documents/",
+        Some(ADMIN),
+        Some(json!({"document_type_id": dt["id"], "label": "Memo 1"})),
+    );
+    assert_eq!(status, 201);
+    let (_, values) = s.get(&format!("/api/v4/documents/{}/metadata/", doc["id"]), ADMIN);
+    assert_eq!(
+        values["results"][0]["value"], "general",
+        "required type added with its default"
+    );
+    let (status, changed) = s.call(
+        "POST",
+        &format!("/api/v4/documents/{}/type/change/", doc["id"]),
+        Some(ADMIN),
+        Some(json!({"document_type_id": 1})),
+    );
+    assert_eq!(
+        (status, changed["document_type"]["label"].as_str()),
+        (200, Some("Invoice"))
+    );
+    let assoc_detail = format!("{assoc_url}{}/", assoc["id"]);
+    assert_eq!(
+        s.call(
+            "PATCH",
+            &assoc_detail,
+            Some(ADMIN),
+            Some(json!({"required": false}))
+        )
+        .1["required"],
+        false
+    );
+    assert_eq!(s.call("DELETE", &assoc_detail, Some(ADMIN), None).0, 204);
+    // Events: newest first, filtered by what the caller may see.
+    let (status, events) = s.get("/api/v4/events/?page_size=5", ADMIN);
+    assert_eq!(status, 200);
+    assert_eq!(
+        events["results"][0]["name"],
+        "metadata.metadata_type_relationship_updated"
+    );
+    let (_, alice_events) = s.get("/api/v4/events/?page_size=500", ALICE);
+    assert!(
+        alice_events["results"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .all(|e| e["target"]["model_name"] != "user" || e["target"]["label"] == "alice")
+    );
+    assert!(
+        alice_events["results"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .all(|e| !e["target"]["label"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("Contract"))
+    );
+    let (status, doc_events) = s.get("/api/v4/documents/1/events/", ALICE);
+    assert_eq!(status, 200);
+    assert!(doc_events["count"].as_u64().unwrap_or(0) >= 1);
+    // Pagination and ordering.
+    let (_, page) = s.get(
+        "/api/v4/metadata/metadata-types/?page_size=2&ordering=-name",
+        ADMIN,
+    );
+    assert_eq!(page["results"].as_array().map(Vec::len), Some(2));
+    assert_eq!(page["results"][0]["name"], "topic");
+    assert!(page["next"].as_str().is_some_and(|n| n.contains("page=2")));
+    assert_eq!(
+        s.get("/api/v4/metadata/metadata-types/?page=99", ADMIN).0,
+        404
+    );
+    let huge = "/api/v4/metadata/metadata-types/?page=18446744073709551615&page_size=500";
+    assert_eq!(s.get(huge, ADMIN).0, 404, "no overflow");
+    let deep = "/api/v4/search/documents/?q=invoice&page=18446744073709551615";
+    assert_eq!(s.get(deep, ADMIN).0, 400);
+    // Groups, roles, permissions, cabinets, tasks.
+    let (status, group) = s.call(
+        "POST",
+        "/api/v4/groups/",
+        Some(ADMIN),
+        Some(json!({"name": "Readers"})),
+    );
+    assert_eq!(status, 201);
+    assert_eq!(
+        s.call(
+            "POST",
+            &format!("/api/v4/groups/{}/users/add/", group["id"]),
+            Some(ADMIN),
+            Some(json!({"user_id": 2}))
+        )
+        .0,
+        200
+    );
+    assert_eq!(
+        s.get(&format!("/api/v4/groups/{}/users/", group["id"]), ADMIN)
+            .1["count"],
+        1
+    );
+    let (status, role) = s.call(
+        "POST",
+        "/api/v4/roles/",
+        Some(ADMIN),
+        Some(json!({"label": "Readers"})),
+    );
+    assert_eq!(status, 201);
+    let (status, perms) = s.call(
+        "POST",
+        &format!("/api/v4/roles/{}/permissions/add/", role["id"]),
+        Some(ADMIN),
+        Some(json!({"permission": "tags.tag_view"})),
+    );
+    assert_eq!(
+        (status, perms[0]["pk"].as_str()),
+        (200, Some("tags.tag_view"))
+    );
+    assert_eq!(
+        s.call(
+            "POST",
+            &format!("/api/v4/roles/{}/groups/add/", role["id"]),
+            Some(ADMIN),
+            Some(json!({"group_id": group["id"]}))
+        )
+        .0,
+        200
+    );
+    assert!(
+        s.get("/api/v4/permissions/?page_size=500", ADMIN).1["count"]
+            .as_u64()
+            .unwrap_or(0)
+            > 80
+    );
+    let (status, cabinets) = s.get("/api/v4/cabinets/", ALICE);
+    assert_eq!(
+        (status, cabinets["count"].as_u64()),
+        (200, Some(2)),
+        "the root cabinet ACL covers Q1"
+    );
+    assert_eq!(s.get("/api/v4/cabinets/2/documents/", ALICE).1["count"], 3);
+    assert_eq!(s.get("/api/v4/tasks/", ADMIN).0, 200);
+    assert_eq!(s.get("/api/v4/tasks/", ALICE).0, 403);
+}
+
+#[test]
+fn search_endpoints() {
+    let Some(s) = Server::start() else { return };
+    let (status, page) = s.get(
+        "/api/v4/search/documents/?q=document_type__label:invoice",
+        ALICE,
+    );
+    assert_eq!((status, page["count"].as_u64()), (200, Some(5)));
+    assert_eq!(
+        s.get("/api/v4/search/documents/?q=approved", ALICE).1["count"],
+        1,
+        "alice sees only invoices"
+    );
+    assert_eq!(
+        s.get("/api/v4/search/documents/?q=approved", CAROL).1["count"],
+        4,
+        "carol sees contracts too"
+    );
+    let (status, page) = s.get(
+        "/api/v4/search/documents/?q=metadata_value:%5B2024-02-01%20TO%202024-03-31%5D",
+        ALICE,
+    );
+    assert_eq!(
+        (status, page["count"].as_u64()),
+        (200, Some(2)),
+        "due in February or March: {page}"
+    );
+    let (status, page) = s.get("/api/v4/search/metadata/?q=metadata_type__name:due_date%20value:%5B2024-01-01%20TO%202024-03-31%5D", ALICE);
+    assert_eq!(
+        (status, page["count"].as_u64()),
+        (200, Some(3)),
+        "per value, the name and the range apply together: {page}"
+    );
+    let (status, page) = s.get(
+        "/api/v4/search/documents/?q=metadata_value:1002&page_size=1",
+        ALICE,
+    );
+    assert_eq!(
+        (status, page["results"][0]["label"].as_str()),
+        (200, Some("Invoice 2")),
+        "partial value"
+    );
+    let (status, page) = s.get(
+        "/api/v4/search/metadata/?q=metadata_type__name:party",
+        CAROL,
+    );
+    assert_eq!((status, page["count"].as_u64()), (200, Some(3)));
+    assert_eq!(page["results"][0]["metadata_type"]["name"], "party");
+    assert_eq!(
+        s.get(
+            "/api/v4/search/metadata/?q=metadata_type__name:party",
+            ALICE
+        )
+        .1["count"],
+        0
+    );
+    let (status, err) = s.get("/api/v4/search/documents/?q=nope:x", ALICE);
+    assert_eq!((status, err["q"].is_array()), (400, true), "{err}");
+    assert_eq!(
+        s.get("/api/v4/search/documents/", ALICE).0,
+        400,
+        "q is required"
+    );
+    assert_eq!(
+        s.call("GET", "/api/v4/health/", None, None).1["search"],
+        "ok"
+    );
+}
+
+impl Server {
+    /// Uploads `content` as the multipart field `field` of `path`.
+    fn upload(
+        &self,
+        path: &str,
+        user: (&str, &str),
+        field: &str,
+        filename: &str,
+        content: &[u8],
+    ) -> (u16, Value) {
+        let boundary = "docmeta-test-boundary-7d1f";
+        let mut body = format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{field}\"; filename=\"{filename}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+        )
+        .into_bytes();
+        body.extend_from_slice(content);
+        body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+        let auth = format!("Basic {}", base64(&format!("{}:{}", user.0, user.1)));
+        let mut response = self
+            .agent
+            .post(format!("{}{path}", self.base))
+            .header("Authorization", auth)
+            .header(
+                "Content-Type",
+                format!("multipart/form-data; boundary={boundary}"),
+            )
+            .send(&body[..])
+            .expect("HTTP exchange");
+        let status = response.status().as_u16();
+        let text = response.body_mut().read_to_string().unwrap_or_default();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// Downloads bytes with their status and content type.
+    fn download(&self, path: &str, user: (&str, &str)) -> (u16, String, String, Vec<u8>) {
+        let auth = format!("Basic {}", base64(&format!("{}:{}", user.0, user.1)));
+        let mut response = self
+            .agent
+            .get(format!("{}{path}", self.base))
+            .header("Authorization", auth)
+            .call()
+            .expect("HTTP exchange");
+        let header = |name: &str| {
+            (response.headers().get(name))
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_owned()
+        };
+        let (content_type, disposition) = (header("content-type"), header("content-disposition"));
+        let status = response.status().as_u16();
+        let bytes = response
+            .body_mut()
+            .with_config()
+            .limit(64 << 20)
+            .read_to_vec()
+            .expect("body");
+        (status, content_type, disposition, bytes)
+    }
+}
+
+#[test]
+fn document_file_endpoints() {
+    let Some(s) = Server::start() else { return };
+    // Larger than the 1 MiB JSON limit: uploads have their own (upload_max_bytes).
+    let content: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+    let (status, file) = s.upload(
+        "/api/v4/documents/1/files/",
+        ADMIN,
+        "file",
+        "../Scan März.pdf",
+        &content,
+    );
+    assert_eq!(status, 201, "{file}");
+    assert_eq!(file["filename"], "Scan März.pdf", "no path survives");
+    assert_eq!(file["size"], content.len());
+    assert_eq!(file["mimetype"], "application/pdf");
+    let url = file["url"].as_str().expect("url").to_owned();
+    let download = file["download_url"].as_str().expect("url").to_owned();
+    let (status, list) = s.get("/api/v4/documents/1/files/", ALICE);
+    // The demo's scan and the upload.
+    assert_eq!((status, list.as_array().map(Vec::len)), (200, Some(2)));
+    assert_eq!(list[0]["filename"], "invoice-1.txt");
+    assert_eq!(s.get(&url, ALICE).1["checksum"], file["checksum"]);
+    let (status, content_type, disposition, bytes) = s.download(&download, ALICE);
+    assert_eq!((status, content_type.as_str()), (200, "application/pdf"));
+    assert!(
+        disposition.contains("filename*=UTF-8''Scan%20M%C3%A4rz.pdf"),
+        "{disposition}"
+    );
+    assert!(
+        bytes == content,
+        "the downloaded bytes are the uploaded ones"
+    );
+    // bob (contracts only) sees neither the document's files nor may upload to it.
+    assert_eq!(s.get("/api/v4/documents/1/files/", BOB).0, 404);
+    assert_eq!(s.download(&download, BOB).0, 404);
+    assert_eq!(
+        s.upload("/api/v4/documents/1/files/", BOB, "file", "x.txt", b"x")
+            .0,
+        404
+    );
+    // carol (read-only auditor) sees them but may not upload.
+    assert_eq!(
+        s.upload("/api/v4/documents/1/files/", CAROL, "file", "x.txt", b"x")
+            .0,
+        403
+    );
+    let (status, body) = s.upload("/api/v4/documents/1/files/", ADMIN, "other", "x.txt", b"x");
+    assert_eq!((status, body["file"].is_array()), (400, true));
+    // A file of document 1 is not reachable through document 2's URL.
+    let other = url.replace("/documents/1/", "/documents/2/");
+    assert_eq!(s.get(&other, ADMIN).0, 404);
+    assert_eq!(s.call("DELETE", &url, Some(ADMIN), None).0, 204);
+    assert_eq!(s.get(&url, ADMIN).0, 404);
+    assert_eq!(s.download(&download, ADMIN).0, 404);
+}
+
+#[test]
+fn workflow_endpoints_and_the_demo_invoice_workflow() {
+    let Some(s) = Server::start() else { return };
+    let (status, page) = s.get("/api/v4/workflow-templates/", ADMIN);
+    assert_eq!((status, page["count"].as_u64()), (200, Some(1)));
+    let flow = page["results"][0].clone();
+    assert_eq!(flow["label"], "Invoice approval");
+    let base = flow["url"].as_str().expect("url").to_owned();
+    let (_, states) = s.get(&format!("{base}states/"), ADMIN);
+    let labels: Vec<&str> = states
+        .as_array()
+        .expect("states")
+        .iter()
+        .filter_map(|st| st["label"].as_str())
+        .collect();
+    assert_eq!(labels, ["draft", "review", "approved", "paid"]);
+    let (_, transitions) = s.get(&format!("{base}transitions/"), ADMIN);
+    assert_eq!(
+        transitions[0]["triggers"][0],
+        "metadata.document_metadata_edited"
+    );
+    // A new invoice gets an instance in `draft`; editing its status drives it.
+    let (status, doc) = s.call(
+        "POST",
+        "/api/v4/documents/",
+        Some(ALICE),
+        Some(json!({"document_type_id": 1, "label": "Invoice 6"})),
+    );
+    assert_eq!(status, 201, "{doc}");
+    let doc_url = doc["url"].as_str().expect("url").to_owned();
+    let (status, instances) = s.get(&format!("{doc_url}workflows/"), ADMIN);
+    assert_eq!(status, 200);
+    let instance = instances[0].clone();
+    assert_eq!(instance["current_state_id"], states[0]["id"]);
+    assert_eq!(s.get(&doc_url, BOB).0, 404, "the lawyers do not see it yet");
+    let (_, values) = s.get(&format!("{doc_url}metadata/"), ALICE);
+    let status_value = values["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|v| v["metadata_type"]["name"] == "status")
+        .expect("status")
+        .clone();
+    let value_url = format!("{doc_url}metadata/{}/", status_value["id"]);
+    for next in ["review", "approved"] {
+        let (code, body) = s.call(
+            "PATCH",
+            &value_url,
+            Some(ALICE),
+            Some(json!({"value": next})),
+        );
+        assert_eq!(code, 200, "{body}");
+    }
+    let instance_url = instance["url"].as_str().expect("url").to_owned();
+    let (_, now) = s.get(&instance_url, ADMIN);
+    assert_eq!(now["current_state_id"], states[2]["id"]);
+    assert_eq!(s.get(&doc_url, BOB).0, 200, "the grant action ran");
+    let (_, log) = s.get(&format!("{instance_url}log/"), ADMIN);
+    assert_eq!(log.as_array().map(Vec::len), Some(2));
+    // By hand: only what leaves the current state and passes its condition.
+    let (_, available) = s.get(&format!("{instance_url}transitions/"), ADMIN);
+    assert_eq!(
+        available.as_array().map(Vec::len),
+        Some(0),
+        "pay needs status paid"
+    );
+    let (code, body) = s.call(
+        "POST",
+        &format!("{instance_url}transitions/"),
+        Some(ADMIN),
+        Some(json!({"transition_id": transitions[0]["id"], "comment": "again"})),
+    );
+    assert_eq!(
+        (code, body["transition_id"].is_array()),
+        (400, true),
+        "{body}"
+    );
+    // A template built over HTTP.
+    let (code, created) = s.call(
+        "POST",
+        "/api/v4/workflow-templates/",
+        Some(ADMIN),
+        Some(json!({"label": "Contracts", "document_type_ids": [2]})),
+    );
+    assert_eq!(code, 201, "{created}");
+    let base = created["url"].as_str().expect("url").to_owned();
+    let (_, a) = s.call(
+        "POST",
+        &format!("{base}states/"),
+        Some(ADMIN),
+        Some(json!({"label": "open", "initial": true})),
+    );
+    let (_, b) = s.call(
+        "POST",
+        &format!("{base}states/"),
+        Some(ADMIN),
+        Some(json!({"label": "closed"})),
+    );
+    let (code, t) = s.call(
+        "POST",
+        &format!("{base}transitions/"),
+        Some(ADMIN),
+        Some(
+            json!({"label": "close", "origin_state_id": a["id"], "destination_state_id": b["id"]}),
+        ),
+    );
+    assert_eq!(code, 201, "{t}");
+    let (code, t) = s.call(
+        "POST",
+        &format!("{base}transitions/{}/triggers/", t["id"]),
+        Some(ADMIN),
+        Some(json!({"event_type": "document_metadata_removed"})),
+    );
+    assert_eq!(
+        (code, t["triggers"][0].as_str()),
+        (201, Some("metadata.document_metadata_removed"))
+    );
+    let actions = format!("{base}states/{}/actions/", b["id"]);
+    let (code, action) = s.call(
+        "POST",
+        &actions,
+        Some(ADMIN),
+        Some(json!({"label": "stamp", "when": "entry", "action": {"type": "edit_metadata", "metadata_type_id": 5, "value": "{{ now.year }}"}})),
+    );
+    assert_eq!(
+        (code, action["action"]["type"].as_str()),
+        (201, Some("edit_metadata")),
+        "{action}"
+    );
+    let (code, err) = s.call(
+        "POST",
+        &actions,
+        Some(ADMIN),
+        Some(json!({"label": "bad", "action": {"type": "launch_rockets"}})),
+    );
+    assert_eq!((code, err["action"].is_array()), (400, true));
+    assert_eq!(s.get(&actions, ADMIN).1.as_array().map(Vec::len), Some(1));
+    let trigger_url = format!(
+        "{base}transitions/{}/triggers/document_metadata_removed/",
+        t["id"]
+    );
+    assert_eq!(s.call("DELETE", &trigger_url, Some(ADMIN), None).0, 204);
+    assert_eq!(
+        s.call(
+            "DELETE",
+            &format!("{actions}{}/", action["id"]),
+            Some(ADMIN),
+            None
+        )
+        .0,
+        204
+    );
+    assert_eq!(s.get(&actions, ADMIN).1.as_array().map(Vec::len), Some(0));
+    // alice may not create templates.
+    assert_eq!(
+        s.call(
+            "POST",
+            "/api/v4/workflow-templates/",
+            Some(ALICE),
+            Some(json!({"label": "x"}))
+        )
+        .0,
+        403
+    );
+}
