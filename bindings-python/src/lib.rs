@@ -388,17 +388,23 @@ impl Docmeta {
 impl Docmeta {
     /// Opens (or creates) the data directory `path`. `password` is the encrypted storage's
     /// password (otherwise `DOCMETA_STORAGE_PASSWORD`); `worker` runs durable tasks and keeps
-    /// the search index current in a background thread.
+    /// the search index current in a background thread; `database_url` puts the records in a
+    /// PostgreSQL database instead of the directory's SQLite file.
     #[staticmethod]
-    #[pyo3(signature = (path, *, password = None, worker = true))]
+    #[pyo3(signature = (path, *, password = None, worker = true, database_url = None))]
     fn open(
         py: Python<'_>,
         path: PathBuf,
         password: Option<String>,
         worker: bool,
+        database_url: Option<String>,
     ) -> PyResult<Docmeta> {
         let db = run(py, || {
             let b = core::Docmeta::builder().data_dir(&path).worker(worker);
+            let b = match &database_url {
+                Some(url) => b.postgres(url),
+                None => b,
+            };
             match password {
                 Some(p) => b.storage_password(p).open(),
                 None => b.open(),
@@ -657,15 +663,21 @@ fn verify_backup(py: Python<'_>, archive: PathBuf) -> PyResult<String> {
 /// Restores `archives` (one full backup, or an incremental one with its bases) into `data`,
 /// which no docmeta may have open. Returns the verification report as a dict.
 #[pyfunction]
-#[pyo3(signature = (archives, data, *, password = None))]
+#[pyo3(signature = (archives, data, *, password = None, database_url = None))]
 fn restore<'py>(
     py: Python<'py>,
     archives: Vec<PathBuf>,
     data: PathBuf,
     password: Option<String>,
+    database_url: Option<String>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let r = run(py, || {
-        core::backup::restore(&archives, &data, password.as_deref().map(str::as_bytes))
+        core::backup::restore_to(
+            &archives,
+            &data,
+            password.as_deref().map(str::as_bytes),
+            database_url.as_deref(),
+        )
     })?;
     let d = PyDict::new(py);
     d.set_item("backup_id", r.manifest.info.id)?;
@@ -1574,6 +1586,62 @@ impl Session {
             self.inner.workflow_transitions(core::WorkflowId(workflow))
         })
         .map(all)
+    }
+
+    /// Renames a workflow and/or rebinds its document types.
+    #[pyo3(signature = (workflow, *, label = None, document_types = None))]
+    fn update_workflow(
+        &self,
+        py: Python<'_>,
+        workflow: i64,
+        label: Option<String>,
+        document_types: Option<Vec<i64>>,
+    ) -> PyResult<Workflow> {
+        let types: Option<Vec<core::DocumentTypeId>> =
+            document_types.map(|t| t.into_iter().map(core::DocumentTypeId).collect());
+        run(py, || {
+            self.inner.update_workflow(
+                core::WorkflowId(workflow),
+                label.as_deref(),
+                types.as_deref(),
+            )
+        })
+        .map(Into::into)
+    }
+
+    /// Removes a trigger from a transition.
+    fn remove_workflow_trigger(
+        &self,
+        py: Python<'_>,
+        workflow: i64,
+        transition: i64,
+        event: String,
+    ) -> PyResult<WorkflowTransition> {
+        run(py, || {
+            self.inner.remove_workflow_trigger(
+                core::WorkflowId(workflow),
+                core::WorkflowTransitionId(transition),
+                &event,
+            )
+        })
+        .map(Into::into)
+    }
+
+    /// Deletes an action of a state.
+    fn delete_workflow_action(
+        &self,
+        py: Python<'_>,
+        workflow: i64,
+        state: i64,
+        action: i64,
+    ) -> PyResult<()> {
+        run(py, || {
+            self.inner.delete_workflow_action(
+                core::WorkflowId(workflow),
+                core::WorkflowStateId(state),
+                core::WorkflowActionId(action),
+            )
+        })
     }
 
     /// Deletes a workflow with its states, transitions, actions, instances and logs.

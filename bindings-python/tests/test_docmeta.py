@@ -3,7 +3,9 @@ search, workflows, backup round trip, exceptions and threads sharing one handle.
 
 from __future__ import annotations
 
+import os
 import threading
+import uuid
 from datetime import datetime
 from pathlib import Path
 from typing import Iterator, List
@@ -213,3 +215,18 @@ def test_administration_schema_and_authentication(tmp_path: Path) -> None:
         assert db.search_index_objects("documents.document", ids=[doc.id]) == 1
         with pytest.raises(docmeta.InvalidInput):
             db.search_index_objects("nope.nope")
+
+
+@pytest.mark.skipif(
+    not os.environ.get("DOCMETA_TEST_POSTGRES_URL"),
+    reason="DOCMETA_TEST_POSTGRES_URL is not set (no PostgreSQL to test against; .ci/run starts one)",
+)
+def test_postgres_store(tmp_path: Path) -> None:
+    url = os.environ["DOCMETA_TEST_POSTGRES_URL"]
+    with docmeta.Docmeta.open(tmp_path, database_url=url, worker=False) as db:
+        admin = db.system()
+        t = admin.create_document_type(f"Python {uuid.uuid4().hex}")
+        doc = admin.create_document(t.id, "PG-1")
+        assert admin.document(doc.id).label == "PG-1"
+        with pytest.raises(docmeta.Conflict):
+            admin.create_document_type(admin.document_types()[0].label)

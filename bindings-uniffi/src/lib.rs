@@ -306,12 +306,21 @@ pub struct Docmeta {
 
 #[uniffi::export]
 impl Docmeta {
-    /// Opens (or creates) the data directory `path`; `password` unlocks the encrypted storage.
-    #[uniffi::constructor(default(password = None))]
-    pub fn open(path: String, password: Option<String>) -> Result<Arc<Self>> {
+    /// Opens (or creates) the data directory `path`; `password` unlocks the encrypted storage;
+    /// `database_url` puts the records in PostgreSQL instead of the directory's SQLite file.
+    #[uniffi::constructor(default(password = None, database_url = None))]
+    pub fn open(
+        path: String,
+        password: Option<String>,
+        database_url: Option<String>,
+    ) -> Result<Arc<Self>> {
         let b = core::Docmeta::builder()
             .data_dir(PathBuf::from(path))
             .worker(true);
+        let b = match &database_url {
+            Some(url) => b.postgres(url),
+            None => b,
+        };
         let inner = match password {
             Some(p) => b.storage_password(p).open()?,
             None => b.open()?,
@@ -413,13 +422,19 @@ pub fn verify_backup(archive: String) -> Result<String> {
 }
 
 /// Restores backups into a data directory no docmeta has open; returns the document count.
-#[uniffi::export(default(password = None))]
-pub fn restore(archives: Vec<String>, data: String, password: Option<String>) -> Result<u64> {
+#[uniffi::export(default(password = None, database_url = None))]
+pub fn restore(
+    archives: Vec<String>,
+    data: String,
+    password: Option<String>,
+    database_url: Option<String>,
+) -> Result<u64> {
     let archives: Vec<PathBuf> = archives.into_iter().map(PathBuf::from).collect();
-    Ok(core::backup::restore(
+    Ok(core::backup::restore_to(
         &archives,
         &PathBuf::from(data),
         password.as_deref().map(str::as_bytes),
+        database_url.as_deref(),
     )?
     .documents)
 }

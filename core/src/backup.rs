@@ -33,6 +33,8 @@ pub const FORMAT: u32 = 1;
 const HEAD: &str = "backup.json";
 const MANIFEST: &str = "manifest.json";
 const DB: &str = "db.sqlite3";
+/// A PostgreSQL-backed installation's database, as `pg_dump -Fc` wrote it.
+const PG_DUMP: &str = "db.pgdump";
 const STORAGE: &str = "document_file_storage";
 /// Files of the data directory a backup carries besides the database and document files.
 const SYSTEM_FILES: [&str; 3] = ["config.yml", "system/SECRET_KEY", "system/storage_key"];
@@ -101,6 +103,7 @@ fn io_err(what: &str) -> impl Fn(io::Error) -> Error + '_ {
 /// can never write outside the data directory (`../`, absolute paths, links).
 fn allowed_path(path: &str) -> bool {
     path == DB
+        || path == PG_DUMP
         || SYSTEM_FILES.contains(&path)
         || path
             .strip_prefix("document_file_storage/")
@@ -203,12 +206,12 @@ impl Docmeta {
             ".{}.{id}.partial",
             out.file_name().and_then(|n| n.to_str()).unwrap_or("backup")
         ));
-        let snapshot = dir.join(format!(".docmeta-backup-{id}.sqlite3"));
+        let snapshot = dir.join(format!(".docmeta-backup-{id}.db"));
         let result = (|| {
-            self.store().snapshot_to(&snapshot)?;
+            let dump = self.store().dump_for_backup(&snapshot)?;
             let report = self.write_archive(
                 &data,
-                &snapshot,
+                (&snapshot, &dump),
                 &temp,
                 id.clone(),
                 base_manifest.as_ref(),
@@ -233,14 +236,14 @@ impl Docmeta {
     fn write_archive(
         &self,
         data: &Path,
-        snapshot: &Path,
+        (snapshot, dump): (&Path, &crate::store::DatabaseDump),
         temp: &Path,
         id: String,
         base: Option<&Manifest>,
         progress: &mut impl FnMut(u64, u64),
     ) -> Result<BackupReport> {
         // The files the snapshot references: the archive matches the database exactly.
-        let (schema_version, stored) = snapshot_files(snapshot)?;
+        let (schema_version, stored) = (dump.schema_version, &dump.storage_names);
         let info = BackupInfo {
             format: FORMAT,
             id,
@@ -265,9 +268,9 @@ impl Docmeta {
             .map_err(io_err("reading the database snapshot"))?
             .len();
         let db_file = File::open(snapshot).map_err(io_err("reading the database snapshot"))?;
-        let (size, sha256) = append(&mut tar, DB, size, BufReader::new(db_file))?;
+        let (size, sha256) = append(&mut tar, dump.entry, size, BufReader::new(db_file))?;
         files.push(ManifestEntry {
-            path: DB.to_owned(),
+            path: dump.entry.to_owned(),
             size,
             sha256,
             in_base: false,
@@ -341,8 +344,8 @@ impl Docmeta {
     }
 }
 
-/// The schema version and referenced storage names of a database snapshot.
-fn snapshot_files(snapshot: &Path) -> Result<(u32, Vec<String>)> {
+/// The schema version and referenced storage names of a SQLite database snapshot.
+pub(crate) fn sqlite_snapshot_files(snapshot: &Path) -> Result<(u32, Vec<String>)> {
     let conn = rusqlite::Connection::open_with_flags(
         snapshot,
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -546,8 +549,32 @@ pub fn restore(
     data: &Path,
     password: Option<&[u8]>,
 ) -> Result<RestoreReport> {
+    restore_to(archives, data, password, None)
+}
+
+/// [`restore`], with the database of a PostgreSQL-backed installation restored (`pg_restore`,
+/// replacing what the dump holds) into the database at `database_url`; a backup of a
+/// PostgreSQL-backed installation needs it, a SQLite one refuses it. Checked before anything is
+/// touched.
+pub fn restore_to(
+    archives: &[PathBuf],
+    data: &Path,
+    password: Option<&[u8]>,
+    database_url: Option<&str>,
+) -> Result<RestoreReport> {
+    #[cfg(not(feature = "postgres"))]
+    if database_url.is_some() {
+        return Err(Error::InvalidInput(
+            "this docmeta was built without PostgreSQL support (cargo feature `postgres`)".into(),
+        ));
+    }
     let builder = || {
         let b = Docmeta::builder().worker(false);
+        #[cfg(feature = "postgres")]
+        let b = match database_url {
+            Some(url) => b.postgres(url),
+            None => b,
+        };
         match password {
             Some(p) => b.storage_password(p),
             None => b,
@@ -609,6 +636,21 @@ pub fn restore(
                 "{missing} is in none of the given backups"
             )));
         }
+        match (staging.join(PG_DUMP).exists(), database_url) {
+            (true, None) => {
+                return Err(Error::InvalidInput(
+                    "this backup holds a PostgreSQL database: restore it with the URL of the \
+                     database to load it into (--database-url)"
+                        .into(),
+                ));
+            }
+            (false, Some(_)) => {
+                return Err(Error::InvalidInput(
+                    "this backup holds a SQLite database: restore it without a database URL".into(),
+                ));
+            }
+            _ => {}
+        }
         // Everything staged reaches the disk before the target is touched: one file-system
         // sync instead of an fsync per file.
         sync_tree(&staging)?;
@@ -618,8 +660,27 @@ pub fn restore(
         empty_dir(data)?;
         for entry in fs::read_dir(&staging).map_err(io_err("reading the staging directory"))? {
             let entry = entry.map_err(io_err("reading the staging directory"))?;
+            if entry.file_name() == PG_DUMP {
+                continue;
+            }
             fs::rename(entry.path(), data.join(entry.file_name()))
                 .map_err(io_err("moving the restored files into place"))?;
+        }
+        #[cfg(feature = "postgres")]
+        if let Some(url) = database_url {
+            let dump = staging.join(PG_DUMP).to_string_lossy().into_owned();
+            crate::store::postgres::run_tool(
+                "pg_restore",
+                url,
+                &[
+                    "--clean",
+                    "--if-exists",
+                    "--no-owner",
+                    "--no-privileges",
+                    "--single-transaction",
+                    &dump,
+                ],
+            )?;
         }
         File::open(data)
             .and_then(|d| d.sync_all())

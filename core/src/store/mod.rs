@@ -171,6 +171,30 @@ pub trait Store: Send + Sync + 'static {
             self.describe()
         )))
     }
+
+    /// Dumps the database into `path` for a backup while writers go on, and reads, from the
+    /// same consistent state, the schema version and the storage names of the document files it
+    /// references. The default snapshots with [`Store::snapshot_to`] (a SQLite file).
+    fn dump_for_backup(&self, path: &std::path::Path) -> Result<DatabaseDump> {
+        self.snapshot_to(path)?;
+        let (schema_version, storage_names) = crate::backup::sqlite_snapshot_files(path)?;
+        Ok(DatabaseDump {
+            entry: "db.sqlite3",
+            schema_version,
+            storage_names,
+        })
+    }
+}
+
+/// What [`Store::dump_for_backup`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatabaseDump {
+    /// The dump's name in a backup archive: `db.sqlite3` or `db.pgdump`.
+    pub entry: &'static str,
+    /// The dumped database's schema version.
+    pub schema_version: u32,
+    /// The storage names of the document files the dump references.
+    pub storage_names: Vec<String>,
 }
 
 /// One transaction of a [`Store`].

@@ -53,6 +53,39 @@ impl std::fmt::Debug for PostgresStore {
     }
 }
 
+/// The URL without its password, and the password (handed to `pg_dump`/`pg_restore` in
+/// `PGPASSWORD`, never on their command line).
+pub(crate) fn split_password(url: &str) -> (String, Option<String>) {
+    let password = match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => url[scheme + 3..at]
+            .split_once(':')
+            .map(|(_, p)| p.to_owned()),
+        _ => None,
+    };
+    (redact(url), password)
+}
+
+/// Runs `pg_dump` or `pg_restore` against `url` with `args`.
+pub(crate) fn run_tool(tool: &str, url: &str, args: &[&str]) -> Result<()> {
+    let (url, password) = split_password(url);
+    let mut command = std::process::Command::new(tool);
+    command.args(args).arg("--dbname").arg(&url);
+    if let Some(p) = password {
+        command.env("PGPASSWORD", p);
+    }
+    let output = command
+        .output()
+        .map_err(|e| Error::storage(format!("running {tool} (is it installed?)"), e))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(Error::storage(
+            format!("running {tool}"),
+            String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+        ))
+    }
+}
+
 /// The URL without its password.
 fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
@@ -431,6 +464,56 @@ impl Store for PostgresStore {
 
     fn describe(&self) -> String {
         format!("postgres:{}", redact(&self.url))
+    }
+
+    /// `pg_dump -Fc` of the database in the exact state from which the file list is read: a
+    /// repeatable-read transaction exports its snapshot and `pg_dump --snapshot` uses it.
+    fn dump_for_backup(&self, path: &std::path::Path) -> Result<super::DatabaseDump> {
+        let mut pooled = self.client()?;
+        let result = (|| {
+            let c = &mut pooled.client;
+            c.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                .map_err(|e| pg_error("starting the backup snapshot", e))?;
+            let snapshot: String = c
+                .query_one("SELECT pg_export_snapshot()", &[])
+                .map_err(|e| pg_error("exporting the backup snapshot", e))?
+                .get(0);
+            let version: Option<i64> = c
+                .query_one("SELECT max(version) FROM schema_version", &[])
+                .map_err(|e| pg_error("reading the schema version", e))?
+                .get(0);
+            let names: Vec<String> = c
+                .query(
+                    "SELECT storage_name FROM document_files ORDER BY storage_name",
+                    &[],
+                )
+                .map_err(|e| pg_error("listing the document files", e))?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            let path = path.to_string_lossy();
+            run_tool(
+                "pg_dump",
+                &self.url,
+                &[
+                    "--format=custom",
+                    "--no-owner",
+                    "--no-privileges",
+                    "--snapshot",
+                    &snapshot,
+                    "--file",
+                    &path,
+                ],
+            )?;
+            Ok(super::DatabaseDump {
+                entry: "db.pgdump",
+                schema_version: u32::try_from(version.unwrap_or(0)).unwrap_or(0),
+                storage_names: names,
+            })
+        })();
+        let _ = pooled.client.batch_execute("COMMIT");
+        self.give_back(pooled);
+        result
     }
 }
 

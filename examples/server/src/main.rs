@@ -467,10 +467,11 @@ fn run(cli: Cli) -> Result<(), AnyError> {
         } => backup(command, data, out, since)?,
         Command::Restore { files, data } => {
             let password = std::env::var(docmeta_core::PASSWORD_VARIABLE).ok();
-            let r = docmeta_core::backup::restore(
+            let r = docmeta_core::backup::restore_to(
                 &files,
                 &data.data,
                 password.as_deref().map(str::as_bytes),
+                data.database_url.as_deref(),
             )?;
             println!(
                 "restored backup {} of {} into {} ({} files)",
