@@ -422,15 +422,25 @@ fn incremental_plus_full_restores_what_a_full_backup_does() -> Result<()> {
     let later = db.system().files(files[0].0)?.pop().expect("file");
     assert_eq!(db.system().read_file(later.id)?, extra);
     drop(db);
-    // Retention keeps the incremental's base whatever the schedule says.
-    let kept = prune_backups(out.path(), 1, 0, true)?;
-    let full_kept = kept.iter().find(|d| d.path == full).expect("listed");
-    assert!(
-        full_kept.kept_because.is_none()
-            || kept
-                .iter()
-                .any(|d| d.path == inc && d.kept_because.is_some())
+    // Retention keeps the incremental's base whatever the schedule says: with only the newest
+    // backup of one day kept, the incremental is kept and so is the full backup under it.
+    let chain = out.path().join("chain");
+    std::fs::create_dir_all(&chain).expect("dir");
+    for f in [&full, &inc] {
+        std::fs::copy(f, chain.join(f.file_name().expect("name"))).expect("copy");
+    }
+    let kept = prune_backups(&chain, 1, 0, false)?;
+    let why = |name: &str| {
+        kept.iter()
+            .find(|d| d.path.ends_with(name))
+            .and_then(|d| d.kept_because.clone())
+    };
+    assert!(why("inc.tar.zst").is_some_and(|w| w.starts_with("newest of day")));
+    assert_eq!(
+        why("full.tar.zst").as_deref(),
+        Some("base of a kept incremental backup")
     );
+    assert!(chain.join("full.tar.zst").exists() && chain.join("inc.tar.zst").exists());
     Ok(())
 }
 
