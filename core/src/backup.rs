@@ -226,7 +226,12 @@ impl Docmeta {
                 ..report
             })
         })();
-        let _ = fs::remove_file(&snapshot);
+        // The snapshot, and the WAL index and log SQLite leaves beside it once it was read.
+        for suffix in ["", "-wal", "-shm"] {
+            let mut path = snapshot.clone().into_os_string();
+            path.push(suffix);
+            let _ = fs::remove_file(path);
+        }
         if result.is_err() {
             let _ = fs::remove_file(&temp);
         }
@@ -385,15 +390,39 @@ fn scan(
     wanted: Option<&BTreeMap<String, ManifestEntry>>,
 ) -> Result<Manifest> {
     let file = File::open(archive).map_err(io_err("opening the backup archive"))?;
-    let mut decoder = zstd::Decoder::new(file).map_err(io_err("reading the backup archive"))?;
-    // Decompression on its own thread, feeding this one through a pipe (like `zstd -d | tar`).
-    let (reader, mut writer) = io::pipe().map_err(io_err("reading the backup archive"))?;
-    let decompress = std::thread::spawn(move || io::copy(&mut decoder, &mut writer).map(drop));
-    let scanned = scan_entries(
-        tar::Archive::new(BufReader::with_capacity(1 << 20, reader)),
-        extract_to,
-        wanted,
-    );
+    scan_reader(file, extract_to, wanted)
+}
+
+fn scan_reader(
+    archive: impl Read + Send + 'static,
+    extract_to: Option<&Path>,
+    wanted: Option<&BTreeMap<String, ManifestEntry>>,
+) -> Result<Manifest> {
+    let mut decoder = zstd::Decoder::new(archive).map_err(io_err("reading the backup archive"))?;
+    // Decompression on its own thread, feeding this one (like `zstd -d | tar`) through a
+    // bounded channel rather than an OS pipe: when the reader stops early (a damaged archive),
+    // the decompressor's next send fails instead of raising SIGPIPE, which kills any host
+    // process that does not ignore it (an app, a fuzzer).
+    let (sender, receiver) = std::sync::mpsc::sync_channel::<Vec<u8>>(8);
+    let decompress = std::thread::spawn(move || -> io::Result<()> {
+        loop {
+            let mut chunk = vec![0; 256 << 10];
+            let n = decoder.read(&mut chunk)?;
+            if n == 0 {
+                return Ok(());
+            }
+            chunk.truncate(n);
+            if sender.send(chunk).is_err() {
+                return Ok(()); // the reader is done (it reports why)
+            }
+        }
+    });
+    let reader = ChunkReader {
+        receiver,
+        chunk: Vec::new(),
+        at: 0,
+    };
+    let scanned = scan_entries(tar::Archive::new(reader), extract_to, wanted);
     let decompressed = decompress
         .join()
         .unwrap_or_else(|_| Err(io::Error::other("the decompression thread panicked")));
@@ -401,6 +430,29 @@ fn scan(
         (Err(e), _) => Err(e),
         (Ok(_), Err(e)) => Err(invalid(format!("the archive is damaged or truncated: {e}"))),
         (Ok(m), Ok(())) => Ok(m),
+    }
+}
+
+/// The receiving end of the decompression channel of [`scan_reader`].
+struct ChunkReader {
+    receiver: std::sync::mpsc::Receiver<Vec<u8>>,
+    chunk: Vec<u8>,
+    at: usize,
+}
+
+impl Read for ChunkReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.at == self.chunk.len() {
+            match self.receiver.recv() {
+                Ok(chunk) => (self.chunk, self.at) = (chunk, 0),
+                // The decompressor finished (or failed: it says so when joined).
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.chunk.len() - self.at);
+        buf[..n].copy_from_slice(&self.chunk[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
     }
 }
 
@@ -509,6 +561,11 @@ fn scan_entries(
 /// the manifest (`docmeta backup verify`). Returns the manifest.
 pub fn verify_backup(archive: &Path) -> Result<Manifest> {
     scan(archive, None, None)
+}
+
+/// [`verify_backup`] of an archive read from `archive` (a stream instead of a file).
+pub fn verify_backup_from(archive: impl Read + Send + 'static) -> Result<Manifest> {
+    scan_reader(archive, None, None)
 }
 
 /// What a restore did and the spec's verification (8.1 item 4), for a report.

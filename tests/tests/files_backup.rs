@@ -287,6 +287,11 @@ fn backup_restore_round_trip_is_identical() -> Result<()> {
     let archive = out.path().join("full.tar.zst");
     let report = db.backup(&archive, None, |_, _| {})?;
     assert_eq!(report.files_archived, 4);
+    let beside: Vec<_> = std::fs::read_dir(out.path())
+        .expect("read_dir")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(beside, ["full.tar.zst"], "the backup left files behind");
     drop(db);
     let manifest = verify_backup(&archive)?;
     assert_eq!(manifest.info.schema_version, 3);
