@@ -299,6 +299,11 @@ fn hostile_templates_fail_in_bounded_time() -> Result<()> {
         "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}",
         "{% for i in range(100000) %}{{ 'x' * 100000 }}{% endfor %}",
         "{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}",
+        // Memory, not time: one string repetition or a doubling per recursion level would
+        // allocate gigabytes within the fuel (issue #11).
+        "{{ 'abcdefgh' * 100000000 }}",
+        "{% macro d(s, n) %}{% if n > 0 %}{{ d(s ~ s, n - 1) }}{% else %}{{ s|length }}{% endif %}{% endmacro %}{{ d('ab', 40) }}",
+        "{{ ((range(100000)|join(',')) * 1000)|length }}",
     ];
     for template in cases {
         let err =
