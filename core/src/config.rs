@@ -36,6 +36,9 @@ pub struct Config {
     /// With several processes on one PostgreSQL database: how often (milliseconds) each picks
     /// up the access changes (grants, memberships) the others committed.
     pub access_refresh_ms: u64,
+    /// The HTTP server's failed logins allowed per minute, per username and per client address;
+    /// beyond it the server answers `429` until the minute is over.
+    pub login_failures_per_minute: u32,
 }
 
 /// Where document files are stored.
@@ -61,6 +64,7 @@ impl Default for Config {
             storage_kdf_iterations: 3,
             upload_max_bytes: 2 << 30,
             access_refresh_ms: 1000,
+            login_failures_per_minute: 10,
         }
     }
 }
@@ -85,6 +89,8 @@ storage_kdf_iterations: 3
 upload_max_bytes: 2147483648
 # Several processes on one PostgreSQL database: how often each picks up the others' grants (ms).
 access_refresh_ms: 1000
+# The HTTP server's failed logins allowed per minute, per username and per client address.
+login_failures_per_minute: 10
 ";
 
 impl Config {

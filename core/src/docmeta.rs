@@ -71,7 +71,22 @@ impl DataLock {
             .truncate(false)
             .write(true)
             .open(dir.join(".lock"))
-            .map_err(|e| Error::storage("opening the data directory's lock file", e))
+            .map_err(|e| match e.kind() {
+                // Said at start, in words, rather than as the first failed write of a request.
+                std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied => {
+                    Error::InvalidInput(format!(
+                        "the data directory {} is not writable ({}): docmeta writes its \
+                         database, document files and search index there",
+                        dir.display(),
+                        if e.kind() == std::io::ErrorKind::ReadOnlyFilesystem {
+                            "read-only file system"
+                        } else {
+                            "permission denied"
+                        }
+                    ))
+                }
+                _ => Error::storage("opening the data directory's lock file", e),
+            })
     }
 
     /// Held while the instance is open.

@@ -89,6 +89,35 @@ impl Error {
         }
     }
 
+    /// Whether this is a storage failure because the disk (or a quota) is full: nothing was
+    /// stored, and the same request may succeed once space is freed.
+    pub fn is_storage_full(&self) -> bool {
+        let Error::Storage { source, .. } = self else {
+            return false;
+        };
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(source.as_ref());
+        while let Some(e) = cause {
+            if let Some(io) = e.downcast_ref::<std::io::Error>()
+                && matches!(
+                    io.kind(),
+                    std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+                )
+            {
+                return true;
+            }
+            let text = e.to_string().to_ascii_lowercase();
+            // SQLite's SQLITE_FULL, PostgreSQL's disk_full (53100), and our own wording.
+            if text.contains("no space left")
+                || text.contains("database or disk is full")
+                || text.contains("could not extend file")
+            {
+                return true;
+            }
+            cause = e.source();
+        }
+        false
+    }
+
     /// The stable name of this error's kind, for faces that map kinds to their own types.
     pub fn kind(&self) -> ErrorKind {
         match self {

@@ -154,7 +154,9 @@ pub fn router(db: Docmeta) -> (axum::Router, Arc<serde_json::Value>) {
     let upload_max = db.config().upload_max_bytes;
     let api = routes::register(OpenApiRouter::with_openapi(ApiDoc::openapi()));
     let (router, openapi) = api.split_for_parts();
-    let openapi = Arc::new(serde_json::to_value(&openapi).unwrap_or_default());
+    let mut openapi = serde_json::to_value(&openapi).unwrap_or_default();
+    document_common_responses(&mut openapi);
+    let openapi = Arc::new(openapi);
     let state = AppState {
         auth: Auth::new(&db),
         db,
@@ -169,6 +171,70 @@ pub fn router(db: Docmeta) -> (axum::Router, Arc<serde_json::Value>) {
         .layer(axum::middleware::from_fn(log_request))
         .layer(CatchPanicLayer::custom(panic_response));
     (router, openapi)
+}
+
+/// Adds to every operation the answers any request may get, so that clients (and schemathesis)
+/// find every status the server sends documented: `400` (a malformed parameter or body), `404`
+/// (an unknown or invisible object), `413` (a body over the limit) and `408` (too slow), and for
+/// operations behind authentication `401` (no or wrong credentials), `403` and `429` (too many
+/// failed logins). Each answer is an `ErrorOut`.
+fn document_common_responses(doc: &mut serde_json::Value) {
+    use serde_json::json;
+    let error = |description: &str| {
+        json!({
+            "description": description,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorOut"}}}
+        })
+    };
+    let Some(paths) = doc.get_mut("paths").and_then(|p| p.as_object_mut()) else {
+        return;
+    };
+    for (path, item) in paths.iter_mut() {
+        let Some(item) = item.as_object_mut() else {
+            continue;
+        };
+        for (method, operation) in item.iter_mut() {
+            // `security: [{}]` marks the public operations (health, this document).
+            let public = operation["security"].as_array().is_some_and(|s| {
+                s.iter()
+                    .all(|r| r.as_object().is_some_and(|r| r.is_empty()))
+            });
+            let paged = operation["parameters"]
+                .as_array()
+                .is_some_and(|p| p.iter().any(|p| p["name"] == "page"));
+            let Some(responses) = operation
+                .get_mut("responses")
+                .and_then(|r| r.as_object_mut())
+            else {
+                continue;
+            };
+            let mut add = |status: &str, description: &str| {
+                responses
+                    .entry(status)
+                    .or_insert_with(|| error(description));
+            };
+            add("408", "The request took too long.");
+            if public {
+                continue;
+            }
+            add("400", "A parameter or the body is malformed.");
+            add("401", "No credentials, or wrong ones.");
+            add("403", "The caller may not do this.");
+            add(
+                "429",
+                "Too many failed logins from this client or for this user.",
+            );
+            if path.contains('{') || paged {
+                add(
+                    "404",
+                    "No such object, or the caller may not see it (or no such page).",
+                );
+            }
+            if method != "get" && method != "delete" {
+                add("413", "The body is larger than the server accepts.");
+            }
+        }
+    }
 }
 
 /// Serves until SIGINT or SIGTERM, then finishes in-flight requests.

@@ -23,8 +23,7 @@ use sha2::Sha256;
 use crate::app::AppState;
 use crate::error::ApiError;
 
-/// Failed attempts allowed per window, per username and per client address.
-const MAX_FAILURES: u32 = 10;
+/// The window of `login_failures_per_minute`.
 const WINDOW: Duration = Duration::from_secs(60);
 /// A cached verification is trusted this long before Argon2 runs again.
 const CACHE_TTL: Duration = Duration::from_secs(600);
@@ -38,6 +37,8 @@ struct Failures {
 /// The credential cache and the failure limiter.
 pub struct Auth {
     key: Vec<u8>,
+    /// Failed attempts allowed per window, per username and per client address.
+    max_failures: u32,
     /// Argon2 verifications running at once (each takes the configured memory cost): a burst
     /// of logins queues here instead of exhausting memory.
     verifying: tokio::sync::Semaphore,
@@ -50,6 +51,7 @@ impl Auth {
         let parallel = std::thread::available_parallelism().map_or(2, usize::from);
         let auth = Arc::new(Auth {
             key: db.secret_key().to_vec(),
+            max_failures: db.config().login_failures_per_minute,
             verifying: tokio::sync::Semaphore::new(parallel),
             cache: RwLock::new(HashMap::new()),
             failures: Mutex::new(HashMap::new()),
@@ -80,7 +82,8 @@ impl Auth {
         let failures = self.failures.lock();
         let f = failures.get(key)?;
         let elapsed = f.since.elapsed();
-        (f.count >= MAX_FAILURES && elapsed < WINDOW).then(|| (WINDOW - elapsed).as_secs().max(1))
+        (f.count >= self.max_failures && elapsed < WINDOW)
+            .then(|| (WINDOW - elapsed).as_secs().max(1))
     }
 
     fn record_failure(&self, keys: &[String]) {

@@ -61,7 +61,7 @@ impl From<Error> for ApiError {
             ),
             Error::NotFound(_) => ApiError::not_found(),
             Error::InvalidInput(message) => ApiError::field("non_field_errors", message),
-            other if other.to_string().contains("no space left") => {
+            other if other.is_storage_full() => {
                 tracing::error!(error = %other, "request failed: disk full");
                 ApiError::detail(
                     StatusCode::INSUFFICIENT_STORAGE,

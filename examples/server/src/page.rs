@@ -48,11 +48,15 @@ impl ListQuery {
                 .filter(|p| *p >= 1)
                 .ok_or_else(|| ApiError::detail(StatusCode::NOT_FOUND, "Invalid page."))?,
         };
-        let page_size = params
-            .get("page_size")
-            .and_then(|s| s.parse::<usize>().ok())
-            .filter(|s| *s >= 1)
-            .map_or(DEFAULT_PAGE_SIZE, |s| s.min(MAX_PAGE_SIZE));
+        let page_size = match params.get("page_size") {
+            None => DEFAULT_PAGE_SIZE,
+            Some(s) => s
+                .parse::<usize>()
+                .ok()
+                .filter(|s| *s >= 1)
+                .ok_or_else(|| ApiError::field("page_size", "A positive integer is required."))?
+                .min(MAX_PAGE_SIZE),
+        };
         let ordering = params.get("ordering").filter(|o| !o.is_empty()).cloned();
         Ok(ListQuery {
             page,

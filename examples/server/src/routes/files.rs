@@ -82,9 +82,12 @@ async fn upload_file(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    mut form: Multipart,
+    form: Result<Multipart, axum::extract::multipart::MultipartRejection>,
 ) -> ApiResult<(StatusCode, Json<DocumentFileOut>)> {
     let bad = |m: &str| ApiError::field("file", m);
+    // A body that is not multipart (or has no boundary) is a JSON error like every other.
+    let mut form = form
+        .map_err(|e| ApiError::new(e.status(), serde_json::json!({ "file": [e.body_text()] })))?;
     let multipart_error = |e: axum::extract::multipart::MultipartError| {
         ApiError::new(e.status(), serde_json::json!({ "file": [e.body_text()] }))
     };
@@ -168,7 +171,7 @@ async fn delete_file(
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/files/{file_id}/download/", tag = "files",
     params(("document_id" = i64, Path), ("file_id" = i64, Path)),
-    responses((status = 200, description = "The file's original bytes", content_type = "application/octet-stream"),
+    responses((status = 200, description = "The file's original bytes", content_type = "*/*"),
         (status = 404, body = crate::dto::ErrorOut)))]
 async fn download_file(
     State(app): State<AppState>,

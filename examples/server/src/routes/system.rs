@@ -55,7 +55,6 @@ async fn health(State(app): State<AppState>) -> (axum::http::StatusCode, Json<He
             "error".to_owned()
         }
     };
-    // Search arrives with its own issue; until then the server says so instead of claiming "ok".
     (
         status,
         Json(HealthOut {
