@@ -476,3 +476,15 @@ fn bad_definitions_are_refused_with_the_field() -> Result<()> {
     let _ = w.approved_amount;
     Ok(())
 }
+
+#[test]
+fn deleting_a_document_type_unbinds_its_workflows() -> Result<()> {
+    let db = db()?;
+    let s = db.system();
+    let kept = s.create_document_type("Kept")?.id;
+    let gone = s.create_document_type("Gone")?.id;
+    let workflow = s.create_workflow("Review", &[kept, gone])?.id;
+    s.delete_document_type(gone)?;
+    assert_eq!(s.workflow(workflow)?.document_type_ids, [kept]);
+    Ok(())
+}

@@ -450,7 +450,12 @@ async fn membership(
     app.run(move |db| {
         let s = db.session(user);
         s.set_group_member(GroupId(group), UserId(target), member)?;
-        Ok(Json(GroupOut::new(group, &s.group(GroupId(group))?)))
+        // The caller may have just left the group that let them see it: the change was theirs
+        // to make, so the answer shows the group.
+        Ok(Json(GroupOut::new(
+            group,
+            &db.system().group(GroupId(group))?,
+        )))
     })
     .await
 }
@@ -554,10 +559,12 @@ async fn patch_role(
     let label = body.opt_str("label")?;
     app.run(move |db| {
         let s = db.session(user);
-        if let Some(label) = label {
-            s.rename_role(RoleId(id), &label)?;
-        }
-        Ok(Json(role_out(RoleId(id), &s.role(RoleId(id))?)))
+        let Some(label) = label else {
+            return Ok(Json(role_out(RoleId(id), &s.role(RoleId(id))?)));
+        };
+        s.rename_role(RoleId(id), &label)?;
+        // Allowed to edit is enough to be shown the role (role_edit without role_view).
+        Ok(Json(role_out(RoleId(id), &db.system().role(RoleId(id))?)))
     })
     .await
 }
@@ -592,10 +599,17 @@ async fn list_role_groups(
     app.run(move |db| {
         let s = db.session(user);
         let groups = s.role_groups(RoleId(id))?;
-        let named: Vec<(i64, String)> = groups
-            .into_iter()
-            .map(|g| (g.0, db.system().group(g).unwrap_or_default()))
-            .collect();
+        // Only the groups the caller may see (group_view), as in the groups list.
+        let mut named: Vec<(i64, String)> = Vec::new();
+        for g in groups {
+            match s.group(g) {
+                Ok(name) => named.push((g.0, name)),
+                Err(
+                    docmeta_core::Error::PermissionDenied(_) | docmeta_core::Error::NotFound(_),
+                ) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
         q.respond(&uri, named, &[], |(g, name)| GroupOut::new(*g, name))
     })
     .await
@@ -613,7 +627,10 @@ async fn role_group(
     app.run(move |db| {
         let s = db.session(user);
         s.set_role_group(RoleId(role), GroupId(group), assigned)?;
-        Ok(Json(role_out(RoleId(role), &s.role(RoleId(role))?)))
+        Ok(Json(role_out(
+            RoleId(role),
+            &db.system().role(RoleId(role))?,
+        )))
     })
     .await
 }
@@ -679,7 +696,8 @@ async fn role_permission(
             s.revoke_global(permission, RoleId(role))?;
         }
         Ok(Json(
-            s.role_permissions(RoleId(role))?
+            db.system()
+                .role_permissions(RoleId(role))?
                 .into_iter()
                 .map(PermissionOut::from)
                 .collect(),
@@ -832,16 +850,14 @@ async fn list_cabinet_documents(
         let s = db.session(user);
         let ids = s.cabinet_documents(CabinetId(id))?;
         let range = q.range(ids.len())?;
-        let results = ids[range]
-            .iter()
-            .map(|d| {
-                let doc = s.document(*d)?;
-                Ok(DocumentOut::new(
-                    &doc,
-                    &db.system().document_type(doc.document_type_id)?,
-                ))
-            })
-            .collect::<ApiResult<Vec<_>>>()?;
+        let mut results = Vec::new();
+        for id in &ids[range] {
+            // A document deleted since the ids were read is left out, not a 404 of the page.
+            if let Some(doc) = crate::error::unless_gone(s.document(*id))? {
+                let t = db.system().document_type(doc.document_type_id)?;
+                results.push(DocumentOut::new(&doc, &t));
+            }
+        }
         Ok(q.body(&uri, ids.len(), results).into_response())
     })
     .await
