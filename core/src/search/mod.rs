@@ -390,10 +390,16 @@ impl Session {
             offset,
             page_size,
         )?;
-        let results = hits
-            .iter()
-            .map(|h| self.document(DocumentId(h.document_id)))
-            .collect::<Result<_>>()?;
+        let mut results = Vec::with_capacity(hits.len());
+        for h in &hits {
+            match self.document(DocumentId(h.document_id)) {
+                Ok(d) => results.push(d),
+                // Deleted since the index answered (its removal reaches the index right after):
+                // left out of the page rather than failing it.
+                Err(crate::error::Error::NotFound(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
         Ok(SearchPage { count, results })
     }
 

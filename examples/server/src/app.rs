@@ -125,13 +125,58 @@ async fn limits(
         ))
     });
     if upload {
-        return next.run(request).await;
+        let mut response = next.run(request).await;
+        // A refused upload leaves its body unread: the connection cannot carry another request,
+        // and the client is told so rather than finding out on its next request.
+        if !response.status().is_success() {
+            response.headers_mut().insert(
+                axum::http::header::CONNECTION,
+                axum::http::HeaderValue::from_static("close"),
+            );
+        }
+        return response;
     }
-    match tokio::time::timeout(REQUEST_TIMEOUT, next.run(request)).await {
+    let handle = async move {
+        // A JSON body (at most MAX_BODY) is read whole before the handler runs, so a request
+        // refused early (401, 403, 404 ...) still leaves the connection ready for the next one.
+        let (parts, body) = request.into_parts();
+        let bytes = match axum::body::to_bytes(axum::body::Body::new(body), usize::MAX).await {
+            Ok(bytes) => bytes,
+            Err(e) if over_limit(&e) => {
+                return ApiError::detail(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    &format!("The request body is larger than {limit} bytes."),
+                )
+                .into_response();
+            }
+            Err(_) => {
+                return ApiError::detail(
+                    StatusCode::BAD_REQUEST,
+                    "The request body could not be read.",
+                )
+                .into_response();
+            }
+        };
+        next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+            .await
+    };
+    match tokio::time::timeout(REQUEST_TIMEOUT, handle).await {
         Ok(response) => response,
         Err(_) => ApiError::detail(StatusCode::REQUEST_TIMEOUT, "The request took too long.")
             .into_response(),
     }
+}
+
+/// Whether reading a body failed because it passed the limit (rather than a broken connection).
+fn over_limit(e: &axum::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if c.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// One structured log line per request.
