@@ -86,15 +86,18 @@ fn upload(agent: &ureq::Agent, url: &str, content: &[u8]) -> (u16, Value) {
     }
 }
 
-fn rss_kib(pid: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
+/// The server's resident memory in KiB: (anonymous: heap and stacks, file-backed: mapped index
+/// segments and libraries, which the kernel may drop at will).
+fn rss_kib(pid: &str) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("RssAnon:"), field("RssFile:") + field("RssShmem:"))
 }
 
 #[derive(Default)]
@@ -163,7 +166,7 @@ fn one_request(shared: &Shared, agent: &ureq::Agent, n: u64) -> Result<(), Strin
             )?;
         }
         12 | 13 => {
-            let q = if n % 2 == 0 {
+            let q = if n.is_multiple_of(2) {
                 "invoice"
             } else {
                 "metadata_value:2024"
@@ -180,7 +183,7 @@ fn one_request(shared: &Shared, agent: &ureq::Agent, n: u64) -> Result<(), Strin
                 200,
             )?;
         }
-        14 | 15 => {
+        14 => {
             let body =
                 json!({"document_type_id": shared.document_type, "label": format!("soak {n}")});
             let d = expect(
@@ -260,6 +263,19 @@ fn one_request(shared: &Shared, agent: &ureq::Agent, n: u64) -> Result<(), Strin
                     "GET",
                     &format!("{base}/api/v4/events/?page_size=5"),
                     ADMIN,
+                    None,
+                ),
+                200,
+            )?;
+        }
+        19 => {
+            expect(
+                "GET document",
+                exchange(
+                    agent,
+                    "GET",
+                    &format!("{base}/api/v4/documents/1/"),
+                    ALICE,
                     None,
                 ),
                 200,
@@ -354,8 +370,8 @@ fn main() {
     });
     println!("soak: {seconds} s at {rate} requests/s, {WORKERS} workers, server pid {pid}");
     println!(
-        "{:>6} {:>9} {:>7} {:>9} {:>9} {:>10}",
-        "time", "requests", "errors", "p50 ms", "p99 ms", "RSS MiB"
+        "{:>6} {:>9} {:>7} {:>9} {:>9} {:>10} {:>10}",
+        "time", "requests", "errors", "p50 ms", "p99 ms", "anon MiB", "file MiB"
     );
     let start = Instant::now();
     let end = start + Duration::from_secs(seconds);
@@ -401,18 +417,19 @@ fn main() {
         let mut interval =
             std::mem::take(&mut *shared.interval.lock().unwrap_or_else(|e| e.into_inner()));
         interval.latencies_us.sort_unstable();
-        let rss = rss_kib(&pid);
-        rss_samples.push(rss);
+        let (anon, file) = rss_kib(&pid);
+        rss_samples.push(anon);
         total += interval.requests;
         errors += interval.errors;
         println!(
-            "{:>5}s {:>9} {:>7} {:>9.2} {:>9.2} {:>10.1}",
+            "{:>5}s {:>9} {:>7} {:>9.2} {:>9.2} {:>10.1} {:>10.1}",
             (tick - start).as_secs(),
             interval.requests,
             interval.errors,
             percentile(&interval.latencies_us, 0.5),
             percentile(&interval.latencies_us, 0.99),
-            rss as f64 / 1024.0
+            anon as f64 / 1024.0,
+            file as f64 / 1024.0
         );
         if let Some(e) = interval.first_error {
             println!("        first error of the interval: {e}");
@@ -425,14 +442,14 @@ fn main() {
     let tail = std::mem::take(&mut *shared.interval.lock().unwrap_or_else(|e| e.into_inner()));
     total += tail.requests;
     errors += tail.errors;
-    // Memory: the first minute (warm-up included) against the last.
+    // Anonymous memory (heap): the first minute (warm-up included) against the last.
     let per_minute = (60 / INTERVAL.as_secs()) as usize;
     let mean = |s: &[u64]| s.iter().sum::<u64>() as f64 / s.len().max(1) as f64 / 1024.0;
     let first = mean(&rss_samples[..per_minute.min(rss_samples.len())]);
     let last = mean(&rss_samples[rss_samples.len().saturating_sub(per_minute)..]);
     let peak = rss_samples.iter().max().copied().unwrap_or(0) as f64 / 1024.0;
     println!(
-        "total: {total} requests in {:.0} s ({:.0}/s), {errors} errors; server RSS first minute {first:.1} MiB, \
+        "total: {total} requests in {:.0} s ({:.0}/s), {errors} errors; server anonymous memory first minute {first:.1} MiB, \
          last minute {last:.1} MiB, peak {peak:.1} MiB",
         start.elapsed().as_secs_f64(),
         total as f64 / start.elapsed().as_secs_f64()
