@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Generates the bindings, then:
 # - Kotlin: compiles the generated bindings with tests/kotlin/DocmetaTest.kt against JNA and runs
-#   it on the release cdylib (needs `kotlinc` on PATH and JNA, e.g. Debian's libjna-java).
+#   it on the cdylib (needs `kotlinc` on PATH and JNA, e.g. Debian's libjna-java).
 # - Swift (cannot be compiled here): checks that the bindings are produced and non-empty, that
 #   the C header compiles with gcc, and that every function it declares is exported by the
 #   library.
@@ -11,8 +11,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/uniffi-test
 rm -rf "$out"
-bindings-uniffi/generate.sh "$out" > /dev/null
-lib=target/release/libdocmeta_uniffi.so
+# The debug build: `cargo test --workspace` has compiled it already (PROFILE=release tests the
+# optimised library instead).
+profile=${PROFILE:-debug}
+PROFILE=$profile bindings-uniffi/generate.sh "$out" > /dev/null
+lib=target/$profile/libdocmeta_uniffi.so
 
 echo "-- swift"
 swift="$out/swift"
@@ -37,4 +40,4 @@ if ! command -v kotlinc > /dev/null || [ ! -f "$jna" ]; then
 fi
 kotlinc "$out"/kotlin/docmeta/*.kt bindings-uniffi/tests/kotlin/DocmetaTest.kt \
   -cp "$jna" -d "$out/test.jar" 2> >(grep -v '^warning:' >&2)
-java -Djna.library.path="$PWD/target/release" -cp "$out/test.jar:$jna:$(dirname "$(command -v kotlinc)")/../lib/kotlin-stdlib.jar" DocmetaTestKt
+java -Djna.library.path="$PWD/target/$profile" -cp "$out/test.jar:$jna:$(dirname "$(command -v kotlinc)")/../lib/kotlin-stdlib.jar" DocmetaTestKt
