@@ -1366,6 +1366,42 @@ impl Ctx {
     }
 
     /// Runs one write as `c`: compares the status, checks what changed, restores.
+    /// One half of an add/remove pair (`{path}{sub}/add/`, `{path}{sub}/remove/`) with `body`,
+    /// undone by the other half; `probe` is the admin listing it changes.
+    #[allow(clippy::too_many_arguments)]
+    fn toggle(
+        &mut self,
+        c: &Caller,
+        op: &'static str,
+        target: String,
+        (path, sub, verb): (&str, &str, &str),
+        body: Value,
+        probe: String,
+        exp: Check<'_>,
+    ) {
+        let undo = if verb == "add" { "remove" } else { "add" };
+        let undo_path = format!("{path}{sub}/{undo}/");
+        let undo_body = body.clone();
+        self.write(
+            c,
+            &Change {
+                op,
+                target,
+                method: "POST",
+                path: format!("{path}{sub}/{verb}/"),
+                body: Some(body),
+                upload: false,
+                probe: vec![probe],
+                change: true,
+                exp,
+                restore: &|x, _, _| {
+                    x.admin("POST", &undo_path, Some(undo_body.clone()));
+                    true
+                },
+            },
+        );
+    }
+
     fn write(&mut self, c: &Caller, w: &Change) {
         self.exercised.insert(w.op);
         let exp = self.expect(c, w.exp);
@@ -3925,30 +3961,16 @@ fn writes(x: &mut Ctx) {
                 ),
             ] {
                 let Some(d) = doc else { continue };
-                let undo = if verb == "add" { "remove" } else { "add" };
-                x.write(
+                x.toggle(
                     c,
-                    &Change {
-                        op,
-                        target: format!("cabinet {cab}, document {d}"),
-                        method: "POST",
-                        path: format!("{path}documents/{verb}/"),
-                        body: Some(json!({ "document_id": d })),
-                        upload: false,
-                        probe: vec![docs_path.clone()],
-                        change: true,
-                        exp: &|m, u| match m.act(u, perm, o, 200) {
-                            Exp::Ok(_) => m.act(u, perm, (K::Doc, d), 200),
-                            refused => refused,
-                        },
-                        restore: &|x, _, _| {
-                            x.admin(
-                                "POST",
-                                &format!("{path}documents/{undo}/"),
-                                Some(json!({ "document_id": d })),
-                            );
-                            true
-                        },
+                    op,
+                    format!("cabinet {cab}, document {d}"),
+                    (&path, "documents", verb),
+                    json!({ "document_id": d }),
+                    docs_path.clone(),
+                    &|m, u| match m.act(u, perm, o, 200) {
+                        Exp::Ok(_) => m.act(u, perm, (K::Doc, d), 200),
+                        refused => refused,
                     },
                 );
             }
@@ -3991,28 +4013,14 @@ fn writes(x: &mut Ctx) {
                 ),
             ] {
                 let Some(g) = g else { continue };
-                let undo = if verb == "add" { "remove" } else { "add" };
-                x.write(
+                x.toggle(
                     c,
-                    &Change {
-                        op,
-                        target: format!("role {r}, group {g}"),
-                        method: "POST",
-                        path: format!("{path}groups/{verb}/"),
-                        body: Some(json!({ "group_id": g })),
-                        upload: false,
-                        probe: vec![format!("{path}groups/?page_size=500")],
-                        change: true,
-                        exp: &edit,
-                        restore: &|x, _, _| {
-                            x.admin(
-                                "POST",
-                                &format!("{path}groups/{undo}/"),
-                                Some(json!({ "group_id": g })),
-                            );
-                            true
-                        },
-                    },
+                    op,
+                    format!("role {r}, group {g}"),
+                    (&path, "groups", verb),
+                    json!({ "group_id": g }),
+                    format!("{path}groups/?page_size=500"),
+                    &edit,
                 );
             }
             let missing = GLOBAL_POOL
@@ -4033,28 +4041,14 @@ fn writes(x: &mut Ctx) {
                 ),
             ] {
                 let Some(p) = p else { continue };
-                let undo = if verb == "add" { "remove" } else { "add" };
-                x.write(
+                x.toggle(
                     c,
-                    &Change {
-                        op,
-                        target: format!("role {r}, {p}"),
-                        method: "POST",
-                        path: format!("{path}permissions/{verb}/"),
-                        body: Some(json!({ "permission": p })),
-                        upload: false,
-                        probe: vec![format!("{path}permissions/?page_size=500")],
-                        change: true,
-                        exp: &edit,
-                        restore: &|x, _, _| {
-                            x.admin(
-                                "POST",
-                                &format!("{path}permissions/{undo}/"),
-                                Some(json!({ "permission": p })),
-                            );
-                            true
-                        },
-                    },
+                    op,
+                    format!("role {r}, {p}"),
+                    (&path, "permissions", verb),
+                    json!({ "permission": p }),
+                    format!("{path}permissions/?page_size=500"),
+                    &edit,
                 );
             }
         },
@@ -4103,28 +4097,14 @@ fn writes(x: &mut Ctx) {
                 ),
             ] {
                 let Some(t) = t else { continue };
-                let undo = if verb == "add" { "remove" } else { "add" };
-                x.write(
+                x.toggle(
                     c,
-                    &Change {
-                        op,
-                        target: format!("group {g}, user {t}"),
-                        method: "POST",
-                        path: format!("{path}users/{verb}/"),
-                        body: Some(json!({ "user_id": t })),
-                        upload: false,
-                        probe: vec![format!("{path}users/?page_size=500")],
-                        change: true,
-                        exp: &edit,
-                        restore: &|x, _, _| {
-                            x.admin(
-                                "POST",
-                                &format!("{path}users/{undo}/"),
-                                Some(json!({ "user_id": t })),
-                            );
-                            true
-                        },
-                    },
+                    op,
+                    format!("group {g}, user {t}"),
+                    (&path, "users", verb),
+                    json!({ "user_id": t }),
+                    format!("{path}users/?page_size=500"),
+                    &edit,
                 );
             }
         },
