@@ -602,3 +602,17 @@ fn a_document_metadata_value_inherits_from_its_stored_metadata_type() -> Result<
     }
     Ok(())
 }
+
+#[test]
+fn a_roles_groups_are_listed_only_to_who_may_see_groups() -> Result<()> {
+    let w = world()?;
+    let s = w.db.session(w.user);
+    w.admin.grant_global(P::RoleView, w.role)?;
+    assert!(
+        s.role_groups(w.role)?.is_empty(),
+        "role_view alone names no group"
+    );
+    w.admin.grant_global(P::GroupView, w.role)?;
+    assert_eq!(s.role_groups(w.role)?.len(), 1);
+    Ok(())
+}

@@ -439,10 +439,14 @@ impl Session {
         })
     }
 
-    /// The groups a role is assigned to. Needs `permissions.role_view`.
+    /// The groups a role is assigned to that this session may see (`user_management.group_view`).
+    /// Needs `permissions.role_view`.
     pub fn role_groups(&self, role: RoleId) -> Result<Vec<GroupId>> {
         self.read(|tx| {
             self.load_role(tx, role, P::RoleView)?;
+            if !self.can_globally(P::GroupView) {
+                return Ok(Vec::new());
+            }
             tx.groups_of_role(role)
         })
     }

@@ -598,16 +598,12 @@ async fn list_role_groups(
     let q = ListQuery::parse(q)?;
     app.run(move |db| {
         let s = db.session(user);
-        let groups = s.role_groups(RoleId(id))?;
-        // Only the groups the caller may see (group_view), as in the groups list.
+        // Only the groups the caller may see (the core filters them); a group deleted since is
+        // left out.
         let mut named: Vec<(i64, String)> = Vec::new();
-        for g in groups {
-            match s.group(g) {
-                Ok(name) => named.push((g.0, name)),
-                Err(
-                    docmeta_core::Error::PermissionDenied(_) | docmeta_core::Error::NotFound(_),
-                ) => {}
-                Err(e) => return Err(e.into()),
+        for g in s.role_groups(RoleId(id))? {
+            if let Some(name) = crate::error::unless_gone(s.group(g))? {
+                named.push((g.0, name));
             }
         }
         q.respond(&uri, named, &[], |(g, name)| GroupOut::new(*g, name))
