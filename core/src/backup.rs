@@ -293,7 +293,9 @@ impl Docmeta {
                 in_base: false,
             });
         }
-        let storage = crate::files::PlainStorage::open(data.join(STORAGE))?;
+        // For reading: opening the storage would clean up its temporary files, and a writer's
+        // upload in progress is one of them.
+        let storage = crate::files::PlainStorage::for_reading(data.join(STORAGE));
         let total = stored.len() as u64;
         let mut archived = 0;
         for (n, name) in stored.iter().enumerate() {

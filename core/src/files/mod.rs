@@ -89,6 +89,23 @@ pub const INCOMING: &str = ".incoming";
 /// snapshot still references them finds them.
 pub const DELETED: &str = ".deleted";
 const DELETED_KEPT: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+/// How long a temporary file of `.incoming/` must lie untouched before an opening instance
+/// takes it for a crash's leftover (an upload in progress writes to it continuously).
+const INCOMING_STALE: std::time::Duration = std::time::Duration::from_secs(3600);
+
+fn remove_older_than(dir: &Path, age: std::time::Duration) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let old = (entry.metadata().and_then(|m| m.modified()).ok())
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|elapsed| elapsed > age);
+        if old {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
 
 impl PlainStorage {
     /// Opens (creating) the storage at `root` and removes incomplete files a crash left.
@@ -97,25 +114,19 @@ impl PlainStorage {
         let incoming = root.join(INCOMING);
         fs::create_dir_all(&incoming)
             .map_err(|e| Error::storage(format!("creating {}", incoming.display()), e))?;
-        if let Ok(entries) = fs::read_dir(&incoming) {
-            for entry in entries.flatten() {
-                let _ = fs::remove_file(entry.path());
-            }
-        }
+        // Temporary files a crash left behind, but not the uploads another process (a server
+        // while `docmeta backup` opens the same directory) is writing right now.
+        remove_older_than(&incoming, INCOMING_STALE);
         let deleted = root.join(DELETED);
         fs::create_dir_all(&deleted)
             .map_err(|e| Error::storage(format!("creating {}", deleted.display()), e))?;
-        if let Ok(entries) = fs::read_dir(&deleted) {
-            for entry in entries.flatten() {
-                let old = (entry.metadata().and_then(|m| m.modified()).ok())
-                    .and_then(|t| t.elapsed().ok())
-                    .is_some_and(|age| age > DELETED_KEPT);
-                if old {
-                    let _ = fs::remove_file(entry.path());
-                }
-            }
-        }
+        remove_older_than(&deleted, DELETED_KEPT);
         Ok(PlainStorage { root })
+    }
+
+    /// The storage at `root` for reading only (a backup): nothing is created or cleaned up.
+    pub fn for_reading(root: impl Into<PathBuf>) -> PlainStorage {
+        PlainStorage { root: root.into() }
     }
 
     /// The storage directory.
@@ -413,15 +424,20 @@ mod tests {
     fn plain_storage_round_trip_and_leftovers() {
         let dir = tempfile::tempdir().expect("tempdir");
         fs::create_dir_all(dir.path().join(INCOMING)).expect("incoming");
-        fs::write(dir.path().join(INCOMING).join("tmp-x"), b"half").expect("leftover");
+        let leftover = dir.path().join(INCOMING).join("tmp-x");
+        fs::write(&leftover, b"half").expect("leftover");
+        let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+        fs::File::options()
+            .write(true)
+            .open(&leftover)
+            .and_then(|f| f.set_modified(two_hours_ago))
+            .expect("age the leftover");
+        // Another process's upload in progress.
+        let writing = dir.path().join(INCOMING).join("tmp-y");
+        fs::write(&writing, b"still coming").expect("in progress");
         let s = PlainStorage::open(dir.path()).expect("open");
-        assert!(
-            fs::read_dir(dir.path().join(INCOMING))
-                .expect("dir")
-                .next()
-                .is_none(),
-            "a crash's half file is removed"
-        );
+        assert!(!leftover.exists(), "a crash's half file is removed");
+        assert!(writing.exists(), "an upload in progress is left alone");
         let name = s.put(&mut &b"hello"[..]).expect("put");
         let mut out = String::new();
         s.open(&name)
