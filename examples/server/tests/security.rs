@@ -1,0 +1,19 @@
+//! Security regression tests (issue #15): each test reproduces one attack on a running
+//! `docmeta serve` over HTTP (black-box) and checks it is refused. One file per theme.
+
+mod support;
+
+#[path = "security/escalation.rs"]
+mod escalation;
+#[path = "security/leaks.rs"]
+mod leaks;
+#[path = "security/search.rs"]
+mod search;
+#[path = "security/templates.rs"]
+mod templates;
+#[path = "security/streaming.rs"]
+mod streaming;
+#[path = "security/http_edges.rs"]
+mod http_edges;
+#[path = "security/backup_files.rs"]
+mod backup_files;
