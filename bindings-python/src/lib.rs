@@ -1132,18 +1132,20 @@ impl Session {
         run(py, || self.inner.users()).map(all)
     }
 
-    /// Changes a user's username, superuser status or activity.
-    #[pyo3(signature = (id, *, username = None, is_superuser = None, is_active = None))]
+    /// Changes a user's username, password, superuser status or activity, all or nothing.
+    #[pyo3(signature = (id, *, username = None, password = None, is_superuser = None, is_active = None))]
     fn update_user(
         &self,
         py: Python<'_>,
         id: i64,
         username: Option<String>,
+        password: Option<String>,
         is_superuser: Option<bool>,
         is_active: Option<bool>,
     ) -> PyResult<User> {
         let update = core::UserUpdate {
             username,
+            password,
             is_superuser,
             is_active,
         };

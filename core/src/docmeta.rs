@@ -183,6 +183,9 @@ pub(crate) struct Inner {
     access_cursor: std::sync::atomic::AtomicI64,
     /// Access-changing events this process committed (already applied) after the cursor.
     local_access_events: Mutex<Vec<i64>>,
+    /// Bumped whenever a user is created, edited or deleted, here or (followed) in another
+    /// process: see [`Docmeta::credentials_epoch`].
+    credentials_epoch: AtomicU64,
     pub(crate) search_lock: Mutex<()>,
     pub(crate) search_rebuilding: std::sync::atomic::AtomicBool,
     pub(crate) shutdown: std::sync::atomic::AtomicBool,
@@ -463,6 +466,7 @@ impl Builder {
             _lock: lock,
             access_cursor: std::sync::atomic::AtomicI64::new(0),
             local_access_events: Mutex::new(Vec::new()),
+            credentials_epoch: AtomicU64::new(0),
             search_lock: Mutex::new(()),
             search_rebuilding: std::sync::atomic::AtomicBool::new(false),
             shutdown: std::sync::atomic::AtomicBool::new(false),
@@ -844,6 +848,15 @@ impl Docmeta {
         Ok(())
     }
 
+    /// A number that changes whenever a user is created, edited (password, name, activity,
+    /// superuser status) or deleted: at once for this process's changes, and within
+    /// `access_refresh_ms` for another process's on a shared PostgreSQL database. A cache of
+    /// verified credentials that remembers it can tell when its entries may be stale (the HTTP
+    /// server's login cache does).
+    pub fn credentials_epoch(&self) -> u64 {
+        self.inner.credentials_epoch.load(Ordering::SeqCst)
+    }
+
     /// Picks up access changes other processes committed to a shared (PostgreSQL) database:
     /// when the event log holds an access-changing event this process did not write, the
     /// snapshot is reloaded. The worker runs it every `access_refresh_ms`; returns whether it
@@ -863,14 +876,20 @@ impl Docmeta {
         let Some(newest) = events.last().map(|(id, _)| *id) else {
             return Ok(false);
         };
-        let foreign = {
+        let (foreign, foreign_user_edit) = {
             let mut local = self.inner.local_access_events.lock();
-            let foreign = events
+            let foreign: Vec<&str> = events
                 .iter()
-                .any(|(id, name)| changes_access(name) && !local.contains(id));
+                .filter(|(id, name)| changes_access(name) && !local.contains(id))
+                .map(|(_, name)| name.as_str())
+                .collect();
             local.retain(|id| *id > newest);
-            foreign
+            let user_edit = foreign.contains(&crate::events::names::USER_EDITED);
+            (!foreign.is_empty(), user_edit)
         };
+        if foreign_user_edit {
+            self.inner.credentials_epoch.fetch_add(1, Ordering::SeqCst);
+        }
         if foreign {
             self.reload_access()?;
         } else {
@@ -967,6 +986,12 @@ impl Docmeta {
                     .filter(|e| changes_access(&e.name))
                     .map(|e| e.id.0),
             );
+        }
+        if events
+            .iter()
+            .any(|e| e.name == crate::events::names::USER_EDITED)
+        {
+            self.inner.credentials_epoch.fetch_add(1, Ordering::SeqCst);
         }
         if tasks_enqueued {
             self.notify_worker();

@@ -341,6 +341,7 @@ class Session:
         id: int,
         *,
         username: Optional[str] = ...,
+        password: Optional[str] = ...,
         is_superuser: Optional[bool] = ...,
         is_active: Optional[bool] = ...,
     ) -> User: ...

@@ -45,6 +45,17 @@ pub fn check_definition(
     registry: &ClassRegistry,
     templates: &TemplateEngine,
 ) -> Result<()> {
+    for (field, text) in [
+        ("name", &input.name),
+        ("default", &input.default),
+        ("lookup", &input.lookup),
+        ("validation", &input.validation),
+        ("validation_arguments", &input.validation_arguments),
+        ("parser", &input.parser),
+        ("parser_arguments", &input.parser_arguments),
+    ] {
+        crate::model::check_no_nul(field, text)?;
+    }
     check_name(input.name.trim())?;
     check_label("label", &input.label)?;
     for (field, source) in [("default", &input.default), ("lookup", &input.lookup)] {
@@ -156,6 +167,7 @@ impl CompiledMetadataType {
         if value.chars().count() > MAX_VALUE_LEN {
             return Err(too_long());
         }
+        crate::model::check_no_nul(VALUE_FIELD, value)?;
         let t = &self.metadata_type;
         // Step 1: an empty value takes the rendered default.
         let mut value = if value.trim().is_empty() && !t.default.is_empty() {
@@ -200,6 +212,8 @@ impl CompiledMetadataType {
         if value.chars().count() > MAX_VALUE_LEN {
             return Err(too_long());
         }
+        // A default or a parser's replacement may produce one too.
+        crate::model::check_no_nul(VALUE_FIELD, &value)?;
         // Step 6: the caller stores it.
         Ok(value)
     }

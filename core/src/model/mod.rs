@@ -272,3 +272,15 @@ pub struct DocumentMetadata {
     /// The stored value: always a string, the value after parsing.
     pub value: String,
 }
+
+/// Refuses text holding the NUL character. SQLite would store it but PostgreSQL cannot, so
+/// both stores refuse it alike, as a validation error naming `field`.
+pub(crate) fn check_no_nul(field: &str, text: &str) -> crate::error::Result<()> {
+    if text.contains('\0') {
+        return Err(crate::error::Error::validation(
+            field,
+            "Text may not contain the NUL character.",
+        ));
+    }
+    Ok(())
+}

@@ -18,18 +18,33 @@ fn role_ref(id: RoleId) -> ObjectRef {
     obj(ObjectKind::ROLE, id.0)
 }
 
-/// Changes to a user; `None` leaves a field as it is.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Changes to a user; `None` leaves a field as it is. All fields are checked before any is
+/// written, and all are written in one transaction: a refused update changes nothing.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct UserUpdate {
     /// A new username.
     pub username: Option<String>,
+    /// A new password (hashed before the transaction starts; never stored in clear).
+    pub password: Option<String>,
     /// Grant or remove superuser status (only a superuser may change it).
     pub is_superuser: Option<bool>,
     /// Activate or deactivate the user.
     pub is_active: Option<bool>,
 }
 
+impl std::fmt::Debug for UserUpdate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserUpdate")
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("is_superuser", &self.is_superuser)
+            .field("is_active", &self.is_active)
+            .finish()
+    }
+}
+
 fn check_username(username: &str) -> Result<()> {
+    crate::model::check_no_nul("username", username)?;
     let ok = !username.is_empty()
         && username.chars().count() <= 150
         && username
@@ -46,6 +61,7 @@ fn check_username(username: &str) -> Result<()> {
 }
 
 fn check_name(field: &str, name: &str) -> Result<()> {
+    crate::model::check_no_nul(field, name)?;
     if name.trim().is_empty() || name.chars().count() > 150 {
         return Err(Error::validation(field, "Give 1 to 150 characters."));
     }
@@ -61,7 +77,13 @@ impl Docmeta {
     /// Checks a username and password; returns the active user they belong to. Unknown users
     /// cost the same time as known ones, so timing does not reveal which usernames exist.
     pub fn authenticate(&self, username: &str, password: &str) -> Result<Option<UserRow>> {
-        let user = self.read(|tx| tx.user_by_username(username))?;
+        // No user has a NUL in their name (refused on creation); asking the store would be an
+        // error, not a failed login.
+        let user = if username.contains('\0') {
+            None
+        } else {
+            self.read(|tx| tx.user_by_username(username))?
+        };
         let cfg = self.config();
         match user {
             Some(u) if verify_password(password, &u.password_hash) && u.is_active => Ok(Some(u)),
@@ -161,27 +183,55 @@ impl Session {
             .collect())
     }
 
-    /// Changes a user. Needs `user_management.user_edit`; superuser status only by a superuser.
+    /// Changes a user (spec 5.4 `user_management.user_edit`). The rules, all checked before
+    /// anything is written:
+    /// - a user may set their own password without any permission;
+    /// - every other change (another user's password, any username or activity) needs
+    ///   `user_management.user_edit` globally;
+    /// - only a superuser may change superuser status, and only a superuser may change a
+    ///   superuser at all (password, name, activity): `user_edit` must not be a way to take
+    ///   over an account that holds every permission.
     pub fn update_user(&self, id: UserId, update: UserUpdate) -> Result<UserRow> {
-        if !self.may_view_user(id) {
+        let own = self.actor == Actor::User(id);
+        if !own && !self.may_view_user(id) {
             return Err(Error::not_found(format!("user {id}")));
         }
-        self.require_global(P::UserEdit)?;
+        if let Some(name) = &update.username {
+            check_username(name)?;
+        }
+        let only_own_password = own
+            && update.username.is_none()
+            && update.is_superuser.is_none()
+            && update.is_active.is_none();
+        if !only_own_password {
+            self.require_global(P::UserEdit)?;
+        }
         if update.is_superuser.is_some() && !self.is_superuser() {
             return Err(Error::PermissionDenied(
                 "only a superuser may change superuser status".into(),
             ));
         }
-        if let Some(name) = &update.username {
-            check_username(name)?;
-        }
+        // Argon2 takes tens of milliseconds: never inside the write transaction.
+        let hash = update
+            .password
+            .as_deref()
+            .map(|p| self.hash(p))
+            .transpose()?;
         self.write(|u| {
             let mut user =
                 u.tx.user(id)?
                     .ok_or_else(|| Error::not_found(format!("user {id}")))?;
+            if user.is_superuser && !self.is_superuser() {
+                return Err(Error::PermissionDenied(
+                    "only a superuser may change a superuser".into(),
+                ));
+            }
             user.username = update.username.clone().unwrap_or(user.username);
             user.is_superuser = update.is_superuser.unwrap_or(user.is_superuser);
             user.is_active = update.is_active.unwrap_or(user.is_active);
+            if let Some(hash) = hash {
+                user.password_hash = hash;
+            }
             u.tx.update_user(&user).map_err(|e| {
                 rename_conflict(e, "username", "A user with that username already exists.")
             })?;
@@ -199,27 +249,18 @@ impl Session {
         })
     }
 
-    /// Sets a user's password. A user may set their own; others need `user_management.user_edit`.
+    /// Sets a user's password: [`update_user`](Self::update_user) with only a password (a user
+    /// may set their own; others need `user_management.user_edit`, and a superuser's only a
+    /// superuser).
     pub fn set_password(&self, id: UserId, password: &str) -> Result<()> {
-        if self.actor != Actor::User(id) {
-            if !self.may_view_user(id) {
-                return Err(Error::not_found(format!("user {id}")));
-            }
-            self.require_global(P::UserEdit)?;
-        }
-        let hash = self.hash(password)?;
-        self.write(|u| {
-            let mut user =
-                u.tx.user(id)?
-                    .ok_or_else(|| Error::not_found(format!("user {id}")))?;
-            user.password_hash = hash;
-            u.tx.update_user(&user)?;
-            u.event(
-                names::USER_EDITED,
-                event_object(USER, id.0, &user.username),
-                None,
-            )
-        })
+        self.update_user(
+            id,
+            UserUpdate {
+                password: Some(password.to_owned()),
+                ..UserUpdate::default()
+            },
+        )
+        .map(|_| ())
     }
 
     /// Deletes a user. Needs `user_management.user_delete`.
@@ -311,14 +352,26 @@ impl Session {
         })
     }
 
-    /// Adds (`true`) or removes a user from a group. Needs `user_management.group_edit`.
+    /// Adds (`true`) or removes a user from a group. Needs `user_management.group_edit`, and to
+    /// add: seeing the user, and holding everything the group's roles grant (a member gains
+    /// them, so `group_edit` must not hand anyone, the editor included, more than the editor
+    /// holds).
     pub fn set_group_member(&self, group: GroupId, user: UserId, member: bool) -> Result<()> {
         self.write(|u| {
             let name = self.load_group(&mut u.tx, group, P::GroupEdit)?;
+            // Unknown and invisible users answer alike: no existence probe.
             let username =
                 u.tx.user(user)?
-                    .ok_or_else(|| Error::not_found(format!("user {user}")))?
+                    .filter(|_| self.may_view_user(user))
+                    .ok_or_else(|| {
+                        Error::validation("user_id", format!("User {user} does not exist."))
+                    })?
                     .username;
+            if member {
+                for role in u.tx.roles_of_group(group)? {
+                    self.require_holds_role(&mut u.tx, role)?;
+                }
+            }
             if u.tx.set_group_member(group, user, member)? {
                 u.access.push(AccessChange::Membership {
                     group,
@@ -333,6 +386,54 @@ impl Session {
             }
             Ok(())
         })
+    }
+
+    /// Refuses unless this session holds everything `role` grants: each of its global
+    /// permissions globally and each permission of its ACLs on that ACL's object. Linking the
+    /// role to a group, or a user to a group holding the role, must never give anyone more than
+    /// the actor holds.
+    fn require_holds_role(&self, tx: &mut Tx<'_>, role: RoleId) -> Result<()> {
+        if self.is_superuser() {
+            return Ok(());
+        }
+        let refuse = |what: String| {
+            Err(Error::PermissionDenied(format!(
+                "role {role} grants {what}, which you do not hold"
+            )))
+        };
+        for key in tx.role_permissions(role)? {
+            match Permission::from_key(&key) {
+                Ok(p) if self.can_globally(p) => {}
+                _ => return refuse(format!("'{key}' globally")),
+            }
+        }
+        let kinds = self.db.kinds();
+        for acl in tx.acls_of_role(role)? {
+            let Ok(kind) = kinds.parse(&acl.object_kind) else {
+                return refuse(format!("permissions on {}", acl.object_kind));
+            };
+            let object = obj(kind, acl.object_id);
+            for key in &acl.permissions {
+                match Permission::from_key(key) {
+                    Ok(p) if self.can(p, object) => {}
+                    _ => {
+                        return refuse(format!("'{key}' on {} {}", acl.object_kind, acl.object_id));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The label of a role this session may view. Unknown and invisible roles give the same
+    /// validation error on `field`, so a reference in a request cannot probe for existence.
+    fn visible_role_label(&self, tx: &mut Tx<'_>, role: RoleId, field: &str) -> Result<String> {
+        tx.roles()?
+            .into_iter()
+            .find(|(r, _)| *r == role)
+            .filter(|_| self.can(P::RoleView, role_ref(role)))
+            .map(|(_, l)| l)
+            .ok_or_else(|| Error::validation(field, format!("Role {role} does not exist.")))
     }
 
     /// The members of a group. Needs `user_management.group_view`.
@@ -412,17 +513,25 @@ impl Session {
         })
     }
 
-    /// Assigns (`true`) or removes a role from a group. Needs `permissions.role_edit`.
+    /// Assigns (`true`) or removes a role from a group. Needs `permissions.role_edit` on the
+    /// role and seeing the group (`user_management.group_view`); to assign, holding everything
+    /// the role grants (its members gain it: see [`set_group_member`](Self::set_group_member)).
     pub fn set_role_group(&self, role: RoleId, group: GroupId, assigned: bool) -> Result<()> {
         self.write(|u| {
             let label = self.load_role(&mut u.tx, role, P::RoleEdit)?;
+            // Unknown and invisible groups answer alike: no existence probe.
             let group_name =
                 u.tx.groups()?
                     .into_iter()
                     .find(|(g, _)| *g == group)
-                    .map(|(_, n)| n);
-            let group_name =
-                group_name.ok_or_else(|| Error::not_found(format!("group {group}")))?;
+                    .filter(|_| self.can_globally(P::GroupView))
+                    .map(|(_, n)| n)
+                    .ok_or_else(|| {
+                        Error::validation("group_id", format!("Group {group} does not exist."))
+                    })?;
+            if assigned {
+                self.require_holds_role(&mut u.tx, role)?;
+            }
             if u.tx.set_role_group(role, group, assigned)? {
                 u.access.push(AccessChange::RoleGroup {
                     role,
@@ -451,12 +560,15 @@ impl Session {
         })
     }
 
-    /// Grants a permission to a role globally (on every object). Needs `permissions.role_edit`.
+    /// Grants a permission to a role globally (on every object). Needs `permissions.role_edit`
+    /// globally (an ACL on one role is not enough: a global grant reaches every object) and
+    /// holding `permission` globally: nobody grants more than they hold.
     pub fn grant_global(&self, permission: Permission, role: RoleId) -> Result<()> {
         self.set_global(permission, role, true)
     }
 
-    /// Revokes a global permission of a role. Needs `permissions.role_edit`.
+    /// Revokes a global permission of a role. Needs what [`grant_global`](Self::grant_global)
+    /// needs.
     pub fn revoke_global(&self, permission: Permission, role: RoleId) -> Result<()> {
         self.set_global(permission, role, false)
     }
@@ -473,6 +585,13 @@ impl Session {
         granted: bool,
     ) -> Result<()> {
         let label = self.load_role(&mut u.tx, role, P::RoleEdit)?;
+        self.require_global(P::RoleEdit)?;
+        if !self.can_globally(permission) {
+            return Err(Error::PermissionDenied(format!(
+                "'{}' can only be granted or revoked globally by someone who holds it globally",
+                permission.key()
+            )));
+        }
         if u.tx.set_role_permission(role, permission.key(), granted)? {
             let set = permission_set(u.tx.role_permissions(role)?);
             u.access.push(AccessChange::RolePermissions {
@@ -545,14 +664,7 @@ impl Session {
         let kind = self.db.kinds().name(object.kind);
         self.write(|u| {
             let target = self.acl_target(&mut u.tx, object, P::AclEdit)?;
-            let role_label =
-                u.tx.roles()?
-                    .into_iter()
-                    .find(|(r, _)| *r == role)
-                    .map(|(_, l)| l)
-                    .ok_or_else(|| {
-                        Error::validation("role_id", format!("Role {role} does not exist."))
-                    })?;
+            let role_label = self.visible_role_label(&mut u.tx, role, "role_id")?;
             let id = u.tx.insert_acl(&kind, object.id, role)?;
             u.event(
                 names::ACL_CREATED,
@@ -566,7 +678,8 @@ impl Session {
 
     /// Grants `permission` to `role` on `object` (spec 5.2 rule 1), creating the ACL if needed.
     /// A permission the object's kind cannot hold is refused. Needs `acls.acl_edit` on the
-    /// object.
+    /// object, seeing the role, and holding `permission` on the object (directly, inherited or
+    /// globally): `acl_edit` lets its holder share what they have, never more.
     pub fn grant(&self, permission: Permission, role: RoleId, object: ObjectRef) -> Result<AclRow> {
         let kinds = self.db.kinds();
         if !kinds.grantable(object.kind).contains(permission) {
@@ -592,14 +705,13 @@ impl Session {
         let kind = self.db.kinds().name(object.kind);
         {
             let target = self.acl_target(&mut u.tx, object, P::AclEdit)?;
-            let role_label =
-                u.tx.roles()?
-                    .into_iter()
-                    .find(|(r, _)| *r == role)
-                    .map(|(_, l)| l)
-                    .ok_or_else(|| {
-                        Error::validation("role_id", format!("Role {role} does not exist."))
-                    })?;
+            let role_label = self.visible_role_label(&mut u.tx, role, "role_id")?;
+            if !self.can(permission, object) {
+                return Err(Error::PermissionDenied(format!(
+                    "'{}' can only be granted on this object by someone who holds it there",
+                    permission.key()
+                )));
+            }
             let acl = match u.tx.acl_for(&kind, object.id, role)? {
                 Some(a) => a.id,
                 None => {
@@ -653,10 +765,11 @@ impl Session {
         let kind = self.db.kinds().name(object.kind);
         {
             let target = self.acl_target(&mut u.tx, object, P::AclEdit)?;
+            let role_label = self.visible_role_label(&mut u.tx, role, "role_id")?;
             let Some(acl) = u.tx.acl_for(&kind, object.id, role)? else {
                 return Ok(None);
             };
-            let role_obj = Some(event_object(ROLE, role.0, &role_label(&mut u.tx, role)?));
+            let role_obj = Some(event_object(ROLE, role.0, &role_label));
             if u.tx.set_acl_permission(acl.id, permission.key(), false)? {
                 u.event(names::ACL_EDITED, target.clone(), role_obj.clone())?;
             }

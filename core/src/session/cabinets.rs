@@ -34,6 +34,7 @@ impl Session {
     /// it on the parent (or its root).
     pub fn create_cabinet(&self, label: &str, parent: Option<CabinetId>) -> Result<Cabinet> {
         let label = label.trim();
+        crate::model::check_no_nul("label", label)?;
         if label.is_empty() || label.chars().count() > 128 {
             return Err(Error::validation(
                 "label",
@@ -75,6 +76,7 @@ impl Session {
     /// Renames a cabinet. Needs `cabinets.cabinet_edit`.
     pub fn rename_cabinet(&self, id: CabinetId, label: &str) -> Result<Cabinet> {
         let label = label.trim();
+        crate::model::check_no_nul("label", label)?;
         if label.is_empty() || label.chars().count() > 128 {
             return Err(Error::validation(
                 "label",

@@ -484,6 +484,7 @@ impl Session {
         values: &[(MetadataTypeId, &str)],
     ) -> Result<Document> {
         let label = label.trim();
+        crate::model::check_no_nul("label", label)?;
         if label.is_empty() || label.chars().count() > 255 {
             return Err(Error::validation(
                 "label",
@@ -573,6 +574,7 @@ impl Session {
     /// Renames a document. Needs `documents.document_edit`.
     pub fn update_document(&self, id: DocumentId, label: &str) -> Result<Document> {
         let label = label.trim();
+        crate::model::check_no_nul("label", label)?;
         if label.is_empty() || label.chars().count() > 255 {
             return Err(Error::validation(
                 "label",

@@ -183,7 +183,8 @@ impl Session {
     // ----- events ----------------------------------------------------------------------------
 
     /// Events of the log whose target this session may view, newest first (unless
-    /// `query.oldest_first`).
+    /// `query.oldest_first`). An event's action object that this session may not view is
+    /// redacted to `None`: the event is shown, the hidden object is not.
     pub fn events(&self, query: &EventQuery) -> Result<Vec<Event>> {
         let limit = query.limit.unwrap_or(100).clamp(1, 1000) as usize;
         if self.actor == Actor::System || self.is_superuser() {
@@ -204,8 +205,16 @@ impl Session {
             let Some(last) = batch.last().map(|e| e.id) else {
                 break;
             };
-            for e in batch {
+            for mut e in batch {
                 if self.may_view_event_object(&kinds, &e.target) {
+                    // The second object is shown only to those who may view it too (a hidden
+                    // document added to a visible cabinet, a hidden role in an ACL event).
+                    if e.action_object
+                        .as_ref()
+                        .is_some_and(|o| !self.may_view_event_object(&kinds, o))
+                    {
+                        e.action_object = None;
+                    }
                     out.push(e);
                     if out.len() == limit {
                         return Ok(out);

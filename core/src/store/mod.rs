@@ -219,6 +219,22 @@ pub trait Transaction {
     fn commit(self: Box<Self>) -> Result<()>;
 }
 
+/// The last line of defence against NUL characters: PostgreSQL cannot store them (an error
+/// there, a stored value on SQLite), so text holding one is refused before either store sees
+/// it. The checks of each input field come first and name the field; this one cannot.
+fn refuse_nul(params: &[Param<'_>]) -> Result<()> {
+    if params
+        .iter()
+        .any(|p| matches!(p, Param::Text(t) if t.contains('\0')))
+    {
+        return Err(Error::validation(
+            "non_field_errors",
+            "Text may not contain the NUL character.",
+        ));
+    }
+    Ok(())
+}
+
 /// Typed helpers over a transaction; the record methods of [`records`] are written on it.
 pub struct Tx<'a> {
     inner: Box<dyn Transaction + 'a>,
@@ -237,6 +253,7 @@ impl<'a> Tx<'a> {
 
     /// Runs a statement.
     pub fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64> {
+        refuse_nul(params)?;
         self.inner.execute(sql, params)
     }
 
@@ -247,6 +264,7 @@ impl<'a> Tx<'a> {
         params: &[Param<'_>],
         map: impl Fn(&Row) -> Result<T>,
     ) -> Result<Vec<T>> {
+        refuse_nul(params)?;
         let mut out = Vec::new();
         self.inner.query(sql, params, &mut |row| {
             out.push(map(row)?);
@@ -262,6 +280,7 @@ impl<'a> Tx<'a> {
         params: &[Param<'_>],
         each: &mut dyn FnMut(&Row) -> Result<()>,
     ) -> Result<()> {
+        refuse_nul(params)?;
         self.inner.query(sql, params, each)
     }
 
@@ -272,6 +291,7 @@ impl<'a> Tx<'a> {
         params: &[Param<'_>],
         map: impl Fn(&Row) -> Result<T>,
     ) -> Result<Option<T>> {
+        refuse_nul(params)?;
         let mut out = None;
         self.inner.query(sql, params, &mut |row| {
             if out.is_none() {

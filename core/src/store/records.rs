@@ -1112,6 +1112,16 @@ impl Tx<'_> {
         .map(id_list)
     }
 
+    /// The roles assigned to a group.
+    pub fn roles_of_group(&mut self, group: GroupId) -> Result<Vec<RoleId>> {
+        self.rows(
+            "SELECT role_id FROM role_groups WHERE group_id = ?1 ORDER BY role_id",
+            &[group.0.into()],
+            |r| r.int(0),
+        )
+        .map(id_list)
+    }
+
     /// Grants (`true`) or revokes a global permission of a role; returns whether anything changed.
     pub fn set_role_permission(
         &mut self,
@@ -1185,6 +1195,20 @@ impl Tx<'_> {
         let ids = self.rows(
             "SELECT id FROM acls WHERE object_kind = ?1 AND object_id = ?2 ORDER BY id",
             &[kind.into(), object_id.into()],
+            |r| r.int(0),
+        )?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            out.extend(self.acl(AclId(id))?);
+        }
+        Ok(out)
+    }
+
+    /// The ACLs held by a role, on every object.
+    pub fn acls_of_role(&mut self, role: RoleId) -> Result<Vec<AclRow>> {
+        let ids = self.rows(
+            "SELECT id FROM acls WHERE role_id = ?1 ORDER BY id",
+            &[role.0.into()],
             |r| r.int(0),
         )?;
         let mut out = Vec::with_capacity(ids.len());

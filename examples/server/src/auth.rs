@@ -3,9 +3,20 @@
 //! Verifying Argon2 on every request would cap throughput at a few dozen requests per second per
 //! core, so successful verifications are cached in memory, keyed by an HMAC (with the data
 //! directory's SECRET_KEY) of the credentials: the cache never holds a password, and a changed
-//! password simply misses. Entries of a user are dropped when the user is edited (password,
-//! activity, deletion: the `user_management.user_edited` event). Failed attempts are limited per
-//! username and per client address (`429` with `Retry-After`).
+//! password simply misses. Each entry remembers [`Docmeta::credentials_epoch`]: when any user is
+//! created, edited (password, activity, name) or deleted, in this process or in another one on
+//! the same PostgreSQL database, the epoch moves and every entry is verified again.
+//!
+//! Failed logins are limited three ways (`429` with `Retry-After`):
+//! - per client address: `login_failures_per_minute` failures, then that address waits for the
+//!   rest of the minute;
+//! - per username *and* address: the same, so guessing one user's password from one address
+//!   stops there, and locks out nobody else;
+//! - per username across all addresses, progressively: only after four times
+//!   `login_failures_per_minute` failures (a guesser with many addresses), each further failure
+//!   locks the username for twice as long as the one before, from 1 s up to 5 minutes; a quiet
+//!   quarter of an hour forgets it. So nobody can lock a known user out for a minute with a few
+//!   wrong passwords, and a distributed guesser's rate still drops exponentially.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -27,45 +38,56 @@ use crate::error::ApiError;
 const WINDOW: Duration = Duration::from_secs(60);
 /// A cached verification is trusted this long before Argon2 runs again.
 const CACHE_TTL: Duration = Duration::from_secs(600);
+/// How many times `login_failures_per_minute` a username may fail, from any addresses, before
+/// its progressive lockout starts.
+const USER_FAILURES_FACTOR: u32 = 4;
+/// The longest progressive lockout of a username.
+const MAX_USER_LOCKOUT: Duration = Duration::from_secs(300);
+/// A username's failures are forgotten after this long without one.
+const USER_FAILURES_MEMORY: Duration = Duration::from_secs(900);
 
+/// Failures of one key in the current window.
 #[derive(Debug)]
 struct Failures {
     count: u32,
     since: Instant,
 }
 
+/// Failures of one username from every address, for the progressive lockout.
+#[derive(Debug)]
+struct UserFailures {
+    count: u32,
+    last: Instant,
+    locked_until: Option<Instant>,
+}
+
+/// A verified credential: the user, when it was verified, and the credentials epoch then.
+type CacheEntry = (UserId, Instant, u64);
+
 /// The credential cache and the failure limiter.
 pub struct Auth {
     key: Vec<u8>,
-    /// Failed attempts allowed per window, per username and per client address.
+    /// Failed attempts allowed per window, per client address and per username and address.
     max_failures: u32,
     /// Argon2 verifications running at once (each takes the configured memory cost): a burst
     /// of logins queues here instead of exhausting memory.
     verifying: tokio::sync::Semaphore,
-    cache: RwLock<HashMap<[u8; 32], (UserId, Instant)>>,
+    cache: RwLock<HashMap<[u8; 32], CacheEntry>>,
     failures: Mutex<HashMap<String, Failures>>,
+    user_failures: Mutex<HashMap<String, UserFailures>>,
 }
 
 impl Auth {
     pub fn new(db: &Docmeta) -> Arc<Auth> {
         let parallel = std::thread::available_parallelism().map_or(2, usize::from);
-        let auth = Arc::new(Auth {
+        Arc::new(Auth {
             key: db.secret_key().to_vec(),
             max_failures: db.config().login_failures_per_minute,
             verifying: tokio::sync::Semaphore::new(parallel),
             cache: RwLock::new(HashMap::new()),
             failures: Mutex::new(HashMap::new()),
-        });
-        let weak = Arc::downgrade(&auth);
-        db.subscribe(move |event| {
-            if event.name == docmeta_core::events::names::USER_EDITED
-                && let Some(auth) = weak.upgrade()
-            {
-                let user = UserId(event.target.id);
-                auth.cache.write().retain(|_, (u, _)| *u != user);
-            }
-        });
-        auth
+            user_failures: Mutex::new(HashMap::new()),
+        })
     }
 
     fn fingerprint(&self, username: &str, password: &str) -> [u8; 32] {
@@ -77,6 +99,15 @@ impl Auth {
         mac.finalize().into_bytes().into()
     }
 
+    /// The user of a cached verification still valid under `epoch`.
+    fn cached(&self, fingerprint: &[u8; 32], epoch: u64) -> Option<UserId> {
+        self.cache
+            .read()
+            .get(fingerprint)
+            .filter(|(_, at, e)| at.elapsed() < CACHE_TTL && *e == epoch)
+            .map(|(user, _, _)| *user)
+    }
+
     /// Seconds to wait when `key` has failed too often in the current window.
     fn blocked(&self, key: &str) -> Option<u64> {
         let failures = self.failures.lock();
@@ -86,23 +117,55 @@ impl Auth {
             .then(|| (WINDOW - elapsed).as_secs().max(1))
     }
 
-    fn record_failure(&self, keys: &[String]) {
-        let mut failures = self.failures.lock();
-        if failures.len() > 100_000 {
-            failures.retain(|_, f| f.since.elapsed() < WINDOW);
-        }
-        for key in keys {
-            let f = failures.entry(key.clone()).or_insert(Failures {
-                count: 0,
-                since: Instant::now(),
-            });
-            if f.since.elapsed() >= WINDOW {
-                *f = Failures {
+    /// Seconds to wait while `username` is under its progressive lockout.
+    fn user_locked(&self, username: &str) -> Option<u64> {
+        let failures = self.user_failures.lock();
+        let until = failures.get(username)?.locked_until?;
+        let left = until.checked_duration_since(Instant::now())?;
+        Some(left.as_secs().max(1))
+    }
+
+    fn record_failure(&self, keys: &[String], username: &str) {
+        {
+            let mut failures = self.failures.lock();
+            if failures.len() > 100_000 {
+                failures.retain(|_, f| f.since.elapsed() < WINDOW);
+            }
+            for key in keys {
+                let f = failures.entry(key.clone()).or_insert(Failures {
                     count: 0,
                     since: Instant::now(),
-                };
+                });
+                if f.since.elapsed() >= WINDOW {
+                    *f = Failures {
+                        count: 0,
+                        since: Instant::now(),
+                    };
+                }
+                f.count += 1;
             }
-            f.count += 1;
+        }
+        let mut users = self.user_failures.lock();
+        if users.len() > 100_000 {
+            users.retain(|_, f| f.last.elapsed() < USER_FAILURES_MEMORY);
+        }
+        let now = Instant::now();
+        let f = users.entry(username.to_owned()).or_insert(UserFailures {
+            count: 0,
+            last: now,
+            locked_until: None,
+        });
+        if f.last.elapsed() >= USER_FAILURES_MEMORY {
+            f.count = 0;
+            f.locked_until = None;
+        }
+        f.count = f.count.saturating_add(1);
+        f.last = now;
+        let threshold = self.max_failures.saturating_mul(USER_FAILURES_FACTOR);
+        if f.count > threshold {
+            let doublings = (f.count - threshold - 1).min(16);
+            let lockout = Duration::from_secs(1 << doublings).min(MAX_USER_LOCKOUT);
+            f.locked_until = Some(now + lockout);
         }
     }
 
@@ -117,19 +180,21 @@ impl Auth {
             .and_then(parse_basic)
             .ok_or_else(ApiError::unauthorized)?;
         let fingerprint = self.fingerprint(&username, &password);
-        if let Some((user, at)) = self.cache.read().get(&fingerprint)
-            && at.elapsed() < CACHE_TTL
-        {
-            return Ok(*user);
+        // Read before verifying: a user edit committed meanwhile makes this entry stale.
+        let epoch = db.credentials_epoch();
+        if let Some(user) = self.cached(&fingerprint, epoch) {
+            return Ok(user);
         }
-        let keys: Vec<String> = [
-            Some(format!("user:{username}")),
-            client.map(|c| format!("addr:{c}")),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        if let Some(wait) = keys.iter().filter_map(|k| self.blocked(k)).max() {
+        let keys: Vec<String> = match client {
+            Some(c) => vec![format!("addr:{c}"), format!("user:{username}@{c}")],
+            None => vec![format!("user:{username}")],
+        };
+        let wait = keys
+            .iter()
+            .filter_map(|k| self.blocked(k))
+            .chain(self.user_locked(&username))
+            .max();
+        if let Some(wait) = wait {
             let mut e = ApiError::detail(
                 StatusCode::TOO_MANY_REQUESTS,
                 "Too many failed login attempts; try again later.",
@@ -143,10 +208,8 @@ impl Auth {
             .await
             .map_err(|_| ApiError::internal())?;
         // Another request may have verified the same credentials while this one waited.
-        if let Some((user, at)) = self.cache.read().get(&fingerprint)
-            && at.elapsed() < CACHE_TTL
-        {
-            return Ok(*user);
+        if let Some(user) = self.cached(&fingerprint, epoch) {
+            return Ok(user);
         }
         let db = db.clone();
         let (name, pass) = (username.clone(), password);
@@ -159,11 +222,11 @@ impl Auth {
                 if cache.len() > 100_000 {
                     cache.clear();
                 }
-                cache.insert(fingerprint, (u.id, Instant::now()));
+                cache.insert(fingerprint, (u.id, Instant::now(), epoch));
                 Ok(u.id)
             }
             None => {
-                self.record_failure(&keys);
+                self.record_failure(&keys, &username);
                 Err(ApiError::unauthorized())
             }
         }

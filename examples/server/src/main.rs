@@ -569,16 +569,14 @@ fn run(cli: Cli) -> Result<(), AnyError> {
                 .find(|u| u.username == username)
                 .ok_or_else(|| format!("no user '{username}'"))?;
             let password = password_input("new password: ")?;
-            s.set_password(user.id, &password)?;
-            if !user.is_active {
-                s.update_user(
-                    user.id,
-                    UserUpdate {
-                        is_active: Some(true),
-                        ..Default::default()
-                    },
-                )?;
-            }
+            s.update_user(
+                user.id,
+                UserUpdate {
+                    password: Some(password),
+                    is_active: Some(true),
+                    ..Default::default()
+                },
+            )?;
             println!("password of '{username}' changed");
         }
         Command::Schema {

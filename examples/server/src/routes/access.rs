@@ -288,16 +288,14 @@ async fn patch_user(
 ) -> ApiResult<Json<UserOut>> {
     let update = UserUpdate {
         username: body.opt_str("username")?,
+        password: body.opt_str("password")?,
         is_superuser: body.opt_bool("is_superuser")?,
         is_active: body.opt_bool("is_active")?,
     };
-    let password = body.opt_str("password")?;
     app.run(move |db| {
         let s = db.session(user);
         let id = UserId(id);
-        if let Some(p) = password {
-            s.set_password(id, &p)?;
-        }
+        // One core call: every field is checked before any is written.
         let u = if update == UserUpdate::default() {
             s.user(id)?
         } else {
