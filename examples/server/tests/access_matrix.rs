@@ -905,6 +905,21 @@ impl Model {
         }
     }
 
+    /// Whether `u` holds everything role `r` grants (its global permissions globally, each
+    /// ACL permission on its object): linking the role to a group, or a user to a group holding
+    /// it, must not give anyone more than the actor holds (issue #15).
+    fn holds_role(&self, u: i64, r: i64) -> bool {
+        self.sup(u)
+            || (self
+                .roles
+                .get(&r)
+                .is_none_or(|role| role.global.iter().all(|p| self.glob(u, p)))
+                && self.acls.iter().all(|(o, m)| {
+                    m.get(&r)
+                        .is_none_or(|a| a.perms.iter().all(|p| self.has(u, p, *o)))
+                }))
+    }
+
     fn user_visible(&self, u: i64, t: i64) -> bool {
         self.users.contains_key(&t) && (u == t || self.glob(u, USER_VIEW))
     }
@@ -3204,6 +3219,31 @@ fn events(x: &mut Ctx) {
                     Err(st) => x.judge(op, &c, "-", Exp::Ok(200), st),
                     Ok(list) => {
                         x.judge(op, &c, "-", Exp::Ok(200), 200);
+                        // A second object is named only when the reader may view it (issue #15).
+                        for e in &list {
+                            let o = &e["action_object"];
+                            let kind = format!(
+                                "{}.{}",
+                                o["app_label"].as_str().unwrap_or_default(),
+                                o["model_name"].as_str().unwrap_or_default()
+                            );
+                            let known = K::parse(&kind).is_some()
+                                || kind == "user_management.user"
+                                || kind == "user_management.group";
+                            if !o.is_null()
+                                && known
+                                && !x.m.event_visible(u, &kind, o["id"].as_i64().unwrap_or(0))
+                            {
+                                x.problem(
+                                    Cat::ListShowsHidden,
+                                    op,
+                                    format!(
+                                        "{} sees {kind} {} in event {}",
+                                        c.name, o["id"], e["id"]
+                                    ),
+                                );
+                            }
+                        }
                         x.compare_items(
                             op,
                             &c,
@@ -3404,7 +3444,11 @@ fn writes(x: &mut Ctx) {
                             Exp::No(404)
                         } else if own_password && u == t {
                             Exp::Ok(200)
-                        } else if !m.glob(u, USER_EDIT) || (flag && !m.sup(u)) {
+                        } else if !m.glob(u, USER_EDIT)
+                            || (flag && !m.sup(u))
+                            || (m.users.get(&t).is_some_and(|x| x.superuser) && !m.sup(u))
+                        {
+                            // Only a superuser changes a superuser (issue #15).
                             Exp::No(403)
                         } else {
                             Exp::Ok(200)
@@ -4013,6 +4057,13 @@ fn writes(x: &mut Ctx) {
                 ),
             ] {
                 let Some(g) = g else { continue };
+                // The group must be visible (an invisible one answers like an unknown one), and
+                // assigning needs holding what the role grants (issue #15).
+                let link = move |m: &Model, u: i64| match edit(m, u) {
+                    Exp::Ok(_) if !m.glob(u, GROUP_VIEW) => Exp::No(400),
+                    Exp::Ok(_) if verb == "add" && !m.holds_role(u, r) => Exp::No(403),
+                    e => e,
+                };
                 x.toggle(
                     c,
                     op,
@@ -4020,7 +4071,7 @@ fn writes(x: &mut Ctx) {
                     (&path, "groups", verb),
                     json!({ "group_id": g }),
                     format!("{path}groups/?page_size=500"),
-                    &edit,
+                    &link,
                 );
             }
             let missing = GLOBAL_POOL
@@ -4041,6 +4092,13 @@ fn writes(x: &mut Ctx) {
                 ),
             ] {
                 let Some(p) = p else { continue };
+                // A global grant needs role_edit globally and holding the permission globally
+                // (issue #15).
+                let key = p.clone();
+                let global = move |m: &Model, u: i64| match edit(m, u) {
+                    Exp::Ok(_) if !m.glob(u, ROLE_EDIT) || !m.glob(u, &key) => Exp::No(403),
+                    e => e,
+                };
                 x.toggle(
                     c,
                     op,
@@ -4048,7 +4106,7 @@ fn writes(x: &mut Ctx) {
                     (&path, "permissions", verb),
                     json!({ "permission": p }),
                     format!("{path}permissions/?page_size=500"),
-                    &edit,
+                    &global,
                 );
             }
         },
@@ -4097,6 +4155,20 @@ fn writes(x: &mut Ctx) {
                 ),
             ] {
                 let Some(t) = t else { continue };
+                // The user must be visible (an invisible one answers like an unknown one), and
+                // adding needs holding what the group's roles grant (issue #15).
+                let member = move |m: &Model, u: i64| match edit(m, u) {
+                    Exp::Ok(_) if !m.user_visible(u, t) => Exp::No(400),
+                    Exp::Ok(_)
+                        if verb == "add"
+                            && !(m.roles.iter())
+                                .filter(|(_, role)| role.groups.contains(&g))
+                                .all(|(r, _)| m.holds_role(u, *r)) =>
+                    {
+                        Exp::No(403)
+                    }
+                    e => e,
+                };
                 x.toggle(
                     c,
                     op,
@@ -4104,7 +4176,7 @@ fn writes(x: &mut Ctx) {
                     (&path, "users", verb),
                     json!({ "user_id": t }),
                     format!("{path}users/?page_size=500"),
-                    &edit,
+                    &member,
                 );
             }
         },
@@ -4128,7 +4200,11 @@ fn writes(x: &mut Ctx) {
                 upload: false,
                 probe: vec![probe.clone()],
                 change: true,
-                exp: &|m, u| m.act(u, ACL_EDIT, o, 201),
+                // The role must be visible: an invisible one answers like an unknown one.
+                exp: &|m, u| match m.act(u, ACL_EDIT, o, 201) {
+                    Exp::Ok(_) if !m.seen(u, (K::Role, r)) => Exp::No(400),
+                    e => e,
+                },
                 restore: &restore,
             });
         }
@@ -4137,24 +4213,34 @@ fn writes(x: &mut Ctx) {
             .flat_map(|(other, a)| a.values().map(move |a| (*other, a.id)))
             .collect();
         let foreign = foreign.get(x.dice.below(foreign.len())).copied();
-        let mut cases: Vec<(i64, &'static str, String, bool)> = Vec::new();
-        for a in mine.values() {
+        // (ACL, verb, permission, whether the ACL is this object's, its role)
+        let mut cases: Vec<(i64, &'static str, String, bool, i64)> = Vec::new();
+        for (role, a) in &mine {
             if let Some(p) = o.0.pool().iter().find(|p| !a.perms.contains(**p)) {
-                cases.push((a.id, "add", p.to_string(), true));
+                cases.push((a.id, "add", p.to_string(), true, *role));
             }
             if a.perms.len() >= 2 {
                 let p = a.perms.iter().next().cloned().unwrap_or_default();
-                cases.push((a.id, "remove", p, true));
+                cases.push((a.id, "remove", p, true, *role));
             }
         }
         if let Some((other, acl)) = foreign {
             let theirs = x.m.acls[&other].values().find(|a| a.id == acl).cloned().expect("acl");
             let p = o.0.pool().iter().find(|p| !theirs.perms.contains(**p)).unwrap_or(&ACL_VIEW).to_string();
-            cases.push((acl, "add", p, false));
+            let role = (x.m.acls[&other].iter()).find(|(_, a)| a.id == acl).map_or(0, |(r, _)| *r);
+            cases.push((acl, "add", p, false, role));
             let p = theirs.perms.iter().next().cloned().unwrap_or_default();
-            cases.push((acl, "remove", p, false));
+            cases.push((acl, "remove", p, false, role));
         }
-        for (acl, verb, p, own) in cases {
+        for (acl, verb, p, own, role) in cases {
+            // Through this object's ACL: the role must be visible (else it answers like an
+            // unknown one), and adding needs holding the permission there (issue #15).
+            let key = p.clone();
+            let own_exp = move |m: &Model, u: i64| match edit(m, u) {
+                Exp::Ok(_) if !m.seen(u, (K::Role, role)) => Exp::No(400),
+                Exp::Ok(_) if verb == "add" && !m.has(u, &key, o) => Exp::No(403),
+                e => e,
+            };
             let op = if verb == "add" {
                 "POST /api/v5/objects/{app_label}/{model_name}/{object_id}/acls/{acl_id}/permissions/add/"
             } else {
@@ -4174,7 +4260,7 @@ fn writes(x: &mut Ctx) {
                 upload: false,
                 probe: probes,
                 change: own,
-                exp: &|m, u| if own { edit(m, u) } else { match edit(m, u) { Exp::No(403) => Exp::Refused, _ => Exp::No(404) } },
+                exp: &|m, u| if own { own_exp(m, u) } else { match edit(m, u) { Exp::No(403) => Exp::Refused, _ => Exp::No(404) } },
                 restore: &|x, b, _| {
                     let mut same = x.set_acls(o, &b[0]["body"]);
                     if let (false, Some(other)) = (own, other) {
