@@ -429,7 +429,7 @@ fn a_nul_in_a_metadata_value_is_a_validation_error_naming_value() -> Result<()> 
         .create_metadata_type(MetadataTypeInput::new("number", "Number"))?;
     w.admin.associate(dt.id, mt.id, false)?;
     let doc = w.admin.create_document(dt.id, "one", &[])?;
-    let r = w.admin.add_document_metadata(doc.id, mt.id, "12\03");
+    let r = w.admin.add_document_metadata(doc.id, mt.id, "12\u{0}3");
     assert_eq!(validation_field(r).as_deref(), Some("value"));
     Ok(())
 }

@@ -156,3 +156,82 @@ fn backup_and_restore_a_postgres_installation() -> docmeta_core::Result<()> {
     assert_eq!(db.system().read_file(file.id)?, b"scanned");
     Ok(())
 }
+
+/// Two processes' handles on one database, each with its own data directory.
+fn two_processes() -> docmeta_core::Result<(
+    docmeta_core::Docmeta,
+    docmeta_core::Docmeta,
+    [tempfile::TempDir; 2],
+)> {
+    let url = fresh_url();
+    let config = docmeta_core::Config {
+        password_hash_memory_kib: 64,
+        password_hash_iterations: 1,
+        ..Default::default()
+    };
+    let dirs = [
+        tempfile::tempdir().expect("tempdir"),
+        tempfile::tempdir().expect("tempdir"),
+    ];
+    let open = |dir: &tempfile::TempDir| {
+        docmeta_core::Docmeta::builder()
+            .data_dir(dir.path())
+            .config(config.clone())
+            .worker(false)
+            .store(PostgresStore::open(&url).expect("open"))
+            .open()
+    };
+    let a = open(&dirs[0])?;
+    let b = open(&dirs[1])?;
+    Ok((a, b, dirs))
+}
+
+#[test]
+fn a_password_changed_in_another_process_moves_the_credentials_epoch() -> docmeta_core::Result<()> {
+    if base_url().is_none() {
+        eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
+        return Ok(());
+    }
+    let (a, b, _dirs) = two_processes()?;
+    let ann = a.system().create_user("ann", "first password", false)?.id;
+    b.follow_access()?;
+    let before = b.credentials_epoch();
+    a.system().set_password(ann, "second password")?;
+    b.follow_access()?;
+    assert_ne!(
+        b.credentials_epoch(),
+        before,
+        "a login cache in the other process must stop trusting the old password"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_nul_character_is_a_validation_error_on_postgres() -> docmeta_core::Result<()> {
+    if base_url().is_none() {
+        eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
+        return Ok(());
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = docmeta_core::Docmeta::builder()
+        .data_dir(dir.path())
+        .store(fresh_store())
+        .open()?;
+    let admin = db.system();
+    let t = admin.create_document_type("Invoice")?;
+    let number =
+        admin.create_metadata_type(docmeta_core::MetadataTypeInput::new("number", "Number"))?;
+    admin.associate(t.id, number.id, false)?;
+    let doc = admin.create_document(t.id, "INV-1", &[])?;
+    let refused = admin.add_document_metadata(doc.id, number.id, "12\u{0}3");
+    assert!(
+        matches!(&refused, Err(docmeta_core::Error::Validation { field, .. }) if field == "value"),
+        "{refused:?}"
+    );
+    let refused = admin.create_cabinet("Shared\u{0}", None);
+    assert!(
+        matches!(&refused, Err(docmeta_core::Error::Validation { field, .. }) if field == "label"),
+        "{refused:?}"
+    );
+    Ok(())
+}

@@ -122,7 +122,8 @@ impl Auth {
         let failures = self.user_failures.lock();
         let until = failures.get(username)?.locked_until?;
         let left = until.checked_duration_since(Instant::now())?;
-        Some(left.as_secs().max(1))
+        // Rounded up: a client that waits what Retry-After says is let through.
+        Some(left.as_secs() + u64::from(left.subsec_nanos() > 0))
     }
 
     fn record_failure(&self, keys: &[String], username: &str) {
@@ -269,5 +270,59 @@ impl FromRequestParts<AppState> for CurrentUser {
             .authenticate(&state.db, header, client)
             .await
             .map(CurrentUser)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auth() -> Arc<Auth> {
+        let db = Docmeta::in_memory().expect("database");
+        Auth::new(&db)
+    }
+
+    fn fail(auth: &Auth, user: &str, address: &str) {
+        auth.record_failure(
+            &[format!("addr:{address}"), format!("user:{user}@{address}")],
+            user,
+        );
+    }
+
+    #[test]
+    fn a_few_failures_from_many_addresses_do_not_lock_a_user() {
+        let auth = auth();
+        for i in 0..auth.max_failures * USER_FAILURES_FACTOR {
+            fail(&auth, "ann", &format!("10.0.0.{i}"));
+        }
+        assert_eq!(auth.user_locked("ann"), None);
+    }
+
+    #[test]
+    fn the_user_lockout_doubles_with_each_failure_past_the_threshold() {
+        let auth = auth();
+        for i in 0..auth.max_failures * USER_FAILURES_FACTOR {
+            fail(&auth, "ann", &format!("10.0.0.{i}"));
+        }
+        fail(&auth, "ann", "10.0.1.1");
+        assert_eq!(auth.user_locked("ann"), Some(1));
+        fail(&auth, "ann", "10.0.1.2");
+        fail(&auth, "ann", "10.0.1.3");
+        assert_eq!(auth.user_locked("ann"), Some(4));
+        assert_eq!(
+            auth.user_locked("bob"),
+            None,
+            "other users are not affected"
+        );
+    }
+
+    #[test]
+    fn the_user_lockout_never_exceeds_five_minutes() {
+        let auth = auth();
+        for i in 0..200 {
+            fail(&auth, "ann", &format!("10.0.{}.{}", i / 250, i % 250));
+        }
+        let locked = auth.user_locked("ann").expect("locked");
+        assert!(locked <= MAX_USER_LOCKOUT.as_secs(), "{locked}");
     }
 }
