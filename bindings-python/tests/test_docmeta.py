@@ -217,6 +217,32 @@ def test_administration_schema_and_authentication(tmp_path: Path) -> None:
             db.search_index_objects("nope.nope")
 
 
+def test_user_update_is_all_or_nothing_and_protects_superusers(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "config.yml").write_text("password_hash_memory_kib: 64\npassword_hash_iterations: 1\n")
+    with docmeta.Docmeta.open(data, worker=False) as db:
+        admin = db.system()
+        root = admin.create_user("root", "root password", superuser=True)
+        clerk = admin.create_user("clerk", "clerk password")
+        helpdesk = admin.create_user("helpdesk", "helpdesk password")
+        group = admin.create_group("Helpdesk")
+        role = admin.create_role("Helpdesk")
+        admin.set_group_member(group, helpdesk.id, member=True)
+        admin.set_role_group(role, group, assigned=True)
+        admin.grant_global("user_management.user_view", role)
+        admin.grant_global("user_management.user_edit", role)
+        session = db.session(helpdesk.id)
+        with pytest.raises(docmeta.PermissionDenied):
+            session.update_user(root.id, password="taken over")
+        with pytest.raises(docmeta.PermissionDenied):
+            session.update_user(clerk.id, password="changed", is_superuser=True)
+        assert db.authenticate("root", "root password") is not None
+        assert db.authenticate("clerk", "clerk password") is not None
+        session.update_user(clerk.id, password="reset by helpdesk")
+        assert db.authenticate("clerk", "reset by helpdesk") is not None
+
+
 @pytest.mark.skipif(
     not os.environ.get("DOCMETA_TEST_POSTGRES_URL"),
     reason="DOCMETA_TEST_POSTGRES_URL is not set (no PostgreSQL to test against; .ci/run starts one)",
