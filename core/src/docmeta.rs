@@ -1205,7 +1205,9 @@ mod deadline_tests {
     #[test]
     fn a_change_whose_deadline_passes_before_commit_changes_nothing() {
         let db = Docmeta::in_memory().expect("open");
-        let session = db.system().with_deadline(Instant::now() + Duration::from_millis(50));
+        let session = db
+            .system()
+            .with_deadline(Instant::now() + Duration::from_millis(50));
         let events_before = db.events(&EventQuery::default()).expect("events").len();
         // The work itself succeeds, but only finishes after the deadline.
         let result = session.write(|u| {
@@ -1238,7 +1240,9 @@ mod deadline_tests {
     #[test]
     fn a_change_that_commits_before_its_deadline_is_kept() {
         let db = Docmeta::in_memory().expect("open");
-        let session = db.system().with_deadline(Instant::now() + Duration::from_secs(60));
+        let session = db
+            .system()
+            .with_deadline(Instant::now() + Duration::from_secs(60));
         let id = session.create_role("in time").expect("create");
         let roles = db.system().roles().expect("roles");
         assert_eq!(roles, vec![(id, "in time".to_owned())]);
