@@ -185,6 +185,59 @@ fn a_stalled_upload_is_answered_408_after_the_idle_timeout() {
 }
 
 #[test]
+fn a_download_that_is_read_too_slowly_is_cut_at_the_total_timeout() {
+    let (_dir, s) = server("stream_total_timeout_ms: 1500\n");
+    let content = big_content();
+    let download = upload_file(&s, &content);
+    let mut stream = stalled_download(&s, &download);
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    // Never idle long enough for the idle limit, but far too slow to finish in 1.5 s.
+    let started = Instant::now();
+    let mut received = 0usize;
+    let mut buf = vec![0u8; 64 << 10];
+    let ended = loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(n) => received += n,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break true,
+            Err(_) => break false,
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(ended, "the server ended the slow download");
+    assert!(
+        received < content.len(),
+        "it was cut ({received} of {} bytes arrived)",
+        content.len()
+    );
+}
+
+#[test]
+fn an_upload_sent_too_slowly_is_answered_408_at_the_total_timeout() {
+    let (_dir, s) = server("stream_total_timeout_ms: 1500\n");
+    let mut stream = stalled_upload(&s);
+    // A trickle, then silence: far from the idle limit (60 s) when the answer comes. (Stopping
+    // before the total limit leaves no unread bytes that would make the close a reset.)
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(1) {
+        stream.write_all(&[7u8; 512]).expect("send");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (status, text) = answer_status(&mut stream, Duration::from_secs(10));
+    assert_eq!(status, 408, "{text}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "answered at the total limit, not the idle one ({:?})",
+        started.elapsed()
+    );
+}
+
+#[test]
 fn streams_beyond_the_per_user_cap_are_refused_with_429() {
     let (_dir, s) = server("streams_per_user: 2\n");
     let download = upload_file(&s, &big_content());
