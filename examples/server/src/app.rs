@@ -22,7 +22,7 @@ use crate::auth::Auth;
 use crate::conn::{Conn, GuardedListener};
 use crate::error::{ApiError, ApiResult};
 use crate::routes;
-use crate::streams::{StreamCounter, StreamLimits};
+use crate::streams::{StreamCounter, StreamLimits, config_duration};
 
 /// Largest JSON request body.
 pub const MAX_BODY: usize = 1 << 20;
@@ -321,7 +321,7 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
 pub fn router(db: Docmeta) -> (axum::Router, Arc<serde_json::Value>) {
     let limits = Limits {
         upload_max: db.config().upload_max_bytes,
-        request_timeout: Duration::from_millis(db.config().request_timeout_ms.max(1)),
+        request_timeout: config_duration(db.config().request_timeout_ms),
     };
     let spool_dir = db
         .data_dir()
@@ -425,7 +425,7 @@ fn document_common_responses(doc: &mut serde_json::Value) {
 
 /// Serves until SIGINT or SIGTERM, then finishes in-flight requests.
 pub async fn serve(db: Docmeta, bind: SocketAddr) -> std::io::Result<()> {
-    let write_idle = Duration::from_millis(db.config().stream_idle_timeout_ms.max(1));
+    let write_idle = config_duration(db.config().stream_idle_timeout_ms);
     let (router, _) = router(db);
     let listener = GuardedListener {
         inner: tokio::net::TcpListener::bind(bind).await?,

@@ -22,21 +22,24 @@ pub struct StreamLimits {
     pub per_user: u32,
 }
 
+/// A time limit of `config.yml` in milliseconds, kept between a millisecond (zero would cut
+/// everything at once) and a year (so that adding it to an instant cannot overflow).
+pub fn config_duration(ms: u64) -> Duration {
+    Duration::from_millis(ms.clamp(1, 365 * 24 * 3600 * 1000))
+}
+
 impl StreamLimits {
     pub fn from_config(config: &Config) -> StreamLimits {
         StreamLimits {
-            // Zero would cut every stream at once: at least a millisecond.
-            idle: Duration::from_millis(config.stream_idle_timeout_ms.max(1)),
-            total: Duration::from_millis(config.stream_total_timeout_ms.max(1)),
+            idle: config_duration(config.stream_idle_timeout_ms),
+            total: config_duration(config.stream_total_timeout_ms),
             per_user: config.streams_per_user,
         }
     }
 
     /// When a stream starting now must be done.
     pub fn deadline(&self) -> Instant {
-        Instant::now()
-            .checked_add(self.total)
-            .unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 24 * 3600))
+        Instant::now() + self.total
     }
 }
 
