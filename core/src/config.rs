@@ -39,6 +39,17 @@ pub struct Config {
     /// The HTTP server's failed logins allowed per minute, per username and per client address;
     /// beyond it the server answers `429` until the minute is over.
     pub login_failures_per_minute: u32,
+    /// The HTTP server's time limit for one request, in milliseconds (uploads and downloads
+    /// have their own limits below). A request over it answers `408` and changes nothing.
+    pub request_timeout_ms: u64,
+    /// A download or upload that moves no bytes for this long (milliseconds) is cut: a client
+    /// that stops reading or sending never holds the server's resources longer than this.
+    pub stream_idle_timeout_ms: u64,
+    /// The longest a download or upload may take as a whole, in milliseconds.
+    pub stream_total_timeout_ms: u64,
+    /// Downloads and uploads one user may have in progress at once; beyond it the server
+    /// answers `429`.
+    pub streams_per_user: u32,
 }
 
 /// Where document files are stored.
@@ -62,9 +73,13 @@ impl Default for Config {
             storage_password_file: None,
             storage_kdf_memory_kib: 64 * 1024,
             storage_kdf_iterations: 3,
-            upload_max_bytes: 2 << 30,
+            upload_max_bytes: 512 << 20,
             access_refresh_ms: 1000,
             login_failures_per_minute: 10,
+            request_timeout_ms: 30_000,
+            stream_idle_timeout_ms: 60_000,
+            stream_total_timeout_ms: 3_600_000,
+            streams_per_user: 8,
         }
     }
 }
@@ -85,12 +100,21 @@ documents_file_storage_backend: plain
 # Argon2id cost of the storage's master key, derived once per process (64 MiB, 3 iterations).
 storage_kdf_memory_kib: 65536
 storage_kdf_iterations: 3
-# The largest document file the server accepts (2 GiB).
-upload_max_bytes: 2147483648
+# The largest document file the server accepts (512 MiB).
+upload_max_bytes: 536870912
 # Several processes on one PostgreSQL database: how often each picks up the others' grants (ms).
 access_refresh_ms: 1000
 # The HTTP server's failed logins allowed per minute, per username and per client address.
 login_failures_per_minute: 10
+# The HTTP server's time limit for one request (ms); a request over it answers 408 and changes
+# nothing. Uploads and downloads have their own limits:
+request_timeout_ms: 30000
+# a download or upload that moves no bytes for this long is cut (ms),
+stream_idle_timeout_ms: 60000
+# one may take this long as a whole (ms; one hour),
+stream_total_timeout_ms: 3600000
+# and one user may have this many in progress at once (beyond it: 429).
+streams_per_user: 8
 ";
 
 impl Config {

@@ -212,6 +212,9 @@ pub(crate) struct Inner {
 pub struct Docmeta {
     pub(crate) inner: Arc<Inner>,
     _worker: Option<Arc<Worker>>,
+    /// Units of work of this handle (and of its sessions) roll back instead of committing
+    /// once this instant has passed (see [`Docmeta::with_deadline`]).
+    deadline: Option<std::time::Instant>,
 }
 
 impl std::fmt::Debug for Docmeta {
@@ -474,6 +477,7 @@ impl Builder {
         let mut db = Docmeta {
             inner,
             _worker: None,
+            deadline: None,
         };
         db.reload_access()?;
         db.write_system(|tx| tx.requeue_running_tasks().map(drop))?;
@@ -568,6 +572,29 @@ impl Docmeta {
         Docmeta {
             inner,
             _worker: None,
+            deadline: None,
+        }
+    }
+
+    /// This instance with a deadline: a change made through the returned handle (or a session
+    /// it creates) that would commit after `deadline` rolls back instead and fails with
+    /// [`Error::Timeout`], so a caller that gave up waiting (a server that answered "timed
+    /// out") can retry without the change being applied twice. Reads are not cut short.
+    pub fn with_deadline(&self, deadline: std::time::Instant) -> Docmeta {
+        Docmeta {
+            deadline: Some(deadline),
+            ..self.clone()
+        }
+    }
+
+    /// Refuses when the deadline of this handle has passed (see [`Docmeta::with_deadline`]).
+    fn check_deadline(&self) -> Result<()> {
+        match self.deadline {
+            Some(deadline) if std::time::Instant::now() >= deadline => Err(Error::Timeout(
+                "the change did not finish in time and was rolled back; nothing was changed"
+                    .to_owned(),
+            )),
+            _ => Ok(()),
         }
     }
 
@@ -943,6 +970,8 @@ impl Docmeta {
         f: impl FnOnce(&mut Unit<'_>) -> Result<T>,
     ) -> Result<T> {
         let tx = Tx::new(self.inner.store.begin(Mode::Write)?);
+        // Waiting for the write lock may have used up the time: no work for nothing.
+        self.check_deadline()?;
         let mut unit = Unit::new(tx, actor);
         let out = match f(&mut unit).and_then(|out| {
             let triggers = crate::workflows::enqueue_triggers(&mut unit)?;
@@ -965,6 +994,12 @@ impl Docmeta {
             unlink,
             ..
         } = unit;
+        // The last moment to give up: past the deadline the caller may already have been told
+        // the change failed, so it must not happen (dropping `tx` rolls it back).
+        if let Err(e) = self.check_deadline() {
+            self.forget_compiled(&invalidated);
+            return Err(e);
+        }
         tx.commit()?;
         self.forget_compiled(&invalidated);
         for name in unlink {
@@ -999,8 +1034,13 @@ impl Docmeta {
         self.publish(&events);
         // Workflow triggers of this change run now, in order; a failure to run one leaves its
         // durable task for the worker.
+        // They belong to the committed change, not to the caller's deadline.
+        let runner = Docmeta {
+            deadline: None,
+            ..self.clone()
+        };
         for task in triggers {
-            let _ = crate::tasks::run_now(self, task);
+            let _ = crate::tasks::run_now(&runner, task);
         }
         Ok(out)
     }
@@ -1178,5 +1218,58 @@ fn apply(s: &mut AccessSnapshot, change: AccessChange) {
 impl Drop for Inner {
     fn drop(&mut self) {
         self.shutdown.store(true, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod deadline_tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    #[test]
+    fn a_change_whose_deadline_passes_before_commit_changes_nothing() {
+        let db = Docmeta::in_memory().expect("open");
+        let session = db
+            .system()
+            .with_deadline(Instant::now() + Duration::from_millis(50));
+        let events_before = db.events(&EventQuery::default()).expect("events").len();
+        // The work itself succeeds, but only finishes after the deadline.
+        let result = session.write(|u| {
+            session.create_role_in(u, "late")?;
+            std::thread::sleep(Duration::from_millis(120));
+            Ok(())
+        });
+        assert!(
+            matches!(result, Err(Error::Timeout(_))),
+            "a late change fails as timed out: {result:?}"
+        );
+        let roles = db.system().roles().expect("roles");
+        assert!(
+            roles.iter().all(|(_, label)| label != "late"),
+            "the role was rolled back: {roles:?}"
+        );
+        let events_after = db.events(&EventQuery::default()).expect("events").len();
+        assert_eq!(events_before, events_after, "no event was logged");
+    }
+
+    #[test]
+    fn a_change_with_a_passed_deadline_is_refused_before_any_work() {
+        let db = Docmeta::in_memory().expect("open");
+        let session = db.system().with_deadline(Instant::now());
+        let result = session.create_role("too late");
+        assert!(matches!(result, Err(Error::Timeout(_))), "{result:?}");
+        assert!(db.system().roles().expect("roles").is_empty());
+    }
+
+    #[test]
+    fn a_change_that_commits_before_its_deadline_is_kept() {
+        let db = Docmeta::in_memory().expect("open");
+        let session = db
+            .system()
+            .with_deadline(Instant::now() + Duration::from_secs(60));
+        let id = session.create_role("in time").expect("create");
+        let roles = db.system().roles().expect("roles");
+        assert_eq!(roles, vec![(id, "in time".to_owned())]);
     }
 }

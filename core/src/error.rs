@@ -48,6 +48,10 @@ pub enum Error {
     /// Encrypted data could not be decrypted: wrong key or tampered data (spec 7, InvalidTag).
     #[error("decryption failed: {0}")]
     Decryption(String),
+    /// The work did not finish before its deadline (see [`crate::Docmeta::with_deadline`]) and
+    /// was rolled back: nothing changed, and it may be tried again.
+    #[error("timed out: {0}")]
+    Timeout(String),
     /// The database, the file system or another backing service failed.
     #[error("{operation} failed: {source}")]
     Storage {
@@ -127,6 +131,7 @@ impl Error {
             Error::Conflict { .. } => ErrorKind::Conflict,
             Error::InvalidInput(_) => ErrorKind::InvalidInput,
             Error::Decryption(_) => ErrorKind::Decryption,
+            Error::Timeout(_) => ErrorKind::Timeout,
             Error::Storage { .. } => ErrorKind::Storage,
         }
     }
@@ -150,4 +155,6 @@ pub enum ErrorKind {
     Decryption,
     /// See [`Error::Storage`].
     Storage,
+    /// See [`Error::Timeout`].
+    Timeout,
 }

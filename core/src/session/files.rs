@@ -82,6 +82,24 @@ impl Session {
         Ok(f)
     }
 
+    /// Refuses as [`Session::add_file`] would refuse before reading any content (an unknown or
+    /// invisible document, no `documents.document_file_new` on it): a face that receives the
+    /// content first (an HTTP server spooling an upload) asks this before accepting the bytes.
+    pub fn check_add_file(&self, document: DocumentId) -> Result<()> {
+        self.checked_for_new_file(document).map(drop)
+    }
+
+    fn checked_for_new_file(&self, document: DocumentId) -> Result<Document> {
+        self.read(|tx| {
+            self.checked(
+                tx.document(document)?,
+                P::DocumentFileNew,
+                doc_ref(document),
+                format!("document {document}"),
+            )
+        })
+    }
+
     /// Stores `content` as a new file of `document`, streaming (memory use does not depend on
     /// the size), and records its name, size, SHA-256 and MIME type. Needs
     /// `documents.document_file_new` on the document. The bytes are durable before the record
@@ -93,14 +111,7 @@ impl Session {
         content: &mut dyn Read,
     ) -> Result<DocumentFile> {
         // Checked before the upload is stored (and again in the transaction).
-        let doc = self.read(|tx| {
-            self.checked(
-                tx.document(document)?,
-                P::DocumentFileNew,
-                doc_ref(document),
-                format!("document {document}"),
-            )
-        })?;
+        let doc = self.checked_for_new_file(document)?;
         let filename = clean_filename(filename);
         let storage = &self.db.inner.files;
         let mut hashing = Hashing::new(content);

@@ -66,6 +66,15 @@ impl Session {
         Session { db, actor }
     }
 
+    /// This session with a deadline: a change that would commit after `deadline` rolls back
+    /// and fails with [`Error::Timeout`] (see [`Docmeta::with_deadline`]).
+    pub fn with_deadline(self, deadline: std::time::Instant) -> Session {
+        Session {
+            db: self.db.with_deadline(deadline),
+            actor: self.actor,
+        }
+    }
+
     /// Who this session acts as.
     pub fn actor(&self) -> Actor {
         self.actor

@@ -2,7 +2,9 @@
 //! description, so the two cannot drift), middleware, and graceful serving.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, Request};
@@ -17,13 +19,19 @@ use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::Auth;
+use crate::conn::{Conn, GuardedListener};
 use crate::error::{ApiError, ApiResult};
 use crate::routes;
+use crate::streams::{StreamCounter, StreamLimits, config_duration};
 
 /// Largest JSON request body.
 pub const MAX_BODY: usize = 1 << 20;
-/// Longest time one request may take.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest request target (path and query) the server reads; longer is `414`.
+pub const MAX_URI: usize = 8 * 1024;
+/// Most request header fields; more is `431`.
+pub const MAX_HEADERS: usize = 64;
+/// Largest request header section (names and values); larger is `431`.
+pub const MAX_HEADER_BYTES: usize = 32 * 1024;
 
 /// What every handler gets.
 #[derive(Clone)]
@@ -31,16 +39,42 @@ pub struct AppState {
     pub db: Docmeta,
     pub auth: Arc<Auth>,
     pub openapi: Arc<serde_json::Value>,
+    /// Downloads and uploads in progress, per user.
+    pub streams: Arc<StreamCounter>,
+    /// Where uploads are received before they are stored.
+    pub spool_dir: PathBuf,
+}
+
+tokio::task_local! {
+    /// The time limit of the request being handled (absent for uploads, which have their own).
+    static REQUEST: Arc<RequestClock>;
+}
+
+/// A request's time limit, and whether its handler has begun work in the core.
+#[derive(Debug)]
+struct RequestClock {
+    deadline: Instant,
+    /// Set when the handler hands work to the core: from then on the core's deadline check
+    /// decides the outcome, and the answer waits for it.
+    started: AtomicBool,
 }
 
 impl AppState {
-    /// Runs a blocking core call off the async workers.
+    /// Runs a blocking core call off the async workers. Within a request's time limit, the
+    /// core gets the request's deadline: a change that would commit after it rolls back
+    /// (`408`), so a request is never answered "too slow" and then applied.
     pub async fn run<T, F>(&self, f: F) -> ApiResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Docmeta) -> ApiResult<T> + Send + 'static,
     {
-        let db = self.db.clone();
+        let db = match REQUEST.try_with(Arc::clone) {
+            Ok(clock) => {
+                clock.started.store(true, Ordering::SeqCst);
+                self.db.with_deadline(clock.deadline)
+            }
+            Err(_) => self.db.clone(),
+        };
         tokio::task::spawn_blocking(move || f(&db))
             .await
             .map_err(|e| {
@@ -99,16 +133,33 @@ fn is_upload(request: &Request) -> bool {
         && path.ends_with("/files/")
 }
 
+/// The limits `limits` applies, from `config.yml`.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    upload_max: u64,
+    request_timeout: Duration,
+}
+
 /// Bounds every request body (`MAX_BODY`, or `upload_max_bytes` for uploads: an announced
 /// oversized body is refused before it is sent, a longer one is cut at the limit) and every
-/// request's duration (`REQUEST_TIMEOUT`, except uploads, which take as long as the network).
+/// request's duration (`request_timeout_ms`, except uploads, whose streams have their own
+/// limits, and the bodies of downloads, streamed after the handler has answered).
+///
+/// At the time limit, a request whose handler has not yet handed work to the core answers
+/// `408` at once (nothing was done). One whose work has begun waits for that work's outcome:
+/// the core refuses to commit past the deadline (the handler then answers `408`, nothing
+/// changed), and a change that committed in time is answered as such, never as `408`.
 async fn limits(
-    axum::extract::State(upload_max): axum::extract::State<u64>,
+    axum::extract::State(limits): axum::extract::State<Limits>,
     request: Request,
     next: Next,
 ) -> Response {
     let upload = is_upload(&request);
-    let limit = if upload { upload_max } else { MAX_BODY as u64 };
+    let limit = if upload {
+        limits.upload_max
+    } else {
+        MAX_BODY as u64
+    };
     let announced = (request.headers().get(axum::http::header::CONTENT_LENGTH))
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if announced.is_some_and(|n| n > limit) {
@@ -160,11 +211,83 @@ async fn limits(
         next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
             .await
     };
-    match tokio::time::timeout(REQUEST_TIMEOUT, handle).await {
-        Ok(response) => response,
-        Err(_) => ApiError::detail(StatusCode::REQUEST_TIMEOUT, "The request took too long.")
-            .into_response(),
+    let clock = Arc::new(RequestClock {
+        deadline: Instant::now() + limits.request_timeout,
+        started: AtomicBool::new(false),
+    });
+    let handle = REQUEST.scope(clock.clone(), handle);
+    tokio::pin!(handle);
+    tokio::select! {
+        response = &mut handle => response,
+        () = tokio::time::sleep_until(clock.deadline.into()) => {
+            if clock.started.load(Ordering::SeqCst) {
+                handle.await
+            } else {
+                ApiError::detail(StatusCode::REQUEST_TIMEOUT, "The request took too long.")
+                    .into_response()
+            }
+        }
     }
+}
+
+/// Refuses a request whose target or header section is larger than the server reads (`414`,
+/// `431`), with a JSON body like every other error. (Past hyper's own parser limits, a URI over
+/// 64 KiB or more than 100 header fields, hyper answers the same statuses itself, without a
+/// body, before any of this code runs.)
+async fn head_limits(request: Request, next: Next) -> Response {
+    let target = request
+        .uri()
+        .path_and_query()
+        .map_or(0, |p| p.as_str().len());
+    if target > MAX_URI {
+        return ApiError::detail(
+            StatusCode::URI_TOO_LONG,
+            &format!("The request target is longer than {MAX_URI} bytes."),
+        )
+        .into_response();
+    }
+    let headers = request.headers();
+    let bytes: usize = headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len())
+        .sum();
+    if headers.len() > MAX_HEADERS || bytes > MAX_HEADER_BYTES {
+        return ApiError::detail(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            &format!(
+                "The request has more than {MAX_HEADERS} header fields or more than \
+                 {MAX_HEADER_BYTES} bytes of them."
+            ),
+        )
+        .into_response();
+    }
+    next.run(request).await
+}
+
+/// Gives an error answer made without a body (axum's `405` for a method a path does not
+/// have, say) the JSON body every other error has: `{"detail": "<reason>"}`.
+async fn json_errors(request: Request, next: Next) -> Response {
+    use axum::body::HttpBody as _;
+    let response = next.run(request).await;
+    let status = response.status();
+    let bodyless = response.body().size_hint().exact() == Some(0);
+    if !(status.is_client_error() || status.is_server_error())
+        || !bodyless
+        || response
+            .headers()
+            .contains_key(axum::http::header::CONTENT_TYPE)
+    {
+        return response;
+    }
+    let (mut parts, _) = response.into_parts();
+    let reason = status.canonical_reason().unwrap_or("Error");
+    let json = ApiError::detail(status, &format!("{reason}.")).into_response();
+    let (json_parts, body) = json.into_parts();
+    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+    for (name, value) in &json_parts.headers {
+        parts.headers.insert(name, value.clone());
+    }
+    Response::from_parts(parts, body)
 }
 
 /// Whether reading a body failed because it passed the limit (rather than a broken connection).
@@ -196,7 +319,14 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
 
 /// The router and its OpenAPI document.
 pub fn router(db: Docmeta) -> (axum::Router, Arc<serde_json::Value>) {
-    let upload_max = db.config().upload_max_bytes;
+    let limits = Limits {
+        upload_max: db.config().upload_max_bytes,
+        request_timeout: config_duration(db.config().request_timeout_ms),
+    };
+    let spool_dir = db
+        .data_dir()
+        .map_or_else(std::env::temp_dir, |d| d.join(routes::files::SPOOL_DIR));
+    routes::files::clean_spool(&spool_dir);
     let api = routes::register(OpenApiRouter::with_openapi(ApiDoc::openapi()));
     let (router, openapi) = api.split_for_parts();
     let mut openapi = serde_json::to_value(&openapi).unwrap_or_default();
@@ -204,6 +334,8 @@ pub fn router(db: Docmeta) -> (axum::Router, Arc<serde_json::Value>) {
     let openapi = Arc::new(openapi);
     let state = AppState {
         auth: Auth::new(&db),
+        streams: StreamCounter::new(StreamLimits::from_config(db.config())),
+        spool_dir,
         db,
         openapi: openapi.clone(),
     };
@@ -212,7 +344,9 @@ pub fn router(db: Docmeta) -> (axum::Router, Arc<serde_json::Value>) {
         .with_state(state)
         // Bodies are bounded by `limits` (per route), not by extractor defaults.
         .layer(DefaultBodyLimit::disable())
-        .layer(axum::middleware::from_fn_with_state(upload_max, limits))
+        .layer(axum::middleware::from_fn_with_state(limits, self::limits))
+        .layer(axum::middleware::from_fn(head_limits))
+        .layer(axum::middleware::from_fn(json_errors))
         .layer(axum::middleware::from_fn(log_request))
         .layer(CatchPanicLayer::custom(panic_response));
     (router, openapi)
@@ -220,7 +354,8 @@ pub fn router(db: Docmeta) -> (axum::Router, Arc<serde_json::Value>) {
 
 /// Adds to every operation the answers any request may get, so that clients (and schemathesis)
 /// find every status the server sends documented: `400` (a malformed parameter or body), `404`
-/// (an unknown or invisible object), `413` (a body over the limit) and `408` (too slow), and for
+/// (an unknown or invisible object), `413` (a body over the limit), `408` (too slow), `414` and
+/// `431` (a request target or headers larger than the server reads), and for
 /// operations behind authentication `401` (no or wrong credentials), `403` and `429` (too many
 /// failed logins). Each answer is an `ErrorOut`.
 fn document_common_responses(doc: &mut serde_json::Value) {
@@ -258,7 +393,12 @@ fn document_common_responses(doc: &mut serde_json::Value) {
                     .entry(status)
                     .or_insert_with(|| error(description));
             };
-            add("408", "The request took too long.");
+            add("408", "The request took too long (nothing was changed).");
+            add("414", "The request target is longer than the server reads.");
+            add(
+                "431",
+                "The request has more header fields, or larger ones, than the server reads.",
+            );
             if public {
                 continue;
             }
@@ -267,7 +407,8 @@ fn document_common_responses(doc: &mut serde_json::Value) {
             add("403", "The caller may not do this.");
             add(
                 "429",
-                "Too many failed logins from this client or for this user.",
+                "Too many failed logins from this client or for this user (or, for file \
+                 uploads and downloads, too many of them in progress for this user).",
             );
             if path.contains('{') || paged {
                 add(
@@ -284,14 +425,18 @@ fn document_common_responses(doc: &mut serde_json::Value) {
 
 /// Serves until SIGINT or SIGTERM, then finishes in-flight requests.
 pub async fn serve(db: Docmeta, bind: SocketAddr) -> std::io::Result<()> {
+    let write_idle = config_duration(db.config().stream_idle_timeout_ms);
     let (router, _) = router(db);
-    let listener = tokio::net::TcpListener::bind(bind).await?;
-    let local = listener.local_addr()?;
+    let listener = GuardedListener {
+        inner: tokio::net::TcpListener::bind(bind).await?,
+        write_idle,
+    };
+    let local = axum::serve::Listener::local_addr(&listener)?;
     tracing::info!(%local, "docmeta listening");
     println!("docmeta listening on http://{local}");
     axum::serve(
         listener,
-        router.into_make_service_with_connect_info::<SocketAddr>(),
+        router.into_make_service_with_connect_info::<Conn>(),
     )
     .with_graceful_shutdown(shutdown_signal())
     .await

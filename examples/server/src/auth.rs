@@ -19,7 +19,7 @@
 //!   wrong passwords, and a distributed guesser's rate still drops exponentially.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -32,6 +32,7 @@ use parking_lot::{Mutex, RwLock};
 use sha2::Sha256;
 
 use crate::app::AppState;
+use crate::conn::Conn;
 use crate::error::ApiError;
 
 /// The window of `login_failures_per_minute`.
@@ -263,8 +264,8 @@ impl FromRequestParts<AppState> for CurrentUser {
             .and_then(|v| v.to_str().ok());
         let client = parts
             .extensions
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|c| c.0.ip());
+            .get::<ConnectInfo<Conn>>()
+            .map(|c| c.0.addr.ip());
         state
             .auth
             .authenticate(&state.db, header, client)

@@ -61,6 +61,10 @@ impl From<Error> for ApiError {
             ),
             Error::NotFound(_) => ApiError::not_found(),
             Error::InvalidInput(message) => ApiError::field("non_field_errors", message),
+            Error::Timeout(_) => ApiError::detail(
+                StatusCode::REQUEST_TIMEOUT,
+                "The request took too long; nothing was changed.",
+            ),
             other if other.is_storage_full() => {
                 tracing::error!(error = %other, "request failed: disk full");
                 ApiError::detail(

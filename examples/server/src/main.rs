@@ -3,11 +3,13 @@
 mod app;
 mod auth;
 mod body;
+mod conn;
 mod demo;
 mod dto;
 mod error;
 mod page;
 mod routes;
+mod streams;
 
 use std::io::{BufRead, Write};
 use std::net::SocketAddr;

@@ -1,23 +1,35 @@
 //! Document files (api.md "Files"): upload as multipart `file`, list, detail, delete, and a
-//! download that streams the original bytes. Uploads stream into the file storage on a
-//! blocking thread through a bounded channel, so memory use does not grow with the file size.
+//! download that streams the original bytes.
+//!
+//! No blocking thread ever waits on a client (issue #15 point 10): the server has few of them,
+//! and a handful of clients that stop sending or reading would otherwise hold them all. An
+//! upload is received asynchronously into a spool (memory up to `SPOOL_IN_MEMORY`, then a file
+//! of the data directory's `.spool/`, written chunk by chunk on the blocking pool) and stored
+//! once complete; a download is read from the storage (decrypting MENC) one chunk at a time on
+//! the blocking pool, only when the client has taken the previous one. Both are bounded by
+//! `stream_idle_timeout_ms` and `stream_total_timeout_ms` and counted against the user's
+//! `streams_per_user`.
 
-use std::io::{self, Read};
+use std::io::{self, Read, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use axum::Json;
 use axum::body::Bytes;
+use axum::extract::multipart::{Field, MultipartError, MultipartRejection};
 use axum::extract::{Multipart, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use docmeta_core::{DocumentFile, DocumentFileId, DocumentId};
-use tokio::sync::mpsc;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::app::{AppState, Ids};
 use crate::auth::CurrentUser;
+use crate::conn::{DeadlineGuard, MaybeConn};
 use crate::dto::DocumentFileOut;
 use crate::error::{ApiError, ApiResult};
+use crate::streams::{StreamLimits, StreamPermit};
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
     router
@@ -26,27 +38,12 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
         .routes(routes!(download_file))
 }
 
-/// Reads the chunks an async task sends; an `Err` chunk (the client went away) fails the read.
-struct ChannelReader {
-    rx: mpsc::Receiver<io::Result<Bytes>>,
-    current: Bytes,
-}
-
-impl Read for ChannelReader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.current.is_empty() {
-            match self.rx.blocking_recv() {
-                Some(Ok(chunk)) => self.current = chunk,
-                Some(Err(e)) => return Err(e),
-                None => return Ok(0),
-            }
-        }
-        let n = buf.len().min(self.current.len());
-        buf[..n].copy_from_slice(&self.current[..n]);
-        self.current = self.current.slice(n..);
-        Ok(n)
-    }
-}
+/// The unit of disk reads and writes of streamed files (and the largest upload kept in memory).
+const CHUNK: usize = 256 * 1024;
+/// Uploads up to this size are spooled in memory; larger ones go to a file.
+const SPOOL_IN_MEMORY: usize = CHUNK;
+/// The directory of the data directory where uploads are spooled.
+pub const SPOOL_DIR: &str = ".spool";
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/files/", tag = "files",
     params(("document_id" = i64, Path)),
@@ -82,51 +79,228 @@ async fn upload_file(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    form: Result<Multipart, axum::extract::multipart::MultipartRejection>,
+    form: Result<Multipart, MultipartRejection>,
 ) -> ApiResult<(StatusCode, Json<DocumentFileOut>)> {
-    let bad = |m: &str| ApiError::field("file", m);
+    let _permit: StreamPermit = app.streams.start(user)?;
+    let limits = app.streams.limits();
+    let deadline = limits.deadline();
+    // Refused before a byte is received, as the core would refuse after.
+    app.run(move |db| Ok(db.session(user).check_add_file(DocumentId(id))?))
+        .await?;
     // A body that is not multipart (or has no boundary) is a JSON error like every other.
     let mut form = form
         .map_err(|e| ApiError::new(e.status(), serde_json::json!({ "file": [e.body_text()] })))?;
-    let multipart_error = |e: axum::extract::multipart::MultipartError| {
-        ApiError::new(e.status(), serde_json::json!({ "file": [e.body_text()] }))
-    };
-    while let Some(mut field) = form.next_field().await.map_err(multipart_error)? {
+    while let Some(mut field) = within(limits, deadline, form.next_field())
+        .await?
+        .map_err(multipart_error)?
+    {
         if field.name() != Some("file") {
             continue;
         }
         let filename = field.file_name().unwrap_or("file").to_owned();
-        let (tx, rx) = mpsc::channel::<io::Result<Bytes>>(8);
-        let stored = app.run(move |db| {
-            let mut reader = ChannelReader {
-                rx,
-                current: Bytes::new(),
-            };
-            Ok(db
-                .session(user)
-                .add_file(DocumentId(id), &filename, &mut reader)?)
-        });
-        let feed = async move {
-            loop {
-                let item = match field.chunk().await {
-                    Ok(Some(chunk)) => Ok(chunk),
-                    Ok(None) => break,
-                    Err(e) => Err(io::Error::other(e.to_string())),
-                };
-                let failed = item.is_err();
-                // The reader is gone when the core refused early (permission, full disk).
-                if tx.send(item).await.is_err() || failed {
-                    break;
-                }
-            }
-        };
-        let (stored, ()) = tokio::join!(stored, feed);
-        let file = stored?;
+        let spooled = receive(&app.spool_dir, &mut field, limits, deadline).await?;
+        let file = app
+            .run(move |db| {
+                let mut content = spooled.reader().map_err(|e| {
+                    ApiError::from(docmeta_core::Error::storage("reading a spooled upload", e))
+                })?;
+                Ok(db
+                    .session(user)
+                    .add_file(DocumentId(id), &filename, &mut content)?)
+            })
+            .await?;
         return Ok((StatusCode::CREATED, Json(DocumentFileOut::from(&file))));
     }
-    Err(bad(
+    Err(ApiError::field(
+        "file",
         "No file was submitted (a multipart field named \"file\").",
     ))
+}
+
+/// Awaits `step` of an upload: `408` when the client sent nothing for the idle limit, or the
+/// upload as a whole passed its deadline.
+async fn within<T>(
+    limits: StreamLimits,
+    deadline: Instant,
+    step: impl Future<Output = T>,
+) -> ApiResult<T> {
+    let idle_end = Instant::now() + limits.idle;
+    let timed_out = || {
+        ApiError::detail(
+            StatusCode::REQUEST_TIMEOUT,
+            "The upload was too slow: the client stopped sending or took too long.",
+        )
+    };
+    tokio::time::timeout_at(idle_end.min(deadline).into(), step)
+        .await
+        .map_err(|_| timed_out())
+}
+
+/// A multipart error: `413` past the size limit, `400` for a malformed or cut-off body (never
+/// `500`: the client's body is at fault, not the server).
+fn multipart_error(e: MultipartError) -> ApiError {
+    let status = e.status();
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        return ApiError::new(status, serde_json::json!({ "file": [e.body_text()] }));
+    }
+    let message = if status.is_server_error() {
+        "The request body ended before the upload was complete.".to_owned()
+    } else {
+        e.body_text()
+    };
+    ApiError::field("file", message)
+}
+
+/// An upload received whole, in memory or in a spool file.
+enum Spooled {
+    Memory(Vec<u8>),
+    File(SpoolFile),
+}
+
+impl Spooled {
+    /// The content, from its start (blocking: call on the blocking pool).
+    fn reader(self) -> io::Result<Box<dyn Read + Send>> {
+        match self {
+            Spooled::Memory(bytes) => Ok(Box::new(io::Cursor::new(bytes))),
+            Spooled::File(mut spool) => {
+                let mut file = spool
+                    .file
+                    .take()
+                    .ok_or_else(|| io::Error::other("no spool"))?;
+                file.flush()?;
+                file.rewind()?;
+                Ok(Box::new(SpoolReader {
+                    file: io::BufReader::with_capacity(CHUNK, file),
+                    _spool: spool,
+                }))
+            }
+        }
+    }
+}
+
+/// A spool file, removed when dropped (the upload stored, refused or abandoned).
+struct SpoolFile {
+    path: PathBuf,
+    file: Option<std::fs::File>,
+}
+
+impl Drop for SpoolFile {
+    fn drop(&mut self) {
+        self.file = None;
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Reads a spool file, removing it when done.
+struct SpoolReader {
+    file: io::BufReader<std::fs::File>,
+    _spool: SpoolFile,
+}
+
+impl Read for SpoolReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.file.read(buf)
+    }
+}
+
+/// Runs blocking file work on the blocking pool (short: local disk, never the client).
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> ApiResult<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "a blocking task failed");
+            ApiError::internal()
+        })?
+        .map_err(|e| ApiError::from(docmeta_core::Error::storage("spooling an upload", e)))
+}
+
+/// Receives the field's bytes into a spool, under the stream limits.
+async fn receive(
+    dir: &Path,
+    field: &mut Field<'_>,
+    limits: StreamLimits,
+    deadline: Instant,
+) -> ApiResult<Spooled> {
+    let mut pending: Vec<u8> = Vec::new();
+    let mut spool: Option<SpoolFile> = None;
+    while let Some(chunk) = within(limits, deadline, field.chunk())
+        .await?
+        .map_err(multipart_error)?
+    {
+        pending.extend_from_slice(&chunk);
+        if pending.len() < SPOOL_IN_MEMORY {
+            continue;
+        }
+        let mut current = match spool.take() {
+            Some(spool) => spool,
+            None => {
+                let dir = dir.to_path_buf();
+                blocking(move || create_spool(&dir)).await?
+            }
+        };
+        let bytes = std::mem::take(&mut pending);
+        spool = Some(
+            blocking(move || {
+                if let Some(file) = current.file.as_mut() {
+                    file.write_all(&bytes)?;
+                }
+                Ok(current)
+            })
+            .await?,
+        );
+    }
+    match spool {
+        None => Ok(Spooled::Memory(pending)),
+        Some(mut current) => {
+            let current = blocking(move || {
+                if let Some(file) = current.file.as_mut() {
+                    file.write_all(&pending)?;
+                }
+                Ok(current)
+            })
+            .await?;
+            Ok(Spooled::File(current))
+        }
+    }
+}
+
+/// A new spool file in `dir` (created with the directory).
+fn create_spool(dir: &Path) -> io::Result<SpoolFile> {
+    std::fs::create_dir_all(dir)?;
+    let mut suffix = [0u8; 12];
+    getrandom::fill(&mut suffix).map_err(|e| io::Error::other(e.to_string()))?;
+    let name: String = suffix.iter().map(|b| format!("{b:02x}")).collect();
+    let path = dir.join(format!("upload-{name}"));
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let file = options.open(&path)?;
+    Ok(SpoolFile {
+        path,
+        file: Some(file),
+    })
+}
+
+/// Removes spool files a crash left (untouched for an hour: an upload in progress writes its
+/// file continuously and is cut after `stream_idle_timeout_ms`).
+pub fn clean_spool(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let stale = (entry.metadata().and_then(|m| m.modified()).ok())
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > std::time::Duration::from_secs(3600));
+        if stale {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/files/{file_id}/", tag = "files",
@@ -176,39 +350,32 @@ async fn delete_file(
 async fn download_file(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
+    MaybeConn(conn): MaybeConn,
     Ids((document, file)): Ids<(i64, i64)>,
 ) -> ApiResult<Response> {
-    let (f, mut content) = app
+    let permit = app.streams.start(user)?;
+    let (f, content) = app
         .run(move |db| {
             let s = db.session(user);
             let f = file_of(&s, document, file)?;
             Ok(s.open_file(f.id)?)
         })
         .await?;
-    let (tx, rx) = mpsc::channel::<io::Result<Bytes>>(4);
-    tokio::task::spawn_blocking(move || {
-        loop {
-            let mut buf = vec![0u8; 256 * 1024];
-            match content.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => {
-                    buf.truncate(n);
-                    if tx.blocking_send(Ok(Bytes::from(buf))).is_err() {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    // Aborts the response: a damaged or undecryptable file never arrives whole.
-                    tracing::error!(error = %e, file = f.id.0, "download failed");
-                    let _ = tx.blocking_send(Err(e));
-                    break;
-                }
-            }
-        }
-    });
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
-    });
+    let deadline = app.streams.limits().deadline();
+    let download = Download {
+        content: Box::new(content),
+        file: f.id.0,
+        deadline,
+        // Writes to a client that stops reading fail after the idle limit (`conn`); this one
+        // also ends at the stream's deadline.
+        _deadline: conn.map(|c| c.deadline(deadline)),
+        _permit: permit,
+    };
+    let stream =
+        futures_util::stream::unfold(
+            Some(download),
+            |state| async move { next_chunk(state?).await },
+        );
     let mut response = axum::body::Body::from_stream(stream).into_response();
     let headers = response.headers_mut();
     let content_type = HeaderValue::from_str(&f.mimetype)
@@ -219,6 +386,62 @@ async fn download_file(
         headers.insert(header::CONTENT_DISPOSITION, v);
     }
     Ok(response)
+}
+
+/// A download in progress; dropping it (done, failed, or the client gone) closes the file and
+/// frees the user's stream.
+struct Download {
+    content: Box<dyn Read + Send>,
+    file: i64,
+    deadline: Instant,
+    _deadline: Option<DeadlineGuard>,
+    _permit: StreamPermit,
+}
+
+/// Reads the next chunk on the blocking pool: one read of at most `CHUNK` bytes, never a wait
+/// for the client. An error aborts the response: a damaged or undecryptable file (or one
+/// past its deadline) never arrives whole.
+async fn next_chunk(mut download: Download) -> Option<(io::Result<Bytes>, Option<Download>)> {
+    if Instant::now() >= download.deadline {
+        tracing::warn!(
+            file = download.file,
+            "download cut: it took longer than allowed"
+        );
+        return Some((
+            Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the download took too long",
+            )),
+            None,
+        ));
+    }
+    let read = tokio::task::spawn_blocking(move || {
+        let mut buf = vec![0u8; CHUNK];
+        let result = loop {
+            match download.content.read(&mut buf) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => break other,
+            }
+        };
+        (download, buf, result)
+    })
+    .await;
+    match read {
+        Ok((download, mut buf, Ok(n))) if n > 0 => {
+            buf.truncate(n);
+            Some((Ok(Bytes::from(buf)), Some(download)))
+        }
+        // The end: the content's checksum matched (FileContent fails its last read otherwise).
+        Ok((_, _, Ok(_))) => None,
+        Ok((download, _, Err(e))) => {
+            tracing::error!(error = %e, file = download.file, "download failed");
+            Some((Err(e), None))
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "a download's read task failed");
+            Some((Err(io::Error::other(e.to_string())), None))
+        }
+    }
 }
 
 /// `attachment` with an ASCII fallback name and the exact name percent-encoded (RFC 6266).

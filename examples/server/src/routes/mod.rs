@@ -3,7 +3,7 @@
 
 mod access;
 mod documents;
-mod files;
+pub(crate) mod files;
 mod metadata;
 mod search;
 mod system;
