@@ -62,6 +62,12 @@ create_exception!(
 );
 create_exception!(
     docmeta,
+    DeadlineExceeded,
+    Error,
+    "The operation's deadline passed before it committed: nothing was changed."
+);
+create_exception!(
+    docmeta,
     StorageError,
     Error,
     "The database, the file system or another backing service failed."
@@ -84,6 +90,7 @@ fn py_err(e: core::Error) -> PyErr {
         ErrorKind::InvalidInput => InvalidInput::new_err(message),
         ErrorKind::Decryption => DecryptionError::new_err(message),
         ErrorKind::Storage => StorageError::new_err(message),
+        ErrorKind::Timeout => DeadlineExceeded::new_err(message),
         _ => Error::new_err(message),
     };
     Python::attach(|py| {
@@ -1739,5 +1746,6 @@ fn _docmeta(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InvalidInput", py.get_type::<InvalidInput>())?;
     m.add("DecryptionError", py.get_type::<DecryptionError>())?;
     m.add("StorageError", py.get_type::<StorageError>())?;
+    m.add("DeadlineExceeded", py.get_type::<DeadlineExceeded>())?;
     Ok(())
 }

@@ -59,6 +59,12 @@ pub enum DocmetaError {
         /// Why.
         reason: String,
     },
+    /// The operation's deadline passed before it committed: nothing was changed.
+    #[error("{reason}")]
+    DeadlineExceeded {
+        /// What ran out of time.
+        reason: String,
+    },
     /// The database, the file system or another backing service failed.
     #[error("{reason}")]
     Storage {
@@ -84,6 +90,7 @@ impl From<core::Error> for DocmetaError {
                 ErrorKind::NotFound => DocmetaError::NotFound { reason: message },
                 ErrorKind::InvalidInput => DocmetaError::InvalidInput { reason: message },
                 ErrorKind::Decryption => DocmetaError::Decryption { reason: message },
+                ErrorKind::Timeout => DocmetaError::DeadlineExceeded { reason: message },
                 _ => DocmetaError::Storage { reason: message },
             },
         }

@@ -35,6 +35,9 @@ class DecryptionError(Error):
 class StorageError(Error):
     """The database, the file system or another backing service failed."""
 
+class DeadlineExceeded(Error):
+    """The operation's deadline passed before it committed: nothing was changed."""
+
 class MetadataType:
     """A metadata type (spec 2.1)."""
 
