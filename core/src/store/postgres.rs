@@ -94,6 +94,8 @@ pub(crate) fn run_tool(tool: &str, url: &str, args: &[&str]) -> Result<()> {
 pub(crate) fn check_dump(path: &std::path::Path) -> Result<u32> {
     use std::io::BufRead;
     let mut child = std::process::Command::new("pg_restore")
+        // The SQL text on stdout, read below (recent versions insist on naming it).
+        .arg("--file=-")
         .arg(path)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
