@@ -8,6 +8,8 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use docmeta_core::files::menc::{DEFAULT_CHUNK, KdfParams, Keyring, Password};
 
 const SIZE: usize = 64 << 20;
+/// A storage name, as the encrypted storage binds every file to its own (MENC version 2).
+const NAME: &[u8] = b"3f/9a0c41d2e5b67f8091a2b3c4d5e6f7";
 
 fn bench(c: &mut Criterion) {
     let params = KdfParams {
@@ -18,7 +20,7 @@ fn bench(c: &mut Criterion) {
     let (ring, _) = Keyring::create(Password::new("bench"), params).expect("keyring");
     let plain: Vec<u8> = (0..SIZE).map(|i| (i * 131 % 251) as u8).collect();
     let mut sealed = Vec::with_capacity(SIZE + SIZE / 1000);
-    ring.encryptor(&plain[..], DEFAULT_CHUNK)
+    ring.encryptor_bound(&plain[..], DEFAULT_CHUNK, NAME)
         .expect("encryptor")
         .read_to_end(&mut sealed)
         .expect("seal");
@@ -28,14 +30,16 @@ fn bench(c: &mut Criterion) {
     group.bench_function("encrypt 64 MiB (64 KiB chunks)", |b| {
         b.iter(|| {
             let mut r = ring
-                .encryptor(black_box(&plain[..]), DEFAULT_CHUNK)
+                .encryptor_bound(black_box(&plain[..]), DEFAULT_CHUNK, NAME)
                 .expect("encryptor");
             while r.read(&mut buf).expect("read") > 0 {}
         })
     });
     group.bench_function("decrypt 64 MiB (64 KiB chunks)", |b| {
         b.iter(|| {
-            let mut r = ring.decryptor(black_box(&sealed[..])).expect("decryptor");
+            let mut r = ring
+                .decryptor_bound(black_box(&sealed[..]), NAME)
+                .expect("decryptor");
             while r.read(&mut buf).expect("read") > 0 {}
         })
     });

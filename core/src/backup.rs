@@ -5,16 +5,25 @@
 //!
 //! 1. `backup.json`: what the backup is (format, schema version, creation time, id, the base
 //!    of an incremental backup), first so that listing and pruning read only the start;
-//! 2. `db.sqlite3`: a consistent online snapshot of the database (SQLite backup API);
-//! 3. `config.yml`, `system/SECRET_KEY`, `system/storage_key` (the encrypted storage's salt and
+//! 2. `contents.json` (format 2): the path and size of every entry that follows, so a restore
+//!    knows how much each entry may write before it reads it (an entry that expands beyond its
+//!    declared size is refused at its tar header, nothing of it written);
+//! 3. `db.sqlite3`: a consistent online snapshot of the database (SQLite backup API);
+//! 4. `config.yml`, `system/SECRET_KEY`, `system/storage_key` (the encrypted storage's salt and
 //!    password check, never its password);
-//! 4. `document_file_storage/..`: every file the snapshot references, as stored (MENC stays
+//! 5. `document_file_storage/..`: every file the snapshot references, as stored (MENC stays
 //!    MENC); an incremental backup holds only those not in its base;
-//! 5. `manifest.json`, last: `backup.json`'s fields plus every file (path, size, SHA-256, and
+//! 6. `manifest.json`, last: `backup.json`'s fields plus every file (path, size, SHA-256, and
 //!    whether it is in the base), so checksums cost no second pass over the data.
 //!
 //! The search index and caches are not backed up: a restore queues a rebuild.
-//! Restoring verifies everything into a staging directory before it touches the target.
+//!
+//! Archives, database snapshots and staging files are created `0600` (directories `0700`)
+//! from the start: they hold the secret key and the users' password hashes.
+//!
+//! Restoring builds the new data directory in a staging directory beside the target: every
+//! entry verified, the database checked (integrity, schema version) and opened there, and only
+//! then is the target replaced, by renames: a restore that fails leaves the target as it was.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::{self, File};
@@ -28,9 +37,11 @@ use crate::docmeta::{DataLock, Docmeta};
 use crate::error::{Error, Result};
 use crate::files::{Hashing, check_name};
 
-/// The archive format this build writes.
-pub const FORMAT: u32 = 1;
+/// The archive format this build writes. Format 1 (no `contents.json`) is still read.
+pub const FORMAT: u32 = 2;
 const HEAD: &str = "backup.json";
+/// Format 2's second entry: the size of every entry that follows.
+const CONTENTS: &str = "contents.json";
 const MANIFEST: &str = "manifest.json";
 const DB: &str = "db.sqlite3";
 /// A PostgreSQL-backed installation's database, as `pg_dump -Fc` wrote it.
@@ -89,6 +100,44 @@ pub struct BackupReport {
     pub files_archived: usize,
     /// Size of the archive in bytes.
     pub archive_bytes: u64,
+}
+
+/// Format 2's `contents.json`: what the archive's entries are declared to be, before any of them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Contents {
+    /// Path and size of every entry between `contents.json` and `manifest.json`.
+    entries: Vec<DeclaredEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct DeclaredEntry {
+    path: String,
+    size: u64,
+}
+
+/// Creates a new file only its owner may read or write: `0600` from the first byte, since a
+/// backup holds the secret key and password hashes (a `chmod` after writing leaves a window).
+pub(crate) fn create_private(path: &Path) -> io::Result<File> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path)
+}
+
+/// Creates `path` and its missing parents, `0700` (a restore's staging directory).
+fn create_private_dir(path: &Path) -> io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(path)
 }
 
 fn invalid(why: impl std::fmt::Display) -> Error {
@@ -208,6 +257,9 @@ impl Docmeta {
         ));
         let snapshot = dir.join(format!(".docmeta-backup-{id}.db"));
         let result = (|| {
+            // Created empty and private first: SQLite (and pg_dump) then write into this file
+            // and keep its mode; SQLite gives the snapshot's -wal and -shm the same mode.
+            drop(create_private(&snapshot).map_err(io_err("creating the database snapshot"))?);
             let dump = self.store().dump_for_backup(&snapshot)?;
             let report = self.write_archive(
                 &data,
@@ -259,7 +311,42 @@ impl Docmeta {
         let in_base: BTreeMap<&str, &ManifestEntry> = base
             .map(|b| b.files.iter().map(|f| (f.path.as_str(), f)).collect())
             .unwrap_or_default();
-        let file = File::create_new(temp).map_err(io_err("creating the backup archive"))?;
+        // Every entry's size, known before the first byte is archived: the database snapshot,
+        // the system files and document files are not rewritten in place (a document file that
+        // changes size while it is archived fails the backup, see `append`).
+        let storage = crate::files::PlainStorage::for_reading(data.join(STORAGE));
+        let db_size = fs::metadata(snapshot)
+            .map_err(io_err("reading the database snapshot"))?
+            .len();
+        let mut declared = vec![DeclaredEntry {
+            path: dump.entry.to_owned(),
+            size: db_size,
+        }];
+        let mut system_files = Vec::new();
+        for path in SYSTEM_FILES {
+            if let Ok(meta) = fs::metadata(data.join(path)) {
+                declared.push(DeclaredEntry {
+                    path: path.to_owned(),
+                    size: meta.len(),
+                });
+                system_files.push((path, meta.len()));
+            }
+        }
+        let mut document_sizes = Vec::with_capacity(stored.len());
+        for name in stored {
+            let path = format!("{STORAGE}/{name}");
+            if in_base.contains_key(path.as_str()) {
+                document_sizes.push(None);
+                continue;
+            }
+            let size = open_document_file(&storage, name)?
+                .metadata()
+                .map_err(io_err("reading a document file"))?
+                .len();
+            declared.push(DeclaredEntry { path, size });
+            document_sizes.push(Some(size));
+        }
+        let file = create_private(temp).map_err(io_err("creating the backup archive"))?;
         let mut encoder = zstd::Encoder::new(BufWriter::with_capacity(1 << 20, file), 3)
             .map_err(io_err("starting compression"))?;
         // Compression on its own thread while this one reads and hashes (like `tar | zstd`).
@@ -268,23 +355,18 @@ impl Docmeta {
             .map_err(io_err("starting compression"))?;
         let mut tar = tar::Builder::new(encoder);
         append_json(&mut tar, HEAD, &info)?;
+        append_json(&mut tar, CONTENTS, &Contents { entries: declared })?;
         let mut files = Vec::new();
-        let size = fs::metadata(snapshot)
-            .map_err(io_err("reading the database snapshot"))?
-            .len();
         let db_file = File::open(snapshot).map_err(io_err("reading the database snapshot"))?;
-        let (size, sha256) = append(&mut tar, dump.entry, size, BufReader::new(db_file))?;
+        let (size, sha256) = append(&mut tar, dump.entry, db_size, BufReader::new(db_file))?;
         files.push(ManifestEntry {
             path: dump.entry.to_owned(),
             size,
             sha256,
             in_base: false,
         });
-        for path in SYSTEM_FILES {
-            let Ok(f) = File::open(data.join(path)) else {
-                continue;
-            };
-            let size = f.metadata().map_err(io_err("reading system files"))?.len();
+        for (path, size) in system_files {
+            let f = File::open(data.join(path)).map_err(io_err("reading system files"))?;
             let (size, sha256) = append(&mut tar, path, size, f)?;
             files.push(ManifestEntry {
                 path: path.to_owned(),
@@ -293,40 +375,27 @@ impl Docmeta {
                 in_base: false,
             });
         }
-        // For reading: opening the storage would clean up its temporary files, and a writer's
-        // upload in progress is one of them.
-        let storage = crate::files::PlainStorage::for_reading(data.join(STORAGE));
         let total = stored.len() as u64;
         let mut archived = 0;
-        for (n, name) in stored.iter().enumerate() {
+        for (n, (name, size)) in stored.iter().zip(document_sizes).enumerate() {
             let path = format!("{STORAGE}/{name}");
-            if let Some(entry) = in_base.get(path.as_str()) {
-                files.push(ManifestEntry {
+            match size {
+                Some(size) => {
+                    let f = open_document_file(&storage, name)?;
+                    let (size, sha256) = append(&mut tar, &path, size, f)?;
+                    files.push(ManifestEntry {
+                        path,
+                        size,
+                        sha256,
+                        in_base: false,
+                    });
+                    archived += 1;
+                }
+                // No size was taken: the base holds it.
+                None => files.extend(in_base.get(path.as_str()).map(|entry| ManifestEntry {
                     in_base: true,
                     ..(*entry).clone()
-                });
-            } else {
-                // Deleted after the snapshot was taken: kept aside for a day for this case.
-                let f = File::open(storage.path(name)?)
-                    .or_else(|_| {
-                        File::open(storage.deleted_path(name)?)
-                            .map_err(io_err("archiving a document file"))
-                    })
-                    .map_err(|e| {
-                        Error::storage(format!("archiving document file {name}"), e.to_string())
-                    })?;
-                let size = f
-                    .metadata()
-                    .map_err(io_err("reading a document file"))?
-                    .len();
-                let (size, sha256) = append(&mut tar, &path, size, f)?;
-                files.push(ManifestEntry {
-                    path,
-                    size,
-                    sha256,
-                    in_base: false,
-                });
-                archived += 1;
+                })),
             }
             progress(n as u64 + 1, total);
         }
@@ -349,6 +418,16 @@ impl Docmeta {
             archive_bytes,
         })
     }
+}
+
+/// A document file for archiving; one deleted after the snapshot was taken is still in
+/// `.deleted/` (kept aside for a day for this case).
+fn open_document_file(storage: &crate::files::PlainStorage, name: &str) -> Result<File> {
+    File::open(storage.path(name)?)
+        .or_else(|_| {
+            File::open(storage.deleted_path(name)?).map_err(io_err("archiving a document file"))
+        })
+        .map_err(|e| Error::storage(format!("archiving document file {name}"), e.to_string()))
 }
 
 /// The schema version and referenced storage names of a SQLite database snapshot.
@@ -383,22 +462,29 @@ pub(crate) fn sqlite_snapshot_files(snapshot: &Path) -> Result<(u32, Vec<String>
     Ok((u32::try_from(version).unwrap_or(0), names))
 }
 
+/// Sizes entries may not exceed, by path.
+type Bounds = BTreeMap<String, u64>;
+
 /// Reads a whole archive, checking every entry's path and every checksum against the manifest
 /// (`backup verify`). With `extract_to`, also writes the entries there (and keeps only
-/// `wanted` paths when given). Returns the manifest.
+/// `wanted` paths when given). Every entry is bounded by its declared size: format 2 declares
+/// them in `contents.json`; for a format-1 archive `bounds` gives them (from its manifest,
+/// verified by an earlier pass). Returns the manifest.
 fn scan(
     archive: &Path,
     extract_to: Option<&Path>,
     wanted: Option<&BTreeMap<String, ManifestEntry>>,
+    bounds: Option<&Bounds>,
 ) -> Result<Manifest> {
     let file = File::open(archive).map_err(io_err("opening the backup archive"))?;
-    scan_reader(file, extract_to, wanted)
+    scan_reader(file, extract_to, wanted, bounds)
 }
 
 fn scan_reader(
     archive: impl Read + Send + 'static,
     extract_to: Option<&Path>,
     wanted: Option<&BTreeMap<String, ManifestEntry>>,
+    bounds: Option<&Bounds>,
 ) -> Result<Manifest> {
     let mut decoder = zstd::Decoder::new(archive).map_err(io_err("reading the backup archive"))?;
     // Decompression on its own thread, feeding this one (like `zstd -d | tar`) through a
@@ -424,7 +510,7 @@ fn scan_reader(
         chunk: Vec::new(),
         at: 0,
     };
-    let scanned = scan_entries(tar::Archive::new(reader), extract_to, wanted);
+    let scanned = scan_entries(tar::Archive::new(reader), extract_to, wanted, bounds);
     let decompressed = decompress
         .join()
         .unwrap_or_else(|_| Err(io::Error::other("the decompression thread panicked")));
@@ -462,10 +548,16 @@ fn scan_entries(
     mut tar: tar::Archive<impl Read>,
     extract_to: Option<&Path>,
     wanted: Option<&BTreeMap<String, ManifestEntry>>,
+    bounds: Option<&Bounds>,
 ) -> Result<Manifest> {
     let mut seen: BTreeMap<String, (u64, String)> = BTreeMap::new();
     let mut info: Option<BackupInfo> = None;
+    let mut contents: Option<Bounds> = None;
     let mut manifest: Option<Manifest> = None;
+    // Bytes written to `extract_to` so far, and the most the declared sizes allow.
+    let mut written = 0u64;
+    let sum = |d: &Bounds| d.values().fold(0u64, |a, b| a.saturating_add(*b));
+    let mut declared_total = bounds.map_or(u64::MAX, sum);
     let corrupt = |e: io::Error| invalid(format!("the archive is damaged or truncated: {e}"));
     for entry in tar.entries().map_err(corrupt)? {
         let mut entry = entry.map_err(corrupt)?;
@@ -480,10 +572,12 @@ fn scan_entries(
         if entry.header().entry_type() != tar::EntryType::Regular {
             return Err(invalid(format!("{path:?} is not a regular file")));
         }
-        if path == HEAD || path == MANIFEST {
+        if path == HEAD || path == MANIFEST || path == CONTENTS {
+            // Read into memory, never into the staging directory; bounded all the same.
+            let limit = if path == HEAD { 1 << 20 } else { 256 << 20 };
             let mut text = String::new();
             (&mut entry)
-                .take(256 << 20)
+                .take(limit)
                 .read_to_string(&mut text)
                 .map_err(corrupt)?;
             if path == HEAD {
@@ -494,6 +588,27 @@ fn scan_entries(
                     serde_json::from_str(&text)
                         .map_err(|e| invalid(format!("backup.json: {e}")))?,
                 );
+            } else if path == CONTENTS {
+                if info.as_ref().is_none_or(|i| i.format < 2) || contents.is_some() {
+                    return Err(invalid(
+                        "contents.json is not the second entry of a format-2 archive",
+                    ));
+                }
+                let declared: Contents = serde_json::from_str(&text)
+                    .map_err(|e| invalid(format!("contents.json: {e}")))?;
+                let mut map = Bounds::new();
+                for e in declared.entries {
+                    if !allowed_path(&e.path) {
+                        return Err(invalid(format!("contents.json lists {:?}", e.path)));
+                    }
+                    if map.insert(e.path.clone(), e.size).is_some() {
+                        return Err(invalid(format!("contents.json lists {:?} twice", e.path)));
+                    }
+                }
+                if bounds.is_none() {
+                    declared_total = sum(&map);
+                }
+                contents = Some(map);
             } else {
                 manifest = Some(
                     serde_json::from_str(&text)
@@ -502,9 +617,9 @@ fn scan_entries(
             }
             continue;
         }
-        if info.is_none() {
+        let Some(head) = &info else {
             return Err(invalid("it does not start with backup.json"));
-        }
+        };
         if !allowed_path(&path) {
             return Err(invalid(format!(
                 "refusing the entry {path:?}: not a path a backup holds"
@@ -513,20 +628,54 @@ fn scan_entries(
         if seen.contains_key(&path) {
             return Err(invalid(format!("{path:?} appears twice")));
         }
+        if head.format >= 2 && contents.is_none() {
+            return Err(invalid("contents.json does not follow backup.json"));
+        }
+        // What this entry may hold: refused at its header, before any byte is read, if it
+        // claims more (a small archive that would expand to gigabytes).
+        let limit = match contents.as_ref().or(bounds) {
+            Some(declared) => *declared.get(&path).ok_or_else(|| {
+                invalid(format!(
+                    "{path:?} is not declared at the start of the archive"
+                ))
+            })?,
+            None => u64::MAX,
+        };
+        let claimed = entry.header().size().map_err(corrupt)?;
+        if claimed > limit {
+            return Err(invalid(format!(
+                "{path} holds {claimed} bytes but {limit} are declared"
+            )));
+        }
+        // Whatever the header says, never more than the declared size (one byte over is
+        // enough to refuse).
+        let mut bounded = (&mut entry).take(limit.saturating_add(1));
         let keep = extract_to.filter(|_| wanted.is_none_or(|w| w.contains_key(&path)));
         let got = match keep {
             Some(root) => {
                 let target = root.join(&path);
                 if let Some(parent) = target.parent() {
-                    fs::create_dir_all(parent).map_err(io_err("restoring"))?;
+                    create_private_dir(parent).map_err(io_err("restoring"))?;
                 }
-                let mut out = File::create_new(&target).map_err(io_err("restoring"))?;
-                let mut hashing = Hashing::new(&mut entry);
+                let mut out = create_private(&target).map_err(io_err("restoring"))?;
+                let mut hashing = Hashing::new(&mut bounded);
                 io::copy(&mut hashing, &mut out).map_err(corrupt)?;
-                hashing.finish()
+                let got = hashing.finish();
+                written = written.saturating_add(got.0);
+                // Each path appears once, so the per-entry bounds already cap the total; this
+                // states the invariant where the bytes are written.
+                if written > declared_total {
+                    return Err(invalid("the archive expands beyond its declared size"));
+                }
+                got
             }
-            None => crate::files::sha256(&mut entry).map_err(corrupt)?,
+            None => crate::files::sha256(&mut bounded).map_err(corrupt)?,
         };
+        if got.0 > limit {
+            return Err(invalid(format!(
+                "{path} expands beyond its declared {limit} bytes"
+            )));
+        }
         seen.insert(path, got);
     }
     let manifest =
@@ -534,11 +683,22 @@ fn scan_entries(
     if Some(&manifest.info) != info.as_ref() {
         return Err(invalid("backup.json and the manifest disagree"));
     }
-    if manifest.info.format != FORMAT {
+    if manifest.info.format == 0 || manifest.info.format > FORMAT {
         return Err(invalid(format!(
-            "format {} is not supported by this docmeta (format {FORMAT})",
+            "format {} is not supported by this docmeta (formats 1 to {FORMAT})",
             manifest.info.format
         )));
+    }
+    if manifest.info.format >= 2 {
+        let listed: Bounds = manifest
+            .files
+            .iter()
+            .filter(|f| !f.in_base)
+            .map(|f| (f.path.clone(), f.size))
+            .collect();
+        if contents.as_ref() != Some(&listed) {
+            return Err(invalid("contents.json and the manifest disagree"));
+        }
     }
     for f in &manifest.files {
         if !allowed_path(&f.path) {
@@ -562,12 +722,12 @@ fn scan_entries(
 /// Checks an archive without restoring it: every entry's path, every size and SHA-256 against
 /// the manifest (`docmeta backup verify`). Returns the manifest.
 pub fn verify_backup(archive: &Path) -> Result<Manifest> {
-    scan(archive, None, None)
+    scan(archive, None, None, None)
 }
 
 /// [`verify_backup`] of an archive read from `archive` (a stream instead of a file).
 pub fn verify_backup_from(archive: impl Read + Send + 'static) -> Result<Manifest> {
-    scan_reader(archive, None, None)
+    scan_reader(archive, None, None, None)
 }
 
 /// What a restore did and the spec's verification (8.1 item 4), for a report.
@@ -597,12 +757,14 @@ use crate::model::{DocumentFileId, DocumentId, TaskId};
 /// backup, or an incremental backup with the backups it builds on, in any order.
 ///
 /// Order: refuse if any docmeta has `data` open (its lock file); read and verify every archive
-/// into a staging directory beside `data` (a damaged archive stops here, `data` untouched); if
-/// the backup uses the encrypted storage, check `builder`'s password against it; empty `data`
-/// and move the staged files in; open it, running migrations when the backup is older; queue a
-/// search rebuild without waiting for it; verify: a document opens, a file downloads and
-/// matches its checksum, search answers. `builder` configures how the restored instance is
-/// opened (storage password, config); its data directory is set to `data`.
+/// into a staging directory beside `data` (same file system; `0700`, files `0600`), each entry
+/// bounded by its declared size; check the staged database (SQLite: `PRAGMA integrity_check`
+/// and a schema version not newer than this build's); if the backup uses the encrypted
+/// storage, check `password` against it; open the staged directory as a docmeta, running
+/// migrations when the backup is older, queue a search rebuild without waiting for it, and
+/// verify: a document opens, a file downloads and matches its checksum, search answers. Only
+/// then is `data` replaced: renamed aside, the staged directory renamed into its place, and
+/// the old one removed. Any failure before that leaves `data` exactly as it was.
 pub fn restore(
     archives: &[PathBuf],
     data: &Path,
@@ -613,8 +775,15 @@ pub fn restore(
 
 /// [`restore`], with the database of a PostgreSQL-backed installation restored (`pg_restore`,
 /// replacing what the dump holds) into the database at `database_url`; a backup of a
-/// PostgreSQL-backed installation needs it, a SQLite one refuses it. Checked before anything is
-/// touched.
+/// PostgreSQL-backed installation needs it, a SQLite one refuses it.
+///
+/// For PostgreSQL, before the database or `data` is touched: the dump's SHA-256 matches the
+/// manifest, `pg_restore` reads the whole dump back (every entry decompresses and parses) and
+/// the schema version recorded in it is not newer than this build's, and the storage password
+/// is checked. Then `pg_restore --single-transaction` loads it into `database_url` (a failure
+/// rolls back and leaves the database as it was), the staged directory is opened on it and
+/// verified, and only then is `data` replaced. (A staging database would need the right to
+/// create databases, which the service's user does not normally have.)
 pub fn restore_to(
     archives: &[PathBuf],
     data: &Path,
@@ -639,7 +808,63 @@ pub fn restore_to(
             None => b,
         }
     };
-    let _lock = DataLock::exclusive(data)?;
+    let existed = data.exists();
+    let lock = DataLock::exclusive(data)?;
+    let parent = data
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let id = random_id()?;
+    let staging = parent.join(format!(".docmeta-restore-{id}"));
+    let previous = parent.join(format!(".docmeta-restore-{id}-previous"));
+    let result = (|| {
+        create_private_dir(&staging).map_err(io_err("creating the staging directory"))?;
+        let manifest = stage(archives, &staging)?;
+        check_staged_database(&staging, database_url)?;
+        // Everything staged reaches the disk before the target is touched: one file-system
+        // sync instead of an fsync per file.
+        sync_tree(&staging)?;
+        // A password that cannot open the restored storage is refused before anything changes.
+        builder().check_storage(&staging)?;
+        #[cfg(feature = "postgres")]
+        if let Some(url) = database_url {
+            let dump = staging.join(PG_DUMP);
+            let dump_arg = dump.to_string_lossy().into_owned();
+            crate::store::postgres::run_tool(
+                "pg_restore",
+                url,
+                &[
+                    "--clean",
+                    "--if-exists",
+                    "--no-owner",
+                    "--no-privileges",
+                    "--single-transaction",
+                    &dump_arg,
+                ],
+            )?;
+            fs::remove_file(&dump).map_err(io_err("removing the loaded database dump"))?;
+        }
+        let report = open_and_verify(builder().data_dir(&staging), manifest)?;
+        // Held across the swap: once renamed, this is `data/.lock`, so nothing opens the new
+        // directory before the restore has finished.
+        let _staged_lock = DataLock::exclusive(&staging)?;
+        replace_dir(&staging, data, &previous, existed)?;
+        Ok(report)
+    })();
+    let _ = fs::remove_dir_all(&staging);
+    let _ = fs::remove_dir_all(&previous);
+    drop(lock);
+    if result.is_err() && !existed {
+        // The lock created `data`; leave nothing behind where nothing was.
+        let _ = fs::remove_file(data.join(".lock"));
+        let _ = fs::remove_dir(data);
+    }
+    result
+}
+
+/// Extracts the newest of `archives` and, for an incremental backup, the files it leaves to
+/// its bases, into `staging`. Returns the newest backup's manifest.
+fn stage(archives: &[PathBuf], staging: &Path) -> Result<Manifest> {
     // The newest archive decides; its bases provide the files marked `in_base`.
     let mut infos = Vec::new();
     for a in archives {
@@ -658,99 +883,89 @@ pub fn restore_to(
             "give one full backup, or an incremental backup with every backup it builds on",
         ));
     };
-    let parent = data
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let staging = parent.join(format!(".docmeta-restore-{}", random_id()?));
-    let result = (|| {
-        fs::create_dir_all(&staging).map_err(io_err("creating the staging directory"))?;
-        let manifest = scan(&tip.0, Some(&staging), None)?;
-        let mut needed: BTreeMap<String, ManifestEntry> = manifest
-            .files
+    let manifest = extract(&tip.0, &tip.1, staging, None)?;
+    let mut needed: BTreeMap<String, ManifestEntry> = manifest
+        .files
+        .iter()
+        .filter(|f| f.in_base)
+        .map(|f| (f.path.clone(), f.clone()))
+        .collect();
+    let mut next_base = manifest.info.base.clone();
+    while let Some(base_id) = next_base.take() {
+        let (path, info) = infos
             .iter()
-            .filter(|f| f.in_base)
-            .map(|f| (f.path.clone(), f.clone()))
-            .collect();
-        let mut next_base = manifest.info.base.clone();
-        while let Some(base_id) = next_base.take() {
-            let (path, _) = infos
-                .iter()
-                .find(|(_, i)| i.id == base_id)
-                .ok_or_else(|| invalid(format!("the base backup {base_id} was not given")))?;
-            let wanted = needed.clone();
-            let base = scan(path, Some(&staging), Some(&wanted))?;
-            for f in base.files.iter().filter(|f| !f.in_base) {
-                if let Some(want) = needed.get(&f.path) {
-                    if want.sha256 != f.sha256 || want.size != f.size {
-                        return Err(invalid(format!("{} differs between the backups", f.path)));
-                    }
-                    needed.remove(&f.path);
+            .find(|(_, i)| i.id == base_id)
+            .ok_or_else(|| invalid(format!("the base backup {base_id} was not given")))?;
+        let wanted = needed.clone();
+        let base = extract(path, info, staging, Some(&wanted))?;
+        for f in base.files.iter().filter(|f| !f.in_base) {
+            if let Some(want) = needed.get(&f.path) {
+                if want.sha256 != f.sha256 || want.size != f.size {
+                    return Err(invalid(format!("{} differs between the backups", f.path)));
                 }
+                needed.remove(&f.path);
             }
-            next_base = base.info.base.clone();
         }
-        if let Some(missing) = needed.keys().next() {
-            return Err(invalid(format!(
-                "{missing} is in none of the given backups"
-            )));
-        }
-        match (staging.join(PG_DUMP).exists(), database_url) {
-            (true, None) => {
-                return Err(Error::InvalidInput(
-                    "this backup holds a PostgreSQL database: restore it with the URL of the \
-                     database to load it into (--database-url)"
-                        .into(),
-                ));
-            }
-            (false, Some(_)) => {
-                return Err(Error::InvalidInput(
-                    "this backup holds a SQLite database: restore it without a database URL".into(),
-                ));
-            }
-            _ => {}
-        }
-        // Everything staged reaches the disk before the target is touched: one file-system
-        // sync instead of an fsync per file.
-        sync_tree(&staging)?;
-        // A password that cannot open the restored storage is refused before anything changes.
-        builder().check_storage(&staging)?;
-        // Only now is the target touched.
-        empty_dir(data)?;
-        for entry in fs::read_dir(&staging).map_err(io_err("reading the staging directory"))? {
-            let entry = entry.map_err(io_err("reading the staging directory"))?;
-            if entry.file_name() == PG_DUMP {
-                continue;
-            }
-            fs::rename(entry.path(), data.join(entry.file_name()))
-                .map_err(io_err("moving the restored files into place"))?;
-        }
+        next_base = base.info.base.clone();
+    }
+    if let Some(missing) = needed.keys().next() {
+        return Err(invalid(format!(
+            "{missing} is in none of the given backups"
+        )));
+    }
+    Ok(manifest)
+}
+
+/// Extracts one archive into `staging` (only `wanted` paths when given), never writing more
+/// than the archive declares for an entry.
+fn extract(
+    archive: &Path,
+    info: &BackupInfo,
+    staging: &Path,
+    wanted: Option<&BTreeMap<String, ManifestEntry>>,
+) -> Result<Manifest> {
+    if info.format >= 2 {
+        return scan(archive, Some(staging), wanted, None);
+    }
+    // A format-1 archive declares its sizes only in its manifest, at the end: a first pass
+    // verifies the whole archive writing nothing, then its sizes bound the extraction.
+    let verified = scan(archive, None, None, None)?;
+    let bounds: Bounds = verified
+        .files
+        .iter()
+        .filter(|f| !f.in_base)
+        .map(|f| (f.path.clone(), f.size))
+        .collect();
+    scan(archive, Some(staging), wanted, Some(&bounds))
+}
+
+/// Checks the staged database before anything else happens with it: the right kind for
+/// `database_url`, readable, intact, and not from a newer docmeta.
+fn check_staged_database(staging: &Path, database_url: Option<&str>) -> Result<()> {
+    match (staging.join(PG_DUMP).exists(), database_url) {
+        (true, None) => Err(Error::InvalidInput(
+            "this backup holds a PostgreSQL database: restore it with the URL of the database \
+             to load it into (--database-url)"
+                .into(),
+        )),
+        (false, Some(_)) => Err(Error::InvalidInput(
+            "this backup holds a SQLite database: restore it without a database URL".into(),
+        )),
+        (false, None) => crate::store::sqlite::check_database_file(&staging.join(DB)).map(drop),
         #[cfg(feature = "postgres")]
-        if let Some(url) = database_url {
-            let dump = staging.join(PG_DUMP).to_string_lossy().into_owned();
-            crate::store::postgres::run_tool(
-                "pg_restore",
-                url,
-                &[
-                    "--clean",
-                    "--if-exists",
-                    "--no-owner",
-                    "--no-privileges",
-                    "--single-transaction",
-                    &dump,
-                ],
-            )?;
-        }
-        File::open(data)
-            .and_then(|d| d.sync_all())
-            .map_err(io_err("syncing the data directory"))?;
-        Ok(manifest)
-    })();
-    let _ = fs::remove_dir_all(&staging);
-    let manifest = result?;
-    drop(_lock);
+        (true, Some(_)) => crate::store::postgres::check_dump(&staging.join(PG_DUMP)).map(drop),
+        #[cfg(not(feature = "postgres"))]
+        (true, Some(_)) => Err(Error::InvalidInput(
+            "this docmeta was built without PostgreSQL support (cargo feature `postgres`)".into(),
+        )),
+    }
+}
+
+/// Opens the staged directory as the restored instance (running migrations), queues the search
+/// rebuild and runs the spec's verification (8.1 item 4); closes it again before returning.
+fn open_and_verify(builder: crate::Builder, manifest: Manifest) -> Result<RestoreReport> {
     let files_restored = manifest.files.len();
-    let db = builder().data_dir(data).open()?;
+    let db = builder.open()?;
     let (now, _) = db.store().schema_version()?;
     let migrations = (manifest.info.schema_version + 1..=now).collect();
     let reindex_task = db.write_system(|tx| {
@@ -789,6 +1004,43 @@ pub fn restore_to(
     })
 }
 
+/// Puts the staged directory in the place of `data`: `data` is renamed aside to `previous`,
+/// `staged` renamed to `data`, and `previous` removed only once the new directory is in place
+/// (if the second rename fails, `previous` is renamed back). Both are in one parent directory,
+/// so each step is one atomic rename.
+fn replace_dir(staged: &Path, data: &Path, previous: &Path, existed: bool) -> Result<()> {
+    if existed {
+        // The operator's choice of access to the data directory carries over.
+        if let Ok(meta) = fs::metadata(data) {
+            let _ = fs::set_permissions(staged, meta.permissions());
+        }
+    }
+    let in_use = |e: io::Error| {
+        Error::storage(
+            format!(
+                "replacing {} (it must be a directory that can be renamed, not a mount point; \
+                 restore into a directory inside the mount instead)",
+                data.display()
+            ),
+            e,
+        )
+    };
+    fs::rename(data, previous).map_err(in_use)?;
+    if let Err(e) = fs::rename(staged, data) {
+        let _ = fs::rename(previous, data);
+        return Err(Error::storage(
+            "moving the restored directory into place",
+            e,
+        ));
+    }
+    // The restore has succeeded from here on: making the renames durable and removing the
+    // old directory (the caller does) are best effort.
+    if let Some(parent) = data.parent().filter(|p| !p.as_os_str().is_empty()) {
+        let _ = File::open(parent).and_then(|d| d.sync_all());
+    }
+    Ok(())
+}
+
 /// Makes everything written under `dir` durable: `sync -f` (one syncfs of the file system),
 /// or, where that command is missing, an fsync of every file.
 fn sync_tree(dir: &Path) -> Result<()> {
@@ -812,25 +1064,6 @@ fn sync_tree(dir: &Path) -> Result<()> {
         File::open(dir)?.sync_all()
     }
     walk(dir).map_err(io_err("syncing the restored files"))
-}
-
-/// Removes everything in `dir` but its lock file.
-fn empty_dir(dir: &Path) -> Result<()> {
-    fs::create_dir_all(dir).map_err(io_err("creating the data directory"))?;
-    for entry in fs::read_dir(dir).map_err(io_err("emptying the data directory"))? {
-        let entry = entry.map_err(io_err("emptying the data directory"))?;
-        if entry.file_name() == ".lock" {
-            continue;
-        }
-        let path = entry.path();
-        let removed = if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            fs::remove_dir_all(&path)
-        } else {
-            fs::remove_file(&path)
-        };
-        removed.map_err(io_err("emptying the data directory"))?;
-    }
-    Ok(())
 }
 
 /// Marks the newest backup of each of the `limit` most recent periods (newest first in `all`).
@@ -924,4 +1157,100 @@ pub fn prune_backups(
         }
     }
     Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A format-2 archive whose `db.sqlite3` entry holds `actual` zero bytes while
+    /// `contents.json` declares 100.
+    fn bomb(path: &Path, format: u32, actual: u64) {
+        let file = File::create(path).expect("create");
+        let mut tar = tar::Builder::new(zstd::Encoder::new(file, 3).expect("zstd").auto_finish());
+        let info = format!(
+            r#"{{"format":{format},"id":"x","schema_version":3,"created":"2026-01-01T00:00:00Z","base":null}}"#
+        );
+        let mut entries: Vec<(&str, Box<dyn Read>, u64)> = vec![(
+            HEAD,
+            Box::new(io::Cursor::new(info.clone().into_bytes())),
+            info.len() as u64,
+        )];
+        let contents = r#"{"entries":[{"path":"db.sqlite3","size":100}]}"#;
+        if format >= 2 {
+            entries.push((
+                CONTENTS,
+                Box::new(contents.as_bytes()),
+                contents.len() as u64,
+            ));
+        }
+        entries.push((DB, Box::new(io::repeat(0).take(actual)), actual));
+        for (name, data, size) in entries {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(size);
+            h.set_mode(0o600);
+            tar.append_data(&mut h, name, data).expect("append");
+        }
+        tar.into_inner().expect("finish");
+    }
+
+    fn bytes_under(dir: &Path) -> u64 {
+        let mut total = 0;
+        for entry in fs::read_dir(dir).expect("read_dir").flatten() {
+            let meta = entry.metadata().expect("metadata");
+            total += if meta.is_dir() {
+                bytes_under(&entry.path())
+            } else {
+                meta.len()
+            };
+        }
+        total
+    }
+
+    #[test]
+    fn nothing_of_an_entry_larger_than_declared_reaches_the_staging_directory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let archive = dir.path().join("bomb.tar.zst");
+        bomb(&archive, 2, 64 << 20);
+        let staging = dir.path().join("staging");
+        fs::create_dir(&staging).expect("staging");
+        let err = scan(&archive, Some(&staging), None, None).expect_err("refused");
+        assert!(err.to_string().contains("declared"), "{err}");
+        assert_eq!(bytes_under(&staging), 0);
+    }
+
+    #[test]
+    fn a_format_1_extraction_is_bounded_by_its_verified_manifest_sizes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let archive = dir.path().join("bomb.tar.zst");
+        bomb(&archive, 1, 64 << 20);
+        let staging = dir.path().join("staging");
+        fs::create_dir(&staging).expect("staging");
+        let bounds = Bounds::from([(DB.to_owned(), 100)]);
+        let err = scan(&archive, Some(&staging), None, Some(&bounds)).expect_err("refused");
+        assert!(err.to_string().contains("declared"), "{err}");
+        assert_eq!(bytes_under(&staging), 0);
+    }
+
+    #[test]
+    fn an_entry_not_declared_in_contents_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let archive = dir.path().join("a.tar.zst");
+        let file = File::create(&archive).expect("create");
+        let mut tar = tar::Builder::new(zstd::Encoder::new(file, 3).expect("zstd").auto_finish());
+        let info = r#"{"format":2,"id":"x","schema_version":3,"created":"2026-01-01T00:00:00Z","base":null}"#;
+        for (name, data) in [
+            (HEAD, info.as_bytes()),
+            (CONTENTS, br#"{"entries":[]}"#.as_slice()),
+            ("config.yml", b"x".as_slice()),
+        ] {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(data.len() as u64);
+            h.set_mode(0o600);
+            tar.append_data(&mut h, name, data).expect("append");
+        }
+        tar.into_inner().expect("finish");
+        let err = verify_backup(&archive).expect_err("refused");
+        assert!(err.to_string().contains("not declared"), "{err}");
+    }
 }

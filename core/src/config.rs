@@ -33,6 +33,11 @@ pub struct Config {
     pub storage_kdf_iterations: u32,
     /// The largest document file the server accepts, in bytes.
     pub upload_max_bytes: u64,
+    /// Document files up to this size (bytes) are read and checked against their recorded
+    /// SHA-256 before the first byte is handed out, so a damaged or swapped file is refused
+    /// with an error instead of a download that breaks off. Larger files are checked as they
+    /// stream; their last bytes are held back until the checksum matches.
+    pub download_verify_max_bytes: u64,
     /// With several processes on one PostgreSQL database: how often (milliseconds) each picks
     /// up the access changes (grants, memberships) the others committed.
     pub access_refresh_ms: u64,
@@ -74,6 +79,7 @@ impl Default for Config {
             storage_kdf_memory_kib: 64 * 1024,
             storage_kdf_iterations: 3,
             upload_max_bytes: 512 << 20,
+            download_verify_max_bytes: 8 << 20,
             access_refresh_ms: 1000,
             login_failures_per_minute: 10,
             request_timeout_ms: 30_000,
@@ -102,6 +108,9 @@ storage_kdf_memory_kib: 65536
 storage_kdf_iterations: 3
 # The largest document file the server accepts (512 MiB).
 upload_max_bytes: 536870912
+# Document files up to this size are checked against their SHA-256 before a download starts
+# (8 MiB); larger ones are checked as they stream, their last bytes held back until it matches.
+download_verify_max_bytes: 8388608
 # Several processes on one PostgreSQL database: how often each picks up the others' grants (ms).
 access_refresh_ms: 1000
 # The HTTP server's failed logins allowed per minute, per username and per client address.

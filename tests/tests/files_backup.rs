@@ -580,3 +580,402 @@ fn a_backup_from_an_older_schema_is_migrated_on_restore() -> Result<()> {
     );
     Ok(())
 }
+
+// Issue #15, points 13-15: restores that cannot succeed leave the target as it was, archives
+// are private, decompression is bounded by the declared sizes, stored files are bound to their
+// records.
+
+/// Every entry of a backup archive, in order.
+fn read_entries(archive: &Path) -> Vec<(String, Vec<u8>)> {
+    let file = std::fs::File::open(archive).expect("open");
+    let mut tar = tar::Archive::new(zstd::Decoder::new(file).expect("zstd"));
+    let mut out = Vec::new();
+    for entry in tar.entries().expect("entries") {
+        let mut entry = entry.expect("entry");
+        let path = entry.path().expect("path").to_string_lossy().into_owned();
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes).expect("read");
+        out.push((path, bytes));
+    }
+    out
+}
+
+/// Writes `entries` as an archive, each tar header claiming `claimed(path)` bytes when given
+/// (a lie about the size, as an attacker would write it) or the entry's real size.
+fn write_entries(archive: &Path, entries: &[(String, Vec<u8>)]) {
+    let file = std::fs::File::create(archive).expect("create");
+    let mut tar = tar::Builder::new(zstd::Encoder::new(file, 3).expect("zstd").auto_finish());
+    for (path, bytes) in entries {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(bytes.len() as u64);
+        h.set_mode(0o600);
+        tar.append_data(&mut h, path, &bytes[..]).expect("append");
+    }
+    tar.into_inner().expect("finish");
+}
+
+/// A copy of a real backup whose `path` entry is replaced by `edit(bytes)`, with `contents.json`
+/// and the manifest updated to match: a consistent archive around a bad database.
+fn rewrite_entry(
+    src: &Path,
+    dst: &Path,
+    path: &str,
+    edit: impl FnOnce(Vec<u8>) -> Vec<u8>,
+    schema_version: Option<u32>,
+) {
+    let mut entries = read_entries(src);
+    let i = entries.iter().position(|(p, _)| p == path).expect("entry");
+    let new = edit(std::mem::take(&mut entries[i].1));
+    let (size, sha) = docmeta_core::files::sha256(&mut &new[..]).expect("hash");
+    entries[i].1 = new;
+    for (p, bytes) in entries.iter_mut() {
+        let mut json: serde_json::Value = match p.as_str() {
+            "backup.json" | "contents.json" | "manifest.json" => {
+                serde_json::from_slice(bytes).expect("json")
+            }
+            _ => continue,
+        };
+        if let (Some(v), true) = (schema_version, p != "contents.json") {
+            json["schema_version"] = v.into();
+        }
+        for list in ["files", "entries"] {
+            if let Some(items) = json.get_mut(list).and_then(|l| l.as_array_mut()) {
+                for item in items.iter_mut().filter(|it| it["path"] == path) {
+                    item["size"] = size.into();
+                    if list == "files" {
+                        item["sha256"] = sha.clone().into();
+                    }
+                }
+            }
+        }
+        *bytes = serde_json::to_vec(&json).expect("json");
+    }
+    write_entries(dst, &entries);
+}
+
+/// A populated data directory (the target a failed restore must leave alone) and a backup of
+/// another installation.
+fn target_and_backup(out: &Path) -> Result<(PathBuf, Vec<String>, PathBuf)> {
+    let target = out.join("live");
+    write_config(&target, false);
+    let db = open(&target, None)?;
+    populate(&db)?;
+    drop(db);
+    let before = dump(&target);
+    let src = out.join("other");
+    write_config(&src, false);
+    let db = open(&src, None)?;
+    let admin = db.system();
+    let t = admin.create_document_type("Letter")?;
+    admin.create_document(t.id, "From the backup", &[])?;
+    let archive = out.join("other.tar.zst");
+    db.backup(&archive, None, |_, _| {})?;
+    Ok((target, before, archive))
+}
+
+/// The target still holds exactly its data, still opens, and no staging directory is left.
+fn assert_untouched(out: &Path, target: &Path, before: &[String]) -> Result<()> {
+    assert_eq!(dump(target), before, "the target's database changed");
+    let db = open(target, None)?;
+    assert_eq!(db.system().documents(None, DocumentId(0), 10)?.len(), 4);
+    let leftovers: Vec<_> = std::fs::read_dir(out)
+        .expect("read_dir")
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(".docmeta-restore")
+        })
+        .collect();
+    assert!(leftovers.is_empty(), "staging left behind: {leftovers:?}");
+    Ok(())
+}
+
+#[test]
+fn restoring_a_corrupt_database_fails_and_leaves_the_target_intact() -> Result<()> {
+    let out = tempfile::tempdir().expect("out");
+    let (target, before, archive) = target_and_backup(out.path())?;
+    let bad = out.path().join("corrupt.tar.zst");
+    // Pages after the first overwritten: the file still starts like a database.
+    rewrite_entry(
+        &archive,
+        &bad,
+        "db.sqlite3",
+        |mut db| {
+            for b in db.iter_mut().skip(4096).take(8192) {
+                *b = 0x5a;
+            }
+            db
+        },
+        None,
+    );
+    verify_backup(&bad).expect("the archive itself is consistent");
+    let err = restore(&[bad], &target, None).expect_err("a corrupt database");
+    assert!(matches!(err, Error::InvalidInput(_)), "{err}");
+    assert!(err.to_string().contains("database"), "{err}");
+    assert_untouched(out.path(), &target, &before)
+}
+
+#[test]
+fn restoring_a_database_from_a_newer_docmeta_fails_and_leaves_the_target_intact() -> Result<()> {
+    let out = tempfile::tempdir().expect("out");
+    let (target, before, archive) = target_and_backup(out.path())?;
+    let newer = out.path().join("newer.tar.zst");
+    let scratch = out.path().join("scratch.db");
+    rewrite_entry(
+        &archive,
+        &newer,
+        "db.sqlite3",
+        |db| {
+            std::fs::write(&scratch, db).expect("write");
+            let conn = rusqlite::Connection::open(&scratch).expect("db");
+            conn.execute("INSERT INTO schema_version (version) VALUES (99)", [])
+                .expect("bump");
+            drop(conn);
+            std::fs::read(&scratch).expect("read")
+        },
+        Some(99),
+    );
+    verify_backup(&newer).expect("the archive itself is consistent");
+    let err = restore(&[newer], &target, None).expect_err("a newer schema");
+    assert!(matches!(err, Error::InvalidInput(_)), "{err}");
+    assert!(err.to_string().contains("schema version 99"), "{err}");
+    assert_untouched(out.path(), &target, &before)
+}
+
+#[test]
+fn a_successful_restore_replaces_the_target_and_removes_the_old_one() -> Result<()> {
+    let out = tempfile::tempdir().expect("out");
+    let (target, _, archive) = target_and_backup(out.path())?;
+    restore(&[archive], &target, None)?;
+    let db = open(&target, None)?;
+    let docs = db.system().documents(None, DocumentId(0), 10)?;
+    assert_eq!(docs.len(), 1);
+    assert_eq!(docs[0].label, "From the backup");
+    let names: Vec<String> = std::fs::read_dir(out.path())
+        .expect("read_dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(names.is_empty(), "left behind: {names:?}");
+    Ok(())
+}
+
+#[cfg(unix)]
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .expect("metadata")
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+#[cfg(unix)]
+#[test]
+fn backup_archives_full_and_incremental_are_created_0600() -> Result<()> {
+    let src = tempfile::tempdir().expect("tempdir");
+    write_config(src.path(), false);
+    let db = open(src.path(), None)?;
+    populate(&db)?;
+    let out = tempfile::tempdir().expect("out");
+    let full = out.path().join("full.tar.zst");
+    db.backup(&full, None, |_, _| {})?;
+    let inc = out.path().join("inc.tar.zst");
+    db.backup(&inc, Some(&full), |_, _| {})?;
+    assert_eq!(mode(&full), 0o600, "full backup");
+    assert_eq!(mode(&inc), 0o600, "incremental backup");
+    Ok(())
+}
+
+#[cfg(unix)]
+#[test]
+fn restored_files_are_private() -> Result<()> {
+    let out = tempfile::tempdir().expect("out");
+    let (_, _, archive) = target_and_backup(out.path())?;
+    let fresh = out.path().join("fresh");
+    restore(&[archive], &fresh, None)?;
+    assert_eq!(mode(&fresh.join("system/SECRET_KEY")), 0o600);
+    assert_eq!(mode(&fresh.join("db.sqlite3")), 0o600);
+    Ok(())
+}
+
+#[test]
+fn an_entry_larger_than_declared_is_refused_at_its_header() -> Result<()> {
+    let out = tempfile::tempdir().expect("out");
+    let (target, before, archive) = target_and_backup(out.path())?;
+    // The real archive with its database entry swapped for 256 MiB of zeros (a few hundred
+    // KB compressed) while contents.json and the manifest still declare the real size.
+    let mut entries = read_entries(&archive);
+    let i = entries
+        .iter()
+        .position(|(p, _)| p == "db.sqlite3")
+        .expect("db");
+    entries[i].1 = vec![0u8; 256 << 20];
+    let bomb = out.path().join("bomb.tar.zst");
+    write_entries(&bomb, &entries);
+    assert!(
+        std::fs::metadata(&bomb).expect("meta").len() < 1 << 20,
+        "a small archive"
+    );
+    let err = verify_backup(&bomb).expect_err("verify refuses");
+    assert!(err.to_string().contains("declared"), "{err}");
+    let err = restore(&[bomb], &target, None).expect_err("restore refuses");
+    assert!(err.to_string().contains("declared"), "{err}");
+    assert_untouched(out.path(), &target, &before)
+}
+
+#[test]
+fn an_old_format_archive_that_expands_beyond_its_manifest_writes_nothing_and_is_refused()
+-> Result<()> {
+    let out = tempfile::tempdir().expect("out");
+    let (target, before, archive) = target_and_backup(out.path())?;
+    // Format 1 declares sizes only in its manifest, at the end: the restore reads the whole
+    // archive once writing nothing, so the bomb never reaches the staging directory.
+    let mut entries: Vec<(String, Vec<u8>)> = read_entries(&archive)
+        .into_iter()
+        .filter(|(p, _)| p != "contents.json")
+        .collect();
+    for (p, bytes) in entries.iter_mut() {
+        if p == "backup.json" || p == "manifest.json" {
+            let mut json: serde_json::Value = serde_json::from_slice(bytes).expect("json");
+            json["format"] = 1.into();
+            *bytes = serde_json::to_vec(&json).expect("json");
+        }
+        if p == "db.sqlite3" {
+            *bytes = vec![0u8; 64 << 20];
+        }
+    }
+    let bomb = out.path().join("old-bomb.tar.zst");
+    write_entries(&bomb, &entries);
+    let err = restore(&[bomb], &target, None).expect_err("restore refuses");
+    assert!(err.to_string().contains("db.sqlite3"), "{err}");
+    assert_untouched(out.path(), &target, &before)
+}
+
+/// Two documents with files of the same size; returns their file ids and contents.
+fn two_same_size_files(
+    db: &Docmeta,
+    size: usize,
+) -> Result<[(docmeta_core::DocumentFileId, Vec<u8>); 2]> {
+    let admin = db.system();
+    let t = admin.create_document_type("Contract")?;
+    let mut out = Vec::new();
+    for (label, seed) in [("Mine", 1u8), ("Theirs", 2u8)] {
+        let d = admin.create_document(t.id, label, &[])?;
+        let content = bytes(size, seed);
+        let f = admin.add_file(d.id, &format!("{label}.pdf"), &mut &content[..])?;
+        out.push((f.id, content));
+    }
+    let [a, b]: [_; 2] = out.try_into().expect("two");
+    Ok([a, b])
+}
+
+/// Copies `donor`'s stored bytes over `victim`'s, as someone with write access to the storage
+/// would. The storage holds only these two files: a plain one is recognised by its content, a
+/// MENC one (unreadable without the key) by its order of creation.
+fn swap_on_disk(
+    dir: &Path,
+    db: &Docmeta,
+    victim: docmeta_core::DocumentFileId,
+    donor: docmeta_core::DocumentFileId,
+) {
+    let mut stored: Vec<(std::time::SystemTime, PathBuf)> = find_stored(dir)
+        .into_iter()
+        .map(|p| {
+            (
+                std::fs::metadata(&p)
+                    .and_then(|m| m.modified())
+                    .expect("mtime"),
+                p,
+            )
+        })
+        .collect();
+    assert_eq!(stored.len(), 2, "only the two files");
+    stored.sort();
+    let (mut victim_path, mut donor_path) = (stored[0].1.clone(), stored[1].1.clone());
+    let victim_bytes = db
+        .system()
+        .read_file(victim)
+        .expect("intact before the swap");
+    if std::fs::read(&donor_path).expect("read") == victim_bytes {
+        std::mem::swap(&mut victim_path, &mut donor_path);
+    }
+    let _ = donor;
+    std::fs::copy(&donor_path, &victim_path).expect("swap");
+}
+
+#[test]
+fn a_swapped_plain_file_is_refused_before_any_byte_is_handed_out() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_config(dir.path(), false);
+    let db = open(dir.path(), None)?;
+    let [(mine, _), (theirs, their_bytes)] = two_same_size_files(&db, 300_000)?;
+    swap_on_disk(dir.path(), &db, mine, theirs);
+    let err = db.system().open_file(mine).expect_err("refused at open");
+    assert!(matches!(err, Error::Storage { .. }), "{err}");
+    assert!(err.to_string().contains("checksum"), "{err}");
+    assert_eq!(
+        db.system().read_file(theirs)?,
+        their_bytes,
+        "the donor is intact"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_swapped_large_plain_file_breaks_off_before_its_last_bytes() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_config(dir.path(), false);
+    // Everything counts as large: checked while it streams.
+    let mut text = std::fs::read_to_string(dir.path().join("config.yml")).expect("config");
+    text.push_str("download_verify_max_bytes: 0\n");
+    std::fs::write(dir.path().join("config.yml"), text).expect("config");
+    let db = open(dir.path(), None)?;
+    let [(mine, _), (theirs, their_bytes)] = two_same_size_files(&db, 300_000)?;
+    swap_on_disk(dir.path(), &db, mine, theirs);
+    let (record, mut content) = db.system().open_file(mine)?;
+    let mut delivered = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let err = loop {
+        match content.read(&mut buf) {
+            Ok(0) => panic!("the swapped file was read to its end"),
+            Ok(n) => delivered.extend_from_slice(&buf[..n]),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidData, "{err}");
+    assert!(
+        (delivered.len() as u64) < record.size,
+        "{} of {} bytes were handed out",
+        delivered.len(),
+        record.size
+    );
+    assert_ne!(delivered, their_bytes);
+    Ok(())
+}
+
+#[test]
+fn a_swapped_encrypted_file_fails_to_decrypt() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_config(dir.path(), true);
+    let db = open(dir.path(), Some("pw"))?;
+    let [(mine, _), (theirs, their_bytes)] = two_same_size_files(&db, 300_000)?;
+    swap_on_disk(dir.path(), &db, mine, theirs);
+    let err = db.system().open_file(mine).expect_err("refused");
+    assert!(matches!(err, Error::Decryption(_)), "{err}");
+    assert_eq!(
+        db.system().read_file(theirs)?,
+        their_bytes,
+        "the donor is intact"
+    );
+    // The same for a file read as it streams.
+    drop(db);
+    let mut text = std::fs::read_to_string(dir.path().join("config.yml")).expect("config");
+    text.push_str("download_verify_max_bytes: 0\n");
+    std::fs::write(dir.path().join("config.yml"), text).expect("config");
+    let db = open(dir.path(), Some("pw"))?;
+    let err = db.system().open_file(mine).expect_err("refused");
+    assert!(matches!(err, Error::Decryption(_)), "{err}");
+    Ok(())
+}

@@ -235,3 +235,115 @@ fn a_nul_character_is_a_validation_error_on_postgres() -> docmeta_core::Result<(
     );
     Ok(())
 }
+
+/// Rewrites the `db.pgdump` entry of a backup archive with `edit`, keeping `contents.json` and
+/// the manifest consistent with it (a well-formed archive around a bad dump).
+fn rewrite_dump(
+    src: &std::path::Path,
+    dst: &std::path::Path,
+    edit: impl FnOnce(Vec<u8>) -> Vec<u8>,
+) {
+    use std::io::Read;
+    let mut tar = tar::Archive::new(
+        zstd::Decoder::new(std::fs::File::open(src).expect("open")).expect("zstd"),
+    );
+    let mut entries = Vec::new();
+    for entry in tar.entries().expect("entries") {
+        let mut entry = entry.expect("entry");
+        let path = entry.path().expect("path").to_string_lossy().into_owned();
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes).expect("read");
+        entries.push((path, bytes));
+    }
+    let i = entries
+        .iter()
+        .position(|(p, _)| p == "db.pgdump")
+        .expect("dump");
+    entries[i].1 = edit(std::mem::take(&mut entries[i].1));
+    let (size, sha) = docmeta_core::files::sha256(&mut &entries[i].1[..]).expect("hash");
+    for (p, bytes) in entries.iter_mut() {
+        if p != "contents.json" && p != "manifest.json" {
+            continue;
+        }
+        let mut json: serde_json::Value = serde_json::from_slice(bytes).expect("json");
+        for list in ["files", "entries"] {
+            for item in json[list].as_array_mut().into_iter().flatten() {
+                if item["path"] == "db.pgdump" {
+                    item["size"] = size.into();
+                    if list == "files" {
+                        item["sha256"] = sha.clone().into();
+                    }
+                }
+            }
+        }
+        *bytes = serde_json::to_vec(&json).expect("json");
+    }
+    let file = std::fs::File::create(dst).expect("create");
+    let mut out = tar::Builder::new(zstd::Encoder::new(file, 3).expect("zstd").auto_finish());
+    for (path, bytes) in &entries {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(bytes.len() as u64);
+        h.set_mode(0o600);
+        out.append_data(&mut h, path, &bytes[..]).expect("append");
+    }
+    out.into_inner().expect("finish");
+}
+
+#[test]
+fn an_unusable_postgres_backup_leaves_the_database_and_the_directory_as_they_were()
+-> docmeta_core::Result<()> {
+    if base_url().is_none() {
+        eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
+        return Ok(());
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The installation a restore must not damage.
+    let live_url = fresh_url();
+    let live_dir = dir.path().join("live");
+    let open_live = || {
+        docmeta_core::Docmeta::builder()
+            .data_dir(&live_dir)
+            .postgres(&live_url)
+            .open()
+    };
+    let live = open_live()?;
+    let t = live.system().create_document_type("Live")?;
+    live.system().create_document(t.id, "Still here", &[])?;
+    drop(live);
+    // A backup whose database says it comes from a newer docmeta.
+    let source = fresh_url();
+    let db = docmeta_core::Docmeta::builder()
+        .data_dir(dir.path().join("source"))
+        .postgres(&source)
+        .open()?;
+    db.system().create_document_type("From the backup")?;
+    let mut client = postgres::Client::connect(&source, postgres::NoTls).expect("connect");
+    client
+        .batch_execute("INSERT INTO schema_version (version) VALUES (99)")
+        .expect("bump");
+    let newer = dir.path().join("newer.tar.zst");
+    db.backup(&newer, None, |_, _| {})?;
+    drop(db);
+    // And one whose dump is cut in half (consistent checksums: the archive is well formed).
+    let truncated = dir.path().join("truncated.tar.zst");
+    rewrite_dump(&newer, &truncated, |mut d| {
+        d.truncate(d.len() / 2);
+        d
+    });
+    docmeta_core::backup::verify_backup(&truncated)?;
+    for (archive, says) in [(newer, "schema version 99"), (truncated, "cannot be read")] {
+        let err = docmeta_core::backup::restore_to(&[archive], &live_dir, None, Some(&live_url))
+            .expect_err("refused");
+        assert!(
+            matches!(err, docmeta_core::Error::InvalidInput(_)) && err.to_string().contains(says),
+            "{err}"
+        );
+        let live = open_live()?;
+        let docs = live
+            .system()
+            .documents(None, docmeta_core::DocumentId(0), 10)?;
+        assert_eq!(docs.len(), 1);
+        assert_eq!(docs[0].label, "Still here");
+    }
+    Ok(())
+}

@@ -17,9 +17,13 @@ use crate::error::{Error, Result};
 
 /// The four bytes every MENC file starts with.
 pub const MAGIC: &[u8; 4] = b"MENC";
-/// The format version this code writes and reads.
-pub const VERSION: u8 = 1;
-/// Length of the fixed header, which is also the additional authenticated data of every chunk.
+/// The format version this code writes. Version 2 binds each file to its storage name (the
+/// additional authenticated data is the header followed by the name); version 1 (the header
+/// only) is still read.
+pub const VERSION: u8 = 2;
+/// The first version, whose chunks authenticate the header alone.
+const VERSION_UNBOUND: u8 = 1;
+/// Length of the fixed header, which starts the additional authenticated data of every chunk.
 pub const HEADER_LEN: usize = 80;
 /// Plaintext bytes per chunk unless configured otherwise.
 pub const DEFAULT_CHUNK: u32 = 64 * 1024;
@@ -230,8 +234,34 @@ impl Keyring {
         Ok(key)
     }
 
-    /// Encrypts `plain` as a MENC stream with chunks of `chunk` plaintext bytes.
+    /// Encrypts `plain` as a MENC stream with chunks of `chunk` plaintext bytes, bound to no
+    /// name (see [`Keyring::encryptor_bound`]).
     pub fn encryptor<R: Read>(&self, plain: R, chunk: u32) -> Result<Encryptor<R>> {
+        self.encryptor_bound(plain, chunk, b"")
+    }
+
+    /// Encrypts `plain` as a MENC stream bound to `binding` (the storage name of a document
+    /// file): every chunk authenticates the header followed by `binding`, so the stream decrypts
+    /// only with the same `binding` ([`Keyring::decryptor_bound`]); a file copied over another
+    /// one's name fails to decrypt.
+    pub fn encryptor_bound<R: Read>(
+        &self,
+        plain: R,
+        chunk: u32,
+        binding: &[u8],
+    ) -> Result<Encryptor<R>> {
+        self.encryptor_version(plain, chunk, VERSION, binding)
+    }
+
+    /// [`Keyring::encryptor_bound`] writing format `version` (1: the unbound form older
+    /// docmeta wrote, kept for tests that files in that form stay readable).
+    pub(crate) fn encryptor_version<R: Read>(
+        &self,
+        plain: R,
+        chunk: u32,
+        version: u8,
+        binding: &[u8],
+    ) -> Result<Encryptor<R>> {
         let chunk = chunk.clamp(MIN_CHUNK, MAX_CHUNK);
         let (salt, params) = self.current;
         let master = self.master(salt, params)?;
@@ -239,7 +269,7 @@ impl Keyring {
         let prefix = random::<7>()?;
         let mut header = [0u8; HEADER_LEN];
         header[..4].copy_from_slice(MAGIC);
-        header[4] = VERSION;
+        header[4] = version;
         header[5] = KDF_ARGON2ID;
         header[8..12].copy_from_slice(&params.memory_kib.to_le_bytes());
         header[12..16].copy_from_slice(&params.iterations.to_le_bytes());
@@ -250,7 +280,7 @@ impl Keyring {
         header[72..79].copy_from_slice(&prefix);
         Ok(Encryptor {
             plain,
-            stream: Stream::new(&master, header, chunk),
+            stream: Stream::new(&master, header, chunk, binding),
             out: header.to_vec(),
             pos: 0,
             lookahead: None,
@@ -258,8 +288,18 @@ impl Keyring {
         })
     }
 
-    /// Decrypts a MENC stream, checking every chunk before releasing its bytes.
-    pub fn decryptor<R: Read>(&self, mut sealed: R) -> Result<Decryptor<R>> {
+    /// Decrypts a MENC stream bound to no name, checking every chunk before releasing its
+    /// bytes.
+    pub fn decryptor<R: Read>(&self, sealed: R) -> Result<Decryptor<R>> {
+        self.decryptor_bound(sealed, b"")
+    }
+
+    /// Decrypts a MENC stream written for `binding` ([`Keyring::encryptor_bound`]), checking
+    /// every chunk before releasing its bytes. The first chunk is checked now, so a stream of
+    /// another name, a wrong key or a damaged start is refused here ([`Error::Decryption`])
+    /// rather than at the first read. A version-1 stream (written before names were bound)
+    /// ignores `binding`.
+    pub fn decryptor_bound<R: Read>(&self, mut sealed: R, binding: &[u8]) -> Result<Decryptor<R>> {
         let mut header = [0u8; HEADER_LEN];
         read_full(&mut sealed, &mut header)
             .map_err(|e| Error::storage("reading a file", e))?
@@ -269,7 +309,7 @@ impl Keyring {
         if &header[..4] != MAGIC {
             return Err(decryption("the file is not in the MENC format"));
         }
-        if header[4] != VERSION || header[5] != KDF_ARGON2ID {
+        if !matches!(header[4], VERSION_UNBOUND | VERSION) || header[5] != KDF_ARGON2ID {
             return Err(decryption(&format!(
                 "unsupported MENC version {} / KDF {}",
                 header[4], header[5]
@@ -289,13 +329,22 @@ impl Keyring {
         let mut salt = [0u8; 16];
         salt.copy_from_slice(&header[24..40]);
         let master = self.master(salt, params)?;
-        Ok(Decryptor {
+        let binding = if header[4] == VERSION_UNBOUND {
+            &[][..]
+        } else {
+            binding
+        };
+        let mut decryptor = Decryptor {
             sealed,
-            stream: Stream::new(&master, header, chunk),
+            stream: Stream::new(&master, header, chunk, binding),
             buf: Vec::with_capacity(chunk as usize + TAG_LEN + 1),
             out: 0..0,
             done: false,
-        })
+        };
+        decryptor
+            .next_chunk()
+            .map_err(|e| io_error("reading a file", e))?;
+        Ok(decryptor)
     }
 }
 
@@ -339,19 +388,26 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 struct Stream {
     key: LessSafeKey,
     header: [u8; HEADER_LEN],
+    /// The additional authenticated data of every chunk: the header, then (version 2) the
+    /// binding.
+    aad: Vec<u8>,
     chunk: usize,
     counter: u32,
 }
 
 impl Stream {
-    fn new(master: &MasterKey, header: [u8; HEADER_LEN], chunk: u32) -> Stream {
+    fn new(master: &MasterKey, header: [u8; HEADER_LEN], chunk: u32, binding: &[u8]) -> Stream {
         let file_key = hkdf(master, &header[40..72], FILE_KEY_INFO);
         let key = UnboundKey::new(&AES_256_GCM, &file_key)
             .map(LessSafeKey::new)
             .unwrap_or_else(|_| unreachable!("a 32-byte key is valid for AES-256-GCM"));
+        let mut aad = Vec::with_capacity(HEADER_LEN + binding.len());
+        aad.extend_from_slice(&header);
+        aad.extend_from_slice(binding);
         Stream {
             key,
             header,
+            aad,
             chunk: chunk as usize,
             counter: 0,
         }
@@ -402,7 +458,7 @@ impl<R: Read> Encryptor<R> {
         let tag = self
             .stream
             .key
-            .seal_in_place_separate_tag(nonce, Aad::from(&self.stream.header), &mut self.out)
+            .seal_in_place_separate_tag(nonce, Aad::from(&self.stream.aad[..]), &mut self.out)
             .map_err(|_| io::Error::other("encryption failed"))?;
         self.out.extend_from_slice(tag.as_ref());
         self.pos = 0;
@@ -465,7 +521,11 @@ impl<R: Read> Decryptor<R> {
         let plain_len = self
             .stream
             .key
-            .open_in_place(nonce, Aad::from(&self.stream.header), &mut self.buf[..body])
+            .open_in_place(
+                nonce,
+                Aad::from(&self.stream.aad[..]),
+                &mut self.buf[..body],
+            )
             .map_err(|_| {
                 failed(
                     "a chunk failed authentication (InvalidTag): wrong password, or the file was \
@@ -602,6 +662,64 @@ mod tests {
         huge[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
         huge[24] ^= 1;
         assert!(matches!(open(&ring, &huge), Err(Error::Decryption(_))));
+    }
+
+    #[test]
+    fn a_stream_decrypts_only_with_the_name_it_was_written_for() {
+        let (ring, _) = Keyring::create(Password::new("pw"), cheap()).expect("keyring");
+        let mut sealed = Vec::new();
+        ring.encryptor_bound(&b"the invoice"[..], 1024, b"ab/0123")
+            .and_then(|mut e| {
+                e.read_to_end(&mut sealed)
+                    .map_err(|e| io_error("sealing", e))
+            })
+            .expect("seal");
+        let open_as = |binding: &[u8]| -> Result<Vec<u8>> {
+            let mut out = Vec::new();
+            ring.decryptor_bound(&sealed[..], binding)?
+                .read_to_end(&mut out)
+                .map_err(|e| io_error("opening", e))?;
+            Ok(out)
+        };
+        assert_eq!(open_as(b"ab/0123").expect("its own name"), b"the invoice");
+        // Refused when the decryptor is made, before any byte is released.
+        for other in [&b"ab/0124"[..], b"", b"ab/012"] {
+            assert!(
+                matches!(
+                    ring.decryptor_bound(&sealed[..], other),
+                    Err(Error::Decryption(_))
+                ),
+                "{other:?}"
+            );
+        }
+        // Rewriting the version byte to 1 (unbound) does not strip the binding.
+        let mut downgraded = sealed.clone();
+        downgraded[4] = VERSION_UNBOUND;
+        assert!(matches!(
+            ring.decryptor_bound(&downgraded[..], b""),
+            Err(Error::Decryption(_))
+        ));
+    }
+
+    #[test]
+    fn version_1_streams_are_still_read() {
+        let (ring, _) = Keyring::create(Password::new("pw"), cheap()).expect("keyring");
+        let plain: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
+        // Written as docmeta wrote every file before names were bound.
+        let mut sealed = Vec::new();
+        ring.encryptor_version(&plain[..], 1024, VERSION_UNBOUND, b"")
+            .and_then(|mut e| {
+                e.read_to_end(&mut sealed)
+                    .map_err(|e| io_error("sealing", e))
+            })
+            .expect("seal");
+        assert_eq!(sealed[4], 1);
+        let mut out = Vec::new();
+        ring.decryptor_bound(&sealed[..], b"ab/any-name")
+            .expect("a version-1 file opens under any name")
+            .read_to_end(&mut out)
+            .expect("read");
+        assert_eq!(out, plain);
     }
 
     proptest::proptest! {

@@ -25,6 +25,16 @@ pub trait FileStorage: Send + Sync + std::fmt::Debug {
     /// becomes visible once the bytes are complete and durable.
     fn put(&self, content: &mut dyn Read) -> Result<String>;
 
+    /// Stores everything `content` yields under `name`, a name from [`generate_name`] that is
+    /// not in use (an encrypting storage chooses the name first, to bind the bytes to it). A
+    /// storage that cannot store under a given name refuses with [`Error::InvalidInput`].
+    fn put_as(&self, name: &str, content: &mut dyn Read) -> Result<()> {
+        let _ = (name, content);
+        Err(Error::InvalidInput(
+            "this file storage cannot store under a given name".to_owned(),
+        ))
+    }
+
     /// The content stored under `name`.
     fn open(&self, name: &str) -> Result<Box<dyn Read + Send>>;
 
@@ -49,8 +59,8 @@ pub trait FileStorage: Send + Sync + std::fmt::Debug {
     }
 }
 
-/// A generated storage name: two hex digits of fan-out, a slash, 30 hex digits.
-fn generate_name() -> Result<String> {
+/// A new storage name: two hex digits of fan-out, a slash, 30 hex digits (128 random bits).
+pub fn generate_name() -> Result<String> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes)
         .map_err(|e| Error::storage("generating a file name", e.to_string()))?;
@@ -207,10 +217,15 @@ pub(crate) fn content_error(operation: &str, e: io::Error) -> Error {
 impl FileStorage for PlainStorage {
     fn put(&self, content: &mut dyn Read) -> Result<String> {
         let name = generate_name()?;
-        let target = self.root.join(&name);
+        self.put_as(&name, content)?;
+        Ok(name)
+    }
+
+    fn put_as(&self, name: &str, content: &mut dyn Read) -> Result<()> {
+        let target = self.path(name)?;
         write_atomically(&self.root.join(INCOMING), &target, content)
             .map_err(|e| content_error("storing a document file", e))?;
-        Ok(name)
+        Ok(())
     }
 
     fn open(&self, name: &str) -> Result<Box<dyn Read + Send>> {
@@ -267,12 +282,30 @@ impl EncryptedStorage {
 
 impl FileStorage for EncryptedStorage {
     fn put(&self, content: &mut dyn Read) -> Result<String> {
-        let mut sealed = self.keyring.encryptor(content, self.chunk)?;
-        self.plain.put(&mut sealed)
+        // The name is chosen first and authenticated with every chunk (MENC version 2), so
+        // these bytes decrypt under this name only: a stored file copied over another's fails
+        // with a decryption error instead of being served as the other document.
+        let name = generate_name()?;
+        let mut sealed = self
+            .keyring
+            .encryptor_bound(content, self.chunk, name.as_bytes())?;
+        self.plain.put_as(&name, &mut sealed)?;
+        Ok(name)
+    }
+
+    fn put_as(&self, name: &str, content: &mut dyn Read) -> Result<()> {
+        check_name(name)?;
+        let mut sealed = self
+            .keyring
+            .encryptor_bound(content, self.chunk, name.as_bytes())?;
+        self.plain.put_as(name, &mut sealed)
     }
 
     fn open(&self, name: &str) -> Result<Box<dyn Read + Send>> {
-        Ok(Box::new(self.keyring.decryptor(self.plain.open(name)?)?))
+        Ok(Box::new(self.keyring.decryptor_bound(
+            self.plain.open(name)?,
+            name.as_bytes(),
+        )?))
     }
 
     fn delete(&self, name: &str) -> Result<()> {
@@ -300,13 +333,19 @@ pub struct MemoryStorage {
 
 impl FileStorage for MemoryStorage {
     fn put(&self, content: &mut dyn Read) -> Result<String> {
+        let name = generate_name()?;
+        self.put_as(&name, content)?;
+        Ok(name)
+    }
+
+    fn put_as(&self, name: &str, content: &mut dyn Read) -> Result<()> {
+        check_name(name)?;
         let mut bytes = Vec::new();
         content
             .read_to_end(&mut bytes)
             .map_err(|e| content_error("storing a document file", e))?;
-        let name = generate_name()?;
-        self.files.write().insert(name.clone(), Arc::new(bytes));
-        Ok(name)
+        self.files.write().insert(name.to_owned(), Arc::new(bytes));
+        Ok(())
     }
 
     fn open(&self, name: &str) -> Result<Box<dyn Read + Send>> {
@@ -418,6 +457,44 @@ mod tests {
         assert_eq!(clean_filename(""), "file");
         assert_eq!(guess_mime("scan.PDF"), "application/pdf");
         assert_eq!(guess_mime("noext"), "application/octet-stream");
+    }
+
+    #[test]
+    fn an_encrypted_file_in_the_old_unbound_form_is_still_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let plain = Arc::new(PlainStorage::open(dir.path()).expect("open"));
+        let params = menc::KdfParams {
+            memory_kib: 64,
+            iterations: 1,
+            parallelism: 1,
+        };
+        let (keyring, _) = Keyring::create(menc::Password::new("pw"), params).expect("keyring");
+        let keyring = Arc::new(keyring);
+        // A file as docmeta wrote them before MENC version 2, not migrated: they stay version 1
+        // (readable under any name) until `docmeta storage decrypt` and `encrypt` rewrite them.
+        let name = generate_name().expect("name");
+        let mut old = keyring
+            .encryptor_version(&b"written long ago"[..], menc::DEFAULT_CHUNK, 1, b"")
+            .expect("encryptor");
+        plain.put_as(&name, &mut old).expect("store");
+        let storage = EncryptedStorage::new(plain.clone(), keyring);
+        let mut out = Vec::new();
+        storage
+            .open(&name)
+            .expect("open")
+            .read_to_end(&mut out)
+            .expect("read");
+        assert_eq!(out, b"written long ago");
+        // New files are bound to their name.
+        let new = storage.put(&mut &b"fresh"[..]).expect("put");
+        let raw = std::fs::read(plain.path(&new).expect("path")).expect("raw");
+        assert_eq!(raw[4], menc::VERSION);
+        std::fs::copy(
+            plain.path(&new).expect("path"),
+            plain.path(&name).expect("path"),
+        )
+        .expect("swap");
+        assert!(matches!(storage.open(&name), Err(Error::Decryption(_))));
     }
 
     #[test]

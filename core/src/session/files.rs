@@ -21,13 +21,18 @@ fn doc_ref(id: DocumentId) -> crate::access::ObjectRef {
     obj(ObjectKind::DOCUMENT, id.0)
 }
 
-/// A document file's content, checked as it is read: the last read fails (`InvalidData`) if the
-/// bytes do not match the recorded size and SHA-256, so a damaged file is never passed on as
-/// whole.
+/// A document file's content, checked against the recorded size and SHA-256 so that a damaged
+/// or swapped file is never passed on as whole: a file up to `download_verify_max_bytes` was
+/// checked before [`Session::open_file`] returned; a larger one is checked as it is read, and
+/// the read that reaches its end holds its bytes back until the checksum matches (it fails with
+/// `InvalidData` otherwise), so a streaming download of a bad file always breaks off short of
+/// its `Content-Length`.
 pub struct FileContent {
-    inner: Hashing<Box<dyn Read + Send>>,
+    inner: Box<dyn Read + Send>,
+    /// `None` once the content is known to match (checked up front, or at its end).
+    digest: Option<ring::digest::Context>,
+    read: u64,
     expected: (u64, String),
-    checked: bool,
 }
 
 impl std::fmt::Debug for FileContent {
@@ -38,26 +43,96 @@ impl std::fmt::Debug for FileContent {
     }
 }
 
+fn mismatch(expected: &(u64, String), got: (u64, String)) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "the stored file does not match its checksum (expected {} bytes, sha256 {}; read {} \
+             bytes, sha256 {})",
+            expected.0, expected.1, got.0, got.1
+        ),
+    )
+}
+
+impl FileContent {
+    /// Content still to be checked as it is read.
+    fn streamed(inner: Box<dyn Read + Send>, expected: (u64, String)) -> FileContent {
+        FileContent {
+            inner,
+            digest: Some(ring::digest::Context::new(&ring::digest::SHA256)),
+            read: 0,
+            expected,
+        }
+    }
+
+    /// Reads all of `inner` (at most the expected size and one byte) and checks it now.
+    fn verified(mut inner: Box<dyn Read + Send>, expected: (u64, String)) -> Result<FileContent> {
+        let mut bytes = Vec::with_capacity(usize::try_from(expected.0).unwrap_or(0));
+        (&mut inner)
+            .take(expected.0.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|e| content_error("reading a document file", e))?;
+        let got = crate::files::sha256(&mut &bytes[..])
+            .map_err(|e| content_error("reading a document file", e))?;
+        if got != expected {
+            return Err(content_error(
+                "reading a document file",
+                mismatch(&expected, got),
+            ));
+        }
+        Ok(FileContent {
+            inner: Box::new(io::Cursor::new(bytes)),
+            digest: None,
+            read: expected.0,
+            expected,
+        })
+    }
+
+    /// Whether `inner` has nothing after the expected size, and everything read hashes to the
+    /// recorded SHA-256.
+    fn check_end(&mut self) -> io::Result<()> {
+        let mut probe = [0u8; 1];
+        let extra = loop {
+            match self.inner.read(&mut probe) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        };
+        let digest = self
+            .digest
+            .take()
+            .map(|d| crate::config::encode_hex(d.finish().as_ref()))
+            .unwrap_or_default();
+        let got = (self.read + extra as u64, digest);
+        if got != self.expected {
+            return Err(mismatch(&self.expected, got));
+        }
+        Ok(())
+    }
+}
+
 impl Read for FileContent {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if n == 0 && !buf.is_empty() && !self.checked {
-            self.checked = true;
-            let hashing = std::mem::replace(
-                &mut self.inner,
-                Hashing::new(Box::new(io::empty()) as Box<dyn Read + Send>),
-            );
-            let got = hashing.finish();
-            if got != self.expected {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!(
-                        "the stored file does not match its checksum (expected {} bytes, sha256 \
-                         {}; read {} bytes, sha256 {})",
-                        self.expected.0, self.expected.1, got.0, got.1
-                    ),
-                ));
-            }
+        let Some(digest) = self.digest.as_mut() else {
+            return self.inner.read(buf);
+        };
+        // Never more than the recorded size: what lies beyond is an error, not content.
+        let left = self.expected.0 - self.read.min(self.expected.0);
+        let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        if want == 0 && !buf.is_empty() {
+            self.check_end()?;
+            return Ok(0);
+        }
+        let n = self.inner.read(&mut buf[..want])?;
+        digest.update(&buf[..n]);
+        self.read += n as u64;
+        if n == 0 && !buf.is_empty() {
+            // Shorter than recorded.
+            self.check_end()?;
+        } else if self.read == self.expected.0 {
+            // These are the last bytes: they are released only if the whole file matches.
+            self.check_end()?;
         }
         Ok(n)
     }
@@ -172,22 +247,21 @@ impl Session {
         self.read(|tx| Ok(self.stored_file(tx, id, P::DocumentView)?.file))
     }
 
-    /// A document file's record and its content, streamed and checked against the recorded
-    /// SHA-256 as it is read (see [`FileContent`]). Needs `documents.document_view`. A file
-    /// of an encrypted storage read without it, or with the wrong password, is
-    /// [`Error::Decryption`].
+    /// A document file's record and its content, checked against the recorded size and
+    /// SHA-256 (see [`FileContent`]): up to `download_verify_max_bytes` before this returns
+    /// (a mismatch is [`Error::Storage`] and no byte is handed out), beyond that as it is
+    /// read. Needs `documents.document_view`. A file of an encrypted storage read without it,
+    /// with the wrong password, or stored under another file's name is [`Error::Decryption`].
     pub fn open_file(&self, id: DocumentFileId) -> Result<(DocumentFile, FileContent)> {
         let stored = self.read(|tx| self.stored_file(tx, id, P::DocumentView))?;
         let content = self.db.open_stored(&stored)?;
         let expected = (stored.file.size, stored.file.checksum.clone());
-        Ok((
-            stored.file,
-            FileContent {
-                inner: Hashing::new(content),
-                expected,
-                checked: false,
-            },
-        ))
+        let content = if stored.file.size <= self.db.inner.config.download_verify_max_bytes {
+            FileContent::verified(content, expected)?
+        } else {
+            FileContent::streamed(content, expected)
+        };
+        Ok((stored.file, content))
     }
 
     /// A document file's whole content in memory (small files, tests).

@@ -86,6 +86,77 @@ pub(crate) fn run_tool(tool: &str, url: &str, args: &[&str]) -> Result<()> {
     }
 }
 
+/// Checks a `pg_dump -Fc` file before a restore loads it, without touching any database:
+/// `pg_restore` converts the whole dump to SQL text (discarded), which reads back and
+/// decompresses every entry (a damaged dump fails here), and the rows of `schema_version` are
+/// read from that text: a version newer than this build's ([`SCHEMA_VERSION`]) is refused.
+/// Returns the dump's schema version. Problems are [`Error::InvalidInput`].
+pub(crate) fn check_dump(path: &std::path::Path) -> Result<u32> {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new("pg_restore")
+        // The SQL text on stdout, read below (recent versions insist on naming it).
+        .arg("--file=-")
+        .arg(path)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::storage("running pg_restore (is it installed?)", e))?;
+    // Drained on its own thread: a full stderr pipe would stall pg_restore.
+    let stderr = child.stderr.take().map(|mut err| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut err, &mut text);
+            text
+        })
+    });
+    let mut version: Option<i64> = None;
+    let mut in_versions = false;
+    if let Some(out) = child.stdout.take() {
+        let mut out = std::io::BufReader::new(out);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match out.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let text = String::from_utf8_lossy(&line);
+            let text = text.trim_end();
+            if in_versions {
+                if text == "\\." {
+                    in_versions = false;
+                } else if let Ok(v) = text.trim().parse::<i64>() {
+                    version = Some(version.map_or(v, |m| m.max(v)));
+                }
+            } else if text.starts_with("COPY ") && text.contains("schema_version (version)") {
+                in_versions = true;
+            }
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| Error::storage("running pg_restore", e))?;
+    let errors = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
+    if !status.success() {
+        return Err(Error::InvalidInput(format!(
+            "the backup's PostgreSQL dump cannot be read: {}",
+            errors.trim()
+        )));
+    }
+    let version = version.ok_or_else(|| {
+        Error::InvalidInput("the backup's PostgreSQL dump holds no schema version".to_owned())
+    })?;
+    let version = u32::try_from(version).unwrap_or(u32::MAX);
+    if version > SCHEMA_VERSION {
+        return Err(Error::InvalidInput(format!(
+            "the backup's database has schema version {version}, newer than this docmeta \
+             ({SCHEMA_VERSION}); restore it with the docmeta that made it, or a newer one"
+        )));
+    }
+    Ok(version)
+}
+
 /// The URL without its password.
 fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {

@@ -205,6 +205,46 @@ impl SqliteStore {
     }
 }
 
+/// Checks a database file before it replaces anything (the staging copy of a restore): SQLite's
+/// `PRAGMA integrity_check` must answer `ok`, and the schema version must not be newer than this
+/// build's ([`SCHEMA_VERSION`]). Returns the schema version. A file that fails is
+/// [`Error::InvalidInput`] naming what is wrong.
+pub(crate) fn check_database_file(path: &Path) -> Result<u32> {
+    let unusable = |e: rusqlite::Error| {
+        Error::InvalidInput(format!("the backup's database cannot be read: {e}"))
+    };
+    // Read-write without create: a missing file is an error, never an empty database, and a
+    // WAL-mode file opens without its -shm (this copy is private to the restore).
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(unusable)?;
+    let problems: Vec<String> = conn
+        .prepare("PRAGMA integrity_check(10)")
+        .and_then(|mut stmt| {
+            stmt.query_map([], |r| r.get::<_, String>(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(unusable)?;
+    if problems != ["ok"] {
+        return Err(Error::InvalidInput(format!(
+            "the backup's database is damaged (SQLite integrity check: {})",
+            problems.join("; ")
+        )));
+    }
+    let version: Option<i64> = conn
+        .query_row("SELECT max(version) FROM schema_version", [], |r| r.get(0))
+        .map_err(unusable)?;
+    let version = u32::try_from(version.unwrap_or(0)).unwrap_or(u32::MAX);
+    if version > SCHEMA_VERSION {
+        return Err(Error::InvalidInput(format!(
+            "the backup's database has schema version {version}, newer than this docmeta              ({SCHEMA_VERSION}); restore it with the docmeta that made it, or a newer one"
+        )));
+    }
+    Ok(version)
+}
+
 enum Conn<'a> {
     Writer(MutexGuard<'a, Connection>),
     Reader(Option<Connection>, &'a ReaderPool),

@@ -95,7 +95,9 @@ enum Command {
         since: Option<PathBuf>,
     },
     /// Restore backups into a data directory no docmeta has open (spec 8.1 item 4): one full
-    /// backup, or an incremental one with the backups it builds on.
+    /// backup, or an incremental one with the backups it builds on. The new directory is built,
+    /// checked (checksums, database integrity and schema version) and opened beside the
+    /// target, and replaces it only then: a restore that fails leaves the target as it was.
     Restore {
         /// The archives.
         #[arg(required = true)]

@@ -1,1 +1,224 @@
-//! Issue #15: see security.rs.
+//! Issue #15, points 13-15 over HTTP and the command line: backup archives are private, and a
+//! stored file copied over another document's file is never downloaded as that document's.
+//! (The restore attacks, corrupt or too-new databases and archives that expand beyond their
+//! declared sizes, are in `tests/tests/files_backup.rs`.)
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use super::support::*;
+
+/// Stored document files, oldest first (the storage's `.incoming/` and `.deleted/` skipped).
+fn stored_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let root = dir.join("document_file_storage");
+    for fan in std::fs::read_dir(&root).expect("storage").flatten() {
+        if fan.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        for f in std::fs::read_dir(fan.path()).expect("fan-out").flatten() {
+            out.push(f.path());
+        }
+    }
+    out.sort_by_key(|p| {
+        std::fs::metadata(p)
+            .and_then(|m| m.modified())
+            .expect("mtime")
+    });
+    out
+}
+
+/// One document with one uploaded file: (document id, file id, content).
+struct Uploaded {
+    document: i64,
+    file: i64,
+    content: Vec<u8>,
+}
+
+impl Uploaded {
+    fn download_path(&self) -> String {
+        format!(
+            "/api/v4/documents/{}/files/{}/download/",
+            self.document, self.file
+        )
+    }
+}
+
+/// A server over a fresh directory (`extra` added to its config) with two documents whose
+/// files have the same size and different bytes, uploaded in this order.
+fn two_documents_with_same_size_files(
+    dir: &Path,
+    extra: &str,
+    size: usize,
+) -> (Server, [Uploaded; 2]) {
+    prepare(dir, false, extra);
+    let server = Server::start(dir);
+    let (status, t) = server.call(
+        "POST",
+        "/api/v4/documents/types/",
+        Some(ADMIN),
+        Some(&json!({"label": "Contract"})),
+    );
+    assert_eq!(status, 201, "{t}");
+    let mut uploaded = Vec::new();
+    for (label, seed) in [("Mine", 7u64), ("Theirs", 11u64)] {
+        let (status, d) = server.call(
+            "POST",
+            "/api/v4/documents/",
+            Some(ADMIN),
+            Some(&json!({"document_type_id": t["id"], "label": label})),
+        );
+        assert_eq!(status, 201, "{d}");
+        let document = d["id"].as_i64().expect("document id");
+        let mut rng = Rng(seed);
+        let content: Vec<u8> = (0..size).map(|_| rng.next() as u8).collect();
+        let (status, f) = upload(
+            &agent(),
+            &server.base,
+            &format!("/api/v4/documents/{document}/files/"),
+            ADMIN,
+            &format!("{label}.pdf"),
+            &content,
+        )
+        .expect("upload");
+        assert_eq!(status, 201, "{f}");
+        let file = f["id"].as_i64().expect("file id");
+        uploaded.push(Uploaded {
+            document,
+            file,
+            content,
+        });
+    }
+    let [mine, theirs]: [Uploaded; 2] = uploaded.try_into().ok().expect("two uploads");
+    (server, [mine, theirs])
+}
+
+/// Copies the second stored file's bytes over the first's (same size), as someone with write
+/// access to the storage directory would.
+fn copy_theirs_over_mine(dir: &Path) {
+    let stored = stored_files(dir);
+    assert_eq!(stored.len(), 2, "only the two uploads are stored");
+    std::fs::copy(&stored[1], &stored[0]).expect("copy over");
+}
+
+/// What a client got for `mine`: never a complete `200` carrying `theirs`' bytes.
+fn assert_not_served_as_theirs(
+    got: Result<(u16, Vec<u8>), ureq::Error>,
+    mine: &Uploaded,
+    theirs: &Uploaded,
+) {
+    match got {
+        // The transfer broke off: the client knows it has no valid file.
+        Err(_) => {}
+        Ok((status, body)) => {
+            assert_ne!(
+                body, theirs.content,
+                "the other document's bytes were served"
+            );
+            if status == 200 {
+                assert!(
+                    body.len() < mine.content.len(),
+                    "a 200 with a complete body of {} bytes",
+                    body.len()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_swapped_plain_file_is_refused_with_an_error_not_served_as_the_other_document() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (server, [mine, theirs]) = two_documents_with_same_size_files(dir.path(), "", 200_000);
+    copy_theirs_over_mine(dir.path());
+    let (status, body) = download(&agent(), &server.base, &mine.download_path(), ADMIN)
+        .expect("an answer, not a broken transfer: the file is checked before sending");
+    assert_eq!(status, 500, "a checksum mismatch is a server-side error");
+    assert_ne!(body, theirs.content);
+    // The other document's own download is unaffected.
+    let (status, body) =
+        download(&agent(), &server.base, &theirs.download_path(), ADMIN).expect("download");
+    assert_eq!(
+        (status, sha256_hex(&body)),
+        (200, sha256_hex(&theirs.content))
+    );
+}
+
+#[test]
+fn a_swapped_large_plain_file_download_breaks_off_before_it_completes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Every file counts as large here: checked while it streams, not before.
+    let (server, [mine, theirs]) =
+        two_documents_with_same_size_files(dir.path(), "download_verify_max_bytes: 0\n", 700_000);
+    copy_theirs_over_mine(dir.path());
+    let got = download(&agent(), &server.base, &mine.download_path(), ADMIN);
+    assert_not_served_as_theirs(got, &mine, &theirs);
+}
+
+#[test]
+fn a_swapped_encrypted_file_fails_to_decrypt_instead_of_serving_the_other_document() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let secrets = tempfile::tempdir().expect("password directory");
+    let password = secrets.path().join("storage-password");
+    std::fs::write(&password, "correct horse battery staple\n").expect("password");
+    let extra = format!(
+        "documents_file_storage_backend: encrypted\nstorage_kdf_memory_kib: 64\n\
+         storage_kdf_iterations: 1\nstorage_password_file: {}\n",
+        password.display()
+    );
+    for (large, size) in [(false, 200_000), (true, 700_000)] {
+        let data = dir.path().join(format!("large-{large}"));
+        let extra = if large {
+            format!("{extra}download_verify_max_bytes: 0\n")
+        } else {
+            extra.clone()
+        };
+        let (server, [mine, theirs]) = two_documents_with_same_size_files(&data, &extra, size);
+        assert!(
+            stored_files(&data)
+                .iter()
+                .all(|p| std::fs::read(p).expect("read").starts_with(b"MENC")),
+            "the storage encrypts"
+        );
+        copy_theirs_over_mine(&data);
+        let got = download(&agent(), &server.base, &mine.download_path(), ADMIN);
+        // The first chunk fails authentication when the file is opened: an error answer.
+        let (status, body) = got.expect("an answer: the file is refused when it is opened");
+        assert_eq!(status, 500, "large: {large}");
+        assert_ne!(body, theirs.content);
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn docmeta_backup_writes_an_archive_only_its_owner_can_read() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    prepare(&data, false, "");
+    let out = dir.path().join("backups");
+    let mode = |p: &Path| std::fs::metadata(p).expect("archive").permissions().mode() & 0o777;
+    let full = out.join("full.tar.zst");
+    let status = docmeta(&data)
+        .arg("backup")
+        .arg("--out")
+        .arg(&full)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("docmeta backup");
+    assert!(status.success());
+    assert_eq!(mode(&full), 0o600, "the archive holds the secret key");
+    let inc = out.join("inc.tar.zst");
+    let status = docmeta(&data)
+        .arg("backup")
+        .arg("--out")
+        .arg(&inc)
+        .arg("--since")
+        .arg(&full)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("docmeta backup --since");
+    assert!(status.success());
+    assert_eq!(mode(&inc), 0o600, "an incremental archive too");
+}
