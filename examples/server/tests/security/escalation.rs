@@ -33,6 +33,15 @@ pub fn server_with_mallory() -> (Server, tempfile::TempDir, i64) {
     (s, dir, role)
 }
 
+/// [`server_with_mallory`], with `permissions` granted globally to her role.
+fn server_where_mallory_holds(permissions: &[&str]) -> (Server, tempfile::TempDir) {
+    let (s, dir, staff) = server_with_mallory();
+    for p in permissions {
+        grant_global(&s, staff, p);
+    }
+    (s, dir)
+}
+
 /// POSTs as the administrator and returns the new record's id.
 pub fn created(s: &Server, path: &str, body: Value) -> i64 {
     let (status, answer) = s.call("POST", path, Some(ADMIN), Some(&body));
@@ -74,9 +83,8 @@ fn can_log_in(s: &Server, user: (&str, &str)) -> bool {
 
 #[test]
 fn user_edit_cannot_change_the_superusers_password() {
-    let (s, _dir, staff) = server_with_mallory();
-    grant_global(&s, staff, "user_management.user_view");
-    grant_global(&s, staff, "user_management.user_edit");
+    let (s, _dir) =
+        server_where_mallory_holds(&["user_management.user_view", "user_management.user_edit"]);
     let (status, _) = s.call(
         "PATCH",
         "/api/v4/users/1/",
@@ -93,9 +101,8 @@ fn user_edit_cannot_change_the_superusers_password() {
 
 #[test]
 fn user_edit_cannot_deactivate_the_superuser() {
-    let (s, _dir, staff) = server_with_mallory();
-    grant_global(&s, staff, "user_management.user_view");
-    grant_global(&s, staff, "user_management.user_edit");
+    let (s, _dir) =
+        server_where_mallory_holds(&["user_management.user_view", "user_management.user_edit"]);
     let (status, _) = s.call(
         "PATCH",
         "/api/v4/users/1/",
@@ -108,9 +115,8 @@ fn user_edit_cannot_deactivate_the_superuser() {
 
 #[test]
 fn a_refused_user_patch_leaves_the_password_unchanged() {
-    let (s, _dir, staff) = server_with_mallory();
-    grant_global(&s, staff, "user_management.user_view");
-    grant_global(&s, staff, "user_management.user_edit");
+    let (s, _dir) =
+        server_where_mallory_holds(&["user_management.user_view", "user_management.user_edit"]);
     let clerk = created(
         &s,
         "/api/v4/users/",
