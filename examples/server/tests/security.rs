@@ -3,17 +3,17 @@
 
 mod support;
 
+#[path = "security/backup_files.rs"]
+mod backup_files;
 #[path = "security/escalation.rs"]
 mod escalation;
+#[path = "security/http_edges.rs"]
+mod http_edges;
 #[path = "security/leaks.rs"]
 mod leaks;
 #[path = "security/search.rs"]
 mod search;
-#[path = "security/templates.rs"]
-mod templates;
 #[path = "security/streaming.rs"]
 mod streaming;
-#[path = "security/http_edges.rs"]
-mod http_edges;
-#[path = "security/backup_files.rs"]
-mod backup_files;
+#[path = "security/templates.rs"]
+mod templates;
