@@ -403,6 +403,8 @@ fn check_filter_arguments(name: &str, args: &[Value]) -> Result<(), JinjaError> 
             Ok(())
         }
         "sum" => check_text(&args.iter().collect::<Vec<_>>()),
+        // A sequence is reversed as such; anything else as text.
+        "reverse" if arg(0).is_some_and(is_sequence) => Ok(()),
         "date" | "time" => {
             // A format code renders as at most 32 characters.
             if arg(1).map_or(0, |f| text_len(f, MAX_TEMPLATE_STRING)) > MAX_TEMPLATE_STRING / 32 {
@@ -921,7 +923,7 @@ impl Object for Moment {
 }
 
 /// A value of a document's metadata as templates see it (`document.metadata.all` items).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct MetadataEntry {
     /// The metadata type's name.
     pub name: String,
@@ -932,7 +934,7 @@ pub struct MetadataEntry {
 }
 
 /// What templates know of a document (`document` in spec 2.6, `workflow_instance.document`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct DocumentContext {
     /// Document id.
     pub id: i64,

@@ -212,7 +212,7 @@ impl Session {
             let mut user =
                 u.tx.user(id)?
                     .ok_or_else(|| Error::not_found(format!("user {id}")))?;
-            user.password_hash = hash;
+            user.password_hash = hash.clone();
             u.tx.update_user(&user)?;
             u.event(
                 names::USER_EDITED,
