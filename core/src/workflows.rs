@@ -16,7 +16,13 @@
 //!   than [`MAX_CHAIN`] stops with an error logged on the instance.
 //! - Actions run as docmeta itself (no permission checks), through the same code as users: the
 //!   edit action's value goes through the metadata pipeline (spec 2.10), so a workflow cannot
-//!   store a value a user could not.
+//!   store a value a user could not. docmeta acts for the action's author (stored with it): its
+//!   templates, and the defaults and lookups of the metadata it adds or edits, see what the
+//!   author may view (see `session::TemplateView`). Conditions see what both the acting user and
+//!   the transition's author may view (a trigger: the author).
+//! - An editor cannot hand out access they do not hold: a grant or revoke action needs
+//!   `acls.acl_edit` and the permission itself on every document type the workflow is bound to,
+//!   when it is added and when the workflow is bound to another type.
 
 use std::cell::Cell;
 
@@ -604,7 +610,9 @@ impl Session {
     }
 
     /// Renames a workflow and/or rebinds its document types. Needs
-    /// `document_states.workflow_template_edit`.
+    /// `document_states.workflow_template_edit`; binding a workflow that has grant or revoke
+    /// actions to another document type needs what adding them there would (see
+    /// [`create_workflow_action`](Self::create_workflow_action)).
     pub fn update_workflow(
         &self,
         id: WorkflowId,
@@ -831,7 +839,10 @@ impl Session {
 
     /// Adds an action to a state, run on entry (`on_entry`) or exit. Its metadata types, role
     /// and permission are checked now; an edit action's value template is compiled now. Needs
-    /// `document_states.workflow_template_edit`.
+    /// `document_states.workflow_template_edit`; a grant or revoke action also needs
+    /// `acls.acl_edit` and the permission it hands out on every document type the workflow is
+    /// bound to (`PermissionDenied` otherwise). The session's user is stored as the action's
+    /// author: its templates see what they may view.
     pub fn create_workflow_action(
         &self,
         workflow: WorkflowId,

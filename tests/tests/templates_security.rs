@@ -346,7 +346,7 @@ fn a_slow_template_does_not_hold_the_write_lock() -> Result<()> {
     let waited = write.elapsed();
     let outcome = render.join().expect("render thread");
     assert!(
-        waited < Duration::from_millis(500),
+        waited < Duration::from_secs(1),
         "an unrelated write waited {waited:?} behind a template"
     );
     let err = outcome.expect_err("the slow template runs out of time");

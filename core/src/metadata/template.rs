@@ -19,7 +19,8 @@
 //! text) and of its result. The constructs that could build values out of reach of these checks
 //! are refused when the template is saved: blocks that capture output (`{% set x %}...{% endset %}`,
 //! `{% filter %}`, macros and `{% call %}`), recursive loops, `namespace()` (a mutable, possibly
-//! cyclic object), template inheritance and includes.
+//! cyclic object), argument splats (`f(*a, *b)`: one instruction pushing every item of many
+//! sequences), template inheritance and includes.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -730,6 +731,10 @@ fn compile(source: &str) -> Result<Instructions<'_>, TemplateError> {
                 return Err(unsupported("inheritance, includes and imports"));
             }
             Instruction::SetAttr(_) => return Err(unsupported("namespace attributes")),
+            // One instruction that pushes every item of many sequences (or merges many maps).
+            Instruction::UnpackLists(_) | Instruction::MergeKwargs(_) => {
+                return Err(unsupported("argument splats (*args, **kwargs)"));
+            }
             Instruction::Lookup(name)
             | Instruction::StoreLocal(name)
             | Instruction::CallFunction(name, _)
@@ -1271,6 +1276,8 @@ mod tests {
             "{% set ns = namespace(a=1) %}{% set ns.a = 2 %}",
             "{% set __docmeta_concat = 1 %}",
             "{% include 'x' %}",
+            "{{ dict(*[1], *[2]) }}",
+            "{{ dict(**dict(a=1), **dict(b=2)) }}",
         ] {
             assert!(e.check(source).is_err(), "{source}");
         }
