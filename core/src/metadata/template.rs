@@ -566,15 +566,24 @@ impl TemplateEngine {
         env.add_function(ADD, op_add);
         env.add_function(MUL, op_mul);
         env.add_function(IN, op_in);
-        env.set_formatter(|out, state, value| {
+        // Every `{{ }}` and (rewritten) raw text: autoescaping is off, so a value is written as
+        // its text, counted exactly against the output limit.
+        env.set_formatter(|out, _state, value| {
             check_deadline()?;
-            let len = text_len(value, MAX_TEMPLATE_STRING);
-            if len > MAX_TEMPLATE_STRING {
+            if text_len(value, MAX_TEMPLATE_STRING) > MAX_TEMPLATE_STRING {
                 return Err(too_long());
             }
+            let owned;
+            let text = match value.as_str() {
+                Some(s) => s,
+                None => {
+                    owned = value.to_string();
+                    owned.as_str()
+                }
+            };
             BUDGET.with(|b| {
                 if let Some(b) = &mut *b.borrow_mut() {
-                    b.emitted += len;
+                    b.emitted += text.len();
                     if b.emitted > b.max_output {
                         return Err(JinjaError::new(
                             ErrorKind::WriteFailure,
@@ -584,7 +593,7 @@ impl TemplateEngine {
                 }
                 Ok(())
             })?;
-            minijinja::escape_formatter(out, state, value)
+            out.write_str(text).map_err(JinjaError::from)
         });
         TemplateEngine { env, budget }
     }
