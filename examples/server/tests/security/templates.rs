@@ -171,6 +171,15 @@ fn templates_over_http() {
         "{:?}",
         started.elapsed()
     );
+    // The server's peak memory (Linux): far from the gigabytes the attack asked for.
+    if let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", server.child.id())) {
+        let peak_kib: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0);
+        assert!(peak_kib < 512 * 1024, "the server peaked at {peak_kib} KiB");
+    }
 
     // Point 11: while a slow template renders (up to its 2 s budget), a PATCH on another
     // document answers within 1 s.
