@@ -28,10 +28,10 @@ use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Datelike, NaiveDateTime, Timelike, Utc};
-use minijinja::machinery::{CompiledTemplate, Instruction, Instructions, TemplateConfig};
-use minijinja::syntax::SyntaxConfig;
+use minijinja::machinery::{CompiledTemplate, Instruction, Instructions};
 use minijinja::value::{Enumerator, Kwargs, Object, ObjectRepr, Rest, Value, ValueKind};
 use minijinja::{AutoEscape, Environment, Error as JinjaError, ErrorKind, Expression, State};
+use parking_lot::RwLock;
 
 use super::datefmt;
 
@@ -66,9 +66,19 @@ impl std::fmt::Display for TemplateError {
 
 /// One environment shared by every template of a [`crate::Docmeta`].
 pub struct TemplateEngine {
+    /// The filters, functions and limits every render runs with (never changed after `new`).
     env: Environment<'static>,
+    /// Compiled templates by source, each in an environment of its own, so that no lock is
+    /// held while a template renders.
+    cache: RwLock<rustc_hash::FxHashMap<String, Arc<Environment<'static>>>>,
     budget: Duration,
 }
+
+/// The name of the one template of each cached environment.
+const NAME: &str = "template";
+
+/// Distinct compiled templates kept before the cache starts over.
+const MAX_CACHED_TEMPLATES: usize = 10_000;
 
 impl std::fmt::Debug for TemplateEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -540,6 +550,7 @@ impl TemplateEngine {
     /// An environment whose renders may take `budget` of wall-clock time (tests use a short one).
     pub fn with_budget(budget: Duration) -> Self {
         let mut env = Environment::new();
+        env.set_auto_escape_callback(|_| AutoEscape::None);
         env.set_fuel(Some(FUEL));
         env.set_recursion_limit(64);
         for (name, original) in builtin_filters() {
@@ -595,7 +606,11 @@ impl TemplateEngine {
             })?;
             out.write_str(text).map_err(JinjaError::from)
         });
-        TemplateEngine { env, budget }
+        TemplateEngine {
+            env,
+            cache: RwLock::default(),
+            budget,
+        }
     }
 
     /// Checks that `source` compiles and uses only what the sandbox allows (without rendering
@@ -609,8 +624,29 @@ impl TemplateEngine {
         if is_literal(source) {
             return Ok(());
         }
-        let rewritten = django_filter_arguments(source);
-        compile(&rewritten).map(drop)
+        let compiled = self.compile(source)?;
+        let template = compiled
+            .get_template(NAME)
+            .map_err(|e| TemplateError(format!("invalid template: {}", describe(&e))))?;
+        sandbox(minijinja::machinery::get_compiled_template(&template)).map(drop)
+    }
+
+    /// The compiled form of `source` (minijinja's own instructions, not yet sandboxed), from
+    /// the cache or compiled now.
+    fn compile(&self, source: &str) -> Result<Arc<Environment<'static>>, TemplateError> {
+        if let Some(compiled) = self.cache.read().get(source) {
+            return Ok(compiled.clone());
+        }
+        let mut env = Environment::empty();
+        env.add_template_owned(NAME, django_filter_arguments(source))
+            .map_err(|e| TemplateError(format!("invalid template: {}", describe(&e))))?;
+        let compiled = Arc::new(env);
+        let mut cache = self.cache.write();
+        if cache.len() >= MAX_CACHED_TEMPLATES {
+            cache.clear();
+        }
+        cache.insert(source.to_owned(), compiled.clone());
+        Ok(compiled)
     }
 
     /// Renders `source` with `context`; output beyond `max_output` bytes, a value beyond
@@ -629,8 +665,11 @@ impl TemplateEngine {
                 "template is longer than {MAX_TEMPLATE_LEN} characters"
             )));
         }
-        let rewritten = django_filter_arguments(source);
-        let instructions = compile(&rewritten)?;
+        let compiled = self.compile(source)?;
+        let template = compiled
+            .get_template(NAME)
+            .map_err(|e| TemplateError(format!("invalid template: {}", describe(&e))))?;
+        let instructions = sandbox(minijinja::machinery::get_compiled_template(&template))?;
         let previous = BUDGET.with(|b| {
             b.borrow_mut().replace(Budget {
                 deadline: Instant::now() + self.budget,
@@ -670,14 +709,9 @@ impl TemplateEngine {
     }
 }
 
-/// Compiles `source` and rewrites its instructions into the sandbox's (see the module docs).
-fn compile(source: &str) -> Result<Instructions<'_>, TemplateError> {
-    let config = TemplateConfig {
-        syntax_config: SyntaxConfig::default(),
-        default_auto_escape: Arc::new(|_: &str| AutoEscape::None),
-    };
-    let compiled = CompiledTemplate::new("template", source, &config)
-        .map_err(|e| TemplateError(format!("invalid template: {}", describe(&e))))?;
+/// Rewrites a compiled template's instructions into the sandbox's (see the module docs), or
+/// refuses what the sandbox does not allow.
+fn sandbox<'s>(compiled: &CompiledTemplate<'s>) -> Result<Instructions<'s>, TemplateError> {
     if !compiled.blocks.is_empty() {
         return Err(unsupported("blocks"));
     }
