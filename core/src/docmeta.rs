@@ -488,9 +488,15 @@ impl Builder {
     }
 }
 
+/// Attempts of one unit of work that render templates before the write lock is taken (see
+/// [`Docmeta::write`]); after that many, the rest render under the lock.
+const RENDER_ATTEMPTS: usize = 4;
+
 /// What a unit of work collects while it runs, applied after it commits.
 pub(crate) struct Unit<'a> {
     pub(crate) tx: Tx<'a>,
+    /// The template renders of this unit, kept across its attempts.
+    pub(crate) renders: &'a crate::session::Renders,
     pub(crate) actor: Actor,
     pub(crate) events: Vec<Event>,
     pub(crate) access: Vec<AccessChange>,
@@ -504,9 +510,10 @@ pub(crate) struct Unit<'a> {
 }
 
 impl<'a> Unit<'a> {
-    fn new(tx: Tx<'a>, actor: Actor) -> Self {
+    fn new(tx: Tx<'a>, actor: Actor, renders: &'a crate::session::Renders) -> Self {
         Unit {
             tx,
+            renders,
             actor,
             events: Vec::new(),
             access: Vec::new(),
@@ -515,6 +522,12 @@ impl<'a> Unit<'a> {
             unlink: Vec::new(),
             workflow_events: Vec::new(),
         }
+    }
+
+    /// The time of this unit of work (the same in every attempt, so that templates reading
+    /// `now` render the same).
+    pub(crate) fn now(&self) -> chrono::DateTime<Utc> {
+        self.renders.now
     }
 
     /// Appends an event to the log (in this transaction).
@@ -950,50 +963,90 @@ impl Docmeta {
         &self,
         actor: Actor,
         commit: bool,
-        f: impl FnOnce(&mut Unit<'_>) -> Result<T>,
+        mut f: impl FnMut(&mut Unit<'_>) -> Result<T>,
     ) -> Result<T> {
         if commit {
             return self.write(actor, f);
         }
-        let tx = Tx::new(self.inner.store.begin(Mode::Write)?);
-        let mut unit = Unit::new(tx, actor);
-        let out = f(&mut unit);
-        self.forget_compiled(&unit.invalidated);
-        out
+        let renders = crate::session::Renders::inline(self.now());
+        for attempt in 1.. {
+            renders.set_defer(attempt < RENDER_ATTEMPTS);
+            let tx = Tx::new(self.inner.store.begin(Mode::Write)?);
+            let mut unit = Unit::new(tx, actor, &renders);
+            let out = f(&mut unit);
+            self.forget_compiled(&unit.invalidated);
+            drop(unit);
+            if renders.has_pending() {
+                renders.render_pending(self.templates());
+                continue;
+            }
+            return out;
+        }
+        unreachable!("the attempts loop only ends by returning")
     }
 
     /// Runs `f` as one transaction for `actor`; after commit, applies access changes, drops
     /// stale compiled types, wakes the worker and notifies subscribers.
+    ///
+    /// Templates render before the write lock is taken, so that a slow template (bounded by the
+    /// render budget) never stalls other writers: an attempt of `f` that needs a template
+    /// output not known yet is rolled back, the template is rendered with no transaction open
+    /// (from inputs read in that attempt), and `f` runs again; the output is used when the
+    /// template's inputs, read again under the lock, are equal (see `session::Renders`). `f`
+    /// may therefore run more than once: it must have no effect outside its unit.
     pub(crate) fn write<T>(
         &self,
         actor: Actor,
-        f: impl FnOnce(&mut Unit<'_>) -> Result<T>,
+        mut f: impl FnMut(&mut Unit<'_>) -> Result<T>,
     ) -> Result<T> {
-        let tx = Tx::new(self.inner.store.begin(Mode::Write)?);
-        // Waiting for the write lock may have used up the time: no work for nothing.
-        self.check_deadline()?;
-        let mut unit = Unit::new(tx, actor);
-        let out = match f(&mut unit).and_then(|out| {
-            let triggers = crate::workflows::enqueue_triggers(&mut unit)?;
-            Ok((out, triggers))
-        }) {
-            Ok(out) => out,
-            Err(e) => {
-                // A compiled type cached from this (now rolled back) transaction must go.
+        let renders = crate::session::Renders::inline(self.now());
+        let mut attempt = 0;
+        let (tx, events, access, tasks_enqueued, invalidated, unlink, out, triggers) = loop {
+            attempt += 1;
+            renders.set_defer(attempt < RENDER_ATTEMPTS);
+            let tx = Tx::new(self.inner.store.begin(Mode::Write)?);
+            // Waiting for the write lock may have used up the time: no work for nothing.
+            self.check_deadline()?;
+            let mut unit = Unit::new(tx, actor, &renders);
+            let result = f(&mut unit).and_then(|out| {
+                let triggers = crate::workflows::enqueue_triggers(&mut unit)?;
+                Ok((out, triggers))
+            });
+            if renders.has_pending() {
+                // Rolled back: the renders it needs are made with no lock held.
                 self.forget_compiled(&unit.invalidated);
-                return Err(e);
+                drop(unit);
+                renders.render_pending(self.templates());
+                continue;
             }
+            let (out, triggers) = match result {
+                Ok(out) => out,
+                Err(e) => {
+                    // A compiled type cached from this (now rolled back) transaction must go.
+                    self.forget_compiled(&unit.invalidated);
+                    return Err(e);
+                }
+            };
+            let Unit {
+                tx,
+                events,
+                access,
+                tasks_enqueued,
+                invalidated,
+                unlink,
+                ..
+            } = unit;
+            break (
+                tx,
+                events,
+                access,
+                tasks_enqueued,
+                invalidated,
+                unlink,
+                out,
+                triggers,
+            );
         };
-        let (out, triggers) = out;
-        let Unit {
-            tx,
-            events,
-            access,
-            tasks_enqueued,
-            invalidated,
-            unlink,
-            ..
-        } = unit;
         // The last moment to give up: past the deadline the caller may already have been told
         // the change failed, so it must not happen (dropping `tx` rolls it back).
         if let Err(e) = self.check_deadline() {

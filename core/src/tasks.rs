@@ -38,18 +38,28 @@ pub(crate) const BATCH: u32 = 500;
 pub(crate) struct TypePair {
     pub document_type_id: i64,
     pub metadata_type_id: i64,
+    /// Who caused the task (a user id, or 0 for docmeta itself): the defaults it renders see
+    /// what that user may view (`session::TemplateView`). Absent in tasks recorded before it
+    /// was: those see no metadata value.
+    #[serde(default)]
+    pub author_id: Option<i64>,
 }
 
 impl TypePair {
-    pub(crate) fn new(dt: DocumentTypeId, mt: MetadataTypeId) -> Self {
+    pub(crate) fn new(dt: DocumentTypeId, mt: MetadataTypeId, actor: crate::model::Actor) -> Self {
         TypePair {
             document_type_id: dt.0,
             metadata_type_id: mt.0,
+            author_id: Some(crate::session::TemplateView::author_id(actor)),
         }
     }
 
     pub(crate) fn json(self) -> serde_json::Value {
-        serde_json::json!({ "document_type_id": self.document_type_id, "metadata_type_id": self.metadata_type_id })
+        serde_json::json!({
+            "document_type_id": self.document_type_id,
+            "metadata_type_id": self.metadata_type_id,
+            "author_id": self.author_id,
+        })
     }
 }
 
@@ -66,7 +76,11 @@ fn execute(db: &Docmeta, name: &str, payload: &str) -> Result<()> {
         DocumentTypeId(pair.document_type_id),
         MetadataTypeId(pair.metadata_type_id),
     );
-    let system = db.system();
+    // docmeta acts for the user who caused the task.
+    let system = crate::session::Session::system_for(
+        db.clone(),
+        crate::session::TemplateView::of_author(pair.author_id),
+    );
     match name {
         ADD_REQUIRED_METADATA_TYPE => {
             while system.add_required_metadata_batch(dt, mt, BATCH)? > 0 {}

@@ -16,7 +16,13 @@
 //!   than [`MAX_CHAIN`] stops with an error logged on the instance.
 //! - Actions run as docmeta itself (no permission checks), through the same code as users: the
 //!   edit action's value goes through the metadata pipeline (spec 2.10), so a workflow cannot
-//!   store a value a user could not.
+//!   store a value a user could not. docmeta acts for the action's author (stored with it): its
+//!   templates, and the defaults and lookups of the metadata it adds or edits, see what the
+//!   author may view (see `session::TemplateView`). Conditions see what both the acting user and
+//!   the transition's author may view (a trigger: the author).
+//! - An editor cannot hand out access they do not hold: a grant or revoke action needs
+//!   `acls.acl_edit` and the permission itself on every document type the workflow is bound to,
+//!   when it is added and when the workflow is bound to another type.
 
 use std::cell::Cell;
 
@@ -28,9 +34,8 @@ use crate::access::{ObjectKind, ObjectRef, Permission as P, Permission};
 use crate::docmeta::{Docmeta, Unit};
 use crate::error::{Error, NON_FIELD_ERRORS, Result};
 use crate::events::{Event, names};
-use crate::metadata::template::Moment;
 use crate::model::*;
-use crate::session::{Session, event_object};
+use crate::session::{RenderInput, Renders, Session, TemplateView, event_object};
 use crate::store::Tx;
 use crate::store::records::{from_micros, to_micros};
 
@@ -605,7 +610,9 @@ impl Session {
     }
 
     /// Renames a workflow and/or rebinds its document types. Needs
-    /// `document_states.workflow_template_edit`.
+    /// `document_states.workflow_template_edit`; binding a workflow that has grant or revoke
+    /// actions to another document type needs what adding them there would (see
+    /// [`create_workflow_action`](Self::create_workflow_action)).
     pub fn update_workflow(
         &self,
         id: WorkflowId,
@@ -624,6 +631,15 @@ impl Session {
             }
             if let Some(types) = document_types {
                 self.check_document_types(&mut u.tx, types)?;
+                // Binding a new type extends the workflow's access actions to its documents.
+                let old = u.tx.workflow(id)?.map(|w| w.document_type_ids).unwrap_or_default();
+                let added: Vec<DocumentTypeId> =
+                    types.iter().copied().filter(|t| !old.contains(t)).collect();
+                if !added.is_empty() {
+                    for permission in self.access_actions_of(&mut u.tx, id)? {
+                        self.check_access_action(permission, &added)?;
+                    }
+                }
                 u.tx.execute(
                     "DELETE FROM workflow_document_types WHERE workflow_id = ?1",
                     &[id.0.into()],
@@ -637,6 +653,23 @@ impl Session {
             }
             u.tx.workflow(id)?.ok_or_else(|| Error::not_found("workflow"))
         })
+    }
+
+    /// The permissions the grant and revoke actions of a workflow hand out.
+    fn access_actions_of(&self, tx: &mut Tx<'_>, workflow: WorkflowId) -> Result<Vec<Permission>> {
+        let mut out = Vec::new();
+        for state in tx.workflow_states(workflow)? {
+            for a in tx.workflow_actions(state.id)? {
+                if let ActionKind::GrantDocumentAccess { permission, .. }
+                | ActionKind::RevokeDocumentAccess { permission, .. } = &a.action
+                    && let Ok(p) = Permission::from_key(permission)
+                    && !out.contains(&p)
+                {
+                    out.push(p);
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Deletes a workflow with its states, transitions, actions, instances and logs. Needs
@@ -724,13 +757,14 @@ impl Session {
             let id = u
                 .tx
                 .insert(
-                    "INSERT INTO workflow_transitions (workflow_id, label, origin_state_id, destination_state_id, condition) VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id",
+                    "INSERT INTO workflow_transitions (workflow_id, label, origin_state_id, destination_state_id, condition, author_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
                     &[
                         workflow.0.into(),
                         label.as_str().into(),
                         origin.0.into(),
                         destination.0.into(),
                         condition.trim().into(),
+                        TemplateView::author_id(self.actor).into(),
                     ],
                 )
                 .map_err(|e| unique(e, "label", "A transition"))?;
@@ -805,7 +839,10 @@ impl Session {
 
     /// Adds an action to a state, run on entry (`on_entry`) or exit. Its metadata types, role
     /// and permission are checked now; an edit action's value template is compiled now. Needs
-    /// `document_states.workflow_template_edit`.
+    /// `document_states.workflow_template_edit`; a grant or revoke action also needs
+    /// `acls.acl_edit` and the permission it hands out on every document type the workflow is
+    /// bound to (`PermissionDenied` otherwise). The session's user is stored as the action's
+    /// author: its templates see what they may view.
     pub fn create_workflow_action(
         &self,
         workflow: WorkflowId,
@@ -821,17 +858,19 @@ impl Session {
             if u.tx.workflow_state(state)?.is_none_or(|s| s.workflow_id != workflow) {
                 return Err(Error::not_found(format!("state {state}")));
             }
-            self.check_action(&mut u.tx, &action)?;
+            let bound = u.tx.workflow(workflow)?.map(|w| w.document_type_ids).unwrap_or_default();
+            self.check_action(&mut u.tx, &action, &bound)?;
             let json = serde_json::to_string(&action)
                 .map_err(|e| Error::storage("writing a workflow action", e))?;
             let id = u.tx.insert(
-                "INSERT INTO workflow_state_actions (state_id, label, on_entry, critical, action) VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id",
+                "INSERT INTO workflow_state_actions (state_id, label, on_entry, critical, action, author_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
                 &[
                     state.0.into(),
                     label.as_str().into(),
                     i64::from(on_entry).into(),
                     i64::from(critical).into(),
                     json.as_str().into(),
+                    TemplateView::author_id(self.actor).into(),
                 ],
             )?;
             Ok(WorkflowAction {
@@ -845,7 +884,35 @@ impl Session {
         })
     }
 
-    fn check_action(&self, tx: &mut Tx<'_>, action: &ActionKind) -> Result<()> {
+    /// Whether this session could make the grant (or revocation) an access action makes on
+    /// every document of the `types` a workflow is bound to: `acls.acl_edit` and `permission`
+    /// itself, on each type (through an ACL or globally). An action runs as docmeta on every
+    /// new document of those types, so an editor never hands out more than they hold.
+    fn check_access_action(&self, permission: Permission, types: &[DocumentTypeId]) -> Result<()> {
+        for t in types {
+            let dt = ObjectRef::new(ObjectKind::DOCUMENT_TYPE, t.0);
+            if !self.can(P::AclEdit, dt) {
+                return Err(Error::PermissionDenied(format!(
+                    "'{}' is needed on document type {t}, which the workflow is bound to",
+                    P::AclEdit.key()
+                )));
+            }
+            if !self.can(permission, dt) {
+                return Err(Error::PermissionDenied(format!(
+                    "granting or revoking '{}' on the documents of type {t} needs holding it there",
+                    permission.key()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_action(
+        &self,
+        tx: &mut Tx<'_>,
+        action: &ActionKind,
+        bound: &[DocumentTypeId],
+    ) -> Result<()> {
         let types = match action {
             ActionKind::AddMetadata { metadata_type_ids }
             | ActionKind::RemoveMetadata { metadata_type_ids } => metadata_type_ids.clone(),
@@ -882,6 +949,7 @@ impl Session {
                         format!("Role {role_id} does not exist."),
                     ));
                 }
+                self.check_access_action(p, bound)?;
                 Vec::new()
             }
         };
@@ -1036,8 +1104,9 @@ impl Session {
                 return Ok(Vec::new());
             };
             let mut out = Vec::new();
+            let renders = Renders::inline(self.db.now());
             for t in tx.workflow_transitions(instance.workflow_id, Some(state))? {
-                if condition_allows(&self.db, tx, &instance, &t)? {
+                if condition_allows(&self.db, &renders, tx, &instance, &t, self.actor.user())? {
                     out.push(t);
                 }
             }
@@ -1082,13 +1151,20 @@ impl Session {
     }
 }
 
-/// The template context of an instance (spec 4.5): `workflow_instance` (with `document`,
-/// `workflow`, `current_state`), `workflow_instance_context`, `now`.
-fn context(db: &Docmeta, tx: &mut Tx<'_>, instance: &WorkflowInstance) -> Result<Value> {
+/// The template input of an instance (spec 4.5): `workflow_instance` (with `document`,
+/// `workflow`, `current_state`), `workflow_instance_context`, `now`; the document's metadata as
+/// `view` sees it.
+fn render_input(
+    db: &Docmeta,
+    tx: &mut Tx<'_>,
+    instance: &WorkflowInstance,
+    view: &TemplateView,
+    now: DateTime<Utc>,
+) -> Result<RenderInput> {
     let doc = tx
         .document(instance.document_id)?
         .ok_or_else(|| Error::not_found("document"))?;
-    let document = crate::session::document_context(tx, &doc)?;
+    let document = crate::session::document_context(db, tx, &doc, view)?;
     let workflow = tx
         .workflow(instance.workflow_id)?
         .map(|w| w.label)
@@ -1097,21 +1173,18 @@ fn context(db: &Docmeta, tx: &mut Tx<'_>, instance: &WorkflowInstance) -> Result
         Some(s) => tx.workflow_state(s)?.map(|s| s.label).unwrap_or_default(),
         None => String::new(),
     };
-    Ok(minijinja::context! {
-        workflow_instance => minijinja::context! {
-            id => instance.id.0,
-            document => Value::from_object(document),
-            workflow => minijinja::context! { label => workflow },
-            current_state => minijinja::context! { label => state },
-            context => json_value(&instance.context),
-        },
-        workflow_instance_context => json_value(&instance.context),
-        now => Value::from_object(Moment(db.now())),
+    Ok(RenderInput::Workflow {
+        now,
+        document,
+        instance: instance.id.0,
+        workflow,
+        state,
+        context: instance.context.to_string(),
     })
 }
 
 /// A JSON value as templates see it.
-fn json_value(v: &serde_json::Value) -> Value {
+pub(crate) fn json_value(v: &serde_json::Value) -> Value {
     match v {
         serde_json::Value::Null => Value::from(()),
         serde_json::Value::Bool(b) => Value::from(*b),
@@ -1129,28 +1202,47 @@ fn json_value(v: &serde_json::Value) -> Value {
     }
 }
 
+/// Renders a workflow template (`field` names it in errors) with what `view` sees.
 fn render(
     db: &Docmeta,
+    renders: &Renders,
     tx: &mut Tx<'_>,
     instance: &WorkflowInstance,
+    view: &TemplateView,
     source: &str,
+    field: &str,
 ) -> Result<String> {
-    let ctx = context(db, tx, instance)?;
-    db.templates()
-        .render(source, ctx, MAX_TEMPLATE_OUTPUT)
-        .map_err(|e| Error::validation("condition", e.0))
+    let input = render_input(db, tx, instance, view, renders.now)?;
+    renders
+        .render(db.templates(), source, MAX_TEMPLATE_OUTPUT, input)
+        .map_err(|e| Error::validation(field, e.0))
 }
 
+/// Whether `t`'s condition allows it now, rendered with what both the acting user (`None`:
+/// docmeta itself, for a trigger) and the transition's author see.
 fn condition_allows(
     db: &Docmeta,
+    renders: &Renders,
     tx: &mut Tx<'_>,
     instance: &WorkflowInstance,
     t: &WorkflowTransition,
+    acting: Option<UserId>,
 ) -> Result<bool> {
     if t.condition.trim().is_empty() {
         return Ok(true);
     }
-    Ok(render(db, tx, instance, &t.condition)?.trim() == "True")
+    let author = tx
+        .optional(
+            "SELECT author_id FROM workflow_transitions WHERE id = ?1",
+            &[t.id.0.into()],
+            |r| r.opt_int(0),
+        )?
+        .flatten();
+    let mut view = TemplateView::of_author(author);
+    if let Some(user) = acting {
+        view = view.and(TemplateView::Only(vec![user]));
+    }
+    Ok(render(db, renders, tx, instance, &view, &t.condition, "condition")?.trim() == "True")
 }
 
 /// Takes `t` on `instance` inside `u`.
@@ -1171,7 +1263,7 @@ fn fire(
             ),
         });
     }
-    if !condition_allows(db, &mut u.tx, instance, t)? {
+    if !condition_allows(db, u.renders, &mut u.tx, instance, t, user)? {
         return Err(Error::validation(
             "transition_id",
             format!("The condition of '{}' does not allow it now.", t.label),
@@ -1213,11 +1305,21 @@ fn run_actions(
     state: WorkflowStateId,
     on_entry: bool,
 ) -> Result<()> {
-    let system = db.system();
+    let authors: rustc_hash::FxHashMap<i64, Option<i64>> =
+        u.tx.rows(
+            "SELECT id, author_id FROM workflow_state_actions WHERE state_id = ?1",
+            &[state.0.into()],
+            |r| Ok((r.int(0)?, r.opt_int(1)?)),
+        )?
+        .into_iter()
+        .collect();
     for action in u.tx.workflow_actions(state)? {
         if action.on_entry != on_entry {
             continue;
         }
+        // docmeta acts for the action's author: its templates see what the author sees.
+        let author = authors.get(&action.id.0).copied().flatten();
+        let system = Session::system_for(db.clone(), TemplateView::of_author(author));
         let marks = (
             u.events.len(),
             u.access.len(),
@@ -1276,11 +1378,15 @@ fn run_action(
             metadata_type_id,
             value,
         } => {
-            let ctx = context(db, &mut u.tx, instance)?;
-            let value = db
-                .templates()
-                .render(value, ctx, MAX_TEMPLATE_OUTPUT)
-                .map_err(|e| Error::validation("value", e.0))?;
+            let value = render(
+                db,
+                u.renders,
+                &mut u.tx,
+                instance,
+                &system.view,
+                value,
+                "value",
+            )?;
             match current(u, *metadata_type_id)? {
                 Some(m) => {
                     system.edit_document_metadata_in(u, document, m.id, &value)?;
@@ -1419,7 +1525,7 @@ pub(crate) fn run_trigger(db: &Docmeta, payload: &str) -> Result<()> {
             };
             let mut chosen = None;
             for t in u.tx.workflow_transitions(instance.workflow_id, Some(state))? {
-                if t.triggers.contains(&task.event) && condition_allows(db, &mut u.tx, &instance, &t)? {
+                if t.triggers.contains(&task.event) && condition_allows(db, u.renders, &mut u.tx, &instance, &t, None)? {
                     chosen = Some(t);
                     break;
                 }

@@ -294,7 +294,10 @@ fn backup_restore_round_trip_is_identical() -> Result<()> {
     assert_eq!(beside, ["full.tar.zst"], "the backup left files behind");
     drop(db);
     let manifest = verify_backup(&archive)?;
-    assert_eq!(manifest.info.schema_version, 3);
+    assert_eq!(
+        manifest.info.schema_version,
+        docmeta_core::store::SCHEMA_VERSION
+    );
     assert!(manifest.files.iter().all(|f| !f.path.starts_with("search")));
     let target = out.path().join("restored");
     let r = restore(&[archive], &target, None)?;
@@ -570,7 +573,7 @@ fn a_backup_from_an_older_schema_is_migrated_on_restore() -> Result<()> {
     tar.into_inner().expect("finish");
     let target = out.path().join("new");
     let r = restore(&[archive], &target, None)?;
-    assert_eq!((r.migrations, r.documents), (vec![2, 3], 1));
+    assert_eq!((r.migrations, r.documents), (vec![2, 3, 4], 1));
     let db = open(&target, None)?;
     let docs = db.system().documents(None, DocumentId(0), 10)?;
     assert_eq!(docs[0].label, "Dear reader");

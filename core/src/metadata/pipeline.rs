@@ -9,7 +9,7 @@ use super::lookup::split_choices;
 use super::names::{check_label, check_name};
 use super::parsers::Parser;
 use super::registry::ClassRegistry;
-use super::template::{MAX_TEMPLATE_LEN, TemplateEngine};
+use super::template::{MAX_TEMPLATE_LEN, TemplateEngine, TemplateError};
 use super::validators::Validator;
 use crate::error::{Error, Result};
 use crate::model::{MetadataType, MetadataTypeInput};
@@ -126,6 +126,24 @@ pub trait TemplateInputs {
     fn default_context(&mut self) -> Result<Value>;
     /// The context of the lookup template: `now`, `users`, `groups` (spec 2.7).
     fn lookup_context(&mut self) -> Result<Value>;
+
+    /// Renders `source`, a lookup (`lookup`) or default template, with its context; the outer
+    /// error is a failure to build the context, the inner one the template's. docmeta's own
+    /// inputs render before the write lock is taken (see `Docmeta::write`).
+    fn render(
+        &mut self,
+        templates: &TemplateEngine,
+        source: &str,
+        lookup: bool,
+        max_output: usize,
+    ) -> Result<std::result::Result<String, TemplateError>> {
+        let context = if lookup {
+            self.lookup_context()?
+        } else {
+            self.default_context()?
+        };
+        Ok(templates.render(source, context, max_output))
+    }
 }
 
 impl CompiledMetadataType {
@@ -150,8 +168,8 @@ impl CompiledMetadataType {
         if lookup.trim().is_empty() {
             return Ok(None);
         }
-        let csv = templates
-            .render(lookup, inputs.lookup_context()?, MAX_LOOKUP_OUTPUT)
+        let csv = inputs
+            .render(templates, lookup, true, MAX_LOOKUP_OUTPUT)?
             .map_err(|e| Error::validation(VALUE_FIELD, format!("lookup: {e}")))?;
         Ok(Some(split_choices(&csv)))
     }
@@ -171,8 +189,8 @@ impl CompiledMetadataType {
         let t = &self.metadata_type;
         // Step 1: an empty value takes the rendered default.
         let mut value = if value.trim().is_empty() && !t.default.is_empty() {
-            templates
-                .render(&t.default, inputs.default_context()?, MAX_VALUE_LEN * 4)
+            inputs
+                .render(templates, &t.default, false, MAX_VALUE_LEN * 4)?
                 .map_err(|e| Error::validation(VALUE_FIELD, format!("default: {e}")))?
         } else {
             value.to_owned()

@@ -1,26 +1,58 @@
 //! The shared, sandboxed template environment of defaults (spec 2.6), lookups (spec 2.7) and
 //! workflow conditions and actions (spec 4.5).
 //!
-//! Templates are compiled once and kept in one minijinja environment keyed by their source.
-//! Every render is bounded: by fuel (instructions), by recursion depth and by output size, so a
-//! hostile template fails with an error instead of hanging or exhausting memory.
+//! Every render is bounded, so a hostile template fails with an error instead of hanging or
+//! exhausting memory:
+//!
+//! - **instructions**: fuel (100,000 instructions) and a recursion limit;
+//! - **wall-clock time**: a deadline ([`RENDER_BUDGET`]) checked by every operator, filter, test,
+//!   function and output of the template;
+//! - **memory**: every string a template builds is at most [`MAX_TEMPLATE_STRING`] bytes and
+//!   every sequence at most [`MAX_TEMPLATE_ITEMS`] items, checked *before* it is built; the
+//!   output is at most the caller's limit.
+//!
+//! The memory bound is total because every way a template has to build a value goes through a
+//! check: the template is compiled by minijinja, then its instructions are rewritten so that the
+//! operators that build strings or sequences (`~`, `+`, `*`, `in`, which stringifies) call checked
+//! functions, and raw text is emitted through the same checked formatter as `{{ }}`; every
+//! filter, test and global function is wrapped by a check of its arguments (what it may turn into
+//! text) and of its result. The constructs that could build values out of reach of these checks
+//! are refused when the template is saved: blocks that capture output (`{% set x %}...{% endset %}`,
+//! `{% filter %}`, macros and `{% call %}`), recursive loops, `namespace()` (a mutable, possibly
+//! cyclic object), argument splats (`f(*a, *b)`: one instruction pushing every item of many
+//! sequences), template inheritance and includes.
 
-use std::io;
-use std::sync::Arc;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::sync::{Arc, LazyLock};
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Datelike, NaiveDateTime, Timelike, Utc};
-use minijinja::value::{Enumerator, Object, ObjectRepr, Value};
-use minijinja::{Environment, ErrorKind, State};
+use minijinja::machinery::{CompiledTemplate, Instruction, Instructions};
+use minijinja::value::{Enumerator, Kwargs, Object, ObjectRepr, Rest, Value, ValueKind};
+use minijinja::{AutoEscape, Environment, Error as JinjaError, ErrorKind, Expression, State};
 use parking_lot::RwLock;
 
 use super::datefmt;
 
 /// Longest template source accepted (api.md limits).
 pub const MAX_TEMPLATE_LEN: usize = 10_000;
+/// Longest string a template may build (any intermediate value, and any one output piece).
+pub const MAX_TEMPLATE_STRING: usize = 256 * 1024;
+/// Most items a sequence built by a template may have.
+pub const MAX_TEMPLATE_ITEMS: usize = 100_000;
+/// Wall-clock time one render may take.
+pub const RENDER_BUDGET: Duration = Duration::from_secs(2);
 /// Instructions one render may execute.
 const FUEL: u64 = 100_000;
-/// Distinct compiled templates kept before the cache starts over.
-const MAX_CACHED_TEMPLATES: usize = 10_000;
+/// Names of the checked operators; templates may not use names with this prefix.
+const RESERVED: &str = "__docmeta_";
+const CONCAT: &str = "__docmeta_concat";
+const ADD: &str = "__docmeta_add";
+const MUL: &str = "__docmeta_mul";
+const IN: &str = "__docmeta_in";
+/// `LOOP_FLAG_RECURSIVE` of minijinja's instructions (not re-exported).
+const LOOP_FLAG_RECURSIVE: u8 = 2;
 
 /// Why a template could not be compiled or rendered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,8 +66,19 @@ impl std::fmt::Display for TemplateError {
 
 /// One environment shared by every template of a [`crate::Docmeta`].
 pub struct TemplateEngine {
-    env: RwLock<Environment<'static>>,
+    /// The filters, functions and limits every render runs with (never changed after `new`).
+    env: Environment<'static>,
+    /// Compiled templates by source, each in an environment of its own, so that no lock is
+    /// held while a template renders.
+    cache: RwLock<rustc_hash::FxHashMap<String, Arc<Environment<'static>>>>,
+    budget: Duration,
 }
+
+/// The name of the one template of each cached environment.
+const NAME: &str = "template";
+
+/// Distinct compiled templates kept before the cache starts over.
+const MAX_CACHED_TEMPLATES: usize = 10_000;
 
 impl std::fmt::Debug for TemplateEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -54,20 +97,524 @@ pub fn is_literal(source: &str) -> bool {
     !(source.contains("{{") || source.contains("{%") || source.contains("{#"))
 }
 
+/// The limits of the render running in this thread.
+struct Budget {
+    deadline: Instant,
+    budget: Duration,
+    emitted: usize,
+    max_output: usize,
+}
+
+thread_local! {
+    static BUDGET: RefCell<Option<Budget>> = const { RefCell::new(None) };
+}
+
+fn refuse(message: impl Into<String>) -> JinjaError {
+    JinjaError::new(ErrorKind::InvalidOperation, message.into())
+}
+
+fn too_long() -> JinjaError {
+    refuse(format!(
+        "the template builds a string longer than {MAX_TEMPLATE_STRING} bytes"
+    ))
+}
+
+fn too_many() -> JinjaError {
+    refuse(format!(
+        "the template builds a sequence of more than {MAX_TEMPLATE_ITEMS} items"
+    ))
+}
+
+/// Fails once the render has used its wall-clock budget.
+fn check_deadline() -> Result<(), JinjaError> {
+    BUDGET.with(|b| match &*b.borrow() {
+        Some(b) if Instant::now() > b.deadline => Err(refuse(format!(
+            "the template ran longer than {} ms",
+            b.budget.as_millis()
+        ))),
+        _ => Ok(()),
+    })
+}
+
+/// An upper bound of the length of `value` rendered as text, or `cap + 1` when it is over `cap`
+/// (counting stops there). Containers count their items and separators; nesting deeper than 32
+/// counts as too long.
+fn text_len(value: &Value, cap: usize) -> usize {
+    fn walk(value: &Value, cap: usize, depth: u32, total: &mut usize) {
+        if *total > cap {
+            return;
+        }
+        if depth > 32 {
+            *total = cap + 1;
+            return;
+        }
+        match value.kind() {
+            ValueKind::Undefined | ValueKind::None => *total += 4,
+            ValueKind::String => *total += value.as_str().map_or(0, str::len),
+            ValueKind::Bytes => *total += value.as_bytes().map_or(0, |b| b.len() * 4 + 3),
+            ValueKind::Seq | ValueKind::Map | ValueKind::Iterable => {
+                *total += 2;
+                let is_map = value.kind() == ValueKind::Map;
+                let Ok(items) = value.try_iter() else {
+                    return;
+                };
+                for (n, item) in items.enumerate() {
+                    if *total > cap || n >= MAX_TEMPLATE_ITEMS {
+                        *total = cap + 1;
+                        return;
+                    }
+                    *total += 2;
+                    if is_map {
+                        let v = value.get_item(&item).unwrap_or_default();
+                        *total += 2;
+                        walk(&v, cap, depth + 1, total);
+                    }
+                    walk(&item, cap, depth + 1, total);
+                }
+            }
+            // Numbers, booleans and docmeta's own objects render as short text.
+            _ => *total += value.to_string().len(),
+        }
+    }
+    let mut total = 0;
+    walk(value, cap, 0, &mut total);
+    total.min(cap + 1)
+}
+
+/// The number of items of a sequence, map or iterable (counting stops past the limit), or
+/// `None` for other values.
+fn item_count(value: &Value) -> Option<usize> {
+    match value.kind() {
+        ValueKind::Seq | ValueKind::Map | ValueKind::Iterable => Some(match value.len() {
+            Some(n) => n,
+            None => value
+                .try_iter()
+                .map_or(0, |i| i.take(MAX_TEMPLATE_ITEMS + 1).count()),
+        }),
+        _ => None,
+    }
+}
+
+/// Refuses a value a template built when it is over the limits.
+fn check_built(value: &Value) -> Result<(), JinjaError> {
+    if let Some(s) = value.as_str() {
+        if s.len() > MAX_TEMPLATE_STRING {
+            return Err(too_long());
+        }
+    } else if item_count(value).is_some_and(|n| n > MAX_TEMPLATE_ITEMS) {
+        return Err(too_many());
+    }
+    Ok(())
+}
+
+fn check_text(values: &[&Value]) -> Result<(), JinjaError> {
+    let mut total = 0usize;
+    for v in values {
+        total += text_len(v, MAX_TEMPLATE_STRING);
+        if total > MAX_TEMPLATE_STRING {
+            return Err(too_long());
+        }
+    }
+    Ok(())
+}
+
+/// The unchecked operators, evaluated after their operands were checked (minijinja's own
+/// semantics: numbers, strings, sequences).
+struct Operators {
+    concat: Expression<'static, 'static>,
+    add: Expression<'static, 'static>,
+    mul: Expression<'static, 'static>,
+    contains: Expression<'static, 'static>,
+}
+
+static OPERATOR_ENV: LazyLock<Environment<'static>> = LazyLock::new(Environment::empty);
+static OPERATORS: LazyLock<Option<Operators>> = LazyLock::new(|| {
+    let env: &'static Environment<'static> = &OPERATOR_ENV;
+    Some(Operators {
+        concat: env.compile_expression("a ~ b").ok()?,
+        add: env.compile_expression("a + b").ok()?,
+        mul: env.compile_expression("a * b").ok()?,
+        contains: env.compile_expression("a in b").ok()?,
+    })
+});
+
+fn operate(
+    pick: impl Fn(&Operators) -> &Expression<'static, 'static>,
+    a: Value,
+    b: Value,
+) -> Result<Value, JinjaError> {
+    let ops = OPERATORS
+        .as_ref()
+        .ok_or_else(|| refuse("the template operators are unavailable"))?;
+    let out = pick(ops).eval(minijinja::context! { a => a, b => b })?;
+    check_built(&out)?;
+    Ok(out)
+}
+
+fn op_concat(a: Value, b: Value) -> Result<Value, JinjaError> {
+    check_deadline()?;
+    check_text(&[&a, &b])?;
+    operate(|o| &o.concat, a, b)
+}
+
+fn is_sequence(v: &Value) -> bool {
+    matches!(v.kind(), ValueKind::Seq | ValueKind::Iterable)
+}
+
+fn op_add(a: Value, b: Value) -> Result<Value, JinjaError> {
+    check_deadline()?;
+    if is_sequence(&a) && is_sequence(&b) {
+        let n = item_count(&a).unwrap_or(0) + item_count(&b).unwrap_or(0);
+        if n > MAX_TEMPLATE_ITEMS {
+            return Err(too_many());
+        }
+    } else if a.kind() == ValueKind::String || b.kind() == ValueKind::String {
+        check_text(&[&a, &b])?;
+    }
+    operate(|o| &o.add, a, b)
+}
+
+fn op_mul(a: Value, b: Value) -> Result<Value, JinjaError> {
+    check_deadline()?;
+    for (x, n) in [(&a, &b), (&b, &a)] {
+        let times = n.as_i64().unwrap_or(0).max(0).unsigned_abs();
+        let times = usize::try_from(times).unwrap_or(usize::MAX);
+        if let Some(s) = x.as_str()
+            && s.len().saturating_mul(times) > MAX_TEMPLATE_STRING
+        {
+            return Err(too_long());
+        }
+        if is_sequence(x) && item_count(x).unwrap_or(0).saturating_mul(times) > MAX_TEMPLATE_ITEMS {
+            return Err(too_many());
+        }
+    }
+    operate(|o| &o.mul, a, b)
+}
+
+fn op_in(a: Value, b: Value) -> Result<Value, JinjaError> {
+    check_deadline()?;
+    // `a in "text"` turns `a` into text.
+    if b.kind() == ValueKind::String {
+        check_text(&[&a])?;
+    }
+    operate(|o| &o.contains, a, b)
+}
+
+/// Filters that work on sequences as such (they do not turn their arguments into text).
+const SEQUENCE_FILTERS: [&str; 30] = [
+    "length",
+    "count",
+    "dictsort",
+    "items",
+    "default",
+    "d",
+    "abs",
+    "int",
+    "float",
+    "attr",
+    "round",
+    "first",
+    "last",
+    "min",
+    "max",
+    "sort",
+    "list",
+    "bool",
+    "slice",
+    "batch",
+    "sum",
+    "select",
+    "selectattr",
+    "reject",
+    "rejectattr",
+    "map",
+    "groupby",
+    "unique",
+    "chain",
+    "zip",
+];
+
+/// Checks a filter's arguments before it runs: what it may turn into text, and the parameters
+/// that make its result grow (`join`'s separator, `replace`'s occurrences, `indent`'s width...).
+fn check_filter_arguments(name: &str, args: &[Value]) -> Result<(), JinjaError> {
+    let arg = |i: usize| args.get(i).filter(|v| !v.is_kwargs());
+    let number = |i: usize| {
+        arg(i)
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+            .max(0)
+            .unsigned_abs()
+    };
+    let number = |i: usize| usize::try_from(number(i)).unwrap_or(usize::MAX);
+    match name {
+        "join" => {
+            let sep = arg(1).map_or(0, |s| text_len(s, MAX_TEMPLATE_STRING));
+            let mut total = 0usize;
+            if let Some(seq) = arg(0)
+                && let Ok(items) = seq.try_iter()
+            {
+                for (n, item) in items.enumerate() {
+                    if n >= MAX_TEMPLATE_ITEMS {
+                        return Err(too_many());
+                    }
+                    total = total
+                        .saturating_add(text_len(&item, MAX_TEMPLATE_STRING))
+                        .saturating_add(sep);
+                    if total > MAX_TEMPLATE_STRING {
+                        return Err(too_long());
+                    }
+                }
+            }
+            Ok(())
+        }
+        "replace" => {
+            check_text(&args.iter().collect::<Vec<_>>())?;
+            let text = arg(0).map(ToString::to_string).unwrap_or_default();
+            let from = arg(1).map(ToString::to_string).unwrap_or_default();
+            let to = arg(2).map_or(0, |v| text_len(v, MAX_TEMPLATE_STRING));
+            let occurrences = if from.is_empty() {
+                text.chars().count() + 1
+            } else {
+                text.matches(from.as_str()).count()
+            };
+            if text.len().saturating_add(occurrences.saturating_mul(to)) > MAX_TEMPLATE_STRING {
+                return Err(too_long());
+            }
+            Ok(())
+        }
+        "indent" => {
+            check_text(&args.iter().collect::<Vec<_>>())?;
+            let text = arg(0).map(ToString::to_string).unwrap_or_default();
+            let width = match arg(1) {
+                Some(w) if w.kind() == ValueKind::String => w.as_str().map_or(0, str::len),
+                Some(_) => number(1),
+                None => 4,
+            };
+            let lines = text.lines().count() + 1;
+            if text.len().saturating_add(lines.saturating_mul(width)) > MAX_TEMPLATE_STRING {
+                return Err(too_long());
+            }
+            Ok(())
+        }
+        "center" if number(1) > MAX_TEMPLATE_STRING => Err(too_long()),
+        "batch" | "slice" if number(1) > MAX_TEMPLATE_ITEMS => Err(too_many()),
+        "format" => {
+            let format = arg(0).map(ToString::to_string).unwrap_or_default();
+            check_text(&[arg(0).unwrap_or(&Value::UNDEFINED)])?;
+            let widest = args
+                .iter()
+                .skip(1)
+                .map(|a| text_len(a, MAX_TEMPLATE_STRING))
+                .max()
+                .unwrap_or(0);
+            let slots = format.matches('%').count();
+            if format.len().saturating_add(slots.saturating_mul(widest)) > MAX_TEMPLATE_STRING {
+                return Err(too_long());
+            }
+            Ok(())
+        }
+        "sum" => check_text(&args.iter().collect::<Vec<_>>()),
+        // A sequence is reversed as such; anything else as text.
+        "reverse" if arg(0).is_some_and(is_sequence) => Ok(()),
+        "date" | "time" => {
+            // A format code renders as at most 32 characters.
+            if arg(1).map_or(0, |f| text_len(f, MAX_TEMPLATE_STRING)) > MAX_TEMPLATE_STRING / 32 {
+                return Err(too_long());
+            }
+            Ok(())
+        }
+        name if SEQUENCE_FILTERS.contains(&name) => Ok(()),
+        _ => check_text(&args.iter().collect::<Vec<_>>()),
+    }
+}
+
+/// minijinja's filters (builtins feature, without json and urlencode), wrapped by the sandbox.
+fn builtin_filters() -> Vec<(&'static str, Value)> {
+    use minijinja::filters as f;
+    vec![
+        ("safe", Value::from_function(f::safe)),
+        ("escape", Value::from_function(f::escape)),
+        ("e", Value::from_function(f::escape)),
+        ("lower", Value::from_function(f::lower)),
+        ("upper", Value::from_function(f::upper)),
+        ("title", Value::from_function(f::title)),
+        ("capitalize", Value::from_function(f::capitalize)),
+        ("replace", Value::from_function(f::replace)),
+        ("length", Value::from_function(f::length)),
+        ("count", Value::from_function(f::length)),
+        ("dictsort", Value::from_function(f::dictsort)),
+        ("items", Value::from_function(f::items)),
+        ("reverse", Value::from_function(f::reverse)),
+        ("trim", Value::from_function(f::trim)),
+        ("join", Value::from_function(f::join)),
+        ("split", Value::from_function(f::split)),
+        ("lines", Value::from_function(f::lines)),
+        ("default", Value::from_function(f::default)),
+        ("d", Value::from_function(f::default)),
+        ("round", Value::from_function(f::round)),
+        ("abs", Value::from_function(f::abs)),
+        ("int", Value::from_function(f::int)),
+        ("float", Value::from_function(f::float)),
+        ("attr", Value::from_function(f::attr)),
+        ("first", Value::from_function(f::first)),
+        ("last", Value::from_function(f::last)),
+        ("min", Value::from_function(f::min)),
+        ("max", Value::from_function(f::max)),
+        ("sort", Value::from_function(f::sort)),
+        ("list", Value::from_function(f::list)),
+        ("string", Value::from_function(f::string)),
+        ("bool", Value::from_function(f::bool)),
+        ("batch", Value::from_function(f::batch)),
+        ("slice", Value::from_function(f::slice)),
+        ("sum", Value::from_function(f::sum)),
+        ("indent", Value::from_function(f::indent)),
+        ("select", Value::from_function(f::select)),
+        ("reject", Value::from_function(f::reject)),
+        ("selectattr", Value::from_function(f::selectattr)),
+        ("rejectattr", Value::from_function(f::rejectattr)),
+        ("map", Value::from_function(f::map)),
+        ("groupby", Value::from_function(f::groupby)),
+        ("unique", Value::from_function(f::unique)),
+        ("chain", Value::from_function(f::chain)),
+        ("zip", Value::from_function(f::zip)),
+        ("pprint", Value::from_function(f::pprint)),
+        ("format", Value::from_function(f::format)),
+        ("date", Value::from_function(date_filter)),
+        ("time", Value::from_function(time_filter)),
+    ]
+}
+
+/// The positional arguments followed by the keyword arguments, as minijinja passes them on
+/// (every keyword is marked used here; the wrapped function checks them).
+fn with_kwargs(args: Rest<Value>, kwargs: &Kwargs) -> Result<Vec<Value>, JinjaError> {
+    let mut args = args.0;
+    let pairs = kwargs
+        .args()
+        .map(|k| Ok((k.to_owned(), kwargs.get::<Value>(k)?)))
+        .collect::<Result<Vec<_>, JinjaError>>()?;
+    if !pairs.is_empty() {
+        args.push(Value::from(Kwargs::from_iter(pairs)));
+    }
+    Ok(args)
+}
+
+/// Registers `original` as the filter `name`, with its arguments checked before it runs and
+/// its result after.
+fn add_checked_filter(env: &mut Environment<'static>, name: &'static str, original: Value) {
+    env.add_filter(
+        name,
+        move |state: &mut State, args: Rest<Value>, kwargs: Kwargs| -> Result<Value, JinjaError> {
+            check_deadline()?;
+            let args = with_kwargs(args, &kwargs)?;
+            check_filter_arguments(name, &args)?;
+            let out = original.call(state, &args)?;
+            check_built(&out)?;
+            Ok(out)
+        },
+    );
+}
+
+/// Registers the test `name` with the text its arguments turn into checked.
+fn add_checked_test(env: &mut Environment<'static>, name: &'static str, original: Value) {
+    env.add_test(
+        name,
+        move |state: &mut State, args: Rest<Value>, kwargs: Kwargs| -> Result<bool, JinjaError> {
+            check_deadline()?;
+            let args = with_kwargs(args, &kwargs)?;
+            check_text(&args.iter().collect::<Vec<_>>())?;
+            Ok(original.call(state, &args)?.is_true())
+        },
+    );
+}
+
+/// Registers the global function `name` with its result checked.
+fn add_checked_function(env: &mut Environment<'static>, name: &'static str, original: Value) {
+    env.add_function(
+        name,
+        move |state: &mut State, args: Rest<Value>, kwargs: Kwargs| -> Result<Value, JinjaError> {
+            check_deadline()?;
+            let args = with_kwargs(args, &kwargs)?;
+            let out = original.call(state, &args)?;
+            check_built(&out)?;
+            Ok(out)
+        },
+    );
+}
+
 impl TemplateEngine {
     /// A fresh environment with docmeta's filters and limits.
     pub fn new() -> Self {
+        Self::with_budget(RENDER_BUDGET)
+    }
+
+    /// An environment whose renders may take `budget` of wall-clock time (tests use a short one).
+    pub fn with_budget(budget: Duration) -> Self {
         let mut env = Environment::new();
+        env.set_auto_escape_callback(|_| AutoEscape::None);
         env.set_fuel(Some(FUEL));
         env.set_recursion_limit(64);
-        env.add_filter("date", date_filter);
-        env.add_filter("time", time_filter);
+        for (name, original) in builtin_filters() {
+            add_checked_filter(&mut env, name, original);
+        }
+        use minijinja::tests as t;
+        add_checked_test(
+            &mut env,
+            "startingwith",
+            Value::from_function(t::is_startingwith),
+        );
+        add_checked_test(
+            &mut env,
+            "endingwith",
+            Value::from_function(t::is_endingwith),
+        );
+        add_checked_test(&mut env, "in", Value::from_function(t::is_in));
+        use minijinja::functions as f;
+        add_checked_function(&mut env, "range", Value::from_function(f::range));
+        add_checked_function(&mut env, "dict", Value::from_function(f::dict));
+        env.remove_global("namespace");
+        env.remove_global("debug");
+        env.add_function(CONCAT, op_concat);
+        env.add_function(ADD, op_add);
+        env.add_function(MUL, op_mul);
+        env.add_function(IN, op_in);
+        // Every `{{ }}` and (rewritten) raw text: autoescaping is off, so a value is written as
+        // its text, counted exactly against the output limit.
+        env.set_formatter(|out, _state, value| {
+            check_deadline()?;
+            if text_len(value, MAX_TEMPLATE_STRING) > MAX_TEMPLATE_STRING {
+                return Err(too_long());
+            }
+            let owned;
+            let text = match value.as_str() {
+                Some(s) => s,
+                None => {
+                    owned = value.to_string();
+                    owned.as_str()
+                }
+            };
+            BUDGET.with(|b| {
+                if let Some(b) = &mut *b.borrow_mut() {
+                    b.emitted += text.len();
+                    if b.emitted > b.max_output {
+                        return Err(JinjaError::new(
+                            ErrorKind::WriteFailure,
+                            "template output limit",
+                        ));
+                    }
+                }
+                Ok(())
+            })?;
+            out.write_str(text).map_err(JinjaError::from)
+        });
         TemplateEngine {
-            env: RwLock::new(env),
+            env,
+            cache: RwLock::default(),
+            budget,
         }
     }
 
-    /// Checks that `source` compiles (without rendering it).
+    /// Checks that `source` compiles and uses only what the sandbox allows (without rendering
+    /// it).
     pub fn check(&self, source: &str) -> Result<(), TemplateError> {
         if source.len() > MAX_TEMPLATE_LEN {
             return Err(TemplateError(format!(
@@ -77,22 +624,33 @@ impl TemplateEngine {
         if is_literal(source) {
             return Ok(());
         }
-        self.compile(source)
+        let compiled = self.compile(source)?;
+        let template = compiled
+            .get_template(NAME)
+            .map_err(|e| TemplateError(format!("invalid template: {}", describe(&e))))?;
+        sandbox(minijinja::machinery::get_compiled_template(&template)).map(drop)
     }
 
-    fn compile(&self, source: &str) -> Result<(), TemplateError> {
-        if self.env.read().get_template(source).is_ok() {
-            return Ok(());
+    /// The compiled form of `source` (minijinja's own instructions, not yet sandboxed), from
+    /// the cache or compiled now.
+    fn compile(&self, source: &str) -> Result<Arc<Environment<'static>>, TemplateError> {
+        if let Some(compiled) = self.cache.read().get(source) {
+            return Ok(compiled.clone());
         }
-        let mut env = self.env.write();
-        if env.templates().count() >= MAX_CACHED_TEMPLATES {
-            env.clear_templates();
+        let mut env = Environment::empty();
+        env.add_template_owned(NAME, django_filter_arguments(source))
+            .map_err(|e| TemplateError(format!("invalid template: {}", describe(&e))))?;
+        let compiled = Arc::new(env);
+        let mut cache = self.cache.write();
+        if cache.len() >= MAX_CACHED_TEMPLATES {
+            cache.clear();
         }
-        env.add_template_owned(source.to_owned(), django_filter_arguments(source))
-            .map_err(|e| TemplateError(format!("invalid template: {}", describe(&e))))
+        cache.insert(source.to_owned(), compiled.clone());
+        Ok(compiled)
     }
 
-    /// Renders `source` with `context`; output beyond `max_output` bytes is an error.
+    /// Renders `source` with `context`; output beyond `max_output` bytes, a value beyond
+    /// [`MAX_TEMPLATE_STRING`] or a render beyond the time budget is an error.
     pub fn render(
         &self,
         source: &str,
@@ -102,54 +660,153 @@ impl TemplateEngine {
         if is_literal(source) {
             return Ok(source.to_owned());
         }
-        self.check(source)?;
-        let env = self.env.read();
-        let template = env
-            .get_template(source)
+        if source.len() > MAX_TEMPLATE_LEN {
+            return Err(TemplateError(format!(
+                "template is longer than {MAX_TEMPLATE_LEN} characters"
+            )));
+        }
+        let compiled = self.compile(source)?;
+        let template = compiled
+            .get_template(NAME)
             .map_err(|e| TemplateError(format!("invalid template: {}", describe(&e))))?;
-        let mut out = LimitedBuffer {
-            buf: Vec::new(),
-            max: max_output,
+        let instructions = sandbox(minijinja::machinery::get_compiled_template(&template))?;
+        let previous = BUDGET.with(|b| {
+            b.borrow_mut().replace(Budget {
+                deadline: Instant::now() + self.budget,
+                budget: self.budget,
+                emitted: 0,
+                max_output,
+            })
+        });
+        let mut text = String::new();
+        let result = {
+            let mut out = minijinja::machinery::make_string_output(&mut text);
+            let blocks = BTreeMap::new();
+            minijinja::machinery::eval(
+                &self.env,
+                &instructions,
+                context,
+                &blocks,
+                &mut out,
+                AutoEscape::None,
+            )
+            .map(drop)
         };
-        template
-            .render_captured_to(context, &mut out)
-            .map_err(|e| {
-                if e.kind() == ErrorKind::WriteFailure {
-                    TemplateError(format!("template output is longer than {max_output} bytes"))
-                } else {
-                    TemplateError(format!("template failed: {}", describe(&e)))
-                }
-            })?;
-        String::from_utf8(out.buf).map_err(|_| TemplateError("template output is not UTF-8".into()))
+        BUDGET.with(|b| *b.borrow_mut() = previous);
+        result.map_err(|e| {
+            if e.kind() == ErrorKind::WriteFailure {
+                TemplateError(format!("template output is longer than {max_output} bytes"))
+            } else {
+                TemplateError(format!("template failed: {}", describe(&e)))
+            }
+        })?;
+        if text.len() > max_output {
+            return Err(TemplateError(format!(
+                "template output is longer than {max_output} bytes"
+            )));
+        }
+        Ok(text)
     }
 }
 
-fn describe(e: &minijinja::Error) -> String {
+/// Rewrites a compiled template's instructions into the sandbox's (see the module docs), or
+/// refuses what the sandbox does not allow.
+fn sandbox<'s>(compiled: &CompiledTemplate<'s>) -> Result<Instructions<'s>, TemplateError> {
+    if !compiled.blocks.is_empty() {
+        return Err(unsupported("blocks"));
+    }
+    let old = &compiled.instructions;
+    let mut count = 0u32;
+    while old.get(count).is_some() {
+        count += 1;
+    }
+    // Where each old instruction lands: raw text becomes two instructions.
+    let mut target = Vec::with_capacity(count as usize + 1);
+    let mut next = 0u32;
+    for i in 0..count {
+        target.push(next);
+        next += match old.get(i) {
+            Some(Instruction::EmitRaw(_)) => 2,
+            _ => 1,
+        };
+    }
+    target.push(next);
+    let to = |t: &u32| target.get(*t as usize).copied().unwrap_or(next);
+    let mut new = Instructions::new(old.name(), old.source());
+    for i in 0..count {
+        let Some(instruction) = old.get(i) else { break };
+        let line = u16::try_from(old.get_line(i).unwrap_or(0)).unwrap_or(u16::MAX);
+        let replaced = match instruction {
+            Instruction::EmitRaw(text) => {
+                new.add_with_line(Instruction::LoadConst(Value::from(*text)), line);
+                Instruction::Emit
+            }
+            Instruction::StringConcat => Instruction::CallFunction(CONCAT, Some(2)),
+            Instruction::Add => Instruction::CallFunction(ADD, Some(2)),
+            Instruction::Mul => Instruction::CallFunction(MUL, Some(2)),
+            Instruction::In => Instruction::CallFunction(IN, Some(2)),
+            Instruction::Jump(t) => Instruction::Jump(to(t)),
+            Instruction::JumpIfFalse(t) => Instruction::JumpIfFalse(to(t)),
+            Instruction::JumpIfFalseOrPop(t) => Instruction::JumpIfFalseOrPop(to(t)),
+            Instruction::JumpIfTrueOrPop(t) => Instruction::JumpIfTrueOrPop(to(t)),
+            Instruction::Iterate(t) => Instruction::Iterate(to(t)),
+            Instruction::PushLoop(flags) if flags & LOOP_FLAG_RECURSIVE != 0 => {
+                return Err(unsupported("recursive loops"));
+            }
+            Instruction::CompareAndPreserve(op) if format!("{op:?}").contains("In") => {
+                return Err(unsupported("chained `in` comparisons"));
+            }
+            Instruction::BeginCapture(_) => {
+                return Err(unsupported(
+                    "blocks that capture output ({% set %}...{% endset %}, {% filter %}, macros, {% call %})",
+                ));
+            }
+            Instruction::BuildMacro(..)
+            | Instruction::Enclose(_)
+            | Instruction::GetClosure
+            | Instruction::Return => return Err(unsupported("macros")),
+            Instruction::CallBlock(_)
+            | Instruction::LoadBlocks
+            | Instruction::Include(_)
+            | Instruction::ExportLocals
+            | Instruction::FastSuper
+            | Instruction::FastRecurse => {
+                return Err(unsupported("inheritance, includes and imports"));
+            }
+            Instruction::SetAttr(_) => return Err(unsupported("namespace attributes")),
+            // One instruction that pushes every item of many sequences (or merges many maps).
+            Instruction::UnpackLists(_) | Instruction::MergeKwargs(_) => {
+                return Err(unsupported("argument splats (*args, **kwargs)"));
+            }
+            Instruction::Lookup(name)
+            | Instruction::StoreLocal(name)
+            | Instruction::CallFunction(name, _)
+                if name.starts_with(RESERVED) =>
+            {
+                return Err(TemplateError(format!(
+                    "invalid template: names starting with {RESERVED} are reserved"
+                )));
+            }
+            other => other.clone(),
+        };
+        new.add_with_line(replaced, line);
+    }
+    Ok(new)
+}
+
+fn unsupported(what: &str) -> TemplateError {
+    TemplateError(format!(
+        "invalid template: {what} are not allowed in docmeta templates"
+    ))
+}
+
+fn describe(e: &JinjaError) -> String {
     match e.kind() {
         ErrorKind::OutOfFuel => "template ran too long (out of fuel)".to_owned(),
         _ => match e.detail() {
             Some(detail) => format!("{} ({detail})", e.kind()),
             None => e.kind().to_string(),
         },
-    }
-}
-
-struct LimitedBuffer {
-    buf: Vec<u8>,
-    max: usize,
-}
-
-impl io::Write for LimitedBuffer {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        if self.buf.len() + data.len() > self.max {
-            return Err(io::Error::other("template output limit"));
-        }
-        self.buf.extend_from_slice(data);
-        Ok(data.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }
 
@@ -314,7 +971,7 @@ impl Object for Moment {
 }
 
 /// A value of a document's metadata as templates see it (`document.metadata.all` items).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct MetadataEntry {
     /// The metadata type's name.
     pub name: String,
@@ -325,7 +982,7 @@ pub struct MetadataEntry {
 }
 
 /// What templates know of a document (`document` in spec 2.6, `workflow_instance.document`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct DocumentContext {
     /// Document id.
     pub id: i64,
@@ -535,6 +1192,7 @@ impl Object for Principal {
 mod tests {
     use super::*;
     use minijinja::context;
+    use std::time::Instant;
 
     fn now() -> DateTime<Utc> {
         DateTime::parse_from_rfc3339("2024-03-01T14:05:09Z")
@@ -585,6 +1243,139 @@ mod tests {
         );
         assert!(fuel.is_err_and(|e| e.0.contains("fuel")));
         assert!(e.check("{% for %}").is_err());
+    }
+
+    fn refused(e: &TemplateEngine, source: &str) -> String {
+        let started = Instant::now();
+        let s100k = "x".repeat(100_000);
+        let out = e.render(
+            source,
+            context! { s => s100k, users => Value::from_iter((0..50_000).map(|i| user_value(i, "someone"))) },
+            1 << 20,
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{source}: took {:?}",
+            started.elapsed()
+        );
+        match out {
+            Err(err) => err.0,
+            Ok(out) => panic!("{source}: rendered {} bytes", out.len()),
+        }
+    }
+
+    #[test]
+    fn every_way_to_build_a_big_value_is_refused() {
+        let e = TemplateEngine::new();
+        let doubling = format!(
+            "{{% set a = \"xxxxxxxxxxxxxxxx\" %}}{}{{{{ a|length }}}}",
+            "{% set a = a ~ a %}".repeat(40)
+        );
+        let plus = doubling.replace(" ~ ", " + ");
+        let list = format!(
+            "{{% set a = [1] %}}{}{{{{ a|length }}}}",
+            "{% set a = a + a %}".repeat(40)
+        );
+        let attacks = [
+            doubling.as_str(),
+            plus.as_str(),
+            list.as_str(),
+            "{{ ('x' * 1000000000)|length }}",
+            "{{ ([1] * 1000000000)|length }}",
+            "{{ (range(100000)|list * 100)|length }}",
+            "{{ ('x' * 200000)|replace('', 'yyyyyyyyyy')|length }}",
+            "{{ s|replace('x', s)|length }}",
+            "{{ s|indent(100000)|length }}",
+            "{{ [s, s, s]|join|length }}",
+            "{{ '%s%s%s'|format(s, s, s)|length }}",
+            "{{ (s ~ s ~ s)|length }}",
+            "{{ ([s] * 1000)|string|length }}",
+            "{{ ([s] * 1000)|pprint|length }}",
+            "{{ ([s] * 1000) in 'x' }}",
+            "{{ [s, s, s]|sum(start='')|length }}",
+            "{{ s|batch(1000000000, 'x')|length }}",
+            "{{ range(100000)|chain(range(100000))|list|length }}",
+            "{{ users|join(',')|length }}",
+            "{{ ('&' * 100000)|escape|escape|length }}",
+            "{% for i in range(100000) %}{{ s }}{% endfor %}",
+            "{% for i in range(100000) %}0123456789012345678901234567890123456789{% endfor %}",
+            "{{ now|date(s ~ s) }}",
+        ];
+        for attack in attacks {
+            let message = refused(&e, attack);
+            assert!(
+                message.contains("longer than")
+                    || message.contains("more than")
+                    || message.contains("fuel"),
+                "{attack}: {message}"
+            );
+        }
+        // Constructs that would build values out of reach of the checks are refused on save.
+        for source in [
+            "{% set a %}{{ s }}{% endset %}",
+            "{% filter upper %}x{% endfilter %}",
+            "{% macro d(s) %}{{ s ~ s }}{% endmacro %}{{ d('x') }}",
+            "{% for x in [1] recursive %}{{ loop(x) }}{% endfor %}",
+            "{% set ns = namespace(a=1) %}{% set ns.a = 2 %}",
+            "{% set __docmeta_concat = 1 %}",
+            "{% include 'x' %}",
+            "{{ dict(*[1], *[2]) }}",
+            "{{ dict(**dict(a=1), **dict(b=2)) }}",
+        ] {
+            assert!(e.check(source).is_err(), "{source}");
+        }
+    }
+
+    #[test]
+    fn a_slow_template_stops_at_the_deadline() {
+        let e = TemplateEngine::with_budget(Duration::from_millis(50));
+        let started = Instant::now();
+        let out = e.render(
+            "{% for i in range(100000) %}{% if (s ~ i)|length > 0 %}{% endif %}{% endfor %}",
+            context! { s => "x".repeat(200_000) },
+            100,
+        );
+        assert!(started.elapsed() < Duration::from_secs(1));
+        assert!(
+            out.as_ref()
+                .is_err_and(|e| e.0.contains("longer than 50 ms") || e.0.contains("fuel")),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn ordinary_templates_still_render() {
+        let e = TemplateEngine::new();
+        let ctx = || context! { n => 3, s => "ab", l => vec![1, 2, 3] };
+        for (source, expected) in [
+            ("{{ s ~ '-' ~ n }}", "ab-3"),
+            (
+                "{{ n + 4 }}|{{ s + 'c' }}|{{ n * 2 }}|{{ s * 2 }}",
+                "7|abc|6|abab",
+            ),
+            ("{{ (l + [4])|join(',') }}", "1,2,3,4"),
+            (
+                "{{ 'a' in s }}|{{ 2 in l }}|{{ 0 < n < 5 }}",
+                "True|True|True",
+            ),
+            ("{% set t = s ~ s %}{{ t|upper }}", "ABAB"),
+            ("{{ l|map('string')|join('+') }}", "1+2+3"),
+            ("{{ s|replace('a', 'x') }}{{ [3,1]|sort|first }}", "xb1"),
+            ("{{ '%s=%s'|format(s, n) }}", "ab=3"),
+            ("{{ l|sum }}|{{ l|length }}|{{ dict(a=1).a }}", "6|3|1"),
+            (
+                "{% for i in range(3) %}{{ i }}{% if not loop.last %},{% endif %}{% endfor %}",
+                "0,1,2",
+            ),
+            (
+                "{{ x|default('none') }} {{ s is startingwith('a') }}",
+                "none True",
+            ),
+            ("a\n{{ s }}\nb\n", "a\nab\nb"),
+        ] {
+            let out = e.render(source, ctx(), 1000);
+            assert_eq!(out.as_deref(), Ok(expected), "{source}");
+        }
     }
 
     #[test]

@@ -229,8 +229,8 @@ impl Session {
             user.username = update.username.clone().unwrap_or(user.username);
             user.is_superuser = update.is_superuser.unwrap_or(user.is_superuser);
             user.is_active = update.is_active.unwrap_or(user.is_active);
-            if let Some(hash) = hash {
-                user.password_hash = hash;
+            if let Some(hash) = &hash {
+                user.password_hash = hash.clone();
             }
             u.tx.update_user(&user).map_err(|e| {
                 rename_conflict(e, "username", "A user with that username already exists.")

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::{Inputs, Session, event_object, obj, parents_change, rename_conflict};
+use super::{Inputs, Renders, Session, event_object, obj, parents_change, rename_conflict};
 use crate::access::{ObjectKind, Permission as P};
 use crate::docmeta::{AccessChange, Unit};
 use crate::error::{Error, NON_FIELD_ERRORS, Result};
@@ -116,7 +116,7 @@ impl Session {
             name: input.name.trim().to_owned(),
             ..input
         };
-        self.write(|u| self.create_metadata_type_in(u, input))
+        self.write(|u| self.create_metadata_type_in(u, input.clone()))
     }
 
     pub(crate) fn create_metadata_type_in(
@@ -166,7 +166,7 @@ impl Session {
         id: MetadataTypeId,
         input: MetadataTypeInput,
     ) -> Result<MetadataType> {
-        self.write(|u| self.update_metadata_type_in(u, id, input))
+        self.write(|u| self.update_metadata_type_in(u, id, input.clone()))
     }
 
     pub(crate) fn update_metadata_type_in(
@@ -235,10 +235,13 @@ impl Session {
                 None => None,
             };
             let compiled = db.compiled(tx, id)?;
+            let renders = Renders::inline(db.now());
             let mut inputs = Inputs {
+                db: &db,
                 tx,
                 document: doc.as_ref(),
-                now: db.now(),
+                view: &self.view,
+                renders: &renders,
             };
             compiled.lookup_choices(db.templates(), &mut inputs)
         })
@@ -372,7 +375,7 @@ impl Session {
         if required {
             u.task(
                 ADD_REQUIRED_METADATA_TYPE,
-                &TypePair::new(dt.id, mt.id).json(),
+                &TypePair::new(dt.id, mt.id, self.actor).json(),
             )?;
         }
         Ok(())
@@ -466,7 +469,10 @@ impl Session {
                 dt_event(&dt),
                 Some(mt_event(&mt)),
             )?;
-            u.task(REMOVE_METADATA_TYPE, &TypePair::new(dt.id, mt.id).json())
+            u.task(
+                REMOVE_METADATA_TYPE,
+                &TypePair::new(dt.id, mt.id, self.actor).json(),
+            )
         })
     }
 
@@ -493,7 +499,7 @@ impl Session {
         }
         self.write(|u| {
             let dt = self.load_document_type(&mut u.tx, document_type, P::DocumentCreate)?;
-            let doc = u.tx.insert_document(label, dt.id, self.db.now())?;
+            let doc = u.tx.insert_document(label, dt.id, u.now())?;
             u.access
                 .push(parents_change(doc_ref(doc.id), vec![dt_ref(dt.id)]));
             u.event(names::DOCUMENT_CREATED, doc_event(&doc), None)?;
@@ -710,9 +716,11 @@ impl Session {
         required: bool,
     ) -> Result<String> {
         let mut inputs = Inputs {
+            db: &self.db,
             tx: &mut u.tx,
             document: Some(doc),
-            now: self.db.now(),
+            view: &self.view,
+            renders: u.renders,
         };
         compiled.process(value, required, self.db.templates(), &mut inputs)
     }

@@ -17,7 +17,7 @@ pub mod sqlite;
 
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
-pub use sqlite::SqliteStore;
+pub use sqlite::{SCHEMA_VERSION, SqliteStore};
 
 /// A statement parameter.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -16,10 +16,14 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("migrations/sqlite/0001_initial.sql")),
     (2, include_str!("migrations/sqlite/0002_document_files.sql")),
     (3, include_str!("migrations/sqlite/0003_workflows.sql")),
+    (
+        4,
+        include_str!("migrations/sqlite/0004_template_authors.sql"),
+    ),
 ];
 
 /// Newest schema version this build knows.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// Reader connections kept open; more concurrent readers wait for one (opening a connection per
 /// read would cost more than the read).
