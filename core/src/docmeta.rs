@@ -957,6 +957,14 @@ impl Docmeta {
         Ok(out)
     }
 
+    /// Whether units of work render their templates before taking the write lock. Not on
+    /// PostgreSQL: its sequences are not rolled back with an attempt, so a document created in
+    /// the unit gets a new id each time, its templates' inputs never match, and every attempt
+    /// would only burn ids; there templates render under the lock, within their time budget.
+    fn defers_renders(&self) -> bool {
+        self.inner.store.dialect() != crate::store::Dialect::Postgres
+    }
+
     /// Runs `f` as one transaction for `actor`, then commits it when `commit` is true and rolls
     /// it back otherwise (dry runs).
     pub(crate) fn write_with<T>(
@@ -970,7 +978,7 @@ impl Docmeta {
         }
         let renders = crate::session::Renders::inline(self.now());
         for attempt in 1.. {
-            renders.set_defer(attempt < RENDER_ATTEMPTS);
+            renders.set_defer(self.defers_renders() && attempt < RENDER_ATTEMPTS);
             let tx = Tx::new(self.inner.store.begin(Mode::Write)?);
             let mut unit = Unit::new(tx, actor, &renders);
             let out = f(&mut unit);
@@ -1003,7 +1011,7 @@ impl Docmeta {
         let mut attempt = 0;
         let (tx, events, access, tasks_enqueued, invalidated, unlink, out, triggers) = loop {
             attempt += 1;
-            renders.set_defer(attempt < RENDER_ATTEMPTS);
+            renders.set_defer(self.defers_renders() && attempt < RENDER_ATTEMPTS);
             let tx = Tx::new(self.inner.store.begin(Mode::Write)?);
             // Waiting for the write lock may have used up the time: no work for nothing.
             self.check_deadline()?;
