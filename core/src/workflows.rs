@@ -943,7 +943,12 @@ impl Session {
                         format!("'{permission}' cannot be granted on a document."),
                     ));
                 }
-                if !tx.roles()?.iter().any(|(r, _)| r == role_id) {
+                // Unknown and invisible roles answer alike: no existence probe (issue #15).
+                let visible = self.can(
+                    Permission::RoleView,
+                    ObjectRef::new(ObjectKind::ROLE, role_id.0),
+                );
+                if !visible || !tx.roles()?.iter().any(|(r, _)| r == role_id) {
                     return Err(Error::validation(
                         "role_id",
                         format!("Role {role_id} does not exist."),
@@ -965,7 +970,11 @@ impl Session {
             ));
         }
         for t in types {
-            if tx.metadata_type(t)?.is_none() {
+            let visible = self.can(
+                Permission::MetadataTypeView,
+                ObjectRef::new(ObjectKind::METADATA_TYPE, t.0),
+            );
+            if !visible || tx.metadata_type(t)?.is_none() {
                 return Err(Error::validation(
                     "metadata_type_ids",
                     format!("Metadata type {t} does not exist."),

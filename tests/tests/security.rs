@@ -479,3 +479,39 @@ fn the_credentials_epoch_stays_when_only_grants_change() -> Result<()> {
     assert_eq!(w.db.credentials_epoch(), before);
     Ok(())
 }
+
+#[test]
+fn a_workflow_action_naming_an_invisible_role_answers_like_an_unknown_role() -> Result<()> {
+    let w = world()?;
+    let hidden = w.admin.create_role("Hidden")?;
+    let invoice = w.admin.create_document_type("Invoice")?;
+    for p in [
+        P::WorkflowTemplateCreate,
+        P::WorkflowTemplateEdit,
+        P::WorkflowTemplateView,
+        P::DocumentTypeView,
+        P::AclEdit,
+        P::DocumentView,
+    ] {
+        w.admin.grant_global(p, w.staff)?;
+    }
+    let s = w.mallory();
+    let flow = s.create_workflow("grants", &[invoice.id])?.id;
+    let start = s.create_workflow_state(flow, "start", true)?.id;
+    let grant_to = |role: RoleId| docmeta_core::workflows::ActionKind::GrantDocumentAccess {
+        role_id: role,
+        permission: "documents.document_view".into(),
+    };
+    let message = |r: Result<docmeta_core::workflows::WorkflowAction>, id: i64| match r {
+        Err(Error::Validation { field, message }) => {
+            Some((field, message.replace(&id.to_string(), "N")))
+        }
+        _ => None,
+    };
+    let invisible = s.create_workflow_action(flow, start, "a", true, false, grant_to(hidden));
+    let unknown = s.create_workflow_action(flow, start, "b", true, false, grant_to(RoleId(999)));
+    let invisible = message(invisible, hidden.0);
+    assert!(invisible.is_some());
+    assert_eq!(invisible, message(unknown, 999));
+    Ok(())
+}
