@@ -510,3 +510,379 @@ fn absurd_pages_are_refused_not_a_crash() -> Result<()> {
     );
     Ok(())
 }
+
+/// A user with a group and a role of their own; returns the user's session and the role.
+fn user_with_role(w: &World, name: &str) -> Result<(Session, docmeta_core::RoleId)> {
+    let user = w.admin.create_user(name, "a long password", false)?.id;
+    let group = w.admin.create_group(name)?;
+    let role = w.admin.create_role(name)?;
+    w.admin.set_group_member(group, user, true)?;
+    w.admin.set_role_group(role, group, true)?;
+    Ok((w.db.session(user), role))
+}
+
+fn type_ref(w: &World, document: DocumentId) -> Result<ObjectRef> {
+    Ok(ObjectRef::new(
+        ObjectKind::DOCUMENT_TYPE,
+        w.admin.document(document)?.document_type_id.0,
+    ))
+}
+
+fn metadata_type_ref(w: &World, name: &str) -> Result<ObjectRef> {
+    Ok(ObjectRef::new(
+        ObjectKind::METADATA_TYPE,
+        w.admin.metadata_type_by_name(name)?.id.0,
+    ))
+}
+
+/// Everything a caller learns from one query: the count and the ordered results of both
+/// searches.
+type Answer = (
+    usize,
+    Vec<DocumentId>,
+    usize,
+    Vec<docmeta_core::DocumentMetadataId>,
+);
+
+fn answer(s: &Session, q: &str) -> Result<Answer> {
+    let documents = s.search_documents(q, 1, 100)?;
+    let values = s.search_metadata(q, 1, 100)?;
+    Ok((
+        documents.count,
+        documents.results.iter().map(|d| d.id).collect(),
+        values.count,
+        values.results.iter().map(|m| m.id).collect(),
+    ))
+}
+
+/// Queries that touch the hidden values (numbers and dates for ranges, words, type names).
+const PROBES: [&str; 20] = [
+    "metadata_value:>=100",
+    "metadata_value:>=1000",
+    "value:[* TO 500]",
+    "value:{99 TO 1000}",
+    "metadata_value:>=2024-01-01",
+    "metadata_type__name:amount",
+    "metadata_type__name:amount value:>=0",
+    "amount",
+    "due",
+    "value:120",
+    "value:\"120.50\"",
+    "value:777",
+    "invoice",
+    "invoice OR value:>=100",
+    "label:invoice OR value:1000",
+    "NOT value:>=100",
+    "document_type__label:invoice -value:>=500",
+    "inv",
+    "value:2024",
+    "march OR value:777 OR value:>=0",
+];
+
+/// Issue #15 point 5: a user who may view the invoices and their `number` values, but not the
+/// `amount` or `due` values, gets exactly the same answers (results, counts, order, on both
+/// searches) whatever those hidden values are: the range binary search learns nothing.
+#[test]
+fn hidden_values_change_no_answer_of_either_search() -> Result<()> {
+    let w = world()?;
+    let (eve, role) = user_with_role(&w, "eve")?;
+    let invoice = type_ref(&w, w.invoices[0])?;
+    w.admin.grant(Permission::DocumentView, role, invoice)?;
+    w.admin
+        .grant(Permission::DocumentMetadataView, role, invoice)?;
+    w.admin.grant(
+        Permission::DocumentMetadataView,
+        role,
+        metadata_type_ref(&w, "number")?,
+    )?;
+    let before: Vec<Answer> = PROBES
+        .iter()
+        .map(|q| answer(&eve, q))
+        .collect::<Result<_>>()?;
+    let admin_before: Vec<Answer> = PROBES
+        .iter()
+        .map(|q| answer(&w.admin, q))
+        .collect::<Result<_>>()?;
+    // The attack: binary search for the amount of the March invoice (120.50).
+    let amount_ranges: Vec<Answer> = [0, 50, 100, 120, 121, 500, 1000, 1_000_000]
+        .iter()
+        .map(|n| answer(&eve, &format!("metadata_value:>={n}")))
+        .collect::<Result<_>>()?;
+    assert!(
+        amount_ranges.iter().all(|a| *a == (0, vec![], 0, vec![])),
+        "no bound tells anything: {amount_ranges:?}"
+    );
+    // The hidden values change completely: edited, removed, and new ones of a new type whose
+    // words match the probes (a new type is hidden until granted).
+    let amount = w.admin.metadata_type_by_name("amount")?.id;
+    let due = w.admin.metadata_type_by_name("due")?.id;
+    let secret = w
+        .admin
+        .create_metadata_type(MetadataTypeInput::new("secret", "Secret"))?;
+    w.admin.associate(
+        w.admin.document(w.invoices[0])?.document_type_id,
+        secret.id,
+        false,
+    )?;
+    for (i, d) in w.invoices.iter().enumerate() {
+        for m in w.admin.document_metadata_list(*d)? {
+            if m.metadata_type_id == amount && i == 2 {
+                w.admin.remove_document_metadata(*d, m.id)?;
+            } else if m.metadata_type_id == amount {
+                w.admin
+                    .edit_document_metadata(*d, m.id, &format!("{}", 777 * (i + 1)))?;
+            } else if m.metadata_type_id == due {
+                w.admin.edit_document_metadata(*d, m.id, "01/01/2030")?;
+            }
+        }
+        w.admin.add_document_metadata(
+            *d,
+            secret.id,
+            &format!("invoice 777 march {i} 2024-02-02"),
+        )?;
+    }
+    let after: Vec<Answer> = PROBES
+        .iter()
+        .map(|q| answer(&eve, q))
+        .collect::<Result<_>>()?;
+    for ((q, b), a) in PROBES.iter().zip(&before).zip(&after) {
+        assert_eq!(b, a, "{q}: a hidden value changed what the caller sees");
+    }
+    let admin_after: Vec<Answer> = PROBES
+        .iter()
+        .map(|q| answer(&w.admin, q))
+        .collect::<Result<_>>()?;
+    let changed = admin_before
+        .iter()
+        .zip(&admin_after)
+        .filter(|(b, a)| b != a)
+        .count();
+    assert!(
+        changed >= 10,
+        "the probes do reach the changed values ({changed} answers changed for the admin)"
+    );
+    // What eve may view still matches: her numbers, and the invoices through their labels.
+    assert_eq!(ids(&eve, "metadata_value:12345")?, [w.invoices[0]]);
+    assert_eq!(eve.search_metadata("value:2024", 1, 10)?.count, 2);
+    assert_eq!(ids(&eve, "invoice")?, w.invoices);
+    Ok(())
+}
+
+/// Issue #15 point 5: a metadata term matches a document exactly when the caller may view a
+/// value of that document that matches (the rule of `document_metadata_list`), on both
+/// searches, whichever way each permission is held (document-type ACL, document ACL, metadata
+/// type ACL, global).
+#[test]
+fn metadata_terms_follow_the_value_view_rule() -> Result<()> {
+    let w = world()?;
+    let invoice = type_ref(&w, w.invoices[0])?;
+    let contract = type_ref(&w, w.contract)?;
+    let first = ObjectRef::new(ObjectKind::DOCUMENT, w.invoices[0].0);
+    let mut users = Vec::new();
+    // Numbers of every invoice (document-type ACLs, metadata-type ACL).
+    let (s, r) = user_with_role(&w, "u1")?;
+    w.admin.grant(Permission::DocumentView, r, invoice)?;
+    w.admin
+        .grant(Permission::DocumentMetadataView, r, invoice)?;
+    w.admin.grant(
+        Permission::DocumentMetadataView,
+        r,
+        metadata_type_ref(&w, "number")?,
+    )?;
+    users.push(s);
+    // Due dates and amounts of one invoice (document ACL, metadata-type ACLs).
+    let (s, r) = user_with_role(&w, "u2")?;
+    w.admin.grant(Permission::DocumentView, r, invoice)?;
+    w.admin.grant(Permission::DocumentMetadataView, r, first)?;
+    w.admin.grant(
+        Permission::DocumentMetadataView,
+        r,
+        metadata_type_ref(&w, "due")?,
+    )?;
+    w.admin.grant(
+        Permission::DocumentMetadataView,
+        r,
+        metadata_type_ref(&w, "amount")?,
+    )?;
+    users.push(s);
+    // Amounts of every document (global document view, document-type ACLs).
+    let (s, r) = user_with_role(&w, "u3")?;
+    w.admin.grant_global(Permission::DocumentView, r)?;
+    w.admin
+        .grant(Permission::DocumentMetadataView, r, invoice)?;
+    w.admin
+        .grant(Permission::DocumentMetadataView, r, contract)?;
+    w.admin.grant(
+        Permission::DocumentMetadataView,
+        r,
+        metadata_type_ref(&w, "amount")?,
+    )?;
+    users.push(s);
+    // The documents, but no metadata at all.
+    let (s, r) = user_with_role(&w, "u4")?;
+    w.admin.grant(Permission::DocumentView, r, invoice)?;
+    w.admin.grant(Permission::DocumentView, r, contract)?;
+    w.admin.grant(
+        Permission::DocumentMetadataView,
+        r,
+        metadata_type_ref(&w, "party")?,
+    )?;
+    users.push(s);
+    // Metadata view everywhere, but only the contract is visible.
+    let (s, r) = user_with_role(&w, "u5")?;
+    w.admin.grant(Permission::DocumentView, r, contract)?;
+    w.admin.grant_global(Permission::DocumentMetadataView, r)?;
+    users.push(s);
+    let names = ["number", "due", "amount", "party"];
+    let all_documents: Vec<DocumentId> = w.invoices.iter().copied().chain([w.contract]).collect();
+    for s in &users {
+        // What the session may view, value by value, through the ordinary API.
+        let mut visible = Vec::new();
+        for d in &all_documents {
+            if let Ok(values) = s.document_metadata_list(*d) {
+                visible.extend(values);
+            }
+        }
+        for name in names {
+            let t = w.admin.metadata_type_by_name(name)?.id;
+            let q = format!("metadata_type__name:{name}");
+            let mut expected_documents: Vec<DocumentId> = visible
+                .iter()
+                .filter(|m| m.metadata_type_id == t)
+                .map(|m| m.document_id)
+                .collect();
+            expected_documents.sort();
+            let page = s.search_documents(&q, 1, 100)?;
+            assert_eq!(page.count, expected_documents.len(), "{:?} {q}", s.actor());
+            assert_eq!(ids(s, &q)?, expected_documents, "{:?} {q}", s.actor());
+            let mut expected_values: Vec<_> = visible
+                .iter()
+                .filter(|m| m.metadata_type_id == t)
+                .map(|m| m.id)
+                .collect();
+            expected_values.sort();
+            let page = s.search_metadata(&q, 1, 100)?;
+            let mut got: Vec<_> = page.results.iter().map(|m| m.id).collect();
+            got.sort();
+            assert_eq!(
+                (page.count, got),
+                (expected_values.len(), expected_values),
+                "{:?} {q}",
+                s.actor()
+            );
+        }
+        // Every value, searched by its own words: found exactly when visible.
+        for d in &all_documents {
+            for m in w.admin.document_metadata_list(*d)? {
+                let q = format!("metadata_value:\"{}\"", m.value);
+                let seen = visible.iter().any(|v| v.id == m.id);
+                assert_eq!(
+                    ids(s, &q)?.contains(d),
+                    seen,
+                    "{:?} {q} on document {d:?}",
+                    s.actor()
+                );
+                assert_eq!(
+                    s.search_metadata(&q, 1, 100)?
+                        .results
+                        .iter()
+                        .any(|v| v.id == m.id),
+                    seen,
+                    "{:?} {q}",
+                    s.actor()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Issue #15 point 9: nesting of any kind is bounded (a query of 500 `NOT`s used to overflow
+/// the stack and abort the process), ranges without bounds are refused before tantivy sees them
+/// (`[* TO *]` panicked inside it), and every other range shape is answered.
+#[test]
+fn hostile_queries_are_refused_or_answered_never_a_crash() -> Result<()> {
+    let w = world()?;
+    let deep = [
+        format!("{}invoice", "NOT ".repeat(498)),
+        format!("{}invoice{}", "(".repeat(995), ")".repeat(995)),
+        format!("{}invoice{}", "(NOT ".repeat(330), ")".repeat(330)),
+        format!("{}-invoice{}", "NOT (".repeat(300), ")".repeat(300)),
+        format!("{}label:x", "NOT ".repeat(33)),
+        format!("{}-label:x", "NOT ".repeat(32)),
+    ];
+    for q in &deep {
+        assert!(q.len() <= 2_000, "within the length limit");
+        let e = w.admin.search_documents(q, 1, 10).expect_err(q);
+        assert!(e.to_string().contains("nested too deep"), "{e}");
+    }
+    let open = [
+        "value:[* TO *]".to_owned(),
+        "metadata_value:{* TO *}".to_owned(),
+        "value:[* TO *} label:x".to_owned(),
+        "NOT value:[ * TO * ]".to_owned(),
+        "value:[ TO 5]".to_owned(),
+        "value:[5 TO ]".to_owned(),
+    ];
+    for q in deep.iter().chain(&open) {
+        for search in [
+            |s: &Session, q: &str| s.search_documents(q, 1, 10).map(|p| p.count),
+            |s: &Session, q: &str| s.search_metadata(q, 1, 10).map(|p| p.count),
+        ] {
+            let e = search(&w.admin, q).expect_err(q);
+            assert!(matches!(e, Error::InvalidInput(_)), "{q}: {e}");
+        }
+    }
+    // At the limit, nesting is fine.
+    let limit = docmeta_core::search::query::MAX_DEPTH;
+    assert_eq!(
+        ids(
+            &w.admin,
+            &format!("{}label:old", "NOT NOT ".repeat(limit / 2))
+        )?,
+        [w.invoices[2]]
+    );
+    assert_eq!(
+        ids(
+            &w.admin,
+            &format!("{}label:old{}", "(".repeat(limit), ")".repeat(limit))
+        )?,
+        [w.invoices[2]]
+    );
+    // Every other range reaches the index and is answered (empty ranges match nothing).
+    for (q, expected) in [
+        ("value:[1000 TO 99]", 0),
+        ("value:{99 TO 99}", 0),
+        ("value:[99 TO 99]", 1),
+        ("value:[-0 TO 0]", 0),
+        ("value:{1.7976931348623157e308 TO *]", 0),
+        ("value:[* TO -1.7976931348623157e308}", 0),
+        ("value:>1.7976931348623157e308", 0),
+        ("value:<-1.7976931348623157e308", 0),
+        ("value:[1e400 TO *]", -1),
+        ("value:[NaN TO 5]", -1),
+        ("value:>=inf", -1),
+        ("value:{+262142-12-31 TO *}", -1),
+        ("value:>9999-12-31", 0),
+        ("value:<0001-01-01", 0),
+        ("value:{2024-03-15 TO 2024-03-15]", 0),
+        ("value:[00:00 TO 23:59:59]", 0),
+        ("value:[2024-04-30 TO 2023-12-01]", 0),
+        ("value:[2023-12-01 TO 2024-04-30]", 3),
+        ("value:[* TO 2024-01-01]", 1),
+        ("value:[1 TO 2024-01-01]", -1),
+        ("value:[1 TO 2 TO 3]", -1),
+    ] {
+        for s in [
+            w.admin.search_documents(q, 1, 10).map(|p| p.count),
+            w.admin.search_metadata(q, 1, 10).map(|p| p.count),
+        ] {
+            match (s, expected) {
+                (Err(Error::InvalidInput(_)), -1) => {}
+                (Ok(n), e) if e >= 0 => assert_eq!(n as i64, e, "{q}"),
+                (other, e) => panic!("{q}: {other:?}, expected {e}"),
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,16 +1,24 @@
-//! The tantivy index: one record per document (label, type label, every metadata name and value)
-//! and one per document metadata value (spec 2.5's DocumentMetadataSearchResult). Values are
-//! indexed three ways: as words, as character n-grams (so a partial value matches a substring),
-//! and, when they read as a date, time or number, as a typed fast field for range queries.
+//! The tantivy index: one record per document (label, type label) and one per document metadata
+//! value (spec 2.5's DocumentMetadataSearchResult: the value, its type and the document type's
+//! label). Values are indexed three ways: as words, as character n-grams (so a partial value
+//! matches a substring), and, when they read as a date, time or number, as a typed fast field for
+//! range queries.
+//!
+//! A document's records form one block (its value records, then its document record) so that a
+//! document search reaches metadata only through value records, joined to their document
+//! (`visible.rs`): a caller's metadata terms then match only values they may view, and a value
+//! they may not view cannot change their results, counts or order.
 
 use std::ops::Bound;
 use std::path::Path;
+use std::sync::Arc;
 
 use parking_lot::Mutex;
-use rustc_hash::FxHashMap;
+use rustc_hash::FxHashSet;
+use tantivy::indexer::UserOperation;
 use tantivy::query::{
-    AllQuery, BitSetDocSet, BooleanQuery, ConstScorer, EmptyQuery, EnableScoring, Explanation,
-    Occur, PhraseQuery, Query, RangeQuery, Scorer, TermQuery, Weight,
+    AllQuery, Bm25StatisticsProvider, BooleanQuery, ConstScoreQuery, EmptyQuery, Occur,
+    PhraseQuery, Query, RangeQuery, TermQuery,
 };
 use tantivy::schema::{
     Field as TField, IndexRecordOption, NumericOptions, STRING, Schema, TextFieldIndexing,
@@ -20,13 +28,17 @@ use tantivy::tokenizer::{LowerCaser, NgramTokenizer, SimpleTokenizer, TextAnalyz
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
 use super::query::{Expr, Field, Match};
+use super::visible::{IdTerms, Records, RecordsCache, RecordsKey, ToDocument};
 use crate::access::DocumentVisibility;
 use crate::error::{Error, Result};
 
 /// Schema version of the index; a different version needs `search_upgrade` (a rebuild).
-pub const INDEX_SCHEMA_VERSION: u32 = 2;
+/// 3: values only in value records (with their metadata type id), each document one block.
+pub const INDEX_SCHEMA_VERSION: u32 = 3;
 const NGRAM: &str = "docmeta_ngram";
 const WORDS: &str = "docmeta_words";
+const DOCUMENT: &str = "document";
+const METADATA: &str = "metadata";
 
 fn search_error(operation: &str, e: impl std::fmt::Display) -> Error {
     Error::storage(operation.to_owned(), e.to_string())
@@ -41,10 +53,23 @@ pub struct IndexedDocument {
     pub label: String,
     /// Label of its type.
     pub document_type_label: String,
-    /// Its metadata values: (value id, metadata type name, value).
-    pub metadata: Vec<(i64, String, String)>,
-    /// Id of its type (for permission filtering while collecting hits).
+    /// Its metadata values.
+    pub metadata: Vec<IndexedValue>,
+    /// Id of its type (for permission filtering).
     pub document_type_id: i64,
+}
+
+/// What the index holds of one metadata value.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IndexedValue {
+    /// The value's id (`DocumentMetadata`).
+    pub id: i64,
+    /// Its metadata type's id (for permission filtering).
+    pub metadata_type_id: i64,
+    /// Its metadata type's name.
+    pub metadata_type_name: String,
+    /// The value.
+    pub value: String,
 }
 
 /// Which records a search returns.
@@ -67,14 +92,65 @@ pub struct Hit {
     pub score: f32,
 }
 
+/// Which metadata types' values a caller may view.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TypeVisibility {
+    /// Every metadata type.
+    pub all: bool,
+    /// These metadata types.
+    pub ids: FxHashSet<i64>,
+}
+
+/// What one caller may see of the index, decided by the access policy (see
+/// `Session::search_scope`): the records a search may match, count and rank, nothing else.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SearchScope {
+    /// Documents the caller may view (`documents.document_view`).
+    pub documents: DocumentVisibility,
+    /// Documents whose metadata the caller may view (`metadata.document_metadata_view` on the
+    /// document).
+    pub document_metadata: DocumentVisibility,
+    /// Metadata types whose values the caller may view (`metadata.document_metadata_view` on the
+    /// metadata type).
+    pub metadata_types: TypeVisibility,
+}
+
+impl SearchScope {
+    /// Everything (the system, a superuser).
+    pub fn everything() -> Self {
+        let all = DocumentVisibility {
+            all: true,
+            ..Default::default()
+        };
+        SearchScope {
+            documents: all.clone(),
+            document_metadata: all,
+            metadata_types: TypeVisibility {
+                all: true,
+                ..Default::default()
+            },
+        }
+    }
+
+    /// Whether the value of metadata type `metadata_type` on document `id` of type
+    /// `document_type` is visible (its document included).
+    pub fn allows_value(&self, id: i64, document_type: i64, metadata_type: i64) -> bool {
+        self.documents.allows(id, document_type)
+            && self.document_metadata.allows(id, document_type)
+            && (self.metadata_types.all || self.metadata_types.ids.contains(&metadata_type))
+    }
+}
+
 #[derive(Clone, Copy)]
 struct Fields {
     kind: TField,
     document_id: TField,
     document_type_id: TField,
     metadata_id: TField,
+    metadata_type_id: TField,
     label: TField,
     type_label: TField,
+    value_type_label: TField,
     type_name: TField,
     value: TField,
     value_ngram: TField,
@@ -95,13 +171,18 @@ fn schema() -> (Schema, Fields) {
             .set_index_option(IndexRecordOption::Basic),
     );
     let id = NumericOptions::default().set_indexed().set_fast();
+    // Document records hold `label` and `document_type__label`; value records everything else
+    // (their own copy of the document type's label), so that the statistics of the fields a
+    // document search scores are those of document records alone.
     let fields = Fields {
         kind: b.add_text_field("kind", STRING),
         document_id: b.add_i64_field("document_id", id.clone()),
         document_type_id: b.add_i64_field("document_type_id", id.clone()),
         metadata_id: b.add_i64_field("metadata_id", id.clone()),
+        metadata_type_id: b.add_i64_field("metadata_type_id", id.clone()),
         label: b.add_text_field("label", words.clone()),
         type_label: b.add_text_field("document_type__label", words.clone()),
+        value_type_label: b.add_text_field("value_document_type__label", words.clone()),
         type_name: b.add_text_field("metadata_type__name", STRING),
         value: b.add_text_field("value", words),
         value_ngram: b.add_text_field("value_ngram", ngram),
@@ -144,13 +225,48 @@ fn number_of(value: &str) -> Option<f64> {
     value.trim().parse::<f64>().ok().filter(|n| n.is_finite())
 }
 
+/// The records of a search and what the caller may see of them.
+enum Target {
+    /// Document records; metadata terms reach the value records `values` allows (`None`: none,
+    /// `Some(None)`: all), joined to their document.
+    Documents { values: Option<Option<Records>> },
+    /// Value records (all visible ones pass the search's own filter).
+    Values,
+}
+
+/// The BM25 statistics of every search: fixed, so that a record's score comes from the record
+/// alone (its words, their frequency and its length). Index-wide statistics would let what the
+/// caller may not see move their scores: how many values (hidden ones included) hold a word, how
+/// many records there are, and even which documents were reindexed lately (tantivy counts a
+/// replaced record until its segment is merged), which an edit of a hidden value causes.
+struct RecordStatistics {
+    ngram: TField,
+}
+
+impl Bm25StatisticsProvider for RecordStatistics {
+    fn total_num_tokens(&self, field: TField) -> tantivy::Result<u64> {
+        // A typical length, for length normalisation: a few words, or the n-grams of a value.
+        Ok(if field == self.ngram { 24 } else { 3 })
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        Ok(1)
+    }
+
+    fn doc_freq(&self, _: &Term) -> tantivy::Result<u64> {
+        Ok(1)
+    }
+}
+
 /// A tantivy index of documents and metadata values.
 pub struct SearchIndex {
     index: Index,
     reader: IndexReader,
     writer: Mutex<IndexWriter>,
     fields: Fields,
-    visible_sets: std::sync::Arc<VisibleSetCache>,
+    records: Arc<RecordsCache>,
+    /// The document records (the end of each block).
+    documents: Arc<RecordsKey>,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -175,7 +291,8 @@ impl SearchIndex {
             .try_into()
             .map_err(|e| search_error("opening the search index reader", e))?;
         Ok(SearchIndex {
-            visible_sets: std::sync::Arc::default(),
+            records: Arc::default(),
+            documents: Arc::new(RecordsKey::Text(fields.kind, DOCUMENT.to_owned())),
             index,
             reader,
             writer: Mutex::new(writer),
@@ -221,46 +338,40 @@ impl SearchIndex {
         let f = self.fields;
         let writer = self.writer.lock();
         for d in documents {
+            let mut block = Vec::with_capacity(d.metadata.len() + 1);
+            for v in &d.metadata {
+                let mut m = TantivyDocument::default();
+                m.add_text(f.kind, METADATA);
+                m.add_i64(f.document_id, d.id);
+                m.add_i64(f.document_type_id, d.document_type_id);
+                m.add_i64(f.metadata_id, v.id);
+                m.add_i64(f.metadata_type_id, v.metadata_type_id);
+                m.add_text(f.value_type_label, &d.document_type_label);
+                m.add_text(f.type_name, &v.metadata_type_name);
+                m.add_text(f.value, &v.value);
+                m.add_text(f.value_ngram, &v.value);
+                if let Some(t) = time_of(&v.value) {
+                    m.add_i64(f.value_time, t);
+                }
+                if let Some(n) = number_of(&v.value) {
+                    m.add_f64(f.value_number, n);
+                }
+                block.push(UserOperation::Add(m));
+            }
             let mut doc = TantivyDocument::default();
-            doc.add_text(f.kind, "document");
+            doc.add_text(f.kind, DOCUMENT);
             doc.add_i64(f.document_id, d.id);
             doc.add_i64(f.document_type_id, d.document_type_id);
             doc.add_text(f.label, &d.label);
             doc.add_text(f.type_label, &d.document_type_label);
-            for (_, name, value) in &d.metadata {
-                doc.add_text(f.type_name, name);
-                self.add_value(&mut doc, value);
-            }
+            block.push(UserOperation::Add(doc));
+            // One operation group: one segment, contiguous, in this order (the join relies on
+            // it; see visible.rs).
             writer
-                .add_document(doc)
+                .run(block)
                 .map_err(|e| search_error("indexing a document", e))?;
-            for (metadata_id, name, value) in &d.metadata {
-                let mut m = TantivyDocument::default();
-                m.add_text(f.kind, "metadata");
-                m.add_i64(f.document_id, d.id);
-                m.add_i64(f.document_type_id, d.document_type_id);
-                m.add_i64(f.metadata_id, *metadata_id);
-                m.add_text(f.type_label, &d.document_type_label);
-                m.add_text(f.type_name, name);
-                self.add_value(&mut m, value);
-                writer
-                    .add_document(m)
-                    .map_err(|e| search_error("indexing a metadata value", e))?;
-            }
         }
         Ok(())
-    }
-
-    fn add_value(&self, doc: &mut TantivyDocument, value: &str) {
-        let f = self.fields;
-        doc.add_text(f.value, value);
-        doc.add_text(f.value_ngram, value);
-        if let Some(t) = time_of(value) {
-            doc.add_i64(f.value_time, t);
-        }
-        if let Some(n) = number_of(value) {
-            doc.add_f64(f.value_number, n);
-        }
     }
 
     /// Removes every record.
@@ -296,9 +407,9 @@ impl SearchIndex {
         Term::from_field_text(
             self.fields.kind,
             if kind == RecordKind::Document {
-                "document"
+                DOCUMENT
             } else {
-                "metadata"
+                METADATA
             },
         )
     }
@@ -386,57 +497,92 @@ impl SearchIndex {
         lower: &Option<(String, bool)>,
         upper: &Option<(String, bool)>,
     ) -> Result<Box<dyn Query>> {
-        let f = self.fields;
-        let as_time = |b: &Option<(String, bool)>| b.as_ref().map(|(v, _)| time_of(v));
-        let as_number = |b: &Option<(String, bool)>| b.as_ref().map(|(v, _)| number_of(v));
-        let bound = |b: &Option<(String, bool)>, term: Option<Term>| match (b, term) {
-            (None, _) | (_, None) => Bound::Unbounded,
-            (Some((_, true)), Some(t)) => Bound::Included(t),
-            (Some((_, false)), Some(t)) => Bound::Excluded(t),
-        };
-        let (lt, ut) = (as_time(lower), as_time(upper));
-        if lt.is_none_or(|t| t.is_some()) && ut.is_none_or(|t| t.is_some()) {
-            let term =
-                |t: Option<Option<i64>>| t.flatten().map(|v| Term::from_field_i64(f.value_time, v));
-            return Ok(Box::new(RangeQuery::new(
-                bound(lower, term(lt)),
-                bound(upper, term(ut)),
-            )));
+        // Checked here, before tantivy sees the range (it panics on a range without bounds).
+        if lower.is_none() && upper.is_none() {
+            return Err(Error::InvalidInput(
+                "query: a range needs at least one bound".into(),
+            ));
         }
-        let (ln, un) = (as_number(lower), as_number(upper));
-        if ln.is_none_or(|n| n.is_some()) && un.is_none_or(|n| n.is_some()) {
-            let term = |n: Option<Option<f64>>| {
-                n.flatten().map(|v| Term::from_field_f64(f.value_number, v))
-            };
-            return Ok(Box::new(RangeQuery::new(
-                bound(lower, term(ln)),
-                bound(upper, term(un)),
-            )));
+        let f = self.fields;
+        if let Some((lo, hi)) = read_bounds(lower, upper, time_of) {
+            return Ok(bounded_range(lo, hi, |v| {
+                Term::from_field_i64(f.value_time, v)
+            }));
+        }
+        if let Some((lo, hi)) = read_bounds(lower, upper, number_of) {
+            return Ok(bounded_range(lo, hi, |v| {
+                Term::from_field_f64(f.value_number, v)
+            }));
         }
         Err(Error::InvalidInput(
             "query: range bounds must both be dates, times or numbers".into(),
         ))
     }
 
-    fn translate(&self, expr: &Expr) -> Result<Box<dyn Query>> {
+    /// A metadata term of a document search: the documents with a value the caller may view
+    /// that `leaf` matches.
+    fn join(&self, leaf: Box<dyn Query>, values: &Option<Option<Records>>) -> Box<dyn Query> {
+        let child: Box<dyn Query> = match values {
+            None => return Box::new(EmptyQuery),
+            Some(None) => leaf,
+            Some(Some(values)) => Box::new(BooleanQuery::new(vec![
+                (Occur::Must, leaf),
+                (Occur::Must, Box::new(values.clone())),
+            ])),
+        };
+        Box::new(ToDocument {
+            child,
+            documents: self.documents.clone(),
+            cache: self.records.clone(),
+        })
+    }
+
+    fn type_name_query(&self, matching: &Match) -> Result<Box<dyn Query>> {
+        match matching {
+            Match::Words(w) | Match::Phrase(w) => Ok(Box::new(TermQuery::new(
+                Term::from_field_text(self.fields.type_name, w),
+                IndexRecordOption::Basic,
+            ))),
+            Match::Range { .. } => Err(Error::InvalidInput(
+                "query: metadata type names take no range".into(),
+            )),
+        }
+    }
+
+    /// The records of `target` matching `expr`. Recursion is bounded by the parser's
+    /// [`MAX_DEPTH`](super::query::MAX_DEPTH).
+    fn translate(&self, expr: &Expr, target: &Target) -> Result<Box<dyn Query>> {
         let f = self.fields;
+        let type_label = match target {
+            Target::Documents { .. } => f.type_label,
+            Target::Values => f.value_type_label,
+        };
+        let metadata = |leaf: Box<dyn Query>| match target {
+            Target::Documents { values } => self.join(leaf, values),
+            Target::Values => leaf,
+        };
         Ok(match expr {
             Expr::And(parts) => Box::new(BooleanQuery::new(
                 parts
                     .iter()
-                    .map(|p| Ok((Occur::Must, self.translate(p)?)))
+                    .map(|p| Ok((Occur::Must, self.translate(p, target)?)))
                     .collect::<Result<_>>()?,
             )),
             Expr::Or(parts) => Box::new(BooleanQuery::new(
                 parts
                     .iter()
-                    .map(|p| Ok((Occur::Should, self.translate(p)?)))
+                    .map(|p| Ok((Occur::Should, self.translate(p, target)?)))
                     .collect::<Result<_>>()?,
             )),
-            Expr::Not(inner) => Box::new(BooleanQuery::new(vec![
-                (Occur::Must, Box::new(AllQuery) as Box<dyn Query>),
-                (Occur::MustNot, self.translate(inner)?),
-            ])),
+            // Unscored: tantivy's score for the "everything" side of an exclusion depends on how
+            // records fall into segments, which reindexing (of hidden values too) changes.
+            Expr::Not(inner) => Box::new(ConstScoreQuery::new(
+                Box::new(BooleanQuery::new(vec![
+                    (Occur::Must, Box::new(AllQuery) as Box<dyn Query>),
+                    (Occur::MustNot, self.translate(inner, target)?),
+                ])),
+                0.0,
+            )),
             Expr::Term {
                 field: Some(Field::Label),
                 matching,
@@ -444,43 +590,28 @@ impl SearchIndex {
             Expr::Term {
                 field: Some(Field::DocumentTypeLabel),
                 matching,
-            } => self.text_query(f.type_label, matching)?,
+            } => self.text_query(type_label, matching)?,
             Expr::Term {
                 field: Some(Field::MetadataTypeName),
                 matching,
-            } => match matching {
-                Match::Words(w) | Match::Phrase(w) => Box::new(TermQuery::new(
-                    Term::from_field_text(f.type_name, w),
-                    IndexRecordOption::Basic,
-                )),
-                Match::Range { .. } => {
-                    return Err(Error::InvalidInput(
-                        "query: metadata type names take no range".into(),
-                    ));
-                }
-            },
+            } => metadata(self.type_name_query(matching)?),
             Expr::Term {
                 field: Some(Field::Value),
                 matching,
-            } => self.value_query(matching)?,
+            } => metadata(self.value_query(matching)?),
             Expr::Term {
                 field: None,
                 matching,
             } => {
+                let mut values = vec![(Occur::Should, self.value_query(matching)?)];
+                if let Match::Words(_) = matching {
+                    values.push((Occur::Should, self.type_name_query(matching)?));
+                }
                 let mut any: Vec<(Occur, Box<dyn Query>)> =
-                    vec![(Occur::Should, self.value_query(matching)?)];
+                    vec![(Occur::Should, metadata(Box::new(BooleanQuery::new(values))))];
                 if !matches!(matching, Match::Range { .. }) {
                     any.push((Occur::Should, self.text_query(f.label, matching)?));
-                    any.push((Occur::Should, self.text_query(f.type_label, matching)?));
-                    if let Match::Words(w) = matching {
-                        any.push((
-                            Occur::Should,
-                            Box::new(TermQuery::new(
-                                Term::from_field_text(f.type_name, w),
-                                IndexRecordOption::Basic,
-                            )),
-                        ));
-                    }
+                    any.push((Occur::Should, self.text_query(type_label, matching)?));
                 }
                 Box::new(BooleanQuery::new(any))
             }
@@ -497,17 +628,48 @@ impl SearchIndex {
         }
     }
 
-    /// One page of the records of `kind` matching `expr` that `visible` allows, best first, and
-    /// how many it allows in all. Hidden hits are skipped while collecting: only visible ones
-    /// are ranked, and only `offset + limit` of them are kept.
+    /// One page of the records of `kind` matching `expr` that `scope` lets the caller see, best
+    /// first, and how many it lets them see in all. The visible records are per-segment bitsets
+    /// intersected with the query, so only they are matched, scored and counted, and only
+    /// `offset + limit` of them are kept.
+    ///
+    /// A document search matches metadata terms only through the values `scope` lets the caller
+    /// view, and scores them with a constant; every score comes from the record alone (see
+    /// `RecordStatistics`). So a value the caller may not view changes neither which results
+    /// they get, nor how many, nor their order.
     pub fn search_visible(
         &self,
         kind: RecordKind,
         expr: &Expr,
-        visible: std::sync::Arc<DocumentVisibility>,
+        scope: Arc<SearchScope>,
         offset: usize,
         limit: usize,
     ) -> Result<(usize, Vec<Hit>)> {
+        let searcher = self.reader.searcher();
+        let documents = self.document_clause(&scope.documents);
+        let (visible, query) = match kind {
+            RecordKind::Document => {
+                let Some(visible) = self.records(vec![documents]) else {
+                    return Ok((0, Vec::new()));
+                };
+                let values = self.records(vec![
+                    self.document_clause(&scope.document_metadata),
+                    self.type_clause(&scope.metadata_types),
+                ]);
+                let target = Target::Documents { values };
+                (visible, self.translate(expr, &target)?)
+            }
+            RecordKind::Metadata => {
+                let Some(visible) = self.records(vec![
+                    documents,
+                    self.document_clause(&scope.document_metadata),
+                    self.type_clause(&scope.metadata_types),
+                ]) else {
+                    return Ok((0, Vec::new()));
+                };
+                (visible, self.translate(expr, &Target::Values)?)
+            }
+        };
         let mut clauses = vec![
             (
                 Occur::Must,
@@ -516,39 +678,24 @@ impl SearchIndex {
                     IndexRecordOption::Basic,
                 )) as Box<dyn Query>,
             ),
-            (Occur::Must, self.translate(expr)?),
+            (Occur::Must, query),
         ];
-        if !visible.all {
-            if visible.types.is_empty() && visible.documents.is_empty() {
-                return Ok((0, Vec::new()));
-            }
-            // The visible records as a bitset built from the postings of the visible types and
-            // documents (cached per segment): the intersection then only scores and counts
-            // what the caller may see, instead of scoring every hit and dropping the hidden
-            // ones. Unscored.
-            let mut types: Vec<i64> = visible.types.iter().copied().collect();
-            let mut documents: Vec<i64> = visible.documents.iter().copied().collect();
-            types.sort_unstable();
-            documents.sort_unstable();
-            clauses.push((
-                Occur::Must,
-                Box::new(VisibleSet {
-                    key: std::sync::Arc::new((types, documents)),
-                    fields: (self.fields.document_type_id, self.fields.document_id),
-                    cache: self.visible_sets.clone(),
-                }),
-            ));
+        if let Some(visible) = visible {
+            clauses.push((Occur::Must, Box::new(visible)));
         }
-        let query = BooleanQuery::new(clauses);
-        // The collector checks visibility again (cheaply: only visible records reach it).
         let collector = VisibleTop {
-            visible,
+            scope,
+            kind,
             keep: offset.saturating_add(limit),
         };
-        let (count, mut top) = self
-            .reader
-            .searcher()
-            .search(&query, &collector)
+        let (count, mut top) = searcher
+            .search_with_statistics_provider(
+                &BooleanQuery::new(clauses),
+                &collector,
+                &RecordStatistics {
+                    ngram: self.fields.value_ngram,
+                },
+            )
             .map_err(|e| search_error("searching", e))?;
         let page = top
             .drain(..)
@@ -563,62 +710,107 @@ impl SearchIndex {
         Ok((count, page))
     }
 
-    /// Every record of `kind` matching `expr`, best first.
-    pub fn search(&self, kind: RecordKind, expr: &Expr) -> Result<Vec<Hit>> {
-        let query = BooleanQuery::new(vec![
-            (
-                Occur::Must,
-                Box::new(TermQuery::new(
-                    self.kind_term(kind),
-                    IndexRecordOption::Basic,
-                )) as Box<dyn Query>,
-            ),
-            (Occur::Must, self.translate(expr)?),
-        ]);
-        let searcher = self.reader.searcher();
-        let total = searcher
-            .search(&query, &tantivy::collector::Count)
-            .map_err(|e| search_error("searching", e))?;
-        if total == 0 {
-            return Ok(Vec::new());
+    /// The records of the documents `visible` allows (every record of theirs).
+    fn document_clause(&self, visible: &DocumentVisibility) -> Clause {
+        if visible.all {
+            return Clause::Everything;
         }
-        let top = searcher
-            .search(
-                &query,
-                &tantivy::collector::TopDocs::with_limit(total).order_by_score(),
-            )
-            .map_err(|e| search_error("ranking search results", e))?;
-        // Id columns, opened once per segment.
-        let mut columns: FxHashMap<
-            u32,
-            (
-                tantivy::columnar::Column<i64>,
-                tantivy::columnar::Column<i64>,
-            ),
-        > = FxHashMap::default();
-        let mut hits = Vec::with_capacity(top.len());
-        for (score, address) in top {
-            let (documents, values) = match columns.entry(address.segment_ord) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    let fast = searcher.segment_reader(address.segment_ord).fast_fields();
-                    let open = |name: &str| {
-                        fast.i64(name)
-                            .map_err(|e| search_error("reading search results", e))
-                    };
-                    e.insert((open("document_id")?, open("metadata_id")?))
-                }
-            };
-            if let Some(document_id) = documents.first(address.doc_id) {
-                hits.push(Hit {
-                    document_id,
-                    metadata_id: values.first(address.doc_id),
-                    score,
+        let mut terms = Vec::new();
+        for (field, ids) in [
+            (self.fields.document_type_id, &visible.types),
+            (self.fields.document_id, &visible.documents),
+        ] {
+            if !ids.is_empty() {
+                terms.push(IdTerms {
+                    field,
+                    ids: sorted(ids),
                 });
             }
         }
-        Ok(hits)
+        if terms.is_empty() {
+            Clause::Nothing
+        } else {
+            Clause::Only(terms)
+        }
     }
+
+    /// The value records of the metadata types `visible` allows.
+    fn type_clause(&self, visible: &TypeVisibility) -> Clause {
+        if visible.all {
+            Clause::Everything
+        } else if visible.ids.is_empty() {
+            Clause::Nothing
+        } else {
+            Clause::Only(vec![IdTerms {
+                field: self.fields.metadata_type_id,
+                ids: sorted(&visible.ids),
+            }])
+        }
+    }
+
+    /// The records in every clause: `None` when none can be, `Some(None)` for every record.
+    fn records(&self, clauses: Vec<Clause>) -> Option<Option<Records>> {
+        let mut all = Vec::new();
+        for clause in clauses {
+            match clause {
+                Clause::Nothing => return None,
+                Clause::Everything => {}
+                Clause::Only(terms) => all.push(terms),
+            }
+        }
+        Some((!all.is_empty()).then(|| Records {
+            key: Arc::new(RecordsKey::All(all)),
+            cache: self.records.clone(),
+        }))
+    }
+}
+
+/// A condition on records: a union of id terms, or a trivial one.
+enum Clause {
+    Everything,
+    Nothing,
+    Only(Vec<IdTerms>),
+}
+
+fn sorted(ids: &FxHashSet<i64>) -> Vec<i64> {
+    let mut ids: Vec<i64> = ids.iter().copied().collect();
+    ids.sort_unstable();
+    ids
+}
+
+type RangeBound<T> = Option<(T, bool)>;
+
+/// Both bounds read by `read` (an open bound stays open), or `None` when one does not read.
+fn read_bounds<T>(
+    lower: &Option<(String, bool)>,
+    upper: &Option<(String, bool)>,
+    read: impl Fn(&str) -> Option<T>,
+) -> Option<(RangeBound<T>, RangeBound<T>)> {
+    let one = |b: &Option<(String, bool)>| match b {
+        None => Some(None),
+        Some((v, inclusive)) => read(v).map(|t| Some((t, *inclusive))),
+    };
+    Some((one(lower)?, one(upper)?))
+}
+
+/// A range over a fast field; an empty range (lower above upper) matches nothing without
+/// reaching tantivy.
+fn bounded_range<T: PartialOrd + Copy>(
+    lower: RangeBound<T>,
+    upper: RangeBound<T>,
+    term: impl Fn(T) -> Term,
+) -> Box<dyn Query> {
+    if let (Some((lo, lo_in)), Some((hi, hi_in))) = (lower, upper)
+        && (lo > hi || (lo == hi && !(lo_in && hi_in)))
+    {
+        return Box::new(EmptyQuery);
+    }
+    let bound = |b: RangeBound<T>| match b {
+        None => Bound::Unbounded,
+        Some((v, true)) => Bound::Included(term(v)),
+        Some((v, false)) => Bound::Excluded(term(v)),
+    };
+    Box::new(RangeQuery::new(bound(lower), bound(upper)))
 }
 
 /// A score ordered totally (for the heap of the best hits).
@@ -641,17 +833,21 @@ impl Ord for Score {
 
 type Ranked = (Score, i64, Option<i64>);
 
-/// Counts the visible hits and keeps the best `keep` of them.
+/// Counts the visible hits and keeps the best `keep` of them (visibility checked again, cheaply:
+/// only visible records reach it). Ties go to the higher document id, then value id.
 struct VisibleTop {
-    visible: std::sync::Arc<DocumentVisibility>,
+    scope: Arc<SearchScope>,
+    kind: RecordKind,
     keep: usize,
 }
 
 struct VisibleTopSegment {
-    visible: std::sync::Arc<DocumentVisibility>,
+    scope: Arc<SearchScope>,
+    kind: RecordKind,
     documents: tantivy::columnar::Column<i64>,
     types: tantivy::columnar::Column<i64>,
     values: tantivy::columnar::Column<i64>,
+    metadata_types: tantivy::columnar::Column<i64>,
     count: usize,
     keep: usize,
     best: std::collections::BinaryHeap<std::cmp::Reverse<Ranked>>,
@@ -668,10 +864,12 @@ impl tantivy::collector::Collector for VisibleTop {
     ) -> tantivy::Result<VisibleTopSegment> {
         let fast = segment.fast_fields();
         Ok(VisibleTopSegment {
-            visible: self.visible.clone(),
+            scope: self.scope.clone(),
+            kind: self.kind,
             documents: fast.i64("document_id")?,
             types: fast.i64("document_type_id")?,
             values: fast.i64("metadata_id")?,
+            metadata_types: fast.i64("metadata_type_id")?,
             count: 0,
             keep: self.keep,
             best: std::collections::BinaryHeap::with_capacity(self.keep.min(1024) + 1),
@@ -701,7 +899,14 @@ impl tantivy::collector::SegmentCollector for VisibleTopSegment {
         let (Some(id), Some(ty)) = (self.documents.first(doc), self.types.first(doc)) else {
             return;
         };
-        if !self.visible.allows(id, ty) {
+        let visible = match self.kind {
+            RecordKind::Document => self.scope.documents.allows(id, ty),
+            RecordKind::Metadata => self
+                .metadata_types
+                .first(doc)
+                .is_some_and(|t| self.scope.allows_value(id, ty, t)),
+        };
+        if !visible {
             return;
         }
         self.count += 1;
@@ -724,136 +929,100 @@ impl tantivy::collector::SegmentCollector for VisibleTopSegment {
     }
 }
 
-/// The visible document types and documents, each sorted.
-type VisibleKey = (Vec<i64>, Vec<i64>);
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::search::query::parse;
 
-/// Matches the records of the visible document types and documents (score 0).
-#[derive(Clone, Debug)]
-struct VisibleSet {
-    key: std::sync::Arc<VisibleKey>,
-    /// `document_type_id`, `document_id`.
-    fields: (TField, TField),
-    cache: std::sync::Arc<VisibleSetCache>,
-}
+    fn document(id: i64, values: usize) -> IndexedDocument {
+        IndexedDocument {
+            id,
+            label: format!("label{id}"),
+            document_type_label: "Type".to_owned(),
+            document_type_id: 1,
+            metadata: (0..values as i64)
+                .map(|v| IndexedValue {
+                    id: id * 10 + v,
+                    metadata_type_id: v + 1,
+                    metadata_type_name: format!("type{v}"),
+                    value: (1000 * id + v).to_string(),
+                })
+                .collect(),
+        }
+    }
 
-impl VisibleSet {
-    fn build(&self, segment: &tantivy::SegmentReader) -> tantivy::Result<tantivy::BitSet> {
-        let mut bits = tantivy::BitSet::with_max_value(segment.max_doc());
-        for (field, values) in [(self.fields.0, &self.key.0), (self.fields.1, &self.key.1)] {
-            let inverted = segment.inverted_index(field)?;
-            for &value in values {
-                let term = Term::from_field_i64(field, value);
-                let Some(info) = inverted.get_term_info(&term)? else {
-                    continue;
+    fn hits(index: &SearchIndex, q: &str) -> Result<Vec<i64>> {
+        let (_, hits) = index.search_visible(
+            RecordKind::Document,
+            &parse(q)?,
+            Arc::new(SearchScope::everything()),
+            0,
+            1000,
+        )?;
+        let mut ids: Vec<i64> = hits.iter().map(|h| h.document_id).collect();
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    /// Every value is joined to its own document (the first document record at or after it),
+    /// across commits, replaced blocks and a merge of every segment.
+    #[test]
+    fn values_reach_their_own_document_across_commits_and_merges() -> Result<()> {
+        let index = SearchIndex::in_memory()?;
+        let values = |id: i64| (id % 4) as usize;
+        for batch in 0..12 {
+            let documents: Vec<IndexedDocument> = (1..=10)
+                .map(|i| document(batch * 10 + i, values(batch * 10 + i)))
+                .collect();
+            index.update(&documents, &[])?;
+        }
+        // Replaced blocks (their old records deleted) and removed documents.
+        let replaced: Vec<IndexedDocument> = (1..=120)
+            .step_by(7)
+            .map(|id| document(id, values(id)))
+            .collect();
+        index.update(&replaced, &[5, 51])?;
+        let check = |index: &SearchIndex| -> Result<()> {
+            for id in 1..=120 {
+                let expected = if values(id) == 0 || id == 5 || id == 51 {
+                    vec![]
+                } else {
+                    vec![id]
                 };
-                let mut postings =
-                    inverted.read_block_postings_from_terminfo(&info, IndexRecordOption::Basic)?;
-                while !postings.docs().is_empty() {
-                    for &doc in postings.docs() {
-                        bits.insert(doc);
-                    }
-                    postings.advance();
-                }
+                let word = format!("value:\"{}\"", 1000 * id);
+                assert_eq!(hits(index, &word)?, expected, "{word}");
+                let range = format!("value:[{} TO {}]", 1000 * id, 1000 * id + 3);
+                assert_eq!(hits(index, &range)?, expected, "{range}");
             }
-        }
-        Ok(bits)
-    }
-}
-
-impl Query for VisibleSet {
-    fn weight(&self, _: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
-        Ok(Box::new(self.clone()))
-    }
-}
-
-impl Weight for VisibleSet {
-    fn scorer(
-        &self,
-        segment: &tantivy::SegmentReader,
-        _: tantivy::Score,
-    ) -> tantivy::Result<Box<dyn Scorer>> {
-        let bits = self
-            .cache
-            .get_or_build(segment.segment_id(), &self.key, || self.build(segment))?;
-        Ok(Box::new(ConstScorer::new(
-            BitSetDocSet::from((*bits).clone()),
-            0.0,
-        )))
-    }
-
-    fn explain(
-        &self,
-        segment: &tantivy::SegmentReader,
-        doc: tantivy::DocId,
-    ) -> tantivy::Result<Explanation> {
-        let mut scorer = self.scorer(segment, 1.0)?;
-        if scorer.seek(doc) == doc {
-            Ok(Explanation::new("visible to the caller", 0.0))
-        } else {
-            Err(tantivy::TantivyError::InvalidArgument(
-                "the record is not visible to the caller".to_owned(),
-            ))
-        }
-    }
-}
-
-/// Visibility bitsets by segment and visible set, least recently used evicted beyond a byte
-/// budget. Segments never change, so an entry is exact until its segment is merged away.
-#[derive(Default)]
-struct VisibleSetCache {
-    entries: Mutex<Vec<CachedSet>>,
-}
-
-struct CachedSet {
-    segment: tantivy::index::SegmentId,
-    key: std::sync::Arc<VisibleKey>,
-    bits: std::sync::Arc<tantivy::BitSet>,
-    used: u64,
-}
-
-impl std::fmt::Debug for VisibleSetCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("VisibleSetCache").finish_non_exhaustive()
-    }
-}
-
-/// What the visibility bitsets of one index may occupy.
-const VISIBLE_SET_CACHE_BYTES: usize = 64 << 20;
-
-impl VisibleSetCache {
-    fn get_or_build(
-        &self,
-        segment: tantivy::index::SegmentId,
-        key: &std::sync::Arc<VisibleKey>,
-        build: impl FnOnce() -> tantivy::Result<tantivy::BitSet>,
-    ) -> tantivy::Result<std::sync::Arc<tantivy::BitSet>> {
-        {
-            let mut entries = self.entries.lock();
-            let tick = entries.iter().map(|e| e.used).max().unwrap_or(0) + 1;
-            if let Some(e) = (entries.iter_mut()).find(|e| e.segment == segment && *e.key == **key)
-            {
-                e.used = tick;
-                return Ok(e.bits.clone());
-            }
-        }
-        // Built outside the lock: two racing builders only waste work.
-        let bits = std::sync::Arc::new(build()?);
-        let mut entries = self.entries.lock();
-        let tick = entries.iter().map(|e| e.used).max().unwrap_or(0) + 1;
-        entries.push(CachedSet {
-            segment,
-            key: key.clone(),
-            bits: bits.clone(),
-            used: tick,
-        });
-        let size =
-            |e: &CachedSet| e.bits.max_value() as usize / 8 + 8 * (e.key.0.len() + e.key.1.len());
-        while entries.len() > 1 && entries.iter().map(size).sum::<usize>() > VISIBLE_SET_CACHE_BYTES
-        {
-            if let Some(oldest) = (0..entries.len()).min_by_key(|&i| entries[i].used) {
-                entries.swap_remove(oldest);
-            }
-        }
-        Ok(bits)
+            assert_eq!(
+                hits(index, "metadata_type__name:type2")?,
+                (1..=120)
+                    .filter(|id| values(*id) == 3 && *id != 5 && *id != 51)
+                    .collect::<Vec<_>>()
+            );
+            Ok(())
+        };
+        check(&index)?;
+        let segments = index
+            .index
+            .searchable_segment_ids()
+            .map_err(|e| search_error("listing segments", e))?;
+        assert!(segments.len() > 1, "several segments to merge");
+        index
+            .writer
+            .lock()
+            .merge(&segments)
+            .wait()
+            .map_err(|e| search_error("merging", e))?;
+        index.commit()?;
+        assert_eq!(
+            index
+                .index
+                .searchable_segment_ids()
+                .map_err(|e| search_error("listing segments", e))?
+                .len(),
+            1
+        );
+        check(&index)
     }
 }

@@ -8,10 +8,13 @@
 pub(crate) mod home;
 pub mod index;
 pub mod query;
+mod visible;
 
 use std::collections::BTreeSet;
 
-pub use index::{Hit, IndexedDocument, RecordKind, SearchIndex};
+pub use index::{
+    Hit, IndexedDocument, IndexedValue, RecordKind, SearchIndex, SearchScope, TypeVisibility,
+};
 pub use query::{Expr, parse};
 
 use crate::access::{ObjectKind, ObjectRef, Permission};
@@ -80,7 +83,12 @@ fn load_documents(tx: &mut Tx<'_>, ids: &[DocumentId]) -> Result<(Vec<IndexedDoc
         let metadata = tx
             .metadata_with_types_of_document(d.id)?
             .into_iter()
-            .map(|(m, t)| (m.id.0, t.name, m.value))
+            .map(|(m, t)| IndexedValue {
+                id: m.id.0,
+                metadata_type_id: t.id.0,
+                metadata_type_name: t.name,
+                value: m.value,
+            })
             .collect();
         found.push(IndexedDocument {
             id: d.id.0,
@@ -102,7 +110,7 @@ fn load_range(tx: &mut Tx<'_>, lo: i64, hi: i64) -> Result<Vec<IndexedDocument>>
     )?;
     let mut at = 0;
     tx.each(
-        "SELECT m.document_id, m.id, t.name, m.value FROM document_metadata m JOIN metadata_types t ON t.id = m.metadata_type_id WHERE m.document_id BETWEEN ?1 AND ?2 ORDER BY m.document_id, m.id",
+        "SELECT m.document_id, m.id, t.id, t.name, m.value FROM document_metadata m JOIN metadata_types t ON t.id = m.metadata_type_id WHERE m.document_id BETWEEN ?1 AND ?2 ORDER BY m.document_id, m.id",
         &[lo.into(), hi.into()],
         &mut |r| {
             let document = r.int(0)?;
@@ -110,7 +118,12 @@ fn load_range(tx: &mut Tx<'_>, lo: i64, hi: i64) -> Result<Vec<IndexedDocument>>
                 at += 1;
             }
             if let Some(d) = docs.get_mut(at).filter(|d| d.id == document) {
-                d.metadata.push((r.int(1)?, r.text(2)?, r.text(3)?));
+                d.metadata.push(IndexedValue {
+                    id: r.int(1)?,
+                    metadata_type_id: r.int(2)?,
+                    metadata_type_name: r.text(3)?,
+                    value: r.text(4)?,
+                });
             }
             Ok(())
         },
@@ -332,31 +345,46 @@ impl Docmeta {
 }
 
 impl Session {
-    fn search_hits(&self, kind: RecordKind, text: &str) -> Result<Vec<Hit>> {
-        let expr = parse(text)?;
-        self.db.catch_up(false)?;
-        let hits = self.db.inner.search.index().search(kind, &expr)?;
-        Ok(match self.actor {
-            Actor::System => hits,
-            Actor::User(user) => {
-                // One pass over the snapshot (one lock, document types evaluated once).
-                let snapshot = self.db.inner.access.read();
-                let objects = hits
+    /// What this session may see of the index, by the rules `session/metadata.rs` applies to
+    /// each object: documents with `documents.document_view`; a value when, in addition,
+    /// `metadata.document_metadata_view` is held on its document (directly, through its document
+    /// type, or globally) and on its metadata type (an ACL, or globally). Every answer comes
+    /// from the access policy (`document_visibility`, exact since a document inherits from its
+    /// type only; `check_global` and `filter_each` on every metadata type).
+    fn search_scope(&self) -> Result<SearchScope> {
+        let Actor::User(user) = self.actor else {
+            return Ok(SearchScope::everything());
+        };
+        let types: Vec<i64> =
+            self.read(|tx| tx.rows("SELECT id FROM metadata_types", &[], |r| r.int(0)))?;
+        let snapshot = self.db.inner.access.read();
+        let mut metadata_types = TypeVisibility {
+            all: snapshot.check_global(user, Permission::DocumentMetadataView),
+            ..Default::default()
+        };
+        if !metadata_types.all {
+            snapshot.filter_each(
+                user,
+                Permission::DocumentMetadataView,
+                types
                     .iter()
-                    .map(|h| ObjectRef::new(ObjectKind::DOCUMENT, h.document_id));
-                let mut visible = rustc_hash::FxHashSet::default();
-                snapshot.filter_each(user, Permission::DocumentView, objects, |o| {
-                    visible.insert(o.id);
-                });
-                hits.into_iter()
-                    .filter(|h| visible.contains(&h.document_id))
-                    .collect()
-            }
+                    .map(|t| ObjectRef::new(ObjectKind::METADATA_TYPE, *t)),
+                |o| {
+                    metadata_types.ids.insert(o.id);
+                },
+            );
+        }
+        Ok(SearchScope {
+            documents: snapshot.document_visibility(user, Permission::DocumentView),
+            document_metadata: snapshot.document_visibility(user, Permission::DocumentMetadataView),
+            metadata_types,
         })
     }
 
     /// Documents matching `query` (spec 2.5 syntax) that this session may view, best first;
-    /// `page` counts from 1.
+    /// `page` counts from 1. Metadata terms match only values this session may view
+    /// (see [`search_scope`](Self::search_scope)): a hidden value never changes the results,
+    /// their count or their order.
     pub fn search_documents(
         &self,
         query: &str,
@@ -364,29 +392,18 @@ impl Session {
         page_size: usize,
     ) -> Result<SearchPage<Document>> {
         let expr = parse(query)?;
-        self.db.catch_up(false)?;
-        let visible = match self.actor {
-            Actor::System => crate::access::DocumentVisibility {
-                all: true,
-                ..Default::default()
-            },
-            Actor::User(user) => self
-                .db
-                .inner
-                .access
-                .read()
-                .document_visibility(user, Permission::DocumentView),
-        };
         let offset = page.saturating_sub(1).saturating_mul(page_size);
         if offset.saturating_add(page_size) > MAX_RESULT_WINDOW {
             return Err(crate::error::Error::InvalidInput(format!(
                 "query: results beyond the first {MAX_RESULT_WINDOW} cannot be paged to; refine the query"
             )));
         }
+        self.db.catch_up(false)?;
+        let scope = self.search_scope()?;
         let (count, hits) = self.db.inner.search.index().search_visible(
             RecordKind::Document,
             &expr,
-            std::sync::Arc::new(visible),
+            std::sync::Arc::new(scope),
             offset,
             page_size,
         )?;
@@ -403,38 +420,44 @@ impl Session {
         Ok(SearchPage { count, results })
     }
 
-    /// Metadata values matching `query` (DocumentMetadataSearchResult) whose document and
-    /// metadata type this session may view, best first.
+    /// Metadata values matching `query` (DocumentMetadataSearchResult) that this session may
+    /// view (their document with `documents.document_view`, and
+    /// `metadata.document_metadata_view` on the document and on the metadata type), best first;
+    /// `page` counts from 1.
     pub fn search_metadata(
         &self,
         query: &str,
         page: usize,
         page_size: usize,
     ) -> Result<SearchPage<DocumentMetadata>> {
-        let hits = self.search_hits(RecordKind::Metadata, query)?;
-        let values: Vec<DocumentMetadata> = hits
-            .iter()
-            .filter_map(|h| h.metadata_id)
-            .filter_map(|id| {
-                self.read(|tx| tx.document_metadata(DocumentMetadataId(id)))
-                    .ok()
-                    .flatten()
-            })
-            .filter(|m| {
-                self.can(
-                    Permission::DocumentMetadataView,
-                    ObjectRef::new(ObjectKind::DOCUMENT, m.document_id.0),
-                ) && self.can(
+        let expr = parse(query)?;
+        self.db.catch_up(false)?;
+        let scope = self.search_scope()?;
+        let (count, hits) = self.db.inner.search.index().search_visible(
+            RecordKind::Metadata,
+            &expr,
+            std::sync::Arc::new(scope),
+            page.saturating_sub(1).saturating_mul(page_size),
+            page_size,
+        )?;
+        let mut results = Vec::with_capacity(hits.len());
+        for id in hits.iter().filter_map(|h| h.metadata_id) {
+            // Deleted since the index answered: left out of the page.
+            let Some(m) = self.read(|tx| tx.document_metadata(DocumentMetadataId(id)))? else {
+                continue;
+            };
+            let document = ObjectRef::new(ObjectKind::DOCUMENT, m.document_id.0);
+            if self.can(Permission::DocumentView, document)
+                && self.can(Permission::DocumentMetadataView, document)
+                && self.can(
                     Permission::DocumentMetadataView,
                     ObjectRef::new(ObjectKind::METADATA_TYPE, m.metadata_type_id.0),
                 )
-            })
-            .collect();
-        let start = page.saturating_sub(1).saturating_mul(page_size);
-        Ok(SearchPage {
-            count: values.len(),
-            results: values.into_iter().skip(start).take(page_size).collect(),
-        })
+            {
+                results.push(m);
+            }
+        }
+        Ok(SearchPage { count, results })
     }
 }
 

@@ -77,8 +77,11 @@ fn invalid(position: usize, message: &str) -> Error {
 
 /// Longest query accepted.
 const MAX_QUERY_LEN: usize = 2_000;
-/// Deepest nesting of parentheses accepted.
-const MAX_DEPTH: usize = 32;
+/// Deepest nesting accepted, counting every construct that nests: a parenthesis, `NOT` and a
+/// leading `-` each add a level. The parser, the translation into index queries and the drop of
+/// the parsed expression all recurse once per level, so this bounds their stack use whatever the
+/// query (about 500 `NOT`s fit in the length limit and used to overflow a runtime thread's stack).
+pub const MAX_DEPTH: usize = 32;
 
 fn tokenize(text: &str) -> Result<Vec<Token>> {
     let mut tokens = Vec::new();
@@ -171,6 +174,21 @@ struct Parser {
 }
 
 impl Parser {
+    /// Parses one nested construct starting at `p`, one level deeper; refused beyond
+    /// [`MAX_DEPTH`] levels.
+    fn nested(&mut self, p: usize, parse: impl FnOnce(&mut Self) -> Result<Expr>) -> Result<Expr> {
+        if self.depth >= MAX_DEPTH {
+            return Err(invalid(
+                p,
+                &format!("nested too deep (at most {MAX_DEPTH} levels of parentheses, NOT and -)"),
+            ));
+        }
+        self.depth += 1;
+        let parsed = parse(self);
+        self.depth -= 1;
+        parsed
+    }
+
     fn peek_word(&self, word: &str) -> bool {
         matches!(self.tokens.get(self.at), Some(Token::Word(w, _)) if w == word)
     }
@@ -213,20 +231,19 @@ impl Parser {
         };
         self.at += 1;
         match token {
-            Token::Word(w, _) if w == "NOT" => Ok(Expr::Not(Box::new(self.unary()?))),
+            Token::Word(w, p) if w == "NOT" => {
+                let inner = self.nested(p, Self::unary)?;
+                Ok(Expr::Not(Box::new(inner)))
+            }
             Token::Word(w, p) if w == "AND" || w == "OR" => {
                 Err(invalid(p, &format!("'{w}' needs a term before it")))
             }
             Token::Word(w, p) if w.starts_with('-') && w.len() > 1 => {
-                Ok(Expr::Not(Box::new(term(&w[1..], p)?)))
+                let inner = self.nested(p, |_| term(&w[1..], p))?;
+                Ok(Expr::Not(Box::new(inner)))
             }
             Token::Open(p) => {
-                self.depth += 1;
-                if self.depth > MAX_DEPTH {
-                    return Err(invalid(p, "parentheses nested too deep"));
-                }
-                let inner = self.or()?;
-                self.depth -= 1;
+                let inner = self.nested(p, Self::or)?;
                 match self.tokens.get(self.at) {
                     Some(Token::Close(_)) => {
                         self.at += 1;
@@ -289,10 +306,24 @@ fn value_match(value: &str, p: usize) -> Result<Match> {
             .ok_or_else(|| invalid(p, "a range is written [a TO b]"))?;
         let bound =
             |s: &str, inclusive| (s.trim() != "*").then(|| (s.trim().to_owned(), inclusive));
-        return Ok(Match::Range {
-            lower: bound(lo, inclusive_lower),
-            upper: bound(hi, inclusive_upper),
-        });
+        let (lower, upper) = (bound(lo, inclusive_lower), bound(hi, inclusive_upper));
+        if lower.is_none() && upper.is_none() {
+            return Err(invalid(
+                p,
+                "a range needs at least one bound ([* TO *] is open on both sides)",
+            ));
+        }
+        if [&lower, &upper]
+            .into_iter()
+            .flatten()
+            .any(|(b, _)| b.is_empty())
+        {
+            return Err(invalid(
+                p,
+                "a range bound is empty: write * for an open side",
+            ));
+        }
+        return Ok(Match::Range { lower, upper });
     }
     for (op, lower, inclusive) in [
         (">=", true, true),
@@ -409,6 +440,52 @@ mod tests {
             assert!(e.contains(&format!("position {at}")), "{q}: {e}");
         }
         assert!(parse(&"(".repeat(100)).is_err());
+    }
+
+    #[test]
+    fn nesting_of_every_kind_is_bounded() {
+        let at_limit = [
+            format!("{}x", "NOT ".repeat(MAX_DEPTH)),
+            format!("{}x{}", "(".repeat(MAX_DEPTH), ")".repeat(MAX_DEPTH)),
+            format!("{}-x", "NOT ".repeat(MAX_DEPTH - 1)),
+        ];
+        for q in &at_limit {
+            assert!(parse(q).is_ok(), "{q}");
+        }
+        let beyond = [
+            format!("{}x", "NOT ".repeat(MAX_DEPTH + 1)),
+            format!(
+                "{}x{}",
+                "(".repeat(MAX_DEPTH + 1),
+                ")".repeat(MAX_DEPTH + 1)
+            ),
+            format!("{}-x", "NOT ".repeat(MAX_DEPTH)),
+            format!(
+                "{}x{}",
+                "(NOT ".repeat(MAX_DEPTH / 2 + 1),
+                ")".repeat(MAX_DEPTH / 2 + 1)
+            ),
+            format!("{}x", "NOT ".repeat(490)),
+        ];
+        for q in &beyond {
+            let e = parse(q).expect_err(q).to_string();
+            assert!(e.contains("nested too deep"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_range_needs_a_bound() {
+        for q in [
+            "value:[* TO *]",
+            "value:{ * TO * }",
+            "value:[* TO *}",
+            "value:[ TO 5]",
+            "value:[5 TO  ]",
+        ] {
+            assert!(parse(q).is_err(), "{q}");
+        }
+        assert!(parse("value:[* TO 5]").is_ok());
+        assert!(parse("value:{5 TO *}").is_ok());
     }
 
     proptest::proptest! {

@@ -14,10 +14,14 @@ use std::io::{Cursor, Read};
 use std::sync::OnceLock;
 
 use arbitrary::{Arbitrary, Unstructured};
+use docmeta_core::access::DocumentVisibility;
 use docmeta_core::files::menc::{KdfParams, Keyring, Password};
 use docmeta_core::metadata::pipeline::MAX_VALUE_LEN;
 use docmeta_core::metadata::{
     ClassRegistry, CompiledMetadataType, TemplateEngine, TemplateInputs, TemplateValue,
+};
+use docmeta_core::search::{
+    IndexedDocument, IndexedValue, RecordKind, SearchIndex, SearchScope, TypeVisibility,
 };
 use docmeta_core::{MetadataType, MetadataTypeId};
 
@@ -183,18 +187,110 @@ pub fn template(data: &[u8]) {
     }
 }
 
-/// The search query parser of spec 2.5: a query or an error with a position.
+/// A small index (two documents, three values) to run parsed queries on: a query that parses
+/// must also translate and run, or fail with `InvalidInput` (ranges reach tantivy there).
+fn search_index() -> &'static SearchIndex {
+    static INDEX: OnceLock<SearchIndex> = OnceLock::new();
+    INDEX.get_or_init(|| {
+        let index = SearchIndex::in_memory().expect("an index in memory");
+        let value = |id: i64, metadata_type_id: i64, name: &str, value: &str| IndexedValue {
+            id,
+            metadata_type_id,
+            metadata_type_name: name.to_owned(),
+            value: value.to_owned(),
+        };
+        index
+            .update(
+                &[
+                    IndexedDocument {
+                        id: 1,
+                        label: "March invoice".to_owned(),
+                        document_type_label: "Invoice".to_owned(),
+                        document_type_id: 1,
+                        metadata: vec![
+                            value(1, 1, "number", "INV-2024-12345"),
+                            value(2, 2, "due", "2024-03-15"),
+                            value(3, 3, "amount", "120.50"),
+                        ],
+                    },
+                    IndexedDocument {
+                        id: 2,
+                        label: "Supply contract".to_owned(),
+                        document_type_label: "Contract".to_owned(),
+                        document_type_id: 2,
+                        metadata: Vec::new(),
+                    },
+                ],
+                &[],
+            )
+            .expect("indexing");
+        index
+    })
+}
+
+fn check_query(text: &str) {
+    let expr = match docmeta_core::search::parse(text) {
+        Ok(expr) => expr,
+        Err(e) => {
+            assert_eq!(
+                e.kind(),
+                docmeta_core::ErrorKind::InvalidInput,
+                "a malformed query must be InvalidInput: {e}"
+            );
+            return;
+        }
+    };
+    // Everything visible, and a caller who sees one document type and one metadata type.
+    let narrow = SearchScope {
+        documents: DocumentVisibility {
+            types: [1].into_iter().collect(),
+            ..Default::default()
+        },
+        document_metadata: DocumentVisibility {
+            documents: [1].into_iter().collect(),
+            ..Default::default()
+        },
+        metadata_types: TypeVisibility {
+            ids: [3].into_iter().collect(),
+            ..Default::default()
+        },
+    };
+    for scope in [SearchScope::everything(), narrow] {
+        let scope = std::sync::Arc::new(scope);
+        for kind in [RecordKind::Document, RecordKind::Metadata] {
+            if let Err(e) = search_index().search_visible(kind, &expr, scope.clone(), 0, 10) {
+                assert_eq!(
+                    e.kind(),
+                    docmeta_core::ErrorKind::InvalidInput,
+                    "a query that parses must run or be InvalidInput: {e}"
+                );
+            }
+        }
+    }
+}
+
+/// The search query of spec 2.5: parsed (a query or an error with a position), then run on a
+/// small index. The first byte also wraps the rest in up to 510 levels of `NOT`, `-`,
+/// parentheses or a mix, so every input is tried deeply nested too.
 pub fn search_query(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    if let Err(e) = docmeta_core::search::parse(text) {
-        assert_eq!(
-            e.kind(),
-            docmeta_core::ErrorKind::InvalidInput,
-            "a malformed query must be InvalidInput: {e}"
-        );
-    }
+    check_query(text);
+    let Some((&first, rest)) = data.split_first() else {
+        return;
+    };
+    let Ok(rest) = std::str::from_utf8(rest) else {
+        return;
+    };
+    let depth = usize::from(first) * 2;
+    let wrapped = match first % 4 {
+        0 => format!("{}{rest}", "NOT ".repeat(depth)),
+        1 => format!("{}{rest}{}", "(".repeat(depth), ")".repeat(depth)),
+        2 => format!("{}-{rest}{}", "(NOT ".repeat(depth), ")".repeat(depth)),
+        _ => format!("{}{rest}{}", "NOT (-x ".repeat(depth), ")".repeat(depth)),
+    };
+    check_query(&wrapped);
 }
 
 fn keyring() -> &'static Keyring {
