@@ -196,9 +196,16 @@ fn a_workflow_action_template_sees_what_its_author_may_view() -> Result<()> {
         Permission::WorkflowTemplateEdit,
         Permission::WorkflowTemplateView,
         Permission::DocumentTypeView,
+        // A grant action names a role: the editor must see it (an invisible role answers
+        // like an unknown one).
+        Permission::RoleView,
     ] {
         f.admin.grant_global(p, editor_role)?;
     }
+    // The action names the metadata type it edits: its author must see that type (not the
+    // secret one its template tries to read).
+    f.admin
+        .grant(Permission::MetadataTypeView, editor_role, mt_ref(f.note))?;
     copying_workflow(&f, &f.db.session(editor))?;
     // The document is created by docmeta itself (which sees everything): the action still
     // renders with its author's view.
@@ -284,6 +291,9 @@ fn a_workflow_editor_cannot_grant_what_they_do_not_hold() -> Result<()> {
         Permission::WorkflowTemplateEdit,
         Permission::WorkflowTemplateView,
         Permission::DocumentTypeView,
+        // A grant action names a role: the editor must see it (an invisible role answers
+        // like an unknown one).
+        Permission::RoleView,
     ] {
         f.admin.grant_global(p, editor_role)?;
     }

@@ -107,6 +107,7 @@ fn set_up(dir: &Path) -> Data {
         Permission::WorkflowTemplateEdit,
         Permission::WorkflowTemplateView,
         Permission::DocumentTypeView,
+        Permission::RoleView,
     ] {
         admin.grant_global(p, editor_role).expect("grant");
     }
