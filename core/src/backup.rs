@@ -33,9 +33,9 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::docmeta::{DataLock, Docmeta};
 use crate::error::{Error, Result};
 use crate::files::{Hashing, check_name};
+use crate::kernel::{DataLock, Docmeta};
 
 /// The archive format this build writes. Format 1 (no `contents.json`) is still read.
 pub const FORMAT: u32 = 2;
@@ -428,38 +428,6 @@ fn open_document_file(storage: &crate::files::PlainStorage, name: &str) -> Resul
             File::open(storage.deleted_path(name)?).map_err(io_err("archiving a document file"))
         })
         .map_err(|e| Error::storage(format!("archiving document file {name}"), e.to_string()))
-}
-
-/// The schema version and referenced storage names of a SQLite database snapshot.
-pub(crate) fn sqlite_snapshot_files(snapshot: &Path) -> Result<(u32, Vec<String>)> {
-    let conn = rusqlite::Connection::open_with_flags(
-        snapshot,
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(|e| Error::storage("reading the database snapshot", e))?;
-    let version: i64 = conn
-        .query_row("SELECT max(version) FROM schema_version", [], |r| r.get(0))
-        .map_err(|e| Error::storage("reading the snapshot's schema version", e))?;
-    let has_files: bool = conn
-        .query_row(
-            "SELECT count(*) > 0 FROM sqlite_master WHERE name = 'document_files'",
-            [],
-            |r| r.get(0),
-        )
-        .map_err(|e| Error::storage("reading the database snapshot", e))?;
-    let mut names = Vec::new();
-    if has_files {
-        let mut stmt = conn
-            .prepare("SELECT storage_name FROM document_files ORDER BY storage_name")
-            .map_err(|e| Error::storage("reading the database snapshot", e))?;
-        let rows = stmt
-            .query_map([], |r| r.get::<_, String>(0))
-            .map_err(|e| Error::storage("reading the database snapshot", e))?;
-        for name in rows {
-            names.push(name.map_err(|e| Error::storage("reading the database snapshot", e))?);
-        }
-    }
-    Ok((u32::try_from(version).unwrap_or(0), names))
 }
 
 /// Sizes entries may not exceed, by path.
@@ -970,7 +938,7 @@ fn open_and_verify(builder: crate::Builder, manifest: Manifest) -> Result<Restor
     let migrations = (manifest.info.schema_version + 1..=now).collect();
     let reindex_task = db.write_system(|tx| {
         tx.set_setting("search.cursor", "0")?;
-        tx.enqueue_task(crate::tasks::SEARCH_REINDEX, "{}")
+        tx.enqueue_task(crate::model::SEARCH_REINDEX, "{}")
     })?;
     let system = db.system();
     let documents = db.read(|tx| {

@@ -44,6 +44,7 @@ mod docmeta;
 pub mod error;
 pub mod events;
 pub mod files;
+mod kernel;
 pub mod metadata;
 pub mod model;
 pub mod schema;
@@ -57,12 +58,12 @@ pub use access::{
     Explanation, Grant, KindRegistry, ObjectKind, ObjectRef, Permission, PermissionSet,
 };
 pub use config::Config;
-pub use docmeta::{Builder, Docmeta, PASSWORD_VARIABLE, SubscriptionId};
+pub use docmeta::{Builder, PASSWORD_VARIABLE};
 pub use error::{Error, ErrorKind, Result};
 pub use events::{Event, EventObject, EventQuery};
+pub use kernel::{Docmeta, SubscriptionId};
 pub use metadata::ClassRegistry;
 pub use model::*;
 pub use session::{Session, UserUpdate};
 pub use store::records::{AclRow, Cabinet, TaskRow, UserRow};
 pub use store::{SqliteStore, Store};
-pub use tasks::{ADD_REQUIRED_METADATA_TYPE, REMOVE_METADATA_TYPE};

@@ -11,8 +11,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::access::Permission;
-use crate::docmeta::Docmeta;
 use crate::error::{Error, Result};
+use crate::kernel::Docmeta;
 use crate::model::{Actor, MetadataTypeInput};
 use crate::session::Session;
 
@@ -227,7 +227,7 @@ pub fn apply(db: &Docmeta, schema: &Schema, dry_run: bool) -> Result<Vec<Change>
     db.write_with(Actor::System, !dry_run, |u| apply_in(&s, u, schema))
 }
 
-fn apply_in(s: &Session, u: &mut crate::docmeta::Unit<'_>, schema: &Schema) -> Result<Vec<Change>> {
+fn apply_in(s: &Session, u: &mut crate::kernel::Unit<'_>, schema: &Schema) -> Result<Vec<Change>> {
     let mut changes = Vec::new();
     let mut ids = std::collections::HashMap::new();
     for spec in &schema.metadata_types {

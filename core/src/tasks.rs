@@ -13,19 +13,11 @@ use std::time::Duration;
 
 use chrono::Utc;
 use parking_lot::Mutex;
-use serde::{Deserialize, Serialize};
 
-use crate::docmeta::{Docmeta, Inner};
 use crate::error::{Error, Result};
-use crate::model::{DocumentTypeId, MetadataTypeId};
-
-/// Rule 2.4.1: add a required metadata type to every document of a type.
-pub const ADD_REQUIRED_METADATA_TYPE: &str = "task_add_required_metadata_type";
-/// Rule 2.4.2: remove a metadata type's values from the documents of a type.
-pub const REMOVE_METADATA_TYPE: &str = "task_remove_metadata_type";
-
-/// Rebuilds the search index (queued by a restore, which does not wait for it: spec 8.1).
-pub const SEARCH_REINDEX: &str = "task_search_reindex";
+use crate::kernel::{Docmeta, Inner, TemplateView};
+use crate::model::{DocumentTypeId, MetadataTypeId, TypePair};
+use crate::session::Session;
 
 /// How often the worker brings the search index up to date.
 const INDEX_EVERY: Duration = Duration::from_secs(2);
@@ -33,61 +25,40 @@ const INDEX_EVERY: Duration = Duration::from_secs(2);
 /// Documents handled per transaction.
 pub(crate) const BATCH: u32 = 500;
 
-/// Arguments of both lifecycle tasks.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-pub(crate) struct TypePair {
-    pub document_type_id: i64,
-    pub metadata_type_id: i64,
-    /// Who caused the task (a user id, or 0 for docmeta itself): the defaults it renders see
-    /// what that user may view (`session::TemplateView`). Absent in tasks recorded before it
-    /// was: those see no metadata value.
-    #[serde(default)]
-    pub author_id: Option<i64>,
-}
-
-impl TypePair {
-    pub(crate) fn new(dt: DocumentTypeId, mt: MetadataTypeId, actor: crate::model::Actor) -> Self {
-        TypePair {
-            document_type_id: dt.0,
-            metadata_type_id: mt.0,
-            author_id: Some(crate::session::TemplateView::author_id(actor)),
-        }
-    }
-
-    pub(crate) fn json(self) -> serde_json::Value {
-        serde_json::json!({
-            "document_type_id": self.document_type_id,
-            "metadata_type_id": self.metadata_type_id,
-            "author_id": self.author_id,
-        })
-    }
-}
-
+/// Runs a task through the handler registered for its name (see `Hooks::tasks`).
 fn execute(db: &Docmeta, name: &str, payload: &str) -> Result<()> {
-    if name == SEARCH_REINDEX {
-        return db.search_reindex(|_, _| {}).map(drop);
+    match db.inner.hooks.tasks.get(name) {
+        Some(handler) => handler(db, payload),
+        None => Err(Error::InvalidInput(format!("unknown task {name}"))),
     }
-    if name == crate::workflows::WORKFLOW_TRIGGER {
-        return crate::workflows::run_trigger(db, payload);
-    }
-    let pair: TypePair = serde_json::from_str(payload)
-        .map_err(|e| Error::InvalidInput(format!("task {name}: bad arguments {payload}: {e}")))?;
-    let (dt, mt) = (
+}
+
+/// The arguments of a lifecycle task, and a session acting for the user who caused it (the
+/// defaults it renders see what that user may view).
+fn lifecycle(db: &Docmeta, payload: &str) -> Result<(DocumentTypeId, MetadataTypeId, Session)> {
+    let pair: TypePair = serde_json::from_str(payload).map_err(|e| {
+        Error::InvalidInput(format!("lifecycle task: bad arguments {payload}: {e}"))
+    })?;
+    let system = Session::system_for(db.clone(), TemplateView::of_author(pair.author_id));
+    Ok((
         DocumentTypeId(pair.document_type_id),
         MetadataTypeId(pair.metadata_type_id),
-    );
-    // docmeta acts for the user who caused the task.
-    let system = crate::session::Session::system_for(
-        db.clone(),
-        crate::session::TemplateView::of_author(pair.author_id),
-    );
-    match name {
-        ADD_REQUIRED_METADATA_TYPE => {
-            while system.add_required_metadata_batch(dt, mt, BATCH)? > 0 {}
-        }
-        REMOVE_METADATA_TYPE => while system.remove_metadata_type_batch(dt, mt, BATCH)? > 0 {},
-        other => return Err(Error::InvalidInput(format!("unknown task {other}"))),
-    }
+        system,
+    ))
+}
+
+/// Rule 2.4.1, in batches (each its own transaction): adds a required metadata type to the
+/// documents of a type that lack it.
+pub(crate) fn add_required_metadata_type(db: &Docmeta, payload: &str) -> Result<()> {
+    let (dt, mt, system) = lifecycle(db, payload)?;
+    while system.add_required_metadata_batch(dt, mt, BATCH)? > 0 {}
+    Ok(())
+}
+
+/// Rule 2.4.2, in batches: removes a metadata type's values from the documents of a type.
+pub(crate) fn remove_metadata_type(db: &Docmeta, payload: &str) -> Result<()> {
+    let (dt, mt, system) = lifecycle(db, payload)?;
+    while system.remove_metadata_type_batch(dt, mt, BATCH)? > 0 {}
     Ok(())
 }
 
@@ -202,6 +173,36 @@ impl Drop for Worker {
             && h.thread().id() != std::thread::current().id()
         {
             let _ = h.join();
+        }
+    }
+}
+
+impl Docmeta {
+    /// Runs every runnable durable task now, in this thread; returns how many ran.
+    pub fn run_pending_tasks(&self) -> Result<usize> {
+        crate::tasks::run_pending(self)
+    }
+
+    /// Tasks not yet done (pending, running or failed).
+    pub fn open_tasks(&self) -> Result<Vec<crate::store::records::TaskRow>> {
+        self.read(|tx| tx.open_tasks(1000))
+    }
+
+    /// Waits until no task is runnable (tests, tools). Gives up after `timeout`.
+    pub fn wait_for_tasks(&self, timeout: std::time::Duration) -> Result<bool> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let pending = self
+                .read(|tx| tx.open_tasks(1000))?
+                .iter()
+                .any(|t| t.state == "pending" || t.state == "running");
+            if !pending {
+                return Ok(true);
+            }
+            if std::time::Instant::now() > deadline {
+                return Ok(false);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
         }
     }
 }

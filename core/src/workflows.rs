@@ -27,15 +27,15 @@
 use std::cell::Cell;
 
 use chrono::{DateTime, Utc};
-use minijinja::Value;
 use serde::{Deserialize, Serialize};
 
 use crate::access::{ObjectKind, ObjectRef, Permission as P, Permission};
-use crate::docmeta::{Docmeta, Unit};
 use crate::error::{Error, NON_FIELD_ERRORS, Result};
 use crate::events::{Event, names};
+use crate::kernel::{Docmeta, Unit};
+use crate::kernel::{RenderInput, Renders, TemplateView};
 use crate::model::*;
-use crate::session::{RenderInput, Renders, Session, TemplateView, event_object};
+use crate::session::{Session, event_object};
 use crate::store::Tx;
 use crate::store::records::{from_micros, to_micros};
 
@@ -680,7 +680,7 @@ impl Session {
             u.tx.delete_acls_of("document_states.workflow", id.0)?;
             u.tx.delete_workflow_rows(id)?;
             u.access
-                .push(crate::docmeta::AccessChange::ObjectRemoved(wf_ref(id)));
+                .push(crate::kernel::AccessChange::ObjectRemoved(wf_ref(id)));
             Ok(())
         })
     }
@@ -764,7 +764,7 @@ impl Session {
                         origin.0.into(),
                         destination.0.into(),
                         condition.trim().into(),
-                        TemplateView::author_id(self.actor).into(),
+                        author_id(self.actor).into(),
                     ],
                 )
                 .map_err(|e| unique(e, "label", "A transition"))?;
@@ -870,7 +870,7 @@ impl Session {
                     i64::from(on_entry).into(),
                     i64::from(critical).into(),
                     json.as_str().into(),
-                    TemplateView::author_id(self.actor).into(),
+                    author_id(self.actor).into(),
                 ],
             )?;
             Ok(WorkflowAction {
@@ -1190,25 +1190,6 @@ fn render_input(
         state,
         context: instance.context.to_string(),
     })
-}
-
-/// A JSON value as templates see it.
-pub(crate) fn json_value(v: &serde_json::Value) -> Value {
-    match v {
-        serde_json::Value::Null => Value::from(()),
-        serde_json::Value::Bool(b) => Value::from(*b),
-        serde_json::Value::Number(n) => match n.as_i64() {
-            Some(i) => Value::from(i),
-            None => Value::from(n.as_f64().unwrap_or(0.0)),
-        },
-        serde_json::Value::String(s) => Value::from(s.as_str()),
-        serde_json::Value::Array(items) => {
-            Value::from(items.iter().map(json_value).collect::<Vec<_>>())
-        }
-        serde_json::Value::Object(map) => {
-            Value::from_iter(map.iter().map(|(k, v)| (k.clone(), json_value(v))))
-        }
-    }
 }
 
 /// Renders a workflow template (`field` names it in errors) with what `view` sees.

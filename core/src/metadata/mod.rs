@@ -1,5 +1,6 @@
 //! The metadata value pipeline (spec 2.6-2.10): templates, lookups, validators and parsers.
 
+pub mod arguments;
 pub(crate) mod calendar;
 pub mod datefmt;
 pub mod lookup;

@@ -5,11 +5,11 @@ use std::borrow::Cow;
 use regex::Regex;
 use serde::Deserialize;
 
+use super::arguments::{NoArguments, compile_pattern, yaml_arguments};
 use super::calendar;
-use super::registry::{ClassRegistry, NoArguments, compile_pattern, yaml_arguments};
 
 /// Transforms a value after validation (spec 2.10 step 5). Implement it to add a parser of your
-/// own and register it with [`ClassRegistry::register_parser`].
+/// own and register it with [`ClassRegistry::register_parser`](super::ClassRegistry::register_parser).
 pub trait Parser: Send + Sync {
     /// Returns the value to store, or why the value cannot be parsed.
     fn parse(&self, value: &str) -> Result<String, String>;
@@ -119,34 +119,40 @@ impl Parser for RegularExpressionParser {
     }
 }
 
-pub(super) fn register_builtins(registry: &mut ClassRegistry) {
-    registry.register_parser(&format!("{PREFIX}DateParser"), "Date parser", |args| {
-        yaml_arguments::<NoArguments>(args)?;
-        Ok(Box::new(DateParser))
-    });
-    registry.register_parser(
-        &format!("{PREFIX}DateAndTimeParser"),
-        "Date and time parser",
-        |args| {
+/// Builds a parser from its YAML arguments.
+type BuildParser = fn(&str) -> Result<Box<dyn Parser>, String>;
+
+/// The built-in parser classes: path, label and how each is built from its YAML arguments.
+pub(super) fn builtins() -> Vec<(String, &'static str, BuildParser)> {
+    vec![
+        (format!("{PREFIX}DateParser"), "Date parser", |args| {
             yaml_arguments::<NoArguments>(args)?;
-            Ok(Box::new(DateAndTimeParser))
-        },
-    );
-    registry.register_parser(&format!("{PREFIX}TimeParser"), "Time parser", |args| {
-        yaml_arguments::<NoArguments>(args)?;
-        Ok(Box::new(TimeParser))
-    });
-    registry.register_parser(
-        &format!("{PREFIX}RegularExpressionParser"),
-        "Regular expression parser",
-        |args| {
-            let args: SubstitutionArguments = yaml_arguments(args)?;
-            Ok(Box::new(RegularExpressionParser::new(
-                &args.pattern,
-                &args.replacement,
-            )?))
-        },
-    );
+            Ok(Box::new(DateParser))
+        }),
+        (
+            format!("{PREFIX}DateAndTimeParser"),
+            "Date and time parser",
+            |args| {
+                yaml_arguments::<NoArguments>(args)?;
+                Ok(Box::new(DateAndTimeParser))
+            },
+        ),
+        (format!("{PREFIX}TimeParser"), "Time parser", |args| {
+            yaml_arguments::<NoArguments>(args)?;
+            Ok(Box::new(TimeParser))
+        }),
+        (
+            format!("{PREFIX}RegularExpressionParser"),
+            "Regular expression parser",
+            |args| {
+                let args: SubstitutionArguments = yaml_arguments(args)?;
+                Ok(Box::new(RegularExpressionParser::new(
+                    &args.pattern,
+                    &args.replacement,
+                )?))
+            },
+        ),
+    ]
 }
 
 #[cfg(test)]

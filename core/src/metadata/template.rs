@@ -1188,6 +1188,25 @@ impl Object for Principal {
     }
 }
 
+/// A JSON value as templates see it.
+pub(crate) fn json_value(v: &serde_json::Value) -> Value {
+    match v {
+        serde_json::Value::Null => Value::from(()),
+        serde_json::Value::Bool(b) => Value::from(*b),
+        serde_json::Value::Number(n) => match n.as_i64() {
+            Some(i) => Value::from(i),
+            None => Value::from(n.as_f64().unwrap_or(0.0)),
+        },
+        serde_json::Value::String(s) => Value::from(s.as_str()),
+        serde_json::Value::Array(items) => {
+            Value::from(items.iter().map(json_value).collect::<Vec<_>>())
+        }
+        serde_json::Value::Object(map) => {
+            Value::from_iter(map.iter().map(|(k, v)| (k.clone(), json_value(v))))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

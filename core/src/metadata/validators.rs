@@ -3,11 +3,11 @@
 use regex::Regex;
 use serde::Deserialize;
 
+use super::arguments::{NoArguments, compile_pattern, yaml_arguments};
 use super::calendar;
-use super::registry::{ClassRegistry, compile_pattern, yaml_arguments};
 
 /// Checks a submitted value (spec 2.10 step 4). Implement it to add a validator of your own and
-/// register it with [`ClassRegistry::register_validator`].
+/// register it with [`ClassRegistry::register_validator`](super::ClassRegistry::register_validator).
 pub trait Validator: Send + Sync {
     /// Accepts the value, or returns why it is refused.
     fn validate(&self, value: &str) -> Result<(), String>;
@@ -91,37 +91,35 @@ impl Validator for RegularExpressionValidator {
     }
 }
 
-pub(super) fn register_builtins(registry: &mut ClassRegistry) {
-    registry.register_validator(
-        &format!("{PREFIX}DateValidator"),
-        "Date validator",
-        |args| {
-            yaml_arguments::<super::registry::NoArguments>(args)?;
+/// Builds a validator from its YAML arguments.
+type BuildValidator = fn(&str) -> Result<Box<dyn Validator>, String>;
+
+/// The built-in validator classes: path, label and how each is built from its YAML arguments.
+pub(super) fn builtins() -> Vec<(String, &'static str, BuildValidator)> {
+    vec![
+        (format!("{PREFIX}DateValidator"), "Date validator", |args| {
+            yaml_arguments::<NoArguments>(args)?;
             Ok(Box::new(DateValidator))
-        },
-    );
-    registry.register_validator(
-        &format!("{PREFIX}DateAndTimeValidator"),
-        "Date and time validator",
-        |args| {
-            yaml_arguments::<super::registry::NoArguments>(args)?;
-            Ok(Box::new(DateAndTimeValidator))
-        },
-    );
-    registry.register_validator(
-        &format!("{PREFIX}TimeValidator"),
-        "Time validator",
-        |args| {
-            yaml_arguments::<super::registry::NoArguments>(args)?;
+        }),
+        (
+            format!("{PREFIX}DateAndTimeValidator"),
+            "Date and time validator",
+            |args| {
+                yaml_arguments::<NoArguments>(args)?;
+                Ok(Box::new(DateAndTimeValidator))
+            },
+        ),
+        (format!("{PREFIX}TimeValidator"), "Time validator", |args| {
+            yaml_arguments::<NoArguments>(args)?;
             Ok(Box::new(TimeValidator))
-        },
-    );
-    registry.register_validator(
-        &format!("{PREFIX}RegularExpressionValidator"),
-        "Regular expression validator",
-        |args| {
-            let args: PatternArguments = yaml_arguments(args)?;
-            Ok(Box::new(RegularExpressionValidator::new(&args.pattern)?))
-        },
-    );
+        }),
+        (
+            format!("{PREFIX}RegularExpressionValidator"),
+            "Regular expression validator",
+            |args| {
+                let args: PatternArguments = yaml_arguments(args)?;
+                Ok(Box::new(RegularExpressionValidator::new(&args.pattern)?))
+            },
+        ),
+    ]
 }

@@ -2,6 +2,11 @@
 //!
 //! Records are plain data: every rule about them lives in [`crate::Session`].
 
+mod task;
+
+pub use task::{ADD_REQUIRED_METADATA_TYPE, REMOVE_METADATA_TYPE, SEARCH_REINDEX};
+pub(crate) use task::{SYSTEM_AUTHOR, TypePair, author_id};
+
 use chrono::{DateTime, Utc};
 
 macro_rules! ids {

@@ -18,9 +18,9 @@ pub use index::{
 pub use query::{Expr, parse};
 
 use crate::access::{ObjectKind, ObjectRef, Permission};
-use crate::docmeta::Docmeta;
 use crate::error::Result;
 use crate::events::{EventQuery, names};
+use crate::kernel::Docmeta;
 use crate::model::*;
 use crate::session::Session;
 use crate::store::Tx;

@@ -3,9 +3,9 @@
 use super::{Session, event_object, obj, rename_conflict, view_permission};
 use crate::access::password::{dummy_verify, hash_password, verify_password};
 use crate::access::{ObjectKind, ObjectRef, Permission as P, Permission, PermissionSet};
-use crate::docmeta::{AccessChange, Docmeta};
 use crate::error::{Error, Result};
 use crate::events::{EventObject, names};
+use crate::kernel::{AccessChange, Docmeta};
 use crate::model::*;
 use crate::store::Tx;
 use crate::store::records::{AclRow, UserRow};
@@ -454,7 +454,7 @@ impl Session {
 
     pub(crate) fn create_role_in(
         &self,
-        u: &mut crate::docmeta::Unit<'_>,
+        u: &mut crate::kernel::Unit<'_>,
         label: &str,
     ) -> Result<RoleId> {
         check_name("label", label)?;
@@ -579,7 +579,7 @@ impl Session {
 
     pub(crate) fn set_global_in(
         &self,
-        u: &mut crate::docmeta::Unit<'_>,
+        u: &mut crate::kernel::Unit<'_>,
         permission: Permission,
         role: RoleId,
         granted: bool,
@@ -697,7 +697,7 @@ impl Session {
 
     pub(crate) fn grant_in(
         &self,
-        u: &mut crate::docmeta::Unit<'_>,
+        u: &mut crate::kernel::Unit<'_>,
         permission: Permission,
         role: RoleId,
         object: ObjectRef,
@@ -757,7 +757,7 @@ impl Session {
 
     pub(crate) fn revoke_in(
         &self,
-        u: &mut crate::docmeta::Unit<'_>,
+        u: &mut crate::kernel::Unit<'_>,
         permission: Permission,
         role: RoleId,
         object: ObjectRef,

@@ -2,9 +2,9 @@
 
 use super::{Session, event_object, obj, parents_change};
 use crate::access::{ObjectKind, ObjectRef, Permission as P, Permission};
-use crate::docmeta::AccessChange;
 use crate::error::{Error, Result};
 use crate::events::names;
+use crate::kernel::AccessChange;
 use crate::model::*;
 use crate::store::Tx;
 use crate::store::records::Cabinet;

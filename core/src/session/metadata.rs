@@ -2,15 +2,16 @@
 
 use std::sync::Arc;
 
-use super::{Inputs, Renders, Session, event_object, obj, parents_change, rename_conflict};
+use super::{Inputs, Session, event_object, obj, parents_change, rename_conflict};
 use crate::access::{ObjectKind, Permission as P};
-use crate::docmeta::{AccessChange, Unit};
 use crate::error::{Error, NON_FIELD_ERRORS, Result};
 use crate::events::names;
+use crate::kernel::Renders;
+use crate::kernel::{AccessChange, Unit};
 use crate::metadata::names::check_label;
 use crate::metadata::{CompiledMetadataType, check_definition};
 use crate::model::*;
-use crate::tasks::{ADD_REQUIRED_METADATA_TYPE, REMOVE_METADATA_TYPE, TypePair};
+use crate::model::{ADD_REQUIRED_METADATA_TYPE, REMOVE_METADATA_TYPE, TypePair};
 
 const MT: &str = "metadata.metadatatype";
 const DT: &str = "documents.documenttype";
@@ -526,7 +527,7 @@ impl Session {
             {
                 self.add_default_value(u, &doc, a.metadata_type_id)?;
             }
-            crate::workflows::launch(&self.db, u, &doc)?;
+            self.db.document_created(u, &doc)?;
             Ok(doc)
         })
     }
@@ -639,7 +640,7 @@ impl Session {
                 doc_event(&d),
                 Some(dt_event(&dt)),
             )?;
-            crate::workflows::launch(&self.db, u, &d)?;
+            self.db.document_created(u, &d)?;
             Ok(d)
         })
     }

@@ -174,15 +174,14 @@ pub trait Store: Send + Sync + 'static {
 
     /// Dumps the database into `path` for a backup while writers go on, and reads, from the
     /// same consistent state, the schema version and the storage names of the document files it
-    /// references. The default snapshots with [`Store::snapshot_to`] (a SQLite file).
+    /// references. Each store writes its own dump (SQLite: a database file; PostgreSQL: a
+    /// `pg_dump` archive); stores that cannot say why.
     fn dump_for_backup(&self, path: &std::path::Path) -> Result<DatabaseDump> {
-        self.snapshot_to(path)?;
-        let (schema_version, storage_names) = crate::backup::sqlite_snapshot_files(path)?;
-        Ok(DatabaseDump {
-            entry: "db.sqlite3",
-            schema_version,
-            storage_names,
-        })
+        let _ = path;
+        Err(Error::InvalidInput(format!(
+            "{} cannot dump itself for a backup",
+            self.describe()
+        )))
     }
 }
 

@@ -426,12 +426,54 @@ impl Store for SqliteStore {
         self.backup_to(path)
     }
 
+    fn dump_for_backup(&self, path: &Path) -> Result<super::DatabaseDump> {
+        self.backup_to(path)?;
+        let (schema_version, storage_names) = snapshot_files(path)?;
+        Ok(super::DatabaseDump {
+            entry: "db.sqlite3",
+            schema_version,
+            storage_names,
+        })
+    }
+
     fn describe(&self) -> String {
         match &self.path {
             Some(p) => format!("sqlite:{}", p.display()),
             None => "sqlite::memory:".to_owned(),
         }
     }
+}
+
+/// The schema version and referenced storage names of a SQLite database snapshot.
+fn snapshot_files(snapshot: &Path) -> Result<(u32, Vec<String>)> {
+    let conn = rusqlite::Connection::open_with_flags(
+        snapshot,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| Error::storage("reading the database snapshot", e))?;
+    let version: i64 = conn
+        .query_row("SELECT max(version) FROM schema_version", [], |r| r.get(0))
+        .map_err(|e| Error::storage("reading the snapshot's schema version", e))?;
+    let has_files: bool = conn
+        .query_row(
+            "SELECT count(*) > 0 FROM sqlite_master WHERE name = 'document_files'",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(|e| Error::storage("reading the database snapshot", e))?;
+    let mut names = Vec::new();
+    if has_files {
+        let mut stmt = conn
+            .prepare("SELECT storage_name FROM document_files ORDER BY storage_name")
+            .map_err(|e| Error::storage("reading the database snapshot", e))?;
+        let rows = stmt
+            .query_map([], |r| r.get::<_, String>(0))
+            .map_err(|e| Error::storage("reading the database snapshot", e))?;
+        for name in rows {
+            names.push(name.map_err(|e| Error::storage("reading the database snapshot", e))?);
+        }
+    }
+    Ok((u32::try_from(version).unwrap_or(0), names))
 }
 
 #[cfg(test)]

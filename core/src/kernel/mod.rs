@@ -1,0 +1,917 @@
+//! The kernel: the [`Docmeta`] handle's shared state (store, templates, classes, the access
+//! snapshot, subscribers, file storage, search home) and the unit of work every change runs in
+//! (one transaction + its events + access changes + deferred effects), with the hooks through
+//! which workflows and tasks take part in it.
+//!
+//! May import `model`, `error`, `config`, `store`, `access`, `metadata`, `events`, `files` and
+//! `search::home`; never `session`, `workflows`, `tasks`, `backup` or the facade (`docmeta.rs`),
+//! which plug in through [`Hooks`] filled when an instance opens.
+
+mod lock;
+mod render;
+mod snapshot;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use chrono::Utc;
+use parking_lot::{Condvar, Mutex, RwLock};
+use rustc_hash::FxHashMap;
+
+use crate::access::{
+    AccessSnapshot, Explanation, KindRegistry, ObjectKind, ObjectRef, Permission, PermissionSet,
+};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::events::{Event, EventObject, EventQuery};
+use crate::files::FileStorage;
+use crate::metadata::{ClassRegistry, CompiledMetadataType, TemplateEngine};
+use crate::model::*;
+use crate::store::{Mode, Store, Tx};
+
+pub(crate) use lock::DataLock;
+pub(crate) use render::{RenderInput, Renders, TemplateView};
+pub(crate) use snapshot::load_access;
+
+/// Whether an event (by name) changes what the access snapshot holds: principals, roles,
+/// ACLs, or the parent links of documents and cabinets.
+fn changes_access(name: &str) -> bool {
+    use crate::events::names::*;
+    [
+        ACL_CREATED,
+        ACL_EDITED,
+        ACL_DELETED,
+        ROLE_EDITED,
+        USER_EDITED,
+        GROUP_EDITED,
+        CABINET_EDITED,
+        DOCUMENT_CREATED,
+        DOCUMENT_TYPE_CHANGED,
+        DOCUMENT_DELETED,
+        DOCUMENT_TYPE_DELETED,
+        METADATA_TYPE_DELETED,
+    ]
+    .contains(&name)
+}
+
+/// Kinds whose parent links are read from the store (see `Docmeta::stored_ancestors`).
+const STORED_PARENT_KINDS: [ObjectKind; 4] = [
+    ObjectKind::DOCUMENT_METADATA,
+    ObjectKind::DOCUMENT_FILE,
+    ObjectKind::WORKFLOW_INSTANCE,
+    ObjectKind::WORKFLOW_INSTANCE_LOG_ENTRY,
+];
+
+/// A handler of a durable task, by name: runs the task with its JSON payload.
+pub(crate) type TaskHandler = fn(&Docmeta, &str) -> Result<()>;
+
+/// How the layers above the kernel take part in a unit of work, filled when an instance opens
+/// (see `docmeta.rs`): workflow triggers, workflow launches, and the task handlers.
+pub(crate) struct Hooks {
+    /// Sees every event appended in a unit of work, before it commits.
+    pub(crate) event: fn(&mut Unit<'_>, &Event),
+    /// Runs last in a unit of work; returns tasks to run right after the commit.
+    pub(crate) before_commit: fn(&mut Unit<'_>) -> Result<Vec<TaskId>>,
+    /// Runs a task right after the commit that enqueued it (a failure leaves it to the worker).
+    pub(crate) run_task: fn(&Docmeta, TaskId),
+    /// Runs in the unit of work that created a document.
+    pub(crate) document_created: fn(&Docmeta, &mut Unit<'_>, &Document) -> Result<()>,
+    /// Task handlers by task name.
+    pub(crate) tasks: FxHashMap<&'static str, TaskHandler>,
+}
+
+/// A change to the access snapshot, applied right after the transaction that made it commits.
+#[derive(Debug, Clone)]
+pub(crate) enum AccessChange {
+    User {
+        id: UserId,
+        superuser: bool,
+        active: bool,
+    },
+    UserRemoved(UserId),
+    Membership {
+        group: GroupId,
+        user: UserId,
+        member: bool,
+    },
+    RoleGroup {
+        role: RoleId,
+        group: GroupId,
+        assigned: bool,
+    },
+    RolePermissions {
+        role: RoleId,
+        permissions: PermissionSet,
+    },
+    RoleRemoved(RoleId),
+    GroupRemoved(GroupId),
+    Acl {
+        object: ObjectRef,
+        acl: AclId,
+        role: RoleId,
+        permissions: PermissionSet,
+    },
+    Parents {
+        object: ObjectRef,
+        parents: Vec<ObjectRef>,
+    },
+    ObjectRemoved(ObjectRef),
+}
+
+/// A subscriber to committed events.
+pub type Subscriber = Arc<dyn Fn(&Event) + Send + Sync + 'static>;
+
+/// Identifies a subscription, to cancel it with [`Docmeta::unsubscribe`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SubscriptionId(u64);
+
+pub(crate) struct Inner {
+    pub(crate) store: Box<dyn Store>,
+    pub(crate) data_dir: Option<PathBuf>,
+    pub(crate) config: Config,
+    pub(crate) secret_key: Vec<u8>,
+    pub(crate) templates: TemplateEngine,
+    pub(crate) classes: ClassRegistry,
+    pub(crate) kinds: RwLock<KindRegistry>,
+    pub(crate) access: RwLock<AccessSnapshot>,
+    pub(crate) compiled: RwLock<FxHashMap<MetadataTypeId, Arc<CompiledMetadataType>>>,
+    pub(crate) compiled_generation: AtomicU64,
+    pub(crate) subscribers: RwLock<Vec<(SubscriptionId, Subscriber)>>,
+    pub(crate) next_subscription: AtomicU64,
+    pub(crate) task_signal: (Mutex<bool>, Condvar),
+    pub(crate) search: crate::search::home::SearchHome,
+    pub(crate) files: Arc<dyn FileStorage>,
+    pub(crate) _lock: Option<DataLock>,
+    pub(crate) hooks: Hooks,
+    /// The newest event the access snapshot reflects (another process's later changes are
+    /// picked up by `follow_access`).
+    pub(crate) access_cursor: std::sync::atomic::AtomicI64,
+    /// Access-changing events this process committed (already applied) after the cursor.
+    pub(crate) local_access_events: Mutex<Vec<i64>>,
+    /// Bumped whenever a user is created, edited or deleted, here or (followed) in another
+    /// process: see [`Docmeta::credentials_epoch`].
+    pub(crate) credentials_epoch: AtomicU64,
+    pub(crate) search_lock: Mutex<()>,
+    pub(crate) search_rebuilding: std::sync::atomic::AtomicBool,
+    pub(crate) shutdown: std::sync::atomic::AtomicBool,
+}
+
+/// A docmeta instance: open it once per process and share it (it is cheap to clone).
+///
+/// ```
+/// use docmeta_core::{Docmeta, MetadataTypeInput};
+///
+/// let db = Docmeta::in_memory()?;
+/// let admin = db.system();
+/// let invoices = admin.create_document_type("Invoice")?;
+/// let due = admin.create_metadata_type(
+///     MetadataTypeInput::new("due", "Due date")
+///         .parser("svc.apps.metadata.metadata_parsers.DateParser", ""),
+/// )?;
+/// admin.associate(invoices.id, due.id, true)?;
+/// let doc = admin.create_document(invoices.id, "INV-1", &[(due.id, "31/12/2024")])?;
+/// assert_eq!(admin.metadata_value_of(doc.id, "due")?.as_deref(), Some("2024-12-31"));
+/// # Ok::<(), docmeta_core::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Docmeta {
+    pub(crate) inner: Arc<Inner>,
+    /// Keeps the task worker running while any clone of this handle lives.
+    pub(crate) worker: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    /// Units of work of this handle (and of its sessions) roll back instead of committing
+    /// once this instant has passed (see [`Docmeta::with_deadline`]).
+    pub(crate) deadline: Option<std::time::Instant>,
+}
+
+impl std::fmt::Debug for Docmeta {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Docmeta")
+            .field("store", &self.inner.store.describe())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Attempts of one unit of work that render templates before the write lock is taken (see
+/// [`Docmeta::write`]); after that many, the rest render under the lock.
+const RENDER_ATTEMPTS: usize = 4;
+
+/// What a unit of work collects while it runs, applied after it commits.
+pub(crate) struct Unit<'a> {
+    pub(crate) tx: Tx<'a>,
+    /// The template renders of this unit, kept across its attempts.
+    pub(crate) renders: &'a Renders,
+    pub(crate) actor: Actor,
+    pub(crate) events: Vec<Event>,
+    pub(crate) access: Vec<AccessChange>,
+    pub(crate) tasks_enqueued: bool,
+    pub(crate) invalidated: Vec<MetadataTypeId>,
+    /// Stored files to delete once the transaction commits (never before: a rollback keeps
+    /// them; a crash in between leaves an unreferenced file, never a missing one).
+    pub(crate) unlink: Vec<String>,
+    /// Metadata events of documents, for workflow triggers: (event, document, name).
+    pub(crate) workflow_events: Vec<(EventId, DocumentId, String)>,
+    hooks: &'a Hooks,
+}
+
+impl<'a> Unit<'a> {
+    fn new(tx: Tx<'a>, actor: Actor, renders: &'a Renders, hooks: &'a Hooks) -> Self {
+        Unit {
+            tx,
+            renders,
+            actor,
+            events: Vec::new(),
+            access: Vec::new(),
+            tasks_enqueued: false,
+            invalidated: Vec::new(),
+            unlink: Vec::new(),
+            workflow_events: Vec::new(),
+            hooks,
+        }
+    }
+
+    /// The time of this unit of work (the same in every attempt, so that templates reading
+    /// `now` render the same).
+    pub(crate) fn now(&self) -> chrono::DateTime<Utc> {
+        self.renders.now
+    }
+
+    /// Appends an event to the log (in this transaction).
+    pub(crate) fn event(
+        &mut self,
+        name: &str,
+        target: EventObject,
+        action: Option<EventObject>,
+    ) -> Result<()> {
+        let e = self
+            .tx
+            .append_event(name, self.actor.user(), &target, action.as_ref())?;
+        (self.hooks.event)(self, &e);
+        self.events.push(e);
+        Ok(())
+    }
+
+    /// Enqueues a durable task (in this transaction).
+    pub(crate) fn task(&mut self, name: &str, payload: &serde_json::Value) -> Result<()> {
+        self.tx.enqueue_task(name, &payload.to_string())?;
+        self.tasks_enqueued = true;
+        Ok(())
+    }
+}
+
+impl Docmeta {
+    pub(crate) fn from_inner(inner: Arc<Inner>) -> Docmeta {
+        Docmeta {
+            inner,
+            worker: None,
+            deadline: None,
+        }
+    }
+
+    /// This instance with a deadline: a change made through the returned handle (or a session
+    /// it creates) that would commit after `deadline` rolls back instead and fails with
+    /// [`Error::Timeout`], so a caller that gave up waiting (a server that answered "timed
+    /// out") can retry without the change being applied twice. Reads are not cut short.
+    pub fn with_deadline(&self, deadline: std::time::Instant) -> Docmeta {
+        Docmeta {
+            deadline: Some(deadline),
+            ..self.clone()
+        }
+    }
+
+    /// Refuses when the deadline of this handle has passed (see [`Docmeta::with_deadline`]).
+    fn check_deadline(&self) -> Result<()> {
+        match self.deadline {
+            Some(deadline) if std::time::Instant::now() >= deadline => Err(Error::Timeout(
+                "the change did not finish in time and was rolled back; nothing was changed"
+                    .to_owned(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The data directory, when not in memory.
+    pub fn data_dir(&self) -> Option<&Path> {
+        self.inner.data_dir.as_deref()
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// The secret key of the data directory (`system/SECRET_KEY`).
+    pub fn secret_key(&self) -> &[u8] {
+        &self.inner.secret_key
+    }
+
+    /// The store.
+    pub fn store(&self) -> &dyn Store {
+        self.inner.store.as_ref()
+    }
+
+    /// The template environment.
+    pub fn templates(&self) -> &TemplateEngine {
+        &self.inner.templates
+    }
+
+    /// The validator and parser classes.
+    pub fn classes(&self) -> &ClassRegistry {
+        &self.inner.classes
+    }
+
+    /// A copy of the object kinds.
+    pub fn kinds(&self) -> KindRegistry {
+        self.inner.kinds.read().clone()
+    }
+
+    /// Parses `app_label.model_name` into a registered object kind (without copying the
+    /// registry, unlike `kinds().parse(..)`).
+    pub fn parse_kind(&self, text: &str) -> Result<ObjectKind> {
+        self.inner.kinds.read().parse(text)
+    }
+
+    /// Applies pending schema migrations (spec 4.6 `migrate`); returns the versions applied.
+    pub fn migrate(&self) -> Result<Vec<u32>> {
+        self.inner.store.migrate()
+    }
+
+    // ----- events ----------------------------------------------------------------------------
+
+    /// Calls `f` with every event after the transaction that appended it commits, in the
+    /// committing thread. Keep it fast; a panicking subscriber is isolated from the others.
+    pub fn subscribe(&self, f: impl Fn(&Event) + Send + Sync + 'static) -> SubscriptionId {
+        let id = SubscriptionId(self.inner.next_subscription.fetch_add(1, Ordering::Relaxed));
+        self.inner.subscribers.write().push((id, Arc::new(f)));
+        id
+    }
+
+    /// Cancels a subscription.
+    pub fn unsubscribe(&self, id: SubscriptionId) {
+        self.inner.subscribers.write().retain(|(s, _)| *s != id);
+    }
+
+    /// Events of the log, unfiltered (see [`Session::events`] for the permission-filtered view).
+    pub fn events(&self, query: &EventQuery) -> Result<Vec<Event>> {
+        self.read(|tx| tx.events(query))
+    }
+
+    // ----- access ----------------------------------------------------------------------------
+
+    /// Whether `user` may do `permission` on `object`.
+    pub fn check(&self, user: UserId, permission: Permission, object: ObjectRef) -> bool {
+        let ancestors = self.stored_ancestors(object);
+        let snapshot = self.inner.access.read();
+        snapshot.check(user, permission, object)
+            || ancestors
+                .iter()
+                .any(|a| snapshot.check(user, permission, *a))
+    }
+
+    /// The subset of `objects` on which `user` may do `permission`.
+    pub fn filter(
+        &self,
+        user: UserId,
+        permission: Permission,
+        objects: &[ObjectRef],
+    ) -> Vec<ObjectRef> {
+        if objects
+            .iter()
+            .any(|o| STORED_PARENT_KINDS.contains(&o.kind))
+        {
+            return objects
+                .iter()
+                .copied()
+                .filter(|o| self.check(user, permission, *o))
+                .collect();
+        }
+        self.inner.access.read().filter(user, permission, objects)
+    }
+
+    /// Why `user` may or may not do `permission` on `object`.
+    pub fn explain(&self, user: UserId, permission: Permission, object: ObjectRef) -> Explanation {
+        let ancestors = self.stored_ancestors(object);
+        let snapshot = self.inner.access.read();
+        let mut explanation = snapshot.explain(user, permission, object);
+        let mut path = vec![object];
+        for ancestor in ancestors {
+            if explanation.grant.is_some() || explanation.note.is_some() {
+                break;
+            }
+            let mut through = snapshot.explain(user, permission, ancestor);
+            if let Some(crate::access::Grant::Acl { path: p, .. }) = &mut through.grant {
+                for (i, o) in path.iter().enumerate() {
+                    p.insert(i, *o);
+                }
+            }
+            explanation.checked.append(&mut through.checked);
+            explanation.grant = through.grant;
+            path.push(ancestor);
+        }
+        explanation
+    }
+
+    /// Links of spec 5.3 that are read from the store when needed instead of being held in
+    /// memory, because their objects are many: a document metadata value inherits from its
+    /// metadata type, a document file from its document, a workflow instance from its workflow,
+    /// a log entry from its instance and workflow (unless the application recorded links of
+    /// its own). Nearest first.
+    fn stored_ancestors(&self, object: ObjectRef) -> Vec<ObjectRef> {
+        if !STORED_PARENT_KINDS.contains(&object.kind)
+            || self.inner.access.read().has_parents(object)
+        {
+            return Vec::new();
+        }
+        let found = self.read(|tx| {
+            Ok(match object.kind {
+                ObjectKind::DOCUMENT_FILE => tx
+                    .document_file(DocumentFileId(object.id))?
+                    .map(|f| vec![ObjectRef::new(ObjectKind::DOCUMENT, f.file.document_id.0)]),
+                ObjectKind::WORKFLOW_INSTANCE => tx
+                    .workflow_instance(WorkflowInstanceId(object.id))?
+                    .map(|i| vec![ObjectRef::new(ObjectKind::WORKFLOW, i.workflow_id.0)]),
+                ObjectKind::WORKFLOW_INSTANCE_LOG_ENTRY => {
+                    match tx.workflow_log_entry(WorkflowLogEntryId(object.id))? {
+                        Some(e) => tx.workflow_instance(e.instance_id)?.map(|i| {
+                            vec![
+                                ObjectRef::new(ObjectKind::WORKFLOW_INSTANCE, i.id.0),
+                                ObjectRef::new(ObjectKind::WORKFLOW, i.workflow_id.0),
+                            ]
+                        }),
+                        None => None,
+                    }
+                }
+                _ => tx
+                    .document_metadata(DocumentMetadataId(object.id))?
+                    .map(|v| {
+                        vec![ObjectRef::new(
+                            ObjectKind::METADATA_TYPE,
+                            v.metadata_type_id.0,
+                        )]
+                    }),
+            })
+        });
+        found.ok().flatten().unwrap_or_default()
+    }
+
+    /// The document file storage in use.
+    pub fn file_storage(&self) -> &dyn FileStorage {
+        &*self.inner.files
+    }
+
+    /// The content of a stored file, through the storage its record says it is in.
+    pub(crate) fn open_stored(
+        &self,
+        f: &crate::store::records::StoredFile,
+    ) -> Result<Box<dyn std::io::Read + Send>> {
+        let storage = &self.inner.files;
+        match (f.encrypted, storage.encrypts()) {
+            (false, false) | (true, true) => storage.open(&f.storage_name),
+            (false, true) => storage.open_plain(&f.storage_name),
+            (true, false) => Err(Error::Decryption(format!(
+                "document file {} is encrypted (MENC): open docmeta with \
+                 documents_file_storage_backend: encrypted and the storage password",
+                f.file.id
+            ))),
+        }
+    }
+
+    /// Rebuilds the access snapshot from the store (done at open; also useful after another
+    /// process changed grants).
+    pub fn reload_access(&self) -> Result<()> {
+        let kinds = self.inner.kinds.read().clone();
+        let (snapshot, newest) = self.read(|tx| {
+            let newest = tx
+                .optional("SELECT max(id) FROM events", &[], |r| r.opt_int(0))?
+                .flatten()
+                .unwrap_or(0);
+            Ok((load_access(tx, &kinds)?, newest))
+        })?;
+        *self.inner.access.write() = snapshot;
+        self.inner.access_cursor.store(newest, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// A number that changes whenever a user is created, edited (password, name, activity,
+    /// superuser status) or deleted: at once for this process's changes, and within
+    /// `access_refresh_ms` for another process's on a shared PostgreSQL database. A cache of
+    /// verified credentials that remembers it can tell when its entries may be stale (the HTTP
+    /// server's login cache does).
+    pub fn credentials_epoch(&self) -> u64 {
+        self.inner.credentials_epoch.load(Ordering::SeqCst)
+    }
+
+    /// Picks up access changes other processes committed to a shared (PostgreSQL) database:
+    /// when the event log holds an access-changing event this process did not write, the
+    /// snapshot is reloaded. The worker runs it every `access_refresh_ms`; returns whether it
+    /// reloaded. On SQLite (one process) there is nothing to follow.
+    pub fn follow_access(&self) -> Result<bool> {
+        if self.inner.store.dialect() != crate::store::Dialect::Postgres {
+            return Ok(false);
+        }
+        let cursor = self.inner.access_cursor.load(Ordering::SeqCst);
+        let events = self.read(|tx| {
+            tx.rows(
+                "SELECT id, name FROM events WHERE id > ?1 ORDER BY id LIMIT 10000",
+                &[cursor.into()],
+                |r| Ok((r.int(0)?, r.text(1)?)),
+            )
+        })?;
+        let Some(newest) = events.last().map(|(id, _)| *id) else {
+            return Ok(false);
+        };
+        let (foreign, foreign_user_edit) = {
+            let mut local = self.inner.local_access_events.lock();
+            let foreign: Vec<&str> = events
+                .iter()
+                .filter(|(id, name)| changes_access(name) && !local.contains(id))
+                .map(|(_, name)| name.as_str())
+                .collect();
+            local.retain(|id| *id > newest);
+            let user_edit = foreign.contains(&crate::events::names::USER_EDITED);
+            (!foreign.is_empty(), user_edit)
+        };
+        if foreign_user_edit {
+            self.inner.credentials_epoch.fetch_add(1, Ordering::SeqCst);
+        }
+        if foreign {
+            self.reload_access()?;
+        } else {
+            self.inner.access_cursor.fetch_max(newest, Ordering::SeqCst);
+        }
+        Ok(foreign)
+    }
+
+    // ----- units of work ---------------------------------------------------------------------
+
+    /// Runs `f` in a read transaction.
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        let mut tx = Tx::new(self.inner.store.begin(Mode::Read)?);
+        let out = f(&mut tx)?;
+        // Ending a read with COMMIT rather than ROLLBACK keeps SQLite's prepared statements valid.
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// Runs `f` in a write transaction with no events (internal bookkeeping).
+    pub(crate) fn write_system<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        let mut tx = Tx::new(self.inner.store.begin(Mode::Write)?);
+        let out = f(&mut tx)?;
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// Whether units of work render their templates before taking the write lock. Not on
+    /// PostgreSQL: its sequences are not rolled back with an attempt, so a document created in
+    /// the unit gets a new id each time, its templates' inputs never match, and every attempt
+    /// would only burn ids; there templates render under the lock, within their time budget.
+    fn defers_renders(&self) -> bool {
+        self.inner.store.dialect() != crate::store::Dialect::Postgres
+    }
+
+    /// Runs `f` as one transaction for `actor`, then commits it when `commit` is true and rolls
+    /// it back otherwise (dry runs).
+    pub(crate) fn write_with<T>(
+        &self,
+        actor: Actor,
+        commit: bool,
+        mut f: impl FnMut(&mut Unit<'_>) -> Result<T>,
+    ) -> Result<T> {
+        if commit {
+            return self.write(actor, f);
+        }
+        let renders = Renders::inline(self.now());
+        for attempt in 1.. {
+            renders.set_defer(self.defers_renders() && attempt < RENDER_ATTEMPTS);
+            let tx = Tx::new(self.inner.store.begin(Mode::Write)?);
+            let mut unit = Unit::new(tx, actor, &renders, &self.inner.hooks);
+            let out = f(&mut unit);
+            self.forget_compiled(&unit.invalidated);
+            drop(unit);
+            if renders.has_pending() {
+                renders.render_pending(self.templates());
+                continue;
+            }
+            return out;
+        }
+        unreachable!("the attempts loop only ends by returning")
+    }
+
+    /// Runs `f` as one transaction for `actor`; after commit, applies access changes, drops
+    /// stale compiled types, wakes the worker and notifies subscribers.
+    ///
+    /// Templates render before the write lock is taken, so that a slow template (bounded by the
+    /// render budget) never stalls other writers: an attempt of `f` that needs a template
+    /// output not known yet is rolled back, the template is rendered with no transaction open
+    /// (from inputs read in that attempt), and `f` runs again; the output is used when the
+    /// template's inputs, read again under the lock, are equal (see `session::Renders`). `f`
+    /// may therefore run more than once: it must have no effect outside its unit.
+    pub(crate) fn write<T>(
+        &self,
+        actor: Actor,
+        mut f: impl FnMut(&mut Unit<'_>) -> Result<T>,
+    ) -> Result<T> {
+        let renders = Renders::inline(self.now());
+        let mut attempt = 0;
+        let (tx, events, access, tasks_enqueued, invalidated, unlink, out, triggers) = loop {
+            attempt += 1;
+            renders.set_defer(self.defers_renders() && attempt < RENDER_ATTEMPTS);
+            let tx = Tx::new(self.inner.store.begin(Mode::Write)?);
+            // Waiting for the write lock may have used up the time: no work for nothing.
+            self.check_deadline()?;
+            let mut unit = Unit::new(tx, actor, &renders, &self.inner.hooks);
+            let result = f(&mut unit).and_then(|out| {
+                let triggers = (self.inner.hooks.before_commit)(&mut unit)?;
+                Ok((out, triggers))
+            });
+            if renders.has_pending() {
+                // Rolled back: the renders it needs are made with no lock held.
+                self.forget_compiled(&unit.invalidated);
+                drop(unit);
+                renders.render_pending(self.templates());
+                continue;
+            }
+            let (out, triggers) = match result {
+                Ok(out) => out,
+                Err(e) => {
+                    // A compiled type cached from this (now rolled back) transaction must go.
+                    self.forget_compiled(&unit.invalidated);
+                    return Err(e);
+                }
+            };
+            let Unit {
+                tx,
+                events,
+                access,
+                tasks_enqueued,
+                invalidated,
+                unlink,
+                ..
+            } = unit;
+            break (
+                tx,
+                events,
+                access,
+                tasks_enqueued,
+                invalidated,
+                unlink,
+                out,
+                triggers,
+            );
+        };
+        // The last moment to give up: past the deadline the caller may already have been told
+        // the change failed, so it must not happen (dropping `tx` rolls it back).
+        if let Err(e) = self.check_deadline() {
+            self.forget_compiled(&invalidated);
+            return Err(e);
+        }
+        tx.commit()?;
+        self.forget_compiled(&invalidated);
+        for name in unlink {
+            // Moved aside, kept a day for backups that started before the commit. One that
+            // cannot be moved is unreferenced, which is harmless: never served, never backed up.
+            let _ = self.inner.files.delete(&name);
+        }
+        if !access.is_empty() {
+            let mut snapshot = self.inner.access.write();
+            for change in access {
+                apply(&mut snapshot, change);
+            }
+        }
+        {
+            let mut local = self.inner.local_access_events.lock();
+            local.extend(
+                events
+                    .iter()
+                    .filter(|e| changes_access(&e.name))
+                    .map(|e| e.id.0),
+            );
+        }
+        if events
+            .iter()
+            .any(|e| e.name == crate::events::names::USER_EDITED)
+        {
+            self.inner.credentials_epoch.fetch_add(1, Ordering::SeqCst);
+        }
+        if tasks_enqueued {
+            self.notify_worker();
+        }
+        self.publish(&events);
+        // Workflow triggers of this change run now, in order; a failure to run one leaves its
+        // durable task for the worker.
+        // They belong to the committed change, not to the caller's deadline.
+        let runner = Docmeta {
+            deadline: None,
+            ..self.clone()
+        };
+        for task in triggers {
+            (self.inner.hooks.run_task)(&runner, task);
+        }
+        Ok(out)
+    }
+
+    fn forget_compiled(&self, ids: &[MetadataTypeId]) {
+        if ids.is_empty() {
+            return;
+        }
+        self.inner
+            .compiled_generation
+            .fetch_add(1, Ordering::SeqCst);
+        let mut compiled = self.inner.compiled.write();
+        for id in ids {
+            compiled.remove(id);
+        }
+    }
+
+    fn publish(&self, events: &[Event]) {
+        if events.is_empty() {
+            return;
+        }
+        let subscribers: Vec<Subscriber> = self
+            .inner
+            .subscribers
+            .read()
+            .iter()
+            .map(|(_, s)| s.clone())
+            .collect();
+        for e in events {
+            for s in &subscribers {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s(e)));
+            }
+        }
+    }
+
+    pub(crate) fn notify_worker(&self) {
+        let (lock, cv) = &self.inner.task_signal;
+        *lock.lock() = true;
+        cv.notify_all();
+    }
+
+    /// The compiled form of a metadata type, cached until the type changes.
+    pub(crate) fn compiled(
+        &self,
+        tx: &mut Tx<'_>,
+        id: MetadataTypeId,
+    ) -> Result<Arc<CompiledMetadataType>> {
+        if let Some(c) = self.inner.compiled.read().get(&id) {
+            return Ok(c.clone());
+        }
+        let generation = self.inner.compiled_generation.load(Ordering::SeqCst);
+        let t = tx
+            .metadata_type(id)?
+            .ok_or_else(|| Error::not_found(format!("metadata type {id}")))?;
+        let c = Arc::new(CompiledMetadataType::new(t, &self.inner.classes)?);
+        let mut cache = self.inner.compiled.write();
+        if self.inner.compiled_generation.load(Ordering::SeqCst) == generation {
+            cache.insert(id, c.clone());
+        }
+        Ok(c)
+    }
+
+    /// Registers an application object kind after opening (see [`KindRegistry::register`]).
+    pub fn register_kind(
+        &self,
+        app_label: &str,
+        model_name: &str,
+        parents: &[ObjectKind],
+        own: &[Permission],
+    ) -> Result<ObjectKind> {
+        self.inner
+            .kinds
+            .write()
+            .register(app_label, model_name, parents, own)
+    }
+
+    /// Records the objects an application object inherits ACLs from (spec 5.3 for kinds that
+    /// docmeta does not store: versions, comments, sources, tags, index nodes...).
+    pub fn set_object_parents(&self, object: ObjectRef, parents: &[ObjectRef]) -> Result<()> {
+        if [
+            ObjectKind::DOCUMENT,
+            ObjectKind::DOCUMENT_TYPE,
+            ObjectKind::METADATA_TYPE,
+            ObjectKind::CABINET,
+            ObjectKind::ROLE,
+        ]
+        .contains(&object.kind)
+        {
+            return Err(Error::InvalidInput(format!(
+                "docmeta keeps the links of {} itself",
+                self.kinds().name(object.kind)
+            )));
+        }
+        let kinds = self.inner.kinds.read().clone();
+        let names: Vec<(String, i64)> =
+            parents.iter().map(|p| (kinds.name(p.kind), p.id)).collect();
+        self.write(Actor::System, |u| {
+            u.tx.set_object_parents(&kinds.name(object.kind), object.id, &names)?;
+            u.access.push(AccessChange::Parents {
+                object,
+                parents: parents.to_vec(),
+            });
+            Ok(())
+        })
+    }
+
+    /// Runs the hook of a document created in `u` (workflows start on it).
+    pub(crate) fn document_created(&self, u: &mut Unit<'_>, doc: &Document) -> Result<()> {
+        (self.inner.hooks.document_created)(self, u, doc)
+    }
+
+    /// The current time as docmeta sees it.
+    pub(crate) fn now(&self) -> chrono::DateTime<Utc> {
+        Utc::now()
+    }
+}
+
+fn apply(s: &mut AccessSnapshot, change: AccessChange) {
+    match change {
+        AccessChange::User {
+            id,
+            superuser,
+            active,
+        } => s.set_user(id, superuser, active),
+        AccessChange::UserRemoved(id) => s.remove_user(id),
+        AccessChange::Membership {
+            group,
+            user,
+            member,
+        } => s.set_membership(group, user, member),
+        AccessChange::RoleGroup {
+            role,
+            group,
+            assigned,
+        } => s.set_role_group(role, group, assigned),
+        AccessChange::RolePermissions { role, permissions } => {
+            s.set_role_permissions(role, permissions)
+        }
+        AccessChange::RoleRemoved(role) => s.remove_role(role),
+        AccessChange::GroupRemoved(group) => s.remove_group(group),
+        AccessChange::Acl {
+            object,
+            acl,
+            role,
+            permissions,
+        } => s.set_acl(object, acl, role, permissions),
+        AccessChange::Parents { object, parents } => s.set_parents(object, parents),
+        AccessChange::ObjectRemoved(object) => s.remove_object(object),
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.shutdown.store(true, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod deadline_tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    #[test]
+    fn a_change_whose_deadline_passes_before_commit_changes_nothing() {
+        let db = Docmeta::in_memory().expect("open");
+        let session = db
+            .system()
+            .with_deadline(Instant::now() + Duration::from_millis(50));
+        let events_before = db.events(&EventQuery::default()).expect("events").len();
+        // The work itself succeeds, but only finishes after the deadline.
+        let result = session.write(|u| {
+            session.create_role_in(u, "late")?;
+            std::thread::sleep(Duration::from_millis(120));
+            Ok(())
+        });
+        assert!(
+            matches!(result, Err(Error::Timeout(_))),
+            "a late change fails as timed out: {result:?}"
+        );
+        let roles = db.system().roles().expect("roles");
+        assert!(
+            roles.iter().all(|(_, label)| label != "late"),
+            "the role was rolled back: {roles:?}"
+        );
+        let events_after = db.events(&EventQuery::default()).expect("events").len();
+        assert_eq!(events_before, events_after, "no event was logged");
+    }
+
+    #[test]
+    fn a_change_with_a_passed_deadline_is_refused_before_any_work() {
+        let db = Docmeta::in_memory().expect("open");
+        let session = db.system().with_deadline(Instant::now());
+        let result = session.create_role("too late");
+        assert!(matches!(result, Err(Error::Timeout(_))), "{result:?}");
+        assert!(db.system().roles().expect("roles").is_empty());
+    }
+
+    #[test]
+    fn a_change_that_commits_before_its_deadline_is_kept() {
+        let db = Docmeta::in_memory().expect("open");
+        let session = db
+            .system()
+            .with_deadline(Instant::now() + Duration::from_secs(60));
+        let id = session.create_role("in time").expect("create");
+        let roles = db.system().roles().expect("roles");
+        assert_eq!(roles, vec![(id, "in time".to_owned())]);
+    }
+}
