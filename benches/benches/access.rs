@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use docmeta_core::access::AccessSnapshot;
-use docmeta_core::store::{Mode, Param, Tx};
+use docmeta_core::store::{Mode, Param};
 use docmeta_core::{
     AclId, Docmeta, GroupId, ObjectKind, ObjectRef, Permission as P, PermissionSet, RoleId, UserId,
 };
@@ -47,7 +47,7 @@ fn build_world(dir: &std::path::Path) -> Docmeta {
         .open()
         .expect("open");
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    let mut tx = Tx::new(db.store().begin(Mode::Write).expect("begin"));
+    let mut tx = db.store().begin(Mode::Write).expect("begin");
     for u in 1..=USERS {
         tx.execute("INSERT INTO users (id, username, password_hash, is_superuser, is_active, created) VALUES (?1, ?2, 'x', 0, 1, 0)", &[Param::Int(u), Param::Text(&format!("user{u}"))]).expect("user");
     }

@@ -7,7 +7,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use docmeta_core::store::{Mode, Param, Tx};
+use docmeta_core::store::{Mode, Param};
 use docmeta_core::{Docmeta, ObjectKind, ObjectRef, Permission as P};
 
 const TYPES: i64 = 500;
@@ -36,7 +36,7 @@ fn build(dir: &std::path::Path) -> Docmeta {
         .open()
         .expect("open");
     let started = Instant::now();
-    let mut tx = Tx::new(db.store().begin(Mode::Write).expect("begin"));
+    let mut tx = db.store().begin(Mode::Write).expect("begin");
     for (i, name) in ["number", "due", "amount", "status", "party"]
         .iter()
         .enumerate()

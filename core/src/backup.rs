@@ -941,10 +941,7 @@ fn open_and_verify(builder: crate::Builder, manifest: Manifest) -> Result<Restor
         tx.enqueue_task(crate::model::SEARCH_REINDEX, "{}")
     })?;
     let system = db.system();
-    let documents = db.read(|tx| {
-        tx.optional("SELECT COUNT(*) FROM documents", &[], |r| r.int(0))
-            .map(|n| u64::try_from(n.unwrap_or(0)).unwrap_or(0))
-    })?;
+    let documents = db.read(|tx| tx.count_documents())?;
     let first = db.read(|tx| tx.documents(None, DocumentId(0), 1))?;
     let document_opened = first
         .first()

@@ -374,15 +374,7 @@ impl Docmeta {
                     .to_owned(),
             ));
         }
-        let total = self.read(|tx| {
-            tx.optional(
-                "SELECT COUNT(*) FROM document_files WHERE encrypted = ?1",
-                &[i64::from(!encrypt).into()],
-                |r| r.int(0),
-            )
-            .map(Option::unwrap_or_default)
-        })?;
-        let total = u64::try_from(total).unwrap_or(0);
+        let total = self.read(|tx| tx.count_document_files(!encrypt))?;
         let mut done = 0u64;
         loop {
             let batch =

@@ -64,16 +64,7 @@ pub(crate) fn remove_metadata_type(db: &Docmeta, payload: &str) -> Result<()> {
 
 /// Runs the task `id` now, in this thread, unless another runner has claimed it.
 pub(crate) fn run_now(db: &Docmeta, id: crate::model::TaskId) -> Result<()> {
-    let claimed = db.write_system(|tx| {
-        let n = tx.execute(
-            "UPDATE tasks SET state = 'running', attempts = attempts + 1, updated = ?1 WHERE id = ?2 AND state = 'pending'",
-            &[crate::store::records::to_micros(Utc::now()).into(), id.0.into()],
-        )?;
-        if n == 0 {
-            return Ok(None);
-        }
-        tx.task(id)
-    })?;
+    let claimed = db.write_system(|tx| tx.claim_task_by_id(id, Utc::now()))?;
     match claimed {
         Some(task) => finish(db, task),
         None => Ok(()),

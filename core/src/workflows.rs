@@ -35,9 +35,12 @@ use crate::events::{Event, names};
 use crate::kernel::{Docmeta, Unit};
 use crate::kernel::{RenderInput, Renders, TemplateView};
 use crate::model::*;
+pub use crate::model::{
+    ActionKind, Workflow, WorkflowAction, WorkflowInstance, WorkflowLogEntry, WorkflowState,
+    WorkflowTransition,
+};
 use crate::session::{Session, event_object};
 use crate::store::Tx;
-use crate::store::records::{from_micros, to_micros};
 
 /// The durable task that applies one metadata event to a document's workflow instances.
 pub const WORKFLOW_TRIGGER: &str = "task_workflow_trigger";
@@ -53,444 +56,9 @@ pub const TRIGGER_EVENTS: [&str; 3] = [
 /// Largest rendered condition or value template output.
 const MAX_TEMPLATE_OUTPUT: usize = 64 * 1024;
 
-/// `Serialize`/`Deserialize` for id newtypes as plain integers (inside action definitions).
-macro_rules! serde_id {
-    ($($t:ident),*) => {$(
-        impl Serialize for $t {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-                s.serialize_i64(self.0)
-            }
-        }
-        impl<'de> Deserialize<'de> for $t {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-                i64::deserialize(d).map($t)
-            }
-        }
-    )*};
-}
-
 thread_local! {
     /// The chain depth of the trigger task running in this thread (0: none).
     static DEPTH: Cell<u32> = const { Cell::new(0) };
-}
-
-/// A workflow template.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Workflow {
-    /// Identifier.
-    pub id: WorkflowId,
-    /// Unique label.
-    pub label: String,
-    /// Document types whose documents get an instance.
-    pub document_type_ids: Vec<DocumentTypeId>,
-}
-
-/// A state of a workflow.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct WorkflowState {
-    /// Identifier.
-    pub id: WorkflowStateId,
-    /// The workflow.
-    pub workflow_id: WorkflowId,
-    /// Label, unique in the workflow.
-    pub label: String,
-    /// Whether instances start here (one per workflow).
-    pub initial: bool,
-}
-
-/// A transition between two states of a workflow.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct WorkflowTransition {
-    /// Identifier.
-    pub id: WorkflowTransitionId,
-    /// The workflow.
-    pub workflow_id: WorkflowId,
-    /// Label, unique in the workflow.
-    pub label: String,
-    /// Where it starts.
-    pub origin_state_id: WorkflowStateId,
-    /// Where it leads.
-    pub destination_state_id: WorkflowStateId,
-    /// A template that allows the transition when it renders to `True` (empty: always).
-    pub condition: String,
-    /// The events that fire it automatically (full names, e.g.
-    /// `metadata.document_metadata_edited`).
-    pub triggers: Vec<String>,
-}
-
-/// What a state action does (spec 4.5).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ActionKind {
-    /// Adds metadata types to the document with no initial value (their default applies).
-    AddMetadata {
-        /// The types.
-        metadata_type_ids: Vec<MetadataTypeId>,
-    },
-    /// Sets or updates a value; `value` is a template with `workflow_instance`,
-    /// `workflow_instance_context` and `now`, and its output goes through the pipeline.
-    EditMetadata {
-        /// The type.
-        metadata_type_id: MetadataTypeId,
-        /// The value template.
-        value: String,
-    },
-    /// Removes metadata types from the document.
-    RemoveMetadata {
-        /// The types.
-        metadata_type_ids: Vec<MetadataTypeId>,
-    },
-    /// Grants `permission` to `role` on the workflow's document.
-    GrantDocumentAccess {
-        /// The role.
-        role_id: RoleId,
-        /// The permission key, e.g. `documents.document_view`.
-        permission: String,
-    },
-    /// Revokes `permission` from `role` on the workflow's document.
-    RevokeDocumentAccess {
-        /// The role.
-        role_id: RoleId,
-        /// The permission key.
-        permission: String,
-    },
-}
-
-/// An action run when an instance enters or leaves a state.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct WorkflowAction {
-    /// Identifier.
-    pub id: WorkflowActionId,
-    /// The state.
-    pub state_id: WorkflowStateId,
-    /// Label (shown in the log when the action fails).
-    pub label: String,
-    /// Run on entry (`true`) or on exit.
-    pub on_entry: bool,
-    /// Whether a failure aborts the transition (otherwise it is logged and the transition goes
-    /// on).
-    pub critical: bool,
-    /// What it does.
-    pub action: ActionKind,
-}
-
-/// A workflow running on a document.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct WorkflowInstance {
-    /// Identifier.
-    pub id: WorkflowInstanceId,
-    /// The workflow.
-    pub workflow_id: WorkflowId,
-    /// The document.
-    pub document_id: DocumentId,
-    /// The current state (none when the workflow has no initial state yet).
-    pub state_id: Option<WorkflowStateId>,
-    /// Free data of the instance (`workflow_instance_context` in templates).
-    pub context: serde_json::Value,
-}
-
-/// An entry of an instance's log: a transition, or an error.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct WorkflowLogEntry {
-    /// Identifier.
-    pub id: WorkflowLogEntryId,
-    /// The instance.
-    pub instance_id: WorkflowInstanceId,
-    /// The transition taken (none for an error entry).
-    pub transition_id: Option<WorkflowTransitionId>,
-    /// Who took it (none: docmeta itself, e.g. a trigger).
-    pub user_id: Option<UserId>,
-    /// The comment, or the error.
-    pub comment: String,
-    /// Whether the entry records a failure.
-    pub error: bool,
-    /// When.
-    pub created: DateTime<Utc>,
-}
-
-serde_id!(
-    MetadataTypeId,
-    RoleId,
-    WorkflowId,
-    WorkflowStateId,
-    WorkflowTransitionId,
-    WorkflowActionId,
-    WorkflowInstanceId,
-    WorkflowLogEntryId,
-    DocumentId,
-    DocumentTypeId,
-    UserId
-);
-
-// ----- statements ------------------------------------------------------------------------------
-
-fn state_row(r: &crate::store::Row) -> Result<WorkflowState> {
-    Ok(WorkflowState {
-        id: WorkflowStateId(r.int(0)?),
-        workflow_id: WorkflowId(r.int(1)?),
-        label: r.text(2)?,
-        initial: r.int(3)? != 0,
-    })
-}
-
-fn transition_row(r: &crate::store::Row) -> Result<WorkflowTransition> {
-    Ok(WorkflowTransition {
-        id: WorkflowTransitionId(r.int(0)?),
-        workflow_id: WorkflowId(r.int(1)?),
-        label: r.text(2)?,
-        origin_state_id: WorkflowStateId(r.int(3)?),
-        destination_state_id: WorkflowStateId(r.int(4)?),
-        condition: r.text(5)?,
-        triggers: Vec::new(),
-    })
-}
-
-fn instance_row(r: &crate::store::Row) -> Result<WorkflowInstance> {
-    Ok(WorkflowInstance {
-        id: WorkflowInstanceId(r.int(0)?),
-        workflow_id: WorkflowId(r.int(1)?),
-        document_id: DocumentId(r.int(2)?),
-        state_id: r.opt_int(3)?.map(WorkflowStateId),
-        context: serde_json::from_str(&r.text(4)?).unwrap_or_default(),
-    })
-}
-
-fn log_row(r: &crate::store::Row) -> Result<WorkflowLogEntry> {
-    Ok(WorkflowLogEntry {
-        id: WorkflowLogEntryId(r.int(0)?),
-        instance_id: WorkflowInstanceId(r.int(1)?),
-        transition_id: r.opt_int(2)?.map(WorkflowTransitionId),
-        user_id: r.opt_int(3)?.map(UserId),
-        comment: r.text(4)?,
-        error: r.int(5)? != 0,
-        created: from_micros(r.int(6)?),
-    })
-}
-
-const TRANSITION_COLUMNS: &str =
-    "id, workflow_id, label, origin_state_id, destination_state_id, condition";
-const INSTANCE_COLUMNS: &str = "id, workflow_id, document_id, state_id, context";
-const LOG_COLUMNS: &str = "id, instance_id, transition_id, user_id, comment, error, created";
-
-impl Tx<'_> {
-    /// One workflow with its document types.
-    pub fn workflow(&mut self, id: WorkflowId) -> Result<Option<Workflow>> {
-        let Some(label) = self.optional(
-            "SELECT label FROM workflows WHERE id = ?1",
-            &[id.0.into()],
-            |r| r.text(0),
-        )?
-        else {
-            return Ok(None);
-        };
-        let document_type_ids = self.rows(
-            "SELECT document_type_id FROM workflow_document_types WHERE workflow_id = ?1 ORDER BY document_type_id",
-            &[id.0.into()],
-            |r| Ok(DocumentTypeId(r.int(0)?)),
-        )?;
-        Ok(Some(Workflow {
-            id,
-            label,
-            document_type_ids,
-        }))
-    }
-
-    /// Every workflow id, by id.
-    pub fn workflow_ids(&mut self) -> Result<Vec<WorkflowId>> {
-        self.rows("SELECT id FROM workflows ORDER BY id", &[], |r| {
-            Ok(WorkflowId(r.int(0)?))
-        })
-    }
-
-    /// The states of a workflow.
-    pub fn workflow_states(&mut self, workflow: WorkflowId) -> Result<Vec<WorkflowState>> {
-        self.rows(
-            "SELECT id, workflow_id, label, initial FROM workflow_states WHERE workflow_id = ?1 ORDER BY id",
-            &[workflow.0.into()],
-            state_row,
-        )
-    }
-
-    /// One state.
-    pub fn workflow_state(&mut self, id: WorkflowStateId) -> Result<Option<WorkflowState>> {
-        self.optional(
-            "SELECT id, workflow_id, label, initial FROM workflow_states WHERE id = ?1",
-            &[id.0.into()],
-            state_row,
-        )
-    }
-
-    fn with_triggers(&mut self, mut t: WorkflowTransition) -> Result<WorkflowTransition> {
-        t.triggers = self.rows(
-            "SELECT event_name FROM workflow_transition_triggers WHERE transition_id = ?1 ORDER BY id",
-            &[t.id.0.into()],
-            |r| r.text(0),
-        )?;
-        Ok(t)
-    }
-
-    /// The transitions of a workflow (with their triggers), optionally only those leaving
-    /// `origin`, by id.
-    pub fn workflow_transitions(
-        &mut self,
-        workflow: WorkflowId,
-        origin: Option<WorkflowStateId>,
-    ) -> Result<Vec<WorkflowTransition>> {
-        let rows = match origin {
-            Some(o) => self.rows(
-                &format!("SELECT {TRANSITION_COLUMNS} FROM workflow_transitions WHERE workflow_id = ?1 AND origin_state_id = ?2 ORDER BY id"),
-                &[workflow.0.into(), o.0.into()],
-                transition_row,
-            )?,
-            None => self.rows(
-                &format!("SELECT {TRANSITION_COLUMNS} FROM workflow_transitions WHERE workflow_id = ?1 ORDER BY id"),
-                &[workflow.0.into()],
-                transition_row,
-            )?,
-        };
-        rows.into_iter().map(|t| self.with_triggers(t)).collect()
-    }
-
-    /// One transition with its triggers.
-    pub fn workflow_transition(
-        &mut self,
-        id: WorkflowTransitionId,
-    ) -> Result<Option<WorkflowTransition>> {
-        match self.optional(
-            &format!("SELECT {TRANSITION_COLUMNS} FROM workflow_transitions WHERE id = ?1"),
-            &[id.0.into()],
-            transition_row,
-        )? {
-            Some(t) => self.with_triggers(t).map(Some),
-            None => Ok(None),
-        }
-    }
-
-    /// The actions of a state, in order.
-    pub fn workflow_actions(&mut self, state: WorkflowStateId) -> Result<Vec<WorkflowAction>> {
-        let rows = self.rows(
-            "SELECT id, state_id, label, on_entry, critical, action FROM workflow_state_actions WHERE state_id = ?1 ORDER BY id",
-            &[state.0.into()],
-            |r| Ok((r.int(0)?, r.int(1)?, r.text(2)?, r.int(3)? != 0, r.int(4)? != 0, r.text(5)?)),
-        )?;
-        rows.into_iter()
-            .map(|(id, state, label, on_entry, critical, action)| {
-                Ok(WorkflowAction {
-                    id: WorkflowActionId(id),
-                    state_id: WorkflowStateId(state),
-                    label,
-                    on_entry,
-                    critical,
-                    action: serde_json::from_str(&action)
-                        .map_err(|e| Error::storage("reading a workflow action", e.to_string()))?,
-                })
-            })
-            .collect()
-    }
-
-    /// The workflow instances of a document.
-    pub fn workflow_instances_of(&mut self, document: DocumentId) -> Result<Vec<WorkflowInstance>> {
-        self.rows(
-            &format!("SELECT {INSTANCE_COLUMNS} FROM workflow_instances WHERE document_id = ?1 ORDER BY id"),
-            &[document.0.into()],
-            instance_row,
-        )
-    }
-
-    /// One workflow instance.
-    pub fn workflow_instance(
-        &mut self,
-        id: WorkflowInstanceId,
-    ) -> Result<Option<WorkflowInstance>> {
-        self.optional(
-            &format!("SELECT {INSTANCE_COLUMNS} FROM workflow_instances WHERE id = ?1"),
-            &[id.0.into()],
-            instance_row,
-        )
-    }
-
-    /// An instance's log, oldest first.
-    pub fn workflow_log(&mut self, instance: WorkflowInstanceId) -> Result<Vec<WorkflowLogEntry>> {
-        self.rows(
-            &format!(
-                "SELECT {LOG_COLUMNS} FROM workflow_instance_log WHERE instance_id = ?1 ORDER BY id"
-            ),
-            &[instance.0.into()],
-            log_row,
-        )
-    }
-
-    /// One log entry.
-    pub fn workflow_log_entry(
-        &mut self,
-        id: WorkflowLogEntryId,
-    ) -> Result<Option<WorkflowLogEntry>> {
-        self.optional(
-            &format!("SELECT {LOG_COLUMNS} FROM workflow_instance_log WHERE id = ?1"),
-            &[id.0.into()],
-            log_row,
-        )
-    }
-
-    fn append_workflow_log(
-        &mut self,
-        instance: WorkflowInstanceId,
-        transition: Option<WorkflowTransitionId>,
-        user: Option<UserId>,
-        comment: &str,
-        error: bool,
-    ) -> Result<WorkflowLogEntry> {
-        let created = Utc::now();
-        let id = self.insert(
-            "INSERT INTO workflow_instance_log (instance_id, transition_id, user_id, comment, error, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
-            &[
-                instance.0.into(),
-                transition.map(|t| t.0).into(),
-                user.map(|u| u.0).into(),
-                comment.into(),
-                i64::from(error).into(),
-                to_micros(created).into(),
-            ],
-        )?;
-        Ok(WorkflowLogEntry {
-            id: WorkflowLogEntryId(id),
-            instance_id: instance,
-            transition_id: transition,
-            user_id: user,
-            comment: comment.to_owned(),
-            error,
-            created,
-        })
-    }
-
-    fn delete_workflow_rows(&mut self, id: WorkflowId) -> Result<()> {
-        for sql in [
-            "DELETE FROM workflow_instance_log WHERE instance_id IN (SELECT id FROM workflow_instances WHERE workflow_id = ?1)",
-            "DELETE FROM workflow_instances WHERE workflow_id = ?1",
-            "DELETE FROM workflow_state_actions WHERE state_id IN (SELECT id FROM workflow_states WHERE workflow_id = ?1)",
-            "DELETE FROM workflow_transition_triggers WHERE transition_id IN (SELECT id FROM workflow_transitions WHERE workflow_id = ?1)",
-            "DELETE FROM workflow_transitions WHERE workflow_id = ?1",
-            "DELETE FROM workflow_states WHERE workflow_id = ?1",
-            "DELETE FROM workflow_document_types WHERE workflow_id = ?1",
-            "DELETE FROM workflows WHERE id = ?1",
-        ] {
-            self.execute(sql, &[id.0.into()])?;
-        }
-        Ok(())
-    }
-
-    /// Deletes the workflow instances of a document with their logs.
-    pub fn delete_workflow_instances_of(&mut self, document: DocumentId) -> Result<()> {
-        self.execute(
-            "DELETE FROM workflow_instance_log WHERE instance_id IN (SELECT id FROM workflow_instances WHERE document_id = ?1)",
-            &[document.0.into()],
-        )?;
-        self.execute(
-            "DELETE FROM workflow_instances WHERE document_id = ?1",
-            &[document.0.into()],
-        )
-        .map(drop)
-    }
 }
 
 fn wf_ref(id: WorkflowId) -> ObjectRef {
@@ -576,20 +144,12 @@ impl Session {
         let label = check_label("label", label)?;
         self.write(|u| {
             self.check_document_types(&mut u.tx, document_types)?;
-            let id = WorkflowId(
-                u.tx.insert(
-                    "INSERT INTO workflows (label) VALUES (?1) RETURNING id",
-                    &[label.as_str().into()],
-                )
-                .map_err(|e| unique(e, "label", "A workflow"))?,
-            );
-            for t in document_types {
-                u.tx.execute(
-                    "INSERT INTO workflow_document_types (workflow_id, document_type_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
-                    &[id.0.into(), t.0.into()],
-                )?;
-            }
-            u.tx.workflow(id)?.ok_or_else(|| Error::not_found("workflow"))
+            let id =
+                u.tx.insert_workflow(&label)
+                    .map_err(|e| unique(e, "label", "A workflow"))?;
+            u.tx.set_workflow_document_types(id, document_types)?;
+            u.tx.workflow(id)?
+                .ok_or_else(|| Error::not_found("workflow"))
         })
     }
 
@@ -623,16 +183,16 @@ impl Session {
         self.write(|u| {
             self.workflow_for(&mut u.tx, id, P::WorkflowTemplateEdit)?;
             if let Some(label) = &label {
-                u.tx.execute(
-                    "UPDATE workflows SET label = ?2 WHERE id = ?1",
-                    &[id.0.into(), label.as_str().into()],
-                )
-                .map_err(|e| unique(e, "label", "A workflow"))?;
+                u.tx.rename_workflow(id, label)
+                    .map_err(|e| unique(e, "label", "A workflow"))?;
             }
             if let Some(types) = document_types {
                 self.check_document_types(&mut u.tx, types)?;
                 // Binding a new type extends the workflow's access actions to its documents.
-                let old = u.tx.workflow(id)?.map(|w| w.document_type_ids).unwrap_or_default();
+                let old =
+                    u.tx.workflow(id)?
+                        .map(|w| w.document_type_ids)
+                        .unwrap_or_default();
                 let added: Vec<DocumentTypeId> =
                     types.iter().copied().filter(|t| !old.contains(t)).collect();
                 if !added.is_empty() {
@@ -640,18 +200,10 @@ impl Session {
                         self.check_access_action(permission, &added)?;
                     }
                 }
-                u.tx.execute(
-                    "DELETE FROM workflow_document_types WHERE workflow_id = ?1",
-                    &[id.0.into()],
-                )?;
-                for t in types {
-                    u.tx.execute(
-                        "INSERT INTO workflow_document_types (workflow_id, document_type_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
-                        &[id.0.into(), t.0.into()],
-                    )?;
-                }
+                u.tx.set_workflow_document_types(id, types)?;
             }
-            u.tx.workflow(id)?.ok_or_else(|| Error::not_found("workflow"))
+            u.tx.workflow(id)?
+                .ok_or_else(|| Error::not_found("workflow"))
         })
     }
 
@@ -696,21 +248,11 @@ impl Session {
         let label = check_label("label", label)?;
         self.write(|u| {
             self.workflow_for(&mut u.tx, workflow, P::WorkflowTemplateEdit)?;
-            if initial {
-                u.tx.execute(
-                    "UPDATE workflow_states SET initial = 0 WHERE workflow_id = ?1",
-                    &[workflow.0.into()],
-                )?;
-            }
-            let id = u
-                .tx
-                .insert(
-                    "INSERT INTO workflow_states (workflow_id, label, initial) VALUES (?1, ?2, ?3) RETURNING id",
-                    &[workflow.0.into(), label.as_str().into(), i64::from(initial).into()],
-                )
-                .map_err(|e| unique(e, "label", "A state"))?;
+            let id =
+                u.tx.insert_workflow_state(workflow, &label, initial)
+                    .map_err(|e| unique(e, "label", "A state"))?;
             Ok(WorkflowState {
-                id: WorkflowStateId(id),
+                id,
                 workflow_id: workflow,
                 label: label.clone(),
                 initial,
@@ -746,29 +288,30 @@ impl Session {
         }
         self.write(|u| {
             self.workflow_for(&mut u.tx, workflow, P::WorkflowTemplateEdit)?;
-            for (field, state) in [("origin_state_id", origin), ("destination_state_id", destination)] {
-                if u.tx.workflow_state(state)?.is_none_or(|s| s.workflow_id != workflow) {
+            for (field, state) in [
+                ("origin_state_id", origin),
+                ("destination_state_id", destination),
+            ] {
+                if u.tx
+                    .workflow_state(state)?
+                    .is_none_or(|s| s.workflow_id != workflow)
+                {
                     return Err(Error::validation(
                         field,
                         format!("State {state} is not a state of this workflow."),
                     ));
                 }
             }
-            let id = u
-                .tx
-                .insert(
-                    "INSERT INTO workflow_transitions (workflow_id, label, origin_state_id, destination_state_id, condition, author_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
-                    &[
-                        workflow.0.into(),
-                        label.as_str().into(),
-                        origin.0.into(),
-                        destination.0.into(),
-                        condition.trim().into(),
-                        author_id(self.actor).into(),
-                    ],
+            let id =
+                u.tx.insert_workflow_transition(
+                    workflow,
+                    &label,
+                    (origin, destination),
+                    condition.trim(),
+                    author_id(self.actor),
                 )
                 .map_err(|e| unique(e, "label", "A transition"))?;
-            u.tx.workflow_transition(WorkflowTransitionId(id))?
+            u.tx.workflow_transition(id)?
                 .ok_or_else(|| Error::not_found("transition"))
         })
     }
@@ -824,14 +367,9 @@ impl Session {
         on: bool,
     ) -> Result<WorkflowTransition> {
         let event = trigger_name(event)?;
-        let sql = if on {
-            "INSERT INTO workflow_transition_triggers (transition_id, event_name) VALUES (?1, ?2) ON CONFLICT DO NOTHING"
-        } else {
-            "DELETE FROM workflow_transition_triggers WHERE transition_id = ?1 AND event_name = ?2"
-        };
         self.write(|u| {
             self.transition_for(&mut u.tx, workflow, transition, P::WorkflowTemplateEdit)?;
-            u.tx.execute(sql, &[transition.0.into(), event.into()])?;
+            u.tx.set_workflow_trigger(transition, event, on)?;
             u.tx.workflow_transition(transition)?
                 .ok_or_else(|| Error::not_found("transition"))
         })
@@ -855,26 +393,28 @@ impl Session {
         let label = check_label("label", label)?;
         self.write(|u| {
             self.workflow_for(&mut u.tx, workflow, P::WorkflowTemplateEdit)?;
-            if u.tx.workflow_state(state)?.is_none_or(|s| s.workflow_id != workflow) {
+            if u.tx
+                .workflow_state(state)?
+                .is_none_or(|s| s.workflow_id != workflow)
+            {
                 return Err(Error::not_found(format!("state {state}")));
             }
-            let bound = u.tx.workflow(workflow)?.map(|w| w.document_type_ids).unwrap_or_default();
+            let bound =
+                u.tx.workflow(workflow)?
+                    .map(|w| w.document_type_ids)
+                    .unwrap_or_default();
             self.check_action(&mut u.tx, &action, &bound)?;
             let json = serde_json::to_string(&action)
                 .map_err(|e| Error::storage("writing a workflow action", e))?;
-            let id = u.tx.insert(
-                "INSERT INTO workflow_state_actions (state_id, label, on_entry, critical, action, author_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
-                &[
-                    state.0.into(),
-                    label.as_str().into(),
-                    i64::from(on_entry).into(),
-                    i64::from(critical).into(),
-                    json.as_str().into(),
-                    author_id(self.actor).into(),
-                ],
+            let id = u.tx.insert_workflow_action(
+                state,
+                &label,
+                (on_entry, critical),
+                &json,
+                author_id(self.actor),
             )?;
             Ok(WorkflowAction {
-                id: WorkflowActionId(id),
+                id,
                 state_id: state,
                 label: label.clone(),
                 on_entry,
@@ -999,10 +539,7 @@ impl Session {
             {
                 return Err(Error::not_found(format!("state {state}")));
             }
-            let n = u.tx.execute(
-                "DELETE FROM workflow_state_actions WHERE id = ?1 AND state_id = ?2",
-                &[action.0.into(), state.0.into()],
-            )?;
+            let n = u.tx.delete_workflow_action(state, action)?;
             if n == 0 {
                 return Err(Error::not_found(format!("action {action}")));
             }
@@ -1221,13 +758,7 @@ fn condition_allows(
     if t.condition.trim().is_empty() {
         return Ok(true);
     }
-    let author = tx
-        .optional(
-            "SELECT author_id FROM workflow_transitions WHERE id = ?1",
-            &[t.id.0.into()],
-            |r| r.opt_int(0),
-        )?
-        .flatten();
+    let author = tx.workflow_transition_author(t.id)?;
     let mut view = TemplateView::of_author(author);
     if let Some(user) = acting {
         view = view.and(TemplateView::Only(vec![user]));
@@ -1260,10 +791,7 @@ fn fire(
         ));
     }
     run_actions(db, u, instance, t.origin_state_id, false)?;
-    u.tx.execute(
-        "UPDATE workflow_instances SET state_id = ?2 WHERE id = ?1",
-        &[instance.id.0.into(), t.destination_state_id.0.into()],
-    )?;
+    u.tx.set_workflow_instance_state(instance.id, t.destination_state_id)?;
     let entry =
         u.tx.append_workflow_log(instance.id, Some(t.id), user, comment, false)?;
     let moved = WorkflowInstance {
@@ -1295,14 +823,7 @@ fn run_actions(
     state: WorkflowStateId,
     on_entry: bool,
 ) -> Result<()> {
-    let authors: rustc_hash::FxHashMap<i64, Option<i64>> =
-        u.tx.rows(
-            "SELECT id, author_id FROM workflow_state_actions WHERE state_id = ?1",
-            &[state.0.into()],
-            |r| Ok((r.int(0)?, r.opt_int(1)?)),
-        )?
-        .into_iter()
-        .collect();
+    let authors = u.tx.workflow_action_authors(state)?;
     for action in u.tx.workflow_actions(state)? {
         if action.on_entry != on_entry {
             continue;
@@ -1418,23 +939,16 @@ fn run_action(
 /// Launches the workflows bound to `doc`'s type that it does not run yet (spec: a document of a
 /// bound type is created or changes type), entering their initial state.
 pub(crate) fn launch(db: &Docmeta, u: &mut Unit<'_>, doc: &Document) -> Result<()> {
-    let workflows = u.tx.rows(
-        "SELECT w.workflow_id FROM workflow_document_types w WHERE w.document_type_id = ?1 AND NOT EXISTS (SELECT 1 FROM workflow_instances i WHERE i.workflow_id = w.workflow_id AND i.document_id = ?2) ORDER BY w.workflow_id",
-        &[doc.document_type_id.0.into(), doc.id.0.into()],
-        |r| Ok(WorkflowId(r.int(0)?)),
-    )?;
+    let workflows = u.tx.workflows_to_launch(doc)?;
     for w in workflows {
         let initial =
             u.tx.workflow_states(w)?
                 .into_iter()
                 .find(|s| s.initial)
                 .map(|s| s.id);
-        let id = u.tx.insert(
-            "INSERT INTO workflow_instances (workflow_id, document_id, state_id, context) VALUES (?1, ?2, ?3, '{}') RETURNING id",
-            &[w.0.into(), doc.id.0.into(), initial.map(|s| s.0).into()],
-        )?;
+        let id = u.tx.insert_workflow_instance(w, doc.id, initial)?;
         let instance = WorkflowInstance {
-            id: WorkflowInstanceId(id),
+            id,
             workflow_id: w,
             document_id: doc.id,
             state_id: initial,
@@ -1470,12 +984,7 @@ pub(crate) fn enqueue_triggers(u: &mut Unit<'_>) -> Result<Vec<TaskId>> {
     let depth = DEPTH.with(Cell::get) + 1;
     let mut tasks = Vec::new();
     for (event, document, name) in events {
-        let triggered = u.tx.optional(
-            "SELECT 1 FROM workflow_instances i JOIN workflow_transitions t ON t.workflow_id = i.workflow_id AND t.origin_state_id = i.state_id JOIN workflow_transition_triggers g ON g.transition_id = t.id WHERE i.document_id = ?1 AND g.event_name = ?2 LIMIT 1",
-            &[document.0.into(), name.as_str().into()],
-            |r| r.int(0),
-        )?;
-        if triggered.is_none() {
+        if !u.tx.has_workflow_trigger(document, &name)? {
             continue;
         }
         let payload = serde_json::to_string(&TriggerTask {

@@ -308,11 +308,11 @@ fn failing_tasks_are_retried_then_kept_with_their_error() -> Result<()> {
         })
         .open()?;
     {
-        let mut tx =
-            docmeta_core::store::Tx::new(db.store().begin(docmeta_core::store::Mode::Write)?);
-        tx.enqueue_task(
-            "task_that_does_not_exist",
-            "{\"document_type_id\":1,\"metadata_type_id\":1}",
+        let mut tx = db.store().begin(docmeta_core::store::Mode::Write)?;
+        tx.execute(
+            "INSERT INTO tasks (name, payload, state, attempts, error, run_after, created, updated) \
+             VALUES ('task_that_does_not_exist', '{}', 'pending', 0, '', 0, 0, 0)",
+            &[],
         )?;
         tx.commit()?;
     }
@@ -325,8 +325,7 @@ fn failing_tasks_are_retried_then_kept_with_their_error() -> Result<()> {
     );
     assert!(open[0].error.contains("unknown task"));
     {
-        let mut tx =
-            docmeta_core::store::Tx::new(db.store().begin(docmeta_core::store::Mode::Write)?);
+        let mut tx = db.store().begin(docmeta_core::store::Mode::Write)?;
         tx.execute("UPDATE tasks SET run_after = 0", &[])?;
         tx.commit()?;
     }

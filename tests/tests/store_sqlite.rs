@@ -55,7 +55,7 @@ fn a_newer_schema_is_refused() -> Result<()> {
 /// Bumps the recorded schema version through the store's own SQL interface.
 fn rusqlite_free_update(path: &std::path::Path) -> Result<()> {
     let store = SqliteStore::open(path)?;
-    let mut tx = docmeta_core::store::Tx::new(store.begin(Mode::Write)?);
+    let mut tx = store.begin(Mode::Write)?;
     tx.execute("INSERT INTO schema_version (version) VALUES (999)", &[])?;
     tx.commit()
 }

@@ -481,10 +481,7 @@ impl Docmeta {
     pub fn reload_access(&self) -> Result<()> {
         let kinds = self.inner.kinds.read().clone();
         let (snapshot, newest) = self.read(|tx| {
-            let newest = tx
-                .optional("SELECT max(id) FROM events", &[], |r| r.opt_int(0))?
-                .flatten()
-                .unwrap_or(0);
+            let newest = tx.newest_event_id()?;
             Ok((load_access(tx, &kinds)?, newest))
         })?;
         *self.inner.access.write() = snapshot;
@@ -510,13 +507,7 @@ impl Docmeta {
             return Ok(false);
         }
         let cursor = self.inner.access_cursor.load(Ordering::SeqCst);
-        let events = self.read(|tx| {
-            tx.rows(
-                "SELECT id, name FROM events WHERE id > ?1 ORDER BY id LIMIT 10000",
-                &[cursor.into()],
-                |r| Ok((r.int(0)?, r.text(1)?)),
-            )
-        })?;
+        let events = self.read(|tx| tx.event_names_after(cursor, 10_000))?;
         let Some(newest) = events.last().map(|(id, _)| *id) else {
             return Ok(false);
         };

@@ -7,92 +7,68 @@ use crate::error::Result;
 use crate::model::*;
 use crate::store::Tx;
 
-/// Builds the access snapshot from the store.
+/// Builds the access snapshot from the store. Rows naming an unknown kind or permission key
+/// (written by a newer build, or by an application kind not registered in this process) are
+/// left out: they grant nothing here.
 pub(crate) fn load_access(tx: &mut Tx<'_>, kinds: &KindRegistry) -> Result<AccessSnapshot> {
     let mut s = AccessSnapshot::default();
     for u in tx.users()? {
         s.set_user(u.id, u.is_superuser, u.is_active);
     }
-    let mut pairs = Vec::new();
-    tx.each("SELECT group_id, user_id FROM group_users", &[], &mut |r| {
-        pairs.push((GroupId(r.int(0)?), UserId(r.int(1)?)));
-        Ok(())
-    })?;
-    for (g, u) in pairs {
+    let links = tx.access_links()?;
+    for (g, u) in links.members {
         s.set_membership(g, u, true);
     }
     let mut role_perms: rustc_hash::FxHashMap<RoleId, PermissionSet> = Default::default();
-    tx.each(
-        "SELECT role_id, permission FROM role_permissions",
-        &[],
-        &mut |r| {
-            if let Ok(p) = Permission::from_key(&r.text(1)?) {
-                let e = role_perms.entry(RoleId(r.int(0)?)).or_default();
-                *e = e.with(p);
-            }
-            Ok(())
-        },
-    )?;
+    for (role, key) in links.role_permissions {
+        if let Ok(p) = Permission::from_key(&key) {
+            let e = role_perms.entry(role).or_default();
+            *e = e.with(p);
+        }
+    }
     for (role, set) in role_perms {
         s.set_role_permissions(role, set);
     }
-    let mut role_groups = Vec::new();
-    tx.each("SELECT role_id, group_id FROM role_groups", &[], &mut |r| {
-        role_groups.push((RoleId(r.int(0)?), GroupId(r.int(1)?)));
-        Ok(())
-    })?;
-    for (role, group) in role_groups {
+    for (role, group) in links.role_groups {
         s.set_role_group(role, group, true);
     }
     let mut acls: rustc_hash::FxHashMap<AclId, (ObjectRef, RoleId, PermissionSet)> =
         Default::default();
-    tx.each("SELECT a.id, a.object_kind, a.object_id, a.role_id, p.permission FROM acls a JOIN acl_permissions p ON p.acl_id = a.id", &[], &mut |r| {
-        let (Ok(kind), Ok(p)) = (kinds.parse(&r.text(1)?), Permission::from_key(&r.text(4)?)) else { return Ok(()) };
-        let e = acls.entry(AclId(r.int(0)?)).or_insert((ObjectRef::new(kind, r.int(2)?), RoleId(r.int(3)?), PermissionSet::EMPTY));
+    for (acl, kind, id, role, key) in links.acl_permissions {
+        let (Ok(kind), Ok(p)) = (kinds.parse(&kind), Permission::from_key(&key)) else {
+            continue;
+        };
+        let e = acls
+            .entry(acl)
+            .or_insert((ObjectRef::new(kind, id), role, PermissionSet::EMPTY));
         e.2 = e.2.with(p);
-        Ok(())
-    })?;
+    }
     for (acl, (object, role, set)) in acls {
         s.set_acl(object, acl, role, set);
     }
-    tx.each(
-        "SELECT id, document_type_id FROM documents",
-        &[],
-        &mut |r| {
-            s.set_parents(
-                ObjectRef::new(ObjectKind::DOCUMENT, r.int(0)?),
-                vec![ObjectRef::new(ObjectKind::DOCUMENT_TYPE, r.int(1)?)],
-            );
-            Ok(())
-        },
-    )?;
-    tx.each(
-        "SELECT id, parent_id FROM cabinets WHERE parent_id IS NOT NULL",
-        &[],
-        &mut |r| {
-            s.set_parents(
-                ObjectRef::new(ObjectKind::CABINET, r.int(0)?),
-                vec![ObjectRef::new(ObjectKind::CABINET, r.int(1)?)],
-            );
-            Ok(())
-        },
-    )?;
-    let mut links: rustc_hash::FxHashMap<ObjectRef, Vec<ObjectRef>> = Default::default();
-    tx.each(
-        "SELECT object_kind, object_id, parent_kind, parent_id FROM object_parents",
-        &[],
-        &mut |r| {
-            if let (Ok(k), Ok(pk)) = (kinds.parse(&r.text(0)?), kinds.parse(&r.text(2)?)) {
-                links
-                    .entry(ObjectRef::new(k, r.int(1)?))
-                    .or_default()
-                    .push(ObjectRef::new(pk, r.int(3)?));
-            }
-            Ok(())
-        },
-    )?;
-    for (o, parents) in links {
-        s.set_parents(o, parents);
+    for (doc, doc_type) in links.document_types {
+        s.set_parents(
+            ObjectRef::new(ObjectKind::DOCUMENT, doc.0),
+            vec![ObjectRef::new(ObjectKind::DOCUMENT_TYPE, doc_type.0)],
+        );
+    }
+    for (cabinet, parent) in links.cabinet_parents {
+        s.set_parents(
+            ObjectRef::new(ObjectKind::CABINET, cabinet),
+            vec![ObjectRef::new(ObjectKind::CABINET, parent)],
+        );
+    }
+    let mut parents: rustc_hash::FxHashMap<ObjectRef, Vec<ObjectRef>> = Default::default();
+    for (kind, id, parent_kind, parent_id) in links.object_parents {
+        if let (Ok(k), Ok(pk)) = (kinds.parse(&kind), kinds.parse(&parent_kind)) {
+            parents
+                .entry(ObjectRef::new(k, id))
+                .or_default()
+                .push(ObjectRef::new(pk, parent_id));
+        }
+    }
+    for (o, p) in parents {
+        s.set_parents(o, p);
     }
     Ok(s)
 }

@@ -2,10 +2,14 @@
 //!
 //! Records are plain data: every rule about them lives in [`crate::Session`].
 
+mod indexed;
 mod task;
+mod workflow;
 
+pub use indexed::{IndexedDocument, IndexedValue};
 pub use task::{ADD_REQUIRED_METADATA_TYPE, REMOVE_METADATA_TYPE, SEARCH_REINDEX};
 pub(crate) use task::{SYSTEM_AUTHOR, TypePair, author_id};
+pub use workflow::*;
 
 use chrono::{DateTime, Utc};
 

@@ -31,6 +31,7 @@ use super::query::{Expr, Field, Match};
 use super::visible::{IdTerms, Records, RecordsCache, RecordsKey, ToDocument};
 use crate::access::DocumentVisibility;
 use crate::error::{Error, Result};
+pub use crate::model::{IndexedDocument, IndexedValue};
 
 /// Schema version of the index; a different version needs `search_upgrade` (a rebuild).
 /// 3: values only in value records (with their metadata type id), each document one block.
@@ -42,34 +43,6 @@ const METADATA: &str = "metadata";
 
 fn search_error(operation: &str, e: impl std::fmt::Display) -> Error {
     Error::storage(operation.to_owned(), e.to_string())
-}
-
-/// What the index holds of one document.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct IndexedDocument {
-    /// Document id.
-    pub id: i64,
-    /// Label.
-    pub label: String,
-    /// Label of its type.
-    pub document_type_label: String,
-    /// Its metadata values.
-    pub metadata: Vec<IndexedValue>,
-    /// Id of its type (for permission filtering).
-    pub document_type_id: i64,
-}
-
-/// What the index holds of one metadata value.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct IndexedValue {
-    /// The value's id (`DocumentMetadata`).
-    pub id: i64,
-    /// Its metadata type's id (for permission filtering).
-    pub metadata_type_id: i64,
-    /// Its metadata type's name.
-    pub metadata_type_name: String,
-    /// The value.
-    pub value: String,
 }
 
 /// Which records a search returns.

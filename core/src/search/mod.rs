@@ -101,36 +101,6 @@ fn load_documents(tx: &mut Tx<'_>, ids: &[DocumentId]) -> Result<(Vec<IndexedDoc
     Ok((found, removed))
 }
 
-/// The documents with ids in `lo..=hi`, read with two queries (the rebuild's bulk path).
-fn load_range(tx: &mut Tx<'_>, lo: i64, hi: i64) -> Result<Vec<IndexedDocument>> {
-    let mut docs: Vec<IndexedDocument> = tx.rows(
-        "SELECT d.id, d.label, t.label, t.id FROM documents d JOIN document_types t ON t.id = d.document_type_id WHERE d.id BETWEEN ?1 AND ?2 ORDER BY d.id",
-        &[lo.into(), hi.into()],
-        |r| Ok(IndexedDocument { id: r.int(0)?, label: r.text(1)?, document_type_label: r.text(2)?, metadata: Vec::new(), document_type_id: r.int(3)? }),
-    )?;
-    let mut at = 0;
-    tx.each(
-        "SELECT m.document_id, m.id, t.id, t.name, m.value FROM document_metadata m JOIN metadata_types t ON t.id = m.metadata_type_id WHERE m.document_id BETWEEN ?1 AND ?2 ORDER BY m.document_id, m.id",
-        &[lo.into(), hi.into()],
-        &mut |r| {
-            let document = r.int(0)?;
-            while docs.get(at).is_some_and(|d| d.id < document) {
-                at += 1;
-            }
-            if let Some(d) = docs.get_mut(at).filter(|d| d.id == document) {
-                d.metadata.push(IndexedValue {
-                    id: r.int(1)?,
-                    metadata_type_id: r.int(2)?,
-                    metadata_type_name: r.text(3)?,
-                    value: r.text(4)?,
-                });
-            }
-            Ok(())
-        },
-    )?;
-    Ok(docs)
-}
-
 impl Docmeta {
     /// Applies every event after the index's cursor; returns how many events were applied.
     pub fn wait_for_index(&self) -> Result<usize> {
@@ -184,8 +154,7 @@ impl Docmeta {
                     documents.extend(tx.document_ids(Some(*t))?);
                 }
                 for t in &metadata_types {
-                    let ids = tx.rows("SELECT DISTINCT document_id FROM document_metadata WHERE metadata_type_id = ?1", &[t.0.into()], |r| r.int(0).map(DocumentId))?;
-                    documents.extend(ids);
+                    documents.extend(tx.documents_with_metadata_type(*t)?);
                 }
                 load_documents(tx, &documents.iter().copied().collect::<Vec<_>>())
             })?;
@@ -237,7 +206,7 @@ impl Docmeta {
                     chunk.first().map_or(0, |d| d.0),
                     chunk.last().map_or(0, |d| d.0),
                 );
-                let docs = self.read(|tx| load_range(tx, lo, hi))?;
+                let docs = self.read(|tx| tx.indexed_documents(lo, hi))?;
                 fresh.add(&docs)?;
                 progress((i * BATCH as usize + chunk.len()).min(total), total);
                 Ok(())
@@ -287,16 +256,11 @@ impl Docmeta {
             ("metadata.documentmetadata" | "documentmetadata", ids) => {
                 let mut docs = BTreeSet::new();
                 self.read(|tx| {
-                    tx.each(
-                        "SELECT id, document_id FROM document_metadata",
-                        &[],
-                        &mut |r| {
-                            if ids.is_none_or(|ids| r.int(0).is_ok_and(|id| ids.contains(&id))) {
-                                docs.insert(DocumentId(r.int(1)?));
-                            }
-                            Ok(())
-                        },
-                    )
+                    tx.each_document_metadata(&mut |value, document| {
+                        if ids.is_none_or(|ids| ids.contains(&value.0)) {
+                            docs.insert(document);
+                        }
+                    })
                 })?;
                 docs.into_iter().collect()
             }
@@ -355,8 +319,11 @@ impl Session {
         let Actor::User(user) = self.actor else {
             return Ok(SearchScope::everything());
         };
-        let types: Vec<i64> =
-            self.read(|tx| tx.rows("SELECT id FROM metadata_types", &[], |r| r.int(0)))?;
+        let types: Vec<i64> = self
+            .read(|tx| tx.metadata_type_ids())?
+            .into_iter()
+            .map(|t| t.0)
+            .collect();
         let snapshot = self.db.inner.access.read();
         let mut metadata_types = TypeVisibility {
             all: snapshot.check_global(user, Permission::DocumentMetadataView),

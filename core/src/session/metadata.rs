@@ -201,17 +201,21 @@ impl Session {
             for a in u.tx.associations_of_metadata_type(id)? {
                 u.tx.delete_association(a.id)?;
                 if let Some(dt) = u.tx.document_type(a.document_type_id)? {
-                    u.event(names::METADATA_TYPE_RELATIONSHIP_UPDATED, dt_event(&dt), Some(mt_event(&t)))?;
+                    u.event(
+                        names::METADATA_TYPE_RELATIONSHIP_UPDATED,
+                        dt_event(&dt),
+                        Some(mt_event(&t)),
+                    )?;
                 }
             }
-            let values = u.tx.rows(
-                "SELECT m.id, d.id, d.label FROM document_metadata m JOIN documents d ON d.id = m.document_id WHERE m.metadata_type_id = ?1 ORDER BY m.id",
-                &[id.0.into()],
-                |r| Ok((DocumentMetadataId(r.int(0)?), r.int(1)?, r.text(2)?)),
-            )?;
+            let values = u.tx.values_of_metadata_type(id)?;
             for (dm, doc, label) in values {
                 u.tx.delete_document_metadata(dm)?;
-                u.event(names::DOCUMENT_METADATA_REMOVED, event_object(DOC, doc, &label), Some(mt_event(&t)))?;
+                u.event(
+                    names::DOCUMENT_METADATA_REMOVED,
+                    event_object(DOC, doc, &label),
+                    Some(mt_event(&t)),
+                )?;
             }
             u.tx.delete_acls_of(MT, id.0)?;
             u.tx.delete_metadata_type(id)?;
@@ -322,10 +326,7 @@ impl Session {
             u.tx.delete_acls_of(DT, id.0)?;
             // Workflows bound to it stay, bound to the types left (found by the access matrix:
             // the binding made the deletion fail with a foreign-key error).
-            u.tx.execute(
-                "DELETE FROM workflow_document_types WHERE document_type_id = ?1",
-                &[id.0.into()],
-            )?;
+            u.tx.unbind_workflows_from(id)?;
             u.tx.delete_document_type(id)?;
             u.access.push(AccessChange::ObjectRemoved(dt_ref(id)));
             u.event(names::DOCUMENT_TYPE_DELETED, dt_event(&t), None)

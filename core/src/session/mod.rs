@@ -329,15 +329,11 @@ pub(crate) fn document_context(
     let metadata = if *view == TemplateView::Nothing {
         Vec::new()
     } else {
-        let all = tx.rows(
-            "SELECT t.name, t.label, m.value, t.id FROM document_metadata m JOIN metadata_types t ON t.id = m.metadata_type_id WHERE m.document_id = ?1 ORDER BY m.id",
-            &[doc.id.0.into()],
-            |r| Ok((MetadataEntry { name: r.text(0)?, label: r.text(1)?, value: r.text(2)? }, MetadataTypeId(r.int(3)?))),
-        )?;
+        let all = tx.document_metadata_entries(doc.id)?;
         let snapshot = db.inner.access.read();
         all.into_iter()
-            .filter(|(_, t)| view.sees_metadata(&snapshot, doc, *t))
-            .map(|(m, _)| m)
+            .filter(|(_, _, _, t)| view.sees_metadata(&snapshot, doc, *t))
+            .map(|(name, label, value, _)| MetadataEntry { name, label, value })
             .collect()
     };
     Ok(DocumentContext {

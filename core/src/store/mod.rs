@@ -12,8 +12,10 @@ use crate::error::{Error, Result};
 pub mod conformance;
 #[cfg(feature = "postgres")]
 pub mod postgres;
-pub mod records;
+mod reads;
+pub(crate) mod records;
 pub mod sqlite;
+mod workflows;
 
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
@@ -234,8 +236,10 @@ fn refuse_nul(params: &[Param<'_>]) -> Result<()> {
     Ok(())
 }
 
-/// Typed helpers over a transaction; the record methods of [`records`] are written on it.
-pub struct Tx<'a> {
+/// Typed helpers over a transaction; the record methods of `records.rs` and the other table
+/// group files are written on it. Crate-private: every write outside the store goes through a
+/// session's checks, its events and its tasks.
+pub(crate) struct Tx<'a> {
     inner: Box<dyn Transaction + 'a>,
 }
 

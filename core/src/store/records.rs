@@ -863,6 +863,19 @@ impl Tx<'_> {
         }))
     }
 
+    /// Claims the task `id` if it is pending (a runner that runs it right after the commit that
+    /// enqueued it); `None` when another runner has it.
+    pub fn claim_task_by_id(&mut self, id: TaskId, now: DateTime<Utc>) -> Result<Option<TaskRow>> {
+        let n = self.execute(
+            "UPDATE tasks SET state = 'running', attempts = attempts + 1, updated = ?1 WHERE id = ?2 AND state = 'pending'",
+            &[to_micros(now).into(), id.0.into()],
+        )?;
+        if n == 0 {
+            return Ok(None);
+        }
+        self.task(id)
+    }
+
     /// One task.
     pub fn task(&mut self, id: TaskId) -> Result<Option<TaskRow>> {
         self.optional(
@@ -1033,16 +1046,6 @@ impl Tx<'_> {
         self.rows(
             "SELECT user_id FROM group_users WHERE group_id = ?1 ORDER BY user_id",
             &[group.0.into()],
-            |r| r.int(0),
-        )
-        .map(id_list)
-    }
-
-    /// The groups of a user.
-    pub fn groups_of_user(&mut self, user: UserId) -> Result<Vec<GroupId>> {
-        self.rows(
-            "SELECT group_id FROM group_users WHERE user_id = ?1 ORDER BY group_id",
-            &[user.0.into()],
             |r| r.int(0),
         )
         .map(id_list)

@@ -1,0 +1,191 @@
+//! Statements that read across table groups for one reader: the access snapshot's links, the
+//! search index's documents, template contexts, and the event cursor of followers.
+
+use super::Tx;
+use crate::error::Result;
+use crate::model::*;
+
+/// The stored links the access snapshot holds, as read from the store (kinds as their names).
+#[derive(Debug, Default)]
+pub(crate) struct AccessLinks {
+    /// (group, user) memberships.
+    pub(crate) members: Vec<(GroupId, UserId)>,
+    /// (role, permission key) global grants.
+    pub(crate) role_permissions: Vec<(RoleId, String)>,
+    /// (role, group) assignments.
+    pub(crate) role_groups: Vec<(RoleId, GroupId)>,
+    /// (acl, object kind, object id, role, permission key), one row per permission.
+    pub(crate) acl_permissions: Vec<(AclId, String, i64, RoleId, String)>,
+    /// (document, its type).
+    pub(crate) document_types: Vec<(DocumentId, DocumentTypeId)>,
+    /// (cabinet, its parent).
+    pub(crate) cabinet_parents: Vec<(i64, i64)>,
+    /// (object kind, object id, parent kind, parent id) recorded by the application.
+    pub(crate) object_parents: Vec<(String, i64, String, i64)>,
+}
+
+impl Tx<'_> {
+    /// Everything the access snapshot is built from, besides the users.
+    pub(crate) fn access_links(&mut self) -> Result<AccessLinks> {
+        Ok(AccessLinks {
+            members: self.rows("SELECT group_id, user_id FROM group_users", &[], |r| {
+                Ok((GroupId(r.int(0)?), UserId(r.int(1)?)))
+            })?,
+            role_permissions: self.rows(
+                "SELECT role_id, permission FROM role_permissions",
+                &[],
+                |r| Ok((RoleId(r.int(0)?), r.text(1)?)),
+            )?,
+            role_groups: self.rows("SELECT role_id, group_id FROM role_groups", &[], |r| {
+                Ok((RoleId(r.int(0)?), GroupId(r.int(1)?)))
+            })?,
+            acl_permissions: self.rows(
+                "SELECT a.id, a.object_kind, a.object_id, a.role_id, p.permission FROM acls a JOIN acl_permissions p ON p.acl_id = a.id",
+                &[],
+                |r| Ok((AclId(r.int(0)?), r.text(1)?, r.int(2)?, RoleId(r.int(3)?), r.text(4)?)),
+            )?,
+            document_types: self.rows("SELECT id, document_type_id FROM documents", &[], |r| {
+                Ok((DocumentId(r.int(0)?), DocumentTypeId(r.int(1)?)))
+            })?,
+            cabinet_parents: self.rows(
+                "SELECT id, parent_id FROM cabinets WHERE parent_id IS NOT NULL",
+                &[],
+                |r| Ok((r.int(0)?, r.int(1)?)),
+            )?,
+            object_parents: self.rows(
+                "SELECT object_kind, object_id, parent_kind, parent_id FROM object_parents",
+                &[],
+                |r| Ok((r.text(0)?, r.int(1)?, r.text(2)?, r.int(3)?)),
+            )?,
+        })
+    }
+
+    /// The id of the newest event (0: none).
+    pub(crate) fn newest_event_id(&mut self) -> Result<i64> {
+        Ok(self
+            .optional("SELECT max(id) FROM events", &[], |r| r.opt_int(0))?
+            .flatten()
+            .unwrap_or(0))
+    }
+
+    /// Ids and names of the events after `cursor`, oldest first, at most `limit`.
+    pub(crate) fn event_names_after(
+        &mut self,
+        cursor: i64,
+        limit: u32,
+    ) -> Result<Vec<(i64, String)>> {
+        self.rows(
+            "SELECT id, name FROM events WHERE id > ?1 ORDER BY id LIMIT ?2",
+            &[cursor.into(), i64::from(limit).into()],
+            |r| Ok((r.int(0)?, r.text(1)?)),
+        )
+    }
+
+    /// The documents with ids in `lo..=hi` as the index holds them, with their values (the
+    /// rebuild's bulk path: two queries for the whole range).
+    pub(crate) fn indexed_documents(&mut self, lo: i64, hi: i64) -> Result<Vec<IndexedDocument>> {
+        let mut docs: Vec<IndexedDocument> = self.rows(
+            "SELECT d.id, d.label, t.label, t.id FROM documents d JOIN document_types t ON t.id = d.document_type_id WHERE d.id BETWEEN ?1 AND ?2 ORDER BY d.id",
+            &[lo.into(), hi.into()],
+            |r| Ok(IndexedDocument { id: r.int(0)?, label: r.text(1)?, document_type_label: r.text(2)?, metadata: Vec::new(), document_type_id: r.int(3)? }),
+        )?;
+        let mut at = 0;
+        self.each(
+            "SELECT m.document_id, m.id, t.id, t.name, m.value FROM document_metadata m JOIN metadata_types t ON t.id = m.metadata_type_id WHERE m.document_id BETWEEN ?1 AND ?2 ORDER BY m.document_id, m.id",
+            &[lo.into(), hi.into()],
+            &mut |r| {
+                let document = r.int(0)?;
+                while docs.get(at).is_some_and(|d| d.id < document) {
+                    at += 1;
+                }
+                if let Some(d) = docs.get_mut(at).filter(|d| d.id == document) {
+                    d.metadata.push(IndexedValue {
+                        id: r.int(1)?,
+                        metadata_type_id: r.int(2)?,
+                        metadata_type_name: r.text(3)?,
+                        value: r.text(4)?,
+                    });
+                }
+                Ok(())
+            },
+        )?;
+        Ok(docs)
+    }
+
+    /// The documents holding a value of metadata type `t`.
+    pub(crate) fn documents_with_metadata_type(
+        &mut self,
+        t: MetadataTypeId,
+    ) -> Result<Vec<DocumentId>> {
+        self.rows(
+            "SELECT DISTINCT document_id FROM document_metadata WHERE metadata_type_id = ?1",
+            &[t.0.into()],
+            |r| r.int(0).map(DocumentId),
+        )
+    }
+
+    /// Calls `each(value id, document)` for every metadata value.
+    pub(crate) fn each_document_metadata(
+        &mut self,
+        each: &mut dyn FnMut(DocumentMetadataId, DocumentId),
+    ) -> Result<()> {
+        self.each(
+            "SELECT id, document_id FROM document_metadata",
+            &[],
+            &mut |r| {
+                each(DocumentMetadataId(r.int(0)?), DocumentId(r.int(1)?));
+                Ok(())
+            },
+        )
+    }
+
+    /// Ids of every metadata type.
+    pub(crate) fn metadata_type_ids(&mut self) -> Result<Vec<MetadataTypeId>> {
+        self.rows("SELECT id FROM metadata_types", &[], |r| {
+            r.int(0).map(MetadataTypeId)
+        })
+    }
+
+    /// A document's values with their type's name, label and id, in the order they were added
+    /// (a template's `document.metadata`).
+    pub(crate) fn document_metadata_entries(
+        &mut self,
+        document: DocumentId,
+    ) -> Result<Vec<(String, String, String, MetadataTypeId)>> {
+        self.rows(
+            "SELECT t.name, t.label, m.value, t.id FROM document_metadata m JOIN metadata_types t ON t.id = m.metadata_type_id WHERE m.document_id = ?1 ORDER BY m.id",
+            &[document.0.into()],
+            |r| Ok((r.text(0)?, r.text(1)?, r.text(2)?, MetadataTypeId(r.int(3)?))),
+        )
+    }
+
+    /// The values of metadata type `t` with their document's id and label.
+    pub(crate) fn values_of_metadata_type(
+        &mut self,
+        t: MetadataTypeId,
+    ) -> Result<Vec<(DocumentMetadataId, i64, String)>> {
+        self.rows(
+            "SELECT m.id, d.id, d.label FROM document_metadata m JOIN documents d ON d.id = m.document_id WHERE m.metadata_type_id = ?1 ORDER BY m.id",
+            &[t.0.into()],
+            |r| Ok((DocumentMetadataId(r.int(0)?), r.int(1)?, r.text(2)?)),
+        )
+    }
+
+    /// How many documents there are.
+    pub(crate) fn count_documents(&mut self) -> Result<u64> {
+        Ok(self
+            .optional("SELECT COUNT(*) FROM documents", &[], |r| r.int(0))?
+            .map_or(0, |n| u64::try_from(n).unwrap_or(0)))
+    }
+
+    /// How many document files are stored encrypted (`true`) or plain.
+    pub(crate) fn count_document_files(&mut self, encrypted: bool) -> Result<u64> {
+        Ok(self
+            .optional(
+                "SELECT COUNT(*) FROM document_files WHERE encrypted = ?1",
+                &[encrypted.into()],
+                |r| r.int(0),
+            )?
+            .map_or(0, |n| u64::try_from(n).unwrap_or(0)))
+    }
+}

@@ -1,0 +1,498 @@
+//! The statements of workflows, states, transitions, actions, instances and their log.
+
+use chrono::Utc;
+
+use super::Tx;
+use super::records::{from_micros, to_micros};
+use crate::error::{Error, Result};
+use crate::model::*;
+
+fn state_row(r: &super::Row) -> Result<WorkflowState> {
+    Ok(WorkflowState {
+        id: WorkflowStateId(r.int(0)?),
+        workflow_id: WorkflowId(r.int(1)?),
+        label: r.text(2)?,
+        initial: r.int(3)? != 0,
+    })
+}
+
+fn transition_row(r: &super::Row) -> Result<WorkflowTransition> {
+    Ok(WorkflowTransition {
+        id: WorkflowTransitionId(r.int(0)?),
+        workflow_id: WorkflowId(r.int(1)?),
+        label: r.text(2)?,
+        origin_state_id: WorkflowStateId(r.int(3)?),
+        destination_state_id: WorkflowStateId(r.int(4)?),
+        condition: r.text(5)?,
+        triggers: Vec::new(),
+    })
+}
+
+fn instance_row(r: &super::Row) -> Result<WorkflowInstance> {
+    Ok(WorkflowInstance {
+        id: WorkflowInstanceId(r.int(0)?),
+        workflow_id: WorkflowId(r.int(1)?),
+        document_id: DocumentId(r.int(2)?),
+        state_id: r.opt_int(3)?.map(WorkflowStateId),
+        context: serde_json::from_str(&r.text(4)?).unwrap_or_default(),
+    })
+}
+
+fn log_row(r: &super::Row) -> Result<WorkflowLogEntry> {
+    Ok(WorkflowLogEntry {
+        id: WorkflowLogEntryId(r.int(0)?),
+        instance_id: WorkflowInstanceId(r.int(1)?),
+        transition_id: r.opt_int(2)?.map(WorkflowTransitionId),
+        user_id: r.opt_int(3)?.map(UserId),
+        comment: r.text(4)?,
+        error: r.int(5)? != 0,
+        created: from_micros(r.int(6)?),
+    })
+}
+
+const TRANSITION_COLUMNS: &str =
+    "id, workflow_id, label, origin_state_id, destination_state_id, condition";
+const INSTANCE_COLUMNS: &str = "id, workflow_id, document_id, state_id, context";
+const LOG_COLUMNS: &str = "id, instance_id, transition_id, user_id, comment, error, created";
+
+impl Tx<'_> {
+    /// One workflow with its document types.
+    pub fn workflow(&mut self, id: WorkflowId) -> Result<Option<Workflow>> {
+        let Some(label) = self.optional(
+            "SELECT label FROM workflows WHERE id = ?1",
+            &[id.0.into()],
+            |r| r.text(0),
+        )?
+        else {
+            return Ok(None);
+        };
+        let document_type_ids = self.rows(
+            "SELECT document_type_id FROM workflow_document_types WHERE workflow_id = ?1 ORDER BY document_type_id",
+            &[id.0.into()],
+            |r| Ok(DocumentTypeId(r.int(0)?)),
+        )?;
+        Ok(Some(Workflow {
+            id,
+            label,
+            document_type_ids,
+        }))
+    }
+
+    /// Every workflow id, by id.
+    pub fn workflow_ids(&mut self) -> Result<Vec<WorkflowId>> {
+        self.rows("SELECT id FROM workflows ORDER BY id", &[], |r| {
+            Ok(WorkflowId(r.int(0)?))
+        })
+    }
+
+    /// The states of a workflow.
+    pub fn workflow_states(&mut self, workflow: WorkflowId) -> Result<Vec<WorkflowState>> {
+        self.rows(
+            "SELECT id, workflow_id, label, initial FROM workflow_states WHERE workflow_id = ?1 ORDER BY id",
+            &[workflow.0.into()],
+            state_row,
+        )
+    }
+
+    /// One state.
+    pub fn workflow_state(&mut self, id: WorkflowStateId) -> Result<Option<WorkflowState>> {
+        self.optional(
+            "SELECT id, workflow_id, label, initial FROM workflow_states WHERE id = ?1",
+            &[id.0.into()],
+            state_row,
+        )
+    }
+
+    fn with_triggers(&mut self, mut t: WorkflowTransition) -> Result<WorkflowTransition> {
+        t.triggers = self.rows(
+            "SELECT event_name FROM workflow_transition_triggers WHERE transition_id = ?1 ORDER BY id",
+            &[t.id.0.into()],
+            |r| r.text(0),
+        )?;
+        Ok(t)
+    }
+
+    /// The transitions of a workflow (with their triggers), optionally only those leaving
+    /// `origin`, by id.
+    pub fn workflow_transitions(
+        &mut self,
+        workflow: WorkflowId,
+        origin: Option<WorkflowStateId>,
+    ) -> Result<Vec<WorkflowTransition>> {
+        let rows = match origin {
+            Some(o) => self.rows(
+                &format!("SELECT {TRANSITION_COLUMNS} FROM workflow_transitions WHERE workflow_id = ?1 AND origin_state_id = ?2 ORDER BY id"),
+                &[workflow.0.into(), o.0.into()],
+                transition_row,
+            )?,
+            None => self.rows(
+                &format!("SELECT {TRANSITION_COLUMNS} FROM workflow_transitions WHERE workflow_id = ?1 ORDER BY id"),
+                &[workflow.0.into()],
+                transition_row,
+            )?,
+        };
+        rows.into_iter().map(|t| self.with_triggers(t)).collect()
+    }
+
+    /// One transition with its triggers.
+    pub fn workflow_transition(
+        &mut self,
+        id: WorkflowTransitionId,
+    ) -> Result<Option<WorkflowTransition>> {
+        match self.optional(
+            &format!("SELECT {TRANSITION_COLUMNS} FROM workflow_transitions WHERE id = ?1"),
+            &[id.0.into()],
+            transition_row,
+        )? {
+            Some(t) => self.with_triggers(t).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The actions of a state, in order.
+    pub fn workflow_actions(&mut self, state: WorkflowStateId) -> Result<Vec<WorkflowAction>> {
+        let rows = self.rows(
+            "SELECT id, state_id, label, on_entry, critical, action FROM workflow_state_actions WHERE state_id = ?1 ORDER BY id",
+            &[state.0.into()],
+            |r| Ok((r.int(0)?, r.int(1)?, r.text(2)?, r.int(3)? != 0, r.int(4)? != 0, r.text(5)?)),
+        )?;
+        rows.into_iter()
+            .map(|(id, state, label, on_entry, critical, action)| {
+                Ok(WorkflowAction {
+                    id: WorkflowActionId(id),
+                    state_id: WorkflowStateId(state),
+                    label,
+                    on_entry,
+                    critical,
+                    action: serde_json::from_str(&action)
+                        .map_err(|e| Error::storage("reading a workflow action", e.to_string()))?,
+                })
+            })
+            .collect()
+    }
+
+    /// The workflow instances of a document.
+    pub fn workflow_instances_of(&mut self, document: DocumentId) -> Result<Vec<WorkflowInstance>> {
+        self.rows(
+            &format!("SELECT {INSTANCE_COLUMNS} FROM workflow_instances WHERE document_id = ?1 ORDER BY id"),
+            &[document.0.into()],
+            instance_row,
+        )
+    }
+
+    /// One workflow instance.
+    pub fn workflow_instance(
+        &mut self,
+        id: WorkflowInstanceId,
+    ) -> Result<Option<WorkflowInstance>> {
+        self.optional(
+            &format!("SELECT {INSTANCE_COLUMNS} FROM workflow_instances WHERE id = ?1"),
+            &[id.0.into()],
+            instance_row,
+        )
+    }
+
+    /// An instance's log, oldest first.
+    pub fn workflow_log(&mut self, instance: WorkflowInstanceId) -> Result<Vec<WorkflowLogEntry>> {
+        self.rows(
+            &format!(
+                "SELECT {LOG_COLUMNS} FROM workflow_instance_log WHERE instance_id = ?1 ORDER BY id"
+            ),
+            &[instance.0.into()],
+            log_row,
+        )
+    }
+
+    /// One log entry.
+    pub fn workflow_log_entry(
+        &mut self,
+        id: WorkflowLogEntryId,
+    ) -> Result<Option<WorkflowLogEntry>> {
+        self.optional(
+            &format!("SELECT {LOG_COLUMNS} FROM workflow_instance_log WHERE id = ?1"),
+            &[id.0.into()],
+            log_row,
+        )
+    }
+
+    pub(crate) fn append_workflow_log(
+        &mut self,
+        instance: WorkflowInstanceId,
+        transition: Option<WorkflowTransitionId>,
+        user: Option<UserId>,
+        comment: &str,
+        error: bool,
+    ) -> Result<WorkflowLogEntry> {
+        let created = Utc::now();
+        let id = self.insert(
+            "INSERT INTO workflow_instance_log (instance_id, transition_id, user_id, comment, error, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
+            &[
+                instance.0.into(),
+                transition.map(|t| t.0).into(),
+                user.map(|u| u.0).into(),
+                comment.into(),
+                i64::from(error).into(),
+                to_micros(created).into(),
+            ],
+        )?;
+        Ok(WorkflowLogEntry {
+            id: WorkflowLogEntryId(id),
+            instance_id: instance,
+            transition_id: transition,
+            user_id: user,
+            comment: comment.to_owned(),
+            error,
+            created,
+        })
+    }
+
+    pub(crate) fn delete_workflow_rows(&mut self, id: WorkflowId) -> Result<()> {
+        for sql in [
+            "DELETE FROM workflow_instance_log WHERE instance_id IN (SELECT id FROM workflow_instances WHERE workflow_id = ?1)",
+            "DELETE FROM workflow_instances WHERE workflow_id = ?1",
+            "DELETE FROM workflow_state_actions WHERE state_id IN (SELECT id FROM workflow_states WHERE workflow_id = ?1)",
+            "DELETE FROM workflow_transition_triggers WHERE transition_id IN (SELECT id FROM workflow_transitions WHERE workflow_id = ?1)",
+            "DELETE FROM workflow_transitions WHERE workflow_id = ?1",
+            "DELETE FROM workflow_states WHERE workflow_id = ?1",
+            "DELETE FROM workflow_document_types WHERE workflow_id = ?1",
+            "DELETE FROM workflows WHERE id = ?1",
+        ] {
+            self.execute(sql, &[id.0.into()])?;
+        }
+        Ok(())
+    }
+
+    /// Deletes the workflow instances of a document with their logs.
+    pub fn delete_workflow_instances_of(&mut self, document: DocumentId) -> Result<()> {
+        self.execute(
+            "DELETE FROM workflow_instance_log WHERE instance_id IN (SELECT id FROM workflow_instances WHERE document_id = ?1)",
+            &[document.0.into()],
+        )?;
+        self.execute(
+            "DELETE FROM workflow_instances WHERE document_id = ?1",
+            &[document.0.into()],
+        )
+        .map(drop)
+    }
+
+    /// Unbinds every workflow from a document type (which is being deleted).
+    pub(crate) fn unbind_workflows_from(&mut self, document_type: DocumentTypeId) -> Result<()> {
+        self.execute(
+            "DELETE FROM workflow_document_types WHERE document_type_id = ?1",
+            &[document_type.0.into()],
+        )
+        .map(drop)
+    }
+
+    /// Creates a workflow (no document types yet).
+    pub(crate) fn insert_workflow(&mut self, label: &str) -> Result<WorkflowId> {
+        self.insert(
+            "INSERT INTO workflows (label) VALUES (?1) RETURNING id",
+            &[label.into()],
+        )
+        .map(WorkflowId)
+    }
+
+    /// Renames a workflow.
+    pub(crate) fn rename_workflow(&mut self, id: WorkflowId, label: &str) -> Result<()> {
+        self.execute(
+            "UPDATE workflows SET label = ?2 WHERE id = ?1",
+            &[id.0.into(), label.into()],
+        )
+        .map(drop)
+    }
+
+    /// Binds a workflow to exactly these document types.
+    pub(crate) fn set_workflow_document_types(
+        &mut self,
+        id: WorkflowId,
+        types: &[DocumentTypeId],
+    ) -> Result<()> {
+        self.execute(
+            "DELETE FROM workflow_document_types WHERE workflow_id = ?1",
+            &[id.0.into()],
+        )?;
+        for t in types {
+            self.execute(
+                "INSERT INTO workflow_document_types (workflow_id, document_type_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+                &[id.0.into(), t.0.into()],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Creates a state; an initial one replaces the workflow's previous initial state.
+    pub(crate) fn insert_workflow_state(
+        &mut self,
+        workflow: WorkflowId,
+        label: &str,
+        initial: bool,
+    ) -> Result<WorkflowStateId> {
+        if initial {
+            self.execute(
+                "UPDATE workflow_states SET initial = 0 WHERE workflow_id = ?1",
+                &[workflow.0.into()],
+            )?;
+        }
+        self.insert(
+            "INSERT INTO workflow_states (workflow_id, label, initial) VALUES (?1, ?2, ?3) RETURNING id",
+            &[workflow.0.into(), label.into(), initial.into()],
+        )
+        .map(WorkflowStateId)
+    }
+
+    /// Creates a transition from `states.0` to `states.1`, with its author.
+    pub(crate) fn insert_workflow_transition(
+        &mut self,
+        workflow: WorkflowId,
+        label: &str,
+        states: (WorkflowStateId, WorkflowStateId),
+        condition: &str,
+        author: i64,
+    ) -> Result<WorkflowTransitionId> {
+        self.insert(
+            "INSERT INTO workflow_transitions (workflow_id, label, origin_state_id, destination_state_id, condition, author_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
+            &[
+                workflow.0.into(),
+                label.into(),
+                states.0.0.into(),
+                states.1.0.into(),
+                condition.into(),
+                author.into(),
+            ],
+        )
+        .map(WorkflowTransitionId)
+    }
+
+    /// Adds (`on`) or removes a transition's trigger event.
+    pub(crate) fn set_workflow_trigger(
+        &mut self,
+        transition: WorkflowTransitionId,
+        event: &str,
+        on: bool,
+    ) -> Result<()> {
+        let sql = if on {
+            "INSERT INTO workflow_transition_triggers (transition_id, event_name) VALUES (?1, ?2) ON CONFLICT DO NOTHING"
+        } else {
+            "DELETE FROM workflow_transition_triggers WHERE transition_id = ?1 AND event_name = ?2"
+        };
+        self.execute(sql, &[transition.0.into(), event.into()])
+            .map(drop)
+    }
+
+    /// Creates a state action (`flags`: on entry, critical) from its JSON definition.
+    pub(crate) fn insert_workflow_action(
+        &mut self,
+        state: WorkflowStateId,
+        label: &str,
+        flags: (bool, bool),
+        action: &str,
+        author: i64,
+    ) -> Result<WorkflowActionId> {
+        self.insert(
+            "INSERT INTO workflow_state_actions (state_id, label, on_entry, critical, action, author_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
+            &[
+                state.0.into(),
+                label.into(),
+                flags.0.into(),
+                flags.1.into(),
+                action.into(),
+                author.into(),
+            ],
+        )
+        .map(WorkflowActionId)
+    }
+
+    /// Deletes a state's action; returns how many rows went (0: no such action there).
+    pub(crate) fn delete_workflow_action(
+        &mut self,
+        state: WorkflowStateId,
+        action: WorkflowActionId,
+    ) -> Result<u64> {
+        self.execute(
+            "DELETE FROM workflow_state_actions WHERE id = ?1 AND state_id = ?2",
+            &[action.0.into(), state.0.into()],
+        )
+    }
+
+    /// The stored author of a transition (`None`: recorded before authors were).
+    pub(crate) fn workflow_transition_author(
+        &mut self,
+        id: WorkflowTransitionId,
+    ) -> Result<Option<i64>> {
+        Ok(self
+            .optional(
+                "SELECT author_id FROM workflow_transitions WHERE id = ?1",
+                &[id.0.into()],
+                |r| r.opt_int(0),
+            )?
+            .flatten())
+    }
+
+    /// The stored authors of a state's actions, by action id.
+    pub(crate) fn workflow_action_authors(
+        &mut self,
+        state: WorkflowStateId,
+    ) -> Result<rustc_hash::FxHashMap<i64, Option<i64>>> {
+        Ok(self
+            .rows(
+                "SELECT id, author_id FROM workflow_state_actions WHERE state_id = ?1",
+                &[state.0.into()],
+                |r| Ok((r.int(0)?, r.opt_int(1)?)),
+            )?
+            .into_iter()
+            .collect())
+    }
+
+    /// Moves an instance to a state.
+    pub(crate) fn set_workflow_instance_state(
+        &mut self,
+        instance: WorkflowInstanceId,
+        state: WorkflowStateId,
+    ) -> Result<()> {
+        self.execute(
+            "UPDATE workflow_instances SET state_id = ?2 WHERE id = ?1",
+            &[instance.0.into(), state.0.into()],
+        )
+        .map(drop)
+    }
+
+    /// The workflows bound to `doc`'s type that it has no instance of yet.
+    pub(crate) fn workflows_to_launch(&mut self, doc: &Document) -> Result<Vec<WorkflowId>> {
+        self.rows(
+            "SELECT w.workflow_id FROM workflow_document_types w WHERE w.document_type_id = ?1 AND NOT EXISTS (SELECT 1 FROM workflow_instances i WHERE i.workflow_id = w.workflow_id AND i.document_id = ?2) ORDER BY w.workflow_id",
+            &[doc.document_type_id.0.into(), doc.id.0.into()],
+            |r| Ok(WorkflowId(r.int(0)?)),
+        )
+    }
+
+    /// Creates an instance of a workflow for a document, in its initial state.
+    pub(crate) fn insert_workflow_instance(
+        &mut self,
+        workflow: WorkflowId,
+        document: DocumentId,
+        initial: Option<WorkflowStateId>,
+    ) -> Result<WorkflowInstanceId> {
+        self.insert(
+            "INSERT INTO workflow_instances (workflow_id, document_id, state_id, context) VALUES (?1, ?2, ?3, '{}') RETURNING id",
+            &[workflow.0.into(), document.0.into(), initial.map(|s| s.0).into()],
+        )
+        .map(WorkflowInstanceId)
+    }
+
+    /// Whether a transition from the current state of one of `document`'s instances is
+    /// triggered by the event `name`.
+    pub(crate) fn has_workflow_trigger(
+        &mut self,
+        document: DocumentId,
+        name: &str,
+    ) -> Result<bool> {
+        Ok(self
+            .optional(
+                "SELECT 1 FROM workflow_instances i JOIN workflow_transitions t ON t.workflow_id = i.workflow_id AND t.origin_state_id = i.state_id JOIN workflow_transition_triggers g ON g.transition_id = t.id WHERE i.document_id = ?1 AND g.event_name = ?2 LIMIT 1",
+                &[document.0.into(), name.into()],
+                |r| r.int(0),
+            )?
+            .is_some())
+    }
+}
