@@ -127,6 +127,9 @@ impl Worker {
                     // load it runs at most every 2 s; a failure is retried next round.
                     if last_index.is_none_or(|t| t.elapsed() >= INDEX_EVERY) {
                         let _ = db.wait_for_index();
+                        // Finished tasks are only history (never read again): they go, so
+                        // that the table holds what is left to do.
+                        let _ = db.write_system(|tx| tx.delete_done_tasks());
                         last_index = Some(std::time::Instant::now());
                     }
                     // Other processes on a shared database: their grants within a bounded delay.

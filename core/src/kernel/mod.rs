@@ -251,6 +251,15 @@ impl<'a> Unit<'a> {
         Ok(())
     }
 
+    /// Removes what protects an object that is being deleted: its ACLs (in this transaction)
+    /// and, after the commit, whatever the access snapshot holds of it. `kind` is the object's
+    /// `app_label.model_name`.
+    pub(crate) fn forget_object(&mut self, kind: &str, object: ObjectRef) -> Result<()> {
+        self.tx.delete_acls_of(kind, object.id)?;
+        self.access.push(AccessChange::ObjectRemoved(object));
+        Ok(())
+    }
+
     /// Enqueues a durable task (in this transaction).
     pub(crate) fn task(&mut self, name: &str, payload: &serde_json::Value) -> Result<()> {
         self.tx.enqueue_task(name, &payload.to_string())?;

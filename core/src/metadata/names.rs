@@ -119,17 +119,7 @@ pub fn check_name(name: &str) -> Result<()> {
 
 /// Checks a label: not blank, at most 48 characters.
 pub fn check_label(field: &str, label: &str) -> Result<()> {
-    crate::model::check_no_nul(field, label)?;
-    if label.trim().is_empty() {
-        return Err(Error::validation(field, "This field may not be blank."));
-    }
-    if label.chars().count() > MAX_NAME_LEN {
-        return Err(Error::validation(
-            field,
-            format!("Ensure this field has no more than {MAX_NAME_LEN} characters."),
-        ));
-    }
-    Ok(())
+    crate::model::check_text(field, label, MAX_NAME_LEN).map(drop)
 }
 
 #[cfg(test)]

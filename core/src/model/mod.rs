@@ -282,6 +282,30 @@ pub struct DocumentMetadata {
     pub value: String,
 }
 
+/// Checks a label or a name as every form of docmeta does: no NUL character, not blank, at
+/// most `max` characters once trimmed. Returns the text trimmed.
+pub(crate) fn check_text<'a>(
+    field: &str,
+    text: &'a str,
+    max: usize,
+) -> crate::error::Result<&'a str> {
+    check_no_nul(field, text)?;
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(crate::error::Error::validation(
+            field,
+            "This field may not be blank.",
+        ));
+    }
+    if text.chars().count() > max {
+        return Err(crate::error::Error::validation(
+            field,
+            format!("Ensure this field has no more than {max} characters."),
+        ));
+    }
+    Ok(text)
+}
+
 /// Refuses text holding the NUL character. SQLite would store it but PostgreSQL cannot, so
 /// both stores refuse it alike, as a validation error naming `field`.
 pub(crate) fn check_no_nul(field: &str, text: &str) -> crate::error::Result<()> {

@@ -60,12 +60,11 @@ fn check_username(username: &str) -> Result<()> {
     }
 }
 
+/// Longest group name or role label.
+const MAX_NAME_LEN: usize = 150;
+
 fn check_name(field: &str, name: &str) -> Result<()> {
-    crate::model::check_no_nul(field, name)?;
-    if name.trim().is_empty() || name.chars().count() > 150 {
-        return Err(Error::validation(field, "Give 1 to 150 characters."));
-    }
-    Ok(())
+    crate::model::check_text(field, name, MAX_NAME_LEN).map(drop)
 }
 
 impl Docmeta {
@@ -506,9 +505,8 @@ impl Session {
         self.write(|u| {
             let label = self.load_role(&mut u.tx, id, P::RoleDelete)?;
             u.tx.delete_role(id)?;
-            u.tx.delete_acls_of(ROLE, id.0)?;
+            u.forget_object(ROLE, role_ref(id))?;
             u.access.push(AccessChange::RoleRemoved(id));
-            u.access.push(AccessChange::ObjectRemoved(role_ref(id)));
             u.event(names::ROLE_EDITED, event_object(ROLE, id.0, &label), None)
         })
     }

@@ -4,10 +4,12 @@ use super::{Session, event_object, obj, parents_change};
 use crate::access::{ObjectKind, ObjectRef, Permission as P, Permission};
 use crate::error::{Error, Result};
 use crate::events::names;
-use crate::kernel::AccessChange;
 use crate::model::*;
 use crate::store::Tx;
 use crate::store::records::Cabinet;
+
+/// Longest cabinet label.
+const MAX_LABEL_LEN: usize = 128;
 
 const CABINET: &str = "cabinets.cabinet";
 
@@ -33,14 +35,7 @@ impl Session {
     /// Creates a cabinet: a root needs `cabinets.cabinet_create` globally; a sub-cabinet needs
     /// it on the parent (or its root).
     pub fn create_cabinet(&self, label: &str, parent: Option<CabinetId>) -> Result<Cabinet> {
-        let label = label.trim();
-        crate::model::check_no_nul("label", label)?;
-        if label.is_empty() || label.chars().count() > 128 {
-            return Err(Error::validation(
-                "label",
-                "Give a label of 1 to 128 characters.",
-            ));
-        }
+        let label = crate::model::check_text("label", label, MAX_LABEL_LEN)?;
         if parent.is_none() {
             self.require_global(P::CabinetCreate)?;
         }
@@ -75,14 +70,7 @@ impl Session {
 
     /// Renames a cabinet. Needs `cabinets.cabinet_edit`.
     pub fn rename_cabinet(&self, id: CabinetId, label: &str) -> Result<Cabinet> {
-        let label = label.trim();
-        crate::model::check_no_nul("label", label)?;
-        if label.is_empty() || label.chars().count() > 128 {
-            return Err(Error::validation(
-                "label",
-                "Give a label of 1 to 128 characters.",
-            ));
-        }
+        let label = crate::model::check_text("label", label, MAX_LABEL_LEN)?;
         self.write(|u| {
             let mut c = self.load_cabinet(&mut u.tx, id, P::CabinetEdit)?;
             c.label = label.to_owned();
@@ -109,9 +97,8 @@ impl Session {
                 stack.extend(u.tx.child_cabinets(next)?.into_iter().map(|c| c.id));
             }
             for cab in order.into_iter().rev() {
-                u.tx.delete_acls_of(CABINET, cab.0)?;
+                u.forget_object(CABINET, cab_ref(cab))?;
                 u.tx.delete_cabinet(cab)?;
-                u.access.push(AccessChange::ObjectRemoved(cab_ref(cab)));
             }
             u.event(
                 names::CABINET_EDITED,

@@ -279,7 +279,7 @@ impl Session {
     pub fn delete_file(&self, id: DocumentFileId) -> Result<()> {
         self.write(|u| {
             let f = self.stored_file(&mut u.tx, id, P::DocumentEdit)?;
-            u.tx.delete_acls_of(FILE, id.0)?;
+            u.forget_object(FILE, super::obj(ObjectKind::DOCUMENT_FILE, id.0))?;
             u.tx.delete_document_file(id)?;
             u.unlink.push(f.storage_name);
             u.event(

@@ -7,11 +7,14 @@ use crate::access::{ObjectKind, Permission as P};
 use crate::error::{Error, NON_FIELD_ERRORS, Result};
 use crate::events::names;
 use crate::kernel::Renders;
-use crate::kernel::{AccessChange, Unit};
+use crate::kernel::Unit;
 use crate::metadata::names::check_label;
 use crate::metadata::{CompiledMetadataType, check_definition};
 use crate::model::*;
 use crate::model::{ADD_REQUIRED_METADATA_TYPE, REMOVE_METADATA_TYPE, TypePair};
+
+/// Longest document label.
+const MAX_LABEL_LEN: usize = 255;
 
 const MT: &str = "metadata.metadatatype";
 const DT: &str = "documents.documenttype";
@@ -217,10 +220,9 @@ impl Session {
                     Some(mt_event(&t)),
                 )?;
             }
-            u.tx.delete_acls_of(MT, id.0)?;
+            u.forget_object(MT, mt_ref(id))?;
             u.tx.delete_metadata_type(id)?;
             u.invalidated.push(id);
-            u.access.push(AccessChange::ObjectRemoved(mt_ref(id)));
             u.event(names::METADATA_TYPE_DELETED, mt_event(&t), None)
         })
     }
@@ -323,12 +325,11 @@ impl Session {
                     u.event(names::METADATA_TYPE_RELATIONSHIP_UPDATED, dt_event(&t), Some(mt_event(&mt)))?;
                 }
             }
-            u.tx.delete_acls_of(DT, id.0)?;
+            u.forget_object(DT, dt_ref(id))?;
             // Workflows bound to it stay, bound to the types left (found by the access matrix:
             // the binding made the deletion fail with a foreign-key error).
             u.tx.unbind_workflows_from(id)?;
             u.tx.delete_document_type(id)?;
-            u.access.push(AccessChange::ObjectRemoved(dt_ref(id)));
             u.event(names::DOCUMENT_TYPE_DELETED, dt_event(&t), None)
         })
     }
@@ -491,14 +492,7 @@ impl Session {
         label: &str,
         values: &[(MetadataTypeId, &str)],
     ) -> Result<Document> {
-        let label = label.trim();
-        crate::model::check_no_nul("label", label)?;
-        if label.is_empty() || label.chars().count() > 255 {
-            return Err(Error::validation(
-                "label",
-                "Give a label of 1 to 255 characters.",
-            ));
-        }
+        let label = crate::model::check_text("label", label, MAX_LABEL_LEN)?;
         self.write(|u| {
             let dt = self.load_document_type(&mut u.tx, document_type, P::DocumentCreate)?;
             let doc = u.tx.insert_document(label, dt.id, u.now())?;
@@ -581,14 +575,7 @@ impl Session {
 
     /// Renames a document. Needs `documents.document_edit`.
     pub fn update_document(&self, id: DocumentId, label: &str) -> Result<Document> {
-        let label = label.trim();
-        crate::model::check_no_nul("label", label)?;
-        if label.is_empty() || label.chars().count() > 255 {
-            return Err(Error::validation(
-                "label",
-                "Give a label of 1 to 255 characters.",
-            ));
-        }
+        let label = crate::model::check_text("label", label, MAX_LABEL_LEN)?;
         self.write(|u| {
             let mut d = self.load_document(&mut u.tx, id, P::DocumentEdit)?;
             d.label = label.to_owned();
@@ -651,14 +638,16 @@ impl Session {
         self.write(|u| {
             let d = self.load_document(&mut u.tx, id, P::DocumentDelete)?;
             for f in u.tx.document_files(id)? {
-                u.tx.delete_acls_of("documents.documentfile", f.file.id.0)?;
+                u.forget_object(
+                    "documents.documentfile",
+                    super::obj(ObjectKind::DOCUMENT_FILE, f.file.id.0),
+                )?;
                 u.tx.delete_document_file(f.file.id)?;
                 u.unlink.push(f.storage_name);
             }
-            u.tx.delete_acls_of(DOC, id.0)?;
+            u.forget_object(DOC, doc_ref(id))?;
             u.tx.delete_workflow_instances_of(id)?;
             u.tx.delete_document(id)?;
-            u.access.push(AccessChange::ObjectRemoved(doc_ref(id)));
             u.event(names::DOCUMENT_DELETED, doc_event(&d), None)
         })
     }
