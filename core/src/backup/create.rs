@@ -1,0 +1,220 @@
+//! Creating a backup (full or incremental) from a running instance.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::{BufReader, BufWriter};
+use std::path::Path;
+
+use chrono::Utc;
+
+use crate::error::{Error, Result};
+use crate::kernel::Docmeta;
+
+use super::archive::{append, append_json};
+use super::*;
+
+impl Docmeta {
+    /// Backs the instance up into `out` (spec 8.1 item 3): a database snapshot taken online,
+    /// `config.yml`, the system files and the document files the snapshot references. With
+    /// `base` (an earlier backup of this instance), only document files the base lacks are
+    /// archived (an incremental backup; restore it together with its base). `progress(done,
+    /// total)` counts document files. Writers may go on meanwhile.
+    pub fn backup(
+        &self,
+        out: &Path,
+        base: Option<&Path>,
+        mut progress: impl FnMut(u64, u64),
+    ) -> Result<BackupReport> {
+        let Some(data) = self.data_dir().map(Path::to_path_buf) else {
+            return Err(Error::InvalidInput(
+                "an in-memory instance has nothing on disk to back up".to_owned(),
+            ));
+        };
+        let base_manifest = match base {
+            Some(b) => Some(verify_backup(b)?),
+            None => None,
+        };
+        let dir = out
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        fs::create_dir_all(dir).map_err(io_err("creating the backup directory"))?;
+        let id = random_id()?;
+        let temp = dir.join(format!(
+            ".{}.{id}.partial",
+            out.file_name().and_then(|n| n.to_str()).unwrap_or("backup")
+        ));
+        let snapshot = dir.join(format!(".docmeta-backup-{id}.db"));
+        let result = (|| {
+            // Created empty and private first: SQLite (and pg_dump) then write into this file
+            // and keep its mode; SQLite gives the snapshot's -wal and -shm the same mode.
+            drop(create_private(&snapshot).map_err(io_err("creating the database snapshot"))?);
+            let dump = self.store().dump_for_backup(&snapshot)?;
+            let report = self.write_archive(
+                &data,
+                (&snapshot, &dump),
+                &temp,
+                id.clone(),
+                base_manifest.as_ref(),
+                &mut progress,
+            )?;
+            fs::rename(&temp, out).map_err(io_err("naming the backup archive"))?;
+            File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(io_err("syncing the backup directory"))?;
+            Ok(BackupReport {
+                path: out.to_path_buf(),
+                ..report
+            })
+        })();
+        // The snapshot, and the WAL index and log SQLite leaves beside it once it was read.
+        for suffix in ["", "-wal", "-shm"] {
+            let mut path = snapshot.clone().into_os_string();
+            path.push(suffix);
+            let _ = fs::remove_file(path);
+        }
+        if result.is_err() {
+            let _ = fs::remove_file(&temp);
+        }
+        result
+    }
+
+    fn write_archive(
+        &self,
+        data: &Path,
+        (snapshot, dump): (&Path, &crate::store::DatabaseDump),
+        temp: &Path,
+        id: String,
+        base: Option<&Manifest>,
+        progress: &mut impl FnMut(u64, u64),
+    ) -> Result<BackupReport> {
+        // The files the snapshot references: the archive matches the database exactly.
+        let (schema_version, stored) = (dump.schema_version, &dump.storage_names);
+        let info = BackupInfo {
+            format: FORMAT,
+            id,
+            schema_version,
+            created: Utc::now(),
+            base: base.map(|b| b.info.id.clone()),
+        };
+        let in_base: BTreeMap<&str, &ManifestEntry> = base
+            .map(|b| b.files.iter().map(|f| (f.path.as_str(), f)).collect())
+            .unwrap_or_default();
+        // Every entry's size, known before the first byte is archived: the database snapshot,
+        // the system files and document files are not rewritten in place (a document file that
+        // changes size while it is archived fails the backup, see `append`).
+        let storage = crate::files::PlainStorage::for_reading(data.join(STORAGE));
+        let db_size = fs::metadata(snapshot)
+            .map_err(io_err("reading the database snapshot"))?
+            .len();
+        let mut declared = vec![DeclaredEntry {
+            path: dump.entry.to_owned(),
+            size: db_size,
+        }];
+        let mut system_files = Vec::new();
+        for path in SYSTEM_FILES {
+            if let Ok(meta) = fs::metadata(data.join(path)) {
+                declared.push(DeclaredEntry {
+                    path: path.to_owned(),
+                    size: meta.len(),
+                });
+                system_files.push((path, meta.len()));
+            }
+        }
+        let mut document_sizes = Vec::with_capacity(stored.len());
+        for name in stored {
+            let path = format!("{STORAGE}/{name}");
+            if in_base.contains_key(path.as_str()) {
+                document_sizes.push(None);
+                continue;
+            }
+            let size = open_document_file(&storage, name)?
+                .metadata()
+                .map_err(io_err("reading a document file"))?
+                .len();
+            declared.push(DeclaredEntry { path, size });
+            document_sizes.push(Some(size));
+        }
+        let file = create_private(temp).map_err(io_err("creating the backup archive"))?;
+        let mut encoder = zstd::Encoder::new(BufWriter::with_capacity(1 << 20, file), 3)
+            .map_err(io_err("starting compression"))?;
+        // Compression on its own thread while this one reads and hashes (like `tar | zstd`).
+        encoder
+            .multithread(1)
+            .map_err(io_err("starting compression"))?;
+        let mut tar = tar::Builder::new(encoder);
+        append_json(&mut tar, HEAD, &info)?;
+        append_json(&mut tar, CONTENTS, &Contents { entries: declared })?;
+        let mut files = Vec::new();
+        let db_file = File::open(snapshot).map_err(io_err("reading the database snapshot"))?;
+        let (size, sha256) = append(&mut tar, dump.entry, db_size, BufReader::new(db_file))?;
+        files.push(ManifestEntry {
+            path: dump.entry.to_owned(),
+            size,
+            sha256,
+            in_base: false,
+        });
+        for (path, size) in system_files {
+            let f = File::open(data.join(path)).map_err(io_err("reading system files"))?;
+            let (size, sha256) = append(&mut tar, path, size, f)?;
+            files.push(ManifestEntry {
+                path: path.to_owned(),
+                size,
+                sha256,
+                in_base: false,
+            });
+        }
+        let total = stored.len() as u64;
+        let mut archived = 0;
+        for (n, (name, size)) in stored.iter().zip(document_sizes).enumerate() {
+            let path = format!("{STORAGE}/{name}");
+            match size {
+                Some(size) => {
+                    let f = open_document_file(&storage, name)?;
+                    let (size, sha256) = append(&mut tar, &path, size, f)?;
+                    files.push(ManifestEntry {
+                        path,
+                        size,
+                        sha256,
+                        in_base: false,
+                    });
+                    archived += 1;
+                }
+                // No size was taken: the base holds it.
+                None => files.extend(in_base.get(path.as_str()).map(|entry| ManifestEntry {
+                    in_base: true,
+                    ..(*entry).clone()
+                })),
+            }
+            progress(n as u64 + 1, total);
+        }
+        let manifest = Manifest { info, files };
+        append_json(&mut tar, MANIFEST, &manifest)?;
+        let encoder = tar
+            .into_inner()
+            .map_err(io_err("finishing the backup archive"))?;
+        let writer = encoder.finish().map_err(io_err("finishing compression"))?;
+        let file = writer.into_inner().map_err(|e| {
+            crate::files::content_error("writing the backup archive", e.into_error())
+        })?;
+        file.sync_all()
+            .map_err(io_err("syncing the backup archive"))?;
+        let archive_bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
+        Ok(BackupReport {
+            path: temp.to_path_buf(),
+            manifest,
+            files_archived: archived,
+            archive_bytes,
+        })
+    }
+}
+
+/// A document file for archiving; one deleted after the snapshot was taken is still in
+/// `.deleted/` (kept aside for a day for this case).
+fn open_document_file(storage: &crate::files::PlainStorage, name: &str) -> Result<File> {
+    File::open(storage.path(name)?)
+        .or_else(|_| {
+            File::open(storage.deleted_path(name)?).map_err(io_err("archiving a document file"))
+        })
+        .map_err(|e| Error::storage(format!("archiving document file {name}"), e.to_string()))
+}

@@ -1,0 +1,173 @@
+//! Backup and restore (spec 8.1 items 2-4, 8).
+//!
+//! A backup is one tar archive compressed with zstd, written to a temporary name and renamed
+//! when complete. Its entries, in order:
+//!
+//! 1. `backup.json`: what the backup is (format, schema version, creation time, id, the base
+//!    of an incremental backup), first so that listing and pruning read only the start;
+//! 2. `contents.json` (format 2): the path and size of every entry that follows, so a restore
+//!    knows how much each entry may write before it reads it (an entry that expands beyond its
+//!    declared size is refused at its tar header, nothing of it written);
+//! 3. `db.sqlite3`: a consistent online snapshot of the database (SQLite backup API);
+//! 4. `config.yml`, `system/SECRET_KEY`, `system/storage_key` (the encrypted storage's salt and
+//!    password check, never its password);
+//! 5. `document_file_storage/..`: every file the snapshot references, as stored (MENC stays
+//!    MENC); an incremental backup holds only those not in its base;
+//! 6. `manifest.json`, last: `backup.json`'s fields plus every file (path, size, SHA-256, and
+//!    whether it is in the base), so checksums cost no second pass over the data.
+//!
+//! The search index and caches are not backed up: a restore queues a rebuild.
+//!
+//! Archives, database snapshots and staging files are created `0600` (directories `0700`)
+//! from the start: they hold the secret key and the users' password hashes.
+//!
+//! Restoring builds the new data directory in a staging directory beside the target: every
+//! entry verified, the database checked (integrity, schema version) and opened there, and only
+//! then is the target replaced, by renames: a restore that fails leaves the target as it was.
+
+use std::fs::{self, File};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::files::check_name;
+
+/// The archive format this build writes. Format 1 (no `contents.json`) is still read.
+pub const FORMAT: u32 = 2;
+const HEAD: &str = "backup.json";
+/// Format 2's second entry: the size of every entry that follows.
+const CONTENTS: &str = "contents.json";
+const MANIFEST: &str = "manifest.json";
+const DB: &str = "db.sqlite3";
+/// A PostgreSQL-backed installation's database, as `pg_dump -Fc` wrote it.
+const PG_DUMP: &str = "db.pgdump";
+const STORAGE: &str = "document_file_storage";
+/// Files of the data directory a backup carries besides the database and document files.
+const SYSTEM_FILES: [&str; 3] = ["config.yml", "system/SECRET_KEY", "system/storage_key"];
+
+/// What a backup is; the first entry of its archive, repeated in the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackupInfo {
+    /// Archive format version.
+    pub format: u32,
+    /// Random identifier.
+    pub id: String,
+    /// Database schema version of the snapshot.
+    pub schema_version: u32,
+    /// When the backup was made.
+    pub created: DateTime<Utc>,
+    /// The backup an incremental backup builds on (its id), if any.
+    pub base: Option<String>,
+}
+
+/// One file of a backup.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestEntry {
+    /// Path inside the data directory (and the archive).
+    pub path: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// SHA-256, lower-case hex.
+    pub sha256: String,
+    /// Whether the bytes are in the base backup rather than this archive.
+    #[serde(default)]
+    pub in_base: bool,
+}
+
+/// The last entry of an archive: the backup and every file it restores.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// See [`BackupInfo`].
+    #[serde(flatten)]
+    pub info: BackupInfo,
+    /// Every file, the database first.
+    pub files: Vec<ManifestEntry>,
+}
+
+/// What a backup wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackupReport {
+    /// The archive.
+    pub path: PathBuf,
+    /// Its manifest.
+    pub manifest: Manifest,
+    /// Document files in the archive (not counting those left to the base).
+    pub files_archived: usize,
+    /// Size of the archive in bytes.
+    pub archive_bytes: u64,
+}
+
+/// Format 2's `contents.json`: what the archive's entries are declared to be, before any of them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Contents {
+    /// Path and size of every entry between `contents.json` and `manifest.json`.
+    entries: Vec<DeclaredEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct DeclaredEntry {
+    path: String,
+    size: u64,
+}
+
+/// Creates a new file only its owner may read or write: `0600` from the first byte, since a
+/// backup holds the secret key and password hashes (a `chmod` after writing leaves a window).
+pub(crate) fn create_private(path: &Path) -> io::Result<File> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path)
+}
+
+/// Creates `path` and its missing parents, `0700` (a restore's staging directory).
+fn create_private_dir(path: &Path) -> io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(path)
+}
+
+fn invalid(why: impl std::fmt::Display) -> Error {
+    Error::InvalidInput(format!("backup archive: {why}"))
+}
+
+fn io_err(what: &str) -> impl Fn(io::Error) -> Error + '_ {
+    move |e| crate::files::content_error(what, e)
+}
+
+/// Whether `path` is something a backup may contain; everything else is refused, so an archive
+/// can never write outside the data directory (`../`, absolute paths, links).
+fn allowed_path(path: &str) -> bool {
+    path == DB
+        || path == PG_DUMP
+        || SYSTEM_FILES.contains(&path)
+        || path
+            .strip_prefix("document_file_storage/")
+            .is_some_and(|name| check_name(name).is_ok())
+}
+
+fn random_id() -> Result<String> {
+    let mut b = [0u8; 12];
+    getrandom::fill(&mut b).map_err(|e| Error::storage("generating a backup id", e.to_string()))?;
+    Ok(crate::config::encode_hex(&b))
+}
+
+mod archive;
+mod create;
+mod prune;
+mod restore;
+
+pub use archive::{read_info, verify_backup, verify_backup_from};
+pub use prune::{PruneDecision, prune_backups};
+pub use restore::{RestoreReport, restore, restore_to};

@@ -1,0 +1,344 @@
+//! Restoring backups into a data directory: staged, verified, then swapped in by renames.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs::{self, File};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::kernel::{DataLock, Docmeta};
+use crate::model::{DocumentFileId, DocumentId, TaskId};
+
+use super::archive::{Bounds, scan};
+use super::*;
+
+/// What a restore did and the spec's verification (8.1 item 4), for a report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestoreReport {
+    /// The restored backup (the newest of a chain).
+    pub manifest: Manifest,
+    /// Files written.
+    pub files_restored: usize,
+    /// Schema migrations run (a backup from an older docmeta).
+    pub migrations: Vec<u32>,
+    /// Documents in the restored database.
+    pub documents: u64,
+    /// The document opened for verification and its label.
+    pub document_opened: Option<(DocumentId, String)>,
+    /// The file downloaded for verification, whose bytes matched its SHA-256.
+    pub file_checked: Option<(DocumentFileId, u64)>,
+    /// Whether a search answered.
+    pub search_answers: bool,
+    /// The durable task that rebuilds the search index (run by the first docmeta with a worker).
+    pub reindex_task: TaskId,
+}
+
+/// Restores `archives` into the data directory `data` (spec 8.1 item 4). `archives` is one full
+/// backup, or an incremental backup with the backups it builds on, in any order.
+///
+/// Order: refuse if any docmeta has `data` open (its lock file); read and verify every archive
+/// into a staging directory beside `data` (same file system; `0700`, files `0600`), each entry
+/// bounded by its declared size; check the staged database (SQLite: `PRAGMA integrity_check`
+/// and a schema version not newer than this build's); if the backup uses the encrypted
+/// storage, check `password` against it; open the staged directory as a docmeta, running
+/// migrations when the backup is older, queue a search rebuild without waiting for it, and
+/// verify: a document opens, a file downloads and matches its checksum, search answers. Only
+/// then is `data` replaced: renamed aside, the staged directory renamed into its place, and
+/// the old one removed. Any failure before that leaves `data` exactly as it was.
+pub fn restore(
+    archives: &[PathBuf],
+    data: &Path,
+    password: Option<&[u8]>,
+) -> Result<RestoreReport> {
+    restore_to(archives, data, password, None)
+}
+
+/// [`restore`], with the database of a PostgreSQL-backed installation restored (`pg_restore`,
+/// replacing what the dump holds) into the database at `database_url`; a backup of a
+/// PostgreSQL-backed installation needs it, a SQLite one refuses it.
+///
+/// For PostgreSQL, before the database or `data` is touched: the dump's SHA-256 matches the
+/// manifest, `pg_restore` reads the whole dump back (every entry decompresses and parses) and
+/// the schema version recorded in it is not newer than this build's, and the storage password
+/// is checked. Then `pg_restore --single-transaction` loads it into `database_url` (a failure
+/// rolls back and leaves the database as it was), the staged directory is opened on it and
+/// verified, and only then is `data` replaced. (A staging database would need the right to
+/// create databases, which the service's user does not normally have.)
+pub fn restore_to(
+    archives: &[PathBuf],
+    data: &Path,
+    password: Option<&[u8]>,
+    database_url: Option<&str>,
+) -> Result<RestoreReport> {
+    #[cfg(not(feature = "postgres"))]
+    if database_url.is_some() {
+        return Err(Error::InvalidInput(
+            "this docmeta was built without PostgreSQL support (cargo feature `postgres`)".into(),
+        ));
+    }
+    let builder = || {
+        let b = Docmeta::builder().worker(false);
+        #[cfg(feature = "postgres")]
+        let b = match database_url {
+            Some(url) => b.postgres(url),
+            None => b,
+        };
+        match password {
+            Some(p) => b.storage_password(p),
+            None => b,
+        }
+    };
+    let existed = data.exists();
+    let lock = DataLock::exclusive(data)?;
+    let parent = data
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let id = random_id()?;
+    let staging = parent.join(format!(".docmeta-restore-{id}"));
+    let previous = parent.join(format!(".docmeta-restore-{id}-previous"));
+    let result = (|| {
+        create_private_dir(&staging).map_err(io_err("creating the staging directory"))?;
+        let manifest = stage(archives, &staging)?;
+        check_staged_database(&staging, database_url)?;
+        // Everything staged reaches the disk before the target is touched: one file-system
+        // sync instead of an fsync per file.
+        sync_tree(&staging)?;
+        // A password that cannot open the restored storage is refused before anything changes.
+        builder().check_storage(&staging)?;
+        #[cfg(feature = "postgres")]
+        if let Some(url) = database_url {
+            let dump = staging.join(PG_DUMP);
+            let dump_arg = dump.to_string_lossy().into_owned();
+            crate::store::postgres::run_tool(
+                "pg_restore",
+                url,
+                &[
+                    "--clean",
+                    "--if-exists",
+                    "--no-owner",
+                    "--no-privileges",
+                    "--single-transaction",
+                    &dump_arg,
+                ],
+            )?;
+            fs::remove_file(&dump).map_err(io_err("removing the loaded database dump"))?;
+        }
+        let report = open_and_verify(builder().data_dir(&staging), manifest)?;
+        // Held across the swap: once renamed, this is `data/.lock`, so nothing opens the new
+        // directory before the restore has finished.
+        let _staged_lock = DataLock::exclusive(&staging)?;
+        replace_dir(&staging, data, &previous, existed)?;
+        Ok(report)
+    })();
+    let _ = fs::remove_dir_all(&staging);
+    let _ = fs::remove_dir_all(&previous);
+    drop(lock);
+    if result.is_err() && !existed {
+        // The lock created `data`; leave nothing behind where nothing was.
+        let _ = fs::remove_file(data.join(".lock"));
+        let _ = fs::remove_dir(data);
+    }
+    result
+}
+
+/// Extracts the newest of `archives` and, for an incremental backup, the files it leaves to
+/// its bases, into `staging`. Returns the newest backup's manifest.
+fn stage(archives: &[PathBuf], staging: &Path) -> Result<Manifest> {
+    // The newest archive decides; its bases provide the files marked `in_base`.
+    let mut infos = Vec::new();
+    for a in archives {
+        infos.push((a.clone(), read_info(a)?));
+    }
+    let bases: HashSet<&str> = infos
+        .iter()
+        .filter_map(|(_, i)| i.base.as_deref())
+        .collect();
+    let tips: Vec<&(PathBuf, BackupInfo)> = infos
+        .iter()
+        .filter(|(_, i)| !bases.contains(i.id.as_str()))
+        .collect();
+    let [tip] = tips[..] else {
+        return Err(invalid(
+            "give one full backup, or an incremental backup with every backup it builds on",
+        ));
+    };
+    let manifest = extract(&tip.0, &tip.1, staging, None)?;
+    let mut needed: BTreeMap<String, ManifestEntry> = manifest
+        .files
+        .iter()
+        .filter(|f| f.in_base)
+        .map(|f| (f.path.clone(), f.clone()))
+        .collect();
+    let mut next_base = manifest.info.base.clone();
+    while let Some(base_id) = next_base.take() {
+        let (path, info) = infos
+            .iter()
+            .find(|(_, i)| i.id == base_id)
+            .ok_or_else(|| invalid(format!("the base backup {base_id} was not given")))?;
+        let wanted = needed.clone();
+        let base = extract(path, info, staging, Some(&wanted))?;
+        for f in base.files.iter().filter(|f| !f.in_base) {
+            if let Some(want) = needed.get(&f.path) {
+                if want.sha256 != f.sha256 || want.size != f.size {
+                    return Err(invalid(format!("{} differs between the backups", f.path)));
+                }
+                needed.remove(&f.path);
+            }
+        }
+        next_base = base.info.base.clone();
+    }
+    if let Some(missing) = needed.keys().next() {
+        return Err(invalid(format!(
+            "{missing} is in none of the given backups"
+        )));
+    }
+    Ok(manifest)
+}
+
+/// Extracts one archive into `staging` (only `wanted` paths when given), never writing more
+/// than the archive declares for an entry.
+fn extract(
+    archive: &Path,
+    info: &BackupInfo,
+    staging: &Path,
+    wanted: Option<&BTreeMap<String, ManifestEntry>>,
+) -> Result<Manifest> {
+    if info.format >= 2 {
+        return scan(archive, Some(staging), wanted, None);
+    }
+    // A format-1 archive declares its sizes only in its manifest, at the end: a first pass
+    // verifies the whole archive writing nothing, then its sizes bound the extraction.
+    let verified = scan(archive, None, None, None)?;
+    let bounds: Bounds = verified
+        .files
+        .iter()
+        .filter(|f| !f.in_base)
+        .map(|f| (f.path.clone(), f.size))
+        .collect();
+    scan(archive, Some(staging), wanted, Some(&bounds))
+}
+
+/// Checks the staged database before anything else happens with it: the right kind for
+/// `database_url`, readable, intact, and not from a newer docmeta.
+fn check_staged_database(staging: &Path, database_url: Option<&str>) -> Result<()> {
+    match (staging.join(PG_DUMP).exists(), database_url) {
+        (true, None) => Err(Error::InvalidInput(
+            "this backup holds a PostgreSQL database: restore it with the URL of the database \
+             to load it into (--database-url)"
+                .into(),
+        )),
+        (false, Some(_)) => Err(Error::InvalidInput(
+            "this backup holds a SQLite database: restore it without a database URL".into(),
+        )),
+        (false, None) => crate::store::sqlite::check_database_file(&staging.join(DB)).map(drop),
+        #[cfg(feature = "postgres")]
+        (true, Some(_)) => crate::store::postgres::check_dump(&staging.join(PG_DUMP)).map(drop),
+        #[cfg(not(feature = "postgres"))]
+        (true, Some(_)) => Err(Error::InvalidInput(
+            "this docmeta was built without PostgreSQL support (cargo feature `postgres`)".into(),
+        )),
+    }
+}
+
+/// Opens the staged directory as the restored instance (running migrations), queues the search
+/// rebuild and runs the spec's verification (8.1 item 4); closes it again before returning.
+fn open_and_verify(builder: crate::Builder, manifest: Manifest) -> Result<RestoreReport> {
+    let files_restored = manifest.files.len();
+    let db = builder.open()?;
+    let (now, _) = db.store().schema_version()?;
+    let migrations = (manifest.info.schema_version + 1..=now).collect();
+    let reindex_task = db.write_system(|tx| {
+        tx.set_setting("search.cursor", "0")?;
+        tx.enqueue_task(crate::model::SEARCH_REINDEX, "{}")
+    })?;
+    let system = db.system();
+    let documents = db.read(|tx| tx.count_documents())?;
+    let first = db.read(|tx| tx.documents(None, DocumentId(0), 1))?;
+    let document_opened = first
+        .first()
+        .map(|d| system.document(d.id).map(|d| (d.id, d.label)))
+        .transpose()?;
+    let some_file = db.read(|tx| tx.all_document_files(DocumentFileId(0), 1, None))?;
+    let file_checked = some_file
+        .first()
+        .map(|f| {
+            system
+                .read_file(f.file.id)
+                .map(|bytes| (f.file.id, bytes.len() as u64))
+        })
+        .transpose()?;
+    let search_answers = system.search_documents("*", 1, 1).is_ok();
+    Ok(RestoreReport {
+        manifest,
+        files_restored,
+        migrations,
+        documents,
+        document_opened,
+        file_checked,
+        search_answers,
+        reindex_task,
+    })
+}
+
+/// Puts the staged directory in the place of `data`: `data` is renamed aside to `previous`,
+/// `staged` renamed to `data`, and `previous` removed only once the new directory is in place
+/// (if the second rename fails, `previous` is renamed back). Both are in one parent directory,
+/// so each step is one atomic rename.
+fn replace_dir(staged: &Path, data: &Path, previous: &Path, existed: bool) -> Result<()> {
+    if existed {
+        // The operator's choice of access to the data directory carries over.
+        if let Ok(meta) = fs::metadata(data) {
+            let _ = fs::set_permissions(staged, meta.permissions());
+        }
+    }
+    let in_use = |e: io::Error| {
+        Error::storage(
+            format!(
+                "replacing {} (it must be a directory that can be renamed, not a mount point; \
+                 restore into a directory inside the mount instead)",
+                data.display()
+            ),
+            e,
+        )
+    };
+    fs::rename(data, previous).map_err(in_use)?;
+    if let Err(e) = fs::rename(staged, data) {
+        let _ = fs::rename(previous, data);
+        return Err(Error::storage(
+            "moving the restored directory into place",
+            e,
+        ));
+    }
+    // The restore has succeeded from here on: making the renames durable and removing the
+    // old directory (the caller does) are best effort.
+    if let Some(parent) = data.parent().filter(|p| !p.as_os_str().is_empty()) {
+        let _ = File::open(parent).and_then(|d| d.sync_all());
+    }
+    Ok(())
+}
+
+/// Makes everything written under `dir` durable: `sync -f` (one syncfs of the file system),
+/// or, where that command is missing, an fsync of every file.
+fn sync_tree(dir: &Path) -> Result<()> {
+    let synced = std::process::Command::new("sync")
+        .arg("-f")
+        .arg(dir)
+        .status()
+        .is_ok_and(|s| s.success());
+    if synced {
+        return Ok(());
+    }
+    fn walk(dir: &Path) -> io::Result<()> {
+        for entry in fs::read_dir(dir)? {
+            let entry = entry?;
+            if entry.file_type()?.is_dir() {
+                walk(&entry.path())?;
+            } else {
+                File::open(entry.path())?.sync_all()?;
+            }
+        }
+        File::open(dir)?.sync_all()
+    }
+    walk(dir).map_err(io_err("syncing the restored files"))
+}
