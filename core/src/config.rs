@@ -1,4 +1,6 @@
 //! The data directory's `config.yml` (read with serde-saphyr) and `system/SECRET_KEY`.
+//!
+//! Layer 1 (with `model`): imports only `error`.
 
 use std::fs;
 use std::io::Write;

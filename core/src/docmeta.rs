@@ -2,7 +2,7 @@
 //! with the layers above it (workflows, tasks, search), the entry points to sessions, and the
 //! operations that span layers (converting the file storage).
 //!
-//! The top of the crate: it may import every module; no module imports it.
+//! Layer 8, the top of the crate: it may import every module; no module imports it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -3,6 +3,8 @@
 //! The variants are the *kinds* a caller acts on differently (show a field error, ask for other
 //! credentials, report "not found", ...). Faces (HTTP, Python, Kotlin) map kinds, never message
 //! text. Messages say what was being done when the failure happened.
+//!
+//! The bottom layer: imports nothing of the crate.
 
 use std::fmt;
 

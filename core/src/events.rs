@@ -1,5 +1,7 @@
 //! The event log of spec 6: every change is appended in the same transaction that makes it, and
 //! handed to subscribers after commit.
+//!
+//! Layer 2: imports only `model`; the store writes these records.
 
 use chrono::{DateTime, Utc};
 

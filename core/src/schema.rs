@@ -5,6 +5,9 @@
 //! nothing) and returns the changes it made. With `dry_run` the same transaction is rolled back,
 //! so the reported changes are exactly what a real run would do, validation errors included.
 //! Apply creates and updates; it never deletes what the file does not mention.
+//!
+//! Layer 7 (with `workflows`, `tasks`, `search`, `backup`): imports sessions, the kernel and the
+//! layers below.
 
 use std::fmt;
 

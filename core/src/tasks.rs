@@ -5,6 +5,10 @@
 //! each batch its own transaction, and re-running a task after an interruption finishes the job.
 //! Failures are retried with exponential back-off and, past `task_max_attempts`, kept as
 //! `failed` with their error.
+//!
+//! Layer 7 (with `workflows`, `search`, `backup`, `schema`): imports sessions, the kernel and
+//! the layers below; it finds the handler of each task by name in the kernel's hooks, filled by
+//! the facade, so it never imports the modules whose tasks it runs.
 
 use std::sync::Weak;
 use std::sync::atomic::{AtomicBool, Ordering};

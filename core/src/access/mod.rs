@@ -1,5 +1,8 @@
 //! Access control (spec 2.11, 5): the permission registry, object kinds and their inheritance,
 //! and the evaluator.
+//!
+//! Layer 4 (with `metadata` and `files`): imports only `error` and `model`; it never reads the
+//! store itself (the kernel loads the snapshot, and hands it parent links).
 
 pub mod inheritance;
 pub mod password;

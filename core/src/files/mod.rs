@@ -5,6 +5,8 @@
 //! writes the MENC format ([`menc`], `docs/menc.md`).
 //!
 //! Everything streams: memory use does not grow with the file size.
+//!
+//! Layer 4 (with `access` and `metadata`): imports only `error` and `config`.
 
 pub mod menc;
 

@@ -3,9 +3,9 @@
 //! (one transaction + its events + access changes + deferred effects), with the hooks through
 //! which workflows and tasks take part in it.
 //!
-//! May import `model`, `error`, `config`, `store`, `access`, `metadata`, `events`, `files` and
-//! `search::home`; never `session`, `workflows`, `tasks`, `backup` or the facade (`docmeta.rs`),
-//! which plug in through [`Hooks`] filled when an instance opens.
+//! Layer 5: may import `model`, `error`, `config`, `store`, `access`, `metadata`, `events`,
+//! `files` and `search::home`; never `session`, `workflows`, `tasks`, `backup` or the facade
+//! (`docmeta.rs`), which plug in through `Hooks` filled when an instance opens.
 
 mod lock;
 mod render;
@@ -314,7 +314,9 @@ impl Docmeta {
         &self.inner.secret_key
     }
 
-    /// The store.
+    /// The raw database. Writing through it bypasses every rule of docmeta (permissions,
+    /// events, tasks, the access snapshot): it is there for tools, benchmarks and stores'
+    /// own operations, like opening the database file with another program.
     pub fn store(&self) -> &dyn Store {
         self.inner.store.as_ref()
     }
@@ -360,7 +362,7 @@ impl Docmeta {
         self.inner.subscribers.write().retain(|(s, _)| *s != id);
     }
 
-    /// Events of the log, unfiltered (see [`Session::events`] for the permission-filtered view).
+    /// Events of the log, unfiltered (see [`Session::events`](crate::Session::events) for the permission-filtered view).
     pub fn events(&self, query: &EventQuery) -> Result<Vec<Event>> {
         self.read(|tx| tx.events(query))
     }

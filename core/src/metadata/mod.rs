@@ -1,4 +1,7 @@
 //! The metadata value pipeline (spec 2.6-2.10): templates, lookups, validators and parsers.
+//!
+//! Layer 4 (with `access` and `files`): imports only `error` and `model`; the store and the
+//! documents reach it through the [`TemplateInputs`] a session gives it.
 
 pub mod arguments;
 pub(crate) mod calendar;

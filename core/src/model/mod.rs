@@ -1,6 +1,8 @@
 //! Identifiers and records of the specification's resources (spec 2.1-2.3, 2.11).
 //!
 //! Records are plain data: every rule about them lives in [`crate::Session`].
+//!
+//! Layer 1 (with `config`): imports only `error`; everything else may import it.
 
 mod indexed;
 mod task;

@@ -4,6 +4,9 @@
 //! Refusals follow one rule: an object the actor may not even view is [`Error::NotFound`]
 //! (callers must not learn that it exists); a visible object without the needed permission is
 //! [`Error::PermissionDenied`].
+//!
+//! Layer 6: imports the kernel and the layers below it; never `workflows`, `tasks`, `search`,
+//! `backup`, `schema` or the facade, which build on sessions.
 
 mod access;
 mod cabinets;

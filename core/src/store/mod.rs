@@ -2,9 +2,16 @@
 //!
 //! The trait is deliberately narrow: a store opens transactions, and a transaction runs SQL
 //! statements with typed parameters and returns rows. Every statement docmeta runs is written
-//! once (in [`records`]) in the SQL that SQLite and PostgreSQL share, with `?N` placeholders
-//! that a PostgreSQL store rewrites to `$N`. Uniqueness rules are schema constraints, so they
+//! once, in this module (one file per table group: `records.rs`, `workflows.rs`, and `reads.rs`
+//! for readers that span groups), in the SQL that SQLite and PostgreSQL share, with `?N`
+//! placeholders that a PostgreSQL store rewrites to `$N`. The typed record methods are written
+//! on a crate-private transaction wrapper, so an embedder cannot write past sessions' checks,
+//! events and tasks through them; [`Store`] and [`Transaction`] stay public for implementing a
+//! store (and for tools that need raw access, which bypasses every rule). Uniqueness rules are schema constraints, so they
 //! hold under concurrent writers; a violated constraint surfaces as [`Error::Conflict`].
+//!
+//! Layer 3: imports only `error`, `model`, `config` and `events`; the only module with SQL
+//! (`scripts/check-structure` checks both).
 
 use crate::error::{Error, Result};
 
