@@ -15,13 +15,20 @@
 
 use crate::error::{Error, Result};
 
+mod access;
+mod cabinets;
 #[cfg(feature = "conformance")]
 pub mod conformance;
+mod documents;
+mod events;
+mod metadata;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 mod reads;
 pub(crate) mod records;
+mod settings;
 pub mod sqlite;
+mod tasks;
 mod workflows;
 
 #[cfg(feature = "postgres")]

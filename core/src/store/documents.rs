@@ -1,0 +1,205 @@
+//! Statements of documents and their files.
+
+use chrono::{DateTime, Utc};
+
+use super::Tx;
+use super::records::*;
+use crate::error::Result;
+use crate::model::*;
+
+impl Tx<'_> {
+    // ----- documents --------------------------------------------------------------------
+
+    /// Inserts a document.
+    pub fn insert_document(
+        &mut self,
+        label: &str,
+        document_type: DocumentTypeId,
+        created: DateTime<Utc>,
+    ) -> Result<Document> {
+        let id = self.insert(
+            "INSERT INTO documents (label, document_type_id, created) VALUES (?1, ?2, ?3) RETURNING id",
+            &[label.into(), document_type.0.into(), to_micros(created).into()],
+        )?;
+        Ok(Document {
+            id: DocumentId(id),
+            label: label.to_owned(),
+            document_type_id: document_type,
+            created,
+        })
+    }
+
+    /// Updates a document's label and type.
+    pub fn update_document(&mut self, d: &Document) -> Result<()> {
+        self.execute(
+            "UPDATE documents SET label = ?1, document_type_id = ?2 WHERE id = ?3",
+            &[
+                (&d.label).into(),
+                d.document_type_id.0.into(),
+                d.id.0.into(),
+            ],
+        )
+        .map(drop)
+    }
+
+    /// Records a stored document file (`file.id` is ignored: the new id is returned in the
+    /// record).
+    pub fn insert_document_file(
+        &mut self,
+        file: &DocumentFile,
+        storage_name: &str,
+        encrypted: bool,
+    ) -> Result<DocumentFile> {
+        let id = self.insert(
+            "INSERT INTO document_files (document_id, filename, size, checksum, mimetype, created, storage_name, encrypted) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id",
+            &[
+                file.document_id.0.into(),
+                file.filename.as_str().into(),
+                i64::try_from(file.size).unwrap_or(i64::MAX).into(),
+                file.checksum.as_str().into(),
+                file.mimetype.as_str().into(),
+                to_micros(file.created).into(),
+                storage_name.into(),
+                i64::from(encrypted).into(),
+            ],
+        )?;
+        Ok(DocumentFile {
+            id: DocumentFileId(id),
+            ..file.clone()
+        })
+    }
+
+    /// One document file with its storage name.
+    pub fn document_file(&mut self, id: DocumentFileId) -> Result<Option<StoredFile>> {
+        self.optional(
+            &format!("SELECT {FILE_COLUMNS} FROM document_files WHERE id = ?1"),
+            &[id.0.into()],
+            stored_file,
+        )
+    }
+
+    /// The files of a document, oldest first.
+    pub fn document_files(&mut self, document: DocumentId) -> Result<Vec<StoredFile>> {
+        self.rows(
+            &format!(
+                "SELECT {FILE_COLUMNS} FROM document_files WHERE document_id = ?1 ORDER BY id"
+            ),
+            &[document.0.into()],
+            stored_file,
+        )
+    }
+
+    /// Files after `after` by id, at most `limit`; only those whose storage is (or is not)
+    /// encrypted when `encrypted` is given.
+    pub fn all_document_files(
+        &mut self,
+        after: DocumentFileId,
+        limit: u32,
+        encrypted: Option<bool>,
+    ) -> Result<Vec<StoredFile>> {
+        match encrypted {
+            Some(e) => self.rows(
+                &format!("SELECT {FILE_COLUMNS} FROM document_files WHERE id > ?1 AND encrypted = ?2 ORDER BY id LIMIT ?3"),
+                &[after.0.into(), i64::from(e).into(), i64::from(limit).into()],
+                stored_file,
+            ),
+            None => self.rows(
+                &format!("SELECT {FILE_COLUMNS} FROM document_files WHERE id > ?1 ORDER BY id LIMIT ?2"),
+                &[after.0.into(), i64::from(limit).into()],
+                stored_file,
+            ),
+        }
+    }
+
+    /// Points a file record at new stored bytes (a storage conversion).
+    pub fn set_file_storage(
+        &mut self,
+        id: DocumentFileId,
+        storage_name: &str,
+        encrypted: bool,
+    ) -> Result<()> {
+        self.execute(
+            "UPDATE document_files SET storage_name = ?2, encrypted = ?3 WHERE id = ?1",
+            &[
+                id.0.into(),
+                storage_name.into(),
+                i64::from(encrypted).into(),
+            ],
+        )
+        .map(drop)
+    }
+
+    /// Deletes a file record.
+    pub fn delete_document_file(&mut self, id: DocumentFileId) -> Result<()> {
+        self.execute("DELETE FROM document_files WHERE id = ?1", &[id.0.into()])
+            .map(drop)
+    }
+
+    /// Deletes a document with its metadata and cabinet memberships (its files must be gone).
+    pub fn delete_document(&mut self, id: DocumentId) -> Result<()> {
+        self.execute(
+            "DELETE FROM document_metadata WHERE document_id = ?1",
+            &[id.0.into()],
+        )?;
+        self.execute(
+            "DELETE FROM cabinet_documents WHERE document_id = ?1",
+            &[id.0.into()],
+        )?;
+        self.execute("DELETE FROM documents WHERE id = ?1", &[id.0.into()])
+            .map(drop)
+    }
+
+    /// One document.
+    pub fn document(&mut self, id: DocumentId) -> Result<Option<Document>> {
+        self.optional(
+            "SELECT id, label, document_type_id, created FROM documents WHERE id = ?1",
+            &[id.0.into()],
+            document,
+        )
+    }
+
+    /// Documents by id, optionally of one type, after `after`, at most `limit`.
+    pub fn documents(
+        &mut self,
+        of_type: Option<DocumentTypeId>,
+        after: DocumentId,
+        limit: u32,
+    ) -> Result<Vec<Document>> {
+        match of_type {
+            Some(t) => self.rows(
+                "SELECT id, label, document_type_id, created FROM documents WHERE document_type_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
+                &[t.0.into(), after.0.into(), i64::from(limit).into()],
+                document,
+            ),
+            None => self.rows(
+                "SELECT id, label, document_type_id, created FROM documents WHERE id > ?1 ORDER BY id LIMIT ?2",
+                &[after.0.into(), i64::from(limit).into()],
+                document,
+            ),
+        }
+    }
+
+    /// The ids of every document, optionally of one type, by id.
+    pub fn document_ids(&mut self, of_type: Option<DocumentTypeId>) -> Result<Vec<DocumentId>> {
+        match of_type {
+            Some(t) => self.rows(
+                "SELECT id FROM documents WHERE document_type_id = ?1 ORDER BY id",
+                &[t.0.into()],
+                |r| r.int(0).map(DocumentId),
+            ),
+            None => self.rows("SELECT id FROM documents ORDER BY id", &[], |r| {
+                r.int(0).map(DocumentId)
+            }),
+        }
+    }
+
+    /// How many documents a type has.
+    pub fn count_documents_of_type(&mut self, t: DocumentTypeId) -> Result<i64> {
+        self.optional(
+            "SELECT count(*) FROM documents WHERE document_type_id = ?1",
+            &[t.0.into()],
+            |r| r.int(0),
+        )
+        .map(Option::unwrap_or_default)
+    }
+}
