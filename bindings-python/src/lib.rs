@@ -605,7 +605,7 @@ impl Docmeta {
     /// The schema (metadata types, document types, roles) as YAML.
     fn export_schema(&self, py: Python<'_>) -> PyResult<String> {
         let db = self.db()?;
-        run(py, || core::schema::export(&db)?.to_yaml())
+        run(py, || core::installation::export(&db)?.to_yaml())
     }
 
     /// Makes the database match a YAML schema in one transaction; returns the changes made
@@ -614,8 +614,8 @@ impl Docmeta {
     fn apply_schema(&self, py: Python<'_>, yaml: String, dry_run: bool) -> PyResult<Vec<String>> {
         let db = self.db()?;
         run(py, || {
-            let schema = core::schema::Schema::from_yaml(&yaml)?;
-            core::schema::apply(&db, &schema, dry_run)
+            let schema = core::installation::Schema::from_yaml(&yaml)?;
+            core::installation::apply(&db, &schema, dry_run)
         })
         .map(|changes| changes.into_iter().map(|c| c.to_string()).collect())
     }

@@ -6,7 +6,7 @@
 //! Failures are retried with exponential back-off and, past `task_max_attempts`, kept as
 //! `failed` with their error.
 //!
-//! Layer 7 (with `workflows`, `search`, `backup`, `schema`): imports sessions, the kernel and
+//! Layer 7 (with `workflows`, `search`, `backup`, `installation`): imports sessions, the kernel and
 //! the layers below; it finds the handler of each task by name in the kernel's hooks, filled by
 //! the facade, so it never imports the modules whose tasks it runs.
 

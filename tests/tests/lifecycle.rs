@@ -389,7 +389,7 @@ fn required_metadata_cannot_be_removed_and_empty_edit_reapplies_default() -> Res
 
 #[test]
 fn schema_export_apply_round_trip_dry_run_and_atomicity() -> Result<()> {
-    use docmeta_core::schema::{Change, Schema, apply, export};
+    use docmeta_core::installation::{Change, Schema, apply, export};
     let source = Docmeta::in_memory()?;
     let s = source.system();
     let dt = s.create_document_type("Invoice")?;
@@ -430,11 +430,11 @@ fn schema_export_apply_round_trip_dry_run_and_atomicity() -> Result<()> {
     // All or nothing: a bad entry late in the file leaves nothing behind.
     let mut bad = changed.clone();
     bad.document_types
-        .push(docmeta_core::schema::DocumentTypeSpec {
+        .push(docmeta_core::installation::DocumentTypeSpec {
             label: "New".into(),
             metadata_types: vec![],
         });
-    bad.roles.push(docmeta_core::schema::RoleSpec {
+    bad.roles.push(docmeta_core::installation::RoleSpec {
         label: "R".into(),
         permissions: vec!["no.such_permission".into()],
     });

@@ -25,7 +25,7 @@
 //! entry verified, the database checked (integrity, schema version) and opened there, and only
 //! then is the target replaced, by renames: a restore that fails leaves the target as it was.
 //!
-//! Layer 7 (with `workflows`, `tasks`, `search`, `schema`): imports the kernel and the layers
+//! Layer 7 (with `workflows`, `tasks`, `search`, `installation`): imports the kernel and the layers
 //! below; each store writes its own database dump ([`crate::store::Store::dump_for_backup`]).
 
 use std::fs::{self, File};

@@ -5,7 +5,7 @@
 //! applied; [`Docmeta::wait_for_index`] (also run by the worker thread and before each search)
 //! applies every event after it, so a crash or restart loses nothing: the index catches up.
 //!
-//! Layer 7 (with `workflows`, `tasks`, `backup`, `schema`): imports sessions, the kernel and the
+//! Layer 7 (with `workflows`, `tasks`, `backup`, `installation`): imports sessions, the kernel and the
 //! layers below. The kernel uses only `search::home` (where the index lives).
 
 pub(crate) mod home;

@@ -6,7 +6,7 @@
 //! [`Error::PermissionDenied`].
 //!
 //! Layer 6: imports the kernel and the layers below it; never `workflows`, `tasks`, `search`,
-//! `backup`, `schema` or the facade, which build on sessions.
+//! `backup`, `installation` or the facade, which build on sessions.
 
 mod access;
 mod cabinets;

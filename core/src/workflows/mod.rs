@@ -24,7 +24,7 @@
 //!   `acls.acl_edit` and the permission itself on every document type the workflow is bound to,
 //!   when it is added and when the workflow is bound to another type.
 //!
-//! Layer 7 (with `tasks`, `search`, `backup`, `schema`): imports sessions, the kernel and the
+//! Layer 7 (with `tasks`, `search`, `backup`, `installation`): imports sessions, the kernel and the
 //! layers below, never another layer-7 module nor the facade; the kernel calls it only through
 //! the hooks the facade registers.
 

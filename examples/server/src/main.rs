@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use docmeta_core::schema::{Schema, apply, export};
+use docmeta_core::installation::{Schema, apply, export};
 use docmeta_core::{Docmeta, UserUpdate};
 
 #[derive(Parser)]

@@ -1,4 +1,5 @@
-//! The configuration of an installation as one reviewable YAML document: metadata types,
+//! The configuration of an installation (not the database schema, which the stores migrate) as
+//! one reviewable YAML document: metadata types,
 //! document types with their associations, and roles with their global permissions.
 //!
 //! [`export`] writes it; [`apply`] makes the database match it in **one transaction** (all or
