@@ -30,7 +30,7 @@ use chrono::{DateTime, Utc};
 use minijinja::Value;
 use serde::{Deserialize, Serialize};
 
-use crate::access::{ObjectKind, ObjectRef, Permission as P, Permission};
+use crate::access::{KnownParents, ObjectKind, ObjectRef, Permission as P, Permission};
 use crate::docmeta::{Docmeta, Unit};
 use crate::error::{Error, NON_FIELD_ERRORS, Result};
 use crate::events::{Event, names};
@@ -1033,8 +1033,9 @@ impl Session {
     /// Whether the session may `permission` on an instance: an ACL on the instance, on its
     /// workflow (spec 5.3 inheritance), or a global grant.
     fn can_instance(&self, permission: P, instance: &WorkflowInstance) -> bool {
-        self.can(permission, instance_ref(instance.id))
-            || self.can(permission, wf_ref(instance.workflow_id))
+        let object = instance_ref(instance.id);
+        let mut parents = KnownParents::of(object, vec![wf_ref(instance.workflow_id)]);
+        self.can_with(&mut parents, permission, object)
     }
 
     fn instance_for(

@@ -6,6 +6,9 @@ pub mod password;
 pub mod permission;
 pub mod policy;
 
-pub use inheritance::{KindInfo, KindRegistry, ObjectKind, ObjectRef};
+pub use inheritance::{KindInfo, KindRegistry, ObjectKind, ObjectRef, STORED_PARENT_KINDS};
 pub use permission::{Permission, PermissionSet};
-pub use policy::{AccessSnapshot, DocumentVisibility, Explanation, Grant};
+pub use policy::{
+    AccessSnapshot, DocumentVisibility, Explanation, Grant, KnownParents, ParentSource,
+    SnapshotOnly,
+};

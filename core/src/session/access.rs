@@ -415,7 +415,7 @@ impl Session {
             let object = obj(kind, acl.object_id);
             for key in &acl.permissions {
                 match Permission::from_key(key) {
-                    Ok(p) if self.can(p, object) => {}
+                    Ok(p) if self.can_in(tx, p, object) => {}
                     _ => {
                         return refuse(format!("'{key}' on {} {}", acl.object_kind, acl.object_id));
                     }
@@ -631,10 +631,12 @@ impl Session {
         let label = self
             .object_label(tx, object)?
             .ok_or_else(|| Error::not_found(&what))?;
-        if !self.can(view_permission(object.kind), object) && !self.can(permission, object) {
+        if !self.can_in(tx, view_permission(object.kind), object)
+            && !self.can_in(tx, permission, object)
+        {
             return Err(Error::not_found(what));
         }
-        self.require(permission, object, &what)?;
+        self.require_with(tx, permission, object, &what)?;
         Ok(event_object(&name, object.id, &label))
     }
 
@@ -706,7 +708,7 @@ impl Session {
         {
             let target = self.acl_target(&mut u.tx, object, P::AclEdit)?;
             let role_label = self.visible_role_label(&mut u.tx, role, "role_id")?;
-            if !self.can(permission, object) {
+            if !self.can_in(&mut u.tx, permission, object) {
                 return Err(Error::PermissionDenied(format!(
                     "'{}' can only be granted on this object by someone who holds it there",
                     permission.key()
