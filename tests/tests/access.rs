@@ -616,3 +616,89 @@ fn a_roles_groups_are_listed_only_to_who_may_see_groups() -> Result<()> {
     assert_eq!(s.role_groups(w.role)?.len(), 1);
     Ok(())
 }
+
+// ----- one evaluator (issue #16): sessions follow the stored links of spec 5.3 ------------------
+//
+// Before issue #16, `Session::can` answered from the access snapshot alone, so an operation on a
+// document file (or a workflow instance, or a metadata value) by its generic object reference
+// did not see the ACLs of its document (workflow, metadata type), while `Docmeta::check` did.
+// Both now call the one evaluator of `access::policy`; these cases show where they disagreed,
+// with the answer spec 5.3 gives ("an ACL on a DocumentType therefore protects its documents
+// and their files").
+
+fn file_ref(id: docmeta_core::DocumentFileId) -> ObjectRef {
+    ObjectRef::new(ObjectKind::DOCUMENT_FILE, id.0)
+}
+
+/// A document with one file, whose document grants `permissions` to the user's role.
+fn document_with_file(w: &World, permissions: &[P]) -> Result<ObjectRef> {
+    let dt = w.admin.create_document_type("Invoice")?;
+    let d = w.admin.create_document(dt.id, "scan", &[])?;
+    let f = w.admin.add_file(d.id, "scan.pdf", &mut &b"%PDF"[..])?;
+    for p in permissions {
+        w.admin.grant(*p, w.role, doc_ref(d.id))?;
+    }
+    Ok(file_ref(f.id))
+}
+
+#[test]
+fn session_can_on_a_file_inherits_from_its_document() -> Result<()> {
+    let w = world()?;
+    let file = document_with_file(&w, &[P::DocumentView, P::AclView])?;
+    let s = w.db.session(w.user);
+    assert!(
+        s.can(P::AclView, file),
+        "the document's ACL covers its file"
+    );
+    assert_eq!(
+        s.can(P::AclView, file),
+        w.db.check(w.user, P::AclView, file),
+        "the session and the handle give one answer"
+    );
+    assert!(!s.can(P::AclEdit, file));
+    Ok(())
+}
+
+#[test]
+fn a_files_acls_are_listed_for_acl_view_on_its_document() -> Result<()> {
+    let w = world()?;
+    let file = document_with_file(&w, &[P::DocumentView, P::AclView])?;
+    let s = w.db.session(w.user);
+    assert!(
+        s.acls(file)?.is_empty(),
+        "visible, with no ACL of its own (it was NotFound before issue #16)"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_permission_held_on_the_document_may_be_shared_on_its_file() -> Result<()> {
+    let w = world()?;
+    let file = document_with_file(
+        &w,
+        &[P::DocumentView, P::AclEdit, P::DocumentFileContentView],
+    )?;
+    let other_role = ObjectRef::new(ObjectKind::ROLE, w.other_role.0);
+    w.admin.grant(P::RoleView, w.role, other_role)?;
+    let s = w.db.session(w.user);
+    let acl = s.grant(P::DocumentFileContentView, w.other_role, file)?;
+    assert_eq!(acl.object_id, file.id);
+    assert!(
+        matches!(
+            s.grant(P::DocumentFileParse, w.other_role, file),
+            Err(Error::PermissionDenied(_))
+        ),
+        "what the user does not hold on the document stays ungrantable"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_file_of_an_invisible_document_keeps_its_acls_hidden() -> Result<()> {
+    let w = world()?;
+    let file = document_with_file(&w, &[])?;
+    let s = w.db.session(w.user);
+    assert!(is_not_found(s.acls(file)));
+    assert!(is_not_found(s.grant(P::DocumentFileParse, w.role, file)));
+    Ok(())
+}
