@@ -1,0 +1,982 @@
+//! Issue #16: the access matrix, directly against `Session`.
+//!
+//! The same reference evaluator as the HTTP access matrix (`examples/server/tests/access_matrix.rs`;
+//! both include `tests/oracle/access_model.rs`), written from spec 5.2-5.4 and api.md, checks
+//! core itself, so that the rules the HTTP routes used to hold are checked where they now live.
+//! A deterministic pseudo-random world (users, groups, roles with global permissions, ACLs on
+//! document types, documents, metadata types, cabinets, roles, workflows, document files and
+//! workflow instances, and the objects they protect) is built through `Docmeta::system()`; then,
+//! for every caller, every operation below is run on every relevant object and its answer is
+//! compared with the evaluator's:
+//!
+//! * the evaluator itself: `Session::can`, `Docmeta::check` and `Docmeta::filter` for every
+//!   permission grantable on each kind, on every object (files and workflow instances included);
+//! * reads and lists: documents, document types, metadata types, metadata values, files,
+//!   workflows and their instances, cabinets and their documents, roles, groups, users, ACLs;
+//! * writes: renaming documents, document types, cabinets, roles and groups, editing metadata
+//!   values, adding a document to a cabinet, creating an ACL and granting a permission on every
+//!   kind. A refused write must change nothing (the record is read back as the system); an
+//!   allowed one must take effect (it is then undone as the system).
+//!
+//! Refusals map as api.md maps them to HTTP: `NotFound` is 404 (an object the caller may not
+//! view), `PermissionDenied` 403 (a visible object without the permission, or a missing global
+//! permission), a validation error 400.
+
+#[path = "../oracle/access_model.rs"]
+#[allow(dead_code)] // The HTTP oracle uses parts of the model this one has no operation for.
+mod access_model;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Debug;
+
+use access_model::*;
+use docmeta_core::{
+    CabinetId, Docmeta, DocumentId, DocumentMetadataId, DocumentTypeId, Error, GroupId,
+    MetadataTypeId, MetadataTypeInput, ObjectKind, ObjectRef, Permission, Result, RoleId, Session,
+    UserId, UserUpdate, WorkflowId, WorkflowInstanceId,
+};
+
+const SEED: u64 = 0x5E55_10AC_CE55;
+
+/// How a call ended, as api.md would answer it over HTTP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Out {
+    Ok,
+    /// 403.
+    Denied,
+    /// 404.
+    NotFound,
+    /// 400.
+    Invalid,
+    Other,
+}
+
+fn out<T>(r: &Result<T>) -> Out {
+    match r {
+        Ok(_) => Out::Ok,
+        Err(Error::PermissionDenied(_)) => Out::Denied,
+        Err(Error::NotFound(_)) => Out::NotFound,
+        Err(e) if e.kind() == docmeta_core::ErrorKind::Validation => Out::Invalid,
+        Err(_) => Out::Other,
+    }
+}
+
+fn expected(e: Exp) -> Out {
+    match e {
+        Exp::Ok(_) => Out::Ok,
+        Exp::No(403) => Out::Denied,
+        Exp::No(404) | Exp::Gone => Out::NotFound,
+        Exp::No(400) => Out::Invalid,
+        other => panic!("the session oracle has no mapping for {other:?}"),
+    }
+}
+
+fn kind(k: K) -> ObjectKind {
+    match k {
+        K::DocType => ObjectKind::DOCUMENT_TYPE,
+        K::Doc => ObjectKind::DOCUMENT,
+        K::MetaType => ObjectKind::METADATA_TYPE,
+        K::Cabinet => ObjectKind::CABINET,
+        K::Role => ObjectKind::ROLE,
+        K::Workflow => ObjectKind::WORKFLOW,
+        K::File => ObjectKind::DOCUMENT_FILE,
+        K::Instance => ObjectKind::WORKFLOW_INSTANCE,
+    }
+}
+
+fn oref(o: Obj) -> ObjectRef {
+    ObjectRef::new(kind(o.0), o.1)
+}
+
+fn perm(key: &str) -> Permission {
+    Permission::from_key(key).unwrap_or_else(|e| panic!("{key}: {e}"))
+}
+
+/// Every kind the world has objects of.
+const ALL_KINDS: [K; 8] = [
+    K::DocType,
+    K::Doc,
+    K::MetaType,
+    K::Cabinet,
+    K::Role,
+    K::Workflow,
+    K::File,
+    K::Instance,
+];
+
+struct World {
+    db: Docmeta,
+    admin: Session,
+    model: Model,
+    /// Callers: a superuser and regular users (the inactive user cannot act).
+    callers: Vec<i64>,
+    /// A role in no group and with no grant: ACLs are created for it and removed again, which
+    /// changes nobody's access.
+    spare: i64,
+    /// Workflow instance -> its document.
+    inst_doc: BTreeMap<i64, i64>,
+}
+
+impl World {
+    fn objects(&self, k: K) -> Vec<Obj> {
+        let m = &self.model;
+        let ids: Vec<i64> = match k {
+            K::DocType => m.dts.iter().copied().collect(),
+            K::Doc => m.docs.keys().copied().collect(),
+            K::MetaType => m.mts.iter().copied().collect(),
+            K::Cabinet => m.cabs.keys().copied().collect(),
+            K::Role => m.roles.keys().copied().collect(),
+            K::Workflow => m.wfs.keys().copied().collect(),
+            K::File => m.files.keys().copied().collect(),
+            K::Instance => m.insts.keys().copied().collect(),
+        };
+        ids.into_iter().map(|id| (k, id)).collect()
+    }
+}
+
+fn fast_hashing() -> docmeta_core::Config {
+    docmeta_core::Config {
+        password_hash_memory_kib: 64,
+        password_hash_iterations: 1,
+        ..Default::default()
+    }
+}
+
+fn build_world() -> Result<World> {
+    let db = Docmeta::builder().config(fast_hashing()).open()?;
+    let admin = db.system();
+    let mut dice = Dice(SEED);
+    let mut m = Model::default();
+    let mut callers = Vec::new();
+
+    let add_user = |m: &mut Model, name: &str, superuser: bool| -> Result<i64> {
+        let u = admin.create_user(name, "a long password", superuser)?.id.0;
+        m.users.insert(
+            u,
+            UserM {
+                name: name.to_owned(),
+                superuser,
+                active: true,
+            },
+        );
+        Ok(u)
+    };
+    callers.push(add_user(&mut m, "boss", true)?);
+    let mut regular = Vec::new();
+    for n in 1..=7 {
+        regular.push(add_user(&mut m, &format!("user{n}"), false)?);
+    }
+    callers.extend(&regular);
+    add_user(&mut m, "target", false)?;
+    let sleeper = add_user(&mut m, "sleeper", false)?;
+    admin.update_user(
+        UserId(sleeper),
+        UserUpdate {
+            is_active: Some(false),
+            ..Default::default()
+        },
+    )?;
+    if let Some(u) = m.users.get_mut(&sleeper) {
+        u.active = false;
+    }
+
+    // Groups: user(k) in group(k), sometimes in another; user6 in two; user7 in none.
+    let mut groups = Vec::new();
+    for n in 1..=5 {
+        let g = admin.create_group(&format!("group{n}"))?.0;
+        groups.push(g);
+        m.groups.insert(g, BTreeSet::new());
+    }
+    let mut membership = BTreeSet::new();
+    for (k, g) in groups.iter().enumerate() {
+        membership.insert((*g, regular[k]));
+        if dice.chance(30) {
+            membership.insert((groups[dice.below(groups.len())], regular[k]));
+        }
+    }
+    for g in dice.sample(&groups, 2) {
+        membership.insert((g, regular[5]));
+    }
+    for (g, u) in membership {
+        admin.set_group_member(GroupId(g), UserId(u), true)?;
+        m.groups.entry(g).or_default().insert(u);
+    }
+
+    // Roles: role(k) in group(k), sometimes another; a few global permissions each.
+    let mut roles = Vec::new();
+    for n in 1..=5 {
+        let r = admin.create_role(&format!("role{n}"))?.0;
+        roles.push(r);
+        let mut to = BTreeSet::from([groups[n - 1]]);
+        if dice.chance(25) {
+            to.insert(groups[dice.below(groups.len())]);
+        }
+        let mut role = RoleM::default();
+        for g in to {
+            admin.set_role_group(RoleId(r), GroupId(g), true)?;
+            role.groups.insert(g);
+        }
+        for p in GLOBAL_POOL {
+            if dice.chance(12) {
+                admin.grant_global(perm(p), RoleId(r))?;
+                role.global.insert((*p).to_owned());
+            }
+        }
+        m.roles.insert(r, role);
+    }
+    let spare = admin.create_role("spare")?.0;
+    m.roles.insert(spare, RoleM::default());
+
+    // The protected objects.
+    for n in 1..=3 {
+        m.dts
+            .insert(admin.create_document_type(&format!("type{n}"))?.id.0);
+    }
+    for n in 1..=3 {
+        let mt = admin.create_metadata_type(MetadataTypeInput::new(
+            format!("field{n}"),
+            format!("Field {n}"),
+        ))?;
+        m.mts.insert(mt.id.0);
+    }
+    let dts: Vec<i64> = m.dts.iter().copied().collect();
+    let mts: Vec<i64> = m.mts.iter().copied().collect();
+    for dt in &dts {
+        for mt in &mts {
+            if dice.chance(60) {
+                let a = admin.associate(DocumentTypeId(*dt), MetadataTypeId(*mt), false)?;
+                m.assocs.insert(
+                    a.id.0,
+                    AssocM {
+                        dt: *dt,
+                        mt: *mt,
+                        required: false,
+                    },
+                );
+            }
+        }
+    }
+    for n in 1..=2 {
+        let bound = dice.sample(&dts, 2);
+        let types: Vec<DocumentTypeId> = bound.iter().map(|d| DocumentTypeId(*d)).collect();
+        let wf = admin.create_workflow(&format!("flow{n}"), &types)?;
+        let state = admin.create_workflow_state(wf.id, "start", true)?;
+        m.wfs.insert(
+            wf.id.0,
+            WfM {
+                dts: bound.into_iter().collect(),
+                states: BTreeMap::from([(state.id.0, BTreeSet::new())]),
+                transitions: BTreeMap::new(),
+            },
+        );
+    }
+    for n in 1..=8 {
+        let dt = dts[dice.below(dts.len())];
+        let d = admin
+            .create_document(DocumentTypeId(dt), &format!("doc{n}"), &[])?
+            .id
+            .0;
+        m.docs.insert(d, dt);
+        for a in m.assocs.values().filter(|a| a.dt == dt) {
+            if dice.chance(70) {
+                let v = admin.add_document_metadata(
+                    DocumentId(d),
+                    MetadataTypeId(a.mt),
+                    &format!("value{n}"),
+                )?;
+                m.values.insert(v.id.0, ValM { doc: d, mt: a.mt });
+            }
+        }
+        if dice.chance(60) {
+            let f = admin.add_file(DocumentId(d), "scan.pdf", &mut &b"%PDF-1.4"[..])?;
+            m.files.insert(f.id.0, d);
+        }
+    }
+    db.run_pending_tasks()?;
+    let mut inst_doc = BTreeMap::new();
+    for d in m.docs.keys() {
+        for i in admin.workflow_instances(DocumentId(*d))? {
+            m.insts.insert(
+                i.id.0,
+                InstM {
+                    doc: *d,
+                    wf: i.workflow_id.0,
+                    state: i.state_id.map(|s| s.0),
+                },
+            );
+            inst_doc.insert(i.id.0, *d);
+        }
+    }
+    // Two cabinet trees: 1 > 2 > 3, and 4 > 5.
+    let cab = |m: &mut Model, label: &str, parent: Option<i64>| -> Result<i64> {
+        let c = admin.create_cabinet(label, parent.map(CabinetId))?.id.0;
+        m.cabs.insert(
+            c,
+            CabM {
+                parent,
+                docs: BTreeSet::new(),
+            },
+        );
+        Ok(c)
+    };
+    let c1 = cab(&mut m, "c1", None)?;
+    let c2 = cab(&mut m, "c2", Some(c1))?;
+    cab(&mut m, "c3", Some(c2))?;
+    let c4 = cab(&mut m, "c4", None)?;
+    cab(&mut m, "c5", Some(c4))?;
+    let docs: Vec<i64> = m.docs.keys().copied().collect();
+    let cabs: Vec<i64> = m.cabs.keys().copied().collect();
+    for c in &cabs {
+        for d in dice.sample(&docs, 3) {
+            admin.set_cabinet_document(CabinetId(*c), DocumentId(d), true)?;
+            m.cabs.entry(*c).or_default().docs.insert(d);
+        }
+    }
+
+    let mut world = World {
+        db,
+        admin,
+        model: m,
+        callers,
+        spare,
+        inst_doc,
+    };
+
+    // ACLs: each role gets a few keys on some objects of every kind, often with the kind's
+    // view permission so that the keys matter.
+    for r in &roles {
+        for k in ALL_KINDS {
+            for o in world.objects(k) {
+                if !dice.chance(if matches!(k, K::File | K::Instance) {
+                    15
+                } else {
+                    22
+                }) {
+                    continue;
+                }
+                let pool = k.pool();
+                let n = 1 + dice.below(4);
+                let mut keys = dice.sample(pool, n);
+                if ACL_KINDS.contains(&k) && dice.chance(60) {
+                    keys.push(k.view());
+                }
+                for p in keys {
+                    grant_acl(&world.admin, &mut world.model, *r, o, p)?;
+                }
+            }
+        }
+    }
+
+    // The last caller holds only corner cases, through a role of its own: seeing groups without
+    // editing them; a root cabinet's view and an intermediate cabinet's edit; metadata values
+    // it may see but not edit; ACL rights on documents it may not see; ACL view on a document
+    // type, which its documents' files inherit (spec 5.3).
+    let edge = *world.callers.last().expect("callers");
+    let (group, role) = (
+        admin_group(&world, "edge")?,
+        world.admin.create_role("edge")?,
+    );
+    world.admin.set_group_member(group, UserId(edge), true)?;
+    world.admin.set_role_group(role, group, true)?;
+    world.admin.grant_global(perm(GROUP_VIEW), role)?;
+    world.model.groups.insert(group.0, BTreeSet::from([edge]));
+    world.model.roles.insert(
+        role.0,
+        RoleM {
+            groups: BTreeSet::from([group.0]),
+            global: BTreeSet::from([GROUP_VIEW.to_owned()]),
+        },
+    );
+    let edge_acls: [(Obj, &[&str]); 7] = [
+        ((K::Cabinet, c1), &[CAB_VIEW]),
+        ((K::Cabinet, c2), &[CAB_EDIT]),
+        ((K::DocType, dts[0]), &[DOC_VIEW, DM_VIEW, ACL_VIEW]),
+        ((K::DocType, dts[1]), &[ACL_EDIT, DM_EDIT]),
+        ((K::MetaType, mts[0]), &[DM_VIEW]),
+        ((K::MetaType, mts[1]), &[DM_VIEW, DM_EDIT]),
+        (
+            (
+                K::Workflow,
+                *world.model.wfs.keys().next().expect("a workflow"),
+            ),
+            &[WF_VIEW, ACL_EDIT],
+        ),
+    ];
+    for (o, keys) in edge_acls {
+        for p in keys {
+            grant_acl(&world.admin, &mut world.model, role.0, o, p)?;
+        }
+    }
+    Ok(world)
+}
+
+/// Grants `key` to role `r` on `o` as the system, and records the ACL in the model.
+fn grant_acl(admin: &Session, m: &mut Model, r: i64, o: Obj, key: &str) -> Result<()> {
+    let acl = admin.grant(perm(key), RoleId(r), oref(o))?;
+    m.acls
+        .entry(o)
+        .or_default()
+        .entry(r)
+        .or_insert_with(|| AclM {
+            id: acl.id.0,
+            perms: BTreeSet::new(),
+        })
+        .perms
+        .insert(key.to_owned());
+    Ok(())
+}
+
+fn admin_group(w: &World, name: &str) -> Result<GroupId> {
+    w.admin.create_group(name)
+}
+
+/// Differences between core and the reference evaluator.
+#[derive(Default)]
+struct Report {
+    checks: usize,
+    failures: Vec<String>,
+    /// Write operation -> the outcomes it had, so that every write is seen both allowed and
+    /// refused (an operation that is never allowed, or never refused, checks little).
+    outcomes: BTreeMap<String, BTreeSet<Out>>,
+}
+
+impl Report {
+    fn same<T: PartialEq + Debug>(&mut self, what: impl FnOnce() -> String, got: T, want: T) {
+        self.checks += 1;
+        if got != want {
+            self.failures
+                .push(format!("{}: core {got:?}, evaluator {want:?}", what()));
+        }
+    }
+}
+
+fn name(w: &World, u: i64) -> String {
+    w.model.users.get(&u).map_or("?".into(), |x| x.name.clone())
+}
+
+// ----- the evaluator itself ---------------------------------------------------------------------
+
+fn evaluator(w: &World, r: &mut Report, u: i64) {
+    let s = w.db.session(UserId(u));
+    let m = &w.model;
+    for k in ALL_KINDS {
+        let objects = w.objects(k);
+        let refs: Vec<ObjectRef> = objects.iter().map(|o| oref(*o)).collect();
+        let mut keys: BTreeSet<&str> = k.pool().iter().copied().collect();
+        keys.insert(k.view());
+        for key in keys {
+            let p = perm(key);
+            for o in &objects {
+                let want = m.has(u, key, *o);
+                r.same(
+                    || format!("{} Session::can({key}, {o:?})", name(w, u)),
+                    s.can(p, oref(*o)),
+                    want,
+                );
+                r.same(
+                    || format!("{} Docmeta::check({key}, {o:?})", name(w, u)),
+                    w.db.check(UserId(u), p, oref(*o)),
+                    want,
+                );
+            }
+            let want: Vec<ObjectRef> = objects
+                .iter()
+                .filter(|o| m.has(u, key, **o))
+                .map(|o| oref(*o))
+                .collect();
+            r.same(
+                || format!("{} Docmeta::filter({key}, {k:?})", name(w, u)),
+                w.db.filter(UserId(u), p, &refs),
+                want,
+            );
+        }
+    }
+}
+
+// ----- reads and lists --------------------------------------------------------------------------
+
+/// An object read: passes when the caller may view it, else NotFound.
+fn seen_or_404(visible: bool) -> Out {
+    if visible { Out::Ok } else { Out::NotFound }
+}
+
+fn reads(w: &World, r: &mut Report, u: i64) -> Result<()> {
+    let s = w.db.session(UserId(u));
+    let m = &w.model;
+    let who = name(w, u);
+
+    // Documents, their metadata values, files and workflow instances.
+    for d in m.docs.keys() {
+        let doc = (K::Doc, *d);
+        let got = s.document(DocumentId(*d));
+        r.same(
+            || format!("{who} document {d}"),
+            out(&got),
+            seen_or_404(m.seen(u, doc)),
+        );
+        let files = s.files(DocumentId(*d));
+        r.same(
+            || format!("{who} files of document {d}"),
+            out(&files),
+            seen_or_404(m.seen(u, doc)),
+        );
+        if let Ok(files) = files {
+            let got: BTreeSet<i64> = files.iter().map(|f| f.id.0).collect();
+            let want: BTreeSet<i64> = m
+                .files
+                .iter()
+                .filter(|(_, x)| **x == *d)
+                .map(|(f, _)| *f)
+                .collect();
+            r.same(|| format!("{who} file list of document {d}"), got, want);
+        }
+        let values = s.document_metadata_list(DocumentId(*d));
+        r.same(
+            || format!("{who} metadata of document {d}"),
+            out(&values),
+            seen_or_404(m.seen(u, doc)),
+        );
+        if let Ok(values) = values {
+            let got: BTreeSet<i64> = values.iter().map(|v| v.id.0).collect();
+            let want: BTreeSet<i64> = (m.values.iter())
+                .filter(|(id, v)| v.doc == *d && m.value_visible(u, **id))
+                .map(|(id, _)| *id)
+                .collect();
+            r.same(|| format!("{who} metadata list of document {d}"), got, want);
+        }
+        let insts = s.workflow_instances(DocumentId(*d));
+        r.same(
+            || format!("{who} workflow instances of document {d}"),
+            out(&insts),
+            seen_or_404(m.seen(u, doc)),
+        );
+        if let Ok(insts) = insts {
+            let got: BTreeSet<i64> = insts.iter().map(|i| i.id.0).collect();
+            let want: BTreeSet<i64> = (m.insts.iter())
+                .filter(|(id, i)| i.doc == *d && m.inst_visible(u, **id))
+                .map(|(id, _)| *id)
+                .collect();
+            r.same(|| format!("{who} instance list of document {d}"), got, want);
+        }
+    }
+    let listed: BTreeSet<i64> = s
+        .documents(None, DocumentId(0), 1000)?
+        .iter()
+        .map(|d| d.id.0)
+        .collect();
+    let want: BTreeSet<i64> = m
+        .docs
+        .keys()
+        .copied()
+        .filter(|d| m.seen(u, (K::Doc, *d)))
+        .collect();
+    r.same(|| format!("{who} document list"), listed, want);
+    for (v, x) in &m.values {
+        let got = s.document_metadata(DocumentId(x.doc), DocumentMetadataId(*v));
+        r.same(
+            || format!("{who} metadata value {v}"),
+            out(&got),
+            seen_or_404(m.value_visible(u, *v)),
+        );
+    }
+    for f in m.files.keys() {
+        let got = s.file(docmeta_core::DocumentFileId(*f));
+        r.same(
+            || format!("{who} file {f}"),
+            out(&got),
+            seen_or_404(m.seen(u, (K::File, *f))),
+        );
+    }
+    for (i, d) in &w.inst_doc {
+        let got = s.workflow_instance(DocumentId(*d), WorkflowInstanceId(*i));
+        r.same(
+            || format!("{who} workflow instance {i}"),
+            out(&got),
+            seen_or_404(m.inst_visible(u, *i)),
+        );
+    }
+
+    // Document types, metadata types, workflows, cabinets, roles: one read each and the list.
+    for dt in &m.dts {
+        let got = s.document_type(DocumentTypeId(*dt));
+        r.same(
+            || format!("{who} document type {dt}"),
+            out(&got),
+            seen_or_404(m.seen(u, (K::DocType, *dt))),
+        );
+    }
+    let listed: BTreeSet<i64> = s.document_types()?.iter().map(|t| t.id.0).collect();
+    let want: BTreeSet<i64> = m
+        .dts
+        .iter()
+        .copied()
+        .filter(|t| m.seen(u, (K::DocType, *t)))
+        .collect();
+    r.same(|| format!("{who} document type list"), listed, want);
+    for mt in &m.mts {
+        let got = s.metadata_type(MetadataTypeId(*mt));
+        r.same(
+            || format!("{who} metadata type {mt}"),
+            out(&got),
+            seen_or_404(m.seen(u, (K::MetaType, *mt))),
+        );
+    }
+    let listed: BTreeSet<i64> = s.metadata_types()?.iter().map(|t| t.id.0).collect();
+    let want: BTreeSet<i64> = m
+        .mts
+        .iter()
+        .copied()
+        .filter(|t| m.seen(u, (K::MetaType, *t)))
+        .collect();
+    r.same(|| format!("{who} metadata type list"), listed, want);
+    for wf in m.wfs.keys() {
+        let got = s.workflow(WorkflowId(*wf));
+        r.same(
+            || format!("{who} workflow {wf}"),
+            out(&got),
+            seen_or_404(m.seen(u, (K::Workflow, *wf))),
+        );
+    }
+    let listed: BTreeSet<i64> = s.workflows()?.iter().map(|x| x.id.0).collect();
+    let want: BTreeSet<i64> = m
+        .wfs
+        .keys()
+        .copied()
+        .filter(|x| m.seen(u, (K::Workflow, *x)))
+        .collect();
+    r.same(|| format!("{who} workflow list"), listed, want);
+    for (c, cab) in &m.cabs {
+        let visible = m.seen(u, (K::Cabinet, *c));
+        let got = s.cabinet(CabinetId(*c));
+        r.same(
+            || format!("{who} cabinet {c}"),
+            out(&got),
+            seen_or_404(visible),
+        );
+        let docs = s.cabinet_documents(CabinetId(*c));
+        r.same(
+            || format!("{who} documents of cabinet {c}"),
+            out(&docs),
+            seen_or_404(visible),
+        );
+        if let Ok(docs) = docs {
+            let got: BTreeSet<i64> = docs.iter().map(|d| d.0).collect();
+            let want: BTreeSet<i64> = cab
+                .docs
+                .iter()
+                .copied()
+                .filter(|d| m.seen(u, (K::Doc, *d)))
+                .collect();
+            r.same(|| format!("{who} document list of cabinet {c}"), got, want);
+        }
+    }
+    let listed: BTreeSet<i64> = s.cabinets()?.iter().map(|c| c.id.0).collect();
+    let want: BTreeSet<i64> = m
+        .cabs
+        .keys()
+        .copied()
+        .filter(|c| m.seen(u, (K::Cabinet, *c)))
+        .collect();
+    r.same(|| format!("{who} cabinet list"), listed, want);
+    for role in m.roles.keys() {
+        let got = s.role(RoleId(*role));
+        r.same(
+            || format!("{who} role {role}"),
+            out(&got),
+            seen_or_404(m.seen(u, (K::Role, *role))),
+        );
+    }
+    let listed: BTreeSet<i64> = s.roles()?.iter().map(|(id, _)| id.0).collect();
+    let want: BTreeSet<i64> = m
+        .roles
+        .keys()
+        .copied()
+        .filter(|x| m.seen(u, (K::Role, *x)))
+        .collect();
+    r.same(|| format!("{who} role list"), listed, want);
+
+    // Groups and users: global permissions only.
+    let group_view = m.glob(u, GROUP_VIEW);
+    for g in m.groups.keys() {
+        let got = s.group(GroupId(*g));
+        r.same(
+            || format!("{who} group {g}"),
+            out(&got),
+            seen_or_404(group_view),
+        );
+    }
+    let listed: BTreeSet<i64> = s.groups()?.iter().map(|(id, _)| id.0).collect();
+    let want: BTreeSet<i64> = if group_view {
+        m.groups.keys().copied().collect()
+    } else {
+        BTreeSet::new()
+    };
+    r.same(|| format!("{who} group list"), listed, want);
+    for t in m.users.keys() {
+        let got = s.user(UserId(*t));
+        r.same(
+            || format!("{who} user {t}"),
+            out(&got),
+            seen_or_404(m.user_visible(u, *t)),
+        );
+    }
+    let listed: BTreeSet<i64> = s.users()?.iter().map(|x| x.id.0).collect();
+    let want: BTreeSet<i64> = m
+        .users
+        .keys()
+        .copied()
+        .filter(|t| m.user_visible(u, *t))
+        .collect();
+    r.same(|| format!("{who} user list"), listed, want);
+
+    // ACLs of every object: acl_view on it (403/404); the list is all its ACLs.
+    for k in ALL_KINDS {
+        for o in w.objects(k) {
+            let got = s.acls(oref(o));
+            r.same(
+                || format!("{who} ACLs of {o:?}"),
+                out(&got),
+                expected(m.act(u, ACL_VIEW, o, 200)),
+            );
+            if let Ok(acls) = got {
+                let got: BTreeSet<i64> = acls.iter().map(|a| a.id.0).collect();
+                let want: BTreeSet<i64> = m
+                    .acls
+                    .get(&o)
+                    .map(|x| x.values().map(|a| a.id).collect())
+                    .unwrap_or_default();
+                r.same(|| format!("{who} ACL list of {o:?}"), got, want);
+            }
+        }
+    }
+    Ok(())
+}
+
+// ----- writes -----------------------------------------------------------------------------------
+
+/// Runs a write as the caller and compares its outcome with `want`; `probe` reads (as the
+/// system) what the write changes, which must stay the same when refused and differ when
+/// allowed; `undo` puts the world back after an allowed write.
+fn write<T, S: PartialEq + Debug>(
+    r: &mut Report,
+    what: String,
+    want: Out,
+    probe: impl Fn() -> Result<S>,
+    call: impl FnOnce() -> Result<T>,
+    undo: impl FnOnce() -> Result<()>,
+) -> Result<()> {
+    let before = probe()?;
+    let got = call();
+    let outcome = out(&got);
+    r.same(|| what.clone(), outcome, want);
+    let operation = what.split(' ').nth(1).unwrap_or_default().to_owned();
+    r.outcomes.entry(operation).or_default().insert(outcome);
+    let after = probe()?;
+    if outcome == Out::Ok {
+        r.same(|| format!("{what}: took effect"), after != before, true);
+        undo()?;
+        r.same(|| format!("{what}: undone"), probe()?, before);
+    } else {
+        r.same(|| format!("{what}: changed nothing"), after, before);
+    }
+    Ok(())
+}
+
+fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
+    let s = w.db.session(UserId(u));
+    let a = &w.admin;
+    let m = &w.model;
+    let who = name(w, u);
+    let new = format!("renamed by {who}");
+
+    for d in m.docs.keys().copied() {
+        let old = a.document(DocumentId(d))?.label;
+        write(
+            r,
+            format!("{who} update_document {d}"),
+            expected(m.act(u, DOC_EDIT, (K::Doc, d), 200)),
+            || Ok(a.document(DocumentId(d))?.label),
+            || s.update_document(DocumentId(d), &new),
+            || a.update_document(DocumentId(d), &old).map(drop),
+        )?;
+    }
+    for dt in m.dts.iter().copied() {
+        let old = a.document_type(DocumentTypeId(dt))?.label;
+        write(
+            r,
+            format!("{who} update_document_type {dt}"),
+            expected(m.act(u, DT_EDIT, (K::DocType, dt), 200)),
+            || Ok(a.document_type(DocumentTypeId(dt))?.label),
+            || s.update_document_type(DocumentTypeId(dt), &new),
+            || a.update_document_type(DocumentTypeId(dt), &old).map(drop),
+        )?;
+    }
+    for c in m.cabs.keys().copied() {
+        let old = a.cabinet(CabinetId(c))?.label;
+        write(
+            r,
+            format!("{who} rename_cabinet {c}"),
+            expected(m.act(u, CAB_EDIT, (K::Cabinet, c), 200)),
+            || Ok(a.cabinet(CabinetId(c))?.label),
+            || s.rename_cabinet(CabinetId(c), &new),
+            || a.rename_cabinet(CabinetId(c), &old).map(drop),
+        )?;
+        // Adding a document: cabinet_add_document on the cabinet, then on the document.
+        let outside = m
+            .docs
+            .keys()
+            .copied()
+            .find(|d| !m.cabs[&c].docs.contains(d));
+        if let Some(d) = outside {
+            let want = match m.act(u, CAB_ADD_DOC, (K::Cabinet, c), 200) {
+                Exp::Ok(_) => m.act(u, CAB_ADD_DOC, (K::Doc, d), 200),
+                refused => refused,
+            };
+            write(
+                r,
+                format!("{who} set_cabinet_document {c} +{d}"),
+                expected(want),
+                || a.cabinet_documents(CabinetId(c)),
+                || s.set_cabinet_document(CabinetId(c), DocumentId(d), true),
+                || a.set_cabinet_document(CabinetId(c), DocumentId(d), false),
+            )?;
+        }
+    }
+    for role in m.roles.keys().copied() {
+        let old = a.role(RoleId(role))?;
+        write(
+            r,
+            format!("{who} rename_role {role}"),
+            expected(m.act(u, ROLE_EDIT, (K::Role, role), 200)),
+            || a.role(RoleId(role)),
+            || s.rename_role(RoleId(role), &new),
+            || a.rename_role(RoleId(role), &old),
+        )?;
+    }
+    for g in m.groups.keys().copied() {
+        let old = a.group(GroupId(g))?;
+        let want = if !m.glob(u, GROUP_VIEW) {
+            Out::NotFound
+        } else if !m.glob(u, GROUP_EDIT) {
+            Out::Denied
+        } else {
+            Out::Ok
+        };
+        write(
+            r,
+            format!("{who} rename_group {g}"),
+            want,
+            || a.group(GroupId(g)),
+            || s.rename_group(GroupId(g), &new),
+            || a.rename_group(GroupId(g), &old),
+        )?;
+    }
+    for (v, x) in &m.values {
+        let (d, id) = (DocumentId(x.doc), DocumentMetadataId(*v));
+        let old = a.document_metadata(d, id)?.value;
+        let want = if !m.value_visible(u, *v) {
+            Out::NotFound
+        } else if m.has(u, DM_EDIT, (K::Doc, x.doc)) && m.has(u, DM_EDIT, (K::MetaType, x.mt)) {
+            Out::Ok
+        } else {
+            Out::Denied
+        };
+        write(
+            r,
+            format!("{who} edit_document_metadata {v}"),
+            want,
+            || Ok(a.document_metadata(d, id)?.value),
+            || s.edit_document_metadata(d, id, &new),
+            || a.edit_document_metadata(d, id, &old).map(drop),
+        )?;
+    }
+
+    // ACLs for the spare role, on every object: acl_edit on the object (403/404), then the
+    // role must be visible (400 otherwise), then a granted key must be held there (403).
+    let spare = RoleId(w.spare);
+    let spare_seen = m.seen(u, (K::Role, w.spare));
+    let acls_of =
+        |o: Obj| -> Result<Vec<i64>> { Ok(a.acls(oref(o))?.iter().map(|x| x.id.0).collect()) };
+    let drop_spare = |o: Obj| -> Result<()> {
+        for acl in a.acls(oref(o))? {
+            if acl.role_id == spare {
+                a.delete_acl(oref(o), acl.id)?;
+            }
+        }
+        Ok(())
+    };
+    for k in ALL_KINDS {
+        for o in w.objects(k) {
+            let gate = match m.act(u, ACL_EDIT, o, 200) {
+                Exp::Ok(_) if !spare_seen => Out::Invalid,
+                e => expected(e),
+            };
+            write(
+                r,
+                format!("{who} create_acl {o:?}"),
+                gate,
+                || acls_of(o),
+                || s.create_acl(oref(o), spare),
+                || drop_spare(o),
+            )?;
+            let key = k.pool()[(o.1 as usize) % k.pool().len()];
+            let want = match gate {
+                Out::Ok if !m.has(u, key, o) => Out::Denied,
+                other => other,
+            };
+            write(
+                r,
+                format!("{who} grant {key} on {o:?}"),
+                want,
+                || {
+                    Ok(a.acls(oref(o))?
+                        .into_iter()
+                        .map(|x| (x.id.0, x.permissions))
+                        .collect::<Vec<_>>())
+                },
+                || s.grant(perm(key), spare, oref(o)),
+                || drop_spare(o),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn every_session_operation_as_every_user_agrees_with_the_reference_evaluator() -> Result<()> {
+    let started = std::time::Instant::now();
+    let w = build_world()?;
+    let mut r = Report::default();
+    for u in w.callers.clone() {
+        evaluator(&w, &mut r, u);
+        reads(&w, &mut r, u)?;
+        writes(&w, &mut r, u)?;
+    }
+    eprintln!(
+        "session access matrix: {} callers, {} checks, {:?}",
+        w.callers.len(),
+        r.checks,
+        started.elapsed()
+    );
+    for (operation, seen) in r.outcomes.clone() {
+        eprintln!("  {operation}: {seen:?}");
+        r.same(
+            || format!("{operation} is both allowed and refused by someone"),
+            seen.contains(&Out::Ok) && seen.iter().any(|o| *o != Out::Ok),
+            true,
+        );
+    }
+    assert!(
+        r.failures.is_empty(),
+        "{} of {} answers differ from the reference evaluator:\n{}",
+        r.failures.len(),
+        r.checks,
+        r.failures
+            .iter()
+            .take(60)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    Ok(())
+}
