@@ -702,3 +702,49 @@ fn a_file_of_an_invisible_document_keeps_its_acls_hidden() -> Result<()> {
     assert!(is_not_found(s.grant(P::DocumentFileParse, w.role, file)));
     Ok(())
 }
+
+#[test]
+fn acl_edit_without_any_view_adds_a_key_through_an_acl_id() -> Result<()> {
+    // Found by the session access matrix (issue #16): `acl_add_permission` looked the ACL up
+    // as a reader, so a holder of `acls.acl_edit` who may neither view the object nor its
+    // ACLs got NotFound, though `grant` and `create_acl` let them act (api.md: acl_edit on the
+    // object decides, 403/404).
+    let w = world()?;
+    let dt = w.admin.create_document_type("Invoice")?;
+    let acl = w
+        .admin
+        .grant(P::DocumentView, w.other_role, dt_ref(dt.id))?;
+    w.admin.grant(P::AclEdit, w.role, dt_ref(dt.id))?;
+    w.admin.grant(P::DocumentEdit, w.role, dt_ref(dt.id))?;
+    w.admin.grant(
+        P::RoleView,
+        w.role,
+        ObjectRef::new(ObjectKind::ROLE, w.other_role.0),
+    )?;
+    let s = w.db.session(w.user);
+    assert!(!s.can(P::DocumentTypeView, dt_ref(dt.id)) && !s.can(P::AclView, dt_ref(dt.id)));
+    let row = s.acl_add_permission(dt_ref(dt.id), acl.id, P::DocumentEdit)?;
+    assert!(row.permissions.contains(&P::DocumentEdit.key().to_owned()));
+    Ok(())
+}
+
+#[test]
+fn acl_ids_of_an_invisible_object_stay_not_found_without_acl_edit() -> Result<()> {
+    let w = world()?;
+    let dt = w.admin.create_document_type("Invoice")?;
+    let acl = w
+        .admin
+        .grant(P::DocumentView, w.other_role, dt_ref(dt.id))?;
+    let s = w.db.session(w.user);
+    assert!(is_not_found(s.acl_add_permission(
+        dt_ref(dt.id),
+        acl.id,
+        P::DocumentEdit
+    )));
+    assert!(is_not_found(s.acl_add_permission(
+        dt_ref(dt.id),
+        docmeta_core::AclId(acl.id.0 + 1000),
+        P::DocumentEdit
+    )));
+    Ok(())
+}
