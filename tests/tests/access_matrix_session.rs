@@ -768,7 +768,12 @@ fn write<T, S: PartialEq + Debug>(
     let before = probe()?;
     let got = call();
     let outcome = out(&got);
-    r.same(|| what.clone(), outcome, want);
+    let detail = got
+        .as_ref()
+        .err()
+        .map(|e| format!(" [{e}]"))
+        .unwrap_or_default();
+    r.same(|| format!("{what}{detail}"), outcome, want);
     let operation = what.split(' ').nth(1).unwrap_or_default().to_owned();
     r.outcomes.entry(operation).or_default().insert(outcome);
     let after = probe()?;
@@ -871,6 +876,39 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
             || a.rename_group(GroupId(g), &old),
         )?;
     }
+    // Group members: group_view (404) then group_edit (403); the user must be visible (400);
+    // adding needs holding what the group's roles grant (issue #15).
+    for (g, members) in &m.groups {
+        let gid = GroupId(*g);
+        let outside = m.users.keys().copied().find(|t| !members.contains(t));
+        let inside = members.iter().next().copied();
+        for (add, t) in [(true, outside), (false, inside)] {
+            let Some(t) = t else { continue };
+            let want = if !m.glob(u, GROUP_VIEW) {
+                Out::NotFound
+            } else if !m.glob(u, GROUP_EDIT) {
+                Out::Denied
+            } else if !m.user_visible(u, t) {
+                Out::Invalid
+            } else if add
+                && !(m.roles.iter())
+                    .filter(|(_, role)| role.groups.contains(g))
+                    .all(|(role, _)| m.holds_role(u, *role))
+            {
+                Out::Denied
+            } else {
+                Out::Ok
+            };
+            write(
+                r,
+                format!("{who} set_group_member {g} {t} {add}"),
+                want,
+                || a.group_members(gid),
+                || s.set_group_member(gid, UserId(t), add),
+                || a.set_group_member(gid, UserId(t), !add),
+            )?;
+        }
+    }
     for (v, x) in &m.values {
         let (d, id) = (DocumentId(x.doc), DocumentMetadataId(*v));
         let old = a.document_metadata(d, id)?.value;
@@ -889,6 +927,128 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
             || s.edit_document_metadata(d, id, &new),
             || a.edit_document_metadata(d, id, &old).map(drop),
         )?;
+    }
+
+    // Roles: their groups and global permissions (issue #15: linking a role needs holding
+    // what it grants; a global grant needs role_edit and the permission globally).
+    for (role, rm) in &m.roles {
+        let rid = RoleId(*role);
+        let edit = m.act(u, ROLE_EDIT, (K::Role, *role), 200);
+        let out_group = m.groups.keys().copied().find(|g| !rm.groups.contains(g));
+        let in_group = rm.groups.iter().next().copied();
+        for (add, g) in [(true, out_group), (false, in_group)] {
+            let Some(g) = g else { continue };
+            let want = match edit {
+                Exp::Ok(_) if !m.glob(u, GROUP_VIEW) => Out::Invalid,
+                Exp::Ok(_) if add && !m.holds_role(u, *role) => Out::Denied,
+                e => expected(e),
+            };
+            write(
+                r,
+                format!("{who} set_role_group {role} {g} {add}"),
+                want,
+                || a.role_groups(rid),
+                || s.set_role_group(rid, GroupId(g), add),
+                || a.set_role_group(rid, GroupId(g), !add),
+            )?;
+        }
+        let missing = GLOBAL_POOL.iter().find(|p| !rm.global.contains(**p));
+        let held = rm.global.iter().next();
+        for (add, key) in [(true, missing.copied()), (false, held.map(String::as_str))] {
+            let Some(key) = key else { continue };
+            let want = match edit {
+                Exp::Ok(_) if !m.glob(u, ROLE_EDIT) || !m.glob(u, key) => Out::Denied,
+                e => expected(e),
+            };
+            write(
+                r,
+                format!("{who} grant_global {role} {key} {add}"),
+                want,
+                || a.role_permissions(rid),
+                || {
+                    if add {
+                        s.grant_global(perm(key), rid)
+                    } else {
+                        s.revoke_global(perm(key), rid)
+                    }
+                },
+                || {
+                    if add {
+                        a.revoke_global(perm(key), rid)
+                    } else {
+                        a.grant_global(perm(key), rid)
+                    }
+                },
+            )?;
+        }
+    }
+    // Adding or removing a key through an ACL id: acl_edit on the object (403/404), the ACL's
+    // role visible (400), and adding needs holding the key there (403); an ACL of another
+    // object is not found.
+    let all_acls: Vec<(Obj, i64, i64)> = (m.acls.iter())
+        .flat_map(|(o, x)| x.iter().map(move |(role, acl)| (*o, *role, acl.id)))
+        .collect();
+    for (o, acl_map) in &m.acls {
+        let o = *o;
+        let edit = m.act(u, ACL_EDIT, o, 200);
+        let mut cases: Vec<(i64, i64, bool, &str, bool)> = Vec::new();
+        for (role, acl) in acl_map {
+            if let Some(p) = o.0.pool().iter().find(|p| !acl.perms.contains(**p)) {
+                cases.push((acl.id, *role, true, p, true));
+            }
+            if acl.perms.len() >= 2 {
+                let p = acl.perms.iter().next().map_or("", String::as_str);
+                cases.push((acl.id, *role, false, p, true));
+            }
+        }
+        let foreign = all_acls.iter().find(|(other, _, _)| *other != o);
+        if let Some((_, role, acl)) = foreign {
+            cases.push((*acl, *role, true, o.0.pool()[0], false));
+            cases.push((*acl, *role, false, o.0.pool()[0], false));
+        }
+        for (acl, role, add, key, own) in cases {
+            let want = if !own {
+                Out::NotFound
+            } else {
+                match edit {
+                    Exp::Ok(_) if !m.seen(u, (K::Role, role)) => Out::Invalid,
+                    Exp::Ok(_) if add && !m.has(u, key, o) => Out::Denied,
+                    e => expected(e),
+                }
+            };
+            let id = docmeta_core::AclId(acl);
+            write(
+                r,
+                format!("{who} acl_permission {o:?} ACL {acl} {key} add={add} own={own}"),
+                want,
+                || {
+                    // This object's ACLs, and those of the object the foreign ACL is on.
+                    let mut seen = Vec::new();
+                    for x in [o, foreign.map_or(o, |(other, _, _)| *other)] {
+                        seen.extend(
+                            a.acls(oref(x))?
+                                .into_iter()
+                                .map(|x| (x.id.0, x.permissions)),
+                        );
+                    }
+                    Ok(seen)
+                },
+                || {
+                    if add {
+                        s.acl_add_permission(oref(o), id, perm(key)).map(drop)
+                    } else {
+                        s.acl_remove_permission(oref(o), id, perm(key)).map(drop)
+                    }
+                },
+                || {
+                    if add {
+                        a.acl_remove_permission(oref(o), id, perm(key)).map(drop)
+                    } else {
+                        a.acl_add_permission(oref(o), id, perm(key)).map(drop)
+                    }
+                },
+            )?;
+        }
     }
 
     // ACLs for the spare role, on every object: acl_edit on the object (403/404), then the
