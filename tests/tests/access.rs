@@ -748,3 +748,28 @@ fn acl_ids_of_an_invisible_object_stay_not_found_without_acl_edit() -> Result<()
     )));
     Ok(())
 }
+
+#[test]
+fn group_members_lists_only_the_users_the_caller_may_view() -> Result<()> {
+    // Found by the session access matrix (issue #16): the HTTP route dropped the members its
+    // caller may not view, but `Session::group_members` (and so Python) returned them all.
+    let w = world()?;
+    let role = w.admin.create_role("Group viewer")?;
+    w.admin.grant_global(P::GroupView, role)?;
+    let viewers = w.admin.create_group("Viewers")?;
+    w.admin.set_group_member(viewers, w.user, true)?;
+    w.admin.set_role_group(role, viewers, true)?;
+    let group = w.admin.create_group("Others")?;
+    let bob = w.admin.create_user("bob", "a long password", false)?.id;
+    w.admin.set_group_member(group, bob, true)?;
+    w.admin.set_group_member(group, w.user, true)?;
+    let s = w.db.session(w.user);
+    assert_eq!(s.group_members(group)?, vec![w.user], "itself, not bob");
+    w.admin.grant_global(P::UserView, role)?;
+    let mut all = s.group_members(group)?;
+    all.sort();
+    let mut want = vec![bob, w.user];
+    want.sort();
+    assert_eq!(all, want, "with user_view, every member");
+    Ok(())
+}

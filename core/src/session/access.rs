@@ -436,12 +436,19 @@ impl Session {
             .ok_or_else(|| Error::validation(field, format!("Role {role} does not exist.")))
     }
 
-    /// The members of a group. Needs `user_management.group_view`.
+    /// The members of a group the session may view (itself, or every user with
+    /// `user_management.user_view`). Needs `user_management.group_view`. (The HTTP route used
+    /// to drop the others itself, so Python saw every member; found by the session access
+    /// matrix, issue #16.)
     pub fn group_members(&self, group: GroupId) -> Result<Vec<UserId>> {
-        self.read(|tx| {
+        let members = self.read(|tx| {
             self.load_group(tx, group, P::GroupView)?;
             tx.group_members(group)
-        })
+        })?;
+        Ok(members
+            .into_iter()
+            .filter(|u| self.may_view_user(*u))
+            .collect())
     }
 
     // ----- roles -----------------------------------------------------------------------------
