@@ -12,11 +12,14 @@
 //! * the evaluator itself: `Session::can`, `Docmeta::check` and `Docmeta::filter` for every
 //!   permission grantable on each kind, on every object (files and workflow instances included);
 //! * reads and lists: documents, document types, metadata types, metadata values, files,
-//!   workflows and their instances, cabinets and their documents, roles, groups, users, ACLs;
-//! * writes: renaming documents, document types, cabinets, roles and groups, editing metadata
-//!   values, adding a document to a cabinet, creating an ACL and granting a permission on every
-//!   kind. A refused write must change nothing (the record is read back as the system); an
-//!   allowed one must take effect (it is then undone as the system).
+//!   workflows (states, transitions) and their instances (logs), cabinets and their documents,
+//!   roles (groups, global permissions), groups (members), users, ACLs (lists and by id);
+//! * writes: renaming documents, document types, cabinets, roles, groups and users, editing
+//!   metadata values, adding a document to a cabinet, a role's groups and global permissions,
+//!   a group's members, creating an ACL, granting a permission and adding or removing a key
+//!   through an ACL id on every kind. A refused write must change nothing (what it would change
+//!   is read back as the system); an allowed one must take effect (it is then undone as the
+//!   system), and every write must be seen both allowed and refused.
 //!
 //! Refusals map as api.md maps them to HTTP: `NotFound` is 404 (an object the caller may not
 //! view), `PermissionDenied` 403 (a visible object without the permission, or a missing global
@@ -729,6 +732,102 @@ fn reads(w: &World, r: &mut Report, u: i64) -> Result<()> {
         .collect();
     r.same(|| format!("{who} user list"), listed, want);
 
+    // What a group or a role holds: its members, groups and global permissions.
+    for (g, members) in &m.groups {
+        let got = s.group_members(GroupId(*g));
+        r.same(
+            || format!("{who} members of group {g}"),
+            out(&got),
+            seen_or_404(group_view),
+        );
+        if let Ok(got) = got {
+            let got: BTreeSet<i64> = got.iter().map(|x| x.0).collect();
+            let want: BTreeSet<i64> = members
+                .iter()
+                .copied()
+                .filter(|t| m.user_visible(u, *t))
+                .collect();
+            r.same(|| format!("{who} member list of group {g}"), got, want);
+        }
+    }
+    for (role, rm) in &m.roles {
+        let visible = m.seen(u, (K::Role, *role));
+        let got = s.role_groups(RoleId(*role));
+        r.same(
+            || format!("{who} groups of role {role}"),
+            out(&got),
+            seen_or_404(visible),
+        );
+        if let Ok(got) = got {
+            let got: BTreeSet<i64> = got.iter().map(|x| x.0).collect();
+            let want = if group_view {
+                rm.groups.clone()
+            } else {
+                BTreeSet::new()
+            };
+            r.same(|| format!("{who} group list of role {role}"), got, want);
+        }
+        let got = s.role_permissions(RoleId(*role));
+        r.same(
+            || format!("{who} permissions of role {role}"),
+            out(&got),
+            seen_or_404(visible),
+        );
+        if let Ok(got) = got {
+            let got: BTreeSet<String> = got.iter().map(|p| p.key().to_owned()).collect();
+            r.same(
+                || format!("{who} permission list of role {role}"),
+                got,
+                rm.global.clone(),
+            );
+        }
+    }
+    // A workflow's states and transitions, an instance's log: as the workflow, the instance.
+    for wf in m.wfs.keys() {
+        let visible = m.seen(u, (K::Workflow, *wf));
+        let got = s.workflow_states(WorkflowId(*wf));
+        r.same(
+            || format!("{who} states of workflow {wf}"),
+            out(&got),
+            seen_or_404(visible),
+        );
+        let got = s.workflow_transitions(WorkflowId(*wf));
+        r.same(
+            || format!("{who} transitions of workflow {wf}"),
+            out(&got),
+            seen_or_404(visible),
+        );
+    }
+    for (i, d) in &w.inst_doc {
+        let got = s.workflow_log(DocumentId(*d), WorkflowInstanceId(*i));
+        r.same(
+            || format!("{who} log of workflow instance {i}"),
+            out(&got),
+            seen_or_404(m.inst_visible(u, *i)),
+        );
+    }
+
+    // One ACL by id: acl_view on the object (403/404); an ACL of another object is not found.
+    let all_acls: Vec<(Obj, i64)> = (m.acls.iter())
+        .flat_map(|(o, x)| x.values().map(move |acl| (*o, acl.id)))
+        .collect();
+    for k in ALL_KINDS {
+        for o in w.objects(k) {
+            let view = expected(m.act(u, ACL_VIEW, o, 200));
+            let own = all_acls.iter().find(|(x, _)| *x == o);
+            let foreign = all_acls.iter().find(|(x, _)| *x != o);
+            for (case, own) in [(own, true), (foreign, false)] {
+                let Some((_, acl)) = case else { continue };
+                let want = match view {
+                    Out::Ok if !own => Out::NotFound,
+                    v => v,
+                };
+                let got = s.acl(oref(o), docmeta_core::AclId(*acl));
+                r.same(|| format!("{who} ACL {acl} through {o:?}"), out(&got), want);
+            }
+        }
+    }
+
     // ACLs of every object: acl_view on it (403/404); the list is all its ACLs.
     for k in ALL_KINDS {
         for o in w.objects(k) {
@@ -874,6 +973,35 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
             || a.group(GroupId(g)),
             || s.rename_group(GroupId(g), &new),
             || a.rename_group(GroupId(g), &old),
+        )?;
+    }
+    // Users: another user's account needs seeing it (404), then user_edit (403); a superuser's
+    // only a superuser changes (403).
+    for (t, tm) in &m.users {
+        let id = UserId(*t);
+        let old = tm.name.clone();
+        let want = if !m.user_visible(u, *t) {
+            Out::NotFound
+        } else if !m.glob(u, USER_EDIT) || (tm.superuser && !m.sup(u)) {
+            Out::Denied
+        } else {
+            Out::Ok
+        };
+        let rename = UserUpdate {
+            username: Some(format!("{old}-renamed")),
+            ..Default::default()
+        };
+        let back = UserUpdate {
+            username: Some(old.clone()),
+            ..Default::default()
+        };
+        write(
+            r,
+            format!("{who} update_user {t}"),
+            want,
+            || Ok(a.user(id)?.username),
+            || s.update_user(id, rename),
+            || a.update_user(id, back).map(drop),
         )?;
     }
     // Group members: group_view (404) then group_edit (403); the user must be visible (400);
