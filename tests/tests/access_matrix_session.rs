@@ -19,7 +19,11 @@
 //!   a group's members, creating an ACL, granting a permission and adding or removing a key
 //!   through an ACL id on every kind. A refused write must change nothing (what it would change
 //!   is read back as the system); an allowed one must take effect (it is then undone as the
-//!   system), and every write must be seen both allowed and refused.
+//!   system), and every write must be seen both allowed and refused;
+//! * deletions, last: every other file, document, cabinet, workflow, metadata type and document
+//!   type, tried by each caller in turn (the superuser last); refusals must change nothing, the
+//!   first allowed try deletes, and the model forgets the object as the specification says
+//!   (its ACLs and dependents). Then the evaluator and the reads run again on what is left.
 //!
 //! Refusals map as api.md maps them to HTTP: `NotFound` is 404 (an object the caller may not
 //! view), `PermissionDenied` 403 (a visible object without the permission, or a missing global
@@ -1230,15 +1234,148 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
     Ok(())
 }
 
+// ----- deletions, last, against the model ------------------------------------------------------
+
+/// What a deletion may change, read as the system.
+fn fingerprint(w: &World) -> Result<Vec<(String, BTreeSet<i64>)>> {
+    let a = &w.admin;
+    let mut out = vec![
+        (
+            "documents".to_owned(),
+            a.document_ids(None)?.iter().map(|d| d.0).collect(),
+        ),
+        (
+            "document types".to_owned(),
+            a.document_types()?.iter().map(|x| x.id.0).collect(),
+        ),
+        (
+            "metadata types".to_owned(),
+            a.metadata_types()?.iter().map(|x| x.id.0).collect(),
+        ),
+        (
+            "cabinets".to_owned(),
+            a.cabinets()?.iter().map(|x| x.id.0).collect(),
+        ),
+        (
+            "workflows".to_owned(),
+            a.workflows()?.iter().map(|x| x.id.0).collect(),
+        ),
+    ];
+    for d in a.document_ids(None)? {
+        let files = a.files(d)?.iter().map(|f| f.id.0).collect();
+        out.push((format!("files of {d}"), files));
+        let values = a
+            .document_metadata_list(d)?
+            .iter()
+            .map(|v| v.id.0)
+            .collect();
+        out.push((format!("values of {d}"), values));
+        let insts = a.workflow_instances(d)?.iter().map(|i| i.id.0).collect();
+        out.push((format!("instances of {d}"), insts));
+    }
+    Ok(out)
+}
+
+/// Deletes every other object of each kind: each caller tries in turn (the superuser last),
+/// a refused try must change nothing, and the first allowed one deletes the object, which
+/// the model then forgets as the specification says (its ACLs, its dependents).
+fn deletions(w: &mut World, r: &mut Report) -> Result<()> {
+    let mut order = w.callers.clone();
+    order.rotate_left(1);
+    let kinds = [
+        K::File,
+        K::Doc,
+        K::Cabinet,
+        K::Workflow,
+        K::MetaType,
+        K::DocType,
+    ];
+    for k in kinds {
+        let targets: Vec<Obj> = w.objects(k).into_iter().step_by(2).collect();
+        for o in targets {
+            if !w.objects(k).contains(&o) {
+                continue; // gone with an earlier deletion (a sub-cabinet).
+            }
+            for u in &order {
+                let u = *u;
+                let m = &w.model;
+                let want = match o.0 {
+                    K::File if !m.seen(u, o) => Out::NotFound,
+                    K::File if !m.has(u, DOC_EDIT, o) => Out::Denied,
+                    K::File => Out::Ok,
+                    K::Doc => expected(m.act(u, DOC_DELETE, o, 204)),
+                    K::Cabinet => expected(m.act(u, CAB_DELETE, o, 204)),
+                    K::Workflow => expected(m.act(u, WF_DELETE, o, 204)),
+                    K::MetaType => expected(m.act(u, MT_DELETE, o, 204)),
+                    _ => match m.act(u, DT_DELETE, o, 204) {
+                        Exp::Ok(_) if m.docs.values().any(|dt| *dt == o.1) => Out::Invalid,
+                        e => expected(e),
+                    },
+                };
+                let s = w.db.session(UserId(u));
+                let before = fingerprint(w)?;
+                let got = match o.0 {
+                    K::File => s.delete_file(docmeta_core::DocumentFileId(o.1)),
+                    K::Doc => s.delete_document(DocumentId(o.1)),
+                    K::Cabinet => s.delete_cabinet(CabinetId(o.1)),
+                    K::Workflow => s.delete_workflow(WorkflowId(o.1)),
+                    K::MetaType => s.delete_metadata_type(MetadataTypeId(o.1)),
+                    _ => s.delete_document_type(DocumentTypeId(o.1)),
+                };
+                let outcome = out(&got);
+                let what = format!("{} delete {o:?}", name(w, u));
+                r.same(|| what.clone(), outcome, want);
+                r.outcomes
+                    .entry(format!("delete {k:?}"))
+                    .or_default()
+                    .insert(outcome);
+                w.db.run_pending_tasks()?;
+                let after = fingerprint(w)?;
+                if outcome != Out::Ok {
+                    r.same(|| format!("{what}: changed nothing"), &after, &before);
+                    if after != before {
+                        return Ok(()); // the model no longer matches: stop here.
+                    }
+                    continue;
+                }
+                let m = &mut w.model;
+                match o.0 {
+                    K::File => {
+                        m.files.remove(&o.1);
+                        m.drop_acls(o);
+                    }
+                    K::Doc => m.remove_doc(o.1),
+                    K::Cabinet => m.remove_cab(o.1),
+                    K::Workflow => m.remove_wf(o.1),
+                    K::MetaType => m.remove_mt(o.1),
+                    _ => m.remove_dt(o.1),
+                }
+                w.inst_doc.retain(|i, _| w.model.insts.contains_key(i));
+                let left = fingerprint(w)?;
+                r.same(|| format!("{what}: took effect"), left != before, true);
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
 #[test]
 fn every_session_operation_as_every_user_agrees_with_the_reference_evaluator() -> Result<()> {
     let started = std::time::Instant::now();
-    let w = build_world()?;
+    let mut w = build_world()?;
     let mut r = Report::default();
     for u in w.callers.clone() {
         evaluator(&w, &mut r, u);
         reads(&w, &mut r, u)?;
         writes(&w, &mut r, u)?;
+    }
+    deletions(&mut w, &mut r)?;
+    // What is left: the evaluator and the reads again, now that objects, their ACLs and
+    // their dependents are gone.
+    for u in w.callers.clone() {
+        evaluator(&w, &mut r, u);
+        reads(&w, &mut r, u)?;
     }
     eprintln!(
         "session access matrix: {} callers, {} checks, {:?}",
