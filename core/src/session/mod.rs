@@ -111,7 +111,7 @@ impl Session {
     /// Whether this session may do `permission` on `object` (spec 5.2-5.3): the same
     /// evaluator as [`Docmeta::check`], which reads the stored links of files, metadata
     /// values and workflow instances in a transaction of its own. Inside a transaction, the
-    /// session's operations ask [`can_in`](Self::can_in) instead.
+    /// session's operations ask `can_in`, which reads them through that transaction.
     pub fn can(&self, permission: Permission, object: ObjectRef) -> bool {
         match self.actor {
             Actor::System => true,
