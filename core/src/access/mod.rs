@@ -1,5 +1,12 @@
 //! Access control (spec 2.11, 5): the permission registry, object kinds and their inheritance,
-//! and the evaluator.
+//! and the one evaluator of spec 5.2-5.3 ([`AccessSnapshot::check_with`] and its `filter` and
+//! `explain` siblings), which every caller (`Docmeta::check`, `Session::can`, the session's
+//! operations) goes through.
+//!
+//! Owns: permissions, kinds, the snapshot of grants and parent links, the evaluator, password
+//! hashing. May import `model` and `error` only: the links it does not hold (files, metadata
+//! values, workflow instances and log entries) it asks of a [`ParentSource`] that the caller
+//! passes (the store's transaction implements it), never of `store`, `session` or `Docmeta`.
 
 pub mod inheritance;
 pub mod password;
