@@ -1,8 +1,8 @@
 //! Issue #16: the access matrix, directly against `Session`.
 //!
-//! The same reference evaluator as the HTTP access matrix (`examples/server/tests/access_matrix.rs`;
-//! both include `tests/oracle/access_model.rs`), written from spec 5.2-5.4 and api.md, checks
-//! core itself, so that the rules the HTTP routes used to hold are checked where they now live.
+//! The same reference evaluator as the HTTP access matrix
+//! (`examples/server/tests/access_matrix.rs`; both include `tests/oracle/access_model.rs`),
+//! written from spec 5.2-5.4 and api.md, checks core itself, so that the rules the HTTP routes used to hold are checked where they now live.
 //! A deterministic pseudo-random world (users, groups, roles with global permissions, ACLs on
 //! document types, documents, metadata types, cabinets, roles, workflows, document files and
 //! workflow instances, and the objects they protect) is built through `Docmeta::system()`; then,
@@ -15,11 +15,11 @@
 //!   workflows (states, transitions) and their instances (logs), cabinets and their documents,
 //!   roles (groups, global permissions), groups (members), users, ACLs (lists and by id);
 //! * writes: renaming documents, document types, cabinets, roles, groups and users, editing
-//!   metadata values, adding a document to a cabinet, a role's groups and global permissions,
-//!   a group's members, creating an ACL, granting a permission and adding or removing a key
-//!   through an ACL id on every kind. A refused write must change nothing (what it would change
-//!   is read back as the system); an allowed one must take effect (it is then undone as the
-//!   system), and every write must be seen both allowed and refused;
+//!   metadata values, adding a document to a cabinet, taking a workflow transition, a role's
+//!   groups and global permissions, a group's members, creating an ACL, granting a permission
+//!   and adding or removing a key through an ACL id on every kind. A refused write must change
+//!   nothing (what it would change is read back as the system); an allowed one must take effect
+//!   (it is then undone as the system), and every write must be seen both allowed and refused;
 //! * deletions, last: every other file, document, cabinet, workflow, metadata type and document
 //!   type, tried by each caller in turn (the superuser last); refusals must change nothing, the
 //!   first allowed try deletes, and the model forgets the object as the specification says
@@ -267,13 +267,29 @@ fn build_world() -> Result<World> {
         let bound = dice.sample(&dts, 2);
         let types: Vec<DocumentTypeId> = bound.iter().map(|d| DocumentTypeId(*d)).collect();
         let wf = admin.create_workflow(&format!("flow{n}"), &types)?;
-        let state = admin.create_workflow_state(wf.id, "start", true)?;
+        let start = admin.create_workflow_state(wf.id, "start", true)?;
+        let done = admin.create_workflow_state(wf.id, "done", false)?;
+        let mut transitions = BTreeMap::new();
+        for (label, from, to) in [("finish", &start, &done), ("reopen", &done, &start)] {
+            let t = admin.create_workflow_transition(wf.id, label, from.id, to.id, "")?;
+            transitions.insert(
+                t.id.0,
+                TrM {
+                    from: from.id.0,
+                    to: to.id.0,
+                    triggers: BTreeSet::new(),
+                },
+            );
+        }
         m.wfs.insert(
             wf.id.0,
             WfM {
                 dts: bound.into_iter().collect(),
-                states: BTreeMap::from([(state.id.0, BTreeSet::new())]),
-                transitions: BTreeMap::new(),
+                states: BTreeMap::from([
+                    (start.id.0, BTreeSet::new()),
+                    (done.id.0, BTreeSet::new()),
+                ]),
+                transitions,
             },
         );
     }
@@ -1058,6 +1074,45 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
             || Ok(a.document_metadata(d, id)?.value),
             || s.edit_document_metadata(d, id, &new),
             || a.edit_document_metadata(d, id, &old).map(drop),
+        )?;
+    }
+
+    // Taking a transition: the instance visible (404), then workflow_instance_transition on
+    // the instance, its workflow or the document (403). Undone by the transition back.
+    for (i, inst) in &m.insts {
+        let (d, id) = (DocumentId(inst.doc), WorkflowInstanceId(*i));
+        let wf = &m.wfs[&inst.wf];
+        let forward = wf
+            .transitions
+            .iter()
+            .find(|(_, t)| Some(t.from) == inst.state);
+        let back = wf
+            .transitions
+            .iter()
+            .find(|(_, t)| Some(t.to) == inst.state);
+        let (Some((forward, _)), Some((back, _))) = (forward, back) else {
+            continue;
+        };
+        let want = if !m.inst_visible(u, *i) {
+            Out::NotFound
+        } else if m.has(u, WF_TRANSITION, (K::Instance, *i))
+            || m.has(u, WF_TRANSITION, (K::Doc, inst.doc))
+        {
+            Out::Ok
+        } else {
+            Out::Denied
+        };
+        let (forward, back) = (
+            docmeta_core::WorkflowTransitionId(*forward),
+            docmeta_core::WorkflowTransitionId(*back),
+        );
+        write(
+            r,
+            format!("{who} transition_workflow {i}"),
+            want,
+            || Ok(a.workflow_instance(d, id)?.state_id),
+            || s.transition_workflow(d, id, forward, "by the matrix"),
+            || a.transition_workflow(d, id, back, "undone").map(drop),
         )?;
     }
 
