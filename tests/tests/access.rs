@@ -773,3 +773,42 @@ fn group_members_lists_only_the_users_the_caller_may_view() -> Result<()> {
     assert_eq!(all, want, "with user_view, every member");
     Ok(())
 }
+
+#[test]
+fn a_stored_workflow_log_entry_inherits_through_its_instance_from_the_workflow() -> Result<()> {
+    // The evaluator reads the stored links itself (issue #16): log entry -> instance ->
+    // workflow, none of them set by the application.
+    let w = world()?;
+    let dt = w.admin.create_document_type("Invoice")?;
+    let wf = w.admin.create_workflow("Approval", &[dt.id])?;
+    let start = w.admin.create_workflow_state(wf.id, "start", true)?;
+    let done = w.admin.create_workflow_state(wf.id, "done", false)?;
+    let t = w
+        .admin
+        .create_workflow_transition(wf.id, "finish", start.id, done.id, "")?;
+    let d = w.admin.create_document(dt.id, "scan", &[])?;
+    w.db.run_pending_tasks()?;
+    let instance = w.admin.workflow_instances(d.id)?.remove(0);
+    let entry = w.admin.transition_workflow(d.id, instance.id, t.id, "ok")?;
+    let log = ObjectRef::new(ObjectKind::WORKFLOW_INSTANCE_LOG_ENTRY, entry.id.0);
+    let wf_ref = ObjectRef::new(ObjectKind::WORKFLOW, wf.id.0);
+    assert!(!w.db.check(w.user, P::WorkflowTemplateView, log));
+    w.admin.grant(P::WorkflowTemplateView, w.role, wf_ref)?;
+    assert!(w.db.check(w.user, P::WorkflowTemplateView, log));
+    assert!(w.db.session(w.user).can(P::WorkflowTemplateView, log));
+    let Some(Grant::Acl { object, path, .. }) =
+        w.db.explain(w.user, P::WorkflowTemplateView, log).grant
+    else {
+        panic!("granted by the workflow's ACL");
+    };
+    assert_eq!(object, wf_ref);
+    assert_eq!(
+        path,
+        vec![
+            log,
+            ObjectRef::new(ObjectKind::WORKFLOW_INSTANCE, instance.id.0),
+            wf_ref
+        ]
+    );
+    Ok(())
+}
