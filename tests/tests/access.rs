@@ -812,3 +812,37 @@ fn a_stored_workflow_log_entry_inherits_through_its_instance_from_the_workflow()
     );
     Ok(())
 }
+
+#[test]
+fn an_instance_with_application_links_inherits_from_them_not_from_its_workflow() -> Result<()> {
+    // Where the evaluators disagreed before issue #16: `Docmeta::check` used an application's
+    // own links of a workflow instance instead of the stored workflow link, while the session's
+    // hand-written instance check always added the workflow. Both now follow the documented
+    // rule of `Docmeta::set_object_parents`: the application's links replace the stored ones.
+    let w = world()?;
+    let dt = w.admin.create_document_type("Invoice")?;
+    let wf = w.admin.create_workflow("Approval", &[dt.id])?;
+    w.admin.create_workflow_state(wf.id, "start", true)?;
+    let d = w.admin.create_document(dt.id, "scan", &[])?;
+    w.db.run_pending_tasks()?;
+    let instance = w.admin.workflow_instances(d.id)?.remove(0);
+    let inst_ref = ObjectRef::new(ObjectKind::WORKFLOW_INSTANCE, instance.id.0);
+    let other = w.admin.create_workflow("Elsewhere", &[])?;
+    let other_ref = ObjectRef::new(ObjectKind::WORKFLOW, other.id.0);
+    w.db.set_object_parents(inst_ref, &[other_ref])?;
+    w.admin.grant(P::DocumentView, w.role, dt_ref(dt.id))?;
+    w.admin.grant(
+        P::WorkflowTemplateView,
+        w.role,
+        ObjectRef::new(ObjectKind::WORKFLOW, wf.id.0),
+    )?;
+    let s = w.db.session(w.user);
+    assert!(!w.db.check(w.user, P::WorkflowTemplateView, inst_ref));
+    assert!(
+        is_not_found(s.workflow_instance(d.id, instance.id)),
+        "the session answers as the handle does"
+    );
+    w.admin.grant(P::WorkflowTemplateView, w.role, other_ref)?;
+    assert!(s.workflow_instance(d.id, instance.id).is_ok());
+    Ok(())
+}
