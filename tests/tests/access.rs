@@ -616,3 +616,233 @@ fn a_roles_groups_are_listed_only_to_who_may_see_groups() -> Result<()> {
     assert_eq!(s.role_groups(w.role)?.len(), 1);
     Ok(())
 }
+
+// ----- one evaluator (issue #16): sessions follow the stored links of spec 5.3 ------------------
+//
+// Before issue #16, `Session::can` answered from the access snapshot alone, so an operation on a
+// document file (or a workflow instance, or a metadata value) by its generic object reference
+// did not see the ACLs of its document (workflow, metadata type), while `Docmeta::check` did.
+// Both now call the one evaluator of `access::policy`; these cases show where they disagreed,
+// with the answer spec 5.3 gives ("an ACL on a DocumentType therefore protects its documents
+// and their files").
+
+fn file_ref(id: docmeta_core::DocumentFileId) -> ObjectRef {
+    ObjectRef::new(ObjectKind::DOCUMENT_FILE, id.0)
+}
+
+/// A document with one file, whose document grants `permissions` to the user's role.
+fn document_with_file(w: &World, permissions: &[P]) -> Result<ObjectRef> {
+    let dt = w.admin.create_document_type("Invoice")?;
+    let d = w.admin.create_document(dt.id, "scan", &[])?;
+    let f = w.admin.add_file(d.id, "scan.pdf", &mut &b"%PDF"[..])?;
+    for p in permissions {
+        w.admin.grant(*p, w.role, doc_ref(d.id))?;
+    }
+    Ok(file_ref(f.id))
+}
+
+#[test]
+fn session_can_on_a_file_inherits_from_its_document() -> Result<()> {
+    let w = world()?;
+    let file = document_with_file(&w, &[P::DocumentView, P::AclView])?;
+    let s = w.db.session(w.user);
+    assert!(
+        s.can(P::AclView, file),
+        "the document's ACL covers its file"
+    );
+    assert_eq!(
+        s.can(P::AclView, file),
+        w.db.check(w.user, P::AclView, file),
+        "the session and the handle give one answer"
+    );
+    assert!(!s.can(P::AclEdit, file));
+    Ok(())
+}
+
+#[test]
+fn a_files_acls_are_listed_for_acl_view_on_its_document() -> Result<()> {
+    let w = world()?;
+    let file = document_with_file(&w, &[P::DocumentView, P::AclView])?;
+    let s = w.db.session(w.user);
+    assert!(
+        s.acls(file)?.is_empty(),
+        "visible, with no ACL of its own (it was NotFound before issue #16)"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_permission_held_on_the_document_may_be_shared_on_its_file() -> Result<()> {
+    let w = world()?;
+    let file = document_with_file(
+        &w,
+        &[P::DocumentView, P::AclEdit, P::DocumentFileContentView],
+    )?;
+    let other_role = ObjectRef::new(ObjectKind::ROLE, w.other_role.0);
+    w.admin.grant(P::RoleView, w.role, other_role)?;
+    let s = w.db.session(w.user);
+    let acl = s.grant(P::DocumentFileContentView, w.other_role, file)?;
+    assert_eq!(acl.object_id, file.id);
+    assert!(
+        matches!(
+            s.grant(P::DocumentFileParse, w.other_role, file),
+            Err(Error::PermissionDenied(_))
+        ),
+        "what the user does not hold on the document stays ungrantable"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_file_of_an_invisible_document_keeps_its_acls_hidden() -> Result<()> {
+    let w = world()?;
+    let file = document_with_file(&w, &[])?;
+    let s = w.db.session(w.user);
+    assert!(is_not_found(s.acls(file)));
+    assert!(is_not_found(s.grant(P::DocumentFileParse, w.role, file)));
+    Ok(())
+}
+
+#[test]
+fn acl_edit_without_any_view_adds_a_key_through_an_acl_id() -> Result<()> {
+    // Found by the session access matrix (issue #16): `acl_add_permission` looked the ACL up
+    // as a reader, so a holder of `acls.acl_edit` who may neither view the object nor its
+    // ACLs got NotFound, though `grant` and `create_acl` let them act (api.md: acl_edit on the
+    // object decides, 403/404).
+    let w = world()?;
+    let dt = w.admin.create_document_type("Invoice")?;
+    let acl = w
+        .admin
+        .grant(P::DocumentView, w.other_role, dt_ref(dt.id))?;
+    w.admin.grant(P::AclEdit, w.role, dt_ref(dt.id))?;
+    w.admin.grant(P::DocumentEdit, w.role, dt_ref(dt.id))?;
+    w.admin.grant(
+        P::RoleView,
+        w.role,
+        ObjectRef::new(ObjectKind::ROLE, w.other_role.0),
+    )?;
+    let s = w.db.session(w.user);
+    assert!(!s.can(P::DocumentTypeView, dt_ref(dt.id)) && !s.can(P::AclView, dt_ref(dt.id)));
+    let row = s.acl_add_permission(dt_ref(dt.id), acl.id, P::DocumentEdit)?;
+    assert!(row.permissions.contains(&P::DocumentEdit.key().to_owned()));
+    Ok(())
+}
+
+#[test]
+fn acl_ids_of_an_invisible_object_stay_not_found_without_acl_edit() -> Result<()> {
+    let w = world()?;
+    let dt = w.admin.create_document_type("Invoice")?;
+    let acl = w
+        .admin
+        .grant(P::DocumentView, w.other_role, dt_ref(dt.id))?;
+    let s = w.db.session(w.user);
+    assert!(is_not_found(s.acl_add_permission(
+        dt_ref(dt.id),
+        acl.id,
+        P::DocumentEdit
+    )));
+    assert!(is_not_found(s.acl_add_permission(
+        dt_ref(dt.id),
+        docmeta_core::AclId(acl.id.0 + 1000),
+        P::DocumentEdit
+    )));
+    Ok(())
+}
+
+#[test]
+fn group_members_lists_only_the_users_the_caller_may_view() -> Result<()> {
+    // Found by the session access matrix (issue #16): the HTTP route dropped the members its
+    // caller may not view, but `Session::group_members` (and so Python) returned them all.
+    let w = world()?;
+    let role = w.admin.create_role("Group viewer")?;
+    w.admin.grant_global(P::GroupView, role)?;
+    let viewers = w.admin.create_group("Viewers")?;
+    w.admin.set_group_member(viewers, w.user, true)?;
+    w.admin.set_role_group(role, viewers, true)?;
+    let group = w.admin.create_group("Others")?;
+    let bob = w.admin.create_user("bob", "a long password", false)?.id;
+    w.admin.set_group_member(group, bob, true)?;
+    w.admin.set_group_member(group, w.user, true)?;
+    let s = w.db.session(w.user);
+    assert_eq!(s.group_members(group)?, vec![w.user], "itself, not bob");
+    w.admin.grant_global(P::UserView, role)?;
+    let mut all = s.group_members(group)?;
+    all.sort();
+    let mut want = vec![bob, w.user];
+    want.sort();
+    assert_eq!(all, want, "with user_view, every member");
+    Ok(())
+}
+
+#[test]
+fn a_stored_workflow_log_entry_inherits_through_its_instance_from_the_workflow() -> Result<()> {
+    // The evaluator reads the stored links itself (issue #16): log entry -> instance ->
+    // workflow, none of them set by the application.
+    let w = world()?;
+    let dt = w.admin.create_document_type("Invoice")?;
+    let wf = w.admin.create_workflow("Approval", &[dt.id])?;
+    let start = w.admin.create_workflow_state(wf.id, "start", true)?;
+    let done = w.admin.create_workflow_state(wf.id, "done", false)?;
+    let t = w
+        .admin
+        .create_workflow_transition(wf.id, "finish", start.id, done.id, "")?;
+    let d = w.admin.create_document(dt.id, "scan", &[])?;
+    w.db.run_pending_tasks()?;
+    let instance = w.admin.workflow_instances(d.id)?.remove(0);
+    let entry = w.admin.transition_workflow(d.id, instance.id, t.id, "ok")?;
+    let log = ObjectRef::new(ObjectKind::WORKFLOW_INSTANCE_LOG_ENTRY, entry.id.0);
+    let wf_ref = ObjectRef::new(ObjectKind::WORKFLOW, wf.id.0);
+    assert!(!w.db.check(w.user, P::WorkflowTemplateView, log));
+    w.admin.grant(P::WorkflowTemplateView, w.role, wf_ref)?;
+    assert!(w.db.check(w.user, P::WorkflowTemplateView, log));
+    assert!(w.db.session(w.user).can(P::WorkflowTemplateView, log));
+    let Some(Grant::Acl { object, path, .. }) =
+        w.db.explain(w.user, P::WorkflowTemplateView, log).grant
+    else {
+        panic!("granted by the workflow's ACL");
+    };
+    assert_eq!(object, wf_ref);
+    assert_eq!(
+        path,
+        vec![
+            log,
+            ObjectRef::new(ObjectKind::WORKFLOW_INSTANCE, instance.id.0),
+            wf_ref
+        ]
+    );
+    Ok(())
+}
+
+#[test]
+fn an_instance_with_application_links_inherits_from_them_not_from_its_workflow() -> Result<()> {
+    // Where the evaluators disagreed before issue #16: `Docmeta::check` used an application's
+    // own links of a workflow instance instead of the stored workflow link, while the session's
+    // hand-written instance check always added the workflow. Both now follow the documented
+    // rule of `Docmeta::set_object_parents`: the application's links replace the stored ones.
+    let w = world()?;
+    let dt = w.admin.create_document_type("Invoice")?;
+    let wf = w.admin.create_workflow("Approval", &[dt.id])?;
+    w.admin.create_workflow_state(wf.id, "start", true)?;
+    let d = w.admin.create_document(dt.id, "scan", &[])?;
+    w.db.run_pending_tasks()?;
+    let instance = w.admin.workflow_instances(d.id)?.remove(0);
+    let inst_ref = ObjectRef::new(ObjectKind::WORKFLOW_INSTANCE, instance.id.0);
+    let other = w.admin.create_workflow("Elsewhere", &[])?;
+    let other_ref = ObjectRef::new(ObjectKind::WORKFLOW, other.id.0);
+    w.db.set_object_parents(inst_ref, &[other_ref])?;
+    w.admin.grant(P::DocumentView, w.role, dt_ref(dt.id))?;
+    w.admin.grant(
+        P::WorkflowTemplateView,
+        w.role,
+        ObjectRef::new(ObjectKind::WORKFLOW, wf.id.0),
+    )?;
+    let s = w.db.session(w.user);
+    assert!(!w.db.check(w.user, P::WorkflowTemplateView, inst_ref));
+    assert!(
+        is_not_found(s.workflow_instance(d.id, instance.id)),
+        "the session answers as the handle does"
+    );
+    w.admin.grant(P::WorkflowTemplateView, w.role, other_ref)?;
+    assert!(s.workflow_instance(d.id, instance.id).is_ok());
+    Ok(())
+}

@@ -95,6 +95,18 @@ kinds! {
         DocumentQaAsk, DocumentQaView, DocumentQaDelete];
 }
 
+/// Kinds whose parent links (spec 5.3) are kept in the store, not in the access snapshot,
+/// because their objects are many: a document metadata value inherits from its metadata type, a
+/// document file from its document, a workflow instance from its workflow, a log entry from its
+/// instance. The evaluator asks a [`ParentSource`](super::ParentSource) for them, unless the
+/// application recorded links of its own for the object (`Docmeta::set_object_parents`).
+pub const STORED_PARENT_KINDS: [ObjectKind; 4] = [
+    ObjectKind::DOCUMENT_METADATA,
+    ObjectKind::DOCUMENT_FILE,
+    ObjectKind::WORKFLOW_INSTANCE,
+    ObjectKind::WORKFLOW_INSTANCE_LOG_ENTRY,
+];
+
 /// What docmeta knows of one object kind.
 #[derive(Debug, Clone)]
 pub struct KindInfo {

@@ -1,14 +1,23 @@
 //! Access control (spec 2.11, 5): the permission registry, object kinds and their inheritance,
-//! and the evaluator.
+//! and the one evaluator of spec 5.2-5.3 ([`AccessSnapshot::check_with`] and its `filter` and
+//! `explain` siblings), which every caller (`Docmeta::check`, `Session::can`, the session's
+//! operations) goes through.
 //!
-//! Layer 4 (with `metadata` and `files`): imports only `error` and `model`; it never reads the
-//! store itself (the kernel loads the snapshot, and hands it parent links).
+//! Owns: permissions, kinds, the snapshot of grants and parent links, the evaluator, password
+//! hashing. May import `model` and `error` only: the links it does not hold (files, metadata
+//! values, workflow instances and log entries) it asks of a [`ParentSource`] that the caller
+//! passes (the store's transaction implements it), never of `store`, `session` or `Docmeta`.
+//!
+//! Layer 4 (with `metadata` and `files`) of `scripts/check-structure`.
 
 pub mod inheritance;
 pub mod password;
 pub mod permission;
 pub mod policy;
 
-pub use inheritance::{KindInfo, KindRegistry, ObjectKind, ObjectRef};
+pub use inheritance::{KindInfo, KindRegistry, ObjectKind, ObjectRef, STORED_PARENT_KINDS};
 pub use permission::{Permission, PermissionSet};
-pub use policy::{AccessSnapshot, DocumentVisibility, Explanation, Grant};
+pub use policy::{
+    AccessSnapshot, DocumentVisibility, Explanation, Grant, KnownParents, ParentSource,
+    SnapshotOnly,
+};

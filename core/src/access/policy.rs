@@ -3,11 +3,19 @@
 //!
 //! It answers from an in-memory [`AccessSnapshot`] of users, groups, roles, ACLs and parent
 //! links, which the writer updates in place right after each commit (a few hash-map updates),
-//! so it is never stale for the next call.
+//! so it is never stale for the next call. The parent links of the kinds that are too many to
+//! hold in memory ([`STORED_PARENT_KINDS`]: files, metadata values, workflow instances and their
+//! log entries) come from a [`ParentSource`] the caller passes: the store read in the caller's
+//! transaction, or the links of a record the caller has already loaded. This is the only
+//! evaluator of spec 5.3: `Docmeta::check`, `Session::can` and the session's operations all
+//! call it.
+//!
+//! Imports: `model`, `error` and the rest of `access` only; never `store`, `session` or the
+//! `Docmeta` handle (they implement [`ParentSource`] instead).
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::inheritance::{ObjectKind, ObjectRef};
+use super::inheritance::{ObjectKind, ObjectRef, STORED_PARENT_KINDS};
 use super::permission::{Permission, PermissionSet};
 use crate::model::{AclId, GroupId, RoleId, UserId};
 
@@ -42,6 +50,59 @@ pub struct AccessSnapshot {
     role_global: FxHashMap<RoleId, PermissionSet>,
     acls: FxHashMap<ObjectRef, Vec<AclEntry>>,
     parents: FxHashMap<ObjectRef, Vec<ObjectRef>>,
+}
+
+/// Where the evaluator learns the parent links that the snapshot does not hold: those of the
+/// kinds in [`STORED_PARENT_KINDS`], for objects the application gave no links of its own.
+pub trait ParentSource {
+    /// The objects `object` inherits from, one level up, as stored (spec 5.3); empty when it
+    /// has none or they cannot be read (then nothing is inherited: there is no deny, so a
+    /// missing link can only refuse).
+    fn stored_parents(&mut self, object: ObjectRef) -> Vec<ObjectRef>;
+}
+
+/// No stored links: the evaluator answers from the snapshot's links alone (right for every
+/// kind outside [`STORED_PARENT_KINDS`], and for callers that hold no transaction).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SnapshotOnly;
+
+impl ParentSource for SnapshotOnly {
+    fn stored_parents(&mut self, _object: ObjectRef) -> Vec<ObjectRef> {
+        Vec::new()
+    }
+}
+
+/// Links already read: those of a record the caller holds (a file and its document), or those
+/// fetched before the snapshot was locked. Objects it does not list have no stored links.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KnownParents(Vec<(ObjectRef, Vec<ObjectRef>)>);
+
+impl KnownParents {
+    /// `object` inherits from `parents`.
+    pub fn of(object: ObjectRef, parents: Vec<ObjectRef>) -> Self {
+        KnownParents(vec![(object, parents)])
+    }
+
+    /// Adds (or replaces) the links of `object`.
+    pub fn insert(&mut self, object: ObjectRef, parents: Vec<ObjectRef>) {
+        self.0.retain(|(o, _)| *o != object);
+        self.0.push((object, parents));
+    }
+
+    /// Whether it lists `object`.
+    pub fn contains(&self, object: ObjectRef) -> bool {
+        self.0.iter().any(|(o, _)| *o == object)
+    }
+}
+
+impl ParentSource for KnownParents {
+    fn stored_parents(&mut self, object: ObjectRef) -> Vec<ObjectRef> {
+        self.0
+            .iter()
+            .find(|(o, _)| *o == object)
+            .map(|(_, p)| p.clone())
+            .unwrap_or_default()
+    }
 }
 
 /// See [`AccessSnapshot::document_visibility`].
@@ -334,9 +395,10 @@ impl AccessSnapshot {
             .find(|e| e.permissions.contains(permission) && u.roles.binary_search(&e.role).is_ok())
     }
 
-    /// The objects `object` inherits ACLs from, one level up. A cabinet inherits only from the
+    /// The objects `object` inherits ACLs from, one level up: the snapshot's links, else (for
+    /// the kinds whose links are stored) those `stored` gives. A cabinet inherits only from the
     /// root of its tree (spec 5.3: an ACL on a root cabinet covers all its sub-cabinets).
-    fn inherited_from(&self, object: &ObjectRef) -> Vec<ObjectRef> {
+    fn inherited_from(&self, object: &ObjectRef, stored: &mut dyn ParentSource) -> Vec<ObjectRef> {
         if object.kind == ObjectKind::CABINET {
             let mut root = *object;
             for _ in 0..MAX_DEPTH {
@@ -351,7 +413,17 @@ impl AccessSnapshot {
                 vec![root]
             };
         }
-        self.parents.get(object).cloned().unwrap_or_default()
+        match self.parents.get(object) {
+            Some(parents) => parents.clone(),
+            None if STORED_PARENT_KINDS.contains(&object.kind) => stored.stored_parents(*object),
+            None => Vec::new(),
+        }
+    }
+
+    /// Whether the links of `object` must come from a [`ParentSource`]: its kind's links are
+    /// stored and the application recorded none of its own (see [`STORED_PARENT_KINDS`]).
+    pub fn needs_stored_parents(&self, object: ObjectRef) -> bool {
+        STORED_PARENT_KINDS.contains(&object.kind) && !self.parents.contains_key(&object)
     }
 
     fn granted_on(
@@ -360,6 +432,7 @@ impl AccessSnapshot {
         permission: Permission,
         object: &ObjectRef,
         depth: usize,
+        stored: &mut dyn ParentSource,
     ) -> bool {
         if self.acl_grants(u, permission, object).is_some() {
             return true;
@@ -369,16 +442,40 @@ impl AccessSnapshot {
         }
         if object.kind == ObjectKind::CABINET {
             return self
-                .inherited_from(object)
+                .inherited_from(object, stored)
                 .iter()
                 .any(|p| self.acl_grants(u, permission, p).is_some());
         }
-        match self.parents.get(object) {
-            Some(parents) => parents
+        if let Some(parents) = self.parents.get(object) {
+            return parents
                 .iter()
-                .any(|p| self.granted_on(u, permission, p, depth + 1)),
-            None => false,
+                .any(|p| self.granted_on(u, permission, p, depth + 1, stored));
         }
+        if STORED_PARENT_KINDS.contains(&object.kind) {
+            return stored
+                .stored_parents(*object)
+                .iter()
+                .any(|p| self.granted_on(u, permission, p, depth + 1, stored));
+        }
+        false
+    }
+
+    /// [`granted_on`](Self::granted_on) for a parent, remembered for the rest of one filter
+    /// call (many documents share a type, many files a document).
+    fn granted_on_memo(
+        &self,
+        memo: &mut FxHashMap<ObjectRef, bool>,
+        u: &UserAccess,
+        permission: Permission,
+        parent: &ObjectRef,
+        stored: &mut dyn ParentSource,
+    ) -> bool {
+        if let Some(granted) = memo.get(parent) {
+            return *granted;
+        }
+        let granted = self.granted_on(u, permission, parent, 1, stored);
+        memo.insert(*parent, granted);
+        granted
     }
 
     /// Which documents `user` may do `permission` on, in a form cheap to test per search hit:
@@ -412,12 +509,28 @@ impl AccessSnapshot {
         self.parents.contains_key(&object)
     }
 
-    /// Whether `user` may do `permission` on `object` (spec 5.2).
+    /// Whether `user` may do `permission` on `object` (spec 5.2), from the snapshot's links
+    /// alone (see [`check_with`](Self::check_with)).
     pub fn check(&self, user: UserId, permission: Permission, object: ObjectRef) -> bool {
+        self.check_with(&mut SnapshotOnly, user, permission, object)
+    }
+
+    /// Whether `user` may do `permission` on `object` (spec 5.2): superuser, a global grant,
+    /// or an ACL on `object` or on an object it inherits from (spec 5.3), the links of the
+    /// stored kinds coming from `stored`.
+    pub fn check_with(
+        &self,
+        stored: &mut dyn ParentSource,
+        user: UserId,
+        permission: Permission,
+        object: ObjectRef,
+    ) -> bool {
         let Some(u) = self.user(user) else {
             return false;
         };
-        u.superuser || u.global.contains(permission) || self.granted_on(u, permission, &object, 0)
+        u.superuser
+            || u.global.contains(permission)
+            || self.granted_on(u, permission, &object, 0, stored)
     }
 
     /// The subset of `objects` on which `user` may do `permission`, in the given order. Parents
@@ -428,14 +541,40 @@ impl AccessSnapshot {
         permission: Permission,
         objects: &[ObjectRef],
     ) -> Vec<ObjectRef> {
+        self.filter_with(&mut SnapshotOnly, user, permission, objects)
+    }
+
+    /// Like [`filter`](Self::filter), the links of the stored kinds coming from `stored`.
+    pub fn filter_with(
+        &self,
+        stored: &mut dyn ParentSource,
+        user: UserId,
+        permission: Permission,
+        objects: &[ObjectRef],
+    ) -> Vec<ObjectRef> {
         let mut keep = Vec::with_capacity(objects.len());
-        self.filter_each(user, permission, objects.iter().copied(), |o| keep.push(o));
+        self.filter_each_with(stored, user, permission, objects.iter().copied(), |o| {
+            keep.push(o)
+        });
         keep
     }
 
     /// Like [`filter`](Self::filter), calling `keep` for every permitted object of `objects`.
     pub fn filter_each(
         &self,
+        user: UserId,
+        permission: Permission,
+        objects: impl IntoIterator<Item = ObjectRef>,
+        keep: impl FnMut(ObjectRef),
+    ) {
+        self.filter_each_with(&mut SnapshotOnly, user, permission, objects, keep)
+    }
+
+    /// Like [`filter_each`](Self::filter_each), the links of the stored kinds coming from
+    /// `stored`.
+    pub fn filter_each_with(
+        &self,
+        stored: &mut dyn ParentSource,
         user: UserId,
         permission: Permission,
         objects: impl IntoIterator<Item = ObjectRef>,
@@ -452,13 +591,19 @@ impl AccessSnapshot {
                 keep(object);
                 continue;
             }
-            let granted = match self.parents.get(&object) {
-                Some(parents) if object.kind != ObjectKind::CABINET => parents.iter().any(|p| {
-                    *memo
-                        .entry(*p)
-                        .or_insert_with(|| self.granted_on(u, permission, p, 1))
-                }),
-                _ => self.granted_on(u, permission, &object, 0),
+            let granted = if object.kind == ObjectKind::CABINET {
+                self.granted_on(u, permission, &object, 0, stored)
+            } else if let Some(parents) = self.parents.get(&object) {
+                parents
+                    .iter()
+                    .any(|p| self.granted_on_memo(&mut memo, u, permission, p, stored))
+            } else if STORED_PARENT_KINDS.contains(&object.kind) {
+                stored
+                    .stored_parents(object)
+                    .iter()
+                    .any(|p| self.granted_on_memo(&mut memo, u, permission, p, stored))
+            } else {
+                false
             };
             if granted {
                 keep(object);
@@ -466,8 +611,22 @@ impl AccessSnapshot {
         }
     }
 
-    /// Says why `user` may or may not do `permission` on `object`.
+    /// Says why `user` may or may not do `permission` on `object`, from the snapshot's links
+    /// alone (see [`explain_with`](Self::explain_with)).
     pub fn explain(&self, user: UserId, permission: Permission, object: ObjectRef) -> Explanation {
+        self.explain_with(&mut SnapshotOnly, user, permission, object)
+    }
+
+    /// Says why `user` may or may not do `permission` on `object`, the links of the stored
+    /// kinds coming from `stored`: the same answer as [`check_with`](Self::check_with), with
+    /// the grant and the path that leads to it.
+    pub fn explain_with(
+        &self,
+        stored: &mut dyn ParentSource,
+        user: UserId,
+        permission: Permission,
+        object: ObjectRef,
+    ) -> Explanation {
         let mut checked = Vec::new();
         let Some(u) = self.users.get(&user) else {
             return Explanation {
@@ -538,7 +697,7 @@ impl AccessSnapshot {
             if current.kind == ObjectKind::CABINET && path.len() > 1 {
                 continue; // a root cabinet's own parents are not consulted.
             }
-            for parent in self.inherited_from(&current) {
+            for parent in self.inherited_from(&current, stored) {
                 let mut next = path.clone();
                 next.push(parent);
                 queue.push_back(next);
@@ -549,5 +708,84 @@ impl AccessSnapshot {
             checked,
             note: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const USER: UserId = UserId(1);
+    const GROUP: GroupId = GroupId(1);
+    const ROLE: RoleId = RoleId(1);
+
+    fn file(id: i64) -> ObjectRef {
+        ObjectRef::new(ObjectKind::DOCUMENT_FILE, id)
+    }
+
+    fn doc(id: i64) -> ObjectRef {
+        ObjectRef::new(ObjectKind::DOCUMENT, id)
+    }
+
+    fn dt(id: i64) -> ObjectRef {
+        ObjectRef::new(ObjectKind::DOCUMENT_TYPE, id)
+    }
+
+    /// One user whose role holds `permission` through an ACL on document type 1, which
+    /// document 1 belongs to.
+    fn snapshot(permission: Permission) -> AccessSnapshot {
+        let mut s = AccessSnapshot::default();
+        s.set_user(USER, false, true);
+        s.set_membership(GROUP, USER, true);
+        s.set_role_group(ROLE, GROUP, true);
+        s.set_parents(doc(1), vec![dt(1)]);
+        s.set_acl(dt(1), AclId(1), ROLE, PermissionSet::of(&[permission]));
+        s
+    }
+
+    #[test]
+    fn a_stored_link_leads_through_the_snapshots_links() {
+        let s = snapshot(Permission::DocumentFileParse);
+        let mut stored = KnownParents::of(file(7), vec![doc(1)]);
+        assert!(s.check_with(&mut stored, USER, Permission::DocumentFileParse, file(7)));
+        assert!(
+            !s.check(USER, Permission::DocumentFileParse, file(7)),
+            "without a source, a file's link is unknown"
+        );
+    }
+
+    #[test]
+    fn an_applications_own_links_replace_the_stored_ones() {
+        let mut s = snapshot(Permission::DocumentFileParse);
+        s.set_parents(file(7), vec![doc(2)]);
+        let mut stored = KnownParents::of(file(7), vec![doc(1)]);
+        assert!(!s.check_with(&mut stored, USER, Permission::DocumentFileParse, file(7)));
+    }
+
+    #[test]
+    fn filter_follows_stored_links_like_check() {
+        let s = snapshot(Permission::DocumentFileParse);
+        let mut stored = KnownParents::of(file(7), vec![doc(1)]);
+        stored.insert(file(8), vec![doc(2)]);
+        stored.insert(file(9), vec![doc(1)]);
+        let kept = s.filter_with(
+            &mut stored,
+            USER,
+            Permission::DocumentFileParse,
+            &[file(7), file(8), file(9)],
+        );
+        assert_eq!(kept, vec![file(7), file(9)]);
+    }
+
+    #[test]
+    fn explain_gives_the_path_through_stored_links() {
+        let s = snapshot(Permission::DocumentFileParse);
+        let mut stored = KnownParents::of(file(7), vec![doc(1)]);
+        let e = s.explain_with(&mut stored, USER, Permission::DocumentFileParse, file(7));
+        let Some(Grant::Acl { object, path, .. }) = e.grant else {
+            panic!("granted by the document type's ACL: {e:?}");
+        };
+        assert_eq!(object, dt(1));
+        assert_eq!(path, vec![file(7), doc(1), dt(1)]);
     }
 }

@@ -20,7 +20,8 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use rustc_hash::FxHashMap;
 
 use crate::access::{
-    AccessSnapshot, Explanation, KindRegistry, ObjectKind, ObjectRef, Permission, PermissionSet,
+    AccessSnapshot, Explanation, KindRegistry, KnownParents, ObjectKind, ObjectRef, ParentSource,
+    Permission, PermissionSet,
 };
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -54,14 +55,6 @@ fn changes_access(name: &str) -> bool {
     ]
     .contains(&name)
 }
-
-/// Kinds whose parent links are read from the store (see `Docmeta::stored_ancestors`).
-const STORED_PARENT_KINDS: [ObjectKind; 4] = [
-    ObjectKind::DOCUMENT_METADATA,
-    ObjectKind::DOCUMENT_FILE,
-    ObjectKind::WORKFLOW_INSTANCE,
-    ObjectKind::WORKFLOW_INSTANCE_LOG_ENTRY,
-];
 
 /// A handler of a durable task, by name: runs the task with its JSON payload.
 pub(crate) type TaskHandler = fn(&Docmeta, &str) -> Result<()>;
@@ -369,14 +362,13 @@ impl Docmeta {
 
     // ----- access ----------------------------------------------------------------------------
 
-    /// Whether `user` may do `permission` on `object`.
+    /// Whether `user` may do `permission` on `object` (the evaluator of `access::policy`).
     pub fn check(&self, user: UserId, permission: Permission, object: ObjectRef) -> bool {
-        let ancestors = self.stored_ancestors(object);
-        let snapshot = self.inner.access.read();
-        snapshot.check(user, permission, object)
-            || ancestors
-                .iter()
-                .any(|a| snapshot.check(user, permission, *a))
+        let mut stored = self.stored_ancestors(&[object]);
+        self.inner
+            .access
+            .read()
+            .check_with(&mut stored, user, permission, object)
     }
 
     /// The subset of `objects` on which `user` may do `permission`.
@@ -386,83 +378,64 @@ impl Docmeta {
         permission: Permission,
         objects: &[ObjectRef],
     ) -> Vec<ObjectRef> {
-        if objects
-            .iter()
-            .any(|o| STORED_PARENT_KINDS.contains(&o.kind))
-        {
-            return objects
-                .iter()
-                .copied()
-                .filter(|o| self.check(user, permission, *o))
-                .collect();
-        }
-        self.inner.access.read().filter(user, permission, objects)
+        let mut stored = self.stored_ancestors(objects);
+        self.inner
+            .access
+            .read()
+            .filter_with(&mut stored, user, permission, objects)
     }
 
     /// Why `user` may or may not do `permission` on `object`.
     pub fn explain(&self, user: UserId, permission: Permission, object: ObjectRef) -> Explanation {
-        let ancestors = self.stored_ancestors(object);
-        let snapshot = self.inner.access.read();
-        let mut explanation = snapshot.explain(user, permission, object);
-        let mut path = vec![object];
-        for ancestor in ancestors {
-            if explanation.grant.is_some() || explanation.note.is_some() {
-                break;
-            }
-            let mut through = snapshot.explain(user, permission, ancestor);
-            if let Some(crate::access::Grant::Acl { path: p, .. }) = &mut through.grant {
-                for (i, o) in path.iter().enumerate() {
-                    p.insert(i, *o);
-                }
-            }
-            explanation.checked.append(&mut through.checked);
-            explanation.grant = through.grant;
-            path.push(ancestor);
-        }
-        explanation
+        let mut stored = self.stored_ancestors(&[object]);
+        self.inner
+            .access
+            .read()
+            .explain_with(&mut stored, user, permission, object)
     }
 
-    /// Links of spec 5.3 that are read from the store when needed instead of being held in
-    /// memory, because their objects are many: a document metadata value inherits from its
-    /// metadata type, a document file from its document, a workflow instance from its workflow,
-    /// a log entry from its instance and workflow (unless the application recorded links of
-    /// its own). Nearest first.
-    fn stored_ancestors(&self, object: ObjectRef) -> Vec<ObjectRef> {
-        if !STORED_PARENT_KINDS.contains(&object.kind)
-            || self.inner.access.read().has_parents(object)
+    /// The stored links of spec 5.3 (see [`crate::access::STORED_PARENT_KINDS`]) of `objects` and of their
+    /// ancestors, read in one transaction before the snapshot is locked, so that no store read
+    /// happens under the snapshot's lock. Reads nothing when no object needs them.
+    fn stored_ancestors(&self, objects: &[ObjectRef]) -> KnownParents {
+        let mut known = KnownParents::default();
+        if !objects
+            .iter()
+            .any(|o| crate::access::STORED_PARENT_KINDS.contains(&o.kind))
         {
-            return Vec::new();
+            return known;
         }
-        let found = self.read(|tx| {
-            Ok(match object.kind {
-                ObjectKind::DOCUMENT_FILE => tx
-                    .document_file(DocumentFileId(object.id))?
-                    .map(|f| vec![ObjectRef::new(ObjectKind::DOCUMENT, f.file.document_id.0)]),
-                ObjectKind::WORKFLOW_INSTANCE => tx
-                    .workflow_instance(WorkflowInstanceId(object.id))?
-                    .map(|i| vec![ObjectRef::new(ObjectKind::WORKFLOW, i.workflow_id.0)]),
-                ObjectKind::WORKFLOW_INSTANCE_LOG_ENTRY => {
-                    match tx.workflow_log_entry(WorkflowLogEntryId(object.id))? {
-                        Some(e) => tx.workflow_instance(e.instance_id)?.map(|i| {
-                            vec![
-                                ObjectRef::new(ObjectKind::WORKFLOW_INSTANCE, i.id.0),
-                                ObjectRef::new(ObjectKind::WORKFLOW, i.workflow_id.0),
-                            ]
-                        }),
-                        None => None,
-                    }
+        let needed: Vec<ObjectRef> = {
+            let snapshot = self.inner.access.read();
+            objects
+                .iter()
+                .copied()
+                .filter(|o| snapshot.needs_stored_parents(*o))
+                .collect()
+        };
+        if needed.is_empty() {
+            return known;
+        }
+        let read = self.read(|tx| {
+            let mut next = needed;
+            while let Some(object) = next.pop() {
+                if known.contains(object) {
+                    continue;
                 }
-                _ => tx
-                    .document_metadata(DocumentMetadataId(object.id))?
-                    .map(|v| {
-                        vec![ObjectRef::new(
-                            ObjectKind::METADATA_TYPE,
-                            v.metadata_type_id.0,
-                        )]
-                    }),
-            })
+                let parents = tx.stored_parents(object);
+                next.extend(
+                    parents
+                        .iter()
+                        .copied()
+                        .filter(|p| self.inner.access.read().needs_stored_parents(*p)),
+                );
+                known.insert(object, parents);
+            }
+            Ok(())
         });
-        found.ok().flatten().unwrap_or_default()
+        // An unreadable link inherits nothing (refuse unless granted), as the evaluator does.
+        drop(read);
+        known
     }
 
     /// The document file storage in use.

@@ -1,7 +1,9 @@
-//! Loading the access snapshot from the store. Imports only the layers below the kernel.
+//! The access snapshot and the store: loading the snapshot, and answering the evaluator's
+//! questions about the parent links the snapshot does not hold. Imports only the layers below
+//! the kernel.
 
 use crate::access::{
-    AccessSnapshot, KindRegistry, ObjectKind, ObjectRef, Permission, PermissionSet,
+    AccessSnapshot, KindRegistry, ObjectKind, ObjectRef, ParentSource, Permission, PermissionSet,
 };
 use crate::error::Result;
 use crate::model::*;
@@ -71,4 +73,30 @@ pub(crate) fn load_access(tx: &mut Tx<'_>, kinds: &KindRegistry) -> Result<Acces
         s.set_parents(o, p);
     }
     Ok(s)
+}
+
+/// The store answers the evaluator's questions about stored parent links (spec 5.3), in the
+/// caller's transaction: a document file inherits from its document, a metadata value from its
+/// metadata type, a workflow instance from its workflow, a log entry from its instance.
+impl ParentSource for Tx<'_> {
+    fn stored_parents(&mut self, object: ObjectRef) -> Vec<ObjectRef> {
+        let found = match object.kind {
+            ObjectKind::DOCUMENT_FILE => self
+                .document_file(DocumentFileId(object.id))
+                .map(|f| f.map(|f| ObjectRef::new(ObjectKind::DOCUMENT, f.file.document_id.0))),
+            ObjectKind::DOCUMENT_METADATA => self
+                .document_metadata(DocumentMetadataId(object.id))
+                .map(|v| {
+                    v.map(|v| ObjectRef::new(ObjectKind::METADATA_TYPE, v.metadata_type_id.0))
+                }),
+            ObjectKind::WORKFLOW_INSTANCE => self
+                .workflow_instance(WorkflowInstanceId(object.id))
+                .map(|i| i.map(|i| ObjectRef::new(ObjectKind::WORKFLOW, i.workflow_id.0))),
+            ObjectKind::WORKFLOW_INSTANCE_LOG_ENTRY => self
+                .workflow_log_entry(WorkflowLogEntryId(object.id))
+                .map(|e| e.map(|e| ObjectRef::new(ObjectKind::WORKFLOW_INSTANCE, e.instance_id.0))),
+            _ => Ok(None),
+        };
+        found.ok().flatten().into_iter().collect()
+    }
 }

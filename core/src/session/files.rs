@@ -3,7 +3,7 @@
 use std::io::{self, Read};
 
 use super::{Session, event_object, obj};
-use crate::access::{ObjectKind, Permission as P};
+use crate::access::{KnownParents, ObjectKind, Permission as P};
 use crate::error::{Error, Result};
 use crate::events::names;
 use crate::files::{Hashing, clean_filename, content_error, guess_mime};
@@ -150,10 +150,8 @@ impl Session {
             .document_file(id)?
             .ok_or_else(|| Error::not_found(&what))?;
         // An ACL on the file itself, or (inheritance, spec 5.3) anything on its document.
-        if self.can(permission, file_ref(id)) {
-            return Ok(f);
-        }
-        self.require(permission, doc_ref(f.file.document_id), what)?;
+        let mut parents = KnownParents::of(file_ref(id), vec![doc_ref(f.file.document_id)]);
+        self.require_with(&mut parents, permission, file_ref(id), what)?;
         Ok(f)
     }
 

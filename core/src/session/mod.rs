@@ -17,7 +17,9 @@ use std::fmt::Display;
 
 use minijinja::Value;
 
-use crate::access::{AccessSnapshot, KindRegistry, ObjectKind, ObjectRef, Permission};
+use crate::access::{
+    AccessSnapshot, KindRegistry, ObjectKind, ObjectRef, ParentSource, Permission,
+};
 use crate::error::{Error, Result};
 use crate::events::{Event, EventObject, EventQuery};
 use crate::kernel::{AccessChange, Docmeta, RenderInput, Renders, TemplateView};
@@ -108,11 +110,38 @@ impl Session {
         self.db.inner.access.read()
     }
 
-    /// Whether this session may do `permission` on `object`.
+    /// Whether this session may do `permission` on `object` (spec 5.2-5.3): the same
+    /// evaluator as [`Docmeta::check`], which reads the stored links of files, metadata
+    /// values and workflow instances in a transaction of its own. Inside a transaction, the
+    /// session's operations ask `can_in`, which reads them through that transaction.
     pub fn can(&self, permission: Permission, object: ObjectRef) -> bool {
         match self.actor {
             Actor::System => true,
-            Actor::User(u) => self.snapshot().check(u, permission, object),
+            Actor::User(u) => self.db.check(u, permission, object),
+        }
+    }
+
+    /// [`can`](Self::can) inside the transaction `tx`, which answers for the stored links.
+    pub(crate) fn can_in(
+        &self,
+        tx: &mut Tx<'_>,
+        permission: Permission,
+        object: ObjectRef,
+    ) -> bool {
+        self.can_with(tx, permission, object)
+    }
+
+    /// [`can`](Self::can) with the stored links coming from `stored` (a transaction, or the
+    /// links of a record already loaded).
+    pub(crate) fn can_with(
+        &self,
+        stored: &mut dyn ParentSource,
+        permission: Permission,
+        object: ObjectRef,
+    ) -> bool {
+        match self.actor {
+            Actor::System => true,
+            Actor::User(u) => self.snapshot().check_with(stored, u, permission, object),
         }
     }
 
@@ -150,11 +179,37 @@ impl Session {
         object: ObjectRef,
         what: impl Display,
     ) -> Result<()> {
-        if self.can(permission, object) {
+        self.refuse_unless(|p| self.can(p, object), permission, object, what)
+    }
+
+    /// [`require`](Self::require) with the stored links coming from `stored`.
+    pub(crate) fn require_with(
+        &self,
+        stored: &mut dyn ParentSource,
+        permission: Permission,
+        object: ObjectRef,
+        what: impl Display,
+    ) -> Result<()> {
+        self.refuse_unless(
+            |p| self.can_with(stored, p, object),
+            permission,
+            object,
+            what,
+        )
+    }
+
+    fn refuse_unless(
+        &self,
+        mut may: impl FnMut(Permission) -> bool,
+        permission: Permission,
+        object: ObjectRef,
+        what: impl Display,
+    ) -> Result<()> {
+        if may(permission) {
             return Ok(());
         }
         let view = view_permission(object.kind);
-        if view != permission && self.can(view, object) {
+        if view != permission && may(view) {
             Err(Error::PermissionDenied(format!(
                 "'{}' is needed on {what}",
                 permission.key()

@@ -2,7 +2,7 @@
 //! triggers, actions) and instances (reading them, their log, taking a transition), each
 //! permission-checked. Imports the engine and this module's helpers; nothing imports it back.
 
-use crate::access::{ObjectKind, ObjectRef, Permission as P, Permission};
+use crate::access::{KnownParents, ObjectKind, ObjectRef, Permission as P, Permission};
 use crate::error::{Error, Result};
 use crate::kernel::Renders;
 use crate::model::*;
@@ -476,8 +476,9 @@ impl Session {
     /// Whether the session may `permission` on an instance: an ACL on the instance, on its
     /// workflow (spec 5.3 inheritance), or a global grant.
     fn can_instance(&self, permission: P, instance: &WorkflowInstance) -> bool {
-        self.can(permission, instance_ref(instance.id))
-            || self.can(permission, wf_ref(instance.workflow_id))
+        let object = instance_ref(instance.id);
+        let mut parents = KnownParents::of(object, vec![wf_ref(instance.workflow_id)]);
+        self.can_with(&mut parents, permission, object)
     }
 
     fn instance_for(
