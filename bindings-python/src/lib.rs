@@ -72,6 +72,12 @@ create_exception!(
     Error,
     "The database, the file system or another backing service failed."
 );
+create_exception!(
+    docmeta,
+    StorageFull,
+    StorageError,
+    "The disk (or a quota) is full: nothing was stored; the same call may succeed once space is freed."
+);
 
 /// Maps a core error to its Python exception, with `.field` and `.message` where it has them.
 fn py_err(e: core::Error) -> PyErr {
@@ -90,6 +96,7 @@ fn py_err(e: core::Error) -> PyErr {
         ErrorKind::InvalidInput => InvalidInput::new_err(message),
         ErrorKind::Decryption => DecryptionError::new_err(message),
         ErrorKind::Storage => StorageError::new_err(message),
+        ErrorKind::StorageFull => StorageFull::new_err(message),
         ErrorKind::Timeout => DeadlineExceeded::new_err(message),
         _ => Error::new_err(message),
     };
@@ -1746,6 +1753,7 @@ fn _docmeta(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InvalidInput", py.get_type::<InvalidInput>())?;
     m.add("DecryptionError", py.get_type::<DecryptionError>())?;
     m.add("StorageError", py.get_type::<StorageError>())?;
+    m.add("StorageFull", py.get_type::<StorageFull>())?;
     m.add("DeadlineExceeded", py.get_type::<DeadlineExceeded>())?;
     Ok(())
 }

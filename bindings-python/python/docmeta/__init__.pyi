@@ -35,6 +35,9 @@ class DecryptionError(Error):
 class StorageError(Error):
     """The database, the file system or another backing service failed."""
 
+class StorageFull(StorageError):
+    """The disk (or a quota) is full: nothing was stored; the same call may succeed once space is freed."""
+
 class DeadlineExceeded(Error):
     """The operation's deadline passed before it committed: nothing was changed."""
 

@@ -171,35 +171,50 @@ fn redact(url: &str) -> String {
 
 fn pg_error(operation: &str, e: postgres::Error) -> Error {
     if let Some(db) = e.as_db_error() {
-        let code = db.code().code();
-        if code == "23505" {
-            // "Key (name)=(x) already exists."
-            let field = db
-                .detail()
-                .and_then(|d| d.strip_prefix("Key ("))
-                .and_then(|d| d.split(')').next())
-                .map(|f| f.rsplit(", ").next().unwrap_or(f).to_owned())
-                .unwrap_or_else(|| NON_FIELD_ERRORS.to_owned());
-            return Error::conflict(field, "This value is already taken.");
-        }
-        if code == "23503" {
-            return Error::InvalidInput(
-                "the change refers to a record that does not exist, or removes one still in use"
-                    .into(),
-            );
-        }
-        if code.starts_with("23") {
-            return Error::InvalidInput(format!(
-                "a database constraint refused the change: {}",
-                db.message()
-            ));
-        }
-        return Error::storage(
-            operation.to_owned(),
-            format!("{} ({code}): {}", db.severity(), db.message()),
+        return db_error(
+            operation,
+            db.code().code(),
+            db.severity(),
+            db.message(),
+            db.detail(),
         );
     }
     Error::storage(operation.to_owned(), e)
+}
+
+/// Maps an error the server reported, by its SQLSTATE `code`.
+fn db_error(
+    operation: &str,
+    code: &str,
+    severity: &str,
+    message: &str,
+    detail: Option<&str>,
+) -> Error {
+    if code == "23505" {
+        // "Key (name)=(x) already exists."
+        let field = detail
+            .and_then(|d| d.strip_prefix("Key ("))
+            .and_then(|d| d.split(')').next())
+            .map(|f| f.rsplit(", ").next().unwrap_or(f).to_owned())
+            .unwrap_or_else(|| NON_FIELD_ERRORS.to_owned());
+        return Error::conflict(field, "This value is already taken.");
+    }
+    if code == "23503" {
+        return Error::InvalidInput(
+            "the change refers to a record that does not exist, or removes one still in use".into(),
+        );
+    }
+    if code.starts_with("23") {
+        return Error::InvalidInput(format!(
+            "a database constraint refused the change: {message}"
+        ));
+    }
+    let source = format!("{severity} ({code}): {message}");
+    // disk_full: the server could not extend a table, an index, a temporary file or the WAL.
+    if code == "53100" {
+        return Error::storage_full(operation.to_owned(), source);
+    }
+    Error::storage(operation.to_owned(), source)
 }
 
 impl PostgresStore {
@@ -591,6 +606,41 @@ impl Store for PostgresStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorKind;
+
+    #[test]
+    fn disk_full_is_storage_full() {
+        let e = db_error(
+            "inserting a row",
+            "53100",
+            "ERROR",
+            "could not extend file \"base/16384/16385\": No space left on device",
+            None,
+        );
+        assert_eq!(e.kind(), ErrorKind::StorageFull, "{e}");
+    }
+
+    #[test]
+    fn other_resource_errors_are_storage() {
+        // 53200 out_of_memory: same class, but freeing disk space does not help.
+        let e = db_error("inserting a row", "53200", "ERROR", "out of memory", None);
+        assert_eq!(e.kind(), ErrorKind::Storage, "{e}");
+    }
+
+    #[test]
+    fn unique_violation_names_the_field() {
+        let e = db_error(
+            "inserting a row",
+            "23505",
+            "ERROR",
+            "duplicate key value violates unique constraint",
+            Some("Key (name)=(x) already exists."),
+        );
+        assert!(
+            matches!(&e, Error::Conflict { field, .. } if field == "name"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn placeholders_are_typed_by_their_values() {
