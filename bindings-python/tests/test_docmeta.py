@@ -256,3 +256,12 @@ def test_postgres_store(tmp_path: Path) -> None:
         assert admin.document(doc.id).label == "PG-1"
         with pytest.raises(docmeta.Conflict):
             admin.create_document_type(admin.document_types()[0].label)
+
+
+def test_storage_full_is_caught_as_a_storage_error() -> None:
+    # A full disk raises StorageFull; code written for StorageError keeps catching it.
+    assert issubclass(docmeta.StorageFull, docmeta.StorageError)
+    try:
+        raise docmeta.StorageFull("storing a document file failed: no space left")
+    except docmeta.StorageError as e:
+        assert isinstance(e, docmeta.StorageFull)

@@ -71,6 +71,13 @@ pub enum DocmetaError {
         /// What failed.
         reason: String,
     },
+    /// The disk (or a quota) is full: nothing was stored, and the same call may succeed once
+    /// space is freed.
+    #[error("{reason}")]
+    StorageFull {
+        /// What could not be stored.
+        reason: String,
+    },
 }
 
 impl From<core::Error> for DocmetaError {
@@ -91,6 +98,7 @@ impl From<core::Error> for DocmetaError {
                 ErrorKind::InvalidInput => DocmetaError::InvalidInput { reason: message },
                 ErrorKind::Decryption => DocmetaError::Decryption { reason: message },
                 ErrorKind::Timeout => DocmetaError::DeadlineExceeded { reason: message },
+                ErrorKind::StorageFull => DocmetaError::StorageFull { reason: message },
                 _ => DocmetaError::Storage { reason: message },
             },
         }

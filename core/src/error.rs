@@ -63,6 +63,18 @@ pub enum Error {
         #[source]
         source: BoxError,
     },
+    /// The disk (or a quota) holding the database or the files is full: nothing was stored, and
+    /// the same request may succeed once space is freed. Set where the failure is first seen
+    /// (SQLite's `SQLITE_FULL`, PostgreSQL's `disk_full` 53100, an I/O error of kind
+    /// `StorageFull` or `QuotaExceeded`), never guessed from message text.
+    #[error("{operation} failed: {source}")]
+    StorageFull {
+        /// What docmeta was doing.
+        operation: String,
+        /// The underlying failure.
+        #[source]
+        source: BoxError,
+    },
 }
 
 impl Error {
@@ -87,41 +99,35 @@ impl Error {
         }
     }
 
-    /// A storage failure while doing `operation`.
+    /// A storage failure while doing `operation`. When `source` is, or was caused by, an I/O
+    /// error saying the disk or a quota is full, this is [`Error::StorageFull`].
     pub fn storage(operation: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        let source = source.into();
+        if io_says_full(source.as_ref()) {
+            return Error::StorageFull {
+                operation: operation.into(),
+                source,
+            };
+        }
         Error::Storage {
+            operation: operation.into(),
+            source,
+        }
+    }
+
+    /// A "storage full" failure while doing `operation`, for stores that learn it from their own
+    /// result codes.
+    pub fn storage_full(operation: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        Error::StorageFull {
             operation: operation.into(),
             source: source.into(),
         }
     }
 
-    /// Whether this is a storage failure because the disk (or a quota) is full: nothing was
-    /// stored, and the same request may succeed once space is freed.
+    /// Whether this is [`Error::StorageFull`]: nothing was stored, and the same request may
+    /// succeed once space is freed.
     pub fn is_storage_full(&self) -> bool {
-        let Error::Storage { source, .. } = self else {
-            return false;
-        };
-        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(source.as_ref());
-        while let Some(e) = cause {
-            if let Some(io) = e.downcast_ref::<std::io::Error>()
-                && matches!(
-                    io.kind(),
-                    std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
-                )
-            {
-                return true;
-            }
-            let text = e.to_string().to_ascii_lowercase();
-            // SQLite's SQLITE_FULL, PostgreSQL's disk_full (53100), and our own wording.
-            if text.contains("no space left")
-                || text.contains("database or disk is full")
-                || text.contains("could not extend file")
-            {
-                return true;
-            }
-            cause = e.source();
-        }
-        false
+        self.kind() == ErrorKind::StorageFull
     }
 
     /// The stable name of this error's kind, for faces that map kinds to their own types.
@@ -135,6 +141,7 @@ impl Error {
             Error::Decryption(_) => ErrorKind::Decryption,
             Error::Timeout(_) => ErrorKind::Timeout,
             Error::Storage { .. } => ErrorKind::Storage,
+            Error::StorageFull { .. } => ErrorKind::StorageFull,
         }
     }
 }
@@ -159,4 +166,78 @@ pub enum ErrorKind {
     Storage,
     /// See [`Error::Timeout`].
     Timeout,
+    /// See [`Error::StorageFull`].
+    StorageFull,
+}
+
+/// Whether `e` or one of its causes is an I/O error saying the disk or a quota is full.
+fn io_says_full(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(e);
+    while let Some(e) = cause {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+            ) {
+                return true;
+            }
+            // An `io::Error`'s `source()` skips the error it wraps: look at that one first.
+            if let Some(inner) = io.get_ref() {
+                cause = Some(inner);
+                continue;
+            }
+        }
+        cause = e.source();
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_io_error_saying_the_disk_is_full_is_storage_full() {
+        let e = Error::storage(
+            "writing",
+            std::io::Error::from(std::io::ErrorKind::StorageFull),
+        );
+        assert_eq!(e.kind(), ErrorKind::StorageFull);
+        assert!(e.is_storage_full());
+    }
+
+    #[test]
+    fn an_exceeded_quota_is_storage_full() {
+        let e = Error::storage(
+            "writing",
+            std::io::Error::from(std::io::ErrorKind::QuotaExceeded),
+        );
+        assert_eq!(e.kind(), ErrorKind::StorageFull);
+    }
+
+    #[test]
+    fn a_full_disk_wrapped_in_another_io_error_is_storage_full() {
+        let inner = std::io::Error::from(std::io::ErrorKind::StorageFull);
+        let e = Error::storage("writing", std::io::Error::other(inner));
+        assert_eq!(e.kind(), ErrorKind::StorageFull);
+    }
+
+    #[test]
+    fn message_text_alone_does_not_make_storage_full() {
+        let e = Error::storage(
+            "writing",
+            "database or disk is full: no space left on device",
+        );
+        assert_eq!(e.kind(), ErrorKind::Storage);
+        assert!(!e.is_storage_full());
+    }
+
+    #[test]
+    fn other_io_errors_stay_storage() {
+        let e = Error::storage(
+            "writing",
+            std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+        );
+        assert_eq!(e.kind(), ErrorKind::Storage);
+    }
 }

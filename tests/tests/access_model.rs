@@ -87,7 +87,17 @@ fn grantable(o: usize, p: usize) -> bool {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: 48,
+        // Integration tests have no lib.rs above them for proptest's default location: name the
+        // committed file (relative to this crate) so a failing case is replayed on every run.
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::Direct(
+                "proptest-regressions/access_model.txt",
+            ),
+        )),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn evaluator_equals_reference(ops in prop::collection::vec(op(), 1..40)) {

@@ -388,6 +388,17 @@ mod properties {
     use proptest::prelude::*;
 
     proptest! {
+        // Integration tests have no lib.rs above them for proptest's default location: name the
+        // committed file (relative to this crate) so a failing case is replayed on every run.
+        #![proptest_config(ProptestConfig {
+            failure_persistence: Some(Box::new(
+                proptest::test_runner::FileFailurePersistence::Direct(
+                    "proptest-regressions/pipeline.txt",
+                ),
+            )),
+            ..ProptestConfig::default()
+        })]
+
         #[test]
         fn classes_never_panic(s in "\\PC{0,40}") {
             let _ = DateValidator.validate(&s);

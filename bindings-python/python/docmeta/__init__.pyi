@@ -3,7 +3,19 @@
 from datetime import datetime
 from os import PathLike
 from types import TracebackType
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Type, Union
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Tuple,
+    Type,
+    Union,
+    final,
+)
 
 _Path = Union[str, "PathLike[str]"]
 _Progress = Optional[Callable[[int, int], object]]
@@ -35,9 +47,13 @@ class DecryptionError(Error):
 class StorageError(Error):
     """The database, the file system or another backing service failed."""
 
+class StorageFull(StorageError):
+    """The disk (or a quota) is full: nothing was stored; the same call may succeed once space is freed."""
+
 class DeadlineExceeded(Error):
     """The operation's deadline passed before it committed: nothing was changed."""
 
+@final
 class MetadataType:
     """A metadata type (spec 2.1)."""
 
@@ -60,6 +76,7 @@ class MetadataType:
     @property
     def parser_arguments(self) -> str: ...
 
+@final
 class DocumentType:
     """A document type."""
 
@@ -68,6 +85,7 @@ class DocumentType:
     @property
     def label(self) -> str: ...
 
+@final
 class Document:
     """A document."""
 
@@ -80,6 +98,7 @@ class Document:
     @property
     def created(self) -> datetime: ...
 
+@final
 class DocumentMetadata:
     """A metadata value of a document."""
 
@@ -92,6 +111,7 @@ class DocumentMetadata:
     @property
     def value(self) -> str: ...
 
+@final
 class DocumentFile:
     """A file of a document."""
 
@@ -110,6 +130,7 @@ class DocumentFile:
     @property
     def created(self) -> datetime: ...
 
+@final
 class User:
     """A user."""
 
@@ -122,6 +143,7 @@ class User:
     @property
     def is_active(self) -> bool: ...
 
+@final
 class Acl:
     """A role's permissions on one object."""
 
@@ -136,6 +158,7 @@ class Acl:
     @property
     def permissions(self) -> List[str]: ...
 
+@final
 class Event:
     """An entry of the event log (spec 6)."""
 
@@ -158,6 +181,7 @@ class Event:
     @property
     def action_object_id(self) -> Optional[int]: ...
 
+@final
 class Cabinet:
     """A cabinet."""
 
@@ -168,6 +192,7 @@ class Cabinet:
     @property
     def parent_id(self) -> Optional[int]: ...
 
+@final
 class Task:
     """A durable background task that is not done."""
 
@@ -182,6 +207,7 @@ class Task:
     @property
     def error(self) -> str: ...
 
+@final
 class Workflow:
     """A workflow template."""
 
@@ -192,6 +218,7 @@ class Workflow:
     @property
     def document_type_ids(self) -> List[int]: ...
 
+@final
 class WorkflowState:
     """A state of a workflow."""
 
@@ -204,6 +231,7 @@ class WorkflowState:
     @property
     def initial(self) -> bool: ...
 
+@final
 class WorkflowTransition:
     """A transition of a workflow."""
 
@@ -222,6 +250,7 @@ class WorkflowTransition:
     @property
     def triggers(self) -> List[str]: ...
 
+@final
 class WorkflowInstance:
     """A workflow running on a document."""
 
@@ -234,6 +263,7 @@ class WorkflowInstance:
     @property
     def state_id(self) -> Optional[int]: ...
 
+@final
 class WorkflowLogEntry:
     """An entry of a workflow instance's log."""
 
@@ -252,6 +282,7 @@ class WorkflowLogEntry:
     @property
     def created(self) -> datetime: ...
 
+@final
 class DocumentPage:
     """A page of document search results."""
 
@@ -260,6 +291,7 @@ class DocumentPage:
     @property
     def results(self) -> List[Document]: ...
 
+@final
 class MetadataPage:
     """A page of metadata search results."""
 
@@ -268,12 +300,14 @@ class MetadataPage:
     @property
     def results(self) -> List[DocumentMetadata]: ...
 
+@final
 class DocumentIterator(Iterator[Document]):
     """Documents, fetched lazily in pages."""
 
     def __iter__(self) -> "DocumentIterator": ...
     def __next__(self) -> Document: ...
 
+@final
 class Session:
     """Everything one actor does."""
 
@@ -411,6 +445,7 @@ class Session:
     def remove_workflow_trigger(self, workflow: int, transition: int, event: str) -> WorkflowTransition: ...
     def delete_workflow_action(self, workflow: int, state: int, action: int) -> None: ...
 
+@final
 class Docmeta:
     """A docmeta instance; share it between threads."""
 
@@ -463,4 +498,38 @@ def restore(
     database_url: Optional[str] = ...,
 ) -> Dict[str, Any]: ...
 
-__all__: List[str]
+# The runtime's list (docmeta/__init__.py): stubtest checks that they agree.
+__all__ = [
+    "Acl",
+    "Cabinet",
+    "Conflict",
+    "DecryptionError",
+    "Docmeta",
+    "Document",
+    "DocumentFile",
+    "DocumentIterator",
+    "DocumentMetadata",
+    "DocumentPage",
+    "DocumentType",
+    "Error",
+    "Event",
+    "InvalidInput",
+    "MetadataPage",
+    "MetadataType",
+    "NotFound",
+    "PermissionDenied",
+    "Session",
+    "StorageError",
+    "StorageFull",
+    "DeadlineExceeded",
+    "Task",
+    "User",
+    "ValidationError",
+    "Workflow",
+    "WorkflowInstance",
+    "WorkflowLogEntry",
+    "WorkflowState",
+    "WorkflowTransition",
+    "restore",
+    "verify_backup",
+]

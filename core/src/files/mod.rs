@@ -207,8 +207,11 @@ pub(crate) fn write_atomically(
 /// Maps an I/O error of reading document content: a MENC authentication failure is
 /// [`Error::Decryption`], a full disk says so, anything else is [`Error::Storage`].
 pub(crate) fn content_error(operation: &str, e: io::Error) -> Error {
-    if e.kind() == io::ErrorKind::StorageFull {
-        return Error::storage(
+    if matches!(
+        e.kind(),
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+    ) {
+        return Error::storage_full(
             operation.to_owned(),
             "no space left on the device; nothing was stored",
         );
@@ -440,6 +443,35 @@ pub fn guess_mime(filename: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorKind;
+
+    #[test]
+    fn a_full_disk_while_storing_content_is_storage_full() {
+        let e = content_error(
+            "storing a document file",
+            io::Error::from(io::ErrorKind::StorageFull),
+        );
+        assert_eq!(e.kind(), ErrorKind::StorageFull, "{e}");
+        assert!(e.to_string().contains("no space left"), "{e}");
+    }
+
+    #[test]
+    fn an_exceeded_quota_while_storing_content_is_storage_full() {
+        let e = content_error(
+            "storing a document file",
+            io::Error::from(io::ErrorKind::QuotaExceeded),
+        );
+        assert_eq!(e.kind(), ErrorKind::StorageFull, "{e}");
+    }
+
+    #[test]
+    fn other_content_errors_stay_storage() {
+        let e = content_error(
+            "storing a document file",
+            io::Error::from(io::ErrorKind::PermissionDenied),
+        );
+        assert_eq!(e.kind(), ErrorKind::Storage, "{e}");
+    }
 
     #[test]
     fn names_are_generated_and_checked() {

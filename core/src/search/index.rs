@@ -41,8 +41,32 @@ const WORDS: &str = "docmeta_words";
 const DOCUMENT: &str = "document";
 const METADATA: &str = "metadata";
 
-fn search_error(operation: &str, e: impl std::fmt::Display) -> Error {
+fn search_error<E: std::fmt::Display + 'static>(operation: &str, e: E) -> Error {
+    // tantivy keeps the I/O error in a field that is not its `source()`: look for it by type.
+    let full = (&e as &dyn std::any::Any)
+        .downcast_ref::<tantivy::TantivyError>()
+        .is_some_and(tantivy_says_full);
+    if full {
+        return Error::storage_full(operation.to_owned(), e.to_string());
+    }
     Error::storage(operation.to_owned(), e.to_string())
+}
+
+/// Whether tantivy failed because the disk or a quota is full.
+fn tantivy_says_full(e: &tantivy::TantivyError) -> bool {
+    use tantivy::TantivyError as T;
+    use tantivy::directory::error::{OpenDirectoryError, OpenReadError, OpenWriteError};
+    let io = match e {
+        T::IoError(io)
+        | T::OpenWriteError(OpenWriteError::IoError { io_error: io, .. })
+        | T::OpenReadError(OpenReadError::IoError { io_error: io, .. })
+        | T::OpenDirectoryError(OpenDirectoryError::IoError { io_error: io, .. }) => io,
+        _ => return false,
+    };
+    matches!(
+        io.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    )
 }
 
 /// Which records a search returns.
@@ -905,6 +929,24 @@ impl tantivy::collector::SegmentCollector for VisibleTopSegment {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_full_disk_under_the_index_is_storage_full() {
+        let e = tantivy::TantivyError::IoError(Arc::new(std::io::Error::from(
+            std::io::ErrorKind::StorageFull,
+        )));
+        let e = search_error("committing the search index", e);
+        assert_eq!(e.kind(), crate::error::ErrorKind::StorageFull, "{e}");
+    }
+
+    #[test]
+    fn other_index_failures_are_storage() {
+        let e = tantivy::TantivyError::IoError(Arc::new(std::io::Error::from(
+            std::io::ErrorKind::PermissionDenied,
+        )));
+        let e = search_error("committing the search index", e);
+        assert_eq!(e.kind(), crate::error::ErrorKind::Storage, "{e}");
+    }
     use crate::search::query::parse;
 
     fn document(id: i64, values: usize) -> IndexedDocument {

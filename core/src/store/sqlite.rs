@@ -85,6 +85,12 @@ impl std::fmt::Debug for SqliteStore {
 }
 
 fn sqlite_error(operation: &str, e: rusqlite::Error) -> Error {
+    if let rusqlite::Error::SqliteFailure(code, _) = &e
+        && code.code == ErrorCode::DiskFull
+    {
+        // SQLITE_FULL: the database file (or its journal) could not grow.
+        return Error::storage_full(operation.to_owned(), e);
+    }
     if let rusqlite::Error::SqliteFailure(code, message) = &e
         && code.code == ErrorCode::ConstraintViolation
     {
@@ -479,6 +485,37 @@ fn snapshot_files(snapshot: &Path) -> Result<(u32, Vec<String>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// SQLite says SQLITE_FULL when the database cannot grow; `max_page_count` makes that
+    /// happen without filling a disk.
+    #[test]
+    fn a_full_database_is_storage_full() -> Result<()> {
+        let conn = open_connection(None)?;
+        conn.execute_batch("CREATE TABLE t (b BLOB); PRAGMA max_page_count = 8;")
+            .map_err(|e| sqlite_error("setting up", e))?;
+        let e = conn
+            .execute("INSERT INTO t (b) VALUES (zeroblob(1000000))", [])
+            .map_err(|e| sqlite_error("inserting a row", e))
+            .expect_err("the database is full");
+        assert_eq!(e.kind(), crate::error::ErrorKind::StorageFull, "{e}");
+        Ok(())
+    }
+
+    #[test]
+    fn a_unique_violation_is_a_conflict_not_storage_full() -> Result<()> {
+        let conn = open_connection(None)?;
+        conn.execute_batch("CREATE TABLE t (name TEXT UNIQUE); INSERT INTO t VALUES ('a');")
+            .map_err(|e| sqlite_error("setting up", e))?;
+        let e = conn
+            .execute("INSERT INTO t VALUES ('a')", [])
+            .map_err(|e| sqlite_error("inserting a row", e))
+            .expect_err("duplicate");
+        assert!(
+            matches!(&e, Error::Conflict { field, .. } if field == "name"),
+            "{e}"
+        );
+        Ok(())
+    }
 
     /// A cached statement must not be recompiled on each execution (see `open_connection`).
     #[test]

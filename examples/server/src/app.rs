@@ -1,18 +1,16 @@
-//! The application: shared state, the router (every route registered together with its OpenAPI
+//! The application: the router (every route registered together with its OpenAPI
 //! description, so the two cannot drift), middleware, and graceful serving.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, Request};
-use axum::http::{StatusCode, request::Parts};
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use docmeta_core::Docmeta;
-use serde::de::DeserializeOwned;
 use tower_http::catch_panic::CatchPanicLayer;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
@@ -20,8 +18,9 @@ use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::Auth;
 use crate::conn::{Conn, GuardedListener};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiError;
 use crate::routes;
+use crate::state::{AppState, REQUEST, RequestClock};
 use crate::streams::{StreamCounter, StreamLimits, config_duration};
 
 /// Largest JSON request body.
@@ -32,71 +31,6 @@ pub const MAX_URI: usize = 8 * 1024;
 pub const MAX_HEADERS: usize = 64;
 /// Largest request header section (names and values); larger is `431`.
 pub const MAX_HEADER_BYTES: usize = 32 * 1024;
-
-/// What every handler gets.
-#[derive(Clone)]
-pub struct AppState {
-    pub db: Docmeta,
-    pub auth: Arc<Auth>,
-    pub openapi: Arc<serde_json::Value>,
-    /// Downloads and uploads in progress, per user.
-    pub streams: Arc<StreamCounter>,
-    /// Where uploads are received before they are stored.
-    pub spool_dir: PathBuf,
-}
-
-tokio::task_local! {
-    /// The time limit of the request being handled (absent for uploads, which have their own).
-    static REQUEST: Arc<RequestClock>;
-}
-
-/// A request's time limit, and whether its handler has begun work in the core.
-#[derive(Debug)]
-struct RequestClock {
-    deadline: Instant,
-    /// Set when the handler hands work to the core: from then on the core's deadline check
-    /// decides the outcome, and the answer waits for it.
-    started: AtomicBool,
-}
-
-impl AppState {
-    /// Runs a blocking core call off the async workers. Within a request's time limit, the
-    /// core gets the request's deadline: a change that would commit after it rolls back
-    /// (`408`), so a request is never answered "too slow" and then applied.
-    pub async fn run<T, F>(&self, f: F) -> ApiResult<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Docmeta) -> ApiResult<T> + Send + 'static,
-    {
-        let db = match REQUEST.try_with(Arc::clone) {
-            Ok(clock) => {
-                clock.started.store(true, Ordering::SeqCst);
-                self.db.with_deadline(clock.deadline)
-            }
-            Err(_) => self.db.clone(),
-        };
-        tokio::task::spawn_blocking(move || f(&db))
-            .await
-            .map_err(|e| {
-                tracing::error!(error = %e, "a blocking task failed");
-                ApiError::internal()
-            })?
-    }
-}
-
-/// Path parameters; a malformed id is `404`, as an unknown one is.
-pub struct Ids<T>(pub T);
-
-impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for Ids<T> {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        Path::<T>::from_request_parts(parts, state)
-            .await
-            .map(|Path(t)| Ids(t))
-            .map_err(|_| ApiError::not_found())
-    }
-}
 
 #[derive(OpenApi)]
 #[openapi(

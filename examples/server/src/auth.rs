@@ -23,16 +23,13 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::extract::{ConnectInfo, FromRequestParts};
-use axum::http::{StatusCode, header, request::Parts};
+use axum::http::StatusCode;
 use base64::Engine;
 use docmeta_core::{Docmeta, UserId};
 use hmac::{Hmac, Mac};
 use parking_lot::{Mutex, RwLock};
 use sha2::Sha256;
 
-use crate::app::AppState;
-use crate::conn::Conn;
 use crate::error::ApiError;
 
 /// The window of `login_failures_per_minute`.
@@ -250,29 +247,6 @@ fn parse_basic(header: &str) -> Option<(String, String)> {
 /// The authenticated user of a request.
 #[derive(Debug, Clone, Copy)]
 pub struct CurrentUser(pub UserId);
-
-impl FromRequestParts<AppState> for CurrentUser {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
-        let header = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok());
-        let client = parts
-            .extensions
-            .get::<ConnectInfo<Conn>>()
-            .map(|c| c.0.addr.ip());
-        state
-            .auth
-            .authenticate(&state.db, header, client)
-            .await
-            .map(CurrentUser)
-    }
-}
 
 #[cfg(test)]
 mod tests {

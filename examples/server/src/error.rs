@@ -65,8 +65,8 @@ impl From<Error> for ApiError {
                 StatusCode::REQUEST_TIMEOUT,
                 "The request took too long; nothing was changed.",
             ),
-            other if other.is_storage_full() => {
-                tracing::error!(error = %other, "request failed: disk full");
+            full @ Error::StorageFull { .. } => {
+                tracing::error!(error = %full, "request failed: disk full");
                 ApiError::detail(
                     StatusCode::INSUFFICIENT_STORAGE,
                     "The server has no space left to store this; nothing was stored.",

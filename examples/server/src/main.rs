@@ -9,6 +9,7 @@ mod dto;
 mod error;
 mod page;
 mod routes;
+mod state;
 mod streams;
 
 use std::io::{BufRead, Write};

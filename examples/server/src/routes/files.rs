@@ -24,11 +24,11 @@ use docmeta_core::{DocumentFile, DocumentFileId, DocumentId};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::app::{AppState, Ids};
 use crate::auth::CurrentUser;
 use crate::conn::{DeadlineGuard, MaybeConn};
 use crate::dto::DocumentFileOut;
 use crate::error::{ApiError, ApiResult};
+use crate::state::{AppState, Ids};
 use crate::streams::{StreamLimits, StreamPermit};
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {

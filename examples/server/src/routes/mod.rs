@@ -11,7 +11,7 @@ mod workflows;
 
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::app::AppState;
+use crate::state::AppState;
 
 /// Registers every route (each with its OpenAPI operation).
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {

@@ -6,10 +6,10 @@ use serde_json::Value;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::app::AppState;
 use crate::auth::CurrentUser;
 use crate::dto::*;
 use crate::error::ApiResult;
+use crate::state::AppState;
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
     router

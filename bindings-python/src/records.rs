@@ -1,0 +1,256 @@
+//! The frozen record classes (`Document`, `Acl`, `Workflow`, ...) and their conversions from
+//! docmeta-core's types.
+
+use chrono::{DateTime, Utc};
+use docmeta_core as core;
+use pyo3::prelude::*;
+
+macro_rules! record {
+    ($(#[$doc:meta])* $name:ident { $($(#[$fdoc:meta])* $field:ident : $ty:ty),* $(,)? }) => {
+        $(#[$doc])*
+        #[pyclass(frozen, eq, get_all, module = "docmeta", skip_from_py_object)]
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct $name { $($(#[$fdoc])* pub(crate) $field: $ty),* }
+
+        #[pymethods]
+        impl $name {
+            fn __repr__(&self) -> String {
+                let mut out = format!("{}(", stringify!($name));
+                $( out.push_str(&format!("{}={:?}, ", stringify!($field), self.$field)); )*
+                if out.ends_with(", ") { out.truncate(out.len() - 2); }
+                out.push(')');
+                out
+            }
+        }
+    };
+}
+
+record!(
+    /// A metadata type (spec 2.1).
+    MetadataType { id: i64, name: String, label: String, default: String, lookup: String,
+        validation: String, validation_arguments: String, parser: String, parser_arguments: String });
+record!(
+    /// A document type.
+    DocumentType { id: i64, label: String });
+record!(
+    /// A document.
+    Document { id: i64, label: String, document_type_id: i64, created: DateTime<Utc> });
+record!(
+    /// A metadata value of a document (one per document and type).
+    DocumentMetadata { id: i64, document_id: i64, metadata_type_id: i64, value: String });
+record!(
+    /// A file of a document (the bytes live in the file storage).
+    DocumentFile { id: i64, document_id: i64, filename: String, size: u64, checksum: String,
+        mimetype: String, created: DateTime<Utc> });
+record!(
+    /// A user (never with its password hash).
+    User { id: i64, username: String, is_superuser: bool, is_active: bool });
+record!(
+    /// An access-control list: a role's permissions on one object.
+    Acl { id: i64, object_kind: String, object_id: i64, role_id: i64, permissions: Vec<String> });
+record!(
+    /// An entry of the event log (spec 6).
+    Event { id: i64, timestamp: DateTime<Utc>, name: String, actor_id: Option<i64>,
+        target_kind: String, target_id: i64, target_label: String,
+        action_object_kind: Option<String>, action_object_id: Option<i64> });
+record!(
+    /// A cabinet (a tree of document folders).
+    Cabinet { id: i64, label: String, parent_id: Option<i64> });
+record!(
+    /// A durable background task that is not done.
+    Task { id: i64, name: String, state: String, attempts: i64, error: String });
+record!(
+    /// A workflow template.
+    Workflow { id: i64, label: String, document_type_ids: Vec<i64> });
+record!(
+    /// A state of a workflow.
+    WorkflowState { id: i64, workflow_id: i64, label: String, initial: bool });
+record!(
+    /// A transition of a workflow, with its trigger events.
+    WorkflowTransition { id: i64, workflow_id: i64, label: String, origin_state_id: i64,
+        destination_state_id: i64, condition: String, triggers: Vec<String> });
+record!(
+    /// A workflow running on a document.
+    WorkflowInstance { id: i64, workflow_id: i64, document_id: i64, state_id: Option<i64> });
+record!(
+    /// An entry of a workflow instance's log: a transition taken, or an error.
+    WorkflowLogEntry { id: i64, instance_id: i64, transition_id: Option<i64>, user_id: Option<i64>,
+        comment: String, error: bool, created: DateTime<Utc> });
+record!(
+    /// A page of search results.
+    DocumentPage { count: usize, results: Vec<Document> });
+record!(
+    /// A page of metadata search results.
+    MetadataPage { count: usize, results: Vec<DocumentMetadata> });
+
+impl From<core::MetadataType> for MetadataType {
+    fn from(t: core::MetadataType) -> Self {
+        MetadataType {
+            id: t.id.0,
+            name: t.name,
+            label: t.label,
+            default: t.default,
+            lookup: t.lookup,
+            validation: t.validation,
+            validation_arguments: t.validation_arguments,
+            parser: t.parser,
+            parser_arguments: t.parser_arguments,
+        }
+    }
+}
+impl From<core::DocumentType> for DocumentType {
+    fn from(t: core::DocumentType) -> Self {
+        DocumentType {
+            id: t.id.0,
+            label: t.label,
+        }
+    }
+}
+impl From<core::Document> for Document {
+    fn from(d: core::Document) -> Self {
+        Document {
+            id: d.id.0,
+            label: d.label,
+            document_type_id: d.document_type_id.0,
+            created: d.created,
+        }
+    }
+}
+impl From<core::DocumentMetadata> for DocumentMetadata {
+    fn from(m: core::DocumentMetadata) -> Self {
+        DocumentMetadata {
+            id: m.id.0,
+            document_id: m.document_id.0,
+            metadata_type_id: m.metadata_type_id.0,
+            value: m.value,
+        }
+    }
+}
+impl From<core::DocumentFile> for DocumentFile {
+    fn from(f: core::DocumentFile) -> Self {
+        DocumentFile {
+            id: f.id.0,
+            document_id: f.document_id.0,
+            filename: f.filename,
+            size: f.size,
+            checksum: f.checksum,
+            mimetype: f.mimetype,
+            created: f.created,
+        }
+    }
+}
+impl From<core::UserRow> for User {
+    fn from(u: core::UserRow) -> Self {
+        User {
+            id: u.id.0,
+            username: u.username,
+            is_superuser: u.is_superuser,
+            is_active: u.is_active,
+        }
+    }
+}
+impl From<core::AclRow> for Acl {
+    fn from(a: core::AclRow) -> Self {
+        Acl {
+            id: a.id.0,
+            object_kind: a.object_kind,
+            object_id: a.object_id,
+            role_id: a.role_id.0,
+            permissions: a.permissions,
+        }
+    }
+}
+impl From<core::Event> for Event {
+    fn from(e: core::Event) -> Self {
+        Event {
+            id: e.id.0,
+            timestamp: e.timestamp,
+            name: e.name,
+            actor_id: e.actor.map(|u| u.0),
+            target_kind: e.target.kind,
+            target_id: e.target.id,
+            target_label: e.target.label,
+            action_object_kind: e.action_object.as_ref().map(|o| o.kind.clone()),
+            action_object_id: e.action_object.map(|o| o.id),
+        }
+    }
+}
+impl From<core::Cabinet> for Cabinet {
+    fn from(c: core::Cabinet) -> Self {
+        Cabinet {
+            id: c.id.0,
+            label: c.label,
+            parent_id: c.parent_id.map(|p| p.0),
+        }
+    }
+}
+impl From<core::TaskRow> for Task {
+    fn from(t: core::TaskRow) -> Self {
+        Task {
+            id: t.id.0,
+            name: t.name,
+            state: t.state,
+            attempts: t.attempts,
+            error: t.error,
+        }
+    }
+}
+impl From<core::workflows::Workflow> for Workflow {
+    fn from(w: core::workflows::Workflow) -> Self {
+        Workflow {
+            id: w.id.0,
+            label: w.label,
+            document_type_ids: w.document_type_ids.iter().map(|t| t.0).collect(),
+        }
+    }
+}
+impl From<core::workflows::WorkflowState> for WorkflowState {
+    fn from(s: core::workflows::WorkflowState) -> Self {
+        WorkflowState {
+            id: s.id.0,
+            workflow_id: s.workflow_id.0,
+            label: s.label,
+            initial: s.initial,
+        }
+    }
+}
+impl From<core::workflows::WorkflowTransition> for WorkflowTransition {
+    fn from(t: core::workflows::WorkflowTransition) -> Self {
+        WorkflowTransition {
+            id: t.id.0,
+            workflow_id: t.workflow_id.0,
+            label: t.label,
+            origin_state_id: t.origin_state_id.0,
+            destination_state_id: t.destination_state_id.0,
+            condition: t.condition,
+            triggers: t.triggers,
+        }
+    }
+}
+impl From<core::workflows::WorkflowInstance> for WorkflowInstance {
+    fn from(i: core::workflows::WorkflowInstance) -> Self {
+        WorkflowInstance {
+            id: i.id.0,
+            workflow_id: i.workflow_id.0,
+            document_id: i.document_id.0,
+            state_id: i.state_id.map(|s| s.0),
+        }
+    }
+}
+impl From<core::workflows::WorkflowLogEntry> for WorkflowLogEntry {
+    fn from(e: core::workflows::WorkflowLogEntry) -> Self {
+        WorkflowLogEntry {
+            id: e.id.0,
+            instance_id: e.instance_id.0,
+            transition_id: e.transition_id.map(|t| t.0),
+            user_id: e.user_id.map(|u| u.0),
+            comment: e.comment,
+            error: e.error,
+            created: e.created,
+        }
+    }
+}
+
+pub(crate) fn all<T, U: From<T>>(items: Vec<T>) -> Vec<U> {
+    items.into_iter().map(U::from).collect()
+}

@@ -1,0 +1,173 @@
+//! `Session` methods: documents and their metadata values, and the iterator over documents.
+
+use docmeta_core as core;
+use pyo3::prelude::*;
+
+use super::Session;
+use crate::errors::run;
+use crate::records::{Document, DocumentMetadata, all};
+
+#[pymethods]
+impl Session {
+    /// Creates a document with metadata values `{metadata_type_id: value}` (spec 2.10 each).
+    #[pyo3(signature = (document_type, label, *, values = None))]
+    fn create_document(
+        &self,
+        py: Python<'_>,
+        document_type: i64,
+        label: String,
+        values: Option<std::collections::BTreeMap<i64, String>>,
+    ) -> PyResult<Document> {
+        let values = values.unwrap_or_default();
+        run(py, || {
+            let pairs: Vec<(core::MetadataTypeId, &str)> = values
+                .iter()
+                .map(|(t, v)| (core::MetadataTypeId(*t), v.as_str()))
+                .collect();
+            self.inner
+                .create_document(core::DocumentTypeId(document_type), &label, &pairs)
+        })
+        .map(Into::into)
+    }
+
+    /// One document.
+    fn document(&self, py: Python<'_>, id: i64) -> PyResult<Document> {
+        run(py, || self.inner.document(core::DocumentId(id))).map(Into::into)
+    }
+
+    /// The documents this session may view (optionally of one type), fetched lazily in pages.
+    #[pyo3(signature = (*, document_type = None))]
+    fn documents(&self, document_type: Option<i64>) -> DocumentIterator {
+        DocumentIterator {
+            session: self.inner.clone(),
+            of_type: document_type.map(core::DocumentTypeId),
+            state: parking_lot::Mutex::new((core::DocumentId(0), Vec::new(), false)),
+        }
+    }
+
+    /// Renames a document.
+    fn update_document(&self, py: Python<'_>, id: i64, label: String) -> PyResult<Document> {
+        run(py, || {
+            self.inner.update_document(core::DocumentId(id), &label)
+        })
+        .map(Into::into)
+    }
+
+    /// Changes a document's type (spec 2.4 rule 4).
+    fn change_document_type(
+        &self,
+        py: Python<'_>,
+        document: i64,
+        document_type: i64,
+    ) -> PyResult<Document> {
+        run(py, || {
+            self.inner.change_document_type(
+                core::DocumentId(document),
+                core::DocumentTypeId(document_type),
+            )
+        })
+        .map(Into::into)
+    }
+
+    /// Deletes a document with its metadata, files and workflow instances.
+    fn delete_document(&self, py: Python<'_>, id: i64) -> PyResult<()> {
+        run(py, || self.inner.delete_document(core::DocumentId(id)))
+    }
+
+    /// Adds a metadata value (spec 2.10).
+    fn add_metadata(
+        &self,
+        py: Python<'_>,
+        document: i64,
+        metadata_type: i64,
+        value: String,
+    ) -> PyResult<DocumentMetadata> {
+        run(py, || {
+            self.inner.add_document_metadata(
+                core::DocumentId(document),
+                core::MetadataTypeId(metadata_type),
+                &value,
+            )
+        })
+        .map(Into::into)
+    }
+
+    /// Sets a value; an empty value re-applies the default.
+    fn edit_metadata(
+        &self,
+        py: Python<'_>,
+        document: i64,
+        metadata_id: i64,
+        value: String,
+    ) -> PyResult<DocumentMetadata> {
+        run(py, || {
+            self.inner.edit_document_metadata(
+                core::DocumentId(document),
+                core::DocumentMetadataId(metadata_id),
+                &value,
+            )
+        })
+        .map(Into::into)
+    }
+
+    /// Removes a value.
+    fn remove_metadata(&self, py: Python<'_>, document: i64, metadata_id: i64) -> PyResult<()> {
+        run(py, || {
+            self.inner.remove_document_metadata(
+                core::DocumentId(document),
+                core::DocumentMetadataId(metadata_id),
+            )
+        })
+    }
+
+    /// The values of a document this session may view.
+    fn metadata(&self, py: Python<'_>, document: i64) -> PyResult<Vec<DocumentMetadata>> {
+        run(py, || {
+            self.inner
+                .document_metadata_list(core::DocumentId(document))
+        })
+        .map(all)
+    }
+
+    /// `document.metadata_value_of.<name>` (spec 2.3), or None.
+    fn metadata_value_of(
+        &self,
+        py: Python<'_>,
+        document: i64,
+        name: String,
+    ) -> PyResult<Option<String>> {
+        run(py, || {
+            self.inner
+                .metadata_value_of(core::DocumentId(document), &name)
+        })
+    }
+}
+
+/// Iterates over documents, fetching them in pages of 500.
+#[pyclass(module = "docmeta")]
+pub struct DocumentIterator {
+    session: core::Session,
+    of_type: Option<core::DocumentTypeId>,
+    state: parking_lot::Mutex<(core::DocumentId, Vec<core::Document>, bool)>,
+}
+
+#[pymethods]
+impl DocumentIterator {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Document>> {
+        let mut state = self.state.lock();
+        if state.1.is_empty() && !state.2 {
+            let after = state.0;
+            let page = run(py, || self.session.documents(self.of_type, after, 500))?;
+            state.2 = page.len() < 500;
+            if let Some(last) = page.last() {
+                state.0 = last.id;
+            }
+            state.1 = page.into_iter().rev().collect();
+        }
+        Ok(state.1.pop().map(Into::into))
+    }
+}

@@ -1,0 +1,212 @@
+//! `Session` methods: metadata types, document types and their associations (spec 2.1-2.3).
+
+use docmeta_core as core;
+use pyo3::prelude::*;
+
+use super::Session;
+use crate::errors::run;
+use crate::records::{DocumentType, MetadataType, all};
+
+#[pymethods]
+impl Session {
+    /// Creates a metadata type (spec 2.1).
+    #[pyo3(signature = (name, label, *, default = String::new(), lookup = String::new(),
+        validation = String::new(), validation_arguments = String::new(),
+        parser = String::new(), parser_arguments = String::new()))]
+    #[allow(clippy::too_many_arguments)]
+    fn create_metadata_type(
+        &self,
+        py: Python<'_>,
+        name: String,
+        label: String,
+        default: String,
+        lookup: String,
+        validation: String,
+        validation_arguments: String,
+        parser: String,
+        parser_arguments: String,
+    ) -> PyResult<MetadataType> {
+        let input = core::MetadataTypeInput {
+            name,
+            label,
+            default,
+            lookup,
+            validation,
+            validation_arguments,
+            parser,
+            parser_arguments,
+        };
+        run(py, || self.inner.create_metadata_type(input)).map(Into::into)
+    }
+
+    /// The metadata types this session may view.
+    fn metadata_types(&self, py: Python<'_>) -> PyResult<Vec<MetadataType>> {
+        run(py, || self.inner.metadata_types()).map(all)
+    }
+
+    /// Deletes a metadata type (its values are removed by a durable task).
+    fn delete_metadata_type(&self, py: Python<'_>, id: i64) -> PyResult<()> {
+        run(py, || {
+            self.inner.delete_metadata_type(core::MetadataTypeId(id))
+        })
+    }
+
+    /// Creates a document type.
+    fn create_document_type(&self, py: Python<'_>, label: String) -> PyResult<DocumentType> {
+        run(py, || self.inner.create_document_type(&label)).map(Into::into)
+    }
+
+    /// The document types this session may view.
+    fn document_types(&self, py: Python<'_>) -> PyResult<Vec<DocumentType>> {
+        run(py, || self.inner.document_types()).map(all)
+    }
+
+    /// Associates a metadata type with a document type (`required`: spec 2.4 rule 1).
+    #[pyo3(signature = (document_type, metadata_type, *, required = false))]
+    fn associate(
+        &self,
+        py: Python<'_>,
+        document_type: i64,
+        metadata_type: i64,
+        required: bool,
+    ) -> PyResult<i64> {
+        run(py, || {
+            self.inner.associate(
+                core::DocumentTypeId(document_type),
+                core::MetadataTypeId(metadata_type),
+                required,
+            )
+        })
+        .map(|a| a.id.0)
+    }
+
+    /// One metadata type.
+    fn metadata_type(&self, py: Python<'_>, id: i64) -> PyResult<MetadataType> {
+        run(py, || self.inner.metadata_type(core::MetadataTypeId(id))).map(Into::into)
+    }
+
+    /// One metadata type by name.
+    fn metadata_type_by_name(&self, py: Python<'_>, name: String) -> PyResult<MetadataType> {
+        run(py, || self.inner.metadata_type_by_name(&name)).map(Into::into)
+    }
+
+    /// Replaces a metadata type's definition (every field, as `create_metadata_type`).
+    #[pyo3(signature = (id, name, label, *, default = String::new(), lookup = String::new(),
+        validation = String::new(), validation_arguments = String::new(),
+        parser = String::new(), parser_arguments = String::new()))]
+    #[allow(clippy::too_many_arguments)]
+    fn update_metadata_type(
+        &self,
+        py: Python<'_>,
+        id: i64,
+        name: String,
+        label: String,
+        default: String,
+        lookup: String,
+        validation: String,
+        validation_arguments: String,
+        parser: String,
+        parser_arguments: String,
+    ) -> PyResult<MetadataType> {
+        let input = core::MetadataTypeInput {
+            name,
+            label,
+            default,
+            lookup,
+            validation,
+            validation_arguments,
+            parser,
+            parser_arguments,
+        };
+        run(py, || {
+            self.inner
+                .update_metadata_type(core::MetadataTypeId(id), input)
+        })
+        .map(Into::into)
+    }
+
+    /// The choices of a metadata type's lookup (rendered for `document`), or None.
+    #[pyo3(signature = (id, *, document = None))]
+    fn lookup_choices(
+        &self,
+        py: Python<'_>,
+        id: i64,
+        document: Option<i64>,
+    ) -> PyResult<Option<Vec<String>>> {
+        run(py, || {
+            self.inner
+                .lookup_choices(core::MetadataTypeId(id), document.map(core::DocumentId))
+        })
+    }
+
+    /// One document type.
+    fn document_type(&self, py: Python<'_>, id: i64) -> PyResult<DocumentType> {
+        run(py, || self.inner.document_type(core::DocumentTypeId(id))).map(Into::into)
+    }
+
+    /// Renames a document type.
+    fn update_document_type(
+        &self,
+        py: Python<'_>,
+        id: i64,
+        label: String,
+    ) -> PyResult<DocumentType> {
+        run(py, || {
+            self.inner
+                .update_document_type(core::DocumentTypeId(id), &label)
+        })
+        .map(Into::into)
+    }
+
+    /// Deletes a document type without documents.
+    fn delete_document_type(&self, py: Python<'_>, id: i64) -> PyResult<()> {
+        run(py, || {
+            self.inner.delete_document_type(core::DocumentTypeId(id))
+        })
+    }
+
+    /// The associations of a document type as `(association_id, metadata_type_id, required)`.
+    fn associations(&self, py: Python<'_>, document_type: i64) -> PyResult<Vec<(i64, i64, bool)>> {
+        run(py, || {
+            self.inner.associations(core::DocumentTypeId(document_type))
+        })
+        .map(|all| {
+            all.into_iter()
+                .map(|a| (a.id.0, a.metadata_type_id.0, a.required))
+                .collect()
+        })
+    }
+
+    /// Makes an association required or optional (spec 2.4 rules 1-2).
+    fn update_association(
+        &self,
+        py: Python<'_>,
+        document_type: i64,
+        association: i64,
+        required: bool,
+    ) -> PyResult<()> {
+        run(py, || {
+            self.inner.update_association(
+                core::DocumentTypeId(document_type),
+                core::AssociationId(association),
+                required,
+            )
+        })
+        .map(drop)
+    }
+
+    /// Removes an association (its values are removed by a durable task).
+    fn delete_association(
+        &self,
+        py: Python<'_>,
+        document_type: i64,
+        association: i64,
+    ) -> PyResult<()> {
+        run(py, || {
+            self.inner.delete_association(
+                core::DocumentTypeId(document_type),
+                core::AssociationId(association),
+            )
+        })
+    }
+}

@@ -1,0 +1,42 @@
+//! `Session` methods: searching documents and metadata values (spec 2.5).
+
+use pyo3::prelude::*;
+
+use super::Session;
+use crate::errors::run;
+use crate::records::{DocumentPage, MetadataPage, all};
+
+#[pymethods]
+impl Session {
+    /// Documents matching `query` (spec 2.5) that this session may view.
+    #[pyo3(signature = (query, *, page = 1, page_size = 20))]
+    fn search_documents(
+        &self,
+        py: Python<'_>,
+        query: String,
+        page: usize,
+        page_size: usize,
+    ) -> PyResult<DocumentPage> {
+        let p = run(py, || self.inner.search_documents(&query, page, page_size))?;
+        Ok(DocumentPage {
+            count: p.count,
+            results: all(p.results),
+        })
+    }
+
+    /// Metadata values matching `query` (spec 2.5's DocumentMetadataSearchResult).
+    #[pyo3(signature = (query, *, page = 1, page_size = 20))]
+    fn search_metadata(
+        &self,
+        py: Python<'_>,
+        query: String,
+        page: usize,
+        page_size: usize,
+    ) -> PyResult<MetadataPage> {
+        let p = run(py, || self.inner.search_metadata(&query, page, page_size))?;
+        Ok(MetadataPage {
+            count: p.count,
+            results: all(p.results),
+        })
+    }
+}
