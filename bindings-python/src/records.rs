@@ -139,8 +139,8 @@ impl From<core::DocumentFile> for DocumentFile {
         }
     }
 }
-impl From<core::UserRow> for User {
-    fn from(u: core::UserRow) -> Self {
+impl From<core::User> for User {
+    fn from(u: core::User) -> Self {
         User {
             id: u.id.0,
             username: u.username,
@@ -149,14 +149,19 @@ impl From<core::UserRow> for User {
         }
     }
 }
-impl From<core::AclRow> for Acl {
-    fn from(a: core::AclRow) -> Self {
+impl Acl {
+    /// The ACL `a` on an object of `kind` (`app_label.model_name`, as the caller named it and
+    /// the kind registry parsed it); permission keys sorted, as stored.
+    pub(crate) fn of(a: core::Acl, kind: &str) -> Self {
+        let mut permissions: Vec<String> =
+            a.permissions.iter().map(|p| p.key().to_owned()).collect();
+        permissions.sort();
         Acl {
             id: a.id.0,
-            object_kind: a.object_kind,
-            object_id: a.object_id,
+            object_kind: kind.to_owned(),
+            object_id: a.object.id,
             role_id: a.role_id.0,
-            permissions: a.permissions,
+            permissions,
         }
     }
 }
@@ -184,12 +189,12 @@ impl From<core::Cabinet> for Cabinet {
         }
     }
 }
-impl From<core::TaskRow> for Task {
-    fn from(t: core::TaskRow) -> Self {
+impl From<core::Task> for Task {
+    fn from(t: core::Task) -> Self {
         Task {
             id: t.id.0,
             name: t.name,
-            state: t.state,
+            state: t.state.key().to_owned(),
             attempts: t.attempts,
             error: t.error,
         }

@@ -213,7 +213,7 @@ pub fn export(db: &Docmeta) -> Result<Schema> {
             metadata_types,
         });
     }
-    for (id, label) in s.roles()? {
+    for crate::session::Role { id, label } in s.roles()? {
         let permissions = s
             .role_permissions(id)?
             .iter()

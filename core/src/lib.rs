@@ -52,6 +52,7 @@ pub mod search;
 mod session;
 pub mod store;
 mod tasks;
+mod tokens;
 pub mod workflows;
 
 pub use access::{
@@ -64,6 +65,10 @@ pub use events::{Event, EventObject, EventQuery};
 pub use kernel::{Docmeta, SubscriptionId};
 pub use metadata::ClassRegistry;
 pub use model::*;
-pub use session::{Session, UserUpdate};
-pub use store::records::{AclRow, Cabinet, TaskRow, UserRow};
+pub use session::{
+    Acl, AclView, AssociationView, DocumentView, EventActor, EventView, Group, MetadataValueView,
+    Page, PageRequest, Role, Session, Task, TaskState, User, UserUpdate,
+};
+pub use store::records::Cabinet;
 pub use store::{SqliteStore, Store};
+pub use tokens::TOKEN_LEN;

@@ -3,7 +3,7 @@
 use docmeta_core::events::names;
 use docmeta_core::{
     Docmeta, Error, EventQuery, Grant, MetadataTypeInput, ObjectKind, ObjectRef, Permission as P,
-    Result, RoleId, Session, UserId, UserUpdate,
+    PermissionSet, Result, RoleId, Session, UserId, UserUpdate,
 };
 
 struct World {
@@ -363,7 +363,7 @@ fn an_acl_left_empty_is_deleted_and_acl_changes_emit_events() -> Result<()> {
     let dt = w.admin.create_document_type("T")?;
     let obj = dt_ref(dt.id);
     let acl = w.admin.grant(P::DocumentView, w.role, obj)?;
-    assert_eq!(acl.permissions, ["documents.document_view"]);
+    assert_eq!(acl.permissions, PermissionSet::of(&[P::DocumentView]));
     w.admin.grant(P::DocumentEdit, w.role, obj)?;
     assert!(w.admin.revoke(P::DocumentView, w.role, obj)?.is_some());
     assert!(
@@ -682,7 +682,7 @@ fn a_permission_held_on_the_document_may_be_shared_on_its_file() -> Result<()> {
     w.admin.grant(P::RoleView, w.role, other_role)?;
     let s = w.db.session(w.user);
     let acl = s.grant(P::DocumentFileContentView, w.other_role, file)?;
-    assert_eq!(acl.object_id, file.id);
+    assert_eq!(acl.object, file);
     assert!(
         matches!(
             s.grant(P::DocumentFileParse, w.other_role, file),
@@ -724,7 +724,7 @@ fn acl_edit_without_any_view_adds_a_key_through_an_acl_id() -> Result<()> {
     let s = w.db.session(w.user);
     assert!(!s.can(P::DocumentTypeView, dt_ref(dt.id)) && !s.can(P::AclView, dt_ref(dt.id)));
     let row = s.acl_add_permission(dt_ref(dt.id), acl.id, P::DocumentEdit)?;
-    assert!(row.permissions.contains(&P::DocumentEdit.key().to_owned()));
+    assert!(row.permissions.contains(P::DocumentEdit));
     Ok(())
 }
 

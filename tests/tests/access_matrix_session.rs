@@ -709,7 +709,7 @@ fn reads(w: &World, r: &mut Report, u: i64) -> Result<()> {
             seen_or_404(m.seen(u, (K::Role, *role))),
         );
     }
-    let listed: BTreeSet<i64> = s.roles()?.iter().map(|(id, _)| id.0).collect();
+    let listed: BTreeSet<i64> = s.roles()?.iter().map(|r| r.id.0).collect();
     let want: BTreeSet<i64> = m
         .roles
         .keys()
@@ -728,7 +728,7 @@ fn reads(w: &World, r: &mut Report, u: i64) -> Result<()> {
             seen_or_404(group_view),
         );
     }
-    let listed: BTreeSet<i64> = s.groups()?.iter().map(|(id, _)| id.0).collect();
+    let listed: BTreeSet<i64> = s.groups()?.iter().map(|g| g.id.0).collect();
     let want: BTreeSet<i64> = if group_view {
         m.groups.keys().copied().collect()
     } else {
@@ -974,7 +974,7 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
             expected(m.act(u, ROLE_EDIT, (K::Role, role), 200)),
             || a.role(RoleId(role)),
             || s.rename_role(RoleId(role), &new),
-            || a.rename_role(RoleId(role), &old),
+            || a.rename_role(RoleId(role), &old.label),
         )?;
     }
     for g in m.groups.keys().copied() {
@@ -992,7 +992,7 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
             want,
             || a.group(GroupId(g)),
             || s.rename_group(GroupId(g), &new),
-            || a.rename_group(GroupId(g), &old),
+            || a.rename_group(GroupId(g), &old.name),
         )?;
     }
     // Users: another user's account needs seeing it (404), then user_edit (403); a superuser's

@@ -5,7 +5,7 @@
 use docmeta_core::events::names;
 use docmeta_core::{
     CabinetId, Docmeta, Error, EventQuery, GroupId, MetadataTypeInput, ObjectKind, ObjectRef,
-    Permission as P, Result, RoleId, Session, UserId, UserUpdate,
+    Permission as P, PermissionSet, Result, RoleId, Session, UserId, UserUpdate,
 };
 
 /// A superuser `root`, and `mallory`, a member of group `Staff` holding role `Staff`, to which
@@ -290,7 +290,7 @@ fn acl_edit_grants_a_permission_held_on_the_object() -> Result<()> {
     w.admin.grant(P::AclEdit, w.staff, dt_ref)?;
     w.admin.grant_global(P::RoleView, w.staff)?;
     let acl = w.mallory().grant(P::DocumentView, readers, dt_ref)?;
-    assert_eq!(acl.permissions, vec!["documents.document_view".to_owned()]);
+    assert_eq!(acl.permissions, PermissionSet::of(&[P::DocumentView]));
     Ok(())
 }
 
@@ -306,7 +306,7 @@ fn an_acl_for_an_invisible_role_is_refused_like_an_unknown_role() -> Result<()> 
     w.admin.grant(P::AclEdit, w.staff, dt_ref)?;
     let invisible = w.mallory().create_acl(dt_ref, hidden);
     let unknown = w.mallory().create_acl(dt_ref, RoleId(999));
-    let message = |r: Result<docmeta_core::AclRow>, id: i64| match r {
+    let message = |r: Result<docmeta_core::Acl>, id: i64| match r {
         Err(Error::Validation { field, message }) => {
             Some((field, message.replace(&id.to_string(), "N")))
         }

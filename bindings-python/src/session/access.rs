@@ -61,7 +61,8 @@ impl Session {
 
     /// The groups, as `(id, name)`.
     fn groups(&self, py: Python<'_>) -> PyResult<Vec<(i64, String)>> {
-        run(py, || self.inner.groups()).map(|all| all.into_iter().map(|(g, n)| (g.0, n)).collect())
+        run(py, || self.inner.groups())
+            .map(|all| all.into_iter().map(|g| (g.id.0, g.name)).collect())
     }
 
     /// The members of a group (user ids).
@@ -82,7 +83,8 @@ impl Session {
 
     /// The roles, as `(id, label)`.
     fn roles(&self, py: Python<'_>) -> PyResult<Vec<(i64, String)>> {
-        run(py, || self.inner.roles()).map(|all| all.into_iter().map(|(r, l)| (r.0, l)).collect())
+        run(py, || self.inner.roles())
+            .map(|all| all.into_iter().map(|r| (r.id.0, r.label)).collect())
     }
 
     /// The groups a role is assigned to.
@@ -170,7 +172,7 @@ impl Session {
     ) -> PyResult<Acl> {
         let p = self::permission(permission)?;
         let object = self.object(kind, object_id)?;
-        run(py, || self.inner.grant(p, core::RoleId(role), object)).map(Into::into)
+        run(py, || self.inner.grant(p, core::RoleId(role), object)).map(|a| Acl::of(a, kind))
     }
 
     /// Revokes it; returns the ACL, or None when it was left empty and deleted.
@@ -184,13 +186,15 @@ impl Session {
     ) -> PyResult<Option<Acl>> {
         let p = self::permission(permission)?;
         let object = self.object(kind, object_id)?;
-        run(py, || self.inner.revoke(p, core::RoleId(role), object)).map(|a| a.map(Into::into))
+        run(py, || self.inner.revoke(p, core::RoleId(role), object))
+            .map(|a| a.map(|a| Acl::of(a, kind)))
     }
 
     /// The ACLs of an object.
     fn acls(&self, py: Python<'_>, kind: &str, object_id: i64) -> PyResult<Vec<Acl>> {
         let object = self.object(kind, object_id)?;
-        run(py, || self.inner.acls(object)).map(all)
+        run(py, || self.inner.acls(object))
+            .map(|acls| acls.into_iter().map(|a| Acl::of(a, kind)).collect())
     }
 
     /// Whether this session may do `permission` on the object.

@@ -303,7 +303,7 @@ impl Docmeta {
     }
 
     /// The secret key of the data directory (`system/SECRET_KEY`).
-    pub fn secret_key(&self) -> &[u8] {
+    pub(crate) fn secret_key(&self) -> &[u8] {
         &self.inner.secret_key
     }
 
@@ -863,7 +863,7 @@ mod deadline_tests {
         );
         let roles = db.system().roles().expect("roles");
         assert!(
-            roles.iter().all(|(_, label)| label != "late"),
+            roles.iter().all(|r| r.label != "late"),
             "the role was rolled back: {roles:?}"
         );
         let events_after = db.events(&EventQuery::default()).expect("events").len();
@@ -887,6 +887,12 @@ mod deadline_tests {
             .with_deadline(Instant::now() + Duration::from_secs(60));
         let id = session.create_role("in time").expect("create");
         let roles = db.system().roles().expect("roles");
-        assert_eq!(roles, vec![(id, "in time".to_owned())]);
+        assert_eq!(
+            roles,
+            vec![crate::Role {
+                id,
+                label: "in time".to_owned()
+            }]
+        );
     }
 }

@@ -10,6 +10,7 @@
 
 pub(crate) mod home;
 pub mod index;
+mod pages;
 pub mod query;
 mod visible;
 

@@ -8,7 +8,9 @@ use crate::events::{EventObject, names};
 use crate::kernel::{AccessChange, Docmeta};
 use crate::model::*;
 use crate::store::Tx;
-use crate::store::records::{AclRow, UserRow};
+use crate::store::records::AclRow;
+
+use super::records::{Acl, Group, Role, User};
 
 const USER: &str = "user_management.user";
 const GROUP: &str = "user_management.group";
@@ -75,7 +77,7 @@ impl Docmeta {
 
     /// Checks a username and password; returns the active user they belong to. Unknown users
     /// cost the same time as known ones, so timing does not reveal which usernames exist.
-    pub fn authenticate(&self, username: &str, password: &str) -> Result<Option<UserRow>> {
+    pub fn authenticate(&self, username: &str, password: &str) -> Result<Option<User>> {
         // No user has a NUL in their name (refused on creation); asking the store would be an
         // error, not a failed login.
         let user = if username.contains('\0') {
@@ -85,7 +87,9 @@ impl Docmeta {
         };
         let cfg = self.config();
         match user {
-            Some(u) if verify_password(password, &u.password_hash) && u.is_active => Ok(Some(u)),
+            Some(u) if verify_password(password, &u.password_hash) && u.is_active => {
+                Ok(Some(u.into()))
+            }
             Some(_) => Ok(None),
             None => {
                 dummy_verify(
@@ -132,7 +136,7 @@ impl Session {
     // ----- users -----------------------------------------------------------------------------
 
     /// Creates a user. Needs `user_management.user_create`; only a superuser creates superusers.
-    pub fn create_user(&self, username: &str, password: &str, superuser: bool) -> Result<UserRow> {
+    pub fn create_user(&self, username: &str, password: &str, superuser: bool) -> Result<User> {
         self.require_global(P::UserCreate)?;
         if superuser && !self.is_superuser() {
             return Err(Error::PermissionDenied(
@@ -155,7 +159,7 @@ impl Session {
                 event_object(USER, user.id.0, username),
                 None,
             )?;
-            Ok(user)
+            Ok(user.into())
         })
     }
 
@@ -163,22 +167,23 @@ impl Session {
         self.actor == Actor::User(id) || self.can_globally(P::UserView)
     }
 
-    /// One user (the password hash is included; faces never show it). Needs
-    /// `user_management.user_view`, or being that user.
-    pub fn user(&self, id: UserId) -> Result<UserRow> {
+    /// One user. Needs `user_management.user_view`, or being that user.
+    pub fn user(&self, id: UserId) -> Result<User> {
         if !self.may_view_user(id) {
             return Err(Error::not_found(format!("user {id}")));
         }
         self.read(|tx| tx.user(id))?
+            .map(User::from)
             .ok_or_else(|| Error::not_found(format!("user {id}")))
     }
 
     /// The users this session may view.
-    pub fn users(&self) -> Result<Vec<UserRow>> {
+    pub fn users(&self) -> Result<Vec<User>> {
         let all = self.read(|tx| tx.users())?;
         Ok(all
             .into_iter()
             .filter(|u| self.may_view_user(u.id))
+            .map(User::from)
             .collect())
     }
 
@@ -190,7 +195,7 @@ impl Session {
     /// - only a superuser may change superuser status, and only a superuser may change a
     ///   superuser at all (password, name, activity): `user_edit` must not be a way to take
     ///   over an account that holds every permission.
-    pub fn update_user(&self, id: UserId, update: UserUpdate) -> Result<UserRow> {
+    pub fn update_user(&self, id: UserId, update: UserUpdate) -> Result<User> {
         let own = self.actor == Actor::User(id);
         if !own && !self.may_view_user(id) {
             return Err(Error::not_found(format!("user {id}")));
@@ -244,7 +249,7 @@ impl Session {
                 event_object(USER, id.0, &user.username),
                 None,
             )?;
-            Ok(user)
+            Ok(user.into())
         })
     }
 
@@ -302,20 +307,30 @@ impl Session {
         })
     }
 
-    /// Every group `(id, name)`. Needs `user_management.group_view`.
-    pub fn groups(&self) -> Result<Vec<(GroupId, String)>> {
+    /// Every group. Needs `user_management.group_view`.
+    pub fn groups(&self) -> Result<Vec<Group>> {
         if !self.can_globally(P::GroupView) {
             return Ok(Vec::new());
         }
-        self.read(|tx| tx.groups())
+        Ok(self
+            .read(|tx| tx.groups())?
+            .into_iter()
+            .map(Group::from)
+            .collect())
     }
 
-    /// One group's name. Needs `user_management.group_view`.
-    pub fn group(&self, id: GroupId) -> Result<String> {
-        self.read(|tx| self.load_group(tx, id, P::GroupView))
+    /// One group. Needs `user_management.group_view`.
+    pub fn group(&self, id: GroupId) -> Result<Group> {
+        let name = self.read(|tx| self.load_group(tx, id, P::GroupView))?;
+        Ok(Group { id, name })
     }
 
-    fn load_group(&self, tx: &mut Tx<'_>, id: GroupId, permission: Permission) -> Result<String> {
+    pub(crate) fn load_group(
+        &self,
+        tx: &mut Tx<'_>,
+        id: GroupId,
+        permission: Permission,
+    ) -> Result<String> {
         let name = tx
             .groups()?
             .into_iter()
@@ -472,13 +487,22 @@ impl Session {
         Ok(id)
     }
 
-    /// Every role `(id, label)` this session may view.
-    pub fn roles(&self) -> Result<Vec<(RoleId, String)>> {
+    /// Every role this session may view.
+    pub fn roles(&self) -> Result<Vec<Role>> {
         let all = self.read(|tx| tx.roles())?;
-        Ok(self.visible(P::RoleView, all, |(id, _)| role_ref(*id)))
+        Ok(self
+            .visible(P::RoleView, all, |(id, _)| role_ref(*id))
+            .into_iter()
+            .map(Role::from)
+            .collect())
     }
 
-    fn load_role(&self, tx: &mut Tx<'_>, id: RoleId, permission: Permission) -> Result<String> {
+    pub(crate) fn load_role(
+        &self,
+        tx: &mut Tx<'_>,
+        id: RoleId,
+        permission: Permission,
+    ) -> Result<String> {
         let what = format!("role {id}");
         let label = tx
             .roles()?
@@ -490,9 +514,10 @@ impl Session {
         Ok(label)
     }
 
-    /// One role's label. Needs `permissions.role_view`.
-    pub fn role(&self, id: RoleId) -> Result<String> {
-        self.read(|tx| self.load_role(tx, id, P::RoleView))
+    /// One role. Needs `permissions.role_view`.
+    pub fn role(&self, id: RoleId) -> Result<Role> {
+        let label = self.read(|tx| self.load_role(tx, id, P::RoleView))?;
+        Ok(Role { id, label })
     }
 
     /// Renames a role. Needs `permissions.role_edit`.
@@ -646,30 +671,32 @@ impl Session {
     }
 
     /// The ACLs of an object. Needs `acls.acl_view` on it.
-    pub fn acls(&self, object: ObjectRef) -> Result<Vec<AclRow>> {
+    pub fn acls(&self, object: ObjectRef) -> Result<Vec<Acl>> {
         let kind = self.db.kinds().name(object.kind);
-        self.read(|tx| {
+        let rows = self.read(|tx| {
             self.acl_target(tx, object, P::AclView)?;
             tx.acls_of(&kind, object.id)
-        })
+        })?;
+        Ok(rows.into_iter().map(|r| Acl::of(r, object)).collect())
     }
 
     /// One ACL of an object. Needs `acls.acl_view` on it.
-    pub fn acl(&self, object: ObjectRef, acl: AclId) -> Result<AclRow> {
+    pub fn acl(&self, object: ObjectRef, acl: AclId) -> Result<Acl> {
         let kind = self.db.kinds().name(object.kind);
-        self.read(|tx| {
+        let row = self.read(|tx| {
             self.acl_target(tx, object, P::AclView)?;
             tx.acl(acl)?
                 .filter(|a| a.object_kind == kind && a.object_id == object.id)
                 .ok_or_else(|| Error::not_found(format!("ACL {acl}")))
-        })
+        })?;
+        Ok(Acl::of(row, object))
     }
 
     /// Creates an ACL for `role` on `object`, with no permission yet (spec 4.4). Needs
     /// `acls.acl_edit` on the object.
-    pub fn create_acl(&self, object: ObjectRef, role: RoleId) -> Result<AclRow> {
+    pub fn create_acl(&self, object: ObjectRef, role: RoleId) -> Result<Acl> {
         let kind = self.db.kinds().name(object.kind);
-        self.write(|u| {
+        let row = self.write(|u| {
             let target = self.acl_target(&mut u.tx, object, P::AclEdit)?;
             let role_label = self.visible_role_label(&mut u.tx, role, "role_id")?;
             let id = u.tx.insert_acl(&kind, object.id, role)?;
@@ -680,14 +707,15 @@ impl Session {
             )?;
             u.tx.acl(id)?
                 .ok_or_else(|| Error::not_found(format!("ACL {id}")))
-        })
+        })?;
+        Ok(Acl::of(row, object))
     }
 
     /// Grants `permission` to `role` on `object` (spec 5.2 rule 1), creating the ACL if needed.
     /// A permission the object's kind cannot hold is refused. Needs `acls.acl_edit` on the
     /// object, seeing the role, and holding `permission` on the object (directly, inherited or
     /// globally): `acl_edit` lets its holder share what they have, never more.
-    pub fn grant(&self, permission: Permission, role: RoleId, object: ObjectRef) -> Result<AclRow> {
+    pub fn grant(&self, permission: Permission, role: RoleId, object: ObjectRef) -> Result<Acl> {
         let kinds = self.db.kinds();
         if !kinds.grantable(object.kind).contains(permission) {
             return Err(Error::validation(
@@ -699,7 +727,8 @@ impl Session {
                 ),
             ));
         }
-        self.write(|u| self.grant_in(u, permission, role, object))
+        let row = self.write(|u| self.grant_in(u, permission, role, object))?;
+        Ok(Acl::of(row, object))
     }
 
     pub(crate) fn grant_in(
@@ -758,8 +787,9 @@ impl Session {
         permission: Permission,
         role: RoleId,
         object: ObjectRef,
-    ) -> Result<Option<AclRow>> {
-        self.write(|u| self.revoke_in(u, permission, role, object))
+    ) -> Result<Option<Acl>> {
+        let row = self.write(|u| self.revoke_in(u, permission, role, object))?;
+        Ok(row.map(|r| Acl::of(r, object)))
     }
 
     pub(crate) fn revoke_in(
@@ -805,7 +835,7 @@ impl Session {
         object: ObjectRef,
         acl: AclId,
         permission: Permission,
-    ) -> Result<AclRow> {
+    ) -> Result<Acl> {
         let kind = self.db.kinds().name(object.kind);
         // Only an ACL of this object (found by the access-matrix test: any ACL id used to be
         // accepted); `grant` then decides by `acls.acl_edit` alone, so a caller with edit but
@@ -824,7 +854,7 @@ impl Session {
         object: ObjectRef,
         acl: AclId,
         permission: Permission,
-    ) -> Result<Option<AclRow>> {
+    ) -> Result<Option<Acl>> {
         let kind = self.db.kinds().name(object.kind);
         let row = self
             .read(|tx| tx.acl(acl))?

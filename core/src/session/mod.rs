@@ -12,6 +12,8 @@ mod access;
 mod cabinets;
 mod files;
 mod metadata;
+mod records;
+mod views;
 
 use std::fmt::Display;
 
@@ -32,6 +34,11 @@ use crate::store::Tx;
 
 pub use access::UserUpdate;
 pub(crate) use access::permission_set;
+pub use records::{Acl, Group, Role, Task, TaskState, User};
+pub use views::{
+    AclView, AssociationView, DocumentView, EventActor, EventView, MetadataValueView, Page,
+    PageRequest,
+};
 
 /// Operations of docmeta as one actor. Cheap to create; see [`Docmeta::session`].
 #[derive(Debug, Clone)]
@@ -337,13 +344,17 @@ impl Session {
     }
 
     /// Durable tasks not yet done (pending, running, failed). Superusers only.
-    pub fn tasks(&self) -> Result<Vec<crate::store::records::TaskRow>> {
+    pub fn tasks(&self) -> Result<Vec<Task>> {
         if !self.is_superuser() {
             return Err(Error::PermissionDenied(
                 "only superusers see background tasks".into(),
             ));
         }
-        self.db.open_tasks()
+        self.db
+            .open_tasks()?
+            .into_iter()
+            .map(Task::try_from)
+            .collect()
     }
 
     // ----- explain ---------------------------------------------------------------------------

@@ -1,7 +1,8 @@
-//! The application: the router (every route registered together with its OpenAPI
+//! The application: shared state, the router (every route registered together with its OpenAPI
 //! description, so the two cannot drift), middleware, and graceful serving.
 
 use std::net::SocketAddr;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -266,13 +267,13 @@ pub fn router(db: Docmeta) -> (axum::Router, Arc<serde_json::Value>) {
     let mut openapi = serde_json::to_value(&openapi).unwrap_or_default();
     document_common_responses(&mut openapi);
     let openapi = Arc::new(openapi);
-    let state = AppState {
-        auth: Auth::new(&db),
-        streams: StreamCounter::new(StreamLimits::from_config(db.config())),
+    let state = AppState::new(
+        Auth::new(&db),
+        StreamCounter::new(StreamLimits::from_config(db.config())),
         spool_dir,
         db,
-        openapi: openapi.clone(),
-    };
+        openapi.clone(),
+    );
     let router = router
         .fallback(no_route)
         .with_state(state)

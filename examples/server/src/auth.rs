@@ -25,10 +25,8 @@ use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
 use base64::Engine;
-use docmeta_core::{Docmeta, UserId};
-use hmac::{Hmac, Mac};
+use docmeta_core::{Docmeta, TOKEN_LEN, UserId};
 use parking_lot::{Mutex, RwLock};
-use sha2::Sha256;
 
 use crate::error::ApiError;
 
@@ -64,13 +62,14 @@ type CacheEntry = (UserId, Instant, u64);
 
 /// The credential cache and the failure limiter.
 pub struct Auth {
-    key: Vec<u8>,
+    /// Signs the cache keys (with the data directory's secret key, which stays in the core).
+    db: Docmeta,
     /// Failed attempts allowed per window, per client address and per username and address.
     max_failures: u32,
     /// Argon2 verifications running at once (each takes the configured memory cost): a burst
     /// of logins queues here instead of exhausting memory.
     verifying: tokio::sync::Semaphore,
-    cache: RwLock<HashMap<[u8; 32], CacheEntry>>,
+    cache: RwLock<HashMap<[u8; TOKEN_LEN], CacheEntry>>,
     failures: Mutex<HashMap<String, Failures>>,
     user_failures: Mutex<HashMap<String, UserFailures>>,
 }
@@ -79,7 +78,7 @@ impl Auth {
     pub fn new(db: &Docmeta) -> Arc<Auth> {
         let parallel = std::thread::available_parallelism().map_or(2, usize::from);
         Arc::new(Auth {
-            key: db.secret_key().to_vec(),
+            db: db.clone(),
             max_failures: db.config().login_failures_per_minute,
             verifying: tokio::sync::Semaphore::new(parallel),
             cache: RwLock::new(HashMap::new()),
@@ -88,17 +87,13 @@ impl Auth {
         })
     }
 
-    fn fingerprint(&self, username: &str, password: &str) -> [u8; 32] {
-        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.key)
-            .unwrap_or_else(|_| unreachable!("HMAC takes any key length"));
-        mac.update(username.as_bytes());
-        mac.update(&[0]);
-        mac.update(password.as_bytes());
-        mac.finalize().into_bytes().into()
+    fn fingerprint(&self, username: &str, password: &str) -> [u8; TOKEN_LEN] {
+        self.db
+            .sign_token(&[username.as_bytes(), password.as_bytes()])
     }
 
     /// The user of a cached verification still valid under `epoch`.
-    fn cached(&self, fingerprint: &[u8; 32], epoch: u64) -> Option<UserId> {
+    fn cached(&self, fingerprint: &[u8; TOKEN_LEN], epoch: u64) -> Option<UserId> {
         self.cache
             .read()
             .get(fingerprint)
@@ -244,10 +239,6 @@ fn parse_basic(header: &str) -> Option<(String, String)> {
     Some((user.to_owned(), pass.to_owned()))
 }
 
-/// The authenticated user of a request.
-#[derive(Debug, Clone, Copy)]
-pub struct CurrentUser(pub UserId);
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,6 +252,29 @@ mod tests {
         auth.record_failure(
             &[format!("addr:{address}"), format!("user:{user}@{address}")],
             user,
+        );
+    }
+
+    #[test]
+    fn the_cache_key_is_the_hmac_of_username_nul_password_with_the_secret_key() {
+        use hmac::{Hmac, Mac};
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let db = Docmeta::builder()
+            .data_dir(dir.path())
+            .open()
+            .expect("database");
+        let hex = std::fs::read_to_string(dir.path().join("system/SECRET_KEY")).expect("key");
+        let hex = hex.trim();
+        let key: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+            .collect();
+        let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(&key).expect("any key length");
+        mac.update(b"ann\0a long password");
+        let expected: [u8; 32] = mac.finalize().into_bytes().into();
+        assert_eq!(
+            Auth::new(&db).fingerprint("ann", "a long password"),
+            expected
         );
     }
 

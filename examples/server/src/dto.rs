@@ -2,8 +2,8 @@
 //! here too, for the OpenAPI document.
 
 use docmeta_core::{
-    AclRow, Cabinet, Document, DocumentMetadata, DocumentType, DocumentTypeMetadataType, Event,
-    EventObject, MetadataType, Permission, TaskRow, UserRow,
+    AclView, AssociationView, Cabinet, Document, DocumentType, DocumentView, EventObject,
+    EventView, Group, MetadataType, MetadataValueView, Permission, Role, Task, User,
 };
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -118,8 +118,9 @@ pub struct DocumentOut {
     pub url: String,
 }
 
-impl DocumentOut {
-    pub fn new(d: &Document, t: &DocumentType) -> Self {
+impl From<&DocumentView> for DocumentOut {
+    fn from(v: &DocumentView) -> Self {
+        let (d, t) = (&v.document, &v.document_type);
         DocumentOut {
             id: d.id.0,
             label: d.label.clone(),
@@ -171,8 +172,9 @@ pub struct DocumentMetadataOut {
     pub url: String,
 }
 
-impl DocumentMetadataOut {
-    pub fn new(m: &DocumentMetadata, d: &Document, t: &MetadataType) -> Self {
+impl From<&MetadataValueView> for DocumentMetadataOut {
+    fn from(v: &MetadataValueView) -> Self {
+        let (m, d, t) = (&v.value, &v.document, &v.metadata_type);
         DocumentMetadataOut {
             id: m.id.0,
             document: d.into(),
@@ -199,8 +201,9 @@ pub struct AssociationOut {
     pub url: String,
 }
 
-impl AssociationOut {
-    pub fn new(a: &DocumentTypeMetadataType, d: &DocumentType, t: &MetadataType) -> Self {
+impl From<&AssociationView> for AssociationOut {
+    fn from(v: &AssociationView) -> Self {
+        let (a, d, t) = (&v.association, &v.document_type, &v.metadata_type);
         AssociationOut {
             id: a.id.0,
             document_type: d.into(),
@@ -275,28 +278,21 @@ pub struct AclOut {
 }
 
 impl AclOut {
-    pub fn new(a: &AclRow, role_label: &str) -> Self {
-        let (app_label, model_name) = a
-            .object_kind
-            .split_once('.')
-            .unwrap_or((&a.object_kind, ""));
+    /// An ACL on an object of the kind `app_label.model_name`.
+    pub fn new(v: &AclView, app_label: &str, model_name: &str) -> Self {
+        let a = &v.acl;
         AclOut {
             id: a.id.0,
-            role: RoleRef::new(a.role_id.0, role_label),
+            role: RoleRef::new(v.role.id.0, &v.role.label),
             object: ObjectOut {
                 app_label: app_label.to_owned(),
                 model_name: model_name.to_owned(),
-                id: a.object_id,
+                id: a.object.id,
             },
-            permissions: a
-                .permissions
-                .iter()
-                .filter_map(|k| Permission::from_key(k).ok())
-                .map(PermissionOut::from)
-                .collect(),
+            permissions: a.permissions.iter().map(PermissionOut::from).collect(),
             url: format!(
                 "/api/v5/objects/{app_label}/{model_name}/{}/acls/{}/",
-                a.object_id, a.id
+                a.object.id, a.id
             ),
         }
     }
@@ -317,8 +313,8 @@ pub struct UserOut {
     pub url: String,
 }
 
-impl From<&UserRow> for UserOut {
-    fn from(u: &UserRow) -> Self {
+impl From<&User> for UserOut {
+    fn from(u: &User) -> Self {
         UserOut {
             id: u.id.0,
             username: u.username.clone(),
@@ -345,12 +341,12 @@ pub struct GroupOut {
     pub url: String,
 }
 
-impl GroupOut {
-    pub fn new(id: i64, name: &str) -> Self {
+impl From<&Group> for GroupOut {
+    fn from(g: &Group) -> Self {
         GroupOut {
-            id,
-            name: name.to_owned(),
-            url: format!("/api/v4/groups/{id}/"),
+            id: g.id.0,
+            name: g.name.clone(),
+            url: format!("/api/v4/groups/{}/", g.id),
         }
     }
 }
@@ -384,6 +380,16 @@ pub struct RoleOut {
     pub id: i64,
     pub label: String,
     pub url: String,
+}
+
+impl From<&Role> for RoleOut {
+    fn from(r: &Role) -> Self {
+        RoleOut {
+            id: r.id.0,
+            label: r.label.clone(),
+            url: format!("/api/v4/roles/{}/", r.id),
+        }
+    }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -448,8 +454,13 @@ pub struct EventOut {
     pub action_object: Option<EventObjectOut>,
 }
 
-impl EventOut {
-    pub fn new(e: &Event, actor: Option<ActorOut>) -> Self {
+impl From<&EventView> for EventOut {
+    fn from(v: &EventView) -> Self {
+        let e = &v.event;
+        let actor = v.actor.as_ref().map(|a| ActorOut {
+            id: a.id.0,
+            username: a.username.clone(),
+        });
         EventOut {
             id: e.id.0,
             timestamp: e
@@ -472,12 +483,12 @@ pub struct TaskOut {
     pub error: String,
 }
 
-impl From<&TaskRow> for TaskOut {
-    fn from(t: &TaskRow) -> Self {
+impl From<&Task> for TaskOut {
+    fn from(t: &Task) -> Self {
         TaskOut {
             id: t.id.0,
             name: t.name.clone(),
-            state: t.state.clone(),
+            state: t.state.key().to_owned(),
             attempts: t.attempts,
             error: t.error.clone(),
         }

@@ -99,13 +99,3 @@ impl IntoResponse for ApiError {
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
-
-/// `None` for an object that is gone (deleted since the listing that named it was read):
-/// a page skips it instead of failing as a whole.
-pub fn unless_gone<T>(r: Result<T, Error>) -> Result<Option<T>, Error> {
-    match r {
-        Ok(t) => Ok(Some(t)),
-        Err(Error::NotFound(_)) => Ok(None),
-        Err(e) => Err(e),
-    }
-}

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use axum::http::{StatusCode, Uri};
+use docmeta_core::PageRequest;
 use serde::Serialize;
 
 use crate::error::ApiError;
@@ -122,6 +123,24 @@ impl ListQuery {
             },
             results,
         }
+    }
+
+    /// The page the request asks for, for core's paged lists.
+    pub fn request(&self) -> PageRequest {
+        PageRequest::new(self.page, self.page_size)
+    }
+
+    /// The response body of a page core returned, each item converted by `show`; a page past
+    /// the end is a `404`.
+    pub fn page<T, U: Serialize>(
+        &self,
+        uri: &Uri,
+        page: docmeta_core::Page<T>,
+        show: impl FnMut(T) -> U,
+    ) -> Result<Page<U>, ApiError> {
+        self.range(page.count)?;
+        let page = page.map(show);
+        Ok(self.body(uri, page.count, page.items))
     }
 
     /// Orders, pages and wraps a complete list.

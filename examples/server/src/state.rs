@@ -1,6 +1,8 @@
-//! What every handler gets: the shared state, the request's time limit, and the extractors that
-//! read the state (path ids, the authenticated user). Routes and middleware import this module;
-//! it imports neither (the router in `app.rs` puts them together).
+//! What every handler gets: the shared state, the authenticated user of a request, path
+//! parameters, and how a handler runs core work (as a [`Session`], off the async workers,
+//! within the request's time limit). Handlers never see the root [`Docmeta`] handle.
+//!
+//! May import: `auth` (the credential cache), `streams`, `error`. Not `app` or `routes`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,10 +11,10 @@ use std::time::Instant;
 
 use axum::extract::{ConnectInfo, FromRequestParts, Path};
 use axum::http::{header, request::Parts};
-use docmeta_core::Docmeta;
+use docmeta_core::{Docmeta, Session, UserId};
 use serde::de::DeserializeOwned;
 
-use crate::auth::{Auth, CurrentUser};
+use crate::auth::Auth;
 use crate::conn::Conn;
 use crate::error::{ApiError, ApiResult};
 use crate::streams::StreamCounter;
@@ -20,7 +22,8 @@ use crate::streams::StreamCounter;
 /// What every handler gets.
 #[derive(Clone)]
 pub struct AppState {
-    pub db: Docmeta,
+    /// The root handle: for authentication and the health check only, never for a handler.
+    db: Docmeta,
     pub auth: Arc<Auth>,
     pub openapi: Arc<serde_json::Value>,
     /// Downloads and uploads in progress, per user.
@@ -31,56 +34,83 @@ pub struct AppState {
 
 tokio::task_local! {
     /// The time limit of the request being handled (absent for uploads, which have their own).
-    pub(crate) static REQUEST: Arc<RequestClock>;
+    pub static REQUEST: Arc<RequestClock>;
 }
 
 /// A request's time limit, and whether its handler has begun work in the core.
 #[derive(Debug)]
-pub(crate) struct RequestClock {
-    pub(crate) deadline: Instant,
+pub struct RequestClock {
+    pub deadline: Instant,
     /// Set when the handler hands work to the core: from then on the core's deadline check
     /// decides the outcome, and the answer waits for it.
-    pub(crate) started: AtomicBool,
+    pub started: AtomicBool,
 }
 
 impl AppState {
-    /// Runs a blocking core call off the async workers. Within a request's time limit, the
-    /// core gets the request's deadline: a change that would commit after it rolls back
-    /// (`408`), so a request is never answered "too slow" and then applied.
-    pub async fn run<T, F>(&self, f: F) -> ApiResult<T>
+    pub fn new(
+        auth: Arc<Auth>,
+        streams: Arc<StreamCounter>,
+        spool_dir: PathBuf,
+        db: Docmeta,
+        openapi: Arc<serde_json::Value>,
+    ) -> AppState {
+        AppState {
+            db,
+            auth,
+            openapi,
+            streams,
+            spool_dir,
+        }
+    }
+
+    /// A session of `user`, for work that reads no stored data (object kinds, say).
+    pub fn session(&self, user: UserId) -> Session {
+        self.db.session(user)
+    }
+
+    /// Runs a blocking core call as `user` off the async workers. Within a request's time
+    /// limit, the session gets the request's deadline: a change that would commit after it
+    /// rolls back (`408`), so a request is never answered "too slow" and then applied.
+    pub async fn run<T, F>(&self, user: UserId, f: F) -> ApiResult<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Docmeta) -> ApiResult<T> + Send + 'static,
+        F: FnOnce(&Session) -> ApiResult<T> + Send + 'static,
     {
-        let db = match REQUEST.try_with(Arc::clone) {
+        let session = match REQUEST.try_with(Arc::clone) {
             Ok(clock) => {
                 clock.started.store(true, Ordering::SeqCst);
-                self.db.with_deadline(clock.deadline)
+                self.db.session(user).with_deadline(clock.deadline)
             }
-            Err(_) => self.db.clone(),
+            Err(_) => self.db.session(user),
         };
-        tokio::task::spawn_blocking(move || f(&db))
+        tokio::task::spawn_blocking(move || f(&session))
             .await
             .map_err(|e| {
                 tracing::error!(error = %e, "a blocking task failed");
                 ApiError::internal()
             })?
     }
-}
 
-/// Path parameters; a malformed id is `404`, as an unknown one is.
-pub struct Ids<T>(pub T);
-
-impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for Ids<T> {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        Path::<T>::from_request_parts(parts, state)
+    /// Whether the database answers (the health check).
+    pub async fn database_ok(&self) -> bool {
+        if let Ok(clock) = REQUEST.try_with(Arc::clone) {
+            clock.started.store(true, Ordering::SeqCst);
+        }
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || db.store().schema_version().is_ok())
             .await
-            .map(|Path(t)| Ids(t))
-            .map_err(|_| ApiError::not_found())
+            .unwrap_or(false)
+    }
+
+    /// Whether the search index is being rebuilt (the health check).
+    pub fn search_rebuilding(&self) -> bool {
+        self.db.search_rebuilding()
     }
 }
+
+/// The authenticated user of a request.
+#[derive(Debug, Clone, Copy)]
+pub struct CurrentUser(pub UserId);
 
 impl FromRequestParts<AppState> for CurrentUser {
     type Rejection = ApiError;
@@ -102,5 +132,19 @@ impl FromRequestParts<AppState> for CurrentUser {
             .authenticate(&state.db, header, client)
             .await
             .map(CurrentUser)
+    }
+}
+
+/// Path parameters; a malformed id is `404`, as an unknown one is.
+pub struct Ids<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for Ids<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Path(t)| Ids(t))
+            .map_err(|_| ApiError::not_found())
     }
 }

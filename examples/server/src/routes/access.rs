@@ -6,19 +6,16 @@ use axum::Json;
 use axum::extract::{Query, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use docmeta_core::{
-    AclId, CabinetId, DocumentId, GroupId, ObjectRef, RoleId, Session, UserId, UserUpdate,
-};
+use docmeta_core::{AclId, CabinetId, DocumentId, GroupId, ObjectRef, RoleId, UserId, UserUpdate};
 use serde_json::json;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::auth::CurrentUser;
 use crate::body::Body;
 use crate::dto::*;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::page::ListQuery;
-use crate::state::{AppState, Ids};
+use crate::state::{AppState, CurrentUser, Ids};
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
     router
@@ -53,21 +50,15 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
 
 // ----- object ACLs (spec 4.4) --------------------------------------------------------------
 
-fn object(app: &AppState, app_label: &str, model_name: &str, id: i64) -> ApiResult<ObjectRef> {
-    let kind = app
-        .db
-        .kinds()
-        .find(app_label, model_name)
-        .ok_or_else(ApiError::not_found)?;
-    Ok(ObjectRef::new(kind, id))
-}
-
-fn acl_out(acl: &docmeta_core::AclRow) -> impl Fn(&Session) -> ApiResult<AclOut> + '_ {
-    move |s| {
-        // The role of an ACL the caller may view is shown by its label.
-        let label = s.docmeta().system().role(acl.role_id)?;
-        Ok(AclOut::new(acl, &label))
-    }
+/// The object an ACL path names; an unknown kind is a `404`.
+fn object(
+    app: &AppState,
+    user: UserId,
+    app_label: &str,
+    model_name: &str,
+    id: i64,
+) -> ApiResult<ObjectRef> {
+    Ok(app.session(user).object_ref(app_label, model_name, id)?)
 }
 
 #[utoipa::path(get, path = "/api/v5/objects/{app_label}/{model_name}/{object_id}/acls/", tag = "acls",
@@ -81,16 +72,11 @@ async fn list_acls(
     uri: Uri,
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
-    let obj = object(&app, &a, &m, id)?;
-    app.run(move |db| {
-        let s = db.session(user);
-        let acls = s.acls(obj)?;
-        let range = q.range(acls.len())?;
-        let results = acls[range]
-            .iter()
-            .map(|acl| acl_out(acl)(&s))
-            .collect::<ApiResult<Vec<_>>>()?;
-        Ok(q.body(&uri, acls.len(), results).into_response())
+    let obj = object(&app, user, &a, &m, id)?;
+    app.run(user, move |s| {
+        let page = s.acls_page(obj, q.request())?;
+        Ok(q.page(&uri, page, |v| AclOut::new(&v, &a, &m))?
+            .into_response())
     })
     .await
 }
@@ -104,12 +90,11 @@ async fn create_acl(
     Ids((a, m, id)): Ids<(String, String, i64)>,
     body: Body,
 ) -> ApiResult<(StatusCode, Json<AclOut>)> {
-    let obj = object(&app, &a, &m, id)?;
+    let obj = object(&app, user, &a, &m, id)?;
     let role = body.id("role_id")?;
-    app.run(move |db| {
-        let s = db.session(user);
-        let acl = s.create_acl(obj, RoleId(role))?;
-        Ok((StatusCode::CREATED, Json(acl_out(&acl)(&s)?)))
+    app.run(user, move |s| {
+        let v = s.create_acl_view(obj, RoleId(role))?;
+        Ok((StatusCode::CREATED, Json(AclOut::new(&v, &a, &m))))
     })
     .await
 }
@@ -122,11 +107,10 @@ async fn get_acl(
     CurrentUser(user): CurrentUser,
     Ids((a, m, id, acl)): Ids<(String, String, i64, i64)>,
 ) -> ApiResult<Json<AclOut>> {
-    let obj = object(&app, &a, &m, id)?;
-    app.run(move |db| {
-        let s = db.session(user);
-        let acl = s.acl(obj, AclId(acl))?;
-        Ok(Json(acl_out(&acl)(&s)?))
+    let obj = object(&app, user, &a, &m, id)?;
+    app.run(user, move |s| {
+        let v = s.acl_view(obj, AclId(acl))?;
+        Ok(Json(AclOut::new(&v, &a, &m)))
     })
     .await
 }
@@ -139,11 +123,9 @@ async fn delete_acl(
     CurrentUser(user): CurrentUser,
     Ids((a, m, id, acl)): Ids<(String, String, i64, i64)>,
 ) -> ApiResult<StatusCode> {
-    let obj = object(&app, &a, &m, id)?;
-    app.run(move |db| {
-        Ok(db
-            .session(user)
-            .delete_acl(obj, AclId(acl))
+    let obj = object(&app, user, &a, &m, id)?;
+    app.run(user, move |s| {
+        Ok(s.delete_acl(obj, AclId(acl))
             .map(|()| StatusCode::NO_CONTENT)?)
     })
     .await
@@ -158,12 +140,11 @@ async fn acl_add_permission(
     Ids((a, m, id, acl)): Ids<(String, String, i64, i64)>,
     body: Body,
 ) -> ApiResult<Json<AclOut>> {
-    let obj = object(&app, &a, &m, id)?;
+    let obj = object(&app, user, &a, &m, id)?;
     let permission = body.permission()?;
-    app.run(move |db| {
-        let s = db.session(user);
-        let acl = s.acl_add_permission(obj, AclId(acl), permission)?;
-        Ok(Json(acl_out(&acl)(&s)?))
+    app.run(user, move |s| {
+        let v = s.acl_add_permission_view(obj, AclId(acl), permission)?;
+        Ok(Json(AclOut::new(&v, &a, &m)))
     })
     .await
 }
@@ -177,12 +158,11 @@ async fn acl_remove_permission(
     Ids((a, m, id, acl)): Ids<(String, String, i64, i64)>,
     body: Body,
 ) -> ApiResult<Response> {
-    let obj = object(&app, &a, &m, id)?;
+    let obj = object(&app, user, &a, &m, id)?;
     let permission = body.permission()?;
-    app.run(move |db| {
-        let s = db.session(user);
-        match s.acl_remove_permission(obj, AclId(acl), permission)? {
-            Some(acl) => Ok(Json(acl_out(&acl)(&s)?).into_response()),
+    app.run(user, move |s| {
+        match s.acl_remove_permission_view(obj, AclId(acl), permission)? {
+            Some(v) => Ok(Json(AclOut::new(&v, &a, &m)).into_response()),
             None => Ok(Json(json!({ "deleted": true })).into_response()),
         }
     })
@@ -194,15 +174,14 @@ async fn acl_remove_permission(
     responses((status = 200, body = [PermissionOut], description = "The permissions an ACL on this kind of object may hold"), (status = 404, body = ErrorOut)))]
 async fn grantable_permissions(
     State(app): State<AppState>,
-    CurrentUser(_user): CurrentUser,
+    CurrentUser(user): CurrentUser,
     Ids((a, m)): Ids<(String, String)>,
 ) -> ApiResult<Json<Vec<PermissionOut>>> {
-    let kinds = app.db.kinds();
-    let kind = kinds.find(&a, &m).ok_or_else(ApiError::not_found)?;
+    let s = app.session(user);
+    let kind = s.object_kind(&a, &m)?;
     Ok(Json(
-        kinds
-            .grantable(kind)
-            .iter()
+        s.grantable_permissions(kind)
+            .into_iter()
             .map(PermissionOut::from)
             .collect(),
     ))
@@ -220,10 +199,10 @@ async fn list_users(
     uri: Uri,
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
-    app.run(move |db| {
+    app.run(user, move |s| {
         q.respond(
             &uri,
-            db.session(user).users()?,
+            s.users()?,
             &[
                 ("username", |a, b| a.username.cmp(&b.username)),
                 ("id", |a, b| a.id.cmp(&b.id)),
@@ -245,14 +224,10 @@ async fn create_user(
     let username = body.str("username")?;
     let password = body.str("password")?;
     let superuser = body.opt_bool("is_superuser")?.unwrap_or(false);
-    app.run(move |db| {
+    app.run(user, move |s| {
         Ok((
             StatusCode::CREATED,
-            Json(
-                (&db.session(user)
-                    .create_user(&username, &password, superuser)?)
-                    .into(),
-            ),
+            Json((&s.create_user(&username, &password, superuser)?).into()),
         ))
     })
     .await
@@ -263,7 +238,7 @@ async fn current_user(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
 ) -> ApiResult<Json<UserOut>> {
-    app.run(move |db| Ok(Json((&db.session(user).user(user)?).into())))
+    app.run(user, move |s| Ok(Json((&s.user(user)?).into())))
         .await
 }
 
@@ -274,7 +249,7 @@ async fn get_user(
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
 ) -> ApiResult<Json<UserOut>> {
-    app.run(move |db| Ok(Json((&db.session(user).user(UserId(id))?).into())))
+    app.run(user, move |s| Ok(Json((&s.user(UserId(id))?).into())))
         .await
 }
 
@@ -292,8 +267,7 @@ async fn patch_user(
         is_superuser: body.opt_bool("is_superuser")?,
         is_active: body.opt_bool("is_active")?,
     };
-    app.run(move |db| {
-        let s = db.session(user);
+    app.run(user, move |s| {
         let id = UserId(id);
         // One core call: every field is checked before any is written.
         let u = if update == UserUpdate::default() {
@@ -313,11 +287,8 @@ async fn delete_user(
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
 ) -> ApiResult<StatusCode> {
-    app.run(move |db| {
-        Ok(db
-            .session(user)
-            .delete_user(UserId(id))
-            .map(|()| StatusCode::NO_CONTENT)?)
+    app.run(user, move |s| {
+        Ok(s.delete_user(UserId(id)).map(|()| StatusCode::NO_CONTENT)?)
     })
     .await
 }
@@ -334,12 +305,15 @@ async fn list_groups(
     uri: Uri,
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
-    app.run(move |db| {
+    app.run(user, move |s| {
         q.respond(
             &uri,
-            db.session(user).groups()?,
-            &[("name", |a, b| a.1.cmp(&b.1)), ("id", |a, b| a.0.cmp(&b.0))],
-            |(id, name)| GroupOut::new(id.0, name),
+            s.groups()?,
+            &[
+                ("name", |a, b| a.name.cmp(&b.name)),
+                ("id", |a, b| a.id.cmp(&b.id)),
+            ],
+            |g| GroupOut::from(g),
         )
     })
     .await
@@ -354,13 +328,9 @@ async fn create_group(
     body: Body,
 ) -> ApiResult<(StatusCode, Json<GroupOut>)> {
     let name = body.str("name")?;
-    app.run(move |db| {
-        let s = db.session(user);
-        let id = s.create_group(&name)?;
-        Ok((
-            StatusCode::CREATED,
-            Json(GroupOut::new(id.0, &s.group(id)?)),
-        ))
+    app.run(user, move |s| {
+        let g = s.create_group_view(&name)?;
+        Ok((StatusCode::CREATED, Json(GroupOut::from(&g))))
     })
     .await
 }
@@ -372,11 +342,8 @@ async fn get_group(
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
 ) -> ApiResult<Json<GroupOut>> {
-    app.run(move |db| {
-        Ok(Json(GroupOut::new(
-            id,
-            &db.session(user).group(GroupId(id))?,
-        )))
+    app.run(user, move |s| {
+        Ok(Json(GroupOut::from(&s.group(GroupId(id))?)))
     })
     .await
 }
@@ -390,12 +357,12 @@ async fn patch_group(
     body: Body,
 ) -> ApiResult<Json<GroupOut>> {
     let name = body.opt_str("name")?;
-    app.run(move |db| {
-        let s = db.session(user);
-        if let Some(name) = name {
-            s.rename_group(GroupId(id), &name)?;
-        }
-        Ok(Json(GroupOut::new(id, &s.group(GroupId(id))?)))
+    app.run(user, move |s| {
+        let g = match name {
+            Some(name) => s.rename_group_view(GroupId(id), &name)?,
+            None => s.group(GroupId(id))?,
+        };
+        Ok(Json(GroupOut::from(&g)))
     })
     .await
 }
@@ -407,10 +374,8 @@ async fn delete_group(
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
 ) -> ApiResult<StatusCode> {
-    app.run(move |db| {
-        Ok(db
-            .session(user)
-            .delete_group(GroupId(id))
+    app.run(user, move |s| {
+        Ok(s.delete_group(GroupId(id))
             .map(|()| StatusCode::NO_CONTENT)?)
     })
     .await
@@ -427,14 +392,11 @@ async fn list_group_users(
     uri: Uri,
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
-    app.run(move |db| {
-        let s = db.session(user);
-        let members = s.group_members(GroupId(id))?;
-        let users: Vec<_> = members.into_iter().filter_map(|u| s.user(u).ok()).collect();
-        q.respond(&uri, users, &[], |x| UserOut::from(x))
+    app.run(user, move |s| {
+        let page = s.group_users_page(GroupId(id), q.request())?;
+        Ok(q.page(&uri, page, |u| UserOut::from(&u))?.into_response())
     })
     .await
-    .map(IntoResponse::into_response)
 }
 
 async fn membership(
@@ -445,15 +407,9 @@ async fn membership(
     member: bool,
 ) -> ApiResult<Json<GroupOut>> {
     let target = body.id("user_id")?;
-    app.run(move |db| {
-        let s = db.session(user);
-        s.set_group_member(GroupId(group), UserId(target), member)?;
-        // The caller may have just left the group that let them see it: the change was theirs
-        // to make, so the answer shows the group.
-        Ok(Json(GroupOut::new(
-            group,
-            &db.system().group(GroupId(group))?,
-        )))
+    app.run(user, move |s| {
+        let g = s.set_group_member_view(GroupId(group), UserId(target), member)?;
+        Ok(Json(GroupOut::from(&g)))
     })
     .await
 }
@@ -482,14 +438,6 @@ async fn group_remove_user(
 
 // ----- roles -------------------------------------------------------------------------------
 
-fn role_out(id: RoleId, label: &str) -> RoleOut {
-    RoleOut {
-        id: id.0,
-        label: label.to_owned(),
-        url: format!("/api/v4/roles/{id}/"),
-    }
-}
-
 #[utoipa::path(get, path = "/api/v4/roles/", tag = "permissions",
     params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("ordering" = Option<String>, Query, description = "label or id")),
     responses((status = 200, body = PageOut)))]
@@ -500,15 +448,15 @@ async fn list_roles(
     uri: Uri,
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
-    app.run(move |db| {
+    app.run(user, move |s| {
         q.respond(
             &uri,
-            db.session(user).roles()?,
+            s.roles()?,
             &[
-                ("label", |a, b| a.1.cmp(&b.1)),
-                ("id", |a, b| a.0.cmp(&b.0)),
+                ("label", |a, b| a.label.cmp(&b.label)),
+                ("id", |a, b| a.id.cmp(&b.id)),
             ],
-            |(id, label)| role_out(*id, label),
+            |r| RoleOut::from(r),
         )
     })
     .await
@@ -523,9 +471,9 @@ async fn create_role(
     body: Body,
 ) -> ApiResult<(StatusCode, Json<RoleOut>)> {
     let label = body.str("label")?;
-    app.run(move |db| {
-        let id = db.session(user).create_role(&label)?;
-        Ok((StatusCode::CREATED, Json(role_out(id, label.trim()))))
+    app.run(user, move |s| {
+        let r = s.create_role_view(&label)?;
+        Ok((StatusCode::CREATED, Json(RoleOut::from(&r))))
     })
     .await
 }
@@ -537,13 +485,8 @@ async fn get_role(
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
 ) -> ApiResult<Json<RoleOut>> {
-    app.run(move |db| {
-        Ok(Json(role_out(
-            RoleId(id),
-            &db.session(user).role(RoleId(id))?,
-        )))
-    })
-    .await
+    app.run(user, move |s| Ok(Json(RoleOut::from(&s.role(RoleId(id))?))))
+        .await
 }
 
 #[utoipa::path(patch, path = "/api/v4/roles/{role_id}/", tag = "permissions", request_body = LabelIn,
@@ -555,14 +498,12 @@ async fn patch_role(
     body: Body,
 ) -> ApiResult<Json<RoleOut>> {
     let label = body.opt_str("label")?;
-    app.run(move |db| {
-        let s = db.session(user);
-        let Some(label) = label else {
-            return Ok(Json(role_out(RoleId(id), &s.role(RoleId(id))?)));
+    app.run(user, move |s| {
+        let r = match label {
+            Some(label) => s.rename_role_view(RoleId(id), &label)?,
+            None => s.role(RoleId(id))?,
         };
-        s.rename_role(RoleId(id), &label)?;
-        // Allowed to edit is enough to be shown the role (role_edit without role_view).
-        Ok(Json(role_out(RoleId(id), &db.system().role(RoleId(id))?)))
+        Ok(Json(RoleOut::from(&r)))
     })
     .await
 }
@@ -574,11 +515,8 @@ async fn delete_role(
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
 ) -> ApiResult<StatusCode> {
-    app.run(move |db| {
-        Ok(db
-            .session(user)
-            .delete_role(RoleId(id))
-            .map(|()| StatusCode::NO_CONTENT)?)
+    app.run(user, move |s| {
+        Ok(s.delete_role(RoleId(id)).map(|()| StatusCode::NO_CONTENT)?)
     })
     .await
 }
@@ -594,20 +532,11 @@ async fn list_role_groups(
     uri: Uri,
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
-    app.run(move |db| {
-        let s = db.session(user);
-        // Only the groups the caller may see (the core filters them); a group deleted since is
-        // left out.
-        let mut named: Vec<(i64, String)> = Vec::new();
-        for g in s.role_groups(RoleId(id))? {
-            if let Some(name) = crate::error::unless_gone(s.group(g))? {
-                named.push((g.0, name));
-            }
-        }
-        q.respond(&uri, named, &[], |(g, name)| GroupOut::new(*g, name))
+    app.run(user, move |s| {
+        let page = s.role_groups_page(RoleId(id), q.request())?;
+        Ok(q.page(&uri, page, |g| GroupOut::from(&g))?.into_response())
     })
     .await
-    .map(IntoResponse::into_response)
 }
 
 async fn role_group(
@@ -618,13 +547,9 @@ async fn role_group(
     assigned: bool,
 ) -> ApiResult<Json<RoleOut>> {
     let group = body.id("group_id")?;
-    app.run(move |db| {
-        let s = db.session(user);
-        s.set_role_group(RoleId(role), GroupId(group), assigned)?;
-        Ok(Json(role_out(
-            RoleId(role),
-            &db.system().role(RoleId(role))?,
-        )))
+    app.run(user, move |s| {
+        let r = s.set_role_group_view(RoleId(role), GroupId(group), assigned)?;
+        Ok(Json(RoleOut::from(&r)))
     })
     .await
 }
@@ -662,13 +587,10 @@ async fn list_role_permissions(
     uri: Uri,
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
-    app.run(move |db| {
-        q.respond(
-            &uri,
-            db.session(user).role_permissions(RoleId(id))?,
-            &[],
-            |p| PermissionOut::from(*p),
-        )
+    app.run(user, move |s| {
+        q.respond(&uri, s.role_permissions(RoleId(id))?, &[], |p| {
+            PermissionOut::from(*p)
+        })
     })
     .await
     .map(IntoResponse::into_response)
@@ -682,19 +604,10 @@ async fn role_permission(
     granted: bool,
 ) -> ApiResult<Json<Vec<PermissionOut>>> {
     let permission = body.permission()?;
-    app.run(move |db| {
-        let s = db.session(user);
-        if granted {
-            s.grant_global(permission, RoleId(role))?;
-        } else {
-            s.revoke_global(permission, RoleId(role))?;
-        }
+    app.run(user, move |s| {
+        let permissions = s.set_role_permission(RoleId(role), permission, granted)?;
         Ok(Json(
-            db.system()
-                .role_permissions(RoleId(role))?
-                .into_iter()
-                .map(PermissionOut::from)
-                .collect(),
+            permissions.into_iter().map(PermissionOut::from).collect(),
         ))
     })
     .await
@@ -749,10 +662,10 @@ async fn list_cabinets(
     uri: Uri,
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
-    app.run(move |db| {
+    app.run(user, move |s| {
         q.respond(
             &uri,
-            db.session(user).cabinets()?,
+            s.cabinets()?,
             &[
                 ("label", |a, b| a.label.cmp(&b.label)),
                 ("id", |a, b| a.id.cmp(&b.id)),
@@ -773,10 +686,10 @@ async fn create_cabinet(
 ) -> ApiResult<(StatusCode, Json<CabinetOut>)> {
     let label = body.str("label")?;
     let parent = body.opt_id("parent_id")?.map(CabinetId);
-    app.run(move |db| {
+    app.run(user, move |s| {
         Ok((
             StatusCode::CREATED,
-            Json((&db.session(user).create_cabinet(&label, parent)?).into()),
+            Json((&s.create_cabinet(&label, parent)?).into()),
         ))
     })
     .await
@@ -789,7 +702,7 @@ async fn get_cabinet(
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
 ) -> ApiResult<Json<CabinetOut>> {
-    app.run(move |db| Ok(Json((&db.session(user).cabinet(CabinetId(id))?).into())))
+    app.run(user, move |s| Ok(Json((&s.cabinet(CabinetId(id))?).into())))
         .await
 }
 
@@ -802,8 +715,7 @@ async fn patch_cabinet(
     body: Body,
 ) -> ApiResult<Json<CabinetOut>> {
     let label = body.opt_str("label")?;
-    app.run(move |db| {
-        let s = db.session(user);
+    app.run(user, move |s| {
         let c = match label {
             Some(label) => s.rename_cabinet(CabinetId(id), &label)?,
             None => s.cabinet(CabinetId(id))?,
@@ -820,10 +732,8 @@ async fn delete_cabinet(
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
 ) -> ApiResult<StatusCode> {
-    app.run(move |db| {
-        Ok(db
-            .session(user)
-            .delete_cabinet(CabinetId(id))
+    app.run(user, move |s| {
+        Ok(s.delete_cabinet(CabinetId(id))
             .map(|()| StatusCode::NO_CONTENT)?)
     })
     .await
@@ -840,19 +750,10 @@ async fn list_cabinet_documents(
     uri: Uri,
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
-    app.run(move |db| {
-        let s = db.session(user);
-        let ids = s.cabinet_documents(CabinetId(id))?;
-        let range = q.range(ids.len())?;
-        let mut results = Vec::new();
-        for id in &ids[range] {
-            // A document deleted since the ids were read is left out, not a 404 of the page.
-            if let Some(doc) = crate::error::unless_gone(s.document(*id))? {
-                let t = db.system().document_type(doc.document_type_id)?;
-                results.push(DocumentOut::new(&doc, &t));
-            }
-        }
-        Ok(q.body(&uri, ids.len(), results).into_response())
+    app.run(user, move |s| {
+        let page = s.cabinet_documents_page(CabinetId(id), q.request())?;
+        Ok(q.page(&uri, page, |d| DocumentOut::from(&d))?
+            .into_response())
     })
     .await
 }
@@ -865,8 +766,7 @@ async fn cabinet_document(
     member: bool,
 ) -> ApiResult<Json<CabinetOut>> {
     let document = body.id("document_id")?;
-    app.run(move |db| {
-        let s = db.session(user);
+    app.run(user, move |s| {
         s.set_cabinet_document(CabinetId(cabinet), DocumentId(document), member)?;
         Ok(Json((&s.cabinet(CabinetId(cabinet))?).into()))
     })

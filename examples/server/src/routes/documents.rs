@@ -7,19 +7,17 @@ use axum::extract::{Query, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use docmeta_core::{
-    Docmeta, Document, DocumentId, DocumentMetadataId, DocumentTypeId, Event, EventQuery,
-    MetadataTypeId, Session,
+    DocumentId, DocumentMetadataId, DocumentTypeId, EventQuery, MetadataTypeId, Session,
 };
 
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::auth::CurrentUser;
 use crate::body::Body;
 use crate::dto::*;
 use crate::error::{ApiError, ApiResult};
 use crate::page::ListQuery;
-use crate::state::{AppState, Ids};
+use crate::state::{AppState, CurrentUser, Ids};
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
     router
@@ -35,12 +33,6 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
         ))
         .routes(routes!(list_events))
         .routes(routes!(list_document_events))
-}
-
-fn document_out(s: &Session, d: &Document) -> ApiResult<DocumentOut> {
-    // The document type of a visible document is shown even without document_type_view.
-    let t = s.docmeta().system().document_type(d.document_type_id)?;
-    Ok(DocumentOut::new(d, &t))
 }
 
 #[utoipa::path(get, path = "/api/v4/documents/", tag = "documents",
@@ -59,21 +51,11 @@ async fn list_documents(
         })?)),
         None => None,
     };
-    app.run(move |db| {
-        let s = db.session(user);
-        let mut ids = s.document_ids(of_type)?;
-        if q.ordering.as_deref() == Some("-id") {
-            ids.reverse();
-        }
-        let range = q.range(ids.len())?;
-        let mut results = Vec::new();
-        for id in &ids[range] {
-            // A document deleted since the ids were read is left out, not a 404 of the page.
-            if let Some(d) = crate::error::unless_gone(s.document(*id))? {
-                results.push(document_out(&s, &d)?);
-            }
-        }
-        Ok(q.body(&uri, ids.len(), results).into_response())
+    app.run(user, move |s| {
+        let newest_first = q.ordering.as_deref() == Some("-id");
+        let page = s.documents_page(of_type, newest_first, q.request())?;
+        Ok(q.page(&uri, page, |d| DocumentOut::from(&d))?
+            .into_response())
     })
     .await
 }
@@ -87,10 +69,9 @@ async fn create_document(
 ) -> ApiResult<(StatusCode, Json<DocumentOut>)> {
     let document_type = body.id("document_type_id")?;
     let label = body.str("label")?;
-    app.run(move |db| {
-        let s = db.session(user);
-        let d = s.create_document(DocumentTypeId(document_type), &label, &[])?;
-        Ok((StatusCode::CREATED, Json(document_out(&s, &d)?)))
+    app.run(user, move |s| {
+        let d = s.create_document_view(DocumentTypeId(document_type), &label)?;
+        Ok((StatusCode::CREATED, Json(DocumentOut::from(&d))))
     })
     .await
 }
@@ -102,9 +83,8 @@ async fn get_document(
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
 ) -> ApiResult<Json<DocumentOut>> {
-    app.run(move |db| {
-        let s = db.session(user);
-        Ok(Json(document_out(&s, &s.document(DocumentId(id))?)?))
+    app.run(user, move |s| {
+        Ok(Json(DocumentOut::from(&s.document_view(DocumentId(id))?)))
     })
     .await
 }
@@ -118,13 +98,12 @@ async fn patch_document(
     body: Body,
 ) -> ApiResult<Json<DocumentOut>> {
     let label = body.opt_str("label")?;
-    app.run(move |db| {
-        let s = db.session(user);
+    app.run(user, move |s| {
         let d = match label {
-            Some(label) => s.update_document(DocumentId(id), &label)?,
-            None => s.document(DocumentId(id))?,
+            Some(label) => s.update_document_view(DocumentId(id), &label)?,
+            None => s.document_view(DocumentId(id))?,
         };
-        Ok(Json(document_out(&s, &d)?))
+        Ok(Json(DocumentOut::from(&d)))
     })
     .await
 }
@@ -136,10 +115,8 @@ async fn delete_document(
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
 ) -> ApiResult<StatusCode> {
-    app.run(move |db| {
-        Ok(db
-            .session(user)
-            .delete_document(DocumentId(id))
+    app.run(user, move |s| {
+        Ok(s.delete_document(DocumentId(id))
             .map(|()| StatusCode::NO_CONTENT)?)
     })
     .await
@@ -154,29 +131,14 @@ async fn change_document_type(
     body: Body,
 ) -> ApiResult<Json<DocumentOut>> {
     let new_type = body.id("document_type_id")?;
-    app.run(move |db| {
-        let s = db.session(user);
-        let d = s.change_document_type(DocumentId(id), DocumentTypeId(new_type))?;
-        Ok(Json(document_out(&s, &d)?))
+    app.run(user, move |s| {
+        let d = s.change_document_type_view(DocumentId(id), DocumentTypeId(new_type))?;
+        Ok(Json(DocumentOut::from(&d)))
     })
     .await
 }
 
 // ----- document metadata (spec 4.2) ------------------------------------------------------
-
-/// The document's value `id` with its type, as shown.
-fn value_out(
-    s: &Session,
-    document: DocumentId,
-    id: DocumentMetadataId,
-) -> ApiResult<DocumentMetadataOut> {
-    let (doc, values) = s.document_metadata_details(document)?;
-    let (m, t) = values
-        .iter()
-        .find(|(m, _)| m.id == id)
-        .ok_or_else(ApiError::not_found)?;
-    Ok(DocumentMetadataOut::new(m, &doc, t))
-}
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/metadata/", tag = "metadata",
     params(("document_id" = i64, Path), ("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
@@ -189,11 +151,9 @@ async fn list_document_metadata(
     uri: Uri,
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
-    app.run(move |db| {
-        let (doc, values) = db.session(user).document_metadata_details(DocumentId(id))?;
-        q.respond(&uri, values, &[], |(m, t)| {
-            DocumentMetadataOut::new(m, &doc, t)
-        })
+    app.run(user, move |s| {
+        let page = s.document_metadata_page(DocumentId(id), q.request())?;
+        q.page(&uri, page, |v| DocumentMetadataOut::from(&v))
     })
     .await
     .map(IntoResponse::into_response)
@@ -209,15 +169,9 @@ async fn add_document_metadata(
 ) -> ApiResult<(StatusCode, Json<DocumentMetadataOut>)> {
     let mt = body.id("metadata_type_id")?;
     let value = body.opt_str("value")?.unwrap_or_default();
-    app.run(move |db| {
-        let s = db.session(user);
-        let m = s.add_document_metadata(DocumentId(id), MetadataTypeId(mt), &value)?;
-        // The caller may add values without viewing them: the stored value is still theirs to
-        // see in the answer.
-        Ok((
-            StatusCode::CREATED,
-            Json(value_out(&db.system(), m.document_id, m.id)?),
-        ))
+    app.run(user, move |s| {
+        let v = s.add_document_metadata_view(DocumentId(id), MetadataTypeId(mt), &value)?;
+        Ok((StatusCode::CREATED, Json(DocumentMetadataOut::from(&v))))
     })
     .await
 }
@@ -229,12 +183,9 @@ async fn get_document_metadata(
     CurrentUser(user): CurrentUser,
     Ids((doc, id)): Ids<(i64, i64)>,
 ) -> ApiResult<Json<DocumentMetadataOut>> {
-    app.run(move |db| {
-        Ok(Json(value_out(
-            &db.session(user),
-            DocumentId(doc),
-            DocumentMetadataId(id),
-        )?))
+    app.run(user, move |s| {
+        let v = s.metadata_value_view(DocumentId(doc), DocumentMetadataId(id))?;
+        Ok(Json(DocumentMetadataOut::from(&v)))
     })
     .await
 }
@@ -257,8 +208,7 @@ async fn edit_value(
     } else {
         None
     };
-    app.run(move |db| {
-        let s = db.session(user);
+    app.run(user, move |s| {
         let (doc, id) = (DocumentId(doc), DocumentMetadataId(id));
         let m = s.document_metadata(doc, id)?;
         if metadata_type.is_some_and(|t| t != m.metadata_type_id.0) {
@@ -268,7 +218,9 @@ async fn edit_value(
             ));
         }
         s.edit_document_metadata(doc, id, &value)?;
-        Ok(Json(value_out(&s, doc, id)?))
+        Ok(Json(DocumentMetadataOut::from(
+            &s.metadata_value_view(doc, id)?,
+        )))
     })
     .await
 }
@@ -302,11 +254,11 @@ async fn delete_document_metadata(
     CurrentUser(user): CurrentUser,
     Ids((doc, id)): Ids<(i64, i64)>,
 ) -> ApiResult<StatusCode> {
-    app.run(move |db| {
-        Ok(db
-            .session(user)
-            .remove_document_metadata(DocumentId(doc), DocumentMetadataId(id))
-            .map(|()| StatusCode::NO_CONTENT)?)
+    app.run(user, move |s| {
+        Ok(
+            s.remove_document_metadata(DocumentId(doc), DocumentMetadataId(id))
+                .map(|()| StatusCode::NO_CONTENT)?,
+        )
     })
     .await
 }
@@ -317,7 +269,6 @@ async fn delete_document_metadata(
 const EVENT_WINDOW: u32 = 1000;
 
 fn events_page(
-    db: &Docmeta,
     s: &Session,
     mut query: EventQuery,
     q: &ListQuery,
@@ -330,21 +281,8 @@ fn events_page(
             })?));
     }
     query.limit = Some(EVENT_WINDOW);
-    let events: Vec<Event> = s.events(&query)?;
-    let mut names: HashMap<i64, Option<String>> = HashMap::new();
-    q.respond(uri, events, &[], |e| {
-        let actor = e.actor.and_then(|a| {
-            let name = names
-                .entry(a.0)
-                .or_insert_with(|| db.username(a).ok().flatten())
-                .clone()?;
-            Some(ActorOut {
-                id: a.0,
-                username: name,
-            })
-        });
-        EventOut::new(e, actor)
-    })
+    let events = s.event_views(&query)?;
+    q.respond(uri, events, &[], |e| EventOut::from(e))
 }
 
 #[utoipa::path(get, path = "/api/v4/events/", tag = "events",
@@ -357,9 +295,11 @@ async fn list_events(
     uri: Uri,
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
-    app.run(move |db| events_page(db, &db.session(user), EventQuery::default(), &q, &uri))
-        .await
-        .map(IntoResponse::into_response)
+    app.run(user, move |s| {
+        events_page(s, EventQuery::default(), &q, &uri)
+    })
+    .await
+    .map(IntoResponse::into_response)
 }
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/events/", tag = "events",
@@ -373,14 +313,13 @@ async fn list_document_events(
     uri: Uri,
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
-    app.run(move |db| {
-        let s = db.session(user);
+    app.run(user, move |s| {
         s.document(DocumentId(id))?;
         let query = EventQuery {
             object: Some(("documents.document".into(), id)),
             ..Default::default()
         };
-        events_page(db, &s, query, &q, &uri)
+        events_page(s, query, &q, &uri)
     })
     .await
     .map(IntoResponse::into_response)

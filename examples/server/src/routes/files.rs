@@ -24,11 +24,10 @@ use docmeta_core::{DocumentFile, DocumentFileId, DocumentId};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::auth::CurrentUser;
 use crate::conn::{DeadlineGuard, MaybeConn};
 use crate::dto::DocumentFileOut;
 use crate::error::{ApiError, ApiResult};
-use crate::state::{AppState, Ids};
+use crate::state::{AppState, CurrentUser, Ids};
 use crate::streams::{StreamLimits, StreamPermit};
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
@@ -53,8 +52,8 @@ async fn list_files(
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
 ) -> ApiResult<Json<Vec<DocumentFileOut>>> {
-    app.run(move |db| {
-        let files = db.session(user).files(DocumentId(id))?;
+    app.run(user, move |s| {
+        let files = s.files(DocumentId(id))?;
         Ok(Json(files.iter().map(DocumentFileOut::from).collect()))
     })
     .await
@@ -85,7 +84,7 @@ async fn upload_file(
     let limits = app.streams.limits();
     let deadline = limits.deadline();
     // Refused before a byte is received, as the core would refuse after.
-    app.run(move |db| Ok(db.session(user).check_add_file(DocumentId(id))?))
+    app.run(user, move |s| Ok(s.check_add_file(DocumentId(id))?))
         .await?;
     // A body that is not multipart (or has no boundary) is a JSON error like every other.
     let mut form = form
@@ -100,13 +99,11 @@ async fn upload_file(
         let filename = field.file_name().unwrap_or("file").to_owned();
         let spooled = receive(&app.spool_dir, &mut field, limits, deadline).await?;
         let file = app
-            .run(move |db| {
+            .run(user, move |s| {
                 let mut content = spooled.reader().map_err(|e| {
                     ApiError::from(docmeta_core::Error::storage("reading a spooled upload", e))
                 })?;
-                Ok(db
-                    .session(user)
-                    .add_file(DocumentId(id), &filename, &mut content)?)
+                Ok(s.add_file(DocumentId(id), &filename, &mut content)?)
             })
             .await?;
         return Ok((StatusCode::CREATED, Json(DocumentFileOut::from(&file))));
@@ -311,8 +308,8 @@ async fn get_file(
     CurrentUser(user): CurrentUser,
     Ids((document, file)): Ids<(i64, i64)>,
 ) -> ApiResult<Json<DocumentFileOut>> {
-    app.run(move |db| {
-        let f = file_of(&db.session(user), document, file)?;
+    app.run(user, move |s| {
+        let f = file_of(s, document, file)?;
         Ok(Json(DocumentFileOut::from(&f)))
     })
     .await
@@ -334,9 +331,8 @@ async fn delete_file(
     CurrentUser(user): CurrentUser,
     Ids((document, file)): Ids<(i64, i64)>,
 ) -> ApiResult<StatusCode> {
-    app.run(move |db| {
-        let s = db.session(user);
-        let f = file_of(&s, document, file)?;
+    app.run(user, move |s| {
+        let f = file_of(s, document, file)?;
         s.delete_file(f.id)?;
         Ok(StatusCode::NO_CONTENT)
     })
@@ -355,9 +351,8 @@ async fn download_file(
 ) -> ApiResult<Response> {
     let permit = app.streams.start(user)?;
     let (f, content) = app
-        .run(move |db| {
-            let s = db.session(user);
-            let f = file_of(&s, document, file)?;
+        .run(user, move |s| {
+            let f = file_of(s, document, file)?;
             Ok(s.open_file(f.id)?)
         })
         .await?;

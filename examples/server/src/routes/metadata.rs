@@ -7,17 +7,16 @@ use axum::extract::{Query, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use docmeta_core::{
-    AssociationId, DocumentTypeId, MetadataType, MetadataTypeId, MetadataTypeInput, Session,
+    AssociationId, DocumentTypeId, MetadataType, MetadataTypeId, MetadataTypeInput,
 };
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::auth::CurrentUser;
 use crate::body::Body;
 use crate::dto::*;
 use crate::error::{ApiError, ApiResult};
 use crate::page::ListQuery;
-use crate::state::{AppState, Ids};
+use crate::state::{AppState, CurrentUser, Ids};
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
     router
@@ -85,8 +84,8 @@ async fn list_metadata_types(
     uri: Uri,
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
-    app.run(move |db| {
-        let all = db.session(user).metadata_types()?;
+    app.run(user, move |s| {
+        let all = s.metadata_types()?;
         q.respond(
             &uri,
             all,
@@ -110,10 +109,10 @@ async fn create_metadata_type(
     body: Body,
 ) -> ApiResult<(StatusCode, Json<MetadataTypeOut>)> {
     let input = metadata_type_input(&body, None)?;
-    app.run(move |db| {
+    app.run(user, move |s| {
         Ok((
             StatusCode::CREATED,
-            Json((&db.session(user).create_metadata_type(input)?).into()),
+            Json((&s.create_metadata_type(input)?).into()),
         ))
     })
     .await
@@ -126,10 +125,8 @@ async fn get_metadata_type(
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
 ) -> ApiResult<Json<MetadataTypeOut>> {
-    app.run(move |db| {
-        Ok(Json(
-            (&db.session(user).metadata_type(MetadataTypeId(id))?).into(),
-        ))
+    app.run(user, move |s| {
+        Ok(Json((&s.metadata_type(MetadataTypeId(id))?).into()))
     })
     .await
 }
@@ -141,8 +138,7 @@ async fn update_metadata_type(
     body: Body,
     partial: bool,
 ) -> ApiResult<Json<MetadataTypeOut>> {
-    app.run(move |db| {
-        let s = db.session(user);
+    app.run(user, move |s| {
         let current = s.metadata_type(MetadataTypeId(id))?;
         let input = metadata_type_input(&body, partial.then_some(&current))?;
         Ok(Json((&s.update_metadata_type(current.id, input)?).into()))
@@ -179,10 +175,8 @@ async fn delete_metadata_type(
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
 ) -> ApiResult<StatusCode> {
-    app.run(move |db| {
-        Ok(db
-            .session(user)
-            .delete_metadata_type(MetadataTypeId(id))
+    app.run(user, move |s| {
+        Ok(s.delete_metadata_type(MetadataTypeId(id))
             .map(|()| StatusCode::NO_CONTENT)?)
     })
     .await
@@ -200,8 +194,8 @@ async fn list_document_types(
     uri: Uri,
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
-    app.run(move |db| {
-        let all = db.session(user).document_types()?;
+    app.run(user, move |s| {
+        let all = s.document_types()?;
         q.respond(
             &uri,
             all,
@@ -224,10 +218,10 @@ async fn create_document_type(
     body: Body,
 ) -> ApiResult<(StatusCode, Json<DocumentTypeOut>)> {
     let label = body.str("label")?;
-    app.run(move |db| {
+    app.run(user, move |s| {
         Ok((
             StatusCode::CREATED,
-            Json((&db.session(user).create_document_type(&label)?).into()),
+            Json((&s.create_document_type(&label)?).into()),
         ))
     })
     .await
@@ -240,10 +234,8 @@ async fn get_document_type(
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
 ) -> ApiResult<Json<DocumentTypeOut>> {
-    app.run(move |db| {
-        Ok(Json(
-            (&db.session(user).document_type(DocumentTypeId(id))?).into(),
-        ))
+    app.run(user, move |s| {
+        Ok(Json((&s.document_type(DocumentTypeId(id))?).into()))
     })
     .await
 }
@@ -260,8 +252,7 @@ async fn update_document_type(
     } else {
         Some(body.str("label")?)
     };
-    app.run(move |db| {
-        let s = db.session(user);
+    app.run(user, move |s| {
         let t = match label {
             Some(label) => s.update_document_type(DocumentTypeId(id), &label)?,
             None => s.document_type(DocumentTypeId(id))?,
@@ -300,25 +291,14 @@ async fn delete_document_type(
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
 ) -> ApiResult<StatusCode> {
-    app.run(move |db| {
-        Ok(db
-            .session(user)
-            .delete_document_type(DocumentTypeId(id))
+    app.run(user, move |s| {
+        Ok(s.delete_document_type(DocumentTypeId(id))
             .map(|()| StatusCode::NO_CONTENT)?)
     })
     .await
 }
 
 // ----- associations (spec 4.3) -------------------------------------------------------------
-
-fn association_out(
-    s: &Session,
-    a: &docmeta_core::DocumentTypeMetadataType,
-) -> ApiResult<AssociationOut> {
-    let dt = s.document_type(a.document_type_id)?;
-    let mt = s.metadata_type(a.metadata_type_id)?;
-    Ok(AssociationOut::new(a, &dt, &mt))
-}
 
 #[utoipa::path(get, path = "/api/v4/documents/types/{document_type_id}/metadata-types/", tag = "metadata",
     params(("document_type_id" = i64, Path), ("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
@@ -331,15 +311,10 @@ async fn list_associations(
     uri: Uri,
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
-    app.run(move |db| {
-        let s = db.session(user);
-        let all = s.associations(DocumentTypeId(id))?;
-        let range = q.range(all.len())?;
-        let results = all[range]
-            .iter()
-            .map(|a| association_out(&s, a))
-            .collect::<ApiResult<Vec<_>>>()?;
-        Ok(q.body(&uri, all.len(), results).into_response())
+    app.run(user, move |s| {
+        let page = s.associations_page(DocumentTypeId(id), q.request())?;
+        Ok(q.page(&uri, page, |a| AssociationOut::from(&a))?
+            .into_response())
     })
     .await
 }
@@ -354,14 +329,9 @@ async fn create_association(
 ) -> ApiResult<(StatusCode, Json<AssociationOut>)> {
     let mt = body.id("metadata_type_id")?;
     let required = body.opt_bool("required")?.unwrap_or(false);
-    app.run(move |db| {
-        let s = db.session(user);
-        let a = s.associate(DocumentTypeId(id), MetadataTypeId(mt), required)?;
-        // Allowed to create it is enough to be shown it (edit without view included).
-        Ok((
-            StatusCode::CREATED,
-            Json(association_out(&db.system(), &a)?),
-        ))
+    app.run(user, move |s| {
+        let a = s.associate_view(DocumentTypeId(id), MetadataTypeId(mt), required)?;
+        Ok((StatusCode::CREATED, Json(AssociationOut::from(&a))))
     })
     .await
 }
@@ -373,10 +343,9 @@ async fn get_association(
     CurrentUser(user): CurrentUser,
     Ids((dt, id)): Ids<(i64, i64)>,
 ) -> ApiResult<Json<AssociationOut>> {
-    app.run(move |db| {
-        let s = db.session(user);
-        let a = s.association(DocumentTypeId(dt), AssociationId(id))?;
-        Ok(Json(association_out(&s, &a)?))
+    app.run(user, move |s| {
+        let a = s.association_view(DocumentTypeId(dt), AssociationId(id))?;
+        Ok(Json(AssociationOut::from(&a)))
     })
     .await
 }
@@ -399,17 +368,16 @@ async fn update_association(
     } else {
         Some(body.id("metadata_type_id")?)
     };
-    app.run(move |db| {
-        let s = db.session(user);
+    app.run(user, move |s| {
         let current = s.association(DocumentTypeId(dt), AssociationId(id))?;
         if metadata_type.is_some_and(|mt| mt != current.metadata_type_id.0) {
             return Err(ApiError::field("metadata_type_id", "The metadata type of an association cannot be changed; delete it and create another."));
         }
         let a = match required {
-            Some(r) => s.update_association(DocumentTypeId(dt), current.id, r)?,
-            None => current,
+            Some(r) => s.update_association_view(DocumentTypeId(dt), current.id, r)?,
+            None => s.association_view(DocumentTypeId(dt), current.id)?,
         };
-        Ok(Json(association_out(&s, &a)?))
+        Ok(Json(AssociationOut::from(&a)))
     })
     .await
 }
@@ -443,10 +411,8 @@ async fn delete_association(
     CurrentUser(user): CurrentUser,
     Ids((dt, id)): Ids<(i64, i64)>,
 ) -> ApiResult<StatusCode> {
-    app.run(move |db| {
-        Ok(db
-            .session(user)
-            .delete_association(DocumentTypeId(dt), AssociationId(id))
+    app.run(user, move |s| {
+        Ok(s.delete_association(DocumentTypeId(dt), AssociationId(id))
             .map(|()| StatusCode::NO_CONTENT)?)
     })
     .await

@@ -9,11 +9,10 @@ use docmeta_core::Error;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::auth::CurrentUser;
 use crate::dto::*;
 use crate::error::{ApiError, ApiResult};
 use crate::page::ListQuery;
-use crate::state::AppState;
+use crate::state::{AppState, CurrentUser};
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
     router
@@ -48,21 +47,11 @@ async fn search_documents(
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
     let text = query_text(&q)?;
-    app.run(move |db| {
-        let s = db.session(user);
+    app.run(user, move |s| {
         let page = s
-            .search_documents(&text, q.page, q.page_size)
+            .search_documents_page(&text, q.request())
             .map_err(query_error)?;
-        let results = page
-            .results
-            .iter()
-            .map(|d| {
-                Ok(DocumentOut::new(
-                    d,
-                    &db.system().document_type(d.document_type_id)?,
-                ))
-            })
-            .collect::<ApiResult<Vec<_>>>()?;
+        let results: Vec<_> = page.items.iter().map(DocumentOut::from).collect();
         if results.is_empty() && q.page > 1 {
             q.range(page.count)?;
         }
@@ -82,18 +71,11 @@ async fn search_metadata(
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
     let text = query_text(&q)?;
-    app.run(move |db| {
-        let s = db.session(user);
+    app.run(user, move |s| {
         let page = s
-            .search_metadata(&text, q.page, q.page_size)
+            .search_metadata_page(&text, q.request())
             .map_err(query_error)?;
-        let mut results = Vec::with_capacity(page.results.len());
-        for m in &page.results {
-            let (doc, values) = s.document_metadata_details(m.document_id)?;
-            if let Some((value, t)) = values.iter().find(|(v, _)| v.id == m.id) {
-                results.push(DocumentMetadataOut::new(value, &doc, t));
-            }
-        }
+        let results: Vec<_> = page.items.iter().map(DocumentMetadataOut::from).collect();
         if results.is_empty() && q.page > 1 {
             q.range(page.count)?;
         }

@@ -6,10 +6,9 @@ use serde_json::Value;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::auth::CurrentUser;
 use crate::dto::*;
 use crate::error::ApiResult;
-use crate::state::AppState;
+use crate::state::{AppState, CurrentUser};
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
     router
@@ -24,14 +23,8 @@ async fn list_tasks(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
 ) -> ApiResult<Json<Vec<TaskOut>>> {
-    app.run(move |db| {
-        Ok(Json(
-            db.session(user)
-                .tasks()?
-                .iter()
-                .map(TaskOut::from)
-                .collect(),
-        ))
+    app.run(user, move |s| {
+        Ok(Json(s.tasks()?.iter().map(TaskOut::from).collect()))
     })
     .await
 }
@@ -39,10 +32,7 @@ async fn list_tasks(
 #[utoipa::path(get, path = "/api/v4/health/", tag = "system", security(()),
     responses((status = 200, body = HealthOut), (status = 503, body = HealthOut)))]
 async fn health(State(app): State<AppState>) -> (axum::http::StatusCode, Json<HealthOut>) {
-    let database = app
-        .run(|db| Ok(db.store().schema_version().is_ok()))
-        .await
-        .unwrap_or(false);
+    let database = app.database_ok().await;
     let status = if database {
         axum::http::StatusCode::OK
     } else {
@@ -60,7 +50,7 @@ async fn health(State(app): State<AppState>) -> (axum::http::StatusCode, Json<He
         Json(HealthOut {
             status: text(database),
             database: text(database),
-            search: if app.db.search_rebuilding() {
+            search: if app.search_rebuilding() {
                 "rebuilding"
             } else {
                 "ok"

@@ -20,12 +20,11 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::auth::CurrentUser;
 use crate::body::Body;
 use crate::dto::ErrorOut;
 use crate::error::{ApiError, ApiResult};
 use crate::page::ListQuery;
-use crate::state::{AppState, Ids};
+use crate::state::{AppState, CurrentUser, Ids};
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
     router
@@ -251,10 +250,10 @@ async fn list_workflows(
     uri: Uri,
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
-    app.run(move |db| {
+    app.run(user, move |s| {
         q.respond(
             &uri,
-            db.session(user).workflows()?,
+            s.workflows()?,
             &[
                 ("label", |a, b| a.label.cmp(&b.label)),
                 ("id", |a, b| a.id.cmp(&b.id)),
@@ -275,8 +274,8 @@ async fn create_workflow(
 ) -> ApiResult<(StatusCode, Json<WorkflowOut>)> {
     let label = body.str("label")?;
     let types = type_ids(body.opt_ids("document_type_ids")?).unwrap_or_default();
-    app.run(move |db| {
-        let w = db.session(user).create_workflow(&label, &types)?;
+    app.run(user, move |s| {
+        let w = s.create_workflow(&label, &types)?;
         Ok((StatusCode::CREATED, Json((&w).into())))
     })
     .await
@@ -289,8 +288,10 @@ async fn get_workflow(
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
 ) -> ApiResult<Json<WorkflowOut>> {
-    app.run(move |db| Ok(Json((&db.session(user).workflow(WorkflowId(id))?).into())))
-        .await
+    app.run(user, move |s| {
+        Ok(Json((&s.workflow(WorkflowId(id))?).into()))
+    })
+    .await
 }
 
 #[utoipa::path(patch, path = "/api/v4/workflow-templates/{workflow_id}/", tag = "workflows", request_body = WorkflowIn,
@@ -304,10 +305,8 @@ async fn patch_workflow(
 ) -> ApiResult<Json<WorkflowOut>> {
     let label = body.opt_str("label")?;
     let types = type_ids(body.opt_ids("document_type_ids")?);
-    app.run(move |db| {
-        let w =
-            db.session(user)
-                .update_workflow(WorkflowId(id), label.as_deref(), types.as_deref())?;
+    app.run(user, move |s| {
+        let w = s.update_workflow(WorkflowId(id), label.as_deref(), types.as_deref())?;
         Ok(Json((&w).into()))
     })
     .await
@@ -320,8 +319,8 @@ async fn delete_workflow(
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
 ) -> ApiResult<StatusCode> {
-    app.run(move |db| {
-        db.session(user).delete_workflow(WorkflowId(id))?;
+    app.run(user, move |s| {
+        s.delete_workflow(WorkflowId(id))?;
         Ok(StatusCode::NO_CONTENT)
     })
     .await
@@ -334,8 +333,8 @@ async fn list_states(
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
 ) -> ApiResult<Json<Vec<StateOut>>> {
-    app.run(move |db| {
-        let states = db.session(user).workflow_states(WorkflowId(id))?;
+    app.run(user, move |s| {
+        let states = s.workflow_states(WorkflowId(id))?;
         Ok(Json(states.iter().map(StateOut::from).collect()))
     })
     .await
@@ -352,10 +351,8 @@ async fn create_state(
 ) -> ApiResult<(StatusCode, Json<StateOut>)> {
     let label = body.str("label")?;
     let initial = body.opt_bool("initial")?.unwrap_or(false);
-    app.run(move |db| {
-        let s = db
-            .session(user)
-            .create_workflow_state(WorkflowId(id), &label, initial)?;
+    app.run(user, move |s| {
+        let s = s.create_workflow_state(WorkflowId(id), &label, initial)?;
         Ok((StatusCode::CREATED, Json((&s).into())))
     })
     .await
@@ -368,8 +365,8 @@ async fn list_transitions(
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
 ) -> ApiResult<Json<Vec<TransitionOut>>> {
-    app.run(move |db| {
-        let all = db.session(user).workflow_transitions(WorkflowId(id))?;
+    app.run(user, move |s| {
+        let all = s.workflow_transitions(WorkflowId(id))?;
         Ok(Json(all.iter().map(TransitionOut::from).collect()))
     })
     .await
@@ -388,14 +385,9 @@ async fn create_transition(
     let origin = WorkflowStateId(body.id("origin_state_id")?);
     let destination = WorkflowStateId(body.id("destination_state_id")?);
     let condition = body.opt_str("condition")?.unwrap_or_default();
-    app.run(move |db| {
-        let t = db.session(user).create_workflow_transition(
-            WorkflowId(id),
-            &label,
-            origin,
-            destination,
-            &condition,
-        )?;
+    app.run(user, move |s| {
+        let t =
+            s.create_workflow_transition(WorkflowId(id), &label, origin, destination, &condition)?;
         Ok((StatusCode::CREATED, Json((&t).into())))
     })
     .await
@@ -409,10 +401,8 @@ async fn list_actions(
     CurrentUser(user): CurrentUser,
     Ids((id, state)): Ids<(i64, i64)>,
 ) -> ApiResult<Json<Vec<ActionOut>>> {
-    app.run(move |db| {
-        let all = db
-            .session(user)
-            .workflow_actions(WorkflowId(id), WorkflowStateId(state))?;
+    app.run(user, move |s| {
+        let all = s.workflow_actions(WorkflowId(id), WorkflowStateId(state))?;
         Ok(Json(all.iter().map(ActionOut::from).collect()))
     })
     .await
@@ -440,8 +430,8 @@ async fn create_action(
             .ok_or_else(|| ApiError::field("action", "This field is required."))?,
     )
     .map_err(|e| ApiError::field("action", format!("Not a valid action: {e}.")))?;
-    app.run(move |db| {
-        let a = db.session(user).create_workflow_action(
+    app.run(user, move |s| {
+        let a = s.create_workflow_action(
             WorkflowId(id),
             WorkflowStateId(state),
             &label,
@@ -462,8 +452,8 @@ async fn delete_action(
     CurrentUser(user): CurrentUser,
     Ids((id, state, action)): Ids<(i64, i64, i64)>,
 ) -> ApiResult<StatusCode> {
-    app.run(move |db| {
-        db.session(user).delete_workflow_action(
+    app.run(user, move |s| {
+        s.delete_workflow_action(
             WorkflowId(id),
             WorkflowStateId(state),
             docmeta_core::WorkflowActionId(action),
@@ -481,12 +471,8 @@ async fn delete_trigger(
     CurrentUser(user): CurrentUser,
     Ids((id, transition, event)): Ids<(i64, i64, String)>,
 ) -> ApiResult<StatusCode> {
-    app.run(move |db| {
-        db.session(user).remove_workflow_trigger(
-            WorkflowId(id),
-            WorkflowTransitionId(transition),
-            &event,
-        )?;
+    app.run(user, move |s| {
+        s.remove_workflow_trigger(WorkflowId(id), WorkflowTransitionId(transition), &event)?;
         Ok(StatusCode::NO_CONTENT)
     })
     .await
@@ -511,12 +497,8 @@ async fn list_triggers(
     CurrentUser(user): CurrentUser,
     Ids((id, transition)): Ids<(i64, i64)>,
 ) -> ApiResult<Json<Vec<String>>> {
-    app.run(move |db| {
-        let t = transition_of(
-            &db.session(user),
-            WorkflowId(id),
-            WorkflowTransitionId(transition),
-        )?;
+    app.run(user, move |s| {
+        let t = transition_of(s, WorkflowId(id), WorkflowTransitionId(transition))?;
         Ok(Json(t.triggers))
     })
     .await
@@ -532,12 +514,8 @@ async fn create_trigger(
     body: Body,
 ) -> ApiResult<(StatusCode, Json<TransitionOut>)> {
     let event = body.str("event_type")?;
-    app.run(move |db| {
-        let t = db.session(user).add_workflow_trigger(
-            WorkflowId(id),
-            WorkflowTransitionId(transition),
-            &event,
-        )?;
+    app.run(user, move |s| {
+        let t = s.add_workflow_trigger(WorkflowId(id), WorkflowTransitionId(transition), &event)?;
         Ok((StatusCode::CREATED, Json((&t).into())))
     })
     .await
@@ -550,8 +528,8 @@ async fn list_instances(
     CurrentUser(user): CurrentUser,
     Ids(document): Ids<i64>,
 ) -> ApiResult<Json<Vec<InstanceOut>>> {
-    app.run(move |db| {
-        let all = db.session(user).workflow_instances(DocumentId(document))?;
+    app.run(user, move |s| {
+        let all = s.workflow_instances(DocumentId(document))?;
         Ok(Json(all.iter().map(InstanceOut::from).collect()))
     })
     .await
@@ -565,10 +543,8 @@ async fn get_instance(
     CurrentUser(user): CurrentUser,
     Ids((document, instance)): Ids<(i64, i64)>,
 ) -> ApiResult<Json<InstanceOut>> {
-    app.run(move |db| {
-        let i = db
-            .session(user)
-            .workflow_instance(DocumentId(document), WorkflowInstanceId(instance))?;
+    app.run(user, move |s| {
+        let i = s.workflow_instance(DocumentId(document), WorkflowInstanceId(instance))?;
         Ok(Json((&i).into()))
     })
     .await
@@ -582,10 +558,8 @@ async fn instance_log(
     CurrentUser(user): CurrentUser,
     Ids((document, instance)): Ids<(i64, i64)>,
 ) -> ApiResult<Json<Vec<LogEntryOut>>> {
-    app.run(move |db| {
-        let log = db
-            .session(user)
-            .workflow_log(DocumentId(document), WorkflowInstanceId(instance))?;
+    app.run(user, move |s| {
+        let log = s.workflow_log(DocumentId(document), WorkflowInstanceId(instance))?;
         Ok(Json(log.iter().map(LogEntryOut::from).collect()))
     })
     .await
@@ -599,10 +573,8 @@ async fn available_transitions(
     CurrentUser(user): CurrentUser,
     Ids((document, instance)): Ids<(i64, i64)>,
 ) -> ApiResult<Json<Vec<TransitionOut>>> {
-    app.run(move |db| {
-        let all = db
-            .session(user)
-            .available_transitions(DocumentId(document), WorkflowInstanceId(instance))?;
+    app.run(user, move |s| {
+        let all = s.available_transitions(DocumentId(document), WorkflowInstanceId(instance))?;
         Ok(Json(all.iter().map(TransitionOut::from).collect()))
     })
     .await
@@ -619,8 +591,8 @@ async fn take_transition(
 ) -> ApiResult<(StatusCode, Json<LogEntryOut>)> {
     let transition = WorkflowTransitionId(body.id("transition_id")?);
     let comment = body.opt_str("comment")?.unwrap_or_default();
-    app.run(move |db| {
-        let entry = db.session(user).transition_workflow(
+    app.run(user, move |s| {
+        let entry = s.transition_workflow(
             DocumentId(document),
             WorkflowInstanceId(instance),
             transition,

@@ -1,0 +1,170 @@
+//! The public records of users, groups, roles, ACLs and tasks: what a session hands out, typed,
+//! and without anything a caller must never see (no password hash). The store's rows
+//! (`UserRow`, `AclRow`, `TaskRow`) stay crate-internal shapes; this file converts them.
+//!
+//! Layer 6 (part of `session`): imports only `model`, `access` (object references, permission
+//! sets), `error` and the store's row types; nothing above the session.
+
+use crate::access::{ObjectRef, PermissionSet};
+use crate::error::{Error, Result};
+use crate::model::{AclId, GroupId, RoleId, TaskId, UserId};
+use crate::store::records::{AclRow, TaskRow, UserRow};
+
+/// A user, as a session shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    /// Identifier.
+    pub id: UserId,
+    /// Unique login name.
+    pub username: String,
+    /// Bypasses every permission check.
+    pub is_superuser: bool,
+    /// Inactive users are refused everything.
+    pub is_active: bool,
+}
+
+impl From<UserRow> for User {
+    fn from(u: UserRow) -> Self {
+        User {
+            id: u.id,
+            username: u.username,
+            is_superuser: u.is_superuser,
+            is_active: u.is_active,
+        }
+    }
+}
+
+/// A group of users.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    /// Identifier.
+    pub id: GroupId,
+    /// Unique name.
+    pub name: String,
+}
+
+impl From<(GroupId, String)> for Group {
+    fn from((id, name): (GroupId, String)) -> Self {
+        Group { id, name }
+    }
+}
+
+/// A role: what groups are given, and what ACLs and global permissions name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Role {
+    /// Identifier.
+    pub id: RoleId,
+    /// Unique label.
+    pub label: String,
+}
+
+impl From<(RoleId, String)> for Role {
+    fn from((id, label): (RoleId, String)) -> Self {
+        Role { id, label }
+    }
+}
+
+/// An access control list: the permissions a role holds on one object (spec 4.4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Acl {
+    /// Identifier.
+    pub id: AclId,
+    /// The role that holds the permissions.
+    pub role_id: RoleId,
+    /// The object they are held on.
+    pub object: ObjectRef,
+    /// The permissions (keys unknown to this version are left out).
+    pub permissions: PermissionSet,
+}
+
+impl Acl {
+    /// The ACL of a stored row on `object` (the object the row was read for).
+    pub(crate) fn of(row: AclRow, object: ObjectRef) -> Acl {
+        Acl {
+            id: row.id,
+            role_id: row.role_id,
+            object,
+            permissions: super::permission_set(row.permissions),
+        }
+    }
+}
+
+/// Where a durable background task is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TaskState {
+    /// Waiting to run (or to run again after a failed attempt).
+    Pending,
+    /// Claimed by a worker.
+    Running,
+    /// Finished.
+    Done,
+    /// Given up after its last attempt.
+    Failed,
+}
+
+impl TaskState {
+    /// The stored name: `pending`, `running`, `done` or `failed`.
+    pub fn key(self) -> &'static str {
+        match self {
+            TaskState::Pending => "pending",
+            TaskState::Running => "running",
+            TaskState::Done => "done",
+            TaskState::Failed => "failed",
+        }
+    }
+
+    /// The state of a stored name.
+    pub fn from_key(key: &str) -> Option<TaskState> {
+        match key {
+            "pending" => Some(TaskState::Pending),
+            "running" => Some(TaskState::Running),
+            "done" => Some(TaskState::Done),
+            "failed" => Some(TaskState::Failed),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for TaskState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
+/// A durable background task (spec 2.4 lifecycle rules, workflow triggers ...).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Task {
+    /// Identifier.
+    pub id: TaskId,
+    /// Task name, e.g. `task_add_required_metadata_type`.
+    pub name: String,
+    /// JSON arguments.
+    pub payload: String,
+    /// Where it is.
+    pub state: TaskState,
+    /// How many times it was tried.
+    pub attempts: i64,
+    /// The last error.
+    pub error: String,
+}
+
+impl TryFrom<TaskRow> for Task {
+    type Error = Error;
+
+    fn try_from(t: TaskRow) -> Result<Task> {
+        let state = TaskState::from_key(&t.state).ok_or_else(|| {
+            Error::storage(
+                format!("reading task {}", t.id),
+                format!("unknown task state '{}'", t.state),
+            )
+        })?;
+        Ok(Task {
+            id: t.id,
+            name: t.name,
+            payload: t.payload,
+            state,
+            attempts: t.attempts,
+            error: t.error,
+        })
+    }
+}
