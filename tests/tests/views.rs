@@ -1,0 +1,408 @@
+//! The view records and pages of `Session` (what every face shows): the rules of what
+//! accompanies a record, checked in core rather than only over HTTP.
+
+use docmeta_core::{
+    Config, Docmeta, DocumentTypeId, EventQuery, GroupId, MetadataTypeInput, ObjectKind, ObjectRef,
+    PageRequest, Permission as P, PermissionSet, Result, RoleId, Session, TaskState, UserId,
+};
+
+struct World {
+    db: Docmeta,
+    admin: Session,
+    user: UserId,
+    group: GroupId,
+    role: RoleId,
+}
+
+/// Cheap password hashing: these tests are about views, not Argon2 cost.
+fn fast_hashing() -> Config {
+    Config {
+        password_hash_memory_kib: 64,
+        password_hash_iterations: 1,
+        ..Default::default()
+    }
+}
+
+/// `ann` is the only member of `Clerks`, which holds the role `Clerk` (no permission yet).
+fn world() -> Result<World> {
+    let db = Docmeta::builder().config(fast_hashing()).open()?;
+    let admin = db.system();
+    let user = admin.create_user("ann", "a long password", false)?.id;
+    let group = admin.create_group("Clerks")?;
+    let role = admin.create_role("Clerk")?;
+    admin.set_group_member(group, user, true)?;
+    admin.set_role_group(role, group, true)?;
+    Ok(World {
+        db,
+        admin,
+        user,
+        group,
+        role,
+    })
+}
+
+impl World {
+    fn ann(&self) -> Session {
+        self.db.session(self.user)
+    }
+}
+
+fn dt_ref(id: DocumentTypeId) -> ObjectRef {
+    ObjectRef::new(ObjectKind::DOCUMENT_TYPE, id.0)
+}
+
+fn role_ref(id: RoleId) -> ObjectRef {
+    ObjectRef::new(ObjectKind::ROLE, id.0)
+}
+
+// ----- pages ---------------------------------------------------------------------------------
+
+#[test]
+fn a_page_request_past_the_end_is_empty_and_says_so() {
+    let page = PageRequest::new(3, 10);
+    assert_eq!(page.range(25), 20..25);
+    assert!(!page.is_past_end(25));
+    assert!(PageRequest::new(4, 10).is_past_end(25));
+    assert!(
+        !PageRequest::new(1, 10).is_past_end(0),
+        "an empty list has an empty first page"
+    );
+}
+
+#[test]
+fn a_documents_page_counts_every_visible_document_and_holds_one_slice() -> Result<()> {
+    let w = world()?;
+    let dt = w.admin.create_document_type("Invoice")?;
+    let docs: Vec<_> = (0..5)
+        .map(|i| w.admin.create_document(dt.id, &format!("d{i}"), &[]))
+        .collect::<Result<_>>()?;
+    let page = w
+        .admin
+        .documents_page(None, false, PageRequest::new(2, 2))?;
+    assert_eq!(page.count, 5);
+    let ids: Vec<_> = page.items.iter().map(|v| v.document.id).collect();
+    assert_eq!(ids, [docs[2].id, docs[3].id]);
+    Ok(())
+}
+
+#[test]
+fn a_documents_page_newest_first_starts_with_the_highest_id() -> Result<()> {
+    let w = world()?;
+    let dt = w.admin.create_document_type("Invoice")?;
+    let first = w.admin.create_document(dt.id, "first", &[])?;
+    let last = w.admin.create_document(dt.id, "last", &[])?;
+    let page = w
+        .admin
+        .documents_page(None, true, PageRequest::new(1, 10))?;
+    let ids: Vec<_> = page.items.iter().map(|v| v.document.id).collect();
+    assert_eq!(ids, [last.id, first.id]);
+    Ok(())
+}
+
+#[test]
+fn a_documents_page_leaves_out_documents_the_caller_may_not_view() -> Result<()> {
+    let w = world()?;
+    let shown = w.admin.create_document_type("Shown")?;
+    let hidden = w.admin.create_document_type("Hidden")?;
+    let visible = w.admin.create_document(shown.id, "visible", &[])?;
+    w.admin.create_document(hidden.id, "secret", &[])?;
+    w.admin.grant(P::DocumentView, w.role, dt_ref(shown.id))?;
+    let page = w
+        .ann()
+        .documents_page(None, false, PageRequest::new(1, 10))?;
+    assert_eq!(page.count, 1);
+    assert_eq!(page.items[0].document.id, visible.id);
+    Ok(())
+}
+
+// ----- documents -----------------------------------------------------------------------------
+
+#[test]
+fn a_document_viewer_without_type_view_sees_the_type_label() -> Result<()> {
+    let w = world()?;
+    let dt = w.admin.create_document_type("Invoice")?;
+    let d = w.admin.create_document(dt.id, "March", &[])?;
+    // documents.document_view on the type reaches its documents, not the type itself.
+    w.admin.grant(P::DocumentView, w.role, dt_ref(dt.id))?;
+    let ann = w.ann();
+    assert!(
+        ann.document_type(dt.id).is_err(),
+        "the type itself is hidden"
+    );
+    let view = ann.document_view(d.id)?;
+    assert_eq!(view.document.label, "March");
+    assert_eq!(view.document_type.label, "Invoice");
+    Ok(())
+}
+
+#[test]
+fn a_cabinet_documents_page_shows_each_document_with_its_type() -> Result<()> {
+    let w = world()?;
+    let dt = w.admin.create_document_type("Invoice")?;
+    let d = w.admin.create_document(dt.id, "March", &[])?;
+    let cabinet = w.admin.create_cabinet("Drawer", None)?;
+    w.admin.set_cabinet_document(cabinet.id, d.id, true)?;
+    let page = w
+        .admin
+        .cabinet_documents_page(cabinet.id, PageRequest::new(1, 10))?;
+    assert_eq!(page.count, 1);
+    assert_eq!(page.items[0].document_type.label, "Invoice");
+    Ok(())
+}
+
+#[test]
+fn a_search_documents_page_shows_a_viewer_without_type_view_the_type_label() -> Result<()> {
+    let w = world()?;
+    let dt = w.admin.create_document_type("Invoice")?;
+    let d = w.admin.create_document(dt.id, "March invoice", &[])?;
+    w.admin.grant(P::DocumentView, w.role, dt_ref(dt.id))?;
+    let ann = w.ann();
+    assert!(
+        ann.document_type(dt.id).is_err(),
+        "the type itself is hidden"
+    );
+    let page = ann.search_documents_page("march", PageRequest::new(1, 10))?;
+    assert_eq!(page.count, 1);
+    assert_eq!(page.items[0].document.id, d.id);
+    assert_eq!(page.items[0].document_type.label, "Invoice");
+    Ok(())
+}
+
+#[test]
+fn a_search_metadata_page_shows_each_value_with_its_document_and_type() -> Result<()> {
+    let w = world()?;
+    let dt = w.admin.create_document_type("Invoice")?;
+    let mt = w
+        .admin
+        .create_metadata_type(MetadataTypeInput::new("number", "Number"))?;
+    w.admin.associate(dt.id, mt.id, false)?;
+    let d = w
+        .admin
+        .create_document(dt.id, "March", &[(mt.id, "INV-42")])?;
+    let page = w
+        .admin
+        .search_metadata_page("INV-42", PageRequest::new(1, 10))?;
+    assert_eq!(page.count, 1);
+    assert_eq!(page.items[0].value.value, "INV-42");
+    assert_eq!(page.items[0].document.id, d.id);
+    assert_eq!(page.items[0].metadata_type.name, "number");
+    Ok(())
+}
+
+// ----- metadata ------------------------------------------------------------------------------
+
+#[test]
+fn a_value_adder_without_value_view_is_answered_with_the_stored_value() -> Result<()> {
+    let w = world()?;
+    let dt = w.admin.create_document_type("Invoice")?;
+    let mt = w
+        .admin
+        .create_metadata_type(MetadataTypeInput::new("number", "Number"))?;
+    w.admin.associate(dt.id, mt.id, false)?;
+    let d = w.admin.create_document(dt.id, "March", &[])?;
+    w.admin.grant(P::DocumentView, w.role, dt_ref(dt.id))?;
+    w.admin
+        .grant(P::DocumentMetadataAdd, w.role, dt_ref(dt.id))?;
+    w.admin.grant(
+        P::DocumentMetadataAdd,
+        w.role,
+        ObjectRef::new(ObjectKind::METADATA_TYPE, mt.id.0),
+    )?;
+    let ann = w.ann();
+    let view = ann.add_document_metadata_view(d.id, mt.id, "INV-1")?;
+    assert_eq!(view.value.value, "INV-1");
+    assert_eq!(view.metadata_type.name, "number");
+    assert!(
+        ann.metadata_value_view(d.id, view.value.id).is_err(),
+        "reading it back is still refused"
+    );
+    Ok(())
+}
+
+#[test]
+fn an_association_creator_without_type_view_is_answered_with_both_types() -> Result<()> {
+    let w = world()?;
+    let dt = w.admin.create_document_type("Invoice")?;
+    let mt = w
+        .admin
+        .create_metadata_type(MetadataTypeInput::new("number", "Number"))?;
+    w.admin.grant(P::DocumentTypeEdit, w.role, dt_ref(dt.id))?;
+    w.admin.grant(
+        P::MetadataTypeView,
+        w.role,
+        ObjectRef::new(ObjectKind::METADATA_TYPE, mt.id.0),
+    )?;
+    let view = w.ann().associate_view(dt.id, mt.id, false)?;
+    assert_eq!(view.document_type.label, "Invoice");
+    assert_eq!(view.metadata_type.label, "Number");
+    Ok(())
+}
+
+// ----- ACLs ----------------------------------------------------------------------------------
+
+#[test]
+fn an_acl_viewer_without_role_view_sees_the_role_label() -> Result<()> {
+    let w = world()?;
+    let dt = w.admin.create_document_type("Invoice")?;
+    let auditors = w.admin.create_role("Auditors")?;
+    w.admin.grant(P::DocumentView, auditors, dt_ref(dt.id))?;
+    w.admin.grant(P::AclView, w.role, dt_ref(dt.id))?;
+    w.admin.grant(P::DocumentTypeView, w.role, dt_ref(dt.id))?;
+    let ann = w.ann();
+    assert!(ann.role(auditors).is_err(), "the role itself is hidden");
+    let page = ann.acls_page(dt_ref(dt.id), PageRequest::new(1, 10))?;
+    let auditors_acl = page
+        .items
+        .iter()
+        .find(|v| v.acl.role_id == auditors)
+        .expect("the auditors' ACL is listed");
+    assert_eq!(auditors_acl.role.label, "Auditors");
+    assert_eq!(
+        auditors_acl.acl.permissions,
+        PermissionSet::of(&[P::DocumentView])
+    );
+    Ok(())
+}
+
+#[test]
+fn removing_the_last_permission_of_an_acl_answers_none() -> Result<()> {
+    let w = world()?;
+    let dt = w.admin.create_document_type("Invoice")?;
+    let acl = w.admin.grant(P::DocumentView, w.role, dt_ref(dt.id))?;
+    let left = w
+        .admin
+        .acl_remove_permission_view(dt_ref(dt.id), acl.id, P::DocumentView)?;
+    assert!(left.is_none());
+    Ok(())
+}
+
+// ----- groups and roles ----------------------------------------------------------------------
+
+#[test]
+fn a_member_who_leaves_a_group_is_answered_with_the_group() -> Result<()> {
+    let w = world()?;
+    // Ann sees and edits groups only through her membership of Clerks.
+    w.admin.grant_global(P::GroupView, w.role)?;
+    w.admin.grant_global(P::GroupEdit, w.role)?;
+    let ann = w.ann();
+    let group = ann.set_group_member_view(w.group, w.user, false)?;
+    assert_eq!(group.name, "Clerks");
+    assert!(ann.group(w.group).is_err(), "she no longer sees it");
+    Ok(())
+}
+
+#[test]
+fn a_role_editor_without_role_view_is_answered_with_the_renamed_role() -> Result<()> {
+    let w = world()?;
+    let auditors = w.admin.create_role("Auditors")?;
+    w.admin.grant(P::RoleEdit, w.role, role_ref(auditors))?;
+    let ann = w.ann();
+    assert!(ann.role(auditors).is_err(), "the role itself is hidden");
+    let role = ann.rename_role_view(auditors, "Inspectors")?;
+    assert_eq!(role.label, "Inspectors");
+    Ok(())
+}
+
+#[test]
+fn a_role_permission_change_is_answered_with_the_roles_global_permissions() -> Result<()> {
+    let w = world()?;
+    let auditors = w.admin.create_role("Auditors")?;
+    w.admin.grant_global(P::RoleEdit, w.role)?;
+    w.admin.grant_global(P::DocumentView, w.role)?;
+    let permissions = w
+        .ann()
+        .set_role_permission(auditors, P::DocumentView, true)?;
+    assert_eq!(permissions, [P::DocumentView]);
+    Ok(())
+}
+
+#[test]
+fn a_role_groups_page_names_each_group() -> Result<()> {
+    let w = world()?;
+    let page = w.admin.role_groups_page(w.role, PageRequest::new(1, 10))?;
+    assert_eq!(page.count, 1);
+    assert_eq!(page.items[0].name, "Clerks");
+    Ok(())
+}
+
+#[test]
+fn a_group_users_page_lists_only_members_the_caller_may_view() -> Result<()> {
+    let w = world()?;
+    let bob = w.admin.create_user("bob", "a long password", false)?;
+    w.admin.set_group_member(w.group, bob.id, true)?;
+    w.admin.grant_global(P::GroupView, w.role)?;
+    // Without user_view, ann sees only herself.
+    let page = w.ann().group_users_page(w.group, PageRequest::new(1, 10))?;
+    assert_eq!(page.count, 1);
+    assert_eq!(page.items[0].username, "ann");
+    Ok(())
+}
+
+// ----- events and tasks ----------------------------------------------------------------------
+
+#[test]
+fn an_event_view_names_its_actor() -> Result<()> {
+    let w = world()?;
+    w.admin.grant_global(P::DocumentTypeCreate, w.role)?;
+    w.admin.grant_global(P::DocumentTypeView, w.role)?;
+    w.ann().create_document_type("Invoice")?;
+    let events = w.admin.event_views(&EventQuery::default())?;
+    let by_ann = events
+        .iter()
+        .find(|e| e.event.actor == Some(w.user))
+        .expect("ann's event is listed");
+    assert_eq!(
+        by_ann.actor.as_ref().map(|a| a.username.as_str()),
+        Some("ann")
+    );
+    Ok(())
+}
+
+#[test]
+fn an_open_task_has_a_typed_state() -> Result<()> {
+    let db = Docmeta::builder()
+        .config(fast_hashing())
+        .worker(false)
+        .open()?;
+    let admin = db.system();
+    let dt = admin.create_document_type("Invoice")?;
+    let mt = admin.create_metadata_type(MetadataTypeInput::new("number", "Number"))?;
+    admin.associate(dt.id, mt.id, true)?;
+    let tasks = admin.tasks()?;
+    assert!(!tasks.is_empty());
+    assert!(tasks.iter().all(|t| t.state == TaskState::Pending));
+    Ok(())
+}
+
+// ----- tokens --------------------------------------------------------------------------------
+
+#[test]
+fn a_token_signs_its_fields_joined_by_nul_bytes() -> Result<()> {
+    let db = Docmeta::in_memory()?;
+    assert_eq!(
+        db.sign_token(&[b"ann", b"pw"]),
+        db.sign_token(&[b"ann\0pw"])
+    );
+    assert_ne!(
+        db.sign_token(&[b"ann", b"pw"]),
+        db.sign_token(&[b"an", b"npw"])
+    );
+    Ok(())
+}
+
+#[test]
+fn a_token_verifies_only_for_its_own_fields() -> Result<()> {
+    let db = Docmeta::in_memory()?;
+    let token = db.sign_token(&[b"ann", b"pw"]);
+    assert!(db.verify_token(&[b"ann", b"pw"], &token));
+    assert!(!db.verify_token(&[b"ann", b"other"], &token));
+    Ok(())
+}
+
+#[test]
+fn tokens_of_two_installations_differ() -> Result<()> {
+    let a = Docmeta::in_memory()?;
+    let b = Docmeta::in_memory()?;
+    assert_ne!(a.sign_token(&[b"ann"]), b.sign_token(&[b"ann"]));
+    Ok(())
+}
