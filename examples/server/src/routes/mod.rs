@@ -1,12 +1,17 @@
 //! The endpoints of spec section 4 and api.md. Handlers convert HTTP to core calls and core
 //! errors to responses; they hold no rule of their own.
 
-mod access;
+mod acls;
+mod cabinets;
 mod documents;
 pub(crate) mod files;
+mod groups;
 mod metadata;
+mod permissions;
+mod roles;
 mod search;
 mod system;
+mod users;
 mod workflows;
 
 use utoipa_axum::router::OpenApiRouter;
@@ -18,7 +23,12 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
     let router = metadata::register(router);
     let router = documents::register(router);
     let router = files::register(router);
-    let router = access::register(router);
+    let router = acls::register(router);
+    let router = users::register(router);
+    let router = groups::register(router);
+    let router = roles::register(router);
+    let router = permissions::register(router);
+    let router = cabinets::register(router);
     let router = search::register(router);
     let router = workflows::register(router);
     system::register(router)

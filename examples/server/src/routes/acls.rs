@@ -1,0 +1,164 @@
+//! Object ACLs (spec 4.4) and the permissions an ACL on a kind of object may hold.
+
+use std::collections::HashMap;
+
+use axum::Json;
+use axum::extract::{Query, State};
+use axum::http::{StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use docmeta_core::{AclId, ObjectRef, RoleId, UserId};
+use serde_json::json;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::body::Body;
+use crate::dto::*;
+use crate::error::ApiResult;
+use crate::page::ListQuery;
+use crate::state::{AppState, CurrentUser, Ids};
+
+pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
+    router
+        .routes(routes!(list_acls, create_acl))
+        .routes(routes!(get_acl, delete_acl))
+        .routes(routes!(acl_add_permission))
+        .routes(routes!(acl_remove_permission))
+        .routes(routes!(grantable_permissions))
+}
+
+/// The object an ACL path names; an unknown kind is a `404`.
+fn object(
+    app: &AppState,
+    user: UserId,
+    app_label: &str,
+    model_name: &str,
+    id: i64,
+) -> ApiResult<ObjectRef> {
+    Ok(app.session(user).object_ref(app_label, model_name, id)?)
+}
+
+#[utoipa::path(get, path = "/api/v5/objects/{app_label}/{model_name}/{object_id}/acls/", tag = "acls",
+    params(("app_label" = String, Path), ("model_name" = String, Path), ("object_id" = i64, Path)),
+    responses((status = 200, body = PageOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn list_acls(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((a, m, id)): Ids<(String, String, i64)>,
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Response> {
+    let q = ListQuery::parse(q)?;
+    let obj = object(&app, user, &a, &m, id)?;
+    app.run(user, move |s| {
+        let page = s.acls_page(obj, q.request())?;
+        Ok(q.page(&uri, page, |v| AclOut::new(&v, &a, &m))?
+            .into_response())
+    })
+    .await
+}
+
+#[utoipa::path(post, path = "/api/v5/objects/{app_label}/{model_name}/{object_id}/acls/", tag = "acls", request_body = AclIn,
+    params(("app_label" = String, Path), ("model_name" = String, Path), ("object_id" = i64, Path)),
+    responses((status = 201, body = AclOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn create_acl(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((a, m, id)): Ids<(String, String, i64)>,
+    body: Body,
+) -> ApiResult<(StatusCode, Json<AclOut>)> {
+    let obj = object(&app, user, &a, &m, id)?;
+    let role = body.id("role_id")?;
+    app.run(user, move |s| {
+        let v = s.create_acl_view(obj, RoleId(role))?;
+        Ok((StatusCode::CREATED, Json(AclOut::new(&v, &a, &m))))
+    })
+    .await
+}
+
+#[utoipa::path(get, path = "/api/v5/objects/{app_label}/{model_name}/{object_id}/acls/{acl_id}/", tag = "acls",
+    params(("app_label" = String, Path), ("model_name" = String, Path), ("object_id" = i64, Path), ("acl_id" = i64, Path)),
+    responses((status = 200, body = AclOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn get_acl(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((a, m, id, acl)): Ids<(String, String, i64, i64)>,
+) -> ApiResult<Json<AclOut>> {
+    let obj = object(&app, user, &a, &m, id)?;
+    app.run(user, move |s| {
+        let v = s.acl_view(obj, AclId(acl))?;
+        Ok(Json(AclOut::new(&v, &a, &m)))
+    })
+    .await
+}
+
+#[utoipa::path(delete, path = "/api/v5/objects/{app_label}/{model_name}/{object_id}/acls/{acl_id}/", tag = "acls",
+    params(("app_label" = String, Path), ("model_name" = String, Path), ("object_id" = i64, Path), ("acl_id" = i64, Path)),
+    responses((status = 204), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn delete_acl(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((a, m, id, acl)): Ids<(String, String, i64, i64)>,
+) -> ApiResult<StatusCode> {
+    let obj = object(&app, user, &a, &m, id)?;
+    app.run(user, move |s| {
+        Ok(s.delete_acl(obj, AclId(acl))
+            .map(|()| StatusCode::NO_CONTENT)?)
+    })
+    .await
+}
+
+#[utoipa::path(post, path = "/api/v5/objects/{app_label}/{model_name}/{object_id}/acls/{acl_id}/permissions/add/", tag = "acls", request_body = PermissionIn,
+    params(("app_label" = String, Path), ("model_name" = String, Path), ("object_id" = i64, Path), ("acl_id" = i64, Path)),
+    responses((status = 200, body = AclOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn acl_add_permission(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((a, m, id, acl)): Ids<(String, String, i64, i64)>,
+    body: Body,
+) -> ApiResult<Json<AclOut>> {
+    let obj = object(&app, user, &a, &m, id)?;
+    let permission = body.permission()?;
+    app.run(user, move |s| {
+        let v = s.acl_add_permission_view(obj, AclId(acl), permission)?;
+        Ok(Json(AclOut::new(&v, &a, &m)))
+    })
+    .await
+}
+
+#[utoipa::path(post, path = "/api/v5/objects/{app_label}/{model_name}/{object_id}/acls/{acl_id}/permissions/remove/", tag = "acls", request_body = PermissionIn,
+    params(("app_label" = String, Path), ("model_name" = String, Path), ("object_id" = i64, Path), ("acl_id" = i64, Path)),
+    responses((status = 200, body = AclOut, description = "The updated ACL, or {\"deleted\": true} when its last permission was removed"), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn acl_remove_permission(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((a, m, id, acl)): Ids<(String, String, i64, i64)>,
+    body: Body,
+) -> ApiResult<Response> {
+    let obj = object(&app, user, &a, &m, id)?;
+    let permission = body.permission()?;
+    app.run(user, move |s| {
+        match s.acl_remove_permission_view(obj, AclId(acl), permission)? {
+            Some(v) => Ok(Json(AclOut::new(&v, &a, &m)).into_response()),
+            None => Ok(Json(json!({ "deleted": true })).into_response()),
+        }
+    })
+    .await
+}
+
+#[utoipa::path(get, path = "/api/v5/objects/{app_label}/{model_name}/permissions/", tag = "acls",
+    params(("app_label" = String, Path), ("model_name" = String, Path)),
+    responses((status = 200, body = [PermissionOut], description = "The permissions an ACL on this kind of object may hold"), (status = 404, body = ErrorOut)))]
+async fn grantable_permissions(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((a, m)): Ids<(String, String)>,
+) -> ApiResult<Json<Vec<PermissionOut>>> {
+    let s = app.session(user);
+    let kind = s.object_kind(&a, &m)?;
+    Ok(Json(
+        s.grantable_permissions(kind)
+            .into_iter()
+            .map(PermissionOut::from)
+            .collect(),
+    ))
+}

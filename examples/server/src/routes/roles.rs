@@ -1,0 +1,226 @@
+//! Roles, their groups and their global permissions (api.md).
+
+use std::collections::HashMap;
+
+use axum::Json;
+use axum::extract::{Query, State};
+use axum::http::{StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use docmeta_core::{GroupId, RoleId, UserId};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::body::Body;
+use crate::dto::*;
+use crate::error::ApiResult;
+use crate::page::ListQuery;
+use crate::state::{AppState, CurrentUser, Ids};
+
+pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
+    router
+        .routes(routes!(list_roles, create_role))
+        .routes(routes!(get_role, patch_role, delete_role))
+        .routes(routes!(list_role_groups))
+        .routes(routes!(role_add_group))
+        .routes(routes!(role_remove_group))
+        .routes(routes!(list_role_permissions))
+        .routes(routes!(role_add_permission))
+        .routes(routes!(role_remove_permission))
+}
+
+#[utoipa::path(get, path = "/api/v4/roles/", tag = "permissions",
+    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("ordering" = Option<String>, Query, description = "label or id")),
+    responses((status = 200, body = PageOut)))]
+async fn list_roles(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Response> {
+    let q = ListQuery::parse(q)?;
+    app.run(user, move |s| {
+        q.respond(
+            &uri,
+            s.roles()?,
+            &[
+                ("label", |a, b| a.label.cmp(&b.label)),
+                ("id", |a, b| a.id.cmp(&b.id)),
+            ],
+            |r| RoleOut::from(r),
+        )
+    })
+    .await
+    .map(IntoResponse::into_response)
+}
+
+#[utoipa::path(post, path = "/api/v4/roles/", tag = "permissions", request_body = LabelIn,
+    responses((status = 201, body = RoleOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut)))]
+async fn create_role(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    body: Body,
+) -> ApiResult<(StatusCode, Json<RoleOut>)> {
+    let label = body.str("label")?;
+    app.run(user, move |s| {
+        let r = s.create_role_view(&label)?;
+        Ok((StatusCode::CREATED, Json(RoleOut::from(&r))))
+    })
+    .await
+}
+
+#[utoipa::path(get, path = "/api/v4/roles/{role_id}/", tag = "permissions",
+    params(("role_id" = i64, Path)), responses((status = 200, body = RoleOut), (status = 404, body = ErrorOut)))]
+async fn get_role(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+) -> ApiResult<Json<RoleOut>> {
+    app.run(user, move |s| Ok(Json(RoleOut::from(&s.role(RoleId(id))?))))
+        .await
+}
+
+#[utoipa::path(patch, path = "/api/v4/roles/{role_id}/", tag = "permissions", request_body = LabelIn,
+    params(("role_id" = i64, Path)), responses((status = 200, body = RoleOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn patch_role(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+    body: Body,
+) -> ApiResult<Json<RoleOut>> {
+    let label = body.opt_str("label")?;
+    app.run(user, move |s| {
+        let r = match label {
+            Some(label) => s.rename_role_view(RoleId(id), &label)?,
+            None => s.role(RoleId(id))?,
+        };
+        Ok(Json(RoleOut::from(&r)))
+    })
+    .await
+}
+
+#[utoipa::path(delete, path = "/api/v4/roles/{role_id}/", tag = "permissions",
+    params(("role_id" = i64, Path)), responses((status = 204), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn delete_role(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+) -> ApiResult<StatusCode> {
+    app.run(user, move |s| {
+        Ok(s.delete_role(RoleId(id)).map(|()| StatusCode::NO_CONTENT)?)
+    })
+    .await
+}
+
+#[utoipa::path(get, path = "/api/v4/roles/{role_id}/groups/", tag = "permissions",
+    params(("role_id" = i64, Path), ("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
+async fn list_role_groups(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Response> {
+    let q = ListQuery::parse(q)?;
+    app.run(user, move |s| {
+        let page = s.role_groups_page(RoleId(id), q.request())?;
+        Ok(q.page(&uri, page, |g| GroupOut::from(&g))?.into_response())
+    })
+    .await
+}
+
+async fn role_group(
+    app: AppState,
+    user: UserId,
+    role: i64,
+    body: Body,
+    assigned: bool,
+) -> ApiResult<Json<RoleOut>> {
+    let group = body.id("group_id")?;
+    app.run(user, move |s| {
+        let r = s.set_role_group_view(RoleId(role), GroupId(group), assigned)?;
+        Ok(Json(RoleOut::from(&r)))
+    })
+    .await
+}
+
+#[utoipa::path(post, path = "/api/v4/roles/{role_id}/groups/add/", tag = "permissions", request_body = GroupIdIn,
+    params(("role_id" = i64, Path)), responses((status = 200, body = RoleOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn role_add_group(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+    body: Body,
+) -> ApiResult<Json<RoleOut>> {
+    role_group(app, user, id, body, true).await
+}
+
+#[utoipa::path(post, path = "/api/v4/roles/{role_id}/groups/remove/", tag = "permissions", request_body = GroupIdIn,
+    params(("role_id" = i64, Path)), responses((status = 200, body = RoleOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn role_remove_group(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+    body: Body,
+) -> ApiResult<Json<RoleOut>> {
+    role_group(app, user, id, body, false).await
+}
+
+#[utoipa::path(get, path = "/api/v4/roles/{role_id}/permissions/", tag = "permissions",
+    params(("role_id" = i64, Path), ("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    responses((status = 200, body = PageOut, description = "The role's global permissions"), (status = 404, body = ErrorOut)))]
+async fn list_role_permissions(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Response> {
+    let q = ListQuery::parse(q)?;
+    app.run(user, move |s| {
+        q.respond(&uri, s.role_permissions(RoleId(id))?, &[], |p| {
+            PermissionOut::from(*p)
+        })
+    })
+    .await
+    .map(IntoResponse::into_response)
+}
+
+async fn role_permission(
+    app: AppState,
+    user: UserId,
+    role: i64,
+    body: Body,
+    granted: bool,
+) -> ApiResult<Json<Vec<PermissionOut>>> {
+    let permission = body.permission()?;
+    app.run(user, move |s| {
+        let permissions = s.set_role_permission(RoleId(role), permission, granted)?;
+        Ok(Json(
+            permissions.into_iter().map(PermissionOut::from).collect(),
+        ))
+    })
+    .await
+}
+
+#[utoipa::path(post, path = "/api/v4/roles/{role_id}/permissions/add/", tag = "permissions", request_body = PermissionIn,
+    params(("role_id" = i64, Path)), responses((status = 200, body = [PermissionOut]), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn role_add_permission(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+    body: Body,
+) -> ApiResult<Json<Vec<PermissionOut>>> {
+    role_permission(app, user, id, body, true).await
+}
+
+#[utoipa::path(post, path = "/api/v4/roles/{role_id}/permissions/remove/", tag = "permissions", request_body = PermissionIn,
+    params(("role_id" = i64, Path)), responses((status = 200, body = [PermissionOut]), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn role_remove_permission(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+    body: Body,
+) -> ApiResult<Json<Vec<PermissionOut>>> {
+    role_permission(app, user, id, body, false).await
+}
