@@ -462,7 +462,7 @@ pub struct Session {
 
 impl Session {
     fn object(&self, kind: &str, id: i64) -> Result<ObjectRef> {
-        Ok(ObjectRef::new(self.inner.docmeta().parse_kind(kind)?, id))
+        Ok(ObjectRef::new(self.inner.parse_kind(kind)?, id))
     }
 }
 

@@ -36,6 +36,8 @@
 //! assert_eq!(db.session(clerk.id).document(doc.id)?.label, "March invoice");
 //! # Ok::<(), docmeta_core::Error>(())
 //! ```
+//!
+//! This file only declares the modules and re-exports what a user needs; it owns no logic.
 
 pub mod access;
 pub mod backup;
@@ -58,13 +60,16 @@ pub mod workflows;
 pub use access::{
     Explanation, Grant, KindRegistry, ObjectKind, ObjectRef, Permission, PermissionSet,
 };
+pub use backup::{BackupInfo, BackupReport, Manifest, ManifestEntry, PruneDecision, RestoreReport};
 pub use config::Config;
 pub use docmeta::{Builder, PASSWORD_VARIABLE};
 pub use error::{Error, ErrorKind, Result};
 pub use events::{Event, EventObject, EventQuery};
+pub use files::{EncryptedStorage, FileStorage, MemoryStorage, PlainStorage};
 pub use kernel::{Docmeta, SubscriptionId};
 pub use metadata::ClassRegistry;
 pub use model::*;
+pub use search::{Hit, RecordKind};
 pub use session::{
     Acl, AclView, AssociationView, DocumentView, EventActor, EventView, Group, MetadataValueView,
     Page, PageRequest, Role, Session, Task, TaskState, User, UserUpdate,

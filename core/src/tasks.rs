@@ -182,8 +182,8 @@ impl Docmeta {
     }
 
     /// Tasks not yet done (pending, running or failed).
-    pub fn open_tasks(&self) -> Result<Vec<crate::store::records::TaskRow>> {
-        self.read(|tx| tx.open_tasks(1000))
+    pub fn open_tasks(&self) -> Result<Vec<crate::session::Task>> {
+        Session::new(self.clone(), crate::model::Actor::System).tasks()
     }
 
     /// Waits until no task is runnable (tests, tools). Gives up after `timeout`.

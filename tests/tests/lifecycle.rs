@@ -319,8 +319,8 @@ fn failing_tasks_are_retried_then_kept_with_their_error() -> Result<()> {
     db.run_pending_tasks()?;
     let open = db.open_tasks()?;
     assert_eq!(
-        (open[0].state.as_str(), open[0].attempts),
-        ("pending", 1),
+        (open[0].state, open[0].attempts),
+        (docmeta_core::TaskState::Pending, 1),
         "retried later"
     );
     assert!(open[0].error.contains("unknown task"));
@@ -331,7 +331,10 @@ fn failing_tasks_are_retried_then_kept_with_their_error() -> Result<()> {
     }
     db.run_pending_tasks()?;
     let open = db.open_tasks()?;
-    assert_eq!((open[0].state.as_str(), open[0].attempts), ("failed", 2));
+    assert_eq!(
+        (open[0].state, open[0].attempts),
+        (docmeta_core::TaskState::Failed, 2)
+    );
     Ok(())
 }
 

@@ -26,7 +26,7 @@ pub struct Session {
 
 impl Session {
     fn object(&self, kind: &str, id: i64) -> PyResult<ObjectRef> {
-        let kind = self.inner.docmeta().parse_kind(kind).map_err(py_err)?;
+        let kind = self.inner.parse_kind(kind).map_err(py_err)?;
         Ok(ObjectRef::new(kind, id))
     }
 }

@@ -1,5 +1,8 @@
 //! Object kinds and the inheritance of spec 5.3: which kinds inherit ACLs from which, and which
 //! permissions an ACL on each kind may hold.
+//!
+//! Part of `access` (layer 4 of `scripts/check-structure`): it may import only what `access`
+//! may (see `access`'s module documentation).
 
 use std::fmt;
 

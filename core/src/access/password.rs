@@ -1,4 +1,7 @@
 //! Password hashing with Argon2id (PHC strings); only hashes are ever stored.
+//!
+//! Part of `access` (layer 4 of `scripts/check-structure`): it may import only what `access`
+//! may (see `access`'s module documentation).
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};

@@ -75,33 +75,30 @@ impl ParentSource for SnapshotOnly {
 /// Links already read: those of a record the caller holds (a file and its document), or those
 /// fetched before the snapshot was locked. Objects it does not list have no stored links.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KnownParents(Vec<(ObjectRef, Vec<ObjectRef>)>);
+pub struct KnownParents(FxHashMap<ObjectRef, Vec<ObjectRef>>);
 
 impl KnownParents {
     /// `object` inherits from `parents`.
     pub fn of(object: ObjectRef, parents: Vec<ObjectRef>) -> Self {
-        KnownParents(vec![(object, parents)])
+        let mut known = KnownParents::default();
+        known.insert(object, parents);
+        known
     }
 
     /// Adds (or replaces) the links of `object`.
     pub fn insert(&mut self, object: ObjectRef, parents: Vec<ObjectRef>) {
-        self.0.retain(|(o, _)| *o != object);
-        self.0.push((object, parents));
+        self.0.insert(object, parents);
     }
 
     /// Whether it lists `object`.
     pub fn contains(&self, object: ObjectRef) -> bool {
-        self.0.iter().any(|(o, _)| *o == object)
+        self.0.contains_key(&object)
     }
 }
 
 impl ParentSource for KnownParents {
     fn stored_parents(&mut self, object: ObjectRef) -> Vec<ObjectRef> {
-        self.0
-            .iter()
-            .find(|(o, _)| *o == object)
-            .map(|(_, p)| p.clone())
-            .unwrap_or_default()
+        self.0.get(&object).cloned().unwrap_or_default()
     }
 }
 

@@ -1,5 +1,8 @@
 //! The archive format: writing entries (`append`), reading the head (`read_info`), and reading
 //! a whole archive with every path, size and checksum checked (`scan`, `verify_backup`).
+//!
+//! Part of `backup` (layer 7 of `scripts/check-structure`): it may import only what `backup`
+//! may (see `backup`'s module documentation).
 
 use std::collections::BTreeMap;
 use std::fs::File;

@@ -1,4 +1,7 @@
 //! Creating a backup (full or incremental) from a running instance.
+//!
+//! Part of `backup` (layer 7 of `scripts/check-structure`): it may import only what `backup`
+//! may (see `backup`'s module documentation).
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};

@@ -1,4 +1,7 @@
 //! Pruning old backups by a retention policy.
+//!
+//! Part of `backup` (layer 7 of `scripts/check-structure`): it may import only what `backup`
+//! may (see `backup`'s module documentation).
 
 use std::collections::HashSet;
 use std::fs::{self};

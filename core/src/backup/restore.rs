@@ -1,4 +1,7 @@
 //! Restoring backups into a data directory: staged, verified, then swapped in by renames.
+//!
+//! Part of `backup` (layer 7 of `scripts/check-structure`): it may import only what `backup`
+//! may (see `backup`'s module documentation).
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::{self, File};

@@ -5,6 +5,9 @@
 //! Argon2id; every file has its own key, derived from the master key and a random per-file salt
 //! with HKDF-SHA256, so opening a file costs no password hashing. [`Encryptor`] and
 //! [`Decryptor`] are streaming readers: memory use is one chunk whatever the file size.
+//!
+//! Part of `files` (layer 4 of `scripts/check-structure`): it may import only what `files`
+//! may (see `files`'s module documentation).
 
 use std::collections::HashMap;
 use std::io::{self, Read};

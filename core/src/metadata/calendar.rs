@@ -2,6 +2,9 @@
 //!
 //! Hand-written over bytes: the value pipeline must sustain millions of values per second, and
 //! format-string parsers cost several times more for the same fixed forms.
+//!
+//! Part of `metadata` (layer 4 of `scripts/check-structure`): it may import only what `metadata`
+//! may (see `metadata`'s module documentation).
 
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
 

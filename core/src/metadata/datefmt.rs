@@ -1,5 +1,8 @@
 //! Django's `date` format codes (`Y-m-d`, `d/m/Y H:i`, `N j, Y`, ...), so templates written for
 //! the original system render the same here.
+//!
+//! Part of `metadata` (layer 4 of `scripts/check-structure`): it may import only what `metadata`
+//! may (see `metadata`'s module documentation).
 
 use std::fmt::Write;
 

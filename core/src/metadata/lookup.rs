@@ -1,4 +1,7 @@
 //! Reading a lookup template's output as the CSV list of allowed values (spec 2.7, 8 item 3).
+//!
+//! Part of `metadata` (layer 4 of `scripts/check-structure`): it may import only what `metadata`
+//! may (see `metadata`'s module documentation).
 
 /// Splits rendered lookup output into choices: commas separate items, double quotes allow commas
 /// inside an item (`""` is a literal quote), surrounding spaces are trimmed, empty items dropped.

@@ -1,4 +1,7 @@
 //! Rules on metadata type names and labels (spec 2.1, 8 item 1; limits of api.md).
+//!
+//! Part of `metadata` (layer 4 of `scripts/check-structure`): it may import only what `metadata`
+//! may (see `metadata`'s module documentation).
 
 use crate::error::{Error, Result};
 

@@ -1,4 +1,7 @@
 //! The parsers of spec 2.9: they turn an accepted value into the value that is stored.
+//!
+//! Part of `metadata` (layer 4 of `scripts/check-structure`): it may import only what `metadata`
+//! may (see `metadata`'s module documentation).
 
 use std::borrow::Cow;
 

@@ -2,6 +2,9 @@
 //!
 //! A [`CompiledMetadataType`] holds a metadata type with its validator and parser already built
 //! from their YAML arguments, so processing a value costs no parsing of configuration.
+//!
+//! Part of `metadata` (layer 4 of `scripts/check-structure`): it may import only what `metadata`
+//! may (see `metadata`'s module documentation).
 
 use minijinja::Value;
 

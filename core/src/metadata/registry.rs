@@ -3,6 +3,9 @@
 //! The built-in classes are registered under `svc.apps.metadata.…`; the `mayan.apps.metadata.…`
 //! spellings of the original system resolve to the same classes. An embedding application adds
 //! its own classes with [`ClassRegistry::register_validator`] / [`ClassRegistry::register_parser`].
+//!
+//! Part of `metadata` (layer 4 of `scripts/check-structure`): it may import only what `metadata`
+//! may (see `metadata`'s module documentation).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

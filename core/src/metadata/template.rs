@@ -21,6 +21,9 @@
 //! `{% filter %}`, macros and `{% call %}`), recursive loops, `namespace()` (a mutable, possibly
 //! cyclic object), argument splats (`f(*a, *b)`: one instruction pushing every item of many
 //! sequences), template inheritance and includes.
+//!
+//! Part of `metadata` (layer 4 of `scripts/check-structure`): it may import only what `metadata`
+//! may (see `metadata`'s module documentation).
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;

@@ -1,4 +1,7 @@
 //! The validators of spec 2.8: they accept or refuse a submitted value, never change it.
+//!
+//! Part of `metadata` (layer 4 of `scripts/check-structure`): it may import only what `metadata`
+//! may (see `metadata`'s module documentation).
 
 use regex::Regex;
 use serde::Deserialize;

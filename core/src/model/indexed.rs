@@ -1,4 +1,7 @@
 //! What the search index holds of a document: the records the store reads for it.
+//!
+//! Part of `model` (layer 1 of `scripts/check-structure`): it may import only what `model`
+//! may (see `model`'s module documentation).
 
 /// What the index holds of one document.
 #[derive(Debug, Clone, Default, PartialEq)]

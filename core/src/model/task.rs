@@ -1,5 +1,8 @@
 //! Names and payloads of the durable tasks the kernel's layers enqueue (the handlers live in
 //! `tasks.rs`, `workflows.rs` and `search/`, registered by name when an instance opens).
+//!
+//! Part of `model` (layer 1 of `scripts/check-structure`): it may import only what `model`
+//! may (see `model`'s module documentation).
 
 use serde::{Deserialize, Serialize};
 

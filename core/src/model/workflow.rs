@@ -1,5 +1,8 @@
 //! The records of workflows (spec 4.5): templates, states, transitions, actions, instances and
 //! their log.
+//!
+//! Part of `model` (layer 1 of `scripts/check-structure`): it may import only what `model`
+//! may (see `model`'s module documentation).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

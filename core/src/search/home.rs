@@ -2,6 +2,9 @@
 //! generation in use and its schema version. A rebuild fills a new generation and then swaps it
 //! in (an atomic rename of `CURRENT`), so searches keep answering during a rebuild and a failed
 //! rebuild leaves the old index in place.
+//!
+//! Part of `search` (layer 7 of `scripts/check-structure`): it may import only what `search`
+//! may (see `search`'s module documentation).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

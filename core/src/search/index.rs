@@ -8,6 +8,9 @@
 //! document search reaches metadata only through value records, joined to their document
 //! (`visible.rs`): a caller's metadata terms then match only values they may view, and a value
 //! they may not view cannot change their results, counts or order.
+//!
+//! Part of `search` (layer 7 of `scripts/check-structure`): it may import only what `search`
+//! may (see `search`'s module documentation).
 
 use std::ops::Bound;
 use std::path::Path;

@@ -1,6 +1,9 @@
 //! The query language of spec 2.5 and api.md: `field:value` terms combined with AND (implicit or
 //! explicit), `OR`, `NOT` (or `-`), parentheses, quoted phrases, ranges
 //! `field:[a TO b]` and comparisons `field:>=a`, and bare words over every field.
+//!
+//! Part of `search` (layer 7 of `scripts/check-structure`): it may import only what `search`
+//! may (see `search`'s module documentation).
 
 use crate::error::{Error, Result};
 

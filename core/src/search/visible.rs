@@ -7,6 +7,9 @@
 //! Each document is indexed as one block in one segment: its value records, then its document
 //! record (see `SearchIndex::add`). Segments never change and merges keep the order of records,
 //! so the document record of a value record is the first document record at or after it.
+//!
+//! Part of `search` (layer 7 of `scripts/check-structure`): it may import only what `search`
+//! may (see `search`'s module documentation).
 
 use std::sync::Arc;
 

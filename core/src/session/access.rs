@@ -1,4 +1,7 @@
 //! Users, groups, roles, global permissions and object ACLs (spec 2.11, 5).
+//!
+//! Part of `session` (layer 6 of `scripts/check-structure`): it may import only what `session`
+//! may (see `session`'s module documentation).
 
 use super::{Session, event_object, obj, rename_conflict, view_permission};
 use crate::access::password::{dummy_verify, hash_password, verify_password};

@@ -1,4 +1,7 @@
 //! Cabinets: trees of document folders whose root ACLs cover the whole tree (spec 5.3).
+//!
+//! Part of `session` (layer 6 of `scripts/check-structure`): it may import only what `session`
+//! may (see `session`'s module documentation).
 
 use super::{Session, event_object, obj, parents_change};
 use crate::access::{ObjectKind, ObjectRef, Permission as P, Permission};

@@ -1,4 +1,7 @@
 //! Document files: upload, list, download, delete (spec 1; api.md "Files").
+//!
+//! Part of `session` (layer 6 of `scripts/check-structure`): it may import only what `session`
+//! may (see `session`'s module documentation).
 
 use std::io::{self, Read};
 

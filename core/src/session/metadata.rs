@@ -1,4 +1,7 @@
 //! Metadata types, document types, documents, associations and values (spec 2, 4.1-4.3).
+//!
+//! Part of `session` (layer 6 of `scripts/check-structure`): it may import only what `session`
+//! may (see `session`'s module documentation).
 
 use std::sync::Arc;
 

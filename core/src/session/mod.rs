@@ -108,11 +108,6 @@ impl Session {
         self.actor
     }
 
-    /// The instance this session belongs to.
-    pub fn docmeta(&self) -> &Docmeta {
-        &self.db
-    }
-
     fn snapshot(&self) -> parking_lot::RwLockReadGuard<'_, AccessSnapshot> {
         self.db.inner.access.read()
     }
@@ -350,8 +345,7 @@ impl Session {
                 "only superusers see background tasks".into(),
             ));
         }
-        self.db
-            .open_tasks()?
+        self.read(|tx| tx.open_tasks(1000))?
             .into_iter()
             .map(Task::try_from)
             .collect()

@@ -169,6 +169,11 @@ impl Session {
         Ok(ObjectRef::new(kind, id))
     }
 
+    /// Parses `app_label.model_name` into a registered object kind (`InvalidInput` otherwise).
+    pub fn parse_kind(&self, text: &str) -> Result<ObjectKind> {
+        self.db.parse_kind(text)
+    }
+
     /// The kind `app_label.model_name`; `NotFound` when no such kind is registered.
     pub fn object_kind(&self, app_label: &str, model_name: &str) -> Result<ObjectKind> {
         self.db

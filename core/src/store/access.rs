@@ -1,4 +1,6 @@
 //! Statements of users, groups, roles, global permissions, object ACLs and the parent links applications record.
+//!
+//! Part of `store` (layer 3): imports only `error`, `model`, `config`, `events` and its siblings.
 
 use chrono::Utc;
 

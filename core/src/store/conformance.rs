@@ -7,6 +7,8 @@
 //! ```text
 //! docmeta_core::store_conformance_tests!(sqlite_memory, || Box::new(SqliteStore::in_memory().unwrap()));
 //! ```
+//!
+//! Part of `store` (layer 3): imports only `error`, `model`, `config`, `events` and its siblings.
 
 use chrono::Utc;
 

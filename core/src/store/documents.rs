@@ -1,4 +1,6 @@
 //! Statements of documents and their files.
+//!
+//! Part of `store` (layer 3): imports only `error`, `model`, `config`, `events` and its siblings.
 
 use chrono::{DateTime, Utc};
 

@@ -1,4 +1,6 @@
 //! Statements of the event log.
+//!
+//! Part of `store` (layer 3): imports only `error`, `model`, `config`, `events` and its siblings.
 
 use chrono::Utc;
 

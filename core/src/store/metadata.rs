@@ -1,4 +1,6 @@
 //! Statements of metadata types, document types, their associations and documents' metadata values.
+//!
+//! Part of `store` (layer 3): imports only `error`, `model`, `config`, `events` and its siblings.
 
 use super::Tx;
 use super::records::*;

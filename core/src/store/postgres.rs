@@ -6,6 +6,8 @@
 //! as SQLite's, written with `BIGINT` integers and identity keys. Write
 //! transactions take a transaction-scoped advisory lock, so writers are serialized across
 //! processes exactly as SQLite serializes them in one; readers never wait.
+//!
+//! Part of `store` (layer 3): imports only `error`, `model`, `config`, `events` and its siblings.
 
 use parking_lot::Mutex;
 use postgres::types::{IsNull, ToSql, Type};

@@ -1,5 +1,7 @@
 //! Statements that read across table groups for one reader: the access snapshot's links, the
 //! search index's documents, template contexts, and the event cursor of followers.
+//!
+//! Part of `store` (layer 3): imports only `error`, `model`, `config`, `events` and its siblings.
 
 use super::Tx;
 use crate::error::Result;

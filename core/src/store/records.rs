@@ -1,5 +1,7 @@
 //! The records the store reads and writes, and how each is read from a row; the statements
 //! themselves are in one file per table group beside this one.
+//!
+//! Part of `store` (layer 3): imports only `error`, `model`, `config`, `events` and its siblings.
 
 use chrono::{DateTime, Utc};
 

@@ -1,4 +1,6 @@
 //! Statements of the key-value settings (index cursors and the like).
+//!
+//! Part of `store` (layer 3): imports only `error`, `model`, `config`, `events` and its siblings.
 
 use super::Tx;
 use crate::error::Result;

@@ -2,6 +2,8 @@
 //!
 //! One writer connection serialises write transactions (`BEGIN IMMEDIATE`); read transactions
 //! run on a small pool of reader connections and see a consistent snapshot while writes go on.
+//!
+//! Part of `store` (layer 3): imports only `error`, `model`, `config`, `events` and its siblings.
 
 use std::path::{Path, PathBuf};
 

@@ -1,4 +1,6 @@
 //! Statements of durable tasks: enqueueing, claiming (one runner per task), outcomes.
+//!
+//! Part of `store` (layer 3): imports only `error`, `model`, `config`, `events` and its siblings.
 
 use chrono::{DateTime, Utc};
 

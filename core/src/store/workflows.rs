@@ -1,4 +1,6 @@
 //! The statements of workflows, states, transitions, actions, instances and their log.
+//!
+//! Part of `store` (layer 3): imports only `error`, `model`, `config`, `events` and its siblings.
 
 use chrono::Utc;
 
