@@ -34,6 +34,7 @@ pub struct Builder {
     classes: ClassRegistry,
     kinds: KindRegistry,
     worker: bool,
+    exclusive: bool,
     config: Option<Config>,
     files: Option<Arc<dyn FileStorage>>,
     storage_password: Option<Password>,
@@ -80,6 +81,15 @@ impl Builder {
     /// in memory). Without it, call [`Docmeta::run_pending_tasks`].
     pub fn worker(mut self, on: bool) -> Self {
         self.worker = on;
+        self
+    }
+
+    /// Opens the data directory for exclusive use (work that must not run beside another
+    /// process, such as converting the storage): refused with an [`Error::Conflict`] on
+    /// [`DATA_DIRECTORY_IN_USE`](crate::DATA_DIRECTORY_IN_USE), naming the process, while any
+    /// other docmeta has it open.
+    pub fn exclusive(mut self, on: bool) -> Self {
+        self.exclusive = on;
         self
     }
 
@@ -215,6 +225,7 @@ impl Builder {
             self.store = Some(Box::new(crate::store::PostgresStore::open(&url)?));
         }
         let lock = match &self.data_dir {
+            Some(dir) if self.exclusive => Some(DataLock::exclusive(dir)?),
             Some(dir) => Some(DataLock::shared(dir)?),
             None => None,
         };
@@ -249,8 +260,11 @@ impl Builder {
         };
         store.migrate()?;
         let files = self.file_storage_for(&config, self.data_dir.as_deref())?;
+        // A process with a worker takes the index writer at once if it is free; others take it
+        // only when they first write the index (see `SearchHome::writable`).
         let search = crate::search::home::SearchHome::open(
             self.data_dir.as_ref().map(|d| d.join("search")).as_deref(),
+            self.worker,
         )?;
         let inner = Arc::new(Inner {
             store,
@@ -297,6 +311,7 @@ fn hooks() -> Hooks {
     tasks.insert(SEARCH_REINDEX, |db, _| {
         db.search_reindex(|_, _| {}).map(drop)
     });
+    tasks.insert(SEARCH_WORK, crate::search::run_task);
     tasks.insert(
         crate::workflows::WORKFLOW_TRIGGER,
         crate::workflows::run_trigger,
@@ -338,6 +353,7 @@ impl Docmeta {
             classes: ClassRegistry::default(),
             kinds: KindRegistry::default(),
             worker: false,
+            exclusive: false,
             config: None,
             files: None,
             storage_password: None,

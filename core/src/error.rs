@@ -17,6 +17,10 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// Field name used for errors not tied to one input field (Django REST Framework's spelling).
 pub const NON_FIELD_ERRORS: &str = "non_field_errors";
 
+/// The `field` of the [`Error::Conflict`] that refuses exclusive use of a data directory another
+/// process has open (a restore, converting the storage): the message names that process.
+pub const DATA_DIRECTORY_IN_USE: &str = "data_directory";
+
 /// Everything that can go wrong in docmeta.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

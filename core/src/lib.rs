@@ -63,7 +63,7 @@ pub use access::{
 pub use backup::{BackupInfo, BackupReport, Manifest, ManifestEntry, PruneDecision, RestoreReport};
 pub use config::Config;
 pub use docmeta::{Builder, PASSWORD_VARIABLE};
-pub use error::{Error, ErrorKind, Result};
+pub use error::{DATA_DIRECTORY_IN_USE, Error, ErrorKind, Result};
 pub use events::{Event, EventObject, EventQuery};
 pub use files::{EncryptedStorage, FileStorage, MemoryStorage, PlainStorage};
 pub use kernel::{Docmeta, SubscriptionId};

@@ -78,8 +78,14 @@ pub(crate) fn run_now(db: &Docmeta, id: crate::model::TaskId) -> Result<()> {
 /// Runs every runnable task; returns how many ran (successfully or not).
 pub(crate) fn run_pending(db: &Docmeta) -> Result<usize> {
     let mut ran = 0;
+    // Search tasks need the index writer: without it they stay for the process holding it.
+    let skip: &[&str] = if db.writes_search_index()? {
+        &[]
+    } else {
+        &crate::model::SEARCH_TASKS
+    };
     loop {
-        let Some(task) = db.write_system(|tx| tx.claim_task(Utc::now()))? else {
+        let Some(task) = db.write_system(|tx| tx.claim_task_skipping(Utc::now(), skip))? else {
             return Ok(ran);
         };
         ran += 1;

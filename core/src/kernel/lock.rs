@@ -3,7 +3,19 @@
 
 use std::path::Path;
 
-use crate::error::{Error, NON_FIELD_ERRORS, Result};
+use crate::error::{DATA_DIRECTORY_IN_USE, Error, NON_FIELD_ERRORS, Result};
+
+/// The id of the process holding the search index writer of the data directory `dir`
+/// (`search/WRITER`, written by `search::home`), if one holds it: the running server, usually.
+fn writer_pid(dir: &Path) -> Option<u32> {
+    let path = dir.join("search").join("WRITER");
+    let file = std::fs::File::open(&path).ok()?;
+    match file.try_lock_shared() {
+        // Nobody holds it (released at once when `file` closes).
+        Ok(()) => None,
+        Err(_) => std::fs::read_to_string(&path).ok()?.trim().parse().ok(),
+    }
+}
 
 /// `DATA/.lock`: every open instance holds it shared; a restore holds it exclusively, so it
 /// never replaces a directory a running server uses.
@@ -51,15 +63,21 @@ impl DataLock {
         Ok(DataLock(file))
     }
 
-    /// Held by a restore: refused while any instance has the directory open.
+    /// Held by a restore or a storage conversion: refused while any instance has the directory
+    /// open.
     pub(crate) fn exclusive(dir: &Path) -> Result<DataLock> {
         let file = Self::open_file(dir)?;
         file.try_lock().map_err(|_| Error::Conflict {
-            field: NON_FIELD_ERRORS.to_owned(),
-            message: format!(
-                "{} is in use (a docmeta server or command has it open); stop it first",
-                dir.display()
-            ),
+            field: DATA_DIRECTORY_IN_USE.to_owned(),
+            message: match writer_pid(dir) {
+                Some(pid) => {
+                    format!("the data directory is in use by process {pid}; stop it first")
+                }
+                None => format!(
+                    "the data directory {} is in use by another docmeta process; stop it first",
+                    dir.display()
+                ),
+            },
         })?;
         Ok(DataLock(file))
     }

@@ -9,7 +9,9 @@ mod task;
 mod workflow;
 
 pub use indexed::{IndexedDocument, IndexedValue};
-pub use task::{ADD_REQUIRED_METADATA_TYPE, REMOVE_METADATA_TYPE, SEARCH_REINDEX};
+pub use task::{
+    ADD_REQUIRED_METADATA_TYPE, REMOVE_METADATA_TYPE, SEARCH_REINDEX, SEARCH_TASKS, SEARCH_WORK,
+};
 pub(crate) use task::{SYSTEM_AUTHOR, TypePair, author_id};
 pub use workflow::*;
 

@@ -14,6 +14,10 @@ pub const ADD_REQUIRED_METADATA_TYPE: &str = "task_add_required_metadata_type";
 pub const REMOVE_METADATA_TYPE: &str = "task_remove_metadata_type";
 /// Rebuilds the search index (queued by a restore, which does not wait for it: spec 8.1).
 pub const SEARCH_REINDEX: &str = "task_search_reindex";
+/// Runs a search operation (`SearchWork`) handed to the process holding the index writer.
+pub const SEARCH_WORK: &str = "task_search_work";
+/// The tasks only the process holding the search index writer can run.
+pub const SEARCH_TASKS: [&str; 2] = [SEARCH_REINDEX, SEARCH_WORK];
 
 /// `author_id` as stored with a workflow action, a transition or a task: 0 is docmeta itself.
 pub(crate) const SYSTEM_AUTHOR: i64 = 0;

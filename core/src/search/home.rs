@@ -21,6 +21,58 @@ pub(crate) struct SearchHome {
     schema: RwLock<u32>,
     /// Identifies this index among the processes sharing a database (its cursor is its own).
     instance: String,
+    /// `search/WRITER`, locked (with this process's id in it) while this process holds the
+    /// index writer: one process per data directory writes the index, the others read it.
+    writer_lock: Mutex<Option<std::fs::File>>,
+}
+
+/// The file whose lock makes a process the index's writer; it holds that process's id.
+pub(crate) const WRITER_FILE: &str = "WRITER";
+
+/// Takes `search/WRITER` if no other process holds it, and records this process's id in it.
+/// The lock is the operating system's (`flock`): a crashed holder releases it.
+fn take_writer_lock(root: &Path) -> Result<Option<std::fs::File>> {
+    use std::io::{Seek, Write};
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(root.join(WRITER_FILE))
+        .map_err(io("opening the search index's writer lock"))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(Error::storage("locking the search index's writer", e));
+        }
+    }
+    file.set_len(0)
+        .and_then(|()| file.rewind())
+        .and_then(|()| writeln!(file, "{}", std::process::id()))
+        .map_err(io("recording the search index's writer"))?;
+    Ok(Some(file))
+}
+
+/// Makes `root` ready for its writer: `CURRENT` exists, and an index of another schema version
+/// is replaced by an empty one (still recorded as outdated). Returns the generation and schema.
+fn prepare_for_writing(root: &Path) -> Result<(u64, u32)> {
+    let (mut generation, schema) = match read_current(root) {
+        Some(found) => found,
+        None => {
+            write_current(root, 1, INDEX_SCHEMA_VERSION)?;
+            (1, INDEX_SCHEMA_VERSION)
+        }
+    };
+    if schema != INDEX_SCHEMA_VERSION {
+        // Built by another docmeta: its fields differ. Start an empty index with this build's
+        // fields, still recorded as outdated so that `search_upgrade` (spec 9 item 3) rebuilds
+        // it.
+        let _ = std::fs::remove_dir_all(root.join(generation.to_string()));
+        generation += 1;
+        write_current(root, generation, schema)?;
+    }
+    Ok((generation, schema))
 }
 
 fn random_id() -> Result<String> {
@@ -59,8 +111,10 @@ fn write_current(root: &Path, generation: u64, schema: u32) -> Result<()> {
 }
 
 impl SearchHome {
-    /// Opens the index under `root`, or one in memory.
-    pub(crate) fn open(root: Option<&Path>) -> Result<SearchHome> {
+    /// Opens the index under `root`, or one in memory. With `take_writer`, takes the index
+    /// writer if no other process holds it; otherwise the index is a read-only view until
+    /// [`writable`](Self::writable) takes the writer.
+    pub(crate) fn open(root: Option<&Path>, take_writer: bool) -> Result<SearchHome> {
         let Some(root) = root else {
             return Ok(SearchHome {
                 root: None,
@@ -68,25 +122,24 @@ impl SearchHome {
                 generation: Mutex::new(1),
                 schema: RwLock::new(INDEX_SCHEMA_VERSION),
                 instance: random_id()?,
+                writer_lock: Mutex::new(None),
             });
         };
         std::fs::create_dir_all(root).map_err(io("creating the search directory"))?;
-        let (mut generation, schema) = match read_current(root) {
-            Some(found) => found,
-            None => {
-                write_current(root, 1, INDEX_SCHEMA_VERSION)?;
-                (1, INDEX_SCHEMA_VERSION)
-            }
+        let writer_lock = if take_writer {
+            take_writer_lock(root)?
+        } else {
+            None
         };
-        if schema != INDEX_SCHEMA_VERSION {
-            // Built by another docmeta: its fields differ. Start an empty index with this
-            // build's fields, still recorded as outdated so that `search_upgrade` (spec 9 item 3)
-            // rebuilds it.
-            let _ = std::fs::remove_dir_all(root.join(generation.to_string()));
-            generation += 1;
-            write_current(root, generation, schema)?;
-        }
-        let index = SearchIndex::open(&root.join(generation.to_string()))?;
+        let (generation, schema, index) = if writer_lock.is_some() {
+            let (generation, schema) = prepare_for_writing(root)?;
+            let index = SearchIndex::open(&root.join(generation.to_string()))?;
+            (generation, schema, index)
+        } else {
+            let (generation, schema) = read_current(root).unwrap_or((0, INDEX_SCHEMA_VERSION));
+            let index = SearchIndex::open_read_only(&root.join(generation.to_string()))?;
+            (generation, schema, index)
+        };
         let id_file = root.join("INSTANCE");
         let instance = match std::fs::read_to_string(&id_file) {
             Ok(id) if !id.trim().is_empty() => id.trim().to_owned(),
@@ -102,7 +155,49 @@ impl SearchHome {
             current: RwLock::new(Arc::new(index)),
             generation: Mutex::new(generation),
             schema: RwLock::new(schema),
+            writer_lock: Mutex::new(writer_lock),
         })
+    }
+
+    /// The index with its writer, taking the writer now if no other process holds it (then
+    /// this process keeps it until it closes); `None` while another process holds it: that
+    /// process writes the index, this one only reads it.
+    pub(crate) fn writable(&self) -> Result<Option<Arc<SearchIndex>>> {
+        let Some(root) = &self.root else {
+            return Ok(Some(self.current.read().clone()));
+        };
+        let mut lock = self.writer_lock.lock();
+        if lock.is_some() {
+            return Ok(Some(self.current.read().clone()));
+        }
+        let Some(file) = take_writer_lock(root)? else {
+            return Ok(None);
+        };
+        let (generation, schema) = prepare_for_writing(root)?;
+        let index = Arc::new(SearchIndex::open(&root.join(generation.to_string()))?);
+        *self.generation.lock() = generation;
+        *self.schema.write() = schema;
+        *self.current.write() = index.clone();
+        *lock = Some(file);
+        Ok(Some(index))
+    }
+
+    /// Whether this process holds the index writer.
+    pub(crate) fn holds_writer(&self) -> bool {
+        self.root.is_none() || self.writer_lock.lock().is_some()
+    }
+
+    /// The id of the process holding the index writer, when another one does.
+    pub(crate) fn writer_pid(&self) -> Option<u32> {
+        if self.holds_writer() {
+            return None;
+        }
+        let root = self.root.as_ref()?;
+        std::fs::read_to_string(root.join(WRITER_FILE))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
     }
 
     /// This index's identity among the processes sharing a database.
@@ -110,13 +205,41 @@ impl SearchHome {
         &self.instance
     }
 
-    /// The index in use.
+    /// The index in use. A read-only view first follows its writer: the generation it swapped
+    /// in, and its latest commit.
     pub(crate) fn index(&self) -> Arc<SearchIndex> {
+        if !self.holds_writer() {
+            self.follow_writer();
+        }
         self.current.read().clone()
+    }
+
+    /// A read-only view: opens the generation its writer swapped in, or sees its new commits.
+    fn follow_writer(&self) {
+        let Some(root) = &self.root else { return };
+        let mut generation = self.generation.lock();
+        match read_current(root) {
+            Some((g, schema)) if g != *generation => {
+                if let Ok(index) = SearchIndex::open_read_only(&root.join(g.to_string())) {
+                    *self.current.write() = Arc::new(index);
+                    *self.schema.write() = schema;
+                    *generation = g;
+                }
+            }
+            Some((_, schema)) => {
+                *self.schema.write() = schema;
+                // A failed reload leaves the last view (retried at the next search).
+                let _ = self.current.read().refresh();
+            }
+            None => {}
+        }
     }
 
     /// The schema version of the index in use, and whether it is this build's.
     pub(crate) fn schema(&self) -> (u32, bool) {
+        if !self.holds_writer() {
+            self.follow_writer();
+        }
         let v = *self.schema.read();
         (v, v == INDEX_SCHEMA_VERSION)
     }

@@ -262,7 +262,8 @@ impl Bm25StatisticsProvider for RecordStatistics {
 pub struct SearchIndex {
     index: Index,
     reader: IndexReader,
-    writer: Mutex<IndexWriter>,
+    /// `None` in a read-only view (another process holds the writer; see `home.rs`).
+    writer: Option<Mutex<IndexWriter>>,
     fields: Fields,
     records: Arc<RecordsCache>,
     /// The document records (the end of each block).
@@ -276,15 +277,20 @@ impl std::fmt::Debug for SearchIndex {
 }
 
 impl SearchIndex {
-    fn from_index(index: Index, fields: Fields) -> Result<Self> {
+    fn from_index(index: Index, fields: Fields, writable: bool) -> Result<Self> {
         register_tokenizers(&index)?;
-        // Indexing threads, each with its own 64 MiB buffer.
-        let threads = std::thread::available_parallelism()
-            .map_or(1, usize::from)
-            .min(4);
-        let writer = index
-            .writer_with_num_threads(threads, threads * (64 << 20))
-            .map_err(|e| search_error("opening the search index writer", e))?;
+        let writer = if writable {
+            // Indexing threads, each with its own 64 MiB buffer.
+            let threads = std::thread::available_parallelism()
+                .map_or(1, usize::from)
+                .min(4);
+            let writer = index
+                .writer_with_num_threads(threads, threads * (64 << 20))
+                .map_err(|e| search_error("opening the search index writer", e))?;
+            Some(Mutex::new(writer))
+        } else {
+            None
+        };
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -295,7 +301,7 @@ impl SearchIndex {
             documents: Arc::new(RecordsKey::Text(fields.kind, DOCUMENT.to_owned())),
             index,
             reader,
-            writer: Mutex::new(writer),
+            writer,
             fields,
         })
     }
@@ -303,7 +309,38 @@ impl SearchIndex {
     /// An index in memory.
     pub fn in_memory() -> Result<Self> {
         let (schema, fields) = schema();
-        Self::from_index(Index::create_in_ram(schema), fields)
+        Self::from_index(Index::create_in_ram(schema), fields, true)
+    }
+
+    /// Opens the index in `dir` to read it only: no writer, so no lock (the process holding the
+    /// writer may write meanwhile; [`refresh`](Self::refresh) sees its commits).
+    pub fn open_read_only(dir: &Path) -> Result<Self> {
+        let (schema, fields) = schema();
+        match Index::open_in_dir(dir) {
+            Ok(index) => Self::from_index(index, fields, false),
+            // Not created yet by its writer: an empty view.
+            Err(_) => Self::from_index(Index::create_in_ram(schema), fields, false),
+        }
+    }
+
+    /// Whether this handle may write (it holds the index writer).
+    pub fn writable(&self) -> bool {
+        self.writer.is_some()
+    }
+
+    /// Sees the commits made since the last one seen (by this process or the writer's).
+    pub fn refresh(&self) -> Result<()> {
+        self.reader
+            .reload()
+            .map_err(|e| search_error("reloading the search index", e))
+    }
+
+    fn writer(&self) -> Result<parking_lot::MutexGuard<'_, IndexWriter>> {
+        self.writer.as_ref().map(Mutex::lock).ok_or_else(|| {
+            Error::InvalidInput(
+                "this search index view is read-only: another process holds its writer".into(),
+            )
+        })
     }
 
     /// Opens the index in `dir`, creating it when empty.
@@ -316,14 +353,14 @@ impl SearchIndex {
             Err(_) => Index::create_in_dir(dir, schema)
                 .map_err(|e| search_error("creating the search index", e))?,
         };
-        Self::from_index(index, fields)
+        Self::from_index(index, fields, true)
     }
 
     /// Replaces the records of these documents (deleted documents: pass their ids in `removed`),
     /// then commits and makes them searchable.
     pub fn update(&self, documents: &[IndexedDocument], removed: &[i64]) -> Result<()> {
         {
-            let writer = self.writer.lock();
+            let writer = self.writer()?;
             for id in removed.iter().chain(documents.iter().map(|d| &d.id)) {
                 writer.delete_term(Term::from_field_i64(self.fields.document_id, *id));
             }
@@ -336,7 +373,7 @@ impl SearchIndex {
     /// [`commit`](Self::commit)).
     pub fn add(&self, documents: &[IndexedDocument]) -> Result<()> {
         let f = self.fields;
-        let writer = self.writer.lock();
+        let writer = self.writer()?;
         for d in documents {
             let mut block = Vec::with_capacity(d.metadata.len() + 1);
             for v in &d.metadata {
@@ -376,8 +413,7 @@ impl SearchIndex {
 
     /// Removes every record.
     pub fn clear(&self) -> Result<()> {
-        self.writer
-            .lock()
+        self.writer()?
             .delete_all_documents()
             .map_err(|e| search_error("clearing the search index", e))?;
         self.commit()
@@ -385,13 +421,10 @@ impl SearchIndex {
 
     /// Makes everything added so far durable and searchable.
     pub fn commit(&self) -> Result<()> {
-        self.writer
-            .lock()
+        self.writer()?
             .commit()
             .map_err(|e| search_error("committing the search index", e))?;
-        self.reader
-            .reload()
-            .map_err(|e| search_error("reloading the search index", e))
+        self.refresh()
     }
 
     /// How many records of `kind` the index holds.

@@ -13,6 +13,7 @@ pub mod index;
 mod pages;
 pub mod query;
 mod visible;
+mod work;
 
 use std::collections::BTreeSet;
 
@@ -20,6 +21,8 @@ pub use index::{
     Hit, IndexedDocument, IndexedValue, RecordKind, SearchIndex, SearchScope, TypeVisibility,
 };
 pub use query::{Expr, parse};
+pub(crate) use work::run_task;
+pub use work::{SearchWork, SearchWorkRun, SearchWorkState};
 
 use crate::access::{ObjectKind, ObjectRef, Permission};
 use crate::error::Result;
@@ -118,6 +121,10 @@ impl Docmeta {
             return Ok(0);
         }
         let _one_at_a_time = self.inner.search_lock.lock();
+        // Another process holds the writer: it applies the events (this one reads its commits).
+        let Some(index) = self.inner.search.writable()? else {
+            return Ok(0);
+        };
         let mut applied = 0;
         loop {
             let cursor = self
@@ -162,10 +169,35 @@ impl Docmeta {
                 }
                 load_documents(tx, &documents.iter().copied().collect::<Vec<_>>())
             })?;
-            self.inner.search.index().update(&docs, &removed)?;
+            index.update(&docs, &removed)?;
             self.write_system(|tx| tx.set_setting(&self.cursor_key(), &last.0.to_string()))?;
             applied += events.len();
         }
+    }
+
+    /// Refuses work that writes the index when another process holds its writer (see
+    /// [`search_work`](Self::search_work), which hands such work to that process).
+    fn require_index_writer(&self) -> Result<std::sync::Arc<SearchIndex>> {
+        self.inner.search.writable()?.ok_or_else(|| {
+            let holder = self
+                .inner
+                .search
+                .writer_pid()
+                .map_or_else(|| "another process".to_owned(), |p| format!("process {p}"));
+            crate::error::Error::Conflict {
+                field: crate::error::NON_FIELD_ERRORS.to_owned(),
+                message: format!(
+                    "the search index is written by {holder}: hand the work to it \
+                     (Docmeta::search_work queues it as a task)"
+                ),
+            }
+        })
+    }
+
+    /// Whether this process holds the search index's writer, or can take it now (no other
+    /// process holds it). Only the holder writes the index; see [`search_work`](Self::search_work).
+    pub fn writes_search_index(&self) -> Result<bool> {
+        Ok(self.inner.search.writable()?.is_some())
     }
 
     /// Whether a rebuild of the search index is running.
@@ -197,6 +229,7 @@ impl Docmeta {
             .store(true, std::sync::atomic::Ordering::SeqCst);
         let _done = RebuildFlag(&self.inner.search_rebuilding);
         let _one_at_a_time = self.inner.search_lock.lock();
+        self.require_index_writer()?;
         // Events up to here are covered by the rebuild; later ones are applied after it.
         let cursor = self.newest_event()?;
         let ids = self.read(|tx| tx.document_ids(None))?;
@@ -228,6 +261,7 @@ impl Docmeta {
     /// [`search_reindex`](Self::search_reindex) afterwards to fill it.
     pub fn search_initialize(&self) -> Result<()> {
         let _one_at_a_time = self.inner.search_lock.lock();
+        self.require_index_writer()?;
         let cursor = self.newest_event()?;
         let (generation, fresh) = self.inner.search.fresh()?;
         fresh.commit()?;
@@ -275,7 +309,7 @@ impl Docmeta {
             }
         };
         let _one_at_a_time = self.inner.search_lock.lock();
-        let index = self.inner.search.index();
+        let index = self.require_index_writer()?;
         let total = documents.len();
         for (i, chunk) in documents.chunks(BATCH as usize).enumerate() {
             let (docs, removed) = self.read(|tx| load_documents(tx, chunk))?;

@@ -299,14 +299,14 @@ pub fn task_queue(make: Factory<'_>) -> Result<()> {
             tx.enqueue_task("y", "{\"k\":1}")?,
         ))
     })?;
-    let first = write(s, |tx| tx.claim_task(Utc::now()))?;
+    let first = write(s, |tx| tx.claim_task_skipping(Utc::now(), &[]))?;
     ensure(
         first
             .as_ref()
             .is_some_and(|t| t.id == a && t.attempts == 1 && t.state == "running"),
         "oldest first",
     )?;
-    let second = write(s, |tx| tx.claim_task(Utc::now()))?;
+    let second = write(s, |tx| tx.claim_task_skipping(Utc::now(), &[]))?;
     ensure(
         second
             .as_ref()
@@ -314,7 +314,7 @@ pub fn task_queue(make: Factory<'_>) -> Result<()> {
         "then the next",
     )?;
     ensure(
-        write(s, |tx| tx.claim_task(Utc::now()))?.is_none(),
+        write(s, |tx| tx.claim_task_skipping(Utc::now(), &[]))?.is_none(),
         "nothing left",
     )?;
     write(s, |tx| {
@@ -327,7 +327,7 @@ pub fn task_queue(make: Factory<'_>) -> Result<()> {
         )
     })?;
     ensure(
-        write(s, |tx| tx.claim_task(Utc::now()))?.is_none(),
+        write(s, |tx| tx.claim_task_skipping(Utc::now(), &[]))?.is_none(),
         "back-off respected",
     )?;
     let open = read(s, |tx| tx.open_tasks(10))?;

@@ -38,20 +38,32 @@ impl Tx<'_> {
         .map(TaskId)
     }
 
-    /// Claims the oldest runnable task: marks it running and counts the attempt.
-    pub fn claim_task(&mut self, now: DateTime<Utc>) -> Result<Option<TaskRow>> {
+    /// Claims the oldest runnable task whose name is not in `skip` (tasks this runner cannot
+    /// run, left for another): marks it running and counts the attempt.
+    pub fn claim_task_skipping(
+        &mut self,
+        now: DateTime<Utc>,
+        skip: &[&str],
+    ) -> Result<Option<TaskRow>> {
         let now = to_micros(now);
+        let skipped = if skip.is_empty() {
+            String::new()
+        } else {
+            let marks: Vec<String> = (0..skip.len()).map(|i| format!("?{}", i + 2)).collect();
+            format!(" AND name NOT IN ({})", marks.join(", "))
+        };
         // On PostgreSQL, a task another worker is claiming is skipped, never waited for or
         // taken twice.
-        let sql = match self.dialect() {
-            super::Dialect::Postgres => {
-                "SELECT id, name, payload, state, attempts, error FROM tasks WHERE state = 'pending' AND run_after <= ?1 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED"
-            }
-            super::Dialect::Sqlite => {
-                "SELECT id, name, payload, state, attempts, error FROM tasks WHERE state = 'pending' AND run_after <= ?1 ORDER BY id LIMIT 1"
-            }
+        let lock = match self.dialect() {
+            super::Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
+            super::Dialect::Sqlite => "",
         };
-        let Some(t) = self.optional(sql, &[now.into()], task)? else {
+        let sql = format!(
+            "SELECT id, name, payload, state, attempts, error FROM tasks WHERE state = 'pending' AND run_after <= ?1{skipped} ORDER BY id LIMIT 1{lock}"
+        );
+        let mut params: Vec<super::Param<'_>> = vec![now.into()];
+        params.extend(skip.iter().map(|n| super::Param::from(*n)));
+        let Some(t) = self.optional(&sql, &params, task)? else {
             return Ok(None);
         };
         self.execute("UPDATE tasks SET state = 'running', attempts = attempts + 1, updated = ?1 WHERE id = ?2", &[now.into(), t.id.0.into()])?;
