@@ -19,6 +19,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use docmeta_core::installation::{Schema, apply, export};
+use docmeta_core::search::{SearchWork, SearchWorkRun, SearchWorkState};
 use docmeta_core::{Docmeta, UserUpdate};
 
 #[derive(Parser)]
@@ -170,12 +171,23 @@ enum UserCommand {
     },
 }
 
+/// How a search command that writes the index waits when a running server does the work.
+#[derive(clap::Args, Clone, Copy)]
+struct Wait {
+    /// When another process (a running `docmeta serve`) holds the index writer, the work is
+    /// queued as a task it runs: return at once instead of waiting for it.
+    #[arg(long)]
+    no_wait: bool,
+}
+
 #[derive(Subcommand)]
 enum SearchCommand {
     /// Rebuild the whole index from the database (into a fresh index, swapped in when done).
     Reindex {
         #[command(flatten)]
         data: Data,
+        #[command(flatten)]
+        wait: Wait,
     },
     /// Show counts per model, index size, how far behind the event log it is, and whether its
     /// schema is current.
@@ -187,16 +199,22 @@ enum SearchCommand {
     Initialize {
         #[command(flatten)]
         data: Data,
+        #[command(flatten)]
+        wait: Wait,
     },
     /// Rebuild the index if an older docmeta built it.
     Upgrade {
         #[command(flatten)]
         data: Data,
+        #[command(flatten)]
+        wait: Wait,
     },
     /// Index the objects of one model: documents.document or metadata.documentmetadata.
     IndexObjects {
         #[command(flatten)]
         data: Data,
+        #[command(flatten)]
+        wait: Wait,
         #[arg(long)]
         model: String,
         /// Only these ids, e.g. `1-10,15`.
@@ -292,17 +310,31 @@ fn main() -> ExitCode {
         .init();
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
+        // Work that needs the data directory alone, while another process has it open: one
+        // line naming that process, and nothing changed.
+        Err(e) => match e.downcast_ref::<docmeta_core::Error>() {
+            Some(docmeta_core::Error::Conflict { field, message })
+                if field == docmeta_core::DATA_DIRECTORY_IN_USE =>
+            {
+                eprintln!("error: {message}");
+                ExitCode::from(2)
+            }
+            _ => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }
 
 type AnyError = Box<dyn std::error::Error>;
 
 fn open(data: &Data, worker: bool) -> Result<Docmeta, AnyError> {
-    let builder = Docmeta::builder().data_dir(&data.data).worker(worker);
+    open_with(data, Docmeta::builder().worker(worker))
+}
+
+fn open_with(data: &Data, builder: docmeta_core::Builder) -> Result<Docmeta, AnyError> {
+    let builder = builder.data_dir(&data.data);
     Ok(match &data.database_url {
         Some(url) => builder.postgres(url).open()?,
         None => builder.open()?,
@@ -351,12 +383,55 @@ fn ensure_admin(db: &Docmeta) -> Result<(), AnyError> {
     Ok(())
 }
 
+/// Runs search work here, or hands it to the process holding the index writer and (unless
+/// `--no-wait`) follows it with the same progress display. `Some(n)`: finished, `n` documents.
+fn search_work(
+    db: &Docmeta,
+    work: &SearchWork,
+    what: &'static str,
+    wait: Wait,
+) -> Result<Option<usize>, AnyError> {
+    let mut shown = progress(what);
+    let task = match db.search_work(work, &mut shown)? {
+        SearchWorkRun::Done(n) => return Ok(Some(n)),
+        SearchWorkRun::HandedOff(task) => task,
+    };
+    eprintln!(
+        "another process (a running `docmeta serve`) holds the search index writer: \
+         queued as task {task} for it"
+    );
+    if wait.no_wait {
+        println!("queued as task {task}; follow it with `docmeta search status`");
+        return Ok(None);
+    }
+    let (mut done, mut total) = (0, 0);
+    loop {
+        match db.search_work_state(task)? {
+            SearchWorkState::Done => {
+                if done != total {
+                    shown(total, total);
+                }
+                return Ok(Some(total));
+            }
+            SearchWorkState::Failed(e) => return Err(format!("task {task} failed: {e}").into()),
+            SearchWorkState::Running { done: d, total: t } if t > 0 && (d, t) != (done, total) => {
+                (done, total) = (d, t);
+                shown(done, total);
+            }
+            SearchWorkState::Running { .. } | SearchWorkState::Pending { .. } => {}
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
 fn search(command: SearchCommand) -> Result<(), AnyError> {
     match command {
-        SearchCommand::Reindex { data } => {
+        SearchCommand::Reindex { data, wait } => {
             let db = open(&data, false)?;
             let started = std::time::Instant::now();
-            let n = db.search_reindex(progress("reindex"))?;
+            let Some(n) = search_work(&db, &SearchWork::Reindex, "reindex", wait)? else {
+                return Ok(());
+            };
             let seconds = started.elapsed().as_secs_f64();
             println!(
                 "indexed {n} documents in {seconds:.1} s ({:.0} documents per minute)",
@@ -377,23 +452,32 @@ fn search(command: SearchCommand) -> Result<(), AnyError> {
             };
             println!("schema version: {} ({verdict})", s.schema_version);
         }
-        SearchCommand::Initialize { data } => {
-            open(&data, false)?.search_initialize()?;
-            println!("search index recreated empty; run `docmeta search reindex` to fill it");
-        }
-        SearchCommand::Upgrade { data } => {
+        SearchCommand::Initialize { data, wait } => {
             let db = open(&data, false)?;
-            if db.search_upgrade(progress("upgrade"))? {
-                println!("search index rebuilt with the current schema");
-            } else {
-                println!("search index is current");
+            if search_work(&db, &SearchWork::Initialize, "initialize", wait)?.is_some() {
+                println!("search index recreated empty; run `docmeta search reindex` to fill it");
             }
         }
-        SearchCommand::IndexObjects { data, model, ids } => {
+        SearchCommand::Upgrade { data, wait } => {
+            let db = open(&data, false)?;
+            if db.search_status()?.schema_current {
+                println!("search index is current");
+            } else if search_work(&db, &SearchWork::Upgrade, "upgrade", wait)?.is_some() {
+                println!("search index rebuilt with the current schema");
+            }
+        }
+        SearchCommand::IndexObjects {
+            data,
+            wait,
+            model,
+            ids,
+        } => {
             let db = open(&data, false)?;
             let ids = ids.as_deref().map(parse_ids).transpose()?;
-            let n = db.search_index_objects(&model, ids.as_deref(), progress("index-objects"))?;
-            println!("indexed {n} documents");
+            let work = SearchWork::IndexObjects { model, ids };
+            if let Some(n) = search_work(&db, &work, "index-objects", wait)? {
+                println!("indexed {n} documents");
+            }
         }
     }
     Ok(())
@@ -517,7 +601,8 @@ fn run(cli: Cli) -> Result<(), AnyError> {
                 StorageCommand::Encrypt { data } => (data, true),
                 StorageCommand::Decrypt { data } => (data, false),
             };
-            let db = open(&data, false)?;
+            // Alone: files are renamed under a server that may be serving them.
+            let db = open_with(&data, Docmeta::builder().exclusive(true))?;
             let mut shown = progress("convert");
             let n =
                 db.convert_storage(encrypt, |done, total| shown(done as usize, total as usize))?;
