@@ -110,6 +110,16 @@ fn write_current(root: &Path, generation: u64, schema: u32) -> Result<()> {
     std::fs::rename(&tmp, root.join("CURRENT")).map_err(io("switching the search index"))
 }
 
+/// A read-only view of generation `generation`; empty when another docmeta's schema built it
+/// (this build's fields would misread it; its writer rebuilds it on `search_upgrade`).
+fn view(root: &Path, generation: u64, schema: u32) -> Result<SearchIndex> {
+    if schema == INDEX_SCHEMA_VERSION {
+        SearchIndex::open_read_only(&root.join(generation.to_string()))
+    } else {
+        SearchIndex::empty_view()
+    }
+}
+
 impl SearchHome {
     /// Opens the index under `root`, or one in memory. With `take_writer`, takes the index
     /// writer if no other process holds it; otherwise the index is a read-only view until
@@ -137,8 +147,7 @@ impl SearchHome {
             (generation, schema, index)
         } else {
             let (generation, schema) = read_current(root).unwrap_or((0, INDEX_SCHEMA_VERSION));
-            let index = SearchIndex::open_read_only(&root.join(generation.to_string()))?;
-            (generation, schema, index)
+            (generation, schema, view(root, generation, schema)?)
         };
         let id_file = root.join("INSTANCE");
         let instance = match std::fs::read_to_string(&id_file) {
@@ -220,7 +229,7 @@ impl SearchHome {
         let mut generation = self.generation.lock();
         match read_current(root) {
             Some((g, schema)) if g != *generation => {
-                if let Ok(index) = SearchIndex::open_read_only(&root.join(g.to_string())) {
+                if let Ok(index) = view(root, g, schema) {
                     *self.current.write() = Arc::new(index);
                     *self.schema.write() = schema;
                     *generation = g;

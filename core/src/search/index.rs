@@ -323,6 +323,12 @@ impl SearchIndex {
         }
     }
 
+    /// An empty read-only view.
+    pub fn empty_view() -> Result<Self> {
+        let (schema, fields) = schema();
+        Self::from_index(Index::create_in_ram(schema), fields, false)
+    }
+
     /// Whether this handle may write (it holds the index writer).
     pub fn writable(&self) -> bool {
         self.writer.is_some()

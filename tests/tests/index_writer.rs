@@ -1,0 +1,191 @@
+//! Issue #17 section 1: one process per data directory writes the search index; every other
+//! opener reads it, writes the database freely, and hands index work to the writer.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use docmeta_core::search::{SearchWork, SearchWorkRun, SearchWorkState};
+use docmeta_core::{DATA_DIRECTORY_IN_USE, Docmeta, Error, Result};
+
+/// Opens `dir` as a server would (its worker takes the index writer at once).
+fn server(dir: &Path) -> Result<Docmeta> {
+    Docmeta::builder().data_dir(dir).worker(true).open()
+}
+
+/// Opens `dir` as a command would (no worker).
+fn command(dir: &Path) -> Result<Docmeta> {
+    Docmeta::builder().data_dir(dir).worker(false).open()
+}
+
+/// Opens `dir` holding the index writer but without a worker: tasks run only when told.
+fn writer_without_worker(dir: &Path) -> Result<Docmeta> {
+    let db = command(dir)?;
+    assert!(db.writes_search_index()?, "nobody else holds the writer");
+    Ok(db)
+}
+
+fn wait_until_done(db: &Docmeta, task: docmeta_core::model::TaskId) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match db.search_work_state(task)? {
+            SearchWorkState::Done => return Ok(()),
+            SearchWorkState::Failed(e) => panic!("task {task} failed: {e}"),
+            _ if Instant::now() > deadline => panic!("task {task} did not finish"),
+            _ => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+#[test]
+fn a_second_opener_does_not_need_the_index_writer() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let _server = server(dir.path())?;
+    let other = command(dir.path())?;
+    assert!(!other.writes_search_index()?, "the server holds the writer");
+    assert_eq!(other.search_status()?.documents, 0);
+    Ok(())
+}
+
+#[test]
+fn a_process_without_the_writer_writes_the_database() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let _server = writer_without_worker(dir.path())?;
+    let other = command(dir.path())?;
+    let s = other.system();
+    let t = s.create_document_type("Memo")?;
+    let d = s.create_document(t.id, "written beside the writer", &[])?;
+    assert_eq!(s.document(d.id)?.label, "written beside the writer");
+    assert_eq!(other.wait_for_index()?, 0, "the holder applies the events");
+    Ok(())
+}
+
+#[test]
+fn a_reader_sees_what_the_writer_indexed() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let writer = writer_without_worker(dir.path())?;
+    let reader = command(dir.path())?;
+    assert!(!reader.writes_search_index()?);
+    let s = reader.system();
+    let t = s.create_document_type("Memo")?;
+    let d = s.create_document(t.id, "quarterly figures", &[])?;
+    writer.wait_for_index()?;
+    let found = s.search_documents("quarterly", 1, 10)?;
+    assert_eq!(
+        found.results.iter().map(|d| d.id).collect::<Vec<_>>(),
+        [d.id]
+    );
+    assert_eq!(reader.search_status()?.events_behind, 0);
+    Ok(())
+}
+
+#[test]
+fn search_work_runs_here_when_no_process_holds_the_writer() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = command(dir.path())?;
+    let s = db.system();
+    let t = s.create_document_type("Memo")?;
+    s.create_document(t.id, "one", &[])?;
+    assert_eq!(
+        db.search_work(&SearchWork::Reindex, |_, _| {})?,
+        SearchWorkRun::Done(1)
+    );
+    Ok(())
+}
+
+#[test]
+fn search_work_is_handed_to_the_holder_and_run_by_its_worker() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let _server = server(dir.path())?;
+    let cli = command(dir.path())?;
+    let s = cli.system();
+    let t = s.create_document_type("Memo")?;
+    for i in 0..3 {
+        s.create_document(t.id, &format!("memo {i}"), &[])?;
+    }
+    let SearchWorkRun::HandedOff(task) = cli.search_work(&SearchWork::Reindex, |_, _| {})? else {
+        panic!("the server holds the writer: the work is its");
+    };
+    wait_until_done(&cli, task)?;
+    assert_eq!(cli.search_status()?.documents, 3);
+    Ok(())
+}
+
+#[test]
+fn a_process_without_the_writer_leaves_search_tasks_to_the_holder() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let holder = writer_without_worker(dir.path())?;
+    let cli = command(dir.path())?;
+    let SearchWorkRun::HandedOff(task) = cli.search_work(&SearchWork::Initialize, |_, _| {})?
+    else {
+        panic!("handed off");
+    };
+    assert_eq!(cli.run_pending_tasks()?, 0);
+    assert!(matches!(
+        cli.search_work_state(task)?,
+        SearchWorkState::Pending { .. }
+    ));
+    assert_eq!(holder.run_pending_tasks()?, 1);
+    assert_eq!(cli.search_work_state(task)?, SearchWorkState::Done);
+    Ok(())
+}
+
+#[test]
+fn index_writing_calls_without_the_writer_are_refused_not_run() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let _holder = writer_without_worker(dir.path())?;
+    let cli = command(dir.path())?;
+    assert!(matches!(
+        cli.search_reindex(|_, _| {}),
+        Err(Error::Conflict { .. })
+    ));
+    Ok(())
+}
+
+#[test]
+fn the_writer_passes_to_another_process_when_its_holder_closes() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let holder = writer_without_worker(dir.path())?;
+    let other = command(dir.path())?;
+    assert!(!other.writes_search_index()?);
+    drop(holder);
+    assert!(other.writes_search_index()?);
+    Ok(())
+}
+
+#[test]
+fn exclusive_use_is_refused_naming_the_process_holding_the_directory() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let _server = server(dir.path())?;
+    match Docmeta::builder()
+        .data_dir(dir.path())
+        .exclusive(true)
+        .open()
+    {
+        Err(Error::Conflict { field, message }) => {
+            assert_eq!(field, DATA_DIRECTORY_IN_USE);
+            assert_eq!(
+                message,
+                format!(
+                    "the data directory is in use by process {}; stop it first",
+                    std::process::id()
+                )
+            );
+        }
+        other => panic!("expected the directory in use, got {other:?}"),
+    }
+    Ok(())
+}
+
+#[test]
+fn a_writer_lock_file_left_by_a_crash_does_not_hold_the_directory() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    drop(server(dir.path())?);
+    // A crashed holder leaves its file and id; the operating system released its lock.
+    std::fs::write(dir.path().join("search/WRITER"), "4194301\n").expect("write");
+    let db = Docmeta::builder()
+        .data_dir(dir.path())
+        .exclusive(true)
+        .open()?;
+    assert!(db.writes_search_index()?);
+    Ok(())
+}
