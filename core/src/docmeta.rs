@@ -218,6 +218,25 @@ impl Builder {
         Ok(Arc::new(EncryptedStorage::new(plain, Arc::new(keyring))))
     }
 
+    /// The database's schema version and the newest this build knows, read without migrating
+    /// or opening anything else (`docmeta migrate --check`; fine beside a running server).
+    pub fn schema_version(mut self) -> Result<(u32, u32)> {
+        #[cfg(feature = "postgres")]
+        if let Some(url) = self.postgres_url.take() {
+            self.store = Some(Box::new(crate::store::PostgresStore::open(&url)?));
+        }
+        let _lock = match &self.data_dir {
+            Some(dir) => Some(DataLock::shared(dir)?),
+            None => None,
+        };
+        let store: Box<dyn Store> = match (self.store.take(), &self.data_dir) {
+            (Some(s), _) => s,
+            (None, Some(dir)) => Box::new(SqliteStore::open(dir.join("db.sqlite3"))?),
+            (None, None) => Box::new(SqliteStore::in_memory()?),
+        };
+        store.schema_version()
+    }
+
     /// Opens the instance.
     pub fn open(mut self) -> Result<Docmeta> {
         #[cfg(feature = "postgres")]

@@ -60,6 +60,10 @@ enum Command {
     Migrate {
         #[command(flatten)]
         data: Data,
+        /// Only report whether migrations are pending (exit 1 if so); changes nothing, and
+        /// runs beside a live server.
+        #[arg(long)]
+        check: bool,
     },
     /// Manage users.
     User {
@@ -625,7 +629,25 @@ fn run(cli: Cli) -> Result<(), AnyError> {
                 .build()?;
             runtime.block_on(app::serve(db, bind))?;
         }
-        Command::Migrate { data } => {
+        Command::Migrate { data, check: true } => {
+            let builder = Docmeta::builder().data_dir(&data.data);
+            let builder = match &data.database_url {
+                Some(url) => builder.postgres(url),
+                None => builder,
+            };
+            let (version, newest) = builder.schema_version()?;
+            if version >= newest {
+                println!("database is current (schema version {version})");
+            } else {
+                println!(
+                    "migrations {}..={newest} are pending (schema version {version}); run \
+                     `docmeta migrate`",
+                    version + 1
+                );
+                return Err("migrations are pending".into());
+            }
+        }
+        Command::Migrate { data, check: false } => {
             let db = open(&data, false)?;
             let applied = db.migrate()?;
             let (version, _) = db.store().schema_version()?;
