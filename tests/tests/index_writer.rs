@@ -189,3 +189,72 @@ fn a_writer_lock_file_left_by_a_crash_does_not_hold_the_directory() -> Result<()
     assert!(db.writes_search_index()?);
     Ok(())
 }
+
+#[test]
+fn a_password_changed_by_another_process_on_the_same_sqlite_file_is_followed() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = writer_without_worker(dir.path())?;
+    let user = server
+        .system()
+        .create_user("alice", "first password", false)?;
+    let before = server.credentials_epoch();
+    let cli = command(dir.path())?;
+    cli.system().update_user(
+        user.id,
+        docmeta_core::UserUpdate {
+            password: Some("second password".into()),
+            ..Default::default()
+        },
+    )?;
+    server.follow_access()?;
+    assert_ne!(server.credentials_epoch(), before);
+    Ok(())
+}
+
+#[test]
+fn a_grant_made_by_another_process_on_the_same_sqlite_file_is_followed() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = writer_without_worker(dir.path())?;
+    let admin = server.system();
+    let user = admin.create_user("bob", "bob's password", false)?;
+    let cli = command(dir.path())?;
+    let cli_admin = cli.system();
+    let role = cli_admin.create_role("Readers")?;
+    let group = cli_admin.create_group("Staff")?;
+    cli_admin.set_group_member(group, user.id, true)?;
+    cli_admin.set_role_group(role, group, true)?;
+    cli_admin.grant_global(docmeta_core::access::Permission::DocumentTypeView, role)?;
+    assert!(server.follow_access()?, "reloaded");
+    assert!(
+        server
+            .session(user.id)
+            .can_globally(docmeta_core::access::Permission::DocumentTypeView)
+    );
+    Ok(())
+}
+
+#[test]
+fn a_validator_set_by_another_process_on_the_same_sqlite_file_is_followed() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = writer_without_worker(dir.path())?;
+    let admin = server.system();
+    let memo = admin.create_document_type("Memo")?;
+    let code = admin.create_metadata_type(docmeta_core::MetadataTypeInput::new("code", "Code"))?;
+    admin.associate(memo.id, code.id, false)?;
+    // Compiled (and cached) by the server without a validator.
+    admin.create_document(memo.id, "first", &[(code.id, "anything")])?;
+    let cli = command(dir.path())?;
+    cli.system().update_metadata_type(
+        code.id,
+        docmeta_core::MetadataTypeInput::new("code", "Code").validation(
+            "svc.apps.metadata.metadata_validators.RegularExpressionValidator",
+            "pattern: '^[0-9]+$'",
+        ),
+    )?;
+    server.follow_access()?;
+    assert!(matches!(
+        admin.create_document(memo.id, "second", &[(code.id, "letters")]),
+        Err(Error::Validation { .. })
+    ));
+    Ok(())
+}

@@ -475,21 +475,19 @@ impl Docmeta {
 
     /// A number that changes whenever a user is created, edited (password, name, activity,
     /// superuser status) or deleted: at once for this process's changes, and within
-    /// `access_refresh_ms` for another process's on a shared PostgreSQL database. A cache of
+    /// `access_refresh_ms` for another process's on the same database. A cache of
     /// verified credentials that remembers it can tell when its entries may be stale (the HTTP
     /// server's login cache does).
     pub fn credentials_epoch(&self) -> u64 {
         self.inner.credentials_epoch.load(Ordering::SeqCst)
     }
 
-    /// Picks up access changes other processes committed to a shared (PostgreSQL) database:
-    /// when the event log holds an access-changing event this process did not write, the
-    /// snapshot is reloaded. The worker runs it every `access_refresh_ms`; returns whether it
-    /// reloaded. On SQLite (one process) there is nothing to follow.
+    /// Picks up changes other processes committed to the same database (a PostgreSQL one, or
+    /// the data directory's SQLite file that a command shares with a running server): when the
+    /// event log holds an access-changing event this process did not write, the snapshot is
+    /// reloaded, and an edited or deleted metadata type is compiled again. The worker runs it
+    /// every `access_refresh_ms`; returns whether it reloaded the access snapshot.
     pub fn follow_access(&self) -> Result<bool> {
-        if self.inner.store.dialect() != crate::store::Dialect::Postgres {
-            return Ok(false);
-        }
         let cursor = self.inner.access_cursor.load(Ordering::SeqCst);
         let events = self.read(|tx| tx.event_names_after(cursor, 10_000))?;
         let Some(newest) = events.last().map(|(id, _)| *id) else {
@@ -508,6 +506,17 @@ impl Docmeta {
         };
         if foreign_user_edit {
             self.inner.credentials_epoch.fetch_add(1, Ordering::SeqCst);
+        }
+        // Which process edited a metadata type is not recorded: compiling this process's own
+        // edits again costs little.
+        if events.iter().any(|(_, name)| {
+            name == crate::events::names::METADATA_TYPE_EDITED
+                || name == crate::events::names::METADATA_TYPE_DELETED
+        }) {
+            self.inner
+                .compiled_generation
+                .fetch_add(1, Ordering::SeqCst);
+            self.inner.compiled.write().clear();
         }
         if foreign {
             self.reload_access()?;
