@@ -1,0 +1,395 @@
+//! Issue #17 section 1: every command of `docmeta --help` beside a running `docmeta serve` on
+//! the same data directory, each one's effect checked through the server's HTTP API.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use support::{ADMIN, Server, docmeta, prepare};
+
+/// What a command did: its exit code, standard output and standard error.
+struct Ran {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(c: &mut Command) -> Ran {
+    let out = c.output().expect("run docmeta");
+    Ran {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let r = run(docmeta(dir).args(args));
+    assert_eq!(r.code, 0, "docmeta {args:?}: {}{}", r.stdout, r.stderr);
+    r.stdout
+}
+
+/// A data directory with the demo loaded and a server on it.
+fn served() -> (tempfile::TempDir, Server) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    prepare(dir.path(), true, "");
+    let server = Server::start(dir.path());
+    (dir, server)
+}
+
+/// Polls `check` until it holds (the server follows another process's changes within a bounded
+/// delay), for at most 20 s.
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !check() {
+        assert!(Instant::now() < deadline, "{what}: not within 20 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn search_count(server: &Server, q: &str) -> u64 {
+    let (status, body) = server.get(&format!("/api/v4/search/documents/?q={q}"), ADMIN);
+    assert_eq!(status, 200, "{body}");
+    body["count"].as_u64().expect("count")
+}
+
+fn document_count(server: &Server) -> u64 {
+    let (status, body) = server.get("/api/v4/documents/", ADMIN);
+    assert_eq!(status, 200, "{body}");
+    body["count"].as_u64().expect("count")
+}
+
+#[test]
+fn the_tests_cover_every_command_of_the_help() {
+    let help = run(Command::new(env!("CARGO_BIN_EXE_docmeta")).arg("--help")).stdout;
+    let commands: Vec<&str> = help
+        .split("Commands:")
+        .nth(1)
+        .and_then(|rest| rest.split("Options:").next())
+        .expect("a command list")
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    assert_eq!(
+        commands,
+        [
+            "serve", "migrate", "user", "schema", "search", "demo", "backup", "restore", "storage"
+        ],
+        "a new command needs its test beside a running server in this file"
+    );
+}
+
+#[test]
+fn a_second_server_beside_the_first_serves_and_finds_what_the_first_indexed() {
+    let (dir, first) = served();
+    let second = Server::start(dir.path());
+    assert_eq!(document_count(&second), document_count(&first));
+    eventually("the second server's search", || {
+        search_count(&second, "invoice") == search_count(&first, "invoice")
+            && search_count(&first, "invoice") > 0
+    });
+}
+
+#[test]
+fn migrate_and_migrate_check_beside_a_server_report_the_database_current() {
+    let (dir, server) = served();
+    assert!(ok(dir.path(), &["migrate"]).contains("database is current"));
+    assert!(ok(dir.path(), &["migrate", "--check"]).contains("database is current"));
+    let (status, _) = server.get("/api/v4/health/", ADMIN);
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn user_create_beside_a_server_lets_the_user_sign_in_to_it() {
+    let (dir, server) = served();
+    let r = run(docmeta(dir.path())
+        .args(["user", "create", "operator"])
+        .env("DOCMETA_PASSWORD", "operator-password"));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    eventually("the new user signs in", || {
+        server
+            .get("/api/v4/users/current/", ("operator", "operator-password"))
+            .0
+            == 200
+    });
+}
+
+#[test]
+fn user_set_password_beside_a_server_changes_the_password_it_accepts() {
+    let (dir, server) = served();
+    assert_eq!(
+        server
+            .get("/api/v4/users/current/", ("alice", "demo-password"))
+            .0,
+        200
+    );
+    let r = run(docmeta(dir.path())
+        .args(["user", "set-password", "alice"])
+        .env("DOCMETA_PASSWORD", "a new long password"));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    eventually("the new password is the one accepted", || {
+        server
+            .get("/api/v4/users/current/", ("alice", "a new long password"))
+            .0
+            == 200
+            && server
+                .get("/api/v4/users/current/", ("alice", "demo-password"))
+                .0
+                == 401
+    });
+}
+
+#[test]
+fn schema_export_and_apply_beside_a_server_change_what_it_serves() {
+    let (dir, server) = served();
+    let yaml = ok(dir.path(), &["schema", "export"]);
+    assert!(yaml.contains("label: Due date"), "{yaml}");
+    let file = dir.path().join("schema.yml");
+    std::fs::write(&file, yaml.replace("label: Due date", "label: Payment due")).expect("write");
+    let file = file.to_string_lossy().into_owned();
+    assert!(ok(dir.path(), &["schema", "apply", &file]).contains("made 1 change(s)"));
+    let (status, body) = server.get("/api/v4/metadata/metadata-types/?page_size=100", ADMIN);
+    assert_eq!(status, 200, "{body}");
+    let labels: Vec<&str> = body["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .filter_map(|t| t["label"].as_str())
+        .collect();
+    assert!(labels.contains(&"Payment due"), "{labels:?}");
+}
+
+#[test]
+fn demo_beside_a_server_loads_documents_it_serves() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    prepare(dir.path(), false, "");
+    let server = Server::start(dir.path());
+    assert_eq!(document_count(&server), 0);
+    assert!(ok(dir.path(), &["demo"]).contains("demo loaded"));
+    assert_eq!(document_count(&server), 8);
+    eventually("the server indexes the demo", || {
+        search_count(&server, "invoice") > 0
+    });
+}
+
+#[test]
+fn search_status_beside_a_server_answers_from_its_index() {
+    let (dir, server) = served();
+    eventually("the server indexes the demo", || {
+        search_count(&server, "invoice") > 0
+    });
+    let status = ok(dir.path(), &["search", "status"]);
+    assert!(
+        status.contains("documents.document: 8") && status.contains("(current)"),
+        "{status}"
+    );
+}
+
+#[test]
+fn search_initialize_and_reindex_beside_a_server_are_run_by_it() {
+    let (dir, server) = served();
+    eventually("the server indexes the demo", || {
+        search_count(&server, "invoice") > 0
+    });
+    let r = run(docmeta(dir.path()).args(["search", "initialize"]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("queued as task"), "{}", r.stderr);
+    assert_eq!(search_count(&server, "invoice"), 0, "emptied by the server");
+    let r = run(docmeta(dir.path()).args(["search", "reindex"]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("indexed 8 documents"), "{}", r.stdout);
+    assert!(
+        search_count(&server, "invoice") > 0,
+        "refilled by the server"
+    );
+}
+
+#[test]
+fn search_upgrade_beside_a_server_finds_the_index_current() {
+    let (dir, _server) = served();
+    assert!(ok(dir.path(), &["search", "upgrade"]).contains("search index is current"));
+}
+
+#[test]
+fn search_index_objects_no_wait_beside_a_server_returns_while_the_server_runs_it() {
+    let (dir, server) = served();
+    eventually("the server indexes the demo", || {
+        search_count(&server, "invoice") > 0
+    });
+    ok(dir.path(), &["search", "initialize"]);
+    assert_eq!(search_count(&server, "invoice"), 0);
+    let out = ok(
+        dir.path(),
+        &[
+            "search",
+            "index-objects",
+            "--model",
+            "documents.document",
+            "--no-wait",
+        ],
+    );
+    assert!(out.contains("queued as task"), "{out}");
+    eventually("the server ran the task", || {
+        search_count(&server, "invoice") > 0
+    });
+}
+
+/// Creates documents through the server until `stop` is raised; returns how many.
+fn keep_writing(server_base: String, stop: Arc<AtomicBool>, document_type: i64) -> u64 {
+    let agent = support::agent();
+    let mut n = 0;
+    while !stop.load(Ordering::SeqCst) {
+        let body = json!({"document_type_id": document_type, "label": format!("written {n}")});
+        let (status, answer) = support::request(
+            &agent,
+            &server_base,
+            "POST",
+            "/api/v4/documents/",
+            Some(ADMIN),
+            Some(&body),
+        )
+        .expect("POST");
+        assert_eq!(status, 201, "{answer}");
+        n += 1;
+    }
+    n
+}
+
+#[test]
+fn backups_beside_a_server_under_writes_verify_restore_and_prune() {
+    let (dir, server) = served();
+    let (status, memo) = server.call(
+        "POST",
+        "/api/v4/documents/types/",
+        Some(ADMIN),
+        Some(&json!({"label": "Memo"})),
+    );
+    assert_eq!(status, 201, "{memo}");
+    let before = document_count(&server);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (base, stop, id) = (
+            server.base.clone(),
+            stop.clone(),
+            memo["id"].as_i64().unwrap(),
+        );
+        std::thread::spawn(move || keep_writing(base, stop, id))
+    };
+    let archives = tempfile::tempdir().expect("archives");
+    let full = archives.path().join("full.tar.zst");
+    let incremental = archives.path().join("incremental.tar.zst");
+    let (full_s, incremental_s) = (
+        full.to_string_lossy().into_owned(),
+        incremental.to_string_lossy().into_owned(),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    ok(dir.path(), &["backup", "--out", &full_s]);
+    ok(
+        dir.path(),
+        &["backup", "--out", &incremental_s, "--since", &full_s],
+    );
+    stop.store(true, Ordering::SeqCst);
+    let written = writer.join().expect("writer");
+    assert!(written > 0, "writes went on during the backups");
+    assert!(ok(dir.path(), &["backup", "verify", &full_s]).contains("every checksum matches"));
+    assert!(
+        ok(dir.path(), &["backup", "verify", &incremental_s]).contains("every checksum matches")
+    );
+    // Consistent: the backup restores (integrity checked, a document opens) into a directory of
+    // its own, holding a state the live one went through.
+    let restored = tempfile::tempdir().expect("restored");
+    let target = restored.path().join("data");
+    let r = run(docmeta(&target).args(["restore", &full_s, &incremental_s]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let copy = Server::start(&target);
+    let copied = document_count(&copy);
+    assert!(
+        (before..=before + written).contains(&copied),
+        "{copied} documents, live went from {before} to {}",
+        before + written
+    );
+    let out = ok(
+        dir.path(),
+        &[
+            "backup",
+            "prune",
+            "--dir",
+            &archives.path().to_string_lossy(),
+            "--dry-run",
+        ],
+    );
+    assert!(out.contains("keep"), "{out}");
+    assert_eq!(document_count(&server), before + written);
+}
+
+#[test]
+fn restore_beside_a_server_is_refused_in_one_line_changing_nothing() {
+    let (dir, server) = served();
+    let archive = dir.path().join("backup.tar.zst");
+    let archive = archive.to_string_lossy().into_owned();
+    ok(dir.path(), &["backup", "--out", &archive]);
+    let (status, _) = server.call(
+        "POST",
+        "/api/v4/documents/types/",
+        Some(ADMIN),
+        Some(&json!({"label": "After the backup"})),
+    );
+    assert_eq!(status, 201);
+    let r = run(docmeta(dir.path()).args(["restore", &archive]));
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert_eq!(
+        r.stderr,
+        format!(
+            "error: the data directory is in use by process {}; stop it first\n",
+            server.child.id()
+        )
+    );
+    let (_, types) = server.get("/api/v4/documents/types/", ADMIN);
+    assert!(types.to_string().contains("After the backup"), "{types}");
+}
+
+#[test]
+fn storage_conversion_beside_a_server_is_refused_in_one_line() {
+    let (dir, server) = served();
+    for command in ["encrypt", "decrypt"] {
+        let r = run(docmeta(dir.path()).args(["storage", command]));
+        assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+        assert_eq!(
+            r.stderr,
+            format!(
+                "error: the data directory is in use by process {}; stop it first\n",
+                server.child.id()
+            )
+        );
+    }
+    assert_eq!(document_count(&server), 8);
+}
+
+#[test]
+fn after_a_server_crash_commands_run_alone_and_restore_proceeds() {
+    let (dir, server) = served();
+    let archive = dir.path().join("backup.tar.zst");
+    let archive = archive.to_string_lossy().into_owned();
+    ok(dir.path(), &["backup", "--out", &archive]);
+    server.kill();
+    // The crash left the lock files; the operating system released their locks.
+    assert!(dir.path().join("search/WRITER").exists());
+    let r = run(docmeta(dir.path()).args(["search", "reindex"]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        !r.stderr.contains("queued") && r.stdout.contains("indexed 8 documents"),
+        "run here: {}{}",
+        r.stdout,
+        r.stderr
+    );
+    let r = run(docmeta(dir.path()).args(["restore", &archive]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let server = Server::start(dir.path());
+    assert_eq!(document_count(&server), 8);
+}
