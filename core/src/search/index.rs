@@ -1029,8 +1029,7 @@ mod tests {
         // Segments merge only when the test says so (a background merge under load would
         // leave nothing to merge below).
         index
-            .writer
-            .lock()
+            .writer()?
             .set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
         let values = |id: i64| (id % 4) as usize;
         for batch in 0..12 {
@@ -1072,8 +1071,7 @@ mod tests {
             .map_err(|e| search_error("listing segments", e))?;
         assert!(segments.len() > 1, "several segments to merge");
         index
-            .writer
-            .lock()
+            .writer()?
             .merge(&segments)
             .wait()
             .map_err(|e| search_error("merging", e))?;

@@ -277,7 +277,7 @@ fn backups_beside_a_server_under_writes_verify_restore_and_prune() {
         let (base, stop, id) = (
             server.base.clone(),
             stop.clone(),
-            memo["id"].as_i64().unwrap(),
+            memo["id"].as_i64().expect("document type id"),
         );
         std::thread::spawn(move || keep_writing(base, stop, id))
     };
