@@ -316,7 +316,11 @@ impl Builder {
             deadline: None,
         };
         db.reload_access()?;
-        db.write_system(|tx| tx.requeue_running_tasks().map(drop))?;
+        // Tasks left `running` by a crashed process run again; while another process has the
+        // data directory open (a server beside this command), they may be its, running now.
+        if db.inner._lock.as_ref().is_none_or(DataLock::alone) {
+            db.write_system(|tx| tx.requeue_running_tasks().map(drop))?;
+        }
         if self.worker {
             db.worker = Some(Arc::new(Worker::start(&db)));
         }

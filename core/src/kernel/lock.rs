@@ -20,7 +20,7 @@ fn writer_pid(dir: &Path) -> Option<u32> {
 /// `DATA/.lock`: every open instance holds it shared; a restore holds it exclusively, so it
 /// never replaces a directory a running server uses.
 #[derive(Debug)]
-pub(crate) struct DataLock(#[allow(dead_code)] std::fs::File);
+pub(crate) struct DataLock(#[allow(dead_code)] std::fs::File, bool);
 
 impl DataLock {
     fn open_file(dir: &Path) -> Result<std::fs::File> {
@@ -50,9 +50,21 @@ impl DataLock {
             })
     }
 
+    /// Whether no other process had the directory open when this lock was taken (a process
+    /// that finds itself alone may treat work left `running` as a crashed process's).
+    pub(crate) fn alone(&self) -> bool {
+        self.1
+    }
+
     /// Held while the instance is open.
     pub(crate) fn shared(dir: &Path) -> Result<DataLock> {
         let file = Self::open_file(dir)?;
+        // Alone if the exclusive lock is free; then shared like every other opener.
+        let alone = file.try_lock().is_ok();
+        if alone {
+            file.unlock()
+                .map_err(|e| Error::storage("locking the data directory", e))?;
+        }
         file.try_lock_shared().map_err(|_| Error::Conflict {
             field: NON_FIELD_ERRORS.to_owned(),
             message: format!(
@@ -60,7 +72,7 @@ impl DataLock {
                 dir.display()
             ),
         })?;
-        Ok(DataLock(file))
+        Ok(DataLock(file, alone))
     }
 
     /// Held by a restore or a storage conversion: refused while any instance has the directory
@@ -79,6 +91,27 @@ impl DataLock {
                 ),
             },
         })?;
-        Ok(DataLock(file))
+        Ok(DataLock(file, true))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DataLock;
+
+    #[test]
+    fn the_first_opener_is_alone_and_the_next_is_not() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let first = DataLock::shared(dir.path()).expect("first");
+        assert!(first.alone());
+        let second = DataLock::shared(dir.path()).expect("second");
+        assert!(!second.alone(), "the first still has it open");
+    }
+
+    #[test]
+    fn an_opener_after_the_others_closed_is_alone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(DataLock::shared(dir.path()).expect("first"));
+        assert!(DataLock::shared(dir.path()).expect("again").alone());
     }
 }
