@@ -258,3 +258,34 @@ fn a_validator_set_by_another_process_on_the_same_sqlite_file_is_followed() -> R
     ));
     Ok(())
 }
+
+#[test]
+fn handed_off_work_is_left_to_a_live_holder() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let _holder = writer_without_worker(dir.path())?;
+    let cli = command(dir.path())?;
+    let SearchWorkRun::HandedOff(task) = cli.search_work(&SearchWork::Reindex, |_, _| {})? else {
+        panic!("handed off");
+    };
+    assert_eq!(cli.adopt_search_work(task, |_, _| {})?, None);
+    Ok(())
+}
+
+#[test]
+fn handed_off_work_runs_in_the_waiting_process_when_the_holder_has_gone() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let holder = writer_without_worker(dir.path())?;
+    let cli = command(dir.path())?;
+    let s = cli.system();
+    let t = s.create_document_type("Memo")?;
+    s.create_document(t.id, "one", &[])?;
+    s.create_document(t.id, "two", &[])?;
+    let SearchWorkRun::HandedOff(task) = cli.search_work(&SearchWork::Reindex, |_, _| {})? else {
+        panic!("handed off");
+    };
+    drop(holder);
+    assert_eq!(cli.adopt_search_work(task, |_, _| {})?, Some(2));
+    assert_eq!(cli.search_work_state(task)?, SearchWorkState::Done);
+    assert_eq!(cli.search_status()?.documents, 2);
+    Ok(())
+}

@@ -127,6 +127,47 @@ impl Docmeta {
     }
 }
 
+impl Docmeta {
+    /// Runs the handed-off search work `task` here if the process it was handed to has gone
+    /// (stopped or crashed: this process could take the index writer), calling
+    /// `progress(done, total)`. Only the writer's holder runs search tasks, so one left
+    /// `running` was its, interrupted. `None` while another process holds the writer, or when
+    /// the task is no longer waiting; `Some(n)` when it ran here.
+    pub fn adopt_search_work(
+        &self,
+        task: TaskId,
+        mut progress: impl FnMut(usize, usize),
+    ) -> Result<Option<usize>> {
+        if !self.writes_search_index()? {
+            return Ok(None);
+        }
+        let now = chrono::Utc::now();
+        let claimed = self.write_system(|tx| {
+            match tx.task(task)? {
+                Some(row) if row.name == SEARCH_WORK && row.state == "running" => {
+                    tx.set_task_state(task, "pending", &row.error, now)?;
+                }
+                Some(row) if row.name == SEARCH_WORK && row.state == "pending" => {}
+                _ => return Ok(None),
+            }
+            tx.claim_task_by_id(task, now)
+        })?;
+        let Some(row) = claimed else {
+            return Ok(None);
+        };
+        let work: SearchWork = serde_json::from_str(&row.payload).map_err(|e| {
+            Error::InvalidInput(format!("search work: bad arguments {}: {e}", row.payload))
+        })?;
+        let outcome = work.run(self, &mut progress);
+        self.write_system(|tx| match &outcome {
+            Ok(_) => tx.set_task_state(task, "done", "", chrono::Utc::now()),
+            // Left for the next holder of the writer (a server's worker retries it).
+            Err(e) => tx.set_task_state(task, "pending", &e.to_string(), chrono::Utc::now()),
+        })?;
+        outcome.map(Some)
+    }
+}
+
 /// The handler of [`SEARCH_WORK`]: runs the work, recording its progress at most every second.
 pub(crate) fn run_task(db: &Docmeta, payload: &str) -> Result<()> {
     let work: SearchWork = serde_json::from_str(payload)

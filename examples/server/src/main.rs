@@ -424,6 +424,11 @@ fn search_work(
             }
             SearchWorkState::Running { .. } | SearchWorkState::Pending { .. } => {}
         }
+        // The server stopped before running it: this command now holds the writer.
+        if let Some(n) = db.adopt_search_work(task, &mut shown)? {
+            eprintln!("the process holding the search index writer stopped: ran task {task} here");
+            return Ok(Some(n));
+        }
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
 }
