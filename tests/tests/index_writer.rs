@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use docmeta_core::search::{SearchWork, SearchWorkRun, SearchWorkState};
+use docmeta_core::search::{SearchTicket, SearchWork, SearchWorkRun, SearchWorkState};
 use docmeta_core::{DATA_DIRECTORY_IN_USE, Docmeta, Error, Result};
 
 /// Opens `dir` as a server would (its worker takes the index writer at once).
@@ -24,13 +24,13 @@ fn writer_without_worker(dir: &Path) -> Result<Docmeta> {
     Ok(db)
 }
 
-fn wait_until_done(db: &Docmeta, task: docmeta_core::model::TaskId) -> Result<()> {
+fn wait_until_done(db: &Docmeta, ticket: &SearchTicket) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        match db.search_work_state(task)? {
-            SearchWorkState::Done => return Ok(()),
-            SearchWorkState::Failed(e) => panic!("task {task} failed: {e}"),
-            _ if Instant::now() > deadline => panic!("task {task} did not finish"),
+        match db.search_work_state(ticket)? {
+            SearchWorkState::Done(_) => return Ok(()),
+            SearchWorkState::Failed(e) => panic!("{ticket:?} failed: {e}"),
+            _ if Instant::now() > deadline => panic!("{ticket:?} did not finish"),
             _ => std::thread::sleep(Duration::from_millis(20)),
         }
     }
@@ -102,11 +102,16 @@ fn search_work_is_handed_to_the_holder_and_run_by_its_worker() -> Result<()> {
     for i in 0..3 {
         s.create_document(t.id, &format!("memo {i}"), &[])?;
     }
-    let SearchWorkRun::HandedOff(task) = cli.search_work(&SearchWork::Reindex, |_, _| {})? else {
+    let SearchWorkRun::HandedOff(ticket) = cli.search_work(&SearchWork::Reindex, |_, _| {})? else {
         panic!("the server holds the writer: the work is its");
     };
-    wait_until_done(&cli, task)?;
+    wait_until_done(&cli, &ticket)?;
     assert_eq!(cli.search_status()?.documents, 3);
+    assert_eq!(
+        cli.search_work_state(&ticket)?,
+        SearchWorkState::Done(Some(3)),
+        "the count the waiting command reports"
+    );
     Ok(())
 }
 
@@ -115,17 +120,20 @@ fn a_process_without_the_writer_leaves_search_tasks_to_the_holder() -> Result<()
     let dir = tempfile::tempdir().expect("tempdir");
     let holder = writer_without_worker(dir.path())?;
     let cli = command(dir.path())?;
-    let SearchWorkRun::HandedOff(task) = cli.search_work(&SearchWork::Initialize, |_, _| {})?
+    let SearchWorkRun::HandedOff(ticket) = cli.search_work(&SearchWork::Initialize, |_, _| {})?
     else {
         panic!("handed off");
     };
     assert_eq!(cli.run_pending_tasks()?, 0);
     assert!(matches!(
-        cli.search_work_state(task)?,
+        cli.search_work_state(&ticket)?,
         SearchWorkState::Pending { .. }
     ));
     assert_eq!(holder.run_pending_tasks()?, 1);
-    assert_eq!(cli.search_work_state(task)?, SearchWorkState::Done);
+    assert_eq!(
+        cli.search_work_state(&ticket)?,
+        SearchWorkState::Done(Some(0))
+    );
     Ok(())
 }
 
@@ -264,10 +272,10 @@ fn handed_off_work_is_left_to_a_live_holder() -> Result<()> {
     let dir = tempfile::tempdir().expect("tempdir");
     let _holder = writer_without_worker(dir.path())?;
     let cli = command(dir.path())?;
-    let SearchWorkRun::HandedOff(task) = cli.search_work(&SearchWork::Reindex, |_, _| {})? else {
+    let SearchWorkRun::HandedOff(ticket) = cli.search_work(&SearchWork::Reindex, |_, _| {})? else {
         panic!("handed off");
     };
-    assert_eq!(cli.adopt_search_work(task, |_, _| {})?, None);
+    assert_eq!(cli.adopt_search_work(&ticket, |_, _| {})?, None);
     Ok(())
 }
 
@@ -280,12 +288,15 @@ fn handed_off_work_runs_in_the_waiting_process_when_the_holder_has_gone() -> Res
     let t = s.create_document_type("Memo")?;
     s.create_document(t.id, "one", &[])?;
     s.create_document(t.id, "two", &[])?;
-    let SearchWorkRun::HandedOff(task) = cli.search_work(&SearchWork::Reindex, |_, _| {})? else {
+    let SearchWorkRun::HandedOff(ticket) = cli.search_work(&SearchWork::Reindex, |_, _| {})? else {
         panic!("handed off");
     };
     drop(holder);
-    assert_eq!(cli.adopt_search_work(task, |_, _| {})?, Some(2));
-    assert_eq!(cli.search_work_state(task)?, SearchWorkState::Done);
+    assert_eq!(cli.adopt_search_work(&ticket, |_, _| {})?, Some(2));
+    assert!(matches!(
+        cli.search_work_state(&ticket)?,
+        SearchWorkState::Done(_)
+    ));
     assert_eq!(cli.search_status()?.documents, 2);
     Ok(())
 }

@@ -22,7 +22,7 @@ pub use index::{
 };
 pub use query::{Expr, parse};
 pub(crate) use work::run_task;
-pub use work::{SearchWork, SearchWorkRun, SearchWorkState};
+pub use work::{SearchTicket, SearchWork, SearchWorkRun, SearchWorkState};
 
 use crate::access::{ObjectKind, ObjectRef, Permission};
 use crate::error::Result;
@@ -198,6 +198,12 @@ impl Docmeta {
     /// process holds it). Only the holder writes the index; see [`search_work`](Self::search_work).
     pub fn writes_search_index(&self) -> Result<bool> {
         Ok(self.inner.search.writable()?.is_some())
+    }
+
+    /// The id of the other process holding the search index's writer (a running server),
+    /// when one does and recorded it.
+    pub fn search_writer_pid(&self) -> Option<u32> {
+        self.inner.search.writer_pid()
     }
 
     /// Whether a rebuild of the search index is running.

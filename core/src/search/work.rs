@@ -11,7 +11,8 @@ use crate::error::{Error, Result};
 use crate::kernel::Docmeta;
 use crate::model::{SEARCH_WORK, TaskId};
 
-/// The setting where the running search work records its progress (`done total`).
+/// The setting where the running search work records its progress (`nonce done total`, the
+/// nonce of its [`SearchTicket`]).
 const PROGRESS: &str = "search.progress";
 
 /// An operation on the search index (spec 4.6) that writes it.
@@ -33,15 +34,38 @@ pub enum SearchWork {
     },
 }
 
+/// A task's arguments: the work and the nonce its progress is recorded under.
+#[derive(Serialize, Deserialize)]
+struct Envelope {
+    nonce: String,
+    work: SearchWork,
+}
+
+impl Envelope {
+    fn parse(payload: &str) -> Result<Envelope> {
+        serde_json::from_str(payload)
+            .map_err(|e| Error::InvalidInput(format!("search work: bad arguments {payload}: {e}")))
+    }
+}
+
+/// Search work handed to the process holding the index writer: its task, and what tells its
+/// progress from another's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchTicket {
+    /// The durable task.
+    pub task: TaskId,
+    nonce: String,
+}
+
 /// Where a [`SearchWork`] ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SearchWorkRun {
-    /// In this process; the number it returned (documents indexed; for `Upgrade`, 1 when it
-    /// rebuilt and 0 when the index was current).
+    /// In this process: the documents it indexed (0 for `Initialize`, and for `Upgrade` when
+    /// the index was current).
     Done(usize),
-    /// Handed to the process holding the index writer, as this task: follow it with
+    /// Handed to the process holding the index writer: follow it with
     /// [`Docmeta::search_work_state`].
-    HandedOff(TaskId),
+    HandedOff(SearchTicket),
 }
 
 /// Where a handed-off [`SearchWork`] stands.
@@ -61,8 +85,8 @@ pub enum SearchWorkState {
         /// Documents in all.
         total: usize,
     },
-    /// Finished.
-    Done,
+    /// Finished; how many documents it indexed, when its progress was still recorded.
+    Done(Option<usize>),
     /// Given up after its attempts; the last error.
     Failed(String),
 }
@@ -72,7 +96,14 @@ impl SearchWork {
         match self {
             SearchWork::Reindex => db.search_reindex(progress),
             SearchWork::Initialize => db.search_initialize().map(|()| 0),
-            SearchWork::Upgrade => db.search_upgrade(progress).map(usize::from),
+            SearchWork::Upgrade => {
+                let mut indexed = 0;
+                db.search_upgrade(|done, total| {
+                    indexed = total;
+                    progress(done, total);
+                })?;
+                Ok(indexed)
+            }
             SearchWork::IndexObjects { model, ids } => {
                 db.search_index_objects(model, ids.as_deref(), progress)
             }
@@ -93,30 +124,40 @@ impl Docmeta {
         if self.writes_search_index()? {
             return work.run(self, &mut progress).map(SearchWorkRun::Done);
         }
-        let payload = serde_json::to_string(work)
-            .map_err(|e| Error::InvalidInput(format!("search work: {e}")))?;
+        let mut nonce = [0u8; 8];
+        getrandom::fill(&mut nonce)
+            .map_err(|e| Error::storage("naming search work", e.to_string()))?;
+        let nonce = crate::config::encode_hex(&nonce);
+        let payload = serde_json::to_string(&Envelope {
+            nonce: nonce.clone(),
+            work: work.clone(),
+        })
+        .map_err(|e| Error::InvalidInput(format!("search work: {e}")))?;
         // Without an event: the work changes no document, and a task row alone wakes no one
         // else; the holder's worker polls for tasks.
-        self.write_system(|tx| tx.enqueue_task(SEARCH_WORK, &payload))
-            .map(SearchWorkRun::HandedOff)
+        let task = self.write_system(|tx| tx.enqueue_task(SEARCH_WORK, &payload))?;
+        Ok(SearchWorkRun::HandedOff(SearchTicket { task, nonce }))
     }
 
-    /// Where the handed-off search work `task` stands.
-    pub fn search_work_state(&self, task: TaskId) -> Result<SearchWorkState> {
-        let (row, progress) = self.read(|tx| Ok((tx.task(task)?, tx.setting(PROGRESS)?)))?;
+    /// Where the handed-off search work stands.
+    pub fn search_work_state(&self, ticket: &SearchTicket) -> Result<SearchWorkState> {
+        let (row, progress) = self.read(|tx| Ok((tx.task(ticket.task)?, tx.setting(PROGRESS)?)))?;
+        // Progress recorded under this work's nonce (the setting is shared by all search work,
+        // which runs one at a time).
+        let progress = progress.as_deref().and_then(|p| {
+            let mut parts = p.split(' ');
+            (parts.next()? == ticket.nonce).then_some(())?;
+            Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+        });
         // Finished tasks are deleted by the worker shortly after: gone means done.
         let Some(row) = row else {
-            return Ok(SearchWorkState::Done);
+            return Ok(SearchWorkState::Done(progress.map(|(_, total)| total)));
         };
         Ok(match row.state.as_str() {
-            "done" => SearchWorkState::Done,
+            "done" => SearchWorkState::Done(progress.map(|(_, total)| total)),
             "failed" => SearchWorkState::Failed(row.error),
             "running" => {
-                let (done, total) = progress
-                    .as_deref()
-                    .and_then(|p| p.split_once(' '))
-                    .and_then(|(d, t)| Some((d.parse().ok()?, t.parse().ok()?)))
-                    .unwrap_or((0, 0));
+                let (done, total) = progress.unwrap_or((0, 0));
                 SearchWorkState::Running { done, total }
             }
             _ => SearchWorkState::Pending {
@@ -135,9 +176,10 @@ impl Docmeta {
     /// the task is no longer waiting; `Some(n)` when it ran here.
     pub fn adopt_search_work(
         &self,
-        task: TaskId,
+        ticket: &SearchTicket,
         mut progress: impl FnMut(usize, usize),
     ) -> Result<Option<usize>> {
+        let task = ticket.task;
         if !self.writes_search_index()? {
             return Ok(None);
         }
@@ -155,10 +197,7 @@ impl Docmeta {
         let Some(row) = claimed else {
             return Ok(None);
         };
-        let work: SearchWork = serde_json::from_str(&row.payload).map_err(|e| {
-            Error::InvalidInput(format!("search work: bad arguments {}: {e}", row.payload))
-        })?;
-        let outcome = work.run(self, &mut progress);
+        let outcome = Envelope::parse(&row.payload)?.work.run(self, &mut progress);
         self.write_system(|tx| match &outcome {
             Ok(_) => tx.set_task_state(task, "done", "", chrono::Utc::now()),
             // Left for the next holder of the writer (a server's worker retries it).
@@ -170,16 +209,21 @@ impl Docmeta {
 
 /// The handler of [`SEARCH_WORK`]: runs the work, recording its progress at most every second.
 pub(crate) fn run_task(db: &Docmeta, payload: &str) -> Result<()> {
-    let work: SearchWork = serde_json::from_str(payload)
-        .map_err(|e| Error::InvalidInput(format!("search work: bad arguments {payload}: {e}")))?;
-    let _ = db.write_system(|tx| tx.set_setting(PROGRESS, "0 0"));
+    let Envelope { nonce, work } = Envelope::parse(payload)?;
+    let record_progress = |done: usize, total: usize| {
+        // Progress is only shown: a failed write of it does not stop the work.
+        let _ = db.write_system(|tx| tx.set_setting(PROGRESS, &format!("{nonce} {done} {total}")));
+    };
+    record_progress(0, 0);
     let mut last = std::time::Instant::now();
     let mut record = |done: usize, total: usize| {
         if done == total || last.elapsed() >= std::time::Duration::from_secs(1) {
             last = std::time::Instant::now();
-            // Progress is only shown: a failed write of it does not stop the work.
-            let _ = db.write_system(|tx| tx.set_setting(PROGRESS, &format!("{done} {total}")));
+            record_progress(done, total);
         }
     };
-    work.run(db, &mut record).map(drop)
+    let n = work.run(db, &mut record)?;
+    // The count the waiting command reports (work without progress calls records it here).
+    record_progress(n, n);
+    Ok(())
 }

@@ -396,36 +396,42 @@ fn search_work(
     wait: Wait,
 ) -> Result<Option<usize>, AnyError> {
     let mut shown = progress(what);
-    let task = match db.search_work(work, &mut shown)? {
+    let ticket = match db.search_work(work, &mut shown)? {
         SearchWorkRun::Done(n) => return Ok(Some(n)),
-        SearchWorkRun::HandedOff(task) => task,
+        SearchWorkRun::HandedOff(ticket) => ticket,
     };
+    let task = ticket.task;
+    let holder = db.search_writer_pid().map_or_else(
+        || "another process".to_owned(),
+        |pid| format!("process {pid}"),
+    );
     eprintln!(
-        "another process (a running `docmeta serve`) holds the search index writer: \
-         queued as task {task} for it"
+        "{holder} (a running `docmeta serve`) holds the search index writer: queued as task \
+         {task} for it"
     );
     if wait.no_wait {
-        println!("queued as task {task}; follow it with `docmeta search status`");
+        println!("queued as task {task}; the server runs it (GET /api/v4/tasks/ lists it)");
         return Ok(None);
     }
-    let (mut done, mut total) = (0, 0);
+    let mut seen = (0, 0);
     loop {
-        match db.search_work_state(task)? {
-            SearchWorkState::Done => {
-                if done != total {
-                    shown(total, total);
+        match db.search_work_state(&ticket)? {
+            SearchWorkState::Done(indexed) => {
+                let n = indexed.unwrap_or(seen.1);
+                if seen != (n, n) {
+                    shown(n, n);
                 }
-                return Ok(Some(total));
+                return Ok(Some(n));
             }
             SearchWorkState::Failed(e) => return Err(format!("task {task} failed: {e}").into()),
-            SearchWorkState::Running { done: d, total: t } if t > 0 && (d, t) != (done, total) => {
-                (done, total) = (d, t);
+            SearchWorkState::Running { done, total } if total > 0 && (done, total) != seen => {
+                seen = (done, total);
                 shown(done, total);
             }
             SearchWorkState::Running { .. } | SearchWorkState::Pending { .. } => {}
         }
         // The server stopped before running it: this command now holds the writer.
-        if let Some(n) = db.adopt_search_work(task, &mut shown)? {
+        if let Some(n) = db.adopt_search_work(&ticket, &mut shown)? {
             eprintln!("the process holding the search index writer stopped: ran task {task} here");
             return Ok(Some(n));
         }

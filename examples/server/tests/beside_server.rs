@@ -393,3 +393,19 @@ fn after_a_server_crash_commands_run_alone_and_restore_proceeds() {
     let server = Server::start(dir.path());
     assert_eq!(document_count(&server), 8);
 }
+
+#[test]
+fn search_index_objects_beside_a_server_reports_what_the_server_indexed() {
+    let (dir, _server) = served();
+    let r = run(docmeta(dir.path()).args([
+        "search",
+        "index-objects",
+        "--model",
+        "documents.document",
+        "--ids",
+        "1-3",
+    ]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("queued as task"), "{}", r.stderr);
+    assert!(r.stdout.contains("indexed 3 documents"), "{}", r.stdout);
+}
