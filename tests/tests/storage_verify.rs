@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use docmeta_core::backup::{restore, verify_backup};
 use docmeta_core::files::menc;
 use docmeta_core::{Docmeta, DocumentFile, Error, FileDamage, Result};
 
@@ -213,5 +214,118 @@ fn a_download_of_an_encrypted_file_failing_authentication_names_the_file() -> Re
             .contains(&format!("document file {}", files[0].id)),
         "{err}"
     );
+    Ok(())
+}
+
+#[test]
+fn a_backup_lists_a_damaged_plain_file_in_its_manifest() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (db, files) = store_with_files(&dir.path().join("data"), false, 3)?;
+    flip_byte(
+        &stored_path(&dir.path().join("data"), &files, &files[2]),
+        5000,
+    );
+    let out = dir.path().join("full.tar.zst");
+    let report = db.backup(&out, None, |_, _| {})?;
+    assert!(!report.manifest.is_intact());
+    assert_eq!(report.manifest.damaged.len(), 1, "{:?}", report.manifest);
+    let damaged = &report.manifest.damaged[0];
+    assert_eq!(damaged.document_file_id, Some(files[2].id.0));
+    assert!(matches!(damaged.damage, FileDamage::WrongChecksum { .. }));
+    assert_eq!(
+        report.files_archived, 3,
+        "the damaged bytes are archived as found"
+    );
+    // The archive's own manifest says so too.
+    assert_eq!(verify_backup(&out)?.damaged, report.manifest.damaged);
+    Ok(())
+}
+
+#[test]
+fn a_backup_lists_a_missing_file_and_archives_every_other() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let (db, files) = store_with_files(&data, false, 3)?;
+    std::fs::remove_file(stored_path(&data, &files, &files[0])).expect("remove");
+    let report = db.backup(&dir.path().join("full.tar.zst"), None, |_, _| {})?;
+    assert_eq!(report.files_archived, 2);
+    assert_eq!(report.manifest.damaged.len(), 1, "{:?}", report.manifest);
+    assert_eq!(
+        (
+            report.manifest.damaged[0].document_file_id,
+            report.manifest.damaged[0].damage.clone()
+        ),
+        (Some(files[0].id.0), FileDamage::Missing)
+    );
+    Ok(())
+}
+
+#[test]
+fn a_backup_lists_an_encrypted_file_failing_authentication() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let (db, files) = store_with_files(&data, true, 2)?;
+    flip_byte(&stored_path(&data, &files, &files[1]), inside_chunk(2));
+    let report = db.backup(&dir.path().join("full.tar.zst"), None, |_, _| {})?;
+    assert_eq!(report.manifest.damaged.len(), 1, "{:?}", report.manifest);
+    assert_eq!(
+        report.manifest.damaged[0].document_file_id,
+        Some(files[1].id.0)
+    );
+    assert!(matches!(
+        report.manifest.damaged[0].damage,
+        FileDamage::FailedAuthentication { .. }
+    ));
+    Ok(())
+}
+
+#[test]
+fn an_intact_backup_lists_nothing_damaged() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (db, _) = store_with_files(&dir.path().join("data"), true, 2)?;
+    let report = db.backup(&dir.path().join("full.tar.zst"), None, |_, _| {})?;
+    assert!(report.manifest.is_intact(), "{:?}", report.manifest.damaged);
+    Ok(())
+}
+
+#[test]
+fn an_incremental_backup_keeps_listing_what_its_base_found_damaged() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let (db, files) = store_with_files(&data, false, 2)?;
+    flip_byte(&stored_path(&data, &files, &files[0]), 10);
+    let full = dir.path().join("full.tar.zst");
+    db.backup(&full, None, |_, _| {})?;
+    let inc = db.backup(&dir.path().join("inc.tar.zst"), Some(&full), |_, _| {})?;
+    assert_eq!(inc.files_archived, 0);
+    assert_eq!(inc.manifest.damaged.len(), 1, "{:?}", inc.manifest);
+    assert_eq!(
+        inc.manifest.damaged[0].document_file_id,
+        Some(files[0].id.0)
+    );
+    Ok(())
+}
+
+#[test]
+fn a_restore_reports_the_damaged_files_and_verifies_with_an_intact_one() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let (db, files) = store_with_files(&data, false, 2)?;
+    // The first file is the one a restore used to download for its verification.
+    flip_byte(&stored_path(&data, &files, &files[0]), 10);
+    let full = dir.path().join("full.tar.zst");
+    db.backup(&full, None, |_, _| {})?;
+    drop(db);
+    let target = dir.path().join("restored");
+    let report = restore(&[full], &target, None)?;
+    assert_eq!(report.manifest.damaged.len(), 1);
+    assert_eq!(
+        report.file_checked.map(|(id, _)| id),
+        Some(files[1].id),
+        "verified with the intact file, not the damaged one"
+    );
+    // The restored damaged file is still refused, never served as good.
+    let restored = Docmeta::builder().data_dir(&target).open()?;
+    assert!(restored.system().read_file(files[0].id).is_err());
     Ok(())
 }
