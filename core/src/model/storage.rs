@@ -6,6 +6,7 @@ use super::{DocumentFileId, DocumentId};
 /// How a stored document file differs from its record.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum FileDamage {
     /// No bytes are stored under the file's storage name.
     Missing,
@@ -34,6 +35,20 @@ pub enum FileDamage {
         /// What the file system said.
         reason: String,
     },
+}
+
+impl FileDamage {
+    /// The damage's stable name, as the manifest spells it: `missing`, `wrong_size`,
+    /// `wrong_checksum`, `failed_authentication`, `unreadable` (faces hand it on as it is).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FileDamage::Missing => "missing",
+            FileDamage::WrongSize { .. } => "wrong_size",
+            FileDamage::WrongChecksum { .. } => "wrong_checksum",
+            FileDamage::FailedAuthentication { .. } => "failed_authentication",
+            FileDamage::Unreadable { .. } => "unreadable",
+        }
+    }
 }
 
 impl std::fmt::Display for FileDamage {
