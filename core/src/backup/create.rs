@@ -298,7 +298,12 @@ impl Docmeta {
             if !self.inner.files.encrypts() {
                 return Ok(None);
             }
-            return Ok(self.check_stored_file(record)?.1);
+            return Ok(match self.check_stored_file(record)?.1 {
+                // Archived a moment ago: deleted since (its bytes were archived from
+                // `.deleted/` or before they moved), not damaged.
+                Some(FileDamage::Missing) => None,
+                damage => damage,
+            });
         }
         let (size, sha256) = archived;
         Ok(if size != record.file.size {
