@@ -593,14 +593,11 @@ fn run(cli: Cli) -> Result<(), AnyError> {
                 r.reindex_task
             );
         }
-        Command::Storage {
-            command: StorageCommand::Verify { data },
-        } => verify_storage(&data)?,
         Command::Storage { command } => {
             let (data, encrypt) = match command {
                 StorageCommand::Encrypt { data } => (data, true),
                 StorageCommand::Decrypt { data } => (data, false),
-                StorageCommand::Verify { .. } => unreachable!("matched above"),
+                StorageCommand::Verify { data } => return verify_storage(&data),
             };
             let db = open(&data, false)?;
             let mut shown = progress("convert");
