@@ -14,8 +14,37 @@ pub(crate) fn verify_backup(py: Python<'_>, archive: PathBuf) -> PyResult<String
     run(py, || core::backup::verify_backup(&archive)).map(|m| m.info.id)
 }
 
+/// The document files an archive's backup could not read intact, one dict each (`path`,
+/// `document_file_id` or None, `damage`: its kind, `detail`); the archive is verified first.
+#[pyfunction]
+pub(crate) fn backup_damaged_files<'py>(
+    py: Python<'py>,
+    archive: PathBuf,
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let m = run(py, || core::backup::verify_backup(&archive))?;
+    damaged(py, &m.damaged)
+}
+
+fn damaged<'py>(
+    py: Python<'py>,
+    entries: &[core::DamagedEntry],
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    entries
+        .iter()
+        .map(|e| {
+            let d = PyDict::new(py);
+            d.set_item("path", &e.path)?;
+            d.set_item("document_file_id", e.document_file_id)?;
+            d.set_item("damage", e.damage.kind())?;
+            d.set_item("detail", e.damage.to_string())?;
+            Ok(d)
+        })
+        .collect()
+}
+
 /// Restores `archives` (one full backup, or an incremental one with its bases) into `data`,
-/// which no docmeta may have open. Returns the verification report as a dict.
+/// which no docmeta may have open. Returns the verification report as a dict (`damaged`: the
+/// files the backup could not read intact, as `backup_damaged_files` lists them).
 #[pyfunction]
 #[pyo3(signature = (archives, data, *, password = None, database_url = None))]
 pub(crate) fn restore<'py>(
@@ -48,5 +77,6 @@ pub(crate) fn restore<'py>(
     )?;
     d.set_item("search_answers", r.search_answers)?;
     d.set_item("reindex_task", r.reindex_task.0)?;
+    d.set_item("damaged", damaged(py, &r.manifest.damaged)?)?;
     Ok(d)
 }

@@ -200,7 +200,9 @@ impl Docmeta {
     }
 
     /// Backs the data directory up into `out` (`base`: an earlier backup, for an incremental
-    /// one); `progress(done, total)` counts document files. Returns the backup's id.
+    /// one); `progress(done, total)` counts document files. Returns the backup's id. Document
+    /// files that could not be read intact are listed in the archive's manifest (see
+    /// `backup_damaged_files`) and reported with a `UserWarning`.
     #[pyo3(signature = (out, *, base = None, progress = None))]
     fn backup(
         &self,
@@ -211,7 +213,17 @@ impl Docmeta {
     ) -> PyResult<String> {
         let db = self.db()?;
         let mut report = self::progress(&progress);
-        run(py, || db.backup(&out, base.as_deref(), &mut report)).map(|r| r.manifest.info.id)
+        let r = run(py, || db.backup(&out, base.as_deref(), &mut report))?;
+        if !r.manifest.is_intact() {
+            let message = format!(
+                "the backup was written, but {} document files could not be read intact; \
+                 docmeta.backup_damaged_files(archive) lists them",
+                r.manifest.damaged.len()
+            );
+            let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+            PyErr::warn(py, &category, &std::ffi::CString::new(message)?, 1)?;
+        }
+        Ok(r.manifest.info.id)
     }
 
     /// The user with these credentials, or None (as long whether or not the user exists).
@@ -289,6 +301,42 @@ impl Docmeta {
             "{:?}",
             db.explain(core::UserId(user_id), p, ObjectRef::new(kind, object_id))
         ))
+    }
+
+    /// Reads every stored document file and checks it against its record (present, size,
+    /// SHA-256, every MENC chunk's tag). Returns a dict: `files_checked`, `bytes_checked`,
+    /// `intact`, and `damaged`, one dict per damaged file (`file_id`, `document_id`,
+    /// `filename`, `storage_name`, `encrypted`, `damage`: its kind, `detail`).
+    #[pyo3(signature = (*, progress = None))]
+    fn verify_storage<'py>(
+        &self,
+        py: Python<'py>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let db = self.db()?;
+        let mut report = self::progress(&progress);
+        let r = run(py, || db.verify_storage(&mut report))?;
+        let damaged = r
+            .damaged
+            .iter()
+            .map(|d| {
+                let item = PyDict::new(py);
+                item.set_item("file_id", d.file_id.0)?;
+                item.set_item("document_id", d.document_id.0)?;
+                item.set_item("filename", &d.filename)?;
+                item.set_item("storage_name", &d.storage_name)?;
+                item.set_item("encrypted", d.encrypted)?;
+                item.set_item("damage", d.damage.kind())?;
+                item.set_item("detail", d.damage.to_string())?;
+                Ok(item)
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let d = PyDict::new(py);
+        d.set_item("files_checked", r.files_checked)?;
+        d.set_item("bytes_checked", r.bytes_checked)?;
+        d.set_item("intact", r.is_intact())?;
+        d.set_item("damaged", damaged)?;
+        Ok(d)
     }
 
     /// Converts every stored file to the encrypted format (`encrypt=True`) or back; resumable.

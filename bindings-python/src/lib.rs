@@ -19,7 +19,7 @@ mod session;
 
 use pyo3::prelude::*;
 
-use crate::backup::{restore, verify_backup};
+use crate::backup::{backup_damaged_files, restore, verify_backup};
 use crate::docmeta::Docmeta;
 use crate::errors::*;
 use crate::records::*;
@@ -49,6 +49,7 @@ fn _docmeta(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<DocumentPage>()?;
     m.add_class::<MetadataPage>()?;
     m.add_function(wrap_pyfunction!(verify_backup, m)?)?;
+    m.add_function(wrap_pyfunction!(backup_damaged_files, m)?)?;
     m.add_function(wrap_pyfunction!(restore, m)?)?;
     m.add("Error", py.get_type::<Error>())?;
     m.add("ValidationError", py.get_type::<ValidationError>())?;

@@ -415,7 +415,32 @@ impl Docmeta {
         Ok(self.inner.search_reindex(|_, _| {})? as u64)
     }
 
+    /// Reads every stored document file and checks it against its record (present, size,
+    /// SHA-256, every MENC chunk's tag); lists the damaged ones.
+    pub fn verify_storage(&self) -> Result<StorageReport> {
+        let r = self.inner.verify_storage(|_, _| {})?;
+        Ok(StorageReport {
+            files_checked: r.files_checked,
+            bytes_checked: r.bytes_checked,
+            damaged: r
+                .damaged
+                .into_iter()
+                .map(|d| DamagedFile {
+                    file_id: d.file_id.0,
+                    document_id: d.document_id.0,
+                    filename: d.filename,
+                    storage_name: d.storage_name,
+                    encrypted: d.encrypted,
+                    damage: d.damage.kind().to_owned(),
+                    detail: d.damage.to_string(),
+                })
+                .collect(),
+        })
+    }
+
     /// Backs the data directory up into `out` (incremental on `base`); returns the backup id.
+    /// Document files it could not read intact are listed in the archive's manifest
+    /// (`backup_damaged_files`).
     #[uniffi::method(default(base = None))]
     pub fn backup(&self, out: String, base: Option<String>) -> Result<String> {
         let base = base.map(PathBuf::from);
@@ -426,6 +451,65 @@ impl Docmeta {
             .info
             .id)
     }
+}
+
+/// A stored document file that is not what its record says.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct DamagedFile {
+    /// The document file.
+    pub file_id: i64,
+    /// Its document.
+    pub document_id: i64,
+    /// The uploaded file's name.
+    pub filename: String,
+    /// The generated name under `document_file_storage/`.
+    pub storage_name: String,
+    /// Whether the stored bytes are MENC.
+    pub encrypted: bool,
+    /// `missing`, `wrong_size`, `wrong_checksum`, `failed_authentication` or `unreadable`.
+    pub damage: String,
+    /// What is wrong, in words.
+    pub detail: String,
+}
+
+/// What a check of every stored document file found.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct StorageReport {
+    /// Files checked.
+    pub files_checked: u64,
+    /// Content bytes read.
+    pub bytes_checked: u64,
+    /// The damaged files; empty when every file is intact.
+    pub damaged: Vec<DamagedFile>,
+}
+
+/// A document file a backup could not read intact.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct DamagedBackupFile {
+    /// Its path in the archive (`document_file_storage/..`).
+    pub path: String,
+    /// The document file, when the backup knew its record.
+    pub document_file_id: Option<i64>,
+    /// `missing`, `wrong_size`, `wrong_checksum`, `failed_authentication` or `unreadable`.
+    pub damage: String,
+    /// What is wrong, in words.
+    pub detail: String,
+}
+
+/// The document files an archive's backup could not read intact (the archive is verified
+/// first).
+#[uniffi::export]
+pub fn backup_damaged_files(archive: String) -> Result<Vec<DamagedBackupFile>> {
+    Ok(core::backup::verify_backup(&PathBuf::from(archive))?
+        .damaged
+        .into_iter()
+        .map(|d| DamagedBackupFile {
+            path: d.path,
+            document_file_id: d.document_file_id,
+            damage: d.damage.kind().to_owned(),
+            detail: d.damage.to_string(),
+        })
+        .collect())
 }
 
 /// Checks a backup archive without restoring it; returns its id.

@@ -1,6 +1,6 @@
 //! The [`Docmeta`] facade: opening an instance ([`Builder`]) and filling the kernel's hooks
 //! with the layers above it (workflows, tasks, search), the entry points to sessions, and the
-//! operations that span layers (converting the file storage).
+//! operations that span layers (converting and verifying the file storage).
 //!
 //! Layer 8, the top of the crate: it may import every module; no module imports it.
 
@@ -450,5 +450,62 @@ impl Docmeta {
             }
         }
         Ok(done)
+    }
+
+    /// Checks every stored document file against its record, as `docmeta storage verify`
+    /// does: present, of the recorded size, with the recorded SHA-256, and for a MENC file
+    /// every chunk's tag authenticated (each file read in full, decrypting it). Damaged files
+    /// are listed in the report, never an error; it fails only when the files cannot be
+    /// checked (the database fails, or encrypted files while the instance has no storage
+    /// password). Files added meanwhile are checked too; one deleted or converted while it was
+    /// being checked is judged by its new record. `progress(done, total)` is called after each
+    /// file. Reads only: safe beside a running server.
+    pub fn verify_storage(&self, mut progress: impl FnMut(u64, u64)) -> Result<StorageReport> {
+        let encrypted = self.read(|tx| tx.count_document_files(true))?;
+        if encrypted > 0 && !self.inner.files.encrypts() {
+            return Err(Error::InvalidInput(format!(
+                "{encrypted} document files are encrypted (MENC): checking them needs \
+                 documents_file_storage_backend: encrypted and the storage password"
+            )));
+        }
+        let total = encrypted + self.read(|tx| tx.count_document_files(false))?;
+        let mut report = StorageReport::default();
+        let mut after = DocumentFileId(0);
+        loop {
+            let batch = self.read(|tx| tx.all_document_files(after, 100, None))?;
+            let Some(last) = batch.last() else {
+                break;
+            };
+            after = last.file.id;
+            for f in batch {
+                let (bytes, mut damage) = self.check_stored_file(&f)?;
+                let mut record = f;
+                if damage.is_some() {
+                    // Deleted or converted while it was read: its new record decides.
+                    match self.read(|tx| tx.document_file(record.file.id))? {
+                        None => continue,
+                        Some(now) if now.storage_name != record.storage_name => {
+                            damage = self.check_stored_file(&now)?.1;
+                            record = now;
+                        }
+                        Some(_) => {}
+                    }
+                }
+                report.files_checked += 1;
+                report.bytes_checked += bytes;
+                if let Some(damage) = damage {
+                    report.damaged.push(DamagedFile {
+                        file_id: record.file.id,
+                        document_id: record.file.document_id,
+                        filename: record.file.filename,
+                        storage_name: record.storage_name,
+                        encrypted: record.encrypted,
+                        damage,
+                    });
+                }
+                progress(report.files_checked, total.max(report.files_checked));
+            }
+        }
+        Ok(report)
     }
 }

@@ -60,7 +60,9 @@ pub mod workflows;
 pub use access::{
     Explanation, Grant, KindRegistry, ObjectKind, ObjectRef, Permission, PermissionSet,
 };
-pub use backup::{BackupInfo, BackupReport, Manifest, ManifestEntry, PruneDecision, RestoreReport};
+pub use backup::{
+    BackupInfo, BackupReport, DamagedEntry, Manifest, ManifestEntry, PruneDecision, RestoreReport,
+};
 pub use config::Config;
 pub use docmeta::{Builder, PASSWORD_VARIABLE};
 pub use error::{DATA_DIRECTORY_IN_USE, Error, ErrorKind, Result};

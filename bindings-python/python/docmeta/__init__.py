@@ -43,6 +43,7 @@ from ._docmeta import (
     WorkflowLogEntry,
     WorkflowState,
     WorkflowTransition,
+    backup_damaged_files,
     restore,
     verify_backup,
 )
@@ -78,6 +79,7 @@ __all__ = [
     "WorkflowLogEntry",
     "WorkflowState",
     "WorkflowTransition",
+    "backup_damaged_files",
     "restore",
     "verify_backup",
 ]

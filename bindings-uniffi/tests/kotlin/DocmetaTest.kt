@@ -76,6 +76,8 @@ fun main() {
     val file = admin.addFile(doc.id, "scan.txt", "hello".toByteArray())
     expect(file.size == 5uL && file.mimetype == "text/plain", "file record $file")
     expect(admin.readFile(file.id).toString(Charsets.UTF_8) == "hello", "file bytes")
+    val storage = db.verifyStorage()
+    expect(storage.filesChecked == 1uL && storage.damaged.isEmpty(), "every stored file intact: $storage")
     expect(db.session(ann.id).searchDocuments("label:inv", 1u, 20u).count == 2uL, "search")
 
     // A workflow moved by a metadata edit.

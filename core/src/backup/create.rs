@@ -3,7 +3,7 @@
 //! Part of `backup` (layer 7 of `scripts/check-structure`): it may import only what `backup`
 //! may (see `backup`'s module documentation).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File};
 use std::io::{BufReader, BufWriter};
 use std::path::Path;
@@ -12,6 +12,8 @@ use chrono::Utc;
 
 use crate::error::{Error, Result};
 use crate::kernel::Docmeta;
+use crate::model::{DocumentFileId, FileDamage};
+use crate::store::records::StoredFile;
 
 use super::archive::{append, append_json};
 use super::*;
@@ -22,6 +24,14 @@ impl Docmeta {
     /// `base` (an earlier backup of this instance), only document files the base lacks are
     /// archived (an incremental backup; restore it together with its base). `progress(done,
     /// total)` counts document files. Writers may go on meanwhile.
+    ///
+    /// Every document file is checked as it is archived (a plain file's archived bytes against
+    /// its recorded size and SHA-256 at no extra cost; an encrypted file by reading it again
+    /// through the storage, every chunk authenticated). A damaged or missing file does not fail
+    /// the backup: it is listed in the manifest's `damaged` (a missing one is not archived, a
+    /// damaged one is archived as found), so the backup of every other file is still made and
+    /// the operator is told ([`Manifest::is_intact`]); the restore reports them and never uses
+    /// them for its verification.
     pub fn backup(
         &self,
         out: &Path,
@@ -124,19 +134,45 @@ impl Docmeta {
                 system_files.push((path, meta.len()));
             }
         }
+        // The records the files are checked against: the live ones (a file deleted since the
+        // snapshot is archived from `.deleted/` unchecked; it is gone from the database anyway).
+        let records = self.stored_files_by_name()?;
+        let mut damaged = Vec::new();
         let mut document_sizes = Vec::with_capacity(stored.len());
         for name in stored {
             let path = format!("{STORAGE}/{name}");
             if in_base.contains_key(path.as_str()) {
-                document_sizes.push(None);
+                document_sizes.push(Planned::InBase);
                 continue;
             }
-            let size = open_document_file(&storage, name)?
+            let Some(file) = find_document_file(&storage, name)? else {
+                // Recorded as missing instead of failing the backup of every other file.
+                damaged.push(DamagedEntry {
+                    document_file_id: records.get(name.as_str()).map(|r| r.file.id.0),
+                    path,
+                    damage: FileDamage::Missing,
+                });
+                document_sizes.push(Planned::Missing);
+                continue;
+            };
+            let size = file
                 .metadata()
                 .map_err(io_err("reading a document file"))?
                 .len();
             declared.push(DeclaredEntry { path, size });
-            document_sizes.push(Some(size));
+            document_sizes.push(Planned::Archive(size));
+        }
+        // What the base found damaged stays damaged in the chain.
+        if let Some(base) = base {
+            let referenced: std::collections::BTreeSet<String> =
+                stored.iter().map(|n| format!("{STORAGE}/{n}")).collect();
+            damaged.extend(
+                (base.damaged.iter())
+                    .filter(|d| {
+                        referenced.contains(&d.path) && in_base.contains_key(d.path.as_str())
+                    })
+                    .cloned(),
+            );
         }
         let file = create_private(temp).map_err(io_err("creating the backup archive"))?;
         let mut encoder = zstd::Encoder::new(BufWriter::with_capacity(1 << 20, file), 3)
@@ -172,9 +208,18 @@ impl Docmeta {
         for (n, (name, size)) in stored.iter().zip(document_sizes).enumerate() {
             let path = format!("{STORAGE}/{name}");
             match size {
-                Some(size) => {
+                Planned::Archive(size) => {
                     let f = open_document_file(&storage, name)?;
                     let (size, sha256) = append(&mut tar, &path, size, f)?;
+                    if let Some(record) = records.get(name.as_str())
+                        && let Some(damage) = self.damage_of(record, (size, &sha256))?
+                    {
+                        damaged.push(DamagedEntry {
+                            path: path.clone(),
+                            document_file_id: Some(record.file.id.0),
+                            damage,
+                        });
+                    }
                     files.push(ManifestEntry {
                         path,
                         size,
@@ -184,14 +229,21 @@ impl Docmeta {
                     archived += 1;
                 }
                 // No size was taken: the base holds it.
-                None => files.extend(in_base.get(path.as_str()).map(|entry| ManifestEntry {
-                    in_base: true,
-                    ..(*entry).clone()
-                })),
+                Planned::InBase => {
+                    files.extend(in_base.get(path.as_str()).map(|entry| ManifestEntry {
+                        in_base: true,
+                        ..(*entry).clone()
+                    }))
+                }
+                Planned::Missing => {}
             }
             progress(n as u64 + 1, total);
         }
-        let manifest = Manifest { info, files };
+        let manifest = Manifest {
+            info,
+            files,
+            damaged,
+        };
         append_json(&mut tar, MANIFEST, &manifest)?;
         let encoder = tar
             .into_inner()
@@ -210,6 +262,83 @@ impl Docmeta {
             archive_bytes,
         })
     }
+}
+
+/// What the backup does with one document file the snapshot references.
+enum Planned {
+    /// Archive it; its size when the backup started.
+    Archive(u64),
+    /// The base backup holds it.
+    InBase,
+    /// Nothing is stored under its name: recorded as damaged.
+    Missing,
+}
+
+impl Docmeta {
+    /// The live records of the stored files, by storage name.
+    fn stored_files_by_name(&self) -> Result<HashMap<String, StoredFile>> {
+        let mut out = HashMap::new();
+        let mut after = DocumentFileId(0);
+        loop {
+            let batch = self.read(|tx| tx.all_document_files(after, 1000, None))?;
+            let Some(last) = batch.last() else {
+                return Ok(out);
+            };
+            after = last.file.id;
+            out.extend(batch.into_iter().map(|f| (f.storage_name.clone(), f)));
+        }
+    }
+
+    /// How the archived bytes of `record` (their size and SHA-256) differ from the record. A
+    /// plain file's archived bytes are its content, so they are compared as they are; an
+    /// encrypted file's are read again through the storage, every chunk authenticated (and
+    /// left unchecked by an instance without the storage password).
+    fn damage_of(&self, record: &StoredFile, archived: (u64, &str)) -> Result<Option<FileDamage>> {
+        if record.encrypted {
+            if !self.inner.files.encrypts() {
+                return Ok(None);
+            }
+            return Ok(match self.check_stored_file(record)?.1 {
+                // Archived a moment ago: deleted since (its bytes were archived from
+                // `.deleted/` or before they moved), not damaged.
+                Some(FileDamage::Missing) => None,
+                damage => damage,
+            });
+        }
+        let (size, sha256) = archived;
+        Ok(if size != record.file.size {
+            Some(FileDamage::WrongSize {
+                expected: record.file.size,
+                found: size,
+            })
+        } else if sha256 != record.file.checksum {
+            Some(FileDamage::WrongChecksum {
+                expected: record.file.checksum.clone(),
+                found: sha256.to_owned(),
+            })
+        } else {
+            None
+        })
+    }
+}
+
+/// A stored document file for archiving, or `None` when nothing is stored under `name`; one
+/// deleted after the snapshot was taken is still in `.deleted/` (kept aside for a day for this
+/// case).
+fn find_document_file(storage: &crate::files::PlainStorage, name: &str) -> Result<Option<File>> {
+    for path in [storage.path(name)?, storage.deleted_path(name)?] {
+        match File::open(&path) {
+            Ok(f) => return Ok(Some(f)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(Error::storage(
+                    format!("archiving document file {name}"),
+                    e.to_string(),
+                ));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// A document file for archiving; one deleted after the snapshot was taken is still in

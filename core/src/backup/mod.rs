@@ -14,7 +14,9 @@
 //! 5. `document_file_storage/..`: every file the snapshot references, as stored (MENC stays
 //!    MENC); an incremental backup holds only those not in its base;
 //! 6. `manifest.json`, last: `backup.json`'s fields plus every file (path, size, SHA-256, and
-//!    whether it is in the base), so checksums cost no second pass over the data.
+//!    whether it is in the base), so checksums cost no second pass over the data, and the
+//!    document files found damaged (missing, wrong size or checksum, failed authentication):
+//!    a backup completes with them listed rather than failing or archiving them as good.
 //!
 //! The search index and caches are not backed up: a restore queues a rebuild.
 //!
@@ -80,6 +82,20 @@ pub struct ManifestEntry {
     pub in_base: bool,
 }
 
+/// A document file the backup found damaged (or an earlier backup of a chain did, for the
+/// files an incremental backup leaves to its base): listed in the manifest so that nobody
+/// takes its bytes for good. A missing file has no entry in [`Manifest::files`]; any other is
+/// archived as it was found (its manifest checksum is of those bytes, not of the document).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DamagedEntry {
+    /// Path inside the data directory (`document_file_storage/..`).
+    pub path: String,
+    /// The document file whose bytes these are, when the backup knew its record.
+    pub document_file_id: Option<i64>,
+    /// What is wrong.
+    pub damage: crate::model::FileDamage,
+}
+
 /// The last entry of an archive: the backup and every file it restores.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -88,6 +104,17 @@ pub struct Manifest {
     pub info: BackupInfo,
     /// Every file, the database first.
     pub files: Vec<ManifestEntry>,
+    /// The document files that could not be read intact when the backup was made (empty in
+    /// archives of earlier versions, which did not check).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub damaged: Vec<DamagedEntry>,
+}
+
+impl Manifest {
+    /// Whether every document file was archived intact.
+    pub fn is_intact(&self) -> bool {
+        self.damaged.is_empty()
+    }
 }
 
 /// What a backup wrote.

@@ -28,7 +28,8 @@ pub struct RestoreReport {
     pub documents: u64,
     /// The document opened for verification and its label.
     pub document_opened: Option<(DocumentId, String)>,
-    /// The file downloaded for verification, whose bytes matched its SHA-256.
+    /// The file downloaded for verification, whose bytes matched its SHA-256 (never one the
+    /// backup found damaged: those are in `manifest.damaged`, restored as they were archived).
     pub file_checked: Option<(DocumentFileId, u64)>,
     /// Whether a search answered.
     pub search_answers: bool,
@@ -262,9 +263,23 @@ fn open_and_verify(builder: crate::Builder, manifest: Manifest) -> Result<Restor
         .first()
         .map(|d| system.document(d.id).map(|d| (d.id, d.label)))
         .transpose()?;
-    let some_file = db.read(|tx| tx.all_document_files(DocumentFileId(0), 1, None))?;
+    // The verification downloads a file the backup found intact: a damaged one is reported
+    // (the manifest's `damaged`), never taken for good nor allowed to fail the restore.
+    let damaged: HashSet<&str> = manifest.damaged.iter().map(|d| d.path.as_str()).collect();
+    let mut some_file = None;
+    let mut after = DocumentFileId(0);
+    while some_file.is_none() {
+        let batch = db.read(|tx| tx.all_document_files(after, 100, None))?;
+        let Some(last) = batch.last() else {
+            break;
+        };
+        after = last.file.id;
+        some_file = batch
+            .into_iter()
+            .find(|f| !damaged.contains(format!("{STORAGE}/{}", f.storage_name).as_str()));
+    }
     let file_checked = some_file
-        .first()
+        .as_ref()
         .map(|f| {
             system
                 .read_file(f.file.id)

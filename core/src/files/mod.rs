@@ -43,6 +43,15 @@ pub trait FileStorage: Send + Sync + std::fmt::Debug {
     /// Removes `name`; a missing name is not an error.
     fn delete(&self, name: &str) -> Result<()>;
 
+    /// The length of the bytes stored under `name` as stored (MENC bytes for an encrypted
+    /// file), or `None` when nothing is stored under it. The default reads them all.
+    fn stored_len(&self, name: &str) -> Result<Option<u64>> {
+        let mut content = self.open_plain(name)?;
+        io::copy(&mut content, &mut io::sink())
+            .map(Some)
+            .map_err(|e| content_error("reading a document file", e))
+    }
+
     /// Whether this storage encrypts what it stores (MENC).
     fn encrypts(&self) -> bool {
         false
@@ -248,6 +257,14 @@ impl FileStorage for PlainStorage {
         Ok(Box::new(io::BufReader::with_capacity(256 * 1024, file)))
     }
 
+    fn stored_len(&self, name: &str) -> Result<Option<u64>> {
+        match fs::metadata(self.path(name)?) {
+            Ok(meta) => Ok(Some(meta.len())),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::storage(format!("reading document file {name}"), e)),
+        }
+    }
+
     fn delete(&self, name: &str) -> Result<()> {
         let aside = self.deleted_path(name)?;
         match fs::rename(self.path(name)?, &aside) {
@@ -317,6 +334,10 @@ impl FileStorage for EncryptedStorage {
         self.plain.delete(name)
     }
 
+    fn stored_len(&self, name: &str) -> Result<Option<u64>> {
+        self.plain.stored_len(name)
+    }
+
     fn encrypts(&self) -> bool {
         true
     }
@@ -363,6 +384,10 @@ impl FileStorage for MemoryStorage {
     fn delete(&self, name: &str) -> Result<()> {
         self.files.write().remove(name);
         Ok(())
+    }
+
+    fn stored_len(&self, name: &str) -> Result<Option<u64>> {
+        Ok(self.files.read().get(name).map(|b| b.len() as u64))
     }
 }
 

@@ -10,6 +10,7 @@
 mod lock;
 mod render;
 mod snapshot;
+mod verify;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -69,19 +69,19 @@ impl FileContent {
     }
 
     /// Reads all of `inner` (at most the expected size and one byte) and checks it now.
-    fn verified(mut inner: Box<dyn Read + Send>, expected: (u64, String)) -> Result<FileContent> {
+    fn verified(
+        mut inner: Box<dyn Read + Send>,
+        expected: (u64, String),
+        what: &str,
+    ) -> Result<FileContent> {
         let mut bytes = Vec::with_capacity(usize::try_from(expected.0).unwrap_or(0));
         (&mut inner)
             .take(expected.0.saturating_add(1))
             .read_to_end(&mut bytes)
-            .map_err(|e| content_error("reading a document file", e))?;
-        let got = crate::files::sha256(&mut &bytes[..])
-            .map_err(|e| content_error("reading a document file", e))?;
+            .map_err(|e| content_error(what, e))?;
+        let got = crate::files::sha256(&mut &bytes[..]).map_err(|e| content_error(what, e))?;
         if got != expected {
-            return Err(content_error(
-                "reading a document file",
-                mismatch(&expected, got),
-            ));
+            return Err(content_error(what, mismatch(&expected, got)));
         }
         Ok(FileContent {
             inner: Box::new(io::Cursor::new(bytes)),
@@ -255,10 +255,18 @@ impl Session {
     /// with the wrong password, or stored under another file's name is [`Error::Decryption`].
     pub fn open_file(&self, id: DocumentFileId) -> Result<(DocumentFile, FileContent)> {
         let stored = self.read(|tx| self.stored_file(tx, id, P::DocumentView))?;
-        let content = self.db.open_stored(&stored)?;
+        let what = format!("reading document file {id}");
+        // The log of whoever reports the failure says which file is damaged.
+        let named = |e: Error| match e {
+            Error::Decryption(m) if !m.contains(&format!("document file {id}")) => {
+                Error::Decryption(format!("document file {id}: {m}"))
+            }
+            other => other,
+        };
+        let content = self.db.open_stored(&stored).map_err(named)?;
         let expected = (stored.file.size, stored.file.checksum.clone());
         let content = if stored.file.size <= self.db.inner.config.download_verify_max_bytes {
-            FileContent::verified(content, expected)?
+            FileContent::verified(content, expected, &what).map_err(named)?
         } else {
             FileContent::streamed(content, expected)
         };

@@ -111,8 +111,9 @@ enum Command {
         #[command(flatten)]
         data: Data,
     },
-    /// Convert the document file storage between plain and encrypted (MENC). Needs the
-    /// encrypted backend configured and its password (DOCMETA_STORAGE_PASSWORD); resumable.
+    /// Convert the document file storage between plain and encrypted (MENC; needs the
+    /// encrypted backend configured and its password, DOCMETA_STORAGE_PASSWORD; resumable), or
+    /// verify every stored file.
     Storage {
         #[command(subcommand)]
         command: StorageCommand,
@@ -152,6 +153,13 @@ enum StorageCommand {
     },
     /// Decrypt every encrypted document file (then set the backend to plain).
     Decrypt {
+        #[command(flatten)]
+        data: Data,
+    },
+    /// Read every stored document file and check it against its record (present, size,
+    /// SHA-256, every MENC chunk's tag); lists the damaged ones and exits 1 if there are any.
+    /// Reads only: safe beside a running server.
+    Verify {
         #[command(flatten)]
         data: Data,
     },
@@ -525,6 +533,15 @@ fn backup(
                 started.elapsed().as_secs_f64()
             );
             println!("backup id {}", r.manifest.info.id);
+            if !r.manifest.is_intact() {
+                print_damaged(&r.manifest.damaged);
+                return Err(format!(
+                    "the backup was written, but {} document files could not be read intact \
+                     (listed above and in its manifest); run `docmeta storage verify`",
+                    r.manifest.damaged.len()
+                )
+                .into());
+            }
         }
         Some(BackupCommand::Verify { file }) => {
             let m = docmeta_core::backup::verify_backup(&file)?;
@@ -540,6 +557,14 @@ fn backup(
                     None => String::new(),
                 }
             );
+            if !m.is_intact() {
+                print_damaged(&m.damaged);
+                return Err(format!(
+                    "{} document files were damaged when this backup was made",
+                    m.damaged.len()
+                )
+                .into());
+            }
         }
         Some(BackupCommand::Prune {
             dir,
@@ -559,6 +584,54 @@ fn backup(
         }
     }
     Ok(())
+}
+
+/// `docmeta storage verify`: one line per damaged file on standard output, then a summary;
+/// an error (exit status 1) when any file is damaged.
+fn verify_storage(data: &Data) -> Result<(), AnyError> {
+    let db = open(data, false)?;
+    let mut shown = progress("verify");
+    let r = db.verify_storage(|done, total| shown(done as usize, total as usize))?;
+    for d in &r.damaged {
+        println!(
+            "DAMAGED document file {} (document {}, {:?}, stored as {}{}): {}",
+            d.file_id,
+            d.document_id,
+            d.filename,
+            d.storage_name,
+            if d.encrypted { ", MENC" } else { "" },
+            d.damage
+        );
+    }
+    println!(
+        "checked {} document files ({} bytes): {}",
+        r.files_checked,
+        r.bytes_checked,
+        if r.is_intact() {
+            "all intact".to_owned()
+        } else {
+            format!("{} damaged", r.damaged.len())
+        }
+    );
+    if r.is_intact() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} damaged document files; restore them from a backup that holds them intact",
+            r.damaged.len()
+        )
+        .into())
+    }
+}
+
+/// One line per document file a backup found damaged.
+fn print_damaged(damaged: &[docmeta_core::DamagedEntry]) {
+    for d in damaged {
+        match d.document_file_id {
+            Some(id) => println!("DAMAGED document file {id} ({}): {}", d.path, d.damage),
+            None => println!("DAMAGED {}: {}", d.path, d.damage),
+        }
+    }
 }
 
 fn run(cli: Cli) -> Result<(), AnyError> {
@@ -605,6 +678,14 @@ fn run(cli: Cli) -> Result<(), AnyError> {
                 "  search answers: {}",
                 if r.search_answers { "yes" } else { "NO" }
             );
+            if !r.manifest.is_intact() {
+                println!(
+                    "  {} document files were damaged when the backup was made (restored as \
+                     they were archived, not intact):",
+                    r.manifest.damaged.len()
+                );
+                print_damaged(&r.manifest.damaged);
+            }
             println!(
                 "search rebuild queued as task {} (runs when `docmeta serve` starts; or run \
                  `docmeta search reindex`)",
@@ -615,6 +696,7 @@ fn run(cli: Cli) -> Result<(), AnyError> {
             let (data, encrypt) = match command {
                 StorageCommand::Encrypt { data } => (data, true),
                 StorageCommand::Decrypt { data } => (data, false),
+                StorageCommand::Verify { data } => return verify_storage(&data),
             };
             // Alone: files are renamed under a server that may be serving them.
             let db = open_with(&data, Docmeta::builder().exclusive(true))?;

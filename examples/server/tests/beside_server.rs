@@ -355,6 +355,15 @@ fn restore_beside_a_server_is_refused_in_one_line_changing_nothing() {
 }
 
 #[test]
+fn storage_verify_beside_a_server_checks_the_files_it_serves() {
+    let (dir, server) = served();
+    let out = ok(dir.path(), &["storage", "verify"]);
+    assert!(out.contains("checked 5 document files"), "{out}");
+    assert!(out.contains("all intact"), "{out}");
+    assert_eq!(document_count(&server), 8);
+}
+
+#[test]
 fn storage_conversion_beside_a_server_is_refused_in_one_line() {
     let (dir, server) = served();
     for command in ["encrypt", "decrypt"] {

@@ -297,3 +297,117 @@ fn backup_verify_restore_prune_and_storage_conversion() {
     );
     assert!(!ok && text.contains("password does not match"), "{text}");
 }
+
+/// A data directory with the demo loaded (whose documents have files).
+fn demo_data(dir: &std::path::Path) -> std::path::PathBuf {
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).expect("data");
+    cheap_hashing(&data);
+    assert!(output(docmeta(&data).arg("demo")).0, "demo");
+    data
+}
+
+/// Flips a byte in the middle of one stored document file, as a failing disk would.
+fn damage_one_stored_file(data: &std::path::Path) {
+    let root = data.join("document_file_storage");
+    let path = std::fs::read_dir(&root)
+        .expect("storage")
+        .flatten()
+        .filter(|fan| !fan.file_name().to_string_lossy().starts_with('.'))
+        .flat_map(|fan| std::fs::read_dir(fan.path()).expect("fan-out").flatten())
+        .map(|f| f.path())
+        .next()
+        .expect("a stored file");
+    let mut bytes = std::fs::read(&path).expect("read");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x20;
+    std::fs::write(&path, bytes).expect("write");
+}
+
+/// Exit status and both outputs.
+fn status_and_output(c: &mut Command) -> (Option<i32>, String) {
+    let out = c.output().expect("run docmeta");
+    (
+        out.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+#[test]
+fn storage_verify_of_an_intact_store_says_so_and_succeeds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = demo_data(dir.path());
+    let (code, text) = status_and_output(docmeta(&data).args(["storage", "verify"]));
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("all intact") && !text.contains("DAMAGED"),
+        "{text}"
+    );
+}
+
+#[test]
+fn storage_verify_lists_a_damaged_file_and_exits_1() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = demo_data(dir.path());
+    damage_one_stored_file(&data);
+    let (code, text) = status_and_output(docmeta(&data).args(["storage", "verify"]));
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("DAMAGED document file")
+            && text.contains("wrong checksum")
+            && text.contains("1 damaged"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_backup_with_a_damaged_file_is_written_lists_it_and_exits_1() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = demo_data(dir.path());
+    damage_one_stored_file(&data);
+    let archive = dir.path().join("full.tar.zst");
+    let (code, text) = status_and_output(docmeta(&data).args(["backup", "--out"]).arg(&archive));
+    assert_eq!(code, Some(1), "{text}");
+    assert!(archive.exists(), "the other files are backed up: {text}");
+    assert!(
+        text.contains("DAMAGED document file") && text.contains("could not be read intact"),
+        "{text}"
+    );
+}
+
+#[test]
+fn backup_verify_lists_the_files_damaged_when_the_backup_was_made_and_exits_1() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = demo_data(dir.path());
+    damage_one_stored_file(&data);
+    let archive = dir.path().join("full.tar.zst");
+    status_and_output(docmeta(&data).args(["backup", "--out"]).arg(&archive));
+    let (code, text) = status_and_output(docmeta(&data).args(["backup", "verify"]).arg(&archive));
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("DAMAGED document file") && text.contains("were damaged"),
+        "{text}"
+    );
+}
+
+#[test]
+fn restore_reports_the_files_damaged_when_the_backup_was_made() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = demo_data(dir.path());
+    damage_one_stored_file(&data);
+    let archive = dir.path().join("full.tar.zst");
+    status_and_output(docmeta(&data).args(["backup", "--out"]).arg(&archive));
+    let target = dir.path().join("restored");
+    let (code, text) = status_and_output(docmeta(&target).arg("restore").arg(&archive));
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("matches its SHA-256")
+            && text.contains("1 document files were damaged")
+            && text.contains("DAMAGED document file"),
+        "{text}"
+    );
+}

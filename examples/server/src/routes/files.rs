@@ -341,8 +341,9 @@ async fn delete_file(
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/files/{file_id}/download/", tag = "files",
     params(("document_id" = i64, Path), ("file_id" = i64, Path)),
-    responses((status = 200, description = "The file's original bytes", content_type = "*/*"),
-        (status = 404, body = crate::dto::ErrorOut)))]
+    responses((status = 200, description = "The file's original bytes. A stored file found damaged while it streams (a later MENC chunk failing authentication, a checksum mismatch at its end) breaks the transfer off short of its Content-Length; the server logs the file id", content_type = "*/*"),
+        (status = 404, body = crate::dto::ErrorOut),
+        (status = 500, description = "The stored file is damaged (missing, wrong checksum, failed authentication) and was not served; the server logs the file id. Files up to download_verify_max_bytes are checked whole, larger encrypted ones by their first chunk, before the answer starts", body = crate::dto::ErrorOut)))]
 async fn download_file(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,

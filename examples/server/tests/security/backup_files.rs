@@ -190,6 +190,115 @@ fn a_swapped_encrypted_file_fails_to_decrypt_instead_of_serving_the_other_docume
     }
 }
 
+/// The config of an encrypted storage whose password lies in `secrets`.
+fn encrypted_config(secrets: &Path) -> String {
+    let password = secrets.join("storage-password");
+    std::fs::write(&password, "correct horse battery staple\n").expect("password");
+    format!(
+        "documents_file_storage_backend: encrypted\nstorage_kdf_memory_kib: 64\n\
+         storage_kdf_iterations: 1\nstorage_password_file: {}\n",
+        password.display()
+    )
+}
+
+/// The offset of a byte inside the `chunk`-th (0-based) sealed chunk of a MENC file.
+fn inside_menc_chunk(chunk: usize) -> usize {
+    let menc = docmeta_core::files::menc::HEADER_LEN;
+    menc + chunk * (docmeta_core::files::menc::DEFAULT_CHUNK as usize + 16) + 100
+}
+
+/// Flips one byte of the first uploaded file's stored bytes, as a failing disk would.
+fn damage_first_stored_file(dir: &Path, at: usize) {
+    let path = stored_files(dir).remove(0);
+    let mut bytes = std::fs::read(&path).expect("read");
+    bytes[at] ^= 0x20;
+    std::fs::write(&path, bytes).expect("write");
+}
+
+/// Waits (up to 10 s, the log is written by a background thread) for a line of `log` that
+/// contains every one of `words`; the log's text.
+fn wait_for_log_line(log: &Path, words: &[&str]) -> String {
+    let started = std::time::Instant::now();
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if text.lines().any(|l| words.iter().all(|w| l.contains(w))) {
+            return text;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "no log line with {words:?}:\n{text}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_streamed_encrypted_download_whose_first_chunk_fails_authentication_is_a_logged_json_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let secrets = tempfile::tempdir().expect("password directory");
+    let data = dir.path().join("data");
+    let log = dir.path().join("server.log");
+    // Streamed: only the first chunk is checked before the answer starts.
+    let extra = format!(
+        "{}download_verify_max_bytes: 0\n",
+        encrypted_config(secrets.path())
+    );
+    let (server, [mine, _]) = two_documents_with_same_size_files(&data, &extra, 700_000);
+    drop(server);
+    let server = Server::start_logging_to(&data, &log);
+    damage_first_stored_file(&data, inside_menc_chunk(0));
+    let (status, body) = server.get(&mine.download_path(), ADMIN);
+    assert_eq!(status, 500, "{body}");
+    assert!(body["detail"].is_string(), "a JSON error: {body}");
+    wait_for_log_line(
+        &log,
+        &["decryption failed", &format!("document file {}", mine.file)],
+    );
+}
+
+#[test]
+fn an_encrypted_download_whose_later_chunk_fails_before_the_answer_is_a_json_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let secrets = tempfile::tempdir().expect("password directory");
+    let data = dir.path().join("data");
+    // Small enough to be checked whole (every chunk) before the first byte is sent.
+    let (server, [mine, _]) =
+        two_documents_with_same_size_files(&data, &encrypted_config(secrets.path()), 300_000);
+    damage_first_stored_file(&data, inside_menc_chunk(3));
+    let (status, body) = server.get(&mine.download_path(), ADMIN);
+    assert_eq!(status, 500, "{body}");
+    assert!(body["detail"].is_string(), "a JSON error: {body}");
+}
+
+#[test]
+fn a_streamed_encrypted_download_whose_later_chunk_fails_breaks_off_and_logs_the_file_id() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let secrets = tempfile::tempdir().expect("password directory");
+    let data = dir.path().join("data");
+    let log = dir.path().join("server.log");
+    let extra = format!(
+        "{}download_verify_max_bytes: 0\n",
+        encrypted_config(secrets.path())
+    );
+    let (server, [mine, _]) = two_documents_with_same_size_files(&data, &extra, 700_000);
+    drop(server);
+    let server = Server::start_logging_to(&data, &log);
+    damage_first_stored_file(&data, inside_menc_chunk(6));
+    match download(&agent(), &server.base, &mine.download_path(), ADMIN) {
+        // The transfer broke off: the client knows it has no valid file.
+        Err(_) => {}
+        Ok((status, body)) => {
+            assert_eq!(status, 200);
+            assert!(
+                body.len() < mine.content.len(),
+                "a complete body of {} bytes",
+                body.len()
+            );
+        }
+    }
+    wait_for_log_line(&log, &["download failed", &format!("file={}", mine.file)]);
+}
+
 #[cfg(unix)]
 #[test]
 fn docmeta_backup_writes_an_archive_only_its_owner_can_read() {

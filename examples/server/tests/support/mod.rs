@@ -71,9 +71,20 @@ pub fn basic(user: (&str, &str)) -> String {
 impl Server {
     /// Starts `docmeta serve` on `dir` and waits until it listens.
     pub fn start(dir: &Path) -> Server {
+        Server::start_with_log(dir, Stdio::inherit())
+    }
+
+    /// [`Server::start`] with the server's log (its standard error) written to the file `log`.
+    pub fn start_logging_to(dir: &Path, log: &Path) -> Server {
+        let file = std::fs::File::create(log).expect("log file");
+        Server::start_with_log(dir, Stdio::from(file))
+    }
+
+    fn start_with_log(dir: &Path, log: Stdio) -> Server {
         let mut child = docmeta(dir)
             .args(["serve", "--bind", "127.0.0.1:0"])
             .stdout(Stdio::piped())
+            .stderr(log)
             .spawn()
             .expect("serve");
         let stdout = child.stdout.take().expect("stdout");
