@@ -49,7 +49,10 @@ fn validators_spec_2_8() {
         (&DateAndTimeValidator, "2024-12-31 23:59", true),
         (&DateAndTimeValidator, "2024-12-31T23:59:58", true),
         (&DateAndTimeValidator, "2024-12-31 24:00", false),
-        (&DateAndTimeValidator, "31/12/2024 10:00", false),
+        (&DateAndTimeValidator, "31/12/2024 10:00", true),
+        (&DateAndTimeValidator, "31-12-2024 10:00:30", true),
+        (&DateAndTimeValidator, "31/12/2024T10:00", false),
+        (&DateAndTimeValidator, "30/02/2024 10:00", false),
         (&TimeValidator, "09:30", true),
         (&TimeValidator, "23:59:59", true),
         (&TimeValidator, "9h30", false),
@@ -151,6 +154,28 @@ fn empty_optional_value_skips_lookup_validator_and_parser() -> Result<()> {
         .validation(format!("{V}DateValidator"), "")
         .parser(format!("{P}DateParser"), "");
     assert_eq!(add(input, "")?, "");
+    Ok(())
+}
+
+#[test]
+fn date_and_time_validator_and_parser_combine_on_one_type() -> Result<()> {
+    let input = || {
+        MetadataTypeInput::new("at", "At")
+            .validation(format!("{V}DateAndTimeValidator"), "")
+            .parser(format!("{P}DateAndTimeParser"), "")
+    };
+    for (submitted, stored) in [
+        ("31/12/2024 08:05", "2024-12-31T08:05:00"),
+        ("31-12-2024 08:05:09", "2024-12-31T08:05:09"),
+        ("2024-12-31 08:05", "2024-12-31T08:05:00"),
+        ("2024-12-31T08:05:09", "2024-12-31T08:05:09"),
+    ] {
+        assert_eq!(add(input(), submitted)?, stored, "{submitted}");
+    }
+    assert_eq!(
+        validation_field(add(input(), "12/31/2024 08:05")),
+        Some("value".into())
+    );
     Ok(())
 }
 
@@ -427,6 +452,11 @@ mod properties {
             prop_assert_eq!(TimeParser.parse(&t), Ok(t.clone()));
             let dt = DateAndTimeParser.parse(&format!("{d:02}/03/2020 {h:02}:{mi:02}")).expect("valid");
             prop_assert_eq!(DateAndTimeParser.parse(&dt), Ok(dt.clone()));
+        }
+
+        #[test]
+        fn date_and_time_validator_accepts_what_the_parser_reads(s in "([0-3][0-9][-/][01][0-9][-/][12][0-9]{3}|[12][0-9]{3}-[01][0-9]-[0-3][0-9])[ T][0-2]?[0-9]:[0-5][0-9](:[0-5][0-9])?") {
+            prop_assert_eq!(DateAndTimeValidator.validate(&s).is_ok(), DateAndTimeParser.parse(&s).is_ok(), "{}", s);
         }
 
         #[test]
