@@ -161,6 +161,8 @@ fn an_object_acl_protects_only_that_object() -> Result<()> {
 #[test]
 fn every_inheritance_row_of_spec_5_3() -> Result<()> {
     let w = world()?;
+    // ACLs only go on objects that exist: workflow 1 is docmeta's own record.
+    assert_eq!(w.admin.create_workflow("Approval", &[])?.id.0, 1);
     let link = |child: ObjectKind, cid: i64, parent: ObjectKind, pid: i64| {
         w.db.set_object_parents(ObjectRef::new(child, cid), &[ObjectRef::new(parent, pid)])
     };
@@ -537,6 +539,68 @@ fn application_kinds_join_the_same_engine() -> Result<()> {
     w.admin
         .grant(P::DocumentCommentView, w.role, dt_ref(dt.id))?;
     assert!(w.db.check(w.user, P::DocumentCommentView, n));
+    Ok(())
+}
+
+#[test]
+fn an_acl_on_an_object_that_does_not_exist_is_not_found_for_every_stored_kind() -> Result<()> {
+    let w = world()?;
+    for kind in docmeta_core::access::STORED_KINDS {
+        let missing = ObjectRef::new(kind, 9_999);
+        assert!(
+            matches!(w.admin.create_acl(missing, w.role), Err(Error::NotFound(_))),
+            "{}",
+            w.db.kinds().name(kind)
+        );
+        assert!(
+            matches!(
+                w.admin.grant(P::AclView, w.role, missing),
+                Err(Error::NotFound(_))
+            ),
+            "{}",
+            w.db.kinds().name(kind)
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn an_application_object_exists_once_declared_with_its_parents() -> Result<()> {
+    let w = world()?;
+    let tag = ObjectRef::new(ObjectKind::TAG, 7);
+    assert!(matches!(
+        w.admin.create_acl(tag, w.role),
+        Err(Error::NotFound(_))
+    ));
+    let dt = w.admin.create_document_type("T")?;
+    let d = w.admin.create_document(dt.id, "d", &[])?;
+    w.db.set_object_parents(tag, &[doc_ref(d.id)])?;
+    assert_eq!(w.admin.create_acl(tag, w.role)?.object, tag);
+    Ok(())
+}
+
+#[test]
+fn an_application_kind_existence_check_decides_which_objects_exist() -> Result<()> {
+    let w = world()?;
+    let note =
+        w.db.register_kind("notes", "note", &[], &[P::DocumentCommentView])?;
+    w.db.set_kind_existence(note, |id| id % 2 == 0)?;
+    assert!(w.admin.create_acl(ObjectRef::new(note, 4), w.role).is_ok());
+    assert!(matches!(
+        w.admin.create_acl(ObjectRef::new(note, 5), w.role),
+        Err(Error::NotFound(_))
+    ));
+    // Registering the kind again keeps its check.
+    w.db.register_kind("notes", "note", &[], &[P::DocumentCommentView])?;
+    assert!(matches!(
+        w.admin.create_acl(ObjectRef::new(note, 7), w.role),
+        Err(Error::NotFound(_))
+    ));
+    assert!(
+        w.db.set_kind_existence(ObjectKind::DOCUMENT, |_| true)
+            .is_err(),
+        "docmeta's own kinds are checked against the store"
+    );
     Ok(())
 }
 

@@ -1196,3 +1196,33 @@ fn workflow_endpoints_and_the_demo_invoice_workflow() {
         403
     );
 }
+
+#[test]
+fn an_acl_on_an_object_that_does_not_exist_is_not_found() {
+    let Some(s) = Server::start() else { return };
+    let (_, roles) = s.get("/api/v4/roles/", ADMIN);
+    let role = roles["results"][0]["id"].clone();
+    for object in [
+        "document_states/workflow/999",
+        "documents/documentfile/999",
+        "documents/document/999",
+        "tags/tag/999",
+        "sources/source/1",
+    ] {
+        let (status, body) = s.call(
+            "POST",
+            &format!("/api/v5/objects/{object}/acls/"),
+            Some(ADMIN),
+            Some(json!({"role_id": role})),
+        );
+        assert_eq!(status, 404, "{object}: {body}");
+    }
+    // An existing workflow takes an ACL.
+    let (status, body) = s.call(
+        "POST",
+        "/api/v5/objects/document_states/workflow/1/acls/",
+        Some(ADMIN),
+        Some(json!({"role_id": role})),
+    );
+    assert_eq!(status, 201, "{body}");
+}
