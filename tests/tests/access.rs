@@ -910,3 +910,105 @@ fn an_instance_with_application_links_inherits_from_them_not_from_its_workflow()
     assert!(s.workflow_instance(d.id, instance.id).is_ok());
     Ok(())
 }
+
+fn invalid_field<T: std::fmt::Debug>(r: Result<T>) -> Option<String> {
+    match r {
+        Err(Error::Validation { field, .. }) => Some(field),
+        other => panic!("expected a validation error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_missing_document_type_in_a_create_body_is_invalid_document_type_id() -> Result<()> {
+    let w = world()?;
+    let missing = docmeta_core::DocumentTypeId(999);
+    assert_eq!(
+        invalid_field(w.admin.create_document(missing, "d", &[])),
+        Some("document_type_id".into())
+    );
+    Ok(())
+}
+
+#[test]
+fn an_invisible_metadata_type_in_an_association_body_is_invalid_metadata_type_id() -> Result<()> {
+    let w = world()?;
+    let dt = w.admin.create_document_type("T")?;
+    let mt = w
+        .admin
+        .create_metadata_type(MetadataTypeInput::new("m", "M"))?;
+    w.admin.grant(P::DocumentTypeEdit, w.role, dt_ref(dt.id))?;
+    let ann = w.db.session(w.user);
+    assert_eq!(
+        invalid_field(ann.associate(dt.id, mt.id, false)),
+        Some("metadata_type_id".into())
+    );
+    Ok(())
+}
+
+#[test]
+fn an_unknown_metadata_type_added_to_a_document_is_invalid_metadata_type_id() -> Result<()> {
+    let w = world()?;
+    let dt = w.admin.create_document_type("T")?;
+    let d = w.admin.create_document(dt.id, "d", &[])?;
+    assert_eq!(
+        invalid_field(
+            w.admin
+                .add_document_metadata(d.id, docmeta_core::MetadataTypeId(999), "x")
+        ),
+        Some("metadata_type_id".into())
+    );
+    Ok(())
+}
+
+#[test]
+fn an_invisible_new_type_of_a_type_change_is_invalid_document_type_id() -> Result<()> {
+    let w = world()?;
+    let dt = w.admin.create_document_type("T")?;
+    let hidden = w.admin.create_document_type("Hidden")?;
+    let d = w.admin.create_document(dt.id, "d", &[])?;
+    w.admin
+        .grant(P::DocumentChangeType, w.role, doc_ref(d.id))?;
+    w.admin.grant(P::DocumentView, w.role, doc_ref(d.id))?;
+    let ann = w.db.session(w.user);
+    assert_eq!(
+        invalid_field(ann.change_document_type(d.id, hidden.id)),
+        Some("document_type_id".into())
+    );
+    Ok(())
+}
+
+#[test]
+fn a_missing_parent_cabinet_is_invalid_parent_id() -> Result<()> {
+    let w = world()?;
+    assert_eq!(
+        invalid_field(
+            w.admin
+                .create_cabinet("Sub", Some(docmeta_core::CabinetId(999)))
+        ),
+        Some("parent_id".into())
+    );
+    Ok(())
+}
+
+#[test]
+fn a_missing_document_added_to_a_cabinet_is_invalid_document_id() -> Result<()> {
+    let w = world()?;
+    let c = w.admin.create_cabinet("Root", None)?;
+    assert_eq!(
+        invalid_field(
+            w.admin
+                .set_cabinet_document(c.id, docmeta_core::DocumentId(999), true)
+        ),
+        Some("document_id".into())
+    );
+    // The cabinet is the operation's target: a missing one stays not found.
+    assert!(matches!(
+        w.admin.set_cabinet_document(
+            docmeta_core::CabinetId(999),
+            docmeta_core::DocumentId(1),
+            true
+        ),
+        Err(Error::NotFound(_))
+    ));
+    Ok(())
+}

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::{Inputs, Session, event_object, obj, parents_change, rename_conflict};
+use super::{Inputs, Session, body_reference, event_object, obj, parents_change, rename_conflict};
 use crate::access::{ObjectKind, Permission as P};
 use crate::error::{Error, NON_FIELD_ERRORS, Result};
 use crate::events::names;
@@ -99,6 +99,12 @@ impl Session {
         mt: MetadataTypeId,
     ) -> Result<()> {
         self.require(permission, doc_ref(doc.id), format!("document {}", doc.id))?;
+        self.require_on_metadata_type(permission, mt)
+    }
+
+    /// `permission` on a metadata type: `403` when the caller knows the type (may view it or
+    /// its values), not found otherwise.
+    fn require_on_metadata_type(&self, permission: P, mt: MetadataTypeId) -> Result<()> {
         if self.can(permission, mt_ref(mt)) {
             return Ok(());
         }
@@ -360,7 +366,11 @@ impl Session {
         required: bool,
     ) -> Result<DocumentTypeMetadataType> {
         let dt = self.load_document_type(&mut u.tx, document_type, P::DocumentTypeEdit)?;
-        let mt = self.load_metadata_type(&mut u.tx, metadata_type, P::MetadataTypeView)?;
+        let mt = body_reference(
+            "metadata_type_id",
+            metadata_type,
+            self.load_metadata_type(&mut u.tx, metadata_type, P::MetadataTypeView),
+        )?;
         let a = u.tx.insert_association(dt.id, mt.id, required)?;
         self.after_association_saved(u, &dt, &mt, required)?;
         Ok(a)
@@ -497,7 +507,11 @@ impl Session {
     ) -> Result<Document> {
         let label = crate::model::check_text("label", label, MAX_LABEL_LEN)?;
         self.write(|u| {
-            let dt = self.load_document_type(&mut u.tx, document_type, P::DocumentCreate)?;
+            let dt = body_reference(
+                "document_type_id",
+                document_type,
+                self.load_document_type(&mut u.tx, document_type, P::DocumentCreate),
+            )?;
             let doc = u.tx.insert_document(label, dt.id, u.now())?;
             u.access
                 .push(parents_change(doc_ref(doc.id), vec![dt_ref(dt.id)]));
@@ -514,9 +528,11 @@ impl Session {
                     dt_ref(dt.id),
                     format!("document type {}", dt.id),
                 )?;
-                if !self.can(P::DocumentMetadataAdd, mt_ref(*mt)) {
-                    return Err(Error::not_found(format!("metadata type {mt}")));
-                }
+                body_reference(
+                    "metadata_type_id",
+                    mt,
+                    self.require_on_metadata_type(P::DocumentMetadataAdd, *mt),
+                )?;
                 self.add_value(u, &doc, *mt, value, a.required)?;
             }
             for a in associations
@@ -599,7 +615,11 @@ impl Session {
     ) -> Result<Document> {
         self.write(|u| {
             let mut d = self.load_document(&mut u.tx, id, P::DocumentChangeType)?;
-            let dt = self.load_document_type(&mut u.tx, new_type, P::DocumentTypeView)?;
+            let dt = body_reference(
+                "document_type_id",
+                new_type,
+                self.load_document_type(&mut u.tx, new_type, P::DocumentTypeView),
+            )?;
             if d.document_type_id == dt.id {
                 return Ok(d);
             }
@@ -739,7 +759,16 @@ impl Session {
         value: &str,
     ) -> Result<DocumentMetadata> {
         let doc = self.load_document(&mut u.tx, document, P::DocumentView)?;
-        self.require_metadata_permission(P::DocumentMetadataAdd, &doc, metadata_type)?;
+        self.require(
+            P::DocumentMetadataAdd,
+            doc_ref(doc.id),
+            format!("document {}", doc.id),
+        )?;
+        body_reference(
+            "metadata_type_id",
+            metadata_type,
+            self.require_on_metadata_type(P::DocumentMetadataAdd, metadata_type),
+        )?;
         let a =
             u.tx.association_of(doc.document_type_id, metadata_type)?
                 .ok_or_else(|| not_associated(metadata_type))?;
