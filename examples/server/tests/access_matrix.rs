@@ -225,7 +225,7 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "POST /api/v4/documents/types/{document_type_id}/metadata-types/",
-        "document_type_edit on the document type (403/404) and metadata_type_view on the metadata type (404)",
+        "document_type_edit on the document type (403/404) and metadata_type_view on the metadata type (a body reference: 400)",
     ),
     (
         "GET /api/v4/documents/types/{document_type_id}/metadata-types/{association_id}/",
@@ -249,7 +249,7 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "POST /api/v4/documents/",
-        "document_create on the document type (403 if the type is viewable, else 404)",
+        "document_create on the document type (403 if the type is viewable, else 400: a body reference)",
     ),
     (
         "GET /api/v4/documents/{document_id}/",
@@ -265,7 +265,7 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "POST /api/v4/documents/{document_id}/type/change/",
-        "document_change_type on the document (403/404), document_type_view on the new type (404)",
+        "document_change_type on the document (403/404), document_type_view on the new type (a body reference: 400)",
     ),
     (
         "GET /api/v4/documents/{document_id}/metadata/",
@@ -273,7 +273,7 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "POST /api/v4/documents/{document_id}/metadata/",
-        "document_view (404); document_metadata_add on the document (403) and on the metadata type (403 if the caller knows the type: metadata_type_view or document_metadata_view on it; else 404)",
+        "document_view (404); document_metadata_add on the document (403) and on the metadata type (403 if the caller knows the type: metadata_type_view or document_metadata_view on it; else 400: a body reference)",
     ),
     (
         "GET /api/v4/documents/{document_id}/metadata/{metadata_id}/",
@@ -405,7 +405,7 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "POST /api/v4/cabinets/",
-        "a root: global cabinet_create (403); a sub-cabinet: cabinet_create on the parent (403/404)",
+        "a root: global cabinet_create (403); a sub-cabinet: cabinet_create on the parent (403, or 400 when the caller cannot see it: a body reference)",
     ),
     (
         "GET /api/v4/cabinets/{cabinet_id}/",
@@ -425,11 +425,11 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "POST /api/v4/cabinets/{cabinet_id}/documents/add/",
-        "cabinet_add_document on the cabinet (403/404), then on the document (403/404)",
+        "cabinet_add_document on the cabinet (403/404), then on the document (403, or 400 when the caller cannot see it: a body reference)",
     ),
     (
         "POST /api/v4/cabinets/{cabinet_id}/documents/remove/",
-        "cabinet_remove_document on the cabinet (403/404), then on the document (403/404)",
+        "cabinet_remove_document on the cabinet (403/404), then on the document (403, or 400 when the caller cannot see it: a body reference)",
     ),
     (
         "GET /api/v4/search/documents/",
@@ -464,6 +464,15 @@ const RULES: &[(&str, &str)] = &[
         "acls.acl_edit on the object (403/404); an ACL of another object 404",
     ),
 ];
+
+/// The answer for an object named in a request body: one the caller cannot see is invalid
+/// input (400 naming the field), never a 404, which is kept for the URL's objects.
+fn body_ref(e: Exp) -> Exp {
+    match e {
+        Exp::No(404) => Exp::No(400),
+        e => e,
+    }
+}
 
 fn acls_path(o: Obj) -> String {
     let (a, m) = o.0.names();
@@ -2974,7 +2983,7 @@ fn writes(x: &mut Ctx) {
                     upload: false,
                     probe: vec!["/api/v4/documents/?page_size=500".into()],
                     change: true,
-                    exp: &|m, u| m.act(u, DOC_CREATE, (K::DocType, t), 201),
+                    exp: &|m, u| body_ref(m.act(u, DOC_CREATE, (K::DocType, t), 201)),
                     restore: &|x, b, a| {
                         x.delete_new(&b[0], &a[0], &|i| format!("/api/v4/documents/{i}/"));
                         true
@@ -3004,7 +3013,7 @@ fn writes(x: &mut Ctx) {
                     probe: vec![format!("{path}?page_size=500")],
                     change: true,
                     exp: &|m, u| match m.act(u, DT_EDIT, (K::DocType, dt), 201) {
-                        Exp::Ok(_) if !m.seen(u, (K::MetaType, mt)) => Exp::No(404),
+                        Exp::Ok(_) if !m.seen(u, (K::MetaType, mt)) => Exp::No(400),
                         e => e,
                     },
                     restore: &|x, b, a| {
@@ -3137,7 +3146,7 @@ fn writes(x: &mut Ctx) {
                             } else if m.seen(u, t) || m.has(u, DM_VIEW, t) {
                                 Exp::No(403)
                             } else {
-                                Exp::No(404)
+                                Exp::No(400)
                             }
                         },
                         restore: &|x, b, a| {
@@ -3372,7 +3381,7 @@ fn writes(x: &mut Ctx) {
                     upload: false,
                     probe: vec!["/api/v4/cabinets/?page_size=500".into()],
                     change: true,
-                    exp: &|m, u| m.act(u, CAB_CREATE, o, 201),
+                    exp: &|m, u| body_ref(m.act(u, CAB_CREATE, o, 201)),
                     restore: &|x, b, a| {
                         x.delete_new(&b[0], &a[0], &|i| format!("/api/v4/cabinets/{i}/"));
                         true
@@ -3437,7 +3446,7 @@ fn writes(x: &mut Ctx) {
                     json!({ "document_id": d }),
                     docs_path.clone(),
                     &|m, u| match m.act(u, perm, o, 200) {
-                        Exp::Ok(_) => m.act(u, perm, (K::Doc, d), 200),
+                        Exp::Ok(_) => body_ref(m.act(u, perm, (K::Doc, d), 200)),
                         refused => refused,
                     },
                 );
@@ -3794,7 +3803,7 @@ fn deletions(x: &mut Ctx) {
             let exp = x.expect(
                 &c,
                 &|m, u| match m.act(u, DOC_CHANGE_TYPE, (K::Doc, d), 200) {
-                    Exp::Ok(_) if !m.seen(u, (K::DocType, new)) => Exp::No(404),
+                    Exp::Ok(_) if !m.seen(u, (K::DocType, new)) => Exp::No(400),
                     e => e,
                 },
             );

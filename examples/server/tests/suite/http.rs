@@ -1226,3 +1226,61 @@ fn an_acl_on_an_object_that_does_not_exist_is_not_found() {
     );
     assert_eq!(status, 201, "{body}");
 }
+
+#[test]
+fn a_body_reference_to_a_missing_object_is_a_400_naming_the_field() {
+    let Some(s) = Server::start() else { return };
+    for (path, body, field) in [
+        (
+            "/api/v4/documents/",
+            json!({"document_type_id": 999, "label": "x"}),
+            "document_type_id",
+        ),
+        (
+            "/api/v4/documents/types/1/metadata-types/",
+            json!({"metadata_type_id": 999}),
+            "metadata_type_id",
+        ),
+        (
+            "/api/v4/documents/1/metadata/",
+            json!({"metadata_type_id": 999, "value": "x"}),
+            "metadata_type_id",
+        ),
+        (
+            "/api/v4/documents/1/type/change/",
+            json!({"document_type_id": 999}),
+            "document_type_id",
+        ),
+        (
+            "/api/v4/cabinets/",
+            json!({"label": "sub", "parent_id": 999}),
+            "parent_id",
+        ),
+    ] {
+        let (status, answer) = s.call("POST", path, Some(ADMIN), Some(body));
+        assert_eq!(status, 400, "{path}: {answer}");
+        assert!(answer[field].is_array(), "{path}: {answer}");
+    }
+}
+
+#[test]
+fn a_missing_document_in_the_body_is_a_400_but_a_missing_cabinet_in_the_path_a_404() {
+    let Some(s) = Server::start() else { return };
+    let (_, cabinets) = s.get("/api/v4/cabinets/", ADMIN);
+    let cabinet = cabinets["results"][0]["id"].clone();
+    let (status, body) = s.call(
+        "POST",
+        &format!("/api/v4/cabinets/{cabinet}/documents/add/"),
+        Some(ADMIN),
+        Some(json!({"document_id": 999})),
+    );
+    assert_eq!((status, body["document_id"].is_array()), (400, true), "{body}");
+    // A missing object in the URL path stays a 404.
+    let (status, _) = s.call(
+        "POST",
+        "/api/v4/cabinets/999/documents/add/",
+        Some(ADMIN),
+        Some(json!({"document_id": 1})),
+    );
+    assert_eq!(status, 404);
+}
