@@ -512,16 +512,18 @@ impl Session {
         self.read(|tx| group_of(tx, group))
     }
 
-    /// [`create_group`](Self::create_group) answered with the group.
+    /// [`create_group`](Self::create_group) answered with the group: allowed to create is
+    /// enough to be shown what was created (`user_management.group_create` without
+    /// `user_management.group_view`).
     pub fn create_group_view(&self, name: &str) -> Result<Group> {
         let id = self.create_group(name)?;
-        self.group(id)
+        self.read(|tx| group_of(tx, id))
     }
 
-    /// Renames a group, answered with it.
+    /// Renames a group, answered with it: allowed to edit is enough to be shown the group.
     pub fn rename_group_view(&self, id: GroupId, name: &str) -> Result<Group> {
         self.rename_group(id, name)?;
-        self.group(id)
+        self.read(|tx| group_of(tx, id))
     }
 
     /// [`create_role`](Self::create_role) answered with the role.

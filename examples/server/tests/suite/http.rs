@@ -1284,3 +1284,48 @@ fn a_missing_document_in_the_body_is_a_400_but_a_missing_cabinet_in_the_path_a_4
     );
     assert_eq!(status, 404);
 }
+
+/// A new user `name` whose only permissions are the global `permissions`.
+fn user_with_global(s: &Server, name: &str, permissions: &[&str]) -> (String, String) {
+    let password = "a long enough password".to_owned();
+    let post = |path: &str, body: Value| {
+        let (status, answer) = s.call("POST", path, Some(ADMIN), Some(body));
+        assert!(status == 200 || status == 201, "{path}: {status} {answer}");
+        answer
+    };
+    let user = post(
+        "/api/v4/users/",
+        json!({"username": name, "password": password}),
+    );
+    let group = post("/api/v4/groups/", json!({"name": format!("{name} group")}));
+    post(
+        &format!("/api/v4/groups/{}/users/add/", group["id"]),
+        json!({"user_id": user["id"]}),
+    );
+    let role = post("/api/v4/roles/", json!({"label": format!("{name} role")}));
+    post(
+        &format!("/api/v4/roles/{}/groups/add/", role["id"]),
+        json!({"group_id": group["id"]}),
+    );
+    for p in permissions {
+        post(
+            &format!("/api/v4/roles/{}/permissions/add/", role["id"]),
+            json!({ "permission": p }),
+        );
+    }
+    (name.to_owned(), password)
+}
+
+#[test]
+fn creating_a_group_with_only_group_create_answers_201_with_the_group() {
+    let Some(s) = Server::start() else { return };
+    let (name, password) = user_with_global(&s, "creator", &["user_management.group_create"]);
+    let (status, group) = s.call(
+        "POST",
+        "/api/v4/groups/",
+        Some((&name, &password)),
+        Some(json!({"name": "New auditors"})),
+    );
+    assert_eq!((status, group["name"].as_str()), (201, Some("New auditors")), "{group}");
+    assert!(group["id"].is_i64());
+}
