@@ -20,8 +20,11 @@ fn fixture(
     let s = db.system();
     let dt = s.create_document_type("Invoice")?;
     let mt = s.create_metadata_type(input)?;
-    s.associate(dt.id, mt.id, required)?;
+    // The document exists before the association: a required type without a default is then
+    // added to it empty (spec 2.4 rule 1), where a new document would be refused (spec 2.2).
     let doc = s.create_document(dt.id, "doc", &[])?;
+    s.associate(dt.id, mt.id, required)?;
+    db.run_pending_tasks()?;
     Ok((s, doc.id, mt.id))
 }
 
@@ -496,4 +499,60 @@ mod properties {
         }
         out
     }
+}
+
+#[test]
+fn a_new_document_without_a_value_for_a_required_type_without_default_is_refused() -> Result<()> {
+    let db = Docmeta::in_memory()?;
+    let s = db.system();
+    let dt = s.create_document_type("Invoice")?;
+    let number = s.create_metadata_type(MetadataTypeInput::new("number", "Number"))?;
+    s.associate(dt.id, number.id, true)?;
+    let err = s.create_document(dt.id, "doc", &[]).expect_err("refused");
+    assert!(
+        matches!(&err, Error::Validation { field, message } if field == "metadata" && message.contains("'number'")),
+        "{err}"
+    );
+    assert!(s.document_ids(None)?.is_empty(), "nothing was created");
+    assert_eq!(
+        s.create_document(dt.id, "doc", &[(number.id, "42")])?.label,
+        "doc"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_new_document_takes_the_default_of_a_required_type_not_given() -> Result<()> {
+    let db = Docmeta::in_memory()?;
+    let s = db.system();
+    let dt = s.create_document_type("Invoice")?;
+    let status =
+        s.create_metadata_type(MetadataTypeInput::new("status", "Status").default_value("draft"))?;
+    s.associate(dt.id, status.id, true)?;
+    let doc = s.create_document(dt.id, "doc", &[])?;
+    assert_eq!(
+        s.metadata_value_of(doc.id, "status")?.as_deref(),
+        Some("draft")
+    );
+    Ok(())
+}
+
+#[test]
+fn a_refused_initial_value_creates_no_document() -> Result<()> {
+    let db = Docmeta::in_memory()?;
+    let s = db.system();
+    let dt = s.create_document_type("Invoice")?;
+    let due = s.create_metadata_type(
+        MetadataTypeInput::new("due", "Due").validation(format!("{V}DateValidator"), ""),
+    )?;
+    s.associate(dt.id, due.id, false)?;
+    assert_eq!(
+        validation_field(
+            s.create_document(dt.id, "doc", &[(due.id, "soon")])
+                .map(|d| d.label)
+        ),
+        Some("value".into())
+    );
+    assert!(s.document_ids(None)?.is_empty());
+    Ok(())
 }

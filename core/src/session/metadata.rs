@@ -494,11 +494,14 @@ impl Session {
 
     // ----- documents -------------------------------------------------------------------------
 
-    /// Creates a document of `document_type` with initial metadata `values`. Every value runs
-    /// through the pipeline of spec 2.10; required types not given are added with their
-    /// rendered default (or empty), as spec 2.4 rule 1 does for existing documents. Needs
+    /// Creates a document of `document_type` with initial metadata `values`, in one
+    /// transaction. Every value runs through the pipeline of spec 2.10; required types not given
+    /// are added with their rendered default. A required type left without a value (not given,
+    /// and no default) refuses the document: spec 2.2, "a required metadata cannot be left
+    /// without a value" (`Error::Validation` on `metadata`, naming the type). Needs
     /// `documents.document_create` on the document type, and for each given value
-    /// `metadata.document_metadata_add` on the document type and the metadata type.
+    /// `metadata.document_metadata_add` on the document type and the metadata type; a type that
+    /// does not exist or that the caller cannot see is invalid `metadata_type_id`.
     pub fn create_document(
         &self,
         document_type: DocumentTypeId,
@@ -506,7 +509,17 @@ impl Session {
         values: &[(MetadataTypeId, &str)],
     ) -> Result<Document> {
         let label = crate::model::check_text("label", label, MAX_LABEL_LEN)?;
-        self.write(|u| {
+        self.write(|u| self.create_document_in(u, document_type, label, values))
+    }
+
+    pub(crate) fn create_document_in(
+        &self,
+        u: &mut Unit<'_>,
+        document_type: DocumentTypeId,
+        label: &str,
+        values: &[(MetadataTypeId, &str)],
+    ) -> Result<Document> {
+        {
             let dt = body_reference(
                 "document_type_id",
                 document_type,
@@ -539,11 +552,21 @@ impl Session {
                 .iter()
                 .filter(|a| a.required && !values.iter().any(|(mt, _)| *mt == a.metadata_type_id))
             {
-                self.add_default_value(u, &doc, a.metadata_type_id)?;
+                let added = self.add_default_value(u, &doc, a.metadata_type_id)?;
+                if added.is_some_and(|m| m.value.is_empty()) {
+                    let t = self.db.compiled(&mut u.tx, a.metadata_type_id)?;
+                    return Err(Error::validation(
+                        "metadata",
+                        format!(
+                            "'{}' is required for documents of type '{}' and has no default: give it a value.",
+                            t.metadata_type.name, dt.label
+                        ),
+                    ));
+                }
             }
             self.db.document_created(u, &doc)?;
             Ok(doc)
-        })
+        }
     }
 
     /// One document. Needs `documents.document_view`.
