@@ -556,3 +556,39 @@ fn a_refused_initial_value_creates_no_document() -> Result<()> {
     assert!(s.document_ids(None)?.is_empty());
     Ok(())
 }
+
+#[test]
+fn a_document_created_with_a_file_and_values_has_both() -> Result<()> {
+    let db = Docmeta::in_memory()?;
+    let s = db.system();
+    let dt = s.create_document_type("Invoice")?;
+    let number = s.create_metadata_type(MetadataTypeInput::new("number", "Number"))?;
+    s.associate(dt.id, number.id, true)?;
+    let (doc, file) = s.create_document_with_file(
+        dt.id,
+        "doc",
+        &[(number.id, "42")],
+        "scan.pdf",
+        &mut &b"%PDF"[..],
+    )?;
+    assert_eq!(file.document_id, doc.id);
+    assert_eq!(s.read_file(file.id)?, b"%PDF");
+    assert_eq!(
+        s.metadata_value_of(doc.id, "number")?.as_deref(),
+        Some("42")
+    );
+    Ok(())
+}
+
+#[test]
+fn a_document_with_a_file_refused_for_its_values_leaves_nothing() -> Result<()> {
+    let db = Docmeta::in_memory()?;
+    let s = db.system();
+    let dt = s.create_document_type("Invoice")?;
+    let number = s.create_metadata_type(MetadataTypeInput::new("number", "Number"))?;
+    s.associate(dt.id, number.id, true)?;
+    let refused = s.create_document_with_file(dt.id, "doc", &[], "scan.pdf", &mut &b"%PDF"[..]);
+    assert!(matches!(refused, Err(Error::Validation { ref field, .. }) if field == "metadata"));
+    assert!(s.document_ids(None)?.is_empty());
+    Ok(())
+}

@@ -569,6 +569,72 @@ impl Session {
         }
     }
 
+    /// Creates a document as [`create_document`](Self::create_document) does, with its first
+    /// file, all or nothing: the bytes are stored first (streaming), then the document, its
+    /// values and the file's record commit in one transaction; if anything is refused the
+    /// stored bytes are removed and nothing is created. Needs, besides what `create_document`
+    /// needs, `documents.document_file_new` on the document type (what the new document will
+    /// inherit).
+    pub fn create_document_with_file(
+        &self,
+        document_type: DocumentTypeId,
+        label: &str,
+        values: &[(MetadataTypeId, &str)],
+        filename: &str,
+        content: &mut dyn std::io::Read,
+    ) -> Result<(Document, DocumentFile)> {
+        let label = crate::model::check_text("label", label, MAX_LABEL_LEN)?;
+        // Refused before the content is stored, as the transaction would refuse after.
+        self.read(|tx| {
+            let dt = body_reference(
+                "document_type_id",
+                document_type,
+                self.load_document_type(tx, document_type, P::DocumentCreate),
+            )?;
+            self.require(
+                P::DocumentFileNew,
+                dt_ref(dt.id),
+                format!("document type {}", dt.id),
+            )
+        })?;
+        let filename = crate::files::clean_filename(filename);
+        let storage = &self.db.inner.files;
+        let mut hashing = crate::files::Hashing::new(content);
+        let name = storage.put(&mut hashing)?;
+        let (size, checksum) = hashing.finish();
+        let result = self.write(|u| {
+            let doc = self.create_document_in(u, document_type, label, values)?;
+            self.require(
+                P::DocumentFileNew,
+                dt_ref(doc.document_type_id),
+                format!("document type {}", doc.document_type_id),
+            )?;
+            let file = u.tx.insert_document_file(
+                &DocumentFile {
+                    id: DocumentFileId(0),
+                    document_id: doc.id,
+                    filename: filename.clone(),
+                    size,
+                    checksum: checksum.clone(),
+                    mimetype: crate::files::guess_mime(&filename),
+                    created: chrono::Utc::now(),
+                },
+                &name,
+                storage.encrypts(),
+            )?;
+            u.event(
+                names::DOCUMENT_FILE_CREATED,
+                event_object("documents.documentfile", file.id.0, &file.filename),
+                Some(doc_event(&doc)),
+            )?;
+            Ok((doc, file))
+        });
+        if result.is_err() {
+            let _ = storage.delete(&name);
+        }
+        result
+    }
+
     /// One document. Needs `documents.document_view`.
     pub fn document(&self, id: DocumentId) -> Result<Document> {
         self.read(|tx| self.load_document(tx, id, P::DocumentView))

@@ -258,6 +258,27 @@ impl Session {
         self.document_view_of(self.create_document(document_type, label, &[])?)
     }
 
+    /// [`create_document`](Self::create_document) with initial metadata `values` and, when
+    /// given, a first file (`(filename, content)`, see
+    /// [`create_document_with_file`](Self::create_document_with_file)), answered with the
+    /// document and its type.
+    pub fn create_document_with_view(
+        &self,
+        document_type: DocumentTypeId,
+        label: &str,
+        values: &[(MetadataTypeId, &str)],
+        file: Option<(&str, &mut dyn std::io::Read)>,
+    ) -> Result<DocumentView> {
+        let document = match file {
+            Some((filename, content)) => {
+                self.create_document_with_file(document_type, label, values, filename, content)?
+                    .0
+            }
+            None => self.create_document(document_type, label, values)?,
+        };
+        self.document_view_of(document)
+    }
+
     /// [`update_document`](Self::update_document) answered with the document and its type.
     pub fn update_document_view(&self, id: DocumentId, label: &str) -> Result<DocumentView> {
         self.document_view_of(self.update_document(id, label)?)
