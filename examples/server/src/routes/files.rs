@@ -116,7 +116,7 @@ async fn upload_file(
 
 /// Awaits `step` of an upload: `408` when the client sent nothing for the idle limit, or the
 /// upload as a whole passed its deadline.
-async fn within<T>(
+pub(crate) async fn within<T>(
     limits: StreamLimits,
     deadline: Instant,
     step: impl Future<Output = T>,
@@ -135,7 +135,7 @@ async fn within<T>(
 
 /// A multipart error: `413` past the size limit, `400` for a malformed or cut-off body (never
 /// `500`: the client's body is at fault, not the server).
-fn multipart_error(e: MultipartError) -> ApiError {
+pub(crate) fn multipart_error(e: MultipartError) -> ApiError {
     let status = e.status();
     if status == StatusCode::PAYLOAD_TOO_LARGE {
         return ApiError::new(status, serde_json::json!({ "file": [e.body_text()] }));
@@ -149,14 +149,14 @@ fn multipart_error(e: MultipartError) -> ApiError {
 }
 
 /// An upload received whole, in memory or in a spool file.
-enum Spooled {
+pub(crate) enum Spooled {
     Memory(Vec<u8>),
     File(SpoolFile),
 }
 
 impl Spooled {
     /// The content, from its start (blocking: call on the blocking pool).
-    fn reader(self) -> io::Result<Box<dyn Read + Send>> {
+    pub(crate) fn reader(self) -> io::Result<Box<dyn Read + Send>> {
         match self {
             Spooled::Memory(bytes) => Ok(Box::new(io::Cursor::new(bytes))),
             Spooled::File(mut spool) => {
@@ -176,7 +176,7 @@ impl Spooled {
 }
 
 /// A spool file, removed when dropped (the upload stored, refused or abandoned).
-struct SpoolFile {
+pub(crate) struct SpoolFile {
     path: PathBuf,
     file: Option<std::fs::File>,
 }
@@ -214,7 +214,7 @@ async fn blocking<T: Send + 'static>(
 }
 
 /// Receives the field's bytes into a spool, under the stream limits.
-async fn receive(
+pub(crate) async fn receive(
     dir: &Path,
     field: &mut Field<'_>,
     limits: StreamLimits,

@@ -947,6 +947,46 @@ impl Server {
         (status, serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
+    /// Posts a multipart form of text fields and, optionally, one file field `file`.
+    fn form(
+        &self,
+        path: &str,
+        user: (&str, &str),
+        fields: &[(&str, &str)],
+        file: Option<(&str, &[u8])>,
+    ) -> (u16, Value) {
+        let boundary = "docmeta-test-boundary-7d1f";
+        let mut body = Vec::new();
+        for (name, value) in fields {
+            body.extend_from_slice(
+                format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
+                    .as_bytes(),
+            );
+        }
+        if let Some((filename, content)) = file {
+            body.extend_from_slice(format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+            ).as_bytes());
+            body.extend_from_slice(content);
+            body.extend_from_slice(b"\r\n");
+        }
+        body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+        let auth = format!("Basic {}", base64(&format!("{}:{}", user.0, user.1)));
+        let mut response = self
+            .agent
+            .post(format!("{}{path}", self.base))
+            .header("Authorization", auth)
+            .header(
+                "Content-Type",
+                format!("multipart/form-data; boundary={boundary}"),
+            )
+            .send(&body[..])
+            .expect("HTTP exchange");
+        let status = response.status().as_u16();
+        let text = response.body_mut().read_to_string().unwrap_or_default();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
     /// Downloads bytes with their status and content type.
     fn download(&self, path: &str, user: (&str, &str)) -> (u16, String, String, Vec<u8>) {
         let auth = format!("Basic {}", base64(&format!("{}:{}", user.0, user.1)));
@@ -1052,12 +1092,22 @@ fn workflow_endpoints_and_the_demo_invoice_workflow() {
         transitions[0]["triggers"][0],
         "metadata.document_metadata_edited"
     );
-    // A new invoice gets an instance in `draft`; editing its status drives it.
+    // A new invoice (with its required number) gets an instance in `draft`; editing its
+    // status drives it.
+    let (_, types) = s.get("/api/v4/metadata/metadata-types/?page_size=500", ADMIN);
+    let number = types["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|t| t["name"] == "invoice_number")
+        .expect("invoice_number")["id"]
+        .clone();
     let (status, doc) = s.call(
         "POST",
         "/api/v4/documents/",
         Some(ALICE),
-        Some(json!({"document_type_id": 1, "label": "Invoice 6"})),
+        Some(json!({"document_type_id": 1, "label": "Invoice 6",
+            "metadata": [{"metadata_type_id": number, "value": "INV-0006"}]})),
     );
     assert_eq!(status, 201, "{doc}");
     let doc_url = doc["url"].as_str().expect("url").to_owned();
@@ -1328,4 +1378,96 @@ fn creating_a_group_with_only_group_create_answers_201_with_the_group() {
     );
     assert_eq!((status, group["name"].as_str()), (201, Some("New auditors")), "{group}");
     assert!(group["id"].is_i64());
+}
+
+/// A new document type with one required metadata type `number` without a default: its id,
+/// and the metadata type's.
+fn type_with_required_number(s: &Server) -> (Value, Value) {
+    let (_, dt) = s.call(
+        "POST",
+        "/api/v4/documents/types/",
+        Some(ADMIN),
+        Some(json!({"label": "Numbered"})),
+    );
+    let (_, mt) = s.call(
+        "POST",
+        "/api/v4/metadata/metadata-types/",
+        Some(ADMIN),
+        Some(json!({"name": "number", "label": "Number"})),
+    );
+    let (status, _) = s.call(
+        "POST",
+        &format!("/api/v4/documents/types/{}/metadata-types/", dt["id"]),
+        Some(ADMIN),
+        Some(json!({"metadata_type_id": mt["id"], "required": true})),
+    );
+    assert_eq!(status, 201);
+    (dt["id"].clone(), mt["id"].clone())
+}
+
+#[test]
+fn a_document_created_by_multipart_has_its_file_and_values() {
+    let Some(s) = Server::start() else { return };
+    let (dt, mt) = type_with_required_number(&s);
+    let metadata = json!([{"metadata_type_id": mt, "value": "42"}]).to_string();
+    let (status, doc) = s.form(
+        "/api/v4/documents/",
+        ADMIN,
+        &[
+            ("document_type_id", &dt.to_string()),
+            ("label", "Scanned"),
+            ("metadata", &metadata),
+        ],
+        Some(("scan.pdf", b"%PDF-1.7")),
+    );
+    assert_eq!(status, 201, "{doc}");
+    assert_eq!(doc["label"], "Scanned");
+    let doc_url = doc["url"].as_str().expect("url").to_owned();
+    let (_, files) = s.get(&format!("{doc_url}files/"), ADMIN);
+    let files = files.get("results").unwrap_or(&files).clone();
+    assert_eq!(files[0]["filename"], "scan.pdf", "{files}");
+    let (_, values) = s.get(&format!("{doc_url}metadata/"), ADMIN);
+    assert_eq!(values["results"][0]["value"], "42", "{values}");
+}
+
+#[test]
+fn a_document_created_by_json_takes_its_initial_metadata_values() {
+    let Some(s) = Server::start() else { return };
+    let (dt, mt) = type_with_required_number(&s);
+    let (status, doc) = s.call(
+        "POST",
+        "/api/v4/documents/",
+        Some(ADMIN),
+        Some(json!({"document_type_id": dt, "label": "Typed",
+            "metadata": [{"metadata_type_id": mt, "value": "7"}]})),
+    );
+    assert_eq!(status, 201, "{doc}");
+    let (_, values) = s.get(&format!("{}metadata/", doc["url"].as_str().expect("url")), ADMIN);
+    assert_eq!(values["results"][0]["value"], "7", "{values}");
+}
+
+#[test]
+fn a_document_without_a_required_value_that_has_no_default_is_a_400_naming_the_type() {
+    let Some(s) = Server::start() else { return };
+    let (dt, _) = type_with_required_number(&s);
+    let (_, before) = s.get("/api/v4/documents/", ADMIN);
+    let (status, body) = s.call(
+        "POST",
+        "/api/v4/documents/",
+        Some(ADMIN),
+        Some(json!({"document_type_id": dt, "label": "Unnumbered"})),
+    );
+    assert_eq!(status, 400, "{body}");
+    let message = body["metadata"][0].as_str().unwrap_or_default();
+    assert!(message.contains("'number'"), "{body}");
+    let (_, after) = s.get("/api/v4/documents/", ADMIN);
+    assert_eq!(before["count"], after["count"], "nothing was created");
+    // By multipart too, and the file is not kept.
+    let (status, body) = s.form(
+        "/api/v4/documents/",
+        ADMIN,
+        &[("document_type_id", &dt.to_string()), ("label", "Unnumbered")],
+        Some(("scan.pdf", b"%PDF-1.7")),
+    );
+    assert_eq!((status, body["metadata"].is_array()), (400, true), "{body}");
 }
