@@ -1024,7 +1024,7 @@ impl Ctx {
     fn wait_tasks(&mut self) {
         let started = Instant::now();
         loop {
-            let tasks = self.admin_get("/api/v4/tasks/");
+            let tasks = self.admin_get("/api/v4/tasks/?page_size=500");
             let open = items(&tasks)
                 .iter()
                 .filter(|t| t["state"] != "failed")
@@ -1146,10 +1146,12 @@ impl Ctx {
                 },
             );
         }
-        for f in items(&self.admin_get(&format!("/api/v4/documents/{doc}/files/"))) {
+        for f in items(&self.admin_get(&format!("/api/v4/documents/{doc}/files/?page_size=500"))) {
             m.files.insert(id(&f), doc);
         }
-        for i in items(&self.admin_get(&format!("/api/v4/documents/{doc}/workflows/"))) {
+        for i in
+            items(&self.admin_get(&format!("/api/v4/documents/{doc}/workflows/?page_size=500")))
+        {
             m.insts.insert(
                 id(&i),
                 InstM {
@@ -1163,14 +1165,18 @@ impl Ctx {
 
     fn load_workflow(&mut self, wf: i64) -> WfM {
         let mut model = WfM::default();
-        for s in items(&self.admin_get(&format!("/api/v4/workflow-templates/{wf}/states/"))) {
+        for s in items(&self.admin_get(&format!(
+            "/api/v4/workflow-templates/{wf}/states/?page_size=500"
+        ))) {
             let state = id(&s);
             let actions = self.admin_get(&format!(
-                "/api/v4/workflow-templates/{wf}/states/{state}/actions/"
+                "/api/v4/workflow-templates/{wf}/states/{state}/actions/?page_size=500"
             ));
             model.states.insert(state, id_set(&actions));
         }
-        for t in items(&self.admin_get(&format!("/api/v4/workflow-templates/{wf}/transitions/"))) {
+        for t in items(&self.admin_get(&format!(
+            "/api/v4/workflow-templates/{wf}/transitions/?page_size=500"
+        ))) {
             model.transitions.insert(
                 id(&t),
                 TrM {
@@ -1325,7 +1331,9 @@ fn build_world(x: &mut Ctx) {
     // The keys the world grants must be grantable where they are granted (spec 5.3).
     for k in ACL_KINDS {
         let (a, m) = k.names();
-        let grantable = pks(&x.admin_get(&format!("/api/v5/objects/{a}/{m}/permissions/")));
+        let grantable = pks(&x.admin_get(&format!(
+            "/api/v5/objects/{a}/{m}/permissions/?page_size=500"
+        )));
         for p in k.pool() {
             assert!(grantable.contains(*p), "{p} is not grantable on {a}.{m}");
         }
@@ -1946,7 +1954,7 @@ fn reads(x: &mut Ctx) {
         let (a, mo) = k.names();
         x.read(
             "GET /api/v5/objects/{app_label}/{model_name}/permissions/",
-            &format!("/api/v5/objects/{a}/{mo}/permissions/"),
+            &format!("/api/v5/objects/{a}/{mo}/permissions/?page_size=500"),
             mo,
             &|_, _| Exp::Ok(200),
         );
@@ -2272,7 +2280,7 @@ fn reads(x: &mut Ctx) {
         );
         x.read_list(
             "GET /api/v4/documents/{document_id}/files/",
-            &format!("/api/v4/documents/{d}/files/"),
+            &format!("/api/v4/documents/{d}/files/?page_size=500"),
             &target,
             &|m, u| {
                 if !m.seen(u, o) {
@@ -2288,7 +2296,7 @@ fn reads(x: &mut Ctx) {
         );
         x.read_list(
             "GET /api/v4/documents/{document_id}/workflows/",
-            &format!("/api/v4/documents/{d}/workflows/"),
+            &format!("/api/v4/documents/{d}/workflows/?page_size=500"),
             &target,
             &|m, u| {
                 if !m.seen(u, o) {
@@ -2371,13 +2379,13 @@ fn reads(x: &mut Ctx) {
         );
         x.read(
             "GET /api/v4/documents/{document_id}/workflows/{instance_id}/log/",
-            &format!("{base}log/"),
+            &format!("{base}log/?page_size=500"),
             &target,
             &visible,
         );
         x.read_list(
             "GET /api/v4/documents/{document_id}/workflows/{instance_id}/transitions/",
-            &format!("{base}transitions/"),
+            &format!("{base}transitions/?page_size=500"),
             &target,
             &|m, u| {
                 if !m.inst_visible(u, i) {
@@ -2430,7 +2438,7 @@ fn reads(x: &mut Ctx) {
         );
         x.read_list(
             "GET /api/v4/workflow-templates/{workflow_id}/states/",
-            &format!("{base}states/"),
+            &format!("{base}states/?page_size=500"),
             &target,
             &|m, u| {
                 if m.seen(u, o) {
@@ -2443,7 +2451,7 @@ fn reads(x: &mut Ctx) {
         );
         x.read_list(
             "GET /api/v4/workflow-templates/{workflow_id}/transitions/",
-            &format!("{base}transitions/"),
+            &format!("{base}transitions/?page_size=500"),
             &target,
             &|m, u| {
                 if m.seen(u, o) {
@@ -2457,7 +2465,7 @@ fn reads(x: &mut Ctx) {
         for &s in wf.states.keys() {
             x.read_list(
                 "GET /api/v4/workflow-templates/{workflow_id}/states/{state_id}/actions/",
-                &format!("{base}states/{s}/actions/"),
+                &format!("{base}states/{s}/actions/?page_size=500"),
                 &format!("state {s}"),
                 &|m, u| {
                     if m.seen(u, o) {
@@ -2470,7 +2478,7 @@ fn reads(x: &mut Ctx) {
             );
         }
         for &t in wf.transitions.keys() {
-            x.read_list("GET /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/triggers/", &format!("{base}transitions/{t}/triggers/"), &format!("transition {t}"), &|m, u| {
+            x.read_list("GET /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/triggers/", &format!("{base}transitions/{t}/triggers/?page_size=500"), &format!("transition {t}"), &|m, u| {
                 if m.seen(u, o) { Ok(m.wfs[&w].transitions[&t].triggers.clone()) } else { Err(404) }
             }, strs);
         }
@@ -3100,7 +3108,7 @@ fn writes(x: &mut Ctx) {
                     path: files.clone(),
                     body: None,
                     upload: true,
-                    probe: vec![files.clone()],
+                    probe: vec![format!("{files}?page_size=500")],
                     change: true,
                     exp: &|m, u| m.act(u, FILE_NEW, o, 201),
                     restore: &|x, b, a| {

@@ -10,6 +10,7 @@
 //! `stream_idle_timeout_ms` and `stream_total_timeout_ms` and counted against the user's
 //! `streams_per_user`.
 
+use std::collections::HashMap;
 use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -17,16 +18,17 @@ use std::time::Instant;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::multipart::{Field, MultipartError, MultipartRejection};
-use axum::extract::{Multipart, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::extract::{Multipart, Query, State};
+use axum::http::{HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use docmeta_core::{DocumentFile, DocumentFileId, DocumentId};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::conn::{DeadlineGuard, MaybeConn};
-use crate::dto::DocumentFileOut;
+use crate::dto::{DocumentFileOut, PageOut};
 use crate::error::{ApiError, ApiResult};
+use crate::page::{ListQuery, Page};
 use crate::state::{AppState, CurrentUser, Ids};
 use crate::streams::{StreamLimits, StreamPermit};
 
@@ -45,16 +47,23 @@ const SPOOL_IN_MEMORY: usize = CHUNK;
 pub const SPOOL_DIR: &str = ".spool";
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/files/", tag = "files",
-    params(("document_id" = i64, Path)),
-    responses((status = 200, body = Vec<DocumentFileOut>), (status = 404, body = crate::dto::ErrorOut)))]
+    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("document_id" = i64, Path)),
+    responses((status = 200, body = PageOut), (status = 404, body = crate::dto::ErrorOut)))]
 async fn list_files(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-) -> ApiResult<Json<Vec<DocumentFileOut>>> {
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Page<DocumentFileOut>> {
+    let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
         let files = s.files(DocumentId(id))?;
-        Ok(Json(files.iter().map(DocumentFileOut::from).collect()))
+        Ok(
+            q.page(&uri, docmeta_core::Page::of(files, q.request()), |x| {
+                DocumentFileOut::from(&x)
+            })?,
+        )
     })
     .await
 }

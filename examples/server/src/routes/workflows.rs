@@ -21,9 +21,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::body::Body;
-use crate::dto::ErrorOut;
+use crate::dto::{ErrorOut, PageOut};
 use crate::error::{ApiError, ApiResult};
-use crate::page::ListQuery;
+use crate::page::{ListQuery, Page};
 use crate::state::{AppState, CurrentUser, Ids};
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
@@ -327,15 +327,22 @@ async fn delete_workflow(
 }
 
 #[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/states/", tag = "workflows",
-    params(("workflow_id" = i64, Path)), responses((status = 200, body = Vec<StateOut>), (status = 404, body = ErrorOut)))]
+    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("workflow_id" = i64, Path)), responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_states(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-) -> ApiResult<Json<Vec<StateOut>>> {
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Page<StateOut>> {
+    let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
         let states = s.workflow_states(WorkflowId(id))?;
-        Ok(Json(states.iter().map(StateOut::from).collect()))
+        Ok(
+            q.page(&uri, docmeta_core::Page::of(states, q.request()), |x| {
+                StateOut::from(&x)
+            })?,
+        )
     })
     .await
 }
@@ -359,15 +366,20 @@ async fn create_state(
 }
 
 #[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/transitions/", tag = "workflows",
-    params(("workflow_id" = i64, Path)), responses((status = 200, body = Vec<TransitionOut>), (status = 404, body = ErrorOut)))]
+    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("workflow_id" = i64, Path)), responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_transitions(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-) -> ApiResult<Json<Vec<TransitionOut>>> {
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Page<TransitionOut>> {
+    let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
         let all = s.workflow_transitions(WorkflowId(id))?;
-        Ok(Json(all.iter().map(TransitionOut::from).collect()))
+        Ok(q.page(&uri, docmeta_core::Page::of(all, q.request()), |x| {
+            TransitionOut::from(&x)
+        })?)
     })
     .await
 }
@@ -394,16 +406,21 @@ async fn create_transition(
 }
 
 #[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/states/{state_id}/actions/", tag = "workflows",
-    params(("workflow_id" = i64, Path), ("state_id" = i64, Path)),
-    responses((status = 200, body = Vec<ActionOut>), (status = 404, body = ErrorOut)))]
+    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("workflow_id" = i64, Path), ("state_id" = i64, Path)),
+    responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_actions(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids((id, state)): Ids<(i64, i64)>,
-) -> ApiResult<Json<Vec<ActionOut>>> {
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Page<ActionOut>> {
+    let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
         let all = s.workflow_actions(WorkflowId(id), WorkflowStateId(state))?;
-        Ok(Json(all.iter().map(ActionOut::from).collect()))
+        Ok(q.page(&uri, docmeta_core::Page::of(all, q.request()), |x| {
+            ActionOut::from(&x)
+        })?)
     })
     .await
 }
@@ -490,16 +507,19 @@ fn transition_of(
 }
 
 #[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/triggers/", tag = "workflows",
-    params(("workflow_id" = i64, Path), ("transition_id" = i64, Path)),
-    responses((status = 200, body = Vec<String>), (status = 404, body = ErrorOut)))]
+    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("workflow_id" = i64, Path), ("transition_id" = i64, Path)),
+    responses((status = 200, body = PageOut, description = "The event names that trigger the transition"), (status = 404, body = ErrorOut)))]
 async fn list_triggers(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids((id, transition)): Ids<(i64, i64)>,
-) -> ApiResult<Json<Vec<String>>> {
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Page<String>> {
+    let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
         let t = transition_of(s, WorkflowId(id), WorkflowTransitionId(transition))?;
-        Ok(Json(t.triggers))
+        Ok(q.page(&uri, docmeta_core::Page::of(t.triggers, q.request()), |e| e)?)
     })
     .await
 }
@@ -522,15 +542,20 @@ async fn create_trigger(
 }
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/workflows/", tag = "workflows",
-    params(("document_id" = i64, Path)), responses((status = 200, body = Vec<InstanceOut>), (status = 404, body = ErrorOut)))]
+    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("document_id" = i64, Path)), responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_instances(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(document): Ids<i64>,
-) -> ApiResult<Json<Vec<InstanceOut>>> {
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Page<InstanceOut>> {
+    let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
         let all = s.workflow_instances(DocumentId(document))?;
-        Ok(Json(all.iter().map(InstanceOut::from).collect()))
+        Ok(q.page(&uri, docmeta_core::Page::of(all, q.request()), |x| {
+            InstanceOut::from(&x)
+        })?)
     })
     .await
 }
@@ -551,31 +576,41 @@ async fn get_instance(
 }
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/workflows/{instance_id}/log/", tag = "workflows",
-    params(("document_id" = i64, Path), ("instance_id" = i64, Path)),
-    responses((status = 200, body = Vec<LogEntryOut>), (status = 404, body = ErrorOut)))]
+    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("document_id" = i64, Path), ("instance_id" = i64, Path)),
+    responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn instance_log(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids((document, instance)): Ids<(i64, i64)>,
-) -> ApiResult<Json<Vec<LogEntryOut>>> {
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Page<LogEntryOut>> {
+    let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
         let log = s.workflow_log(DocumentId(document), WorkflowInstanceId(instance))?;
-        Ok(Json(log.iter().map(LogEntryOut::from).collect()))
+        Ok(q.page(&uri, docmeta_core::Page::of(log, q.request()), |x| {
+            LogEntryOut::from(&x)
+        })?)
     })
     .await
 }
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/workflows/{instance_id}/transitions/", tag = "workflows",
-    params(("document_id" = i64, Path), ("instance_id" = i64, Path)),
-    responses((status = 200, description = "The transitions the instance may take now", body = Vec<TransitionOut>), (status = 404, body = ErrorOut)))]
+    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("document_id" = i64, Path), ("instance_id" = i64, Path)),
+    responses((status = 200, description = "The transitions the instance may take now", body = PageOut), (status = 404, body = ErrorOut)))]
 async fn available_transitions(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids((document, instance)): Ids<(i64, i64)>,
-) -> ApiResult<Json<Vec<TransitionOut>>> {
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Page<TransitionOut>> {
+    let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
         let all = s.available_transitions(DocumentId(document), WorkflowInstanceId(instance))?;
-        Ok(Json(all.iter().map(TransitionOut::from).collect()))
+        Ok(q.page(&uri, docmeta_core::Page::of(all, q.request()), |x| {
+            TransitionOut::from(&x)
+        })?)
     })
     .await
 }

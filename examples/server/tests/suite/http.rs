@@ -537,10 +537,13 @@ fn who_sees_what_401_403_404() {
     assert_eq!((status, body), (200, json!({"deleted": true})));
     assert_eq!(s.get("/api/v4/documents/2/", BOB).0, 404);
     assert_eq!(s.get("/api/v5/objects/nope/nope/1/acls/", ADMIN).0, 404);
-    let (status, grantable) = s.get("/api/v5/objects/documents/documenttype/permissions/", ADMIN);
+    let (status, grantable) = s.get(
+        "/api/v5/objects/documents/documenttype/permissions/?page_size=500",
+        ADMIN,
+    );
     assert_eq!(status, 200);
     assert!(
-        grantable
+        grantable["results"]
             .as_array()
             .expect("list")
             .iter()
@@ -1034,8 +1037,8 @@ fn document_file_endpoints() {
     let download = file["download_url"].as_str().expect("url").to_owned();
     let (status, list) = s.get("/api/v4/documents/1/files/", ALICE);
     // The demo's scan and the upload.
-    assert_eq!((status, list.as_array().map(Vec::len)), (200, Some(2)));
-    assert_eq!(list[0]["filename"], "invoice-1.txt");
+    assert_eq!((status, list["count"].as_u64()), (200, Some(2)));
+    assert_eq!(list["results"][0]["filename"], "invoice-1.txt");
     assert_eq!(s.get(&url, ALICE).1["checksum"], file["checksum"]);
     let (status, content_type, disposition, bytes) = s.download(&download, ALICE);
     assert_eq!((status, content_type.as_str()), (200, "application/pdf"));
@@ -1080,6 +1083,7 @@ fn workflow_endpoints_and_the_demo_invoice_workflow() {
     assert_eq!(flow["label"], "Invoice approval");
     let base = flow["url"].as_str().expect("url").to_owned();
     let (_, states) = s.get(&format!("{base}states/"), ADMIN);
+    let states = states["results"].clone();
     let labels: Vec<&str> = states
         .as_array()
         .expect("states")
@@ -1088,6 +1092,7 @@ fn workflow_endpoints_and_the_demo_invoice_workflow() {
         .collect();
     assert_eq!(labels, ["draft", "review", "approved", "paid"]);
     let (_, transitions) = s.get(&format!("{base}transitions/"), ADMIN);
+    let transitions = transitions["results"].clone();
     assert_eq!(
         transitions[0]["triggers"][0],
         "metadata.document_metadata_edited"
@@ -1113,7 +1118,7 @@ fn workflow_endpoints_and_the_demo_invoice_workflow() {
     let doc_url = doc["url"].as_str().expect("url").to_owned();
     let (status, instances) = s.get(&format!("{doc_url}workflows/"), ADMIN);
     assert_eq!(status, 200);
-    let instance = instances[0].clone();
+    let instance = instances["results"][0].clone();
     assert_eq!(instance["current_state_id"], states[0]["id"]);
     assert_eq!(s.get(&doc_url, BOB).0, 404, "the lawyers do not see it yet");
     let (_, values) = s.get(&format!("{doc_url}metadata/"), ALICE);
@@ -1139,11 +1144,11 @@ fn workflow_endpoints_and_the_demo_invoice_workflow() {
     assert_eq!(now["current_state_id"], states[2]["id"]);
     assert_eq!(s.get(&doc_url, BOB).0, 200, "the grant action ran");
     let (_, log) = s.get(&format!("{instance_url}log/"), ADMIN);
-    assert_eq!(log.as_array().map(Vec::len), Some(2));
+    assert_eq!(log["results"].as_array().map(Vec::len), Some(2));
     // By hand: only what leaves the current state and passes its condition.
     let (_, available) = s.get(&format!("{instance_url}transitions/"), ADMIN);
     assert_eq!(
-        available.as_array().map(Vec::len),
+        available["results"].as_array().map(Vec::len),
         Some(0),
         "pay needs status paid"
     );
@@ -1217,7 +1222,7 @@ fn workflow_endpoints_and_the_demo_invoice_workflow() {
         Some(json!({"label": "bad", "action": {"type": "launch_rockets"}})),
     );
     assert_eq!((code, err["action"].is_array()), (400, true));
-    assert_eq!(s.get(&actions, ADMIN).1.as_array().map(Vec::len), Some(1));
+    assert_eq!(s.get(&actions, ADMIN).1["count"].as_u64(), Some(1));
     let trigger_url = format!(
         "{base}transitions/{}/triggers/document_metadata_removed/",
         t["id"]
@@ -1233,7 +1238,7 @@ fn workflow_endpoints_and_the_demo_invoice_workflow() {
         .0,
         204
     );
-    assert_eq!(s.get(&actions, ADMIN).1.as_array().map(Vec::len), Some(0));
+    assert_eq!(s.get(&actions, ADMIN).1["count"].as_u64(), Some(0));
     // alice may not create templates.
     assert_eq!(
         s.call(
@@ -1424,7 +1429,7 @@ fn a_document_created_by_multipart_has_its_file_and_values() {
     assert_eq!(doc["label"], "Scanned");
     let doc_url = doc["url"].as_str().expect("url").to_owned();
     let (_, files) = s.get(&format!("{doc_url}files/"), ADMIN);
-    let files = files.get("results").unwrap_or(&files).clone();
+    let files = files["results"].clone();
     assert_eq!(files[0]["filename"], "scan.pdf", "{files}");
     let (_, values) = s.get(&format!("{doc_url}metadata/"), ADMIN);
     assert_eq!(values["results"][0]["value"], "42", "{values}");
@@ -1470,4 +1475,68 @@ fn a_document_without_a_required_value_that_has_no_default_is_a_400_naming_the_t
         Some(("scan.pdf", b"%PDF-1.7")),
     );
     assert_eq!((status, body["metadata"].is_array()), (400, true), "{body}");
+}
+
+#[test]
+fn every_list_answers_the_page_envelope() {
+    let Some(s) = Server::start() else { return };
+    let (_, flows) = s.get("/api/v4/workflow-templates/", ADMIN);
+    let flow = flows["results"][0]["url"].as_str().expect("url").to_owned();
+    let (_, states) = s.get(&format!("{flow}states/"), ADMIN);
+    let state = states["results"][0]["id"].clone();
+    let (_, transitions) = s.get(&format!("{flow}transitions/"), ADMIN);
+    let transition = transitions["results"][0]["id"].clone();
+    let (_, types) = s.get("/api/v4/metadata/metadata-types/?page_size=500", ADMIN);
+    let number = types["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|t| t["name"] == "invoice_number")
+        .expect("invoice_number")["id"]
+        .clone();
+    let (status, doc) = s.call(
+        "POST",
+        "/api/v4/documents/",
+        Some(ADMIN),
+        Some(json!({"document_type_id": 1, "label": "Invoice 9",
+            "metadata": [{"metadata_type_id": number, "value": "INV-0009"}]})),
+    );
+    assert_eq!(status, 201, "{doc}");
+    let doc_url = doc["url"].as_str().expect("url").to_owned();
+    let (_, instances) = s.get(&format!("{doc_url}workflows/"), ADMIN);
+    let instance = instances["results"][0]["url"]
+        .as_str()
+        .expect("an instance of the demo invoice")
+        .to_owned();
+    for path in [
+        "/api/v4/tasks/".to_owned(),
+        "/api/v4/documents/1/files/".to_owned(),
+        format!("{flow}states/"),
+        format!("{flow}transitions/"),
+        format!("{flow}states/{state}/actions/"),
+        format!("{flow}transitions/{transition}/triggers/"),
+        format!("{doc_url}workflows/"),
+        format!("{instance}log/"),
+        format!("{instance}transitions/"),
+        "/api/v5/objects/documents/document/permissions/".to_owned(),
+    ] {
+        let (status, page) = s.get(&path, ADMIN);
+        assert_eq!(status, 200, "{path}: {page}");
+        assert!(
+            page["count"].is_u64()
+                && page["results"].is_array()
+                && page.get("next").is_some()
+                && page.get("previous").is_some(),
+            "{path}: {page}"
+        );
+    }
+    // Pages of the grantable permissions link to each other.
+    let (_, first) = s.get(
+        "/api/v5/objects/documents/document/permissions/?page_size=2",
+        ADMIN,
+    );
+    assert_eq!(first["results"].as_array().map(Vec::len), Some(2));
+    let next = first["next"].as_str().expect("a next page").to_owned();
+    let (status, second) = s.get(&next, ADMIN);
+    assert_eq!((status, second["previous"].is_string()), (200, true));
 }
