@@ -8,8 +8,8 @@ use axum::extract::{Query, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use docmeta_core::workflows::{
-    ActionKind, Workflow, WorkflowAction, WorkflowInstance, WorkflowLogEntry, WorkflowState,
-    WorkflowTransition,
+    ActionKind, TransitionUpdate, Workflow, WorkflowAction, WorkflowInstance, WorkflowLogEntry,
+    WorkflowState, WorkflowTransition,
 };
 use docmeta_core::{
     DocumentId, DocumentTypeId, Session, WorkflowId, WorkflowInstanceId, WorkflowStateId,
@@ -31,7 +31,9 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
         .routes(routes!(list_workflows, create_workflow))
         .routes(routes!(get_workflow, patch_workflow, delete_workflow))
         .routes(routes!(list_states, create_state))
+        .routes(routes!(get_state, patch_state, delete_state))
         .routes(routes!(list_transitions, create_transition))
+        .routes(routes!(get_transition, patch_transition, delete_transition))
         .routes(routes!(list_actions, create_action))
         .routes(routes!(delete_action))
         .routes(routes!(list_triggers, create_trigger))
@@ -500,10 +502,7 @@ fn transition_of(
     workflow: WorkflowId,
     transition: WorkflowTransitionId,
 ) -> ApiResult<WorkflowTransition> {
-    s.workflow_transitions(workflow)?
-        .into_iter()
-        .find(|t| t.id == transition)
-        .ok_or_else(ApiError::not_found)
+    Ok(s.workflow_transition(workflow, transition)?)
 }
 
 #[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/triggers/", tag = "workflows",
@@ -634,6 +633,131 @@ async fn take_transition(
             &comment,
         )?;
         Ok((StatusCode::CREATED, Json((&entry).into())))
+    })
+    .await
+}
+
+/// Body of PATCH on a state.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StatePatchIn {
+    pub label: Option<String>,
+    /// `true` makes it the initial state (replacing the previous one).
+    pub initial: Option<bool>,
+}
+
+/// Body of PATCH on a transition.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TransitionPatchIn {
+    pub label: Option<String>,
+    pub origin_state_id: Option<i64>,
+    pub destination_state_id: Option<i64>,
+    pub condition: Option<String>,
+}
+
+#[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/states/{state_id}/", tag = "workflows",
+    params(("workflow_id" = i64, Path), ("state_id" = i64, Path)),
+    responses((status = 200, body = StateOut), (status = 404, body = ErrorOut)))]
+async fn get_state(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((id, state)): Ids<(i64, i64)>,
+) -> ApiResult<Json<StateOut>> {
+    app.run(user, move |s| {
+        let st = s.workflow_state(WorkflowId(id), WorkflowStateId(state))?;
+        Ok(Json((&st).into()))
+    })
+    .await
+}
+
+#[utoipa::path(patch, path = "/api/v4/workflow-templates/{workflow_id}/states/{state_id}/", tag = "workflows", request_body = StatePatchIn,
+    params(("workflow_id" = i64, Path), ("state_id" = i64, Path)),
+    responses((status = 200, body = StateOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn patch_state(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((id, state)): Ids<(i64, i64)>,
+    body: Body,
+) -> ApiResult<Json<StateOut>> {
+    let label = body.opt_str("label")?;
+    let initial = body.opt_bool("initial")?;
+    app.run(user, move |s| {
+        let st = s.update_workflow_state(
+            WorkflowId(id),
+            WorkflowStateId(state),
+            label.as_deref(),
+            initial,
+        )?;
+        Ok(Json((&st).into()))
+    })
+    .await
+}
+
+#[utoipa::path(delete, path = "/api/v4/workflow-templates/{workflow_id}/states/{state_id}/", tag = "workflows",
+    description = "Deletes the state with its actions. A state that instances are in, or that transitions start or end at, is refused (`400`, `non_field_errors` says why).",
+    params(("workflow_id" = i64, Path), ("state_id" = i64, Path)),
+    responses((status = 204), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn delete_state(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((id, state)): Ids<(i64, i64)>,
+) -> ApiResult<StatusCode> {
+    app.run(user, move |s| {
+        s.delete_workflow_state(WorkflowId(id), WorkflowStateId(state))?;
+        Ok(StatusCode::NO_CONTENT)
+    })
+    .await
+}
+
+#[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/", tag = "workflows",
+    params(("workflow_id" = i64, Path), ("transition_id" = i64, Path)),
+    responses((status = 200, body = TransitionOut), (status = 404, body = ErrorOut)))]
+async fn get_transition(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((id, transition)): Ids<(i64, i64)>,
+) -> ApiResult<Json<TransitionOut>> {
+    app.run(user, move |s| {
+        let t = s.workflow_transition(WorkflowId(id), WorkflowTransitionId(transition))?;
+        Ok(Json((&t).into()))
+    })
+    .await
+}
+
+#[utoipa::path(patch, path = "/api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/", tag = "workflows", request_body = TransitionPatchIn,
+    params(("workflow_id" = i64, Path), ("transition_id" = i64, Path)),
+    responses((status = 200, body = TransitionOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn patch_transition(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((id, transition)): Ids<(i64, i64)>,
+    body: Body,
+) -> ApiResult<Json<TransitionOut>> {
+    let update = TransitionUpdate {
+        label: body.opt_str("label")?,
+        origin: body.opt_id("origin_state_id")?.map(WorkflowStateId),
+        destination: body.opt_id("destination_state_id")?.map(WorkflowStateId),
+        condition: body.opt_str("condition")?,
+    };
+    app.run(user, move |s| {
+        let t =
+            s.update_workflow_transition(WorkflowId(id), WorkflowTransitionId(transition), update)?;
+        Ok(Json((&t).into()))
+    })
+    .await
+}
+
+#[utoipa::path(delete, path = "/api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/", tag = "workflows",
+    description = "Deletes the transition with its triggers. A transition that instance logs record is refused (`400`, `non_field_errors` says why).",
+    params(("workflow_id" = i64, Path), ("transition_id" = i64, Path)),
+    responses((status = 204), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn delete_transition(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((id, transition)): Ids<(i64, i64)>,
+) -> ApiResult<StatusCode> {
+    app.run(user, move |s| {
+        s.delete_workflow_transition(WorkflowId(id), WorkflowTransitionId(transition))?;
+        Ok(StatusCode::NO_CONTENT)
     })
     .await
 }

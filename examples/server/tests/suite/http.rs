@@ -1540,3 +1540,119 @@ fn every_list_answers_the_page_envelope() {
     let (status, second) = s.get(&next, ADMIN);
     assert_eq!((status, second["previous"].is_string()), (200, true));
 }
+
+#[test]
+fn workflow_states_and_transitions_have_detail_patch_and_delete() {
+    let Some(s) = Server::start() else { return };
+    let (_, flow) = s.call(
+        "POST",
+        "/api/v4/workflow-templates/",
+        Some(ADMIN),
+        Some(json!({"label": "Filing", "document_type_ids": []})),
+    );
+    let base = flow["url"].as_str().expect("url").to_owned();
+    let state = |label: &str, initial: bool| {
+        let (code, st) = s.call(
+            "POST",
+            &format!("{base}states/"),
+            Some(ADMIN),
+            Some(json!({"label": label, "initial": initial})),
+        );
+        assert_eq!(code, 201, "{st}");
+        st["id"].clone()
+    };
+    let (a, b, c) = (state("new", true), state("filed", false), state("spare", false));
+    let (code, t) = s.call(
+        "POST",
+        &format!("{base}transitions/"),
+        Some(ADMIN),
+        Some(json!({"label": "file", "origin_state_id": a, "destination_state_id": b})),
+    );
+    assert_eq!(code, 201, "{t}");
+    let transition = format!("{base}transitions/{}/", t["id"]);
+    assert_eq!(s.get(&transition, ADMIN).1["label"], "file");
+    let (code, patched) = s.call(
+        "PATCH",
+        &transition,
+        Some(ADMIN),
+        Some(json!({"label": "archive", "destination_state_id": c})),
+    );
+    assert_eq!((code, patched["destination_state_id"].clone()), (200, c.clone()), "{patched}");
+    let (code, err) = s.call(
+        "PATCH",
+        &transition,
+        Some(ADMIN),
+        Some(json!({"origin_state_id": 999_999})),
+    );
+    assert_eq!((code, err["origin_state_id"].is_array()), (400, true), "{err}");
+    let spare = format!("{base}states/{c}/");
+    let (code, renamed) = s.call("PATCH", &spare, Some(ADMIN), Some(json!({"label": "kept"})));
+    assert_eq!((code, renamed["label"].as_str()), (200, Some("kept")));
+    assert_eq!(s.get(&spare, ADMIN).1["label"], "kept");
+    // A state a transition ends at is not deleted; once the transition is gone it is.
+    let (code, err) = s.call("DELETE", &spare, Some(ADMIN), None);
+    assert_eq!((code, err["non_field_errors"].is_array()), (400, true), "{err}");
+    assert_eq!(s.call("DELETE", &transition, Some(ADMIN), None).0, 204);
+    assert_eq!(s.get(&transition, ADMIN).0, 404);
+    assert_eq!(s.call("DELETE", &spare, Some(ADMIN), None).0, 204);
+    assert_eq!(s.get(&spare, ADMIN).0, 404);
+    // Another workflow's state is not reachable through this one.
+    assert_eq!(s.get(&format!("{base}states/1/"), ADMIN).0, 404);
+}
+
+#[test]
+fn a_transition_that_instance_logs_record_is_not_deleted() {
+    let Some(s) = Server::start() else { return };
+    let (_, types) = s.get("/api/v4/metadata/metadata-types/?page_size=500", ADMIN);
+    let number = types["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|t| t["name"] == "invoice_number")
+        .expect("invoice_number")["id"]
+        .clone();
+    let (_, doc) = s.call(
+        "POST",
+        "/api/v4/documents/",
+        Some(ADMIN),
+        Some(json!({"document_type_id": 1, "label": "Invoice 8",
+            "metadata": [{"metadata_type_id": number, "value": "INV-0008"}]})),
+    );
+    let doc_url = doc["url"].as_str().expect("url").to_owned();
+    let (_, instances) = s.get(&format!("{doc_url}workflows/"), ADMIN);
+    let instance = instances["results"][0].clone();
+    let instance_url = instance["url"].as_str().expect("url").to_owned();
+    let flow = format!("/api/v4/workflow-templates/{}/", instance["workflow_id"]);
+    // Editing the status drives the instance: the log records the transition taken.
+    let (_, values) = s.get(&format!("{doc_url}metadata/"), ADMIN);
+    let status_value = values["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|v| v["metadata_type"]["name"] == "status")
+        .expect("status")["id"]
+        .clone();
+    let (code, body) = s.call(
+        "PATCH",
+        &format!("{doc_url}metadata/{status_value}/"),
+        Some(ADMIN),
+        Some(json!({"value": "review"})),
+    );
+    assert_eq!(code, 200, "{body}");
+    let (_, log) = s.get(&format!("{instance_url}log/"), ADMIN);
+    let take = log["results"][0]["transition_id"].clone();
+    assert!(take.is_i64(), "{log}");
+    let (code, err) = s.call(
+        "DELETE",
+        &format!("{flow}transitions/{take}/"),
+        Some(ADMIN),
+        None,
+    );
+    assert_eq!(code, 400, "{err}");
+    assert!(
+        err["non_field_errors"][0]
+            .as_str()
+            .is_some_and(|m| m.contains("log")),
+        "{err}"
+    );
+}
