@@ -592,3 +592,29 @@ fn a_document_with_a_file_refused_for_its_values_leaves_nothing() -> Result<()> 
     assert!(s.document_ids(None)?.is_empty());
     Ok(())
 }
+
+#[test]
+fn a_documents_lookup_choices_are_rendered_for_that_document() -> Result<()> {
+    let db = Docmeta::in_memory()?;
+    let s = db.system();
+    let dt = s.create_document_type("Invoice")?;
+    let other = s.create_document_type("Other")?;
+    let mt = s.create_metadata_type(
+        MetadataTypeInput::new("copy", "Copy").lookup("{{ document.label }},none"),
+    )?;
+    s.associate(dt.id, mt.id, false)?;
+    let doc = s.create_document(dt.id, "INV-1", &[])?;
+    assert_eq!(
+        s.document_lookup_choices(doc.id, mt.id)?,
+        Some(vec!["INV-1".to_string(), "none".to_string()])
+    );
+    let stray = s.create_document(other.id, "x", &[])?;
+    assert!(
+        matches!(
+            s.document_lookup_choices(stray.id, mt.id),
+            Err(Error::NotFound(_))
+        ),
+        "the type is not associated with that document's type"
+    );
+    Ok(())
+}

@@ -263,6 +263,41 @@ impl Session {
         })
     }
 
+    /// The choices of a metadata type's lookup rendered for one document (spec 2.7), so that
+    /// a client can offer a drop-down while adding or editing its value; `None` when the type
+    /// has no lookup (any value is accepted). Needs `documents.document_view` on the document;
+    /// the type must be associated with the document's type and known to the caller
+    /// (`metadata.metadata_type_view` or `metadata.document_metadata_view` on it), else it is
+    /// not found.
+    pub fn document_lookup_choices(
+        &self,
+        document: DocumentId,
+        metadata_type: MetadataTypeId,
+    ) -> Result<Option<Vec<String>>> {
+        let db = self.db.clone();
+        self.read(|tx| {
+            let doc = self.load_document(tx, document, P::DocumentView)?;
+            let missing = || Error::not_found(format!("metadata type {metadata_type}"));
+            tx.association_of(doc.document_type_id, metadata_type)?
+                .ok_or_else(missing)?;
+            if !self.can(P::MetadataTypeView, mt_ref(metadata_type))
+                && !self.can(P::DocumentMetadataView, mt_ref(metadata_type))
+            {
+                return Err(missing());
+            }
+            let compiled = db.compiled(tx, metadata_type)?;
+            let renders = Renders::inline(db.now());
+            let mut inputs = Inputs {
+                db: &db,
+                tx,
+                document: Some(&doc),
+                view: &self.view,
+                renders: &renders,
+            };
+            compiled.lookup_choices(db.templates(), &mut inputs)
+        })
+    }
+
     // ----- document types --------------------------------------------------------------------
 
     /// Creates a document type. Needs `documents.document_type_create`.

@@ -36,6 +36,7 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
             put_document_metadata,
             delete_document_metadata
         ))
+        .routes(routes!(document_lookup))
         .routes(routes!(list_events))
         .routes(routes!(list_document_events))
 }
@@ -475,4 +476,33 @@ async fn list_document_events(
     })
     .await
     .map(IntoResponse::into_response)
+}
+
+/// The lookup choices of a metadata type for one document.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct LookupOut {
+    pub document_id: i64,
+    pub metadata_type_id: i64,
+    /// The rendered choices, in order; `null` when the type has no lookup (any value goes).
+    pub choices: Option<Vec<String>>,
+}
+
+#[utoipa::path(get, path = "/api/v4/documents/{document_id}/metadata/{metadata_type_id}/lookup/", tag = "documents",
+    description = "The choices of the metadata type's lookup rendered for this document (spec 2.7), for a drop-down. The type must be associated with the document's type and visible to the caller.",
+    params(("document_id" = i64, Path), ("metadata_type_id" = i64, Path)),
+    responses((status = 200, body = LookupOut), (status = 404, body = ErrorOut)))]
+async fn document_lookup(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((doc, mt)): Ids<(i64, i64)>,
+) -> ApiResult<Json<LookupOut>> {
+    app.run(user, move |s| {
+        let choices = s.document_lookup_choices(DocumentId(doc), MetadataTypeId(mt))?;
+        Ok(Json(LookupOut {
+            document_id: doc,
+            metadata_type_id: mt,
+            choices,
+        }))
+    })
+    .await
 }

@@ -1656,3 +1656,57 @@ fn a_transition_that_instance_logs_record_is_not_deleted() {
         "{err}"
     );
 }
+
+#[test]
+fn a_documents_lookup_answers_its_rendered_choices() {
+    let Some(s) = Server::start() else { return };
+    let (_, types) = s.get("/api/v4/metadata/metadata-types/?page_size=500", ADMIN);
+    let by_name = |name: &str| {
+        types["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .find(|t| t["name"] == name)
+            .expect("type")["id"]
+            .clone()
+    };
+    let (status, body) = s.get(
+        &format!("/api/v4/documents/1/metadata/{}/lookup/", by_name("status")),
+        ALICE,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["choices"], json!(["draft", "review", "approved", "paid"]));
+    // The owner lookup renders the users: a template, rendered for this caller and document.
+    let (status, body) = s.get(
+        &format!("/api/v4/documents/1/metadata/{}/lookup/", by_name("owner")),
+        ADMIN,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body["choices"].as_array().is_some_and(|c| c.iter().any(|u| u == "alice")),
+        "{body}"
+    );
+    // No lookup: any value goes.
+    let (_, body) = s.get(
+        &format!("/api/v4/documents/1/metadata/{}/lookup/", by_name("invoice_number")),
+        ADMIN,
+    );
+    assert!(body["choices"].is_null(), "{body}");
+    // A type of the other document type, and a document the caller cannot see: 404.
+    assert_eq!(
+        s.get(
+            &format!("/api/v4/documents/1/metadata/{}/lookup/", by_name("party")),
+            ADMIN
+        )
+        .0,
+        404
+    );
+    assert_eq!(
+        s.get(
+            &format!("/api/v4/documents/1/metadata/{}/lookup/", by_name("status")),
+            BOB
+        )
+        .0,
+        404
+    );
+}
