@@ -276,6 +276,10 @@ const RULES: &[(&str, &str)] = &[
         "document_view (404); document_metadata_add on the document (403) and on the metadata type (403 if the caller knows the type: metadata_type_view or document_metadata_view on it; else 400: a body reference)",
     ),
     (
+        "GET /api/v4/documents/{document_id}/metadata/{metadata_type_id}/lookup/",
+        "document_view on the document (404); the type associated with the document's type and metadata_type_view or document_metadata_view on it (404)",
+    ),
+    (
         "GET /api/v4/documents/{document_id}/metadata/{metadata_id}/",
         "document_view, and document_metadata_view on the document and on the type; else 404",
     ),
@@ -366,6 +370,30 @@ const RULES: &[(&str, &str)] = &[
     (
         "POST /api/v4/workflow-templates/{workflow_id}/states/",
         "workflow_template_edit (403/404)",
+    ),
+    (
+        "GET /api/v4/workflow-templates/{workflow_id}/states/{state_id}/",
+        "workflow_template_view on the workflow (404); a state of another workflow 404",
+    ),
+    (
+        "PATCH /api/v4/workflow-templates/{workflow_id}/states/{state_id}/",
+        "workflow_template_edit on the workflow (403/404)",
+    ),
+    (
+        "DELETE /api/v4/workflow-templates/{workflow_id}/states/{state_id}/",
+        "workflow_template_edit on the workflow (403/404); a state still in use 400",
+    ),
+    (
+        "GET /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/",
+        "workflow_template_view on the workflow (404); a transition of another workflow 404",
+    ),
+    (
+        "PATCH /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/",
+        "workflow_template_edit on the workflow (403/404)",
+    ),
+    (
+        "DELETE /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/",
+        "workflow_template_edit on the workflow (403/404); a transition the logs record 400",
     ),
     (
         "GET /api/v4/workflow-templates/{workflow_id}/transitions/",
@@ -2278,6 +2306,26 @@ fn reads(x: &mut Ctx) {
             },
             ids,
         );
+        let dt = x.m.docs[&d];
+        let associated: Vec<i64> = (x.m.assocs.values())
+            .filter(|a| a.dt == dt)
+            .map(|a| a.mt)
+            .collect();
+        for mt in associated {
+            x.read(
+                "GET /api/v4/documents/{document_id}/metadata/{metadata_type_id}/lookup/",
+                &format!("/api/v4/documents/{d}/metadata/{mt}/lookup/"),
+                &format!("{target}, metadata type {mt}"),
+                &|m, u| {
+                    let t = (K::MetaType, mt);
+                    if m.seen(u, o) && (m.seen(u, t) || m.has(u, DM_VIEW, t)) {
+                        Exp::Ok(200)
+                    } else {
+                        Exp::No(404)
+                    }
+                },
+            );
+        }
         x.read_list(
             "GET /api/v4/documents/{document_id}/files/",
             &format!("/api/v4/documents/{d}/files/?page_size=500"),
@@ -2463,6 +2511,18 @@ fn reads(x: &mut Ctx) {
             ids,
         );
         for &s in wf.states.keys() {
+            x.read(
+                "GET /api/v4/workflow-templates/{workflow_id}/states/{state_id}/",
+                &format!("{base}states/{s}/"),
+                &format!("state {s}"),
+                &|m, u| {
+                    if m.seen(u, o) {
+                        Exp::Ok(200)
+                    } else {
+                        Exp::No(404)
+                    }
+                },
+            );
             x.read_list(
                 "GET /api/v4/workflow-templates/{workflow_id}/states/{state_id}/actions/",
                 &format!("{base}states/{s}/actions/?page_size=500"),
@@ -2478,6 +2538,18 @@ fn reads(x: &mut Ctx) {
             );
         }
         for &t in wf.transitions.keys() {
+            x.read(
+                "GET /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/",
+                &format!("{base}transitions/{t}/"),
+                &format!("transition {t}"),
+                &|m, u| {
+                    if m.seen(u, o) {
+                        Exp::Ok(200)
+                    } else {
+                        Exp::No(404)
+                    }
+                },
+            );
             x.read_list("GET /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/triggers/", &format!("{base}transitions/{t}/triggers/?page_size=500"), &format!("transition {t}"), &|m, u| {
                 if m.seen(u, o) { Ok(m.wfs[&w].transitions[&t].triggers.clone()) } else { Err(404) }
             }, strs);
@@ -3342,6 +3414,71 @@ fn writes(x: &mut Ctx) {
             change: true,
             exp: &create,
             restore: &|x, b, a| { x.delete_new(&b[0], &a[0], &|i| format!("{actions}{i}/")); true },
+        });
+        let state = format!("{base}states/{unreachable}/");
+        x.write(c, &Change {
+            op: "PATCH /api/v4/workflow-templates/{workflow_id}/states/{state_id}/",
+            target: format!("workflow {w}, state {unreachable}"),
+            method: "PATCH",
+            path: state.clone(),
+            body: Some(json!({ "label": format!("state renamed {n}") })),
+            upload: false,
+            probe: vec![state.clone()],
+            change: true,
+            exp: &edit,
+            restore: &label_back("label"),
+        });
+        let transition = format!("{base}transitions/{thaw}/");
+        x.write(c, &Change {
+            op: "PATCH /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/",
+            target: format!("workflow {w}, transition {thaw}"),
+            method: "PATCH",
+            path: transition.clone(),
+            body: Some(json!({ "label": format!("transition renamed {n}") })),
+            upload: false,
+            probe: vec![transition.clone()],
+            change: true,
+            exp: &edit,
+            restore: &label_back("label"),
+        });
+        // Deletes of a spare state and a spare transition the administrator adds first.
+        let spare = id(&x.admin("POST", &format!("{base}states/"), Some(json!({"label": format!("spare {n}"), "initial": false}))));
+        x.resync_workflow(w);
+        let gone = move |x: &mut Ctx, _: &[Value], _: &[Value]| {
+            x.raw("DELETE", &format!("/api/v4/workflow-templates/{w}/states/{spare}/"), Some(ADMIN), None);
+            x.resync_workflow(w);
+            false
+        };
+        x.write(c, &Change {
+            op: "DELETE /api/v4/workflow-templates/{workflow_id}/states/{state_id}/",
+            target: format!("workflow {w}, state {spare}"),
+            method: "DELETE",
+            path: format!("{base}states/{spare}/"),
+            body: None,
+            upload: false,
+            probe: vec![format!("{base}states/?page_size=500")],
+            change: true,
+            exp: &delete,
+            restore: &gone,
+        });
+        let spare_t = id(&x.admin("POST", &format!("{base}transitions/"), Some(json!({"label": format!("spare {n}"), "origin_state_id": unreachable, "destination_state_id": initial}))));
+        x.resync_workflow(w);
+        let gone_t = move |x: &mut Ctx, _: &[Value], _: &[Value]| {
+            x.raw("DELETE", &format!("/api/v4/workflow-templates/{w}/transitions/{spare_t}/"), Some(ADMIN), None);
+            x.resync_workflow(w);
+            false
+        };
+        x.write(c, &Change {
+            op: "DELETE /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/",
+            target: format!("workflow {w}, transition {spare_t}"),
+            method: "DELETE",
+            path: format!("{base}transitions/{spare_t}/"),
+            body: None,
+            upload: false,
+            probe: vec![format!("{base}transitions/?page_size=500")],
+            change: true,
+            exp: &delete,
+            restore: &gone_t,
         });
         let triggers = format!("{base}transitions/{thaw}/triggers/");
         x.write(c, &Change {

@@ -77,6 +77,7 @@ pub struct StateOut {
     pub id: i64,
     pub label: String,
     pub initial: bool,
+    pub url: String,
 }
 
 impl From<&WorkflowState> for StateOut {
@@ -85,6 +86,10 @@ impl From<&WorkflowState> for StateOut {
             id: s.id.0,
             label: s.label.clone(),
             initial: s.initial,
+            url: format!(
+                "/api/v4/workflow-templates/{}/states/{}/",
+                s.workflow_id, s.id
+            ),
         }
     }
 }
@@ -106,6 +111,7 @@ pub struct TransitionOut {
     /// Allows the transition when it renders to `True`; empty: always.
     pub condition: String,
     pub triggers: Vec<String>,
+    pub url: String,
 }
 
 impl From<&WorkflowTransition> for TransitionOut {
@@ -117,6 +123,10 @@ impl From<&WorkflowTransition> for TransitionOut {
             destination_state_id: t.destination_state_id.0,
             condition: t.condition.clone(),
             triggers: t.triggers.clone(),
+            url: format!(
+                "/api/v4/workflow-templates/{}/transitions/{}/",
+                t.workflow_id, t.id
+            ),
         }
     }
 }
