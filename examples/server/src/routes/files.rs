@@ -59,11 +59,9 @@ async fn list_files(
     let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
         let files = s.files(DocumentId(id))?;
-        Ok(
-            q.page(&uri, docmeta_core::Page::of(files, q.request()), |x| {
-                DocumentFileOut::from(&x)
-            })?,
-        )
+        q.page(&uri, docmeta_core::Page::of(files, q.request()), |x| {
+            DocumentFileOut::from(&x)
+        })
     })
     .await
 }

@@ -32,11 +32,9 @@ async fn list_tasks(
 ) -> ApiResult<Page<TaskOut>> {
     let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
-        Ok(
-            q.page(&uri, docmeta_core::Page::of(s.tasks()?, q.request()), |t| {
-                TaskOut::from(&t)
-            })?,
-        )
+        q.page(&uri, docmeta_core::Page::of(s.tasks()?, q.request()), |t| {
+            TaskOut::from(&t)
+        })
     })
     .await
 }

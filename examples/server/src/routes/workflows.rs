@@ -350,11 +350,9 @@ async fn list_states(
     let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
         let states = s.workflow_states(WorkflowId(id))?;
-        Ok(
-            q.page(&uri, docmeta_core::Page::of(states, q.request()), |x| {
-                StateOut::from(&x)
-            })?,
-        )
+        q.page(&uri, docmeta_core::Page::of(states, q.request()), |x| {
+            StateOut::from(&x)
+        })
     })
     .await
 }
@@ -389,9 +387,9 @@ async fn list_transitions(
     let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
         let all = s.workflow_transitions(WorkflowId(id))?;
-        Ok(q.page(&uri, docmeta_core::Page::of(all, q.request()), |x| {
+        q.page(&uri, docmeta_core::Page::of(all, q.request()), |x| {
             TransitionOut::from(&x)
-        })?)
+        })
     })
     .await
 }
@@ -430,9 +428,9 @@ async fn list_actions(
     let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
         let all = s.workflow_actions(WorkflowId(id), WorkflowStateId(state))?;
-        Ok(q.page(&uri, docmeta_core::Page::of(all, q.request()), |x| {
+        q.page(&uri, docmeta_core::Page::of(all, q.request()), |x| {
             ActionOut::from(&x)
-        })?)
+        })
     })
     .await
 }
@@ -528,7 +526,7 @@ async fn list_triggers(
     let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
         let t = transition_of(s, WorkflowId(id), WorkflowTransitionId(transition))?;
-        Ok(q.page(&uri, docmeta_core::Page::of(t.triggers, q.request()), |e| e)?)
+        q.page(&uri, docmeta_core::Page::of(t.triggers, q.request()), |e| e)
     })
     .await
 }
@@ -562,9 +560,9 @@ async fn list_instances(
     let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
         let all = s.workflow_instances(DocumentId(document))?;
-        Ok(q.page(&uri, docmeta_core::Page::of(all, q.request()), |x| {
+        q.page(&uri, docmeta_core::Page::of(all, q.request()), |x| {
             InstanceOut::from(&x)
-        })?)
+        })
     })
     .await
 }
@@ -597,9 +595,9 @@ async fn instance_log(
     let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
         let log = s.workflow_log(DocumentId(document), WorkflowInstanceId(instance))?;
-        Ok(q.page(&uri, docmeta_core::Page::of(log, q.request()), |x| {
+        q.page(&uri, docmeta_core::Page::of(log, q.request()), |x| {
             LogEntryOut::from(&x)
-        })?)
+        })
     })
     .await
 }
@@ -617,9 +615,9 @@ async fn available_transitions(
     let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
         let all = s.available_transitions(DocumentId(document), WorkflowInstanceId(instance))?;
-        Ok(q.page(&uri, docmeta_core::Page::of(all, q.request()), |x| {
+        q.page(&uri, docmeta_core::Page::of(all, q.request()), |x| {
             TransitionOut::from(&x)
-        })?)
+        })
     })
     .await
 }
