@@ -161,6 +161,8 @@ fn an_object_acl_protects_only_that_object() -> Result<()> {
 #[test]
 fn every_inheritance_row_of_spec_5_3() -> Result<()> {
     let w = world()?;
+    // ACLs only go on objects that exist: workflow 1 is docmeta's own record.
+    assert_eq!(w.admin.create_workflow("Approval", &[])?.id.0, 1);
     let link = |child: ObjectKind, cid: i64, parent: ObjectKind, pid: i64| {
         w.db.set_object_parents(ObjectRef::new(child, cid), &[ObjectRef::new(parent, pid)])
     };
@@ -541,6 +543,68 @@ fn application_kinds_join_the_same_engine() -> Result<()> {
 }
 
 #[test]
+fn an_acl_on_an_object_that_does_not_exist_is_not_found_for_every_stored_kind() -> Result<()> {
+    let w = world()?;
+    for kind in docmeta_core::access::STORED_KINDS {
+        let missing = ObjectRef::new(kind, 9_999);
+        assert!(
+            matches!(w.admin.create_acl(missing, w.role), Err(Error::NotFound(_))),
+            "{}",
+            w.db.kinds().name(kind)
+        );
+        assert!(
+            matches!(
+                w.admin.grant(P::AclView, w.role, missing),
+                Err(Error::NotFound(_))
+            ),
+            "{}",
+            w.db.kinds().name(kind)
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn an_application_object_exists_once_declared_with_its_parents() -> Result<()> {
+    let w = world()?;
+    let tag = ObjectRef::new(ObjectKind::TAG, 7);
+    assert!(matches!(
+        w.admin.create_acl(tag, w.role),
+        Err(Error::NotFound(_))
+    ));
+    let dt = w.admin.create_document_type("T")?;
+    let d = w.admin.create_document(dt.id, "d", &[])?;
+    w.db.set_object_parents(tag, &[doc_ref(d.id)])?;
+    assert_eq!(w.admin.create_acl(tag, w.role)?.object, tag);
+    Ok(())
+}
+
+#[test]
+fn an_application_kind_existence_check_decides_which_objects_exist() -> Result<()> {
+    let w = world()?;
+    let note =
+        w.db.register_kind("notes", "note", &[], &[P::DocumentCommentView])?;
+    w.db.set_kind_existence(note, |id| id % 2 == 0)?;
+    assert!(w.admin.create_acl(ObjectRef::new(note, 4), w.role).is_ok());
+    assert!(matches!(
+        w.admin.create_acl(ObjectRef::new(note, 5), w.role),
+        Err(Error::NotFound(_))
+    ));
+    // Registering the kind again keeps its check.
+    w.db.register_kind("notes", "note", &[], &[P::DocumentCommentView])?;
+    assert!(matches!(
+        w.admin.create_acl(ObjectRef::new(note, 7), w.role),
+        Err(Error::NotFound(_))
+    ));
+    assert!(
+        w.db.set_kind_existence(ObjectKind::DOCUMENT, |_| true)
+            .is_err(),
+        "docmeta's own kinds are checked against the store"
+    );
+    Ok(())
+}
+
+#[test]
 fn the_incremental_snapshot_equals_a_full_reload() -> Result<()> {
     let w = world()?;
     let dt = w.admin.create_document_type("T")?;
@@ -844,5 +908,107 @@ fn an_instance_with_application_links_inherits_from_them_not_from_its_workflow()
     );
     w.admin.grant(P::WorkflowTemplateView, w.role, other_ref)?;
     assert!(s.workflow_instance(d.id, instance.id).is_ok());
+    Ok(())
+}
+
+fn invalid_field<T: std::fmt::Debug>(r: Result<T>) -> Option<String> {
+    match r {
+        Err(Error::Validation { field, .. }) => Some(field),
+        other => panic!("expected a validation error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_missing_document_type_in_a_create_body_is_invalid_document_type_id() -> Result<()> {
+    let w = world()?;
+    let missing = docmeta_core::DocumentTypeId(999);
+    assert_eq!(
+        invalid_field(w.admin.create_document(missing, "d", &[])),
+        Some("document_type_id".into())
+    );
+    Ok(())
+}
+
+#[test]
+fn an_invisible_metadata_type_in_an_association_body_is_invalid_metadata_type_id() -> Result<()> {
+    let w = world()?;
+    let dt = w.admin.create_document_type("T")?;
+    let mt = w
+        .admin
+        .create_metadata_type(MetadataTypeInput::new("m", "M"))?;
+    w.admin.grant(P::DocumentTypeEdit, w.role, dt_ref(dt.id))?;
+    let ann = w.db.session(w.user);
+    assert_eq!(
+        invalid_field(ann.associate(dt.id, mt.id, false)),
+        Some("metadata_type_id".into())
+    );
+    Ok(())
+}
+
+#[test]
+fn an_unknown_metadata_type_added_to_a_document_is_invalid_metadata_type_id() -> Result<()> {
+    let w = world()?;
+    let dt = w.admin.create_document_type("T")?;
+    let d = w.admin.create_document(dt.id, "d", &[])?;
+    assert_eq!(
+        invalid_field(
+            w.admin
+                .add_document_metadata(d.id, docmeta_core::MetadataTypeId(999), "x")
+        ),
+        Some("metadata_type_id".into())
+    );
+    Ok(())
+}
+
+#[test]
+fn an_invisible_new_type_of_a_type_change_is_invalid_document_type_id() -> Result<()> {
+    let w = world()?;
+    let dt = w.admin.create_document_type("T")?;
+    let hidden = w.admin.create_document_type("Hidden")?;
+    let d = w.admin.create_document(dt.id, "d", &[])?;
+    w.admin
+        .grant(P::DocumentChangeType, w.role, doc_ref(d.id))?;
+    w.admin.grant(P::DocumentView, w.role, doc_ref(d.id))?;
+    let ann = w.db.session(w.user);
+    assert_eq!(
+        invalid_field(ann.change_document_type(d.id, hidden.id)),
+        Some("document_type_id".into())
+    );
+    Ok(())
+}
+
+#[test]
+fn a_missing_parent_cabinet_is_invalid_parent_id() -> Result<()> {
+    let w = world()?;
+    assert_eq!(
+        invalid_field(
+            w.admin
+                .create_cabinet("Sub", Some(docmeta_core::CabinetId(999)))
+        ),
+        Some("parent_id".into())
+    );
+    Ok(())
+}
+
+#[test]
+fn a_missing_document_added_to_a_cabinet_is_invalid_document_id() -> Result<()> {
+    let w = world()?;
+    let c = w.admin.create_cabinet("Root", None)?;
+    assert_eq!(
+        invalid_field(
+            w.admin
+                .set_cabinet_document(c.id, docmeta_core::DocumentId(999), true)
+        ),
+        Some("document_id".into())
+    );
+    // The cabinet is the operation's target: a missing one stays not found.
+    assert!(matches!(
+        w.admin.set_cabinet_document(
+            docmeta_core::CabinetId(999),
+            docmeta_core::DocumentId(1),
+            true
+        ),
+        Err(Error::NotFound(_))
+    ));
     Ok(())
 }

@@ -945,7 +945,8 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
             || s.rename_cabinet(CabinetId(c), &new),
             || a.rename_cabinet(CabinetId(c), &old).map(drop),
         )?;
-        // Adding a document: cabinet_add_document on the cabinet, then on the document.
+        // Adding a document: cabinet_add_document on the cabinet, then on the document; the
+        // document is a reference of the body, so one the caller cannot see is invalid input.
         let outside = m
             .docs
             .keys()
@@ -953,7 +954,10 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
             .find(|d| !m.cabs[&c].docs.contains(d));
         if let Some(d) = outside {
             let want = match m.act(u, CAB_ADD_DOC, (K::Cabinet, c), 200) {
-                Exp::Ok(_) => m.act(u, CAB_ADD_DOC, (K::Doc, d), 200),
+                Exp::Ok(_) => match m.act(u, CAB_ADD_DOC, (K::Doc, d), 200) {
+                    Exp::No(404) => Exp::No(400),
+                    e => e,
+                },
                 refused => refused,
             };
             write(

@@ -20,8 +20,11 @@ fn fixture(
     let s = db.system();
     let dt = s.create_document_type("Invoice")?;
     let mt = s.create_metadata_type(input)?;
-    s.associate(dt.id, mt.id, required)?;
+    // The document exists before the association: a required type without a default is then
+    // added to it empty (spec 2.4 rule 1), where a new document would be refused (spec 2.2).
     let doc = s.create_document(dt.id, "doc", &[])?;
+    s.associate(dt.id, mt.id, required)?;
+    db.run_pending_tasks()?;
     Ok((s, doc.id, mt.id))
 }
 
@@ -49,7 +52,10 @@ fn validators_spec_2_8() {
         (&DateAndTimeValidator, "2024-12-31 23:59", true),
         (&DateAndTimeValidator, "2024-12-31T23:59:58", true),
         (&DateAndTimeValidator, "2024-12-31 24:00", false),
-        (&DateAndTimeValidator, "31/12/2024 10:00", false),
+        (&DateAndTimeValidator, "31/12/2024 10:00", true),
+        (&DateAndTimeValidator, "31-12-2024 10:00:30", true),
+        (&DateAndTimeValidator, "31/12/2024T10:00", false),
+        (&DateAndTimeValidator, "30/02/2024 10:00", false),
         (&TimeValidator, "09:30", true),
         (&TimeValidator, "23:59:59", true),
         (&TimeValidator, "9h30", false),
@@ -151,6 +157,28 @@ fn empty_optional_value_skips_lookup_validator_and_parser() -> Result<()> {
         .validation(format!("{V}DateValidator"), "")
         .parser(format!("{P}DateParser"), "");
     assert_eq!(add(input, "")?, "");
+    Ok(())
+}
+
+#[test]
+fn date_and_time_validator_and_parser_combine_on_one_type() -> Result<()> {
+    let input = || {
+        MetadataTypeInput::new("at", "At")
+            .validation(format!("{V}DateAndTimeValidator"), "")
+            .parser(format!("{P}DateAndTimeParser"), "")
+    };
+    for (submitted, stored) in [
+        ("31/12/2024 08:05", "2024-12-31T08:05:00"),
+        ("31-12-2024 08:05:09", "2024-12-31T08:05:09"),
+        ("2024-12-31 08:05", "2024-12-31T08:05:00"),
+        ("2024-12-31T08:05:09", "2024-12-31T08:05:09"),
+    ] {
+        assert_eq!(add(input(), submitted)?, stored, "{submitted}");
+    }
+    assert_eq!(
+        validation_field(add(input(), "12/31/2024 08:05")),
+        Some("value".into())
+    );
     Ok(())
 }
 
@@ -430,6 +458,11 @@ mod properties {
         }
 
         #[test]
+        fn date_and_time_validator_accepts_what_the_parser_reads(s in "([0-3][0-9][-/][01][0-9][-/][12][0-9]{3}|[12][0-9]{3}-[01][0-9]-[0-3][0-9])[ T][0-2]?[0-9]:[0-5][0-9](:[0-5][0-9])?") {
+            prop_assert_eq!(DateAndTimeValidator.validate(&s).is_ok(), DateAndTimeParser.parse(&s).is_ok(), "{}", s);
+        }
+
+        #[test]
         fn regex_parser_equals_reference_substitution(s in "[a-c -]{0,30}", pattern in prop::sample::select(vec!["a", "[ -]", "b+"]), replacement in "[xy]{0,2}") {
             let parser = RegularExpressionParser::new(pattern, &replacement).expect("pattern");
             let reference = regex_reference(&s, pattern, &replacement);
@@ -466,4 +499,122 @@ mod properties {
         }
         out
     }
+}
+
+#[test]
+fn a_new_document_without_a_value_for_a_required_type_without_default_is_refused() -> Result<()> {
+    let db = Docmeta::in_memory()?;
+    let s = db.system();
+    let dt = s.create_document_type("Invoice")?;
+    let number = s.create_metadata_type(MetadataTypeInput::new("number", "Number"))?;
+    s.associate(dt.id, number.id, true)?;
+    let err = s.create_document(dt.id, "doc", &[]).expect_err("refused");
+    assert!(
+        matches!(&err, Error::Validation { field, message } if field == "metadata" && message.contains("'number'")),
+        "{err}"
+    );
+    assert!(s.document_ids(None)?.is_empty(), "nothing was created");
+    assert_eq!(
+        s.create_document(dt.id, "doc", &[(number.id, "42")])?.label,
+        "doc"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_new_document_takes_the_default_of_a_required_type_not_given() -> Result<()> {
+    let db = Docmeta::in_memory()?;
+    let s = db.system();
+    let dt = s.create_document_type("Invoice")?;
+    let status =
+        s.create_metadata_type(MetadataTypeInput::new("status", "Status").default_value("draft"))?;
+    s.associate(dt.id, status.id, true)?;
+    let doc = s.create_document(dt.id, "doc", &[])?;
+    assert_eq!(
+        s.metadata_value_of(doc.id, "status")?.as_deref(),
+        Some("draft")
+    );
+    Ok(())
+}
+
+#[test]
+fn a_refused_initial_value_creates_no_document() -> Result<()> {
+    let db = Docmeta::in_memory()?;
+    let s = db.system();
+    let dt = s.create_document_type("Invoice")?;
+    let due = s.create_metadata_type(
+        MetadataTypeInput::new("due", "Due").validation(format!("{V}DateValidator"), ""),
+    )?;
+    s.associate(dt.id, due.id, false)?;
+    assert_eq!(
+        validation_field(
+            s.create_document(dt.id, "doc", &[(due.id, "soon")])
+                .map(|d| d.label)
+        ),
+        Some("value".into())
+    );
+    assert!(s.document_ids(None)?.is_empty());
+    Ok(())
+}
+
+#[test]
+fn a_document_created_with_a_file_and_values_has_both() -> Result<()> {
+    let db = Docmeta::in_memory()?;
+    let s = db.system();
+    let dt = s.create_document_type("Invoice")?;
+    let number = s.create_metadata_type(MetadataTypeInput::new("number", "Number"))?;
+    s.associate(dt.id, number.id, true)?;
+    let (doc, file) = s.create_document_with_file(
+        dt.id,
+        "doc",
+        &[(number.id, "42")],
+        "scan.pdf",
+        &mut &b"%PDF"[..],
+    )?;
+    assert_eq!(file.document_id, doc.id);
+    assert_eq!(s.read_file(file.id)?, b"%PDF");
+    assert_eq!(
+        s.metadata_value_of(doc.id, "number")?.as_deref(),
+        Some("42")
+    );
+    Ok(())
+}
+
+#[test]
+fn a_document_with_a_file_refused_for_its_values_leaves_nothing() -> Result<()> {
+    let db = Docmeta::in_memory()?;
+    let s = db.system();
+    let dt = s.create_document_type("Invoice")?;
+    let number = s.create_metadata_type(MetadataTypeInput::new("number", "Number"))?;
+    s.associate(dt.id, number.id, true)?;
+    let refused = s.create_document_with_file(dt.id, "doc", &[], "scan.pdf", &mut &b"%PDF"[..]);
+    assert!(matches!(refused, Err(Error::Validation { ref field, .. }) if field == "metadata"));
+    assert!(s.document_ids(None)?.is_empty());
+    Ok(())
+}
+
+#[test]
+fn a_documents_lookup_choices_are_rendered_for_that_document() -> Result<()> {
+    let db = Docmeta::in_memory()?;
+    let s = db.system();
+    let dt = s.create_document_type("Invoice")?;
+    let other = s.create_document_type("Other")?;
+    let mt = s.create_metadata_type(
+        MetadataTypeInput::new("copy", "Copy").lookup("{{ document.label }},none"),
+    )?;
+    s.associate(dt.id, mt.id, false)?;
+    let doc = s.create_document(dt.id, "INV-1", &[])?;
+    assert_eq!(
+        s.document_lookup_choices(doc.id, mt.id)?,
+        Some(vec!["INV-1".to_string(), "none".to_string()])
+    );
+    let stray = s.create_document(other.id, "x", &[])?;
+    assert!(
+        matches!(
+            s.document_lookup_choices(stray.id, mt.id),
+            Err(Error::NotFound(_))
+        ),
+        "the type is not associated with that document's type"
+    );
+    Ok(())
 }

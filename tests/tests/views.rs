@@ -406,3 +406,35 @@ fn tokens_of_two_installations_differ() -> Result<()> {
     assert_ne!(a.sign_token(&[b"ann"]), b.sign_token(&[b"ann"]));
     Ok(())
 }
+
+#[test]
+fn a_creator_without_the_view_permission_is_answered_with_what_it_created() -> Result<()> {
+    let w = world()?;
+    for p in [
+        P::GroupCreate,
+        P::RoleCreate,
+        P::UserCreate,
+        P::MetadataTypeCreate,
+        P::DocumentTypeCreate,
+        P::CabinetCreate,
+        P::WorkflowTemplateCreate,
+    ] {
+        w.admin.grant_global(p, w.role)?;
+    }
+    let ann = w.ann();
+    assert_eq!(ann.create_group_view("Auditors")?.name, "Auditors");
+    assert_eq!(ann.create_role_view("Auditor")?.label, "Auditor");
+    assert_eq!(
+        ann.create_user("bob", "a long password", false)?.username,
+        "bob"
+    );
+    assert_eq!(
+        ann.create_metadata_type(MetadataTypeInput::new("due", "Due"))?
+            .name,
+        "due"
+    );
+    assert_eq!(ann.create_document_type("Memo")?.label, "Memo");
+    assert_eq!(ann.create_cabinet("Archive", None)?.label, "Archive");
+    assert_eq!(ann.create_workflow("Review", &[])?.label, "Review");
+    Ok(())
+}

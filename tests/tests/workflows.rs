@@ -488,3 +488,101 @@ fn deleting_a_document_type_unbinds_its_workflows() -> Result<()> {
     assert_eq!(s.workflow(workflow)?.document_type_ids, [kept]);
     Ok(())
 }
+
+/// A workflow `open → closed` bound to a fresh type, and a document with an instance in `open`.
+fn open_closed() -> Result<(
+    Session,
+    docmeta_core::WorkflowId,
+    [docmeta_core::WorkflowStateId; 2],
+    WorkflowTransitionId,
+    DocumentId,
+)> {
+    let db = db()?;
+    let s = db.system();
+    let t = s.create_document_type("Memo")?;
+    let w = s.create_workflow("Review", &[t.id])?.id;
+    let open = s.create_workflow_state(w, "open", true)?.id;
+    let closed = s.create_workflow_state(w, "closed", false)?.id;
+    let close = s
+        .create_workflow_transition(w, "close", open, closed, "")?
+        .id;
+    let doc = s.create_document(t.id, "memo", &[])?.id;
+    Ok((s, w, [open, closed], close, doc))
+}
+
+#[test]
+fn a_state_is_read_renamed_made_initial_and_deleted() -> Result<()> {
+    let (s, w, [open, _], _, _) = open_closed()?;
+    let spare = s.create_workflow_state(w, "spare", false)?.id;
+    assert_eq!(s.workflow_state(w, spare)?.label, "spare");
+    let renamed = s.update_workflow_state(w, spare, Some("parked"), Some(true))?;
+    assert_eq!((renamed.label.as_str(), renamed.initial), ("parked", true));
+    assert!(!s.workflow_state(w, open)?.initial, "one initial state");
+    s.delete_workflow_state(w, spare)?;
+    assert!(matches!(
+        s.workflow_state(w, spare),
+        Err(Error::NotFound(_))
+    ));
+    Ok(())
+}
+
+#[test]
+fn a_state_that_transitions_or_instances_use_is_not_deleted() -> Result<()> {
+    let (s, w, [open, closed], _, _) = open_closed()?;
+    for state in [open, closed] {
+        assert!(matches!(
+            s.delete_workflow_state(w, state),
+            Err(Error::Validation { ref field, .. }) if field == "non_field_errors"
+        ));
+    }
+    Ok(())
+}
+
+#[test]
+fn a_transition_is_read_and_changed() -> Result<()> {
+    let (s, w, [open, closed], close, _) = open_closed()?;
+    assert_eq!(s.workflow_transition(w, close)?.label, "close");
+    let changed = s.update_workflow_transition(
+        w,
+        close,
+        docmeta_core::workflows::TransitionUpdate {
+            label: Some("reopen".into()),
+            origin: Some(closed),
+            destination: Some(open),
+            condition: Some("{{ true }}".into()),
+        },
+    )?;
+    assert_eq!(
+        (
+            changed.label.as_str(),
+            changed.origin_state_id,
+            changed.destination_state_id
+        ),
+        ("reopen", closed, open)
+    );
+    assert_eq!(s.workflow_transition(w, close)?.condition, "{{ true }}");
+    Ok(())
+}
+
+#[test]
+fn a_transition_the_log_records_is_not_deleted_an_unused_one_is() -> Result<()> {
+    let (s, w, [open, closed], close, doc) = open_closed()?;
+    let i = instance(&s, doc)?;
+    s.transition_workflow(doc, i.id, close, "done")?;
+    let err = s
+        .delete_workflow_transition(w, close)
+        .expect_err("the log records it");
+    assert!(
+        matches!(&err, Error::Validation { field, message } if field == "non_field_errors" && message.contains("log")),
+        "{err}"
+    );
+    let unused = s
+        .create_workflow_transition(w, "again", open, closed, "")?
+        .id;
+    s.delete_workflow_transition(w, unused)?;
+    assert!(matches!(
+        s.workflow_transition(w, unused),
+        Err(Error::NotFound(_))
+    ));
+    Ok(())
+}

@@ -5,6 +5,7 @@
 //! may (see `access`'s module documentation).
 
 use std::fmt;
+use std::sync::Arc;
 
 use super::permission::{Permission, PermissionSet};
 use crate::error::{Error, Result};
@@ -47,6 +48,7 @@ macro_rules! kinds {
                 model_name: $model.to_owned(),
                 parents: vec![$(ObjectKind::$parent),*],
                 own: PermissionSet::of(&[$(Permission::$perm),*]),
+                exists: None,
             }),*]
         }
     };
@@ -110,6 +112,38 @@ pub const STORED_PARENT_KINDS: [ObjectKind; 4] = [
     ObjectKind::WORKFLOW_INSTANCE_LOG_ENTRY,
 ];
 
+/// Tells whether an object of an application kind exists: the application keeps those records,
+/// so it answers for them (set with [`KindRegistry::set_existence`]).
+#[derive(Clone)]
+pub struct ExistenceCheck(Arc<dyn Fn(i64) -> bool + Send + Sync>);
+
+impl ExistenceCheck {
+    /// Whether the object `id` exists.
+    pub fn exists(&self, id: i64) -> bool {
+        (self.0)(id)
+    }
+}
+
+impl fmt::Debug for ExistenceCheck {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ExistenceCheck(..)")
+    }
+}
+
+/// Kinds whose records docmeta stores, so it knows by itself whether an object exists.
+pub const STORED_KINDS: [ObjectKind; 10] = [
+    ObjectKind::DOCUMENT_TYPE,
+    ObjectKind::DOCUMENT,
+    ObjectKind::DOCUMENT_FILE,
+    ObjectKind::METADATA_TYPE,
+    ObjectKind::DOCUMENT_METADATA,
+    ObjectKind::CABINET,
+    ObjectKind::ROLE,
+    ObjectKind::WORKFLOW,
+    ObjectKind::WORKFLOW_INSTANCE,
+    ObjectKind::WORKFLOW_INSTANCE_LOG_ENTRY,
+];
+
 /// What docmeta knows of one object kind.
 #[derive(Debug, Clone)]
 pub struct KindInfo {
@@ -121,6 +155,10 @@ pub struct KindInfo {
     pub parents: Vec<ObjectKind>,
     /// Permissions that are about objects of this kind.
     pub own: PermissionSet,
+    /// For a kind whose records the application keeps: how to tell whether an object exists.
+    /// Without it, an object of such a kind exists once the application declared it with
+    /// `Docmeta::set_object_parents` (as the object or as a parent).
+    pub exists: Option<ExistenceCheck>,
 }
 
 /// The known object kinds: docmeta's own and those an embedding application registers.
@@ -143,7 +181,7 @@ const ACL_PERMISSIONS: [Permission; 2] = [P::AclView, P::AclEdit];
 impl KindRegistry {
     /// Registers an application's object kind with the kinds it inherits from and the
     /// permissions that are about it. Registering an existing `app_label.model_name` again
-    /// updates it and returns the same kind.
+    /// updates it (keeping its existence check) and returns the same kind.
     pub fn register(
         &mut self,
         app_label: &str,
@@ -157,20 +195,46 @@ impl KindRegistry {
         {
             return Err(Error::InvalidInput(format!("unknown parent kind {}", p.0)));
         }
-        let info = KindInfo {
+        let mut info = KindInfo {
             app_label: app_label.to_owned(),
             model_name: model_name.to_owned(),
             parents: parents.to_vec(),
             own: PermissionSet::of(own),
+            exists: None,
         };
         if let Some(kind) = self.find(app_label, model_name) {
-            self.kinds[usize::from(kind.0)] = info;
+            let slot = &mut self.kinds[usize::from(kind.0)];
+            info.exists = slot.exists.take();
+            *slot = info;
             return Ok(kind);
         }
         let n = u16::try_from(self.kinds.len())
             .map_err(|_| Error::InvalidInput("too many object kinds".into()))?;
         self.kinds.push(info);
         Ok(ObjectKind(n))
+    }
+
+    /// Gives an application kind the check that tells whether one of its objects exists, so
+    /// that an ACL on an object that does not exist is refused as not found. Kinds whose records
+    /// docmeta stores (documents, types, files, cabinets, roles, workflows, ...) are always
+    /// checked against the store and refuse a check of their own.
+    pub fn set_existence(
+        &mut self,
+        kind: ObjectKind,
+        exists: impl Fn(i64) -> bool + Send + Sync + 'static,
+    ) -> Result<()> {
+        if STORED_KINDS.contains(&kind) {
+            return Err(Error::InvalidInput(format!(
+                "docmeta checks the objects of {} itself",
+                self.name(kind)
+            )));
+        }
+        let info = self
+            .kinds
+            .get_mut(usize::from(kind.0))
+            .ok_or_else(|| Error::InvalidInput(format!("unknown kind {}", kind.0)))?;
+        info.exists = Some(ExistenceCheck(Arc::new(exists)));
+        Ok(())
     }
 
     /// The kind named `app_label.model_name`.

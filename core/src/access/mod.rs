@@ -15,7 +15,10 @@ pub mod password;
 pub mod permission;
 pub mod policy;
 
-pub use inheritance::{KindInfo, KindRegistry, ObjectKind, ObjectRef, STORED_PARENT_KINDS};
+pub use inheritance::{
+    ExistenceCheck, KindInfo, KindRegistry, ObjectKind, ObjectRef, STORED_KINDS,
+    STORED_PARENT_KINDS,
+};
 pub use permission::{Permission, PermissionSet};
 pub use policy::{
     AccessSnapshot, DocumentVisibility, Explanation, Grant, KnownParents, ParentSource,

@@ -767,6 +767,17 @@ impl Docmeta {
             .register(app_label, model_name, parents, own)
     }
 
+    /// Gives an application kind its existence check (see [`KindRegistry::set_existence`]):
+    /// an ACL on an object the check denies is refused as not found. Without one, an object of
+    /// an application kind exists once declared with [`Docmeta::set_object_parents`].
+    pub fn set_kind_existence(
+        &self,
+        kind: ObjectKind,
+        exists: impl Fn(i64) -> bool + Send + Sync + 'static,
+    ) -> Result<()> {
+        self.inner.kinds.write().set_existence(kind, exists)
+    }
+
     /// Records the objects an application object inherits ACLs from (spec 5.3 for kinds that
     /// docmeta does not store: versions, comments, sources, tags, index nodes...).
     pub fn set_object_parents(&self, object: ObjectRef, parents: &[ObjectRef]) -> Result<()> {

@@ -32,15 +32,22 @@ impl Validator for DateValidator {
     }
 }
 
-/// `DateAndTimeValidator`: `YYYY-MM-DD HH:MM` (ISO 8601 `T` and seconds accepted too).
+/// `DateAndTimeValidator`: every form [`DateAndTimeParser`](super::parsers::DateAndTimeParser)
+/// reads, so the two can be combined on one type (spec 2.9): `YYYY-MM-DD HH:MM` (ISO 8601 `T`
+/// accepted too), `DD/MM/YYYY HH:MM` and `DD-MM-YYYY HH:MM`, each with optional `:SS`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DateAndTimeValidator;
 
 impl Validator for DateAndTimeValidator {
     fn validate(&self, value: &str) -> Result<(), String> {
         calendar::iso_date_time(value)
+            .or_else(|| calendar::day_first_date_time(value))
             .map(drop)
-            .ok_or_else(|| format!("'{value}' is not a valid date and time (YYYY-MM-DD HH:MM)"))
+            .ok_or_else(|| {
+                format!(
+                    "'{value}' is not a valid date and time (YYYY-MM-DD HH:MM or DD/MM/YYYY HH:MM)"
+                )
+            })
     }
 }
 

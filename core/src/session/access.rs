@@ -131,8 +131,27 @@ impl Session {
             ObjectKind::DOCUMENT_METADATA => tx
                 .document_metadata(DocumentMetadataId(id))?
                 .map(|m| m.value),
-            // Kinds whose records the application keeps: docmeta cannot tell if they exist.
-            _ => Some(format!("{}#{id}", self.db.kinds().name(object.kind))),
+            ObjectKind::DOCUMENT_FILE => tx
+                .document_file(DocumentFileId(id))?
+                .map(|f| f.file.filename),
+            ObjectKind::WORKFLOW => tx.workflow(WorkflowId(id))?.map(|w| w.label),
+            ObjectKind::WORKFLOW_INSTANCE => tx
+                .workflow_instance(WorkflowInstanceId(id))?
+                .map(|i| format!("workflow instance {}", i.id)),
+            ObjectKind::WORKFLOW_INSTANCE_LOG_ENTRY => tx
+                .workflow_log_entry(WorkflowLogEntryId(id))?
+                .map(|e| format!("workflow log entry {}", e.id)),
+            // Kinds whose records the application keeps: its existence check answers, or else
+            // the objects it declared with `set_object_parents` exist.
+            _ => {
+                let kinds = self.db.kinds();
+                let name = kinds.name(object.kind);
+                let exists = match kinds.info(object.kind).and_then(|k| k.exists.clone()) {
+                    Some(check) => check.exists(id),
+                    None => tx.object_declared(&name, id)?,
+                };
+                exists.then(|| format!("{name}#{id}"))
+            }
         })
     }
 

@@ -3,7 +3,7 @@
 //! Part of `session` (layer 6 of `scripts/check-structure`): it may import only what `session`
 //! may (see `session`'s module documentation).
 
-use super::{Session, event_object, obj, parents_change};
+use super::{Session, body_reference, event_object, obj, parents_change};
 use crate::access::{ObjectKind, ObjectRef, Permission as P, Permission};
 use crate::error::{Error, Result};
 use crate::events::names;
@@ -44,7 +44,11 @@ impl Session {
         }
         self.write(|u| {
             if let Some(p) = parent {
-                self.load_cabinet(&mut u.tx, p, P::CabinetCreate)?;
+                body_reference(
+                    "parent_id",
+                    p,
+                    self.load_cabinet(&mut u.tx, p, P::CabinetCreate),
+                )?;
             }
             let c = u.tx.insert_cabinet(label, parent)?;
             if let Some(p) = parent {
@@ -126,13 +130,19 @@ impl Session {
         };
         self.write(|u| {
             let c = self.load_cabinet(&mut u.tx, cabinet, permission)?;
-            let d =
+            let d = body_reference(
+                "document_id",
+                document,
                 u.tx.document(document)?
-                    .ok_or_else(|| Error::not_found(format!("document {document}")))?;
-            self.require(
-                permission,
-                obj(ObjectKind::DOCUMENT, document.0),
-                format!("document {document}"),
+                    .ok_or_else(|| Error::not_found(format!("document {document}")))
+                    .and_then(|d| {
+                        self.require(
+                            permission,
+                            obj(ObjectKind::DOCUMENT, document.0),
+                            format!("document {document}"),
+                        )?;
+                        Ok(d)
+                    }),
             )?;
             if u.tx.set_cabinet_document(cabinet, document, member)? {
                 u.event(

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::{Inputs, Session, event_object, obj, parents_change, rename_conflict};
+use super::{Inputs, Session, body_reference, event_object, obj, parents_change, rename_conflict};
 use crate::access::{ObjectKind, Permission as P};
 use crate::error::{Error, NON_FIELD_ERRORS, Result};
 use crate::events::names;
@@ -99,6 +99,12 @@ impl Session {
         mt: MetadataTypeId,
     ) -> Result<()> {
         self.require(permission, doc_ref(doc.id), format!("document {}", doc.id))?;
+        self.require_on_metadata_type(permission, mt)
+    }
+
+    /// `permission` on a metadata type: `403` when the caller knows the type (may view it or
+    /// its values), not found otherwise.
+    fn require_on_metadata_type(&self, permission: P, mt: MetadataTypeId) -> Result<()> {
         if self.can(permission, mt_ref(mt)) {
             return Ok(());
         }
@@ -257,6 +263,41 @@ impl Session {
         })
     }
 
+    /// The choices of a metadata type's lookup rendered for one document (spec 2.7), so that
+    /// a client can offer a drop-down while adding or editing its value; `None` when the type
+    /// has no lookup (any value is accepted). Needs `documents.document_view` on the document;
+    /// the type must be associated with the document's type and known to the caller
+    /// (`metadata.metadata_type_view` or `metadata.document_metadata_view` on it), else it is
+    /// not found.
+    pub fn document_lookup_choices(
+        &self,
+        document: DocumentId,
+        metadata_type: MetadataTypeId,
+    ) -> Result<Option<Vec<String>>> {
+        let db = self.db.clone();
+        self.read(|tx| {
+            let doc = self.load_document(tx, document, P::DocumentView)?;
+            let missing = || Error::not_found(format!("metadata type {metadata_type}"));
+            tx.association_of(doc.document_type_id, metadata_type)?
+                .ok_or_else(missing)?;
+            if !self.can(P::MetadataTypeView, mt_ref(metadata_type))
+                && !self.can(P::DocumentMetadataView, mt_ref(metadata_type))
+            {
+                return Err(missing());
+            }
+            let compiled = db.compiled(tx, metadata_type)?;
+            let renders = Renders::inline(db.now());
+            let mut inputs = Inputs {
+                db: &db,
+                tx,
+                document: Some(&doc),
+                view: &self.view,
+                renders: &renders,
+            };
+            compiled.lookup_choices(db.templates(), &mut inputs)
+        })
+    }
+
     // ----- document types --------------------------------------------------------------------
 
     /// Creates a document type. Needs `documents.document_type_create`.
@@ -360,7 +401,11 @@ impl Session {
         required: bool,
     ) -> Result<DocumentTypeMetadataType> {
         let dt = self.load_document_type(&mut u.tx, document_type, P::DocumentTypeEdit)?;
-        let mt = self.load_metadata_type(&mut u.tx, metadata_type, P::MetadataTypeView)?;
+        let mt = body_reference(
+            "metadata_type_id",
+            metadata_type,
+            self.load_metadata_type(&mut u.tx, metadata_type, P::MetadataTypeView),
+        )?;
         let a = u.tx.insert_association(dt.id, mt.id, required)?;
         self.after_association_saved(u, &dt, &mt, required)?;
         Ok(a)
@@ -484,11 +529,14 @@ impl Session {
 
     // ----- documents -------------------------------------------------------------------------
 
-    /// Creates a document of `document_type` with initial metadata `values`. Every value runs
-    /// through the pipeline of spec 2.10; required types not given are added with their
-    /// rendered default (or empty), as spec 2.4 rule 1 does for existing documents. Needs
+    /// Creates a document of `document_type` with initial metadata `values`, in one
+    /// transaction. Every value runs through the pipeline of spec 2.10; required types not given
+    /// are added with their rendered default. A required type left without a value (not given,
+    /// and no default) refuses the document: spec 2.2, "a required metadata cannot be left
+    /// without a value" (`Error::Validation` on `metadata`, naming the type). Needs
     /// `documents.document_create` on the document type, and for each given value
-    /// `metadata.document_metadata_add` on the document type and the metadata type.
+    /// `metadata.document_metadata_add` on the document type and the metadata type; a type that
+    /// does not exist or that the caller cannot see is invalid `metadata_type_id`.
     pub fn create_document(
         &self,
         document_type: DocumentTypeId,
@@ -496,8 +544,22 @@ impl Session {
         values: &[(MetadataTypeId, &str)],
     ) -> Result<Document> {
         let label = crate::model::check_text("label", label, MAX_LABEL_LEN)?;
-        self.write(|u| {
-            let dt = self.load_document_type(&mut u.tx, document_type, P::DocumentCreate)?;
+        self.write(|u| self.create_document_in(u, document_type, label, values))
+    }
+
+    pub(crate) fn create_document_in(
+        &self,
+        u: &mut Unit<'_>,
+        document_type: DocumentTypeId,
+        label: &str,
+        values: &[(MetadataTypeId, &str)],
+    ) -> Result<Document> {
+        {
+            let dt = body_reference(
+                "document_type_id",
+                document_type,
+                self.load_document_type(&mut u.tx, document_type, P::DocumentCreate),
+            )?;
             let doc = u.tx.insert_document(label, dt.id, u.now())?;
             u.access
                 .push(parents_change(doc_ref(doc.id), vec![dt_ref(dt.id)]));
@@ -514,20 +576,98 @@ impl Session {
                     dt_ref(dt.id),
                     format!("document type {}", dt.id),
                 )?;
-                if !self.can(P::DocumentMetadataAdd, mt_ref(*mt)) {
-                    return Err(Error::not_found(format!("metadata type {mt}")));
-                }
+                body_reference(
+                    "metadata_type_id",
+                    mt,
+                    self.require_on_metadata_type(P::DocumentMetadataAdd, *mt),
+                )?;
                 self.add_value(u, &doc, *mt, value, a.required)?;
             }
             for a in associations
                 .iter()
                 .filter(|a| a.required && !values.iter().any(|(mt, _)| *mt == a.metadata_type_id))
             {
-                self.add_default_value(u, &doc, a.metadata_type_id)?;
+                let added = self.add_default_value(u, &doc, a.metadata_type_id)?;
+                if added.is_some_and(|m| m.value.is_empty()) {
+                    let t = self.db.compiled(&mut u.tx, a.metadata_type_id)?;
+                    return Err(Error::validation(
+                        "metadata",
+                        format!(
+                            "'{}' is required for documents of type '{}' and has no default: give it a value.",
+                            t.metadata_type.name, dt.label
+                        ),
+                    ));
+                }
             }
             self.db.document_created(u, &doc)?;
             Ok(doc)
-        })
+        }
+    }
+
+    /// Creates a document as [`create_document`](Self::create_document) does, with its first
+    /// file, all or nothing: the bytes are stored first (streaming), then the document, its
+    /// values and the file's record commit in one transaction; if anything is refused the
+    /// stored bytes are removed and nothing is created. Needs, besides what `create_document`
+    /// needs, `documents.document_file_new` on the document type (what the new document will
+    /// inherit).
+    pub fn create_document_with_file(
+        &self,
+        document_type: DocumentTypeId,
+        label: &str,
+        values: &[(MetadataTypeId, &str)],
+        filename: &str,
+        content: &mut dyn std::io::Read,
+    ) -> Result<(Document, DocumentFile)> {
+        let label = crate::model::check_text("label", label, MAX_LABEL_LEN)?;
+        // Refused before the content is stored, as the transaction would refuse after.
+        self.read(|tx| {
+            let dt = body_reference(
+                "document_type_id",
+                document_type,
+                self.load_document_type(tx, document_type, P::DocumentCreate),
+            )?;
+            self.require(
+                P::DocumentFileNew,
+                dt_ref(dt.id),
+                format!("document type {}", dt.id),
+            )
+        })?;
+        let filename = crate::files::clean_filename(filename);
+        let storage = &self.db.inner.files;
+        let mut hashing = crate::files::Hashing::new(content);
+        let name = storage.put(&mut hashing)?;
+        let (size, checksum) = hashing.finish();
+        let result = self.write(|u| {
+            let doc = self.create_document_in(u, document_type, label, values)?;
+            self.require(
+                P::DocumentFileNew,
+                dt_ref(doc.document_type_id),
+                format!("document type {}", doc.document_type_id),
+            )?;
+            let file = u.tx.insert_document_file(
+                &DocumentFile {
+                    id: DocumentFileId(0),
+                    document_id: doc.id,
+                    filename: filename.clone(),
+                    size,
+                    checksum: checksum.clone(),
+                    mimetype: crate::files::guess_mime(&filename),
+                    created: chrono::Utc::now(),
+                },
+                &name,
+                storage.encrypts(),
+            )?;
+            u.event(
+                names::DOCUMENT_FILE_CREATED,
+                event_object("documents.documentfile", file.id.0, &file.filename),
+                Some(doc_event(&doc)),
+            )?;
+            Ok((doc, file))
+        });
+        if result.is_err() {
+            let _ = storage.delete(&name);
+        }
+        result
     }
 
     /// One document. Needs `documents.document_view`.
@@ -599,7 +739,11 @@ impl Session {
     ) -> Result<Document> {
         self.write(|u| {
             let mut d = self.load_document(&mut u.tx, id, P::DocumentChangeType)?;
-            let dt = self.load_document_type(&mut u.tx, new_type, P::DocumentTypeView)?;
+            let dt = body_reference(
+                "document_type_id",
+                new_type,
+                self.load_document_type(&mut u.tx, new_type, P::DocumentTypeView),
+            )?;
             if d.document_type_id == dt.id {
                 return Ok(d);
             }
@@ -739,7 +883,16 @@ impl Session {
         value: &str,
     ) -> Result<DocumentMetadata> {
         let doc = self.load_document(&mut u.tx, document, P::DocumentView)?;
-        self.require_metadata_permission(P::DocumentMetadataAdd, &doc, metadata_type)?;
+        self.require(
+            P::DocumentMetadataAdd,
+            doc_ref(doc.id),
+            format!("document {}", doc.id),
+        )?;
+        body_reference(
+            "metadata_type_id",
+            metadata_type,
+            self.require_on_metadata_type(P::DocumentMetadataAdd, metadata_type),
+        )?;
         let a =
             u.tx.association_of(doc.document_type_id, metadata_type)?
                 .ok_or_else(|| not_associated(metadata_type))?;

@@ -475,6 +475,20 @@ pub(crate) fn event_object(kind: &str, id: i64, label: &str) -> EventObject {
     }
 }
 
+/// A reference inside a request body (`document_type_id`, `metadata_type_id`, `parent_id`,
+/// `document_id`, ...): an object that does not exist, or that the caller may not see, is
+/// invalid input naming the field, as Django REST framework answers for a related key. Only an
+/// object named by the operation's target (a URL path) stays "not found".
+pub(crate) fn body_reference<T>(field: &str, id: impl Display, r: Result<T>) -> Result<T> {
+    r.map_err(|e| match e {
+        Error::NotFound(_) => Error::validation(
+            field,
+            format!("Invalid pk \"{id}\" - object does not exist."),
+        ),
+        e => e,
+    })
+}
+
 pub(crate) fn parents_change(object: ObjectRef, parents: Vec<ObjectRef>) -> AccessChange {
     AccessChange::Parents { object, parents }
 }

@@ -258,6 +258,27 @@ impl Session {
         self.document_view_of(self.create_document(document_type, label, &[])?)
     }
 
+    /// [`create_document`](Self::create_document) with initial metadata `values` and, when
+    /// given, a first file (`(filename, content)`, see
+    /// [`create_document_with_file`](Self::create_document_with_file)), answered with the
+    /// document and its type.
+    pub fn create_document_with_view(
+        &self,
+        document_type: DocumentTypeId,
+        label: &str,
+        values: &[(MetadataTypeId, &str)],
+        file: Option<(&str, &mut dyn std::io::Read)>,
+    ) -> Result<DocumentView> {
+        let document = match file {
+            Some((filename, content)) => {
+                self.create_document_with_file(document_type, label, values, filename, content)?
+                    .0
+            }
+            None => self.create_document(document_type, label, values)?,
+        };
+        self.document_view_of(document)
+    }
+
     /// [`update_document`](Self::update_document) answered with the document and its type.
     pub fn update_document_view(&self, id: DocumentId, label: &str) -> Result<DocumentView> {
         self.document_view_of(self.update_document(id, label)?)
@@ -512,16 +533,18 @@ impl Session {
         self.read(|tx| group_of(tx, group))
     }
 
-    /// [`create_group`](Self::create_group) answered with the group.
+    /// [`create_group`](Self::create_group) answered with the group: allowed to create is
+    /// enough to be shown what was created (`user_management.group_create` without
+    /// `user_management.group_view`).
     pub fn create_group_view(&self, name: &str) -> Result<Group> {
         let id = self.create_group(name)?;
-        self.group(id)
+        self.read(|tx| group_of(tx, id))
     }
 
-    /// Renames a group, answered with it.
+    /// Renames a group, answered with it: allowed to edit is enough to be shown the group.
     pub fn rename_group_view(&self, id: GroupId, name: &str) -> Result<Group> {
         self.rename_group(id, name)?;
-        self.group(id)
+        self.read(|tx| group_of(tx, id))
     }
 
     /// [`create_role`](Self::create_role) answered with the role.

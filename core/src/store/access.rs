@@ -362,6 +362,18 @@ impl Tx<'_> {
     // ----- application object links -----------------------------------------------------
 
     /// Replaces the parents an application object inherits ACLs from.
+    /// Whether the application declared the object `kind`/`id` with `set_object_parents`, as
+    /// the object or as one of its parents.
+    pub fn object_declared(&mut self, kind: &str, id: i64) -> Result<bool> {
+        Ok(self
+            .optional(
+                "SELECT 1 FROM object_parents WHERE (object_kind = ?1 AND object_id = ?2) OR (parent_kind = ?1 AND parent_id = ?2) LIMIT 1",
+                &[kind.into(), id.into()],
+                |r| r.int(0),
+            )?
+            .is_some())
+    }
+
     pub fn set_object_parents(
         &mut self,
         kind: &str,

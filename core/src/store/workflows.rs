@@ -343,6 +343,105 @@ impl Tx<'_> {
         .map(WorkflowStateId)
     }
 
+    /// Renames a state and sets whether it is the initial one (an initial state replaces the
+    /// workflow's previous one).
+    pub(crate) fn update_workflow_state(&mut self, state: &WorkflowState) -> Result<()> {
+        if state.initial {
+            self.execute(
+                "UPDATE workflow_states SET initial = 0 WHERE workflow_id = ?1",
+                &[state.workflow_id.0.into()],
+            )?;
+        }
+        self.execute(
+            "UPDATE workflow_states SET label = ?2, initial = ?3 WHERE id = ?1",
+            &[
+                state.id.0.into(),
+                state.label.as_str().into(),
+                state.initial.into(),
+            ],
+        )
+        .map(drop)
+    }
+
+    /// What still refers to a state: (instances in it, transitions starting or ending at it).
+    pub(crate) fn workflow_state_usage(&mut self, state: WorkflowStateId) -> Result<(i64, i64)> {
+        let count = |tx: &mut Self, sql: &str| -> Result<i64> {
+            Ok(tx
+                .optional(sql, &[state.0.into()], |r| r.int(0))?
+                .unwrap_or(0))
+        };
+        Ok((
+            count(
+                self,
+                "SELECT COUNT(*) FROM workflow_instances WHERE state_id = ?1",
+            )?,
+            count(
+                self,
+                "SELECT COUNT(*) FROM workflow_transitions WHERE origin_state_id = ?1 OR destination_state_id = ?1",
+            )?,
+        ))
+    }
+
+    /// Deletes a state with its actions (nothing else may refer to it: see
+    /// [`workflow_state_usage`](Self::workflow_state_usage)).
+    pub(crate) fn delete_workflow_state(&mut self, state: WorkflowStateId) -> Result<()> {
+        self.execute(
+            "DELETE FROM workflow_state_actions WHERE state_id = ?1",
+            &[state.0.into()],
+        )?;
+        self.execute(
+            "DELETE FROM workflow_states WHERE id = ?1",
+            &[state.0.into()],
+        )
+        .map(drop)
+    }
+
+    /// Saves a transition's label, states and condition (not its triggers).
+    pub(crate) fn update_workflow_transition(&mut self, t: &WorkflowTransition) -> Result<()> {
+        self.execute(
+            "UPDATE workflow_transitions SET label = ?2, origin_state_id = ?3, destination_state_id = ?4, condition = ?5 WHERE id = ?1",
+            &[
+                t.id.0.into(),
+                t.label.as_str().into(),
+                t.origin_state_id.0.into(),
+                t.destination_state_id.0.into(),
+                t.condition.as_str().into(),
+            ],
+        )
+        .map(drop)
+    }
+
+    /// How many instance log entries record a transition.
+    pub(crate) fn workflow_transition_log_count(
+        &mut self,
+        transition: WorkflowTransitionId,
+    ) -> Result<i64> {
+        Ok(self
+            .optional(
+                "SELECT COUNT(*) FROM workflow_instance_log WHERE transition_id = ?1",
+                &[transition.0.into()],
+                |r| r.int(0),
+            )?
+            .unwrap_or(0))
+    }
+
+    /// Deletes a transition with its triggers (no log entry may refer to it: see
+    /// [`workflow_transition_log_count`](Self::workflow_transition_log_count)).
+    pub(crate) fn delete_workflow_transition(
+        &mut self,
+        transition: WorkflowTransitionId,
+    ) -> Result<()> {
+        self.execute(
+            "DELETE FROM workflow_transition_triggers WHERE transition_id = ?1",
+            &[transition.0.into()],
+        )?;
+        self.execute(
+            "DELETE FROM workflow_transitions WHERE id = ?1",
+            &[transition.0.into()],
+        )
+        .map(drop)
+    }
+
     /// Creates a transition from `states.0` to `states.1`, with its author.
     pub(crate) fn insert_workflow_transition(
         &mut self,

@@ -3,7 +3,7 @@
 //! permission-checked. Imports the engine and this module's helpers; nothing imports it back.
 
 use crate::access::{KnownParents, ObjectKind, ObjectRef, Permission as P, Permission};
-use crate::error::{Error, Result};
+use crate::error::{Error, NON_FIELD_ERRORS, Result};
 use crate::kernel::Renders;
 use crate::model::*;
 use crate::session::Session;
@@ -171,6 +171,161 @@ impl Session {
         self.read(|tx| {
             self.workflow_for(tx, workflow, P::WorkflowTemplateView)?;
             tx.workflow_states(workflow)
+        })
+    }
+
+    fn state_for(
+        &self,
+        tx: &mut Tx<'_>,
+        workflow: WorkflowId,
+        id: WorkflowStateId,
+        permission: P,
+    ) -> Result<WorkflowState> {
+        self.workflow_for(tx, workflow, permission)?;
+        tx.workflow_state(id)?
+            .filter(|s| s.workflow_id == workflow)
+            .ok_or_else(|| Error::not_found(format!("state {id}")))
+    }
+
+    /// One state of a workflow. Needs `document_states.workflow_template_view`.
+    pub fn workflow_state(
+        &self,
+        workflow: WorkflowId,
+        id: WorkflowStateId,
+    ) -> Result<WorkflowState> {
+        self.read(|tx| self.state_for(tx, workflow, id, P::WorkflowTemplateView))
+    }
+
+    /// Renames a state and/or makes it the initial one (`Some(true)` replaces the previous
+    /// initial state). Needs `document_states.workflow_template_edit`.
+    pub fn update_workflow_state(
+        &self,
+        workflow: WorkflowId,
+        id: WorkflowStateId,
+        label: Option<&str>,
+        initial: Option<bool>,
+    ) -> Result<WorkflowState> {
+        let label = label.map(|l| check_label("label", l)).transpose()?;
+        self.write(|u| {
+            let mut state = self.state_for(&mut u.tx, workflow, id, P::WorkflowTemplateEdit)?;
+            if let Some(label) = &label {
+                state.label.clone_from(label);
+            }
+            if let Some(initial) = initial {
+                state.initial = initial;
+            }
+            u.tx.update_workflow_state(&state)
+                .map_err(|e| unique(e, "label", "A state"))?;
+            Ok(state)
+        })
+    }
+
+    /// Deletes a state with its actions. A state that instances are in, or that transitions
+    /// start or end at, is refused (`Error::Validation` on `non_field_errors`, saying why):
+    /// deleting it would silently change their history or their definition. Needs
+    /// `document_states.workflow_template_edit`.
+    pub fn delete_workflow_state(&self, workflow: WorkflowId, id: WorkflowStateId) -> Result<()> {
+        self.write(|u| {
+            self.state_for(&mut u.tx, workflow, id, P::WorkflowTemplateEdit)?;
+            let (instances, transitions) = u.tx.workflow_state_usage(id)?;
+            if instances > 0 {
+                return Err(Error::validation(
+                    NON_FIELD_ERRORS,
+                    format!("{instances} workflow instances are in this state; move them to another state first."),
+                ));
+            }
+            if transitions > 0 {
+                return Err(Error::validation(
+                    NON_FIELD_ERRORS,
+                    format!("{transitions} transitions start or end at this state; delete them first."),
+                ));
+            }
+            u.tx.delete_workflow_state(id)
+        })
+    }
+
+    /// One transition of a workflow with its triggers. Needs
+    /// `document_states.workflow_template_view`.
+    pub fn workflow_transition(
+        &self,
+        workflow: WorkflowId,
+        id: WorkflowTransitionId,
+    ) -> Result<WorkflowTransition> {
+        self.read(|tx| self.transition_for(tx, workflow, id, P::WorkflowTemplateView))
+    }
+
+    /// Changes a transition's label, states and/or condition (checked as at creation). Needs
+    /// `document_states.workflow_template_edit`.
+    pub fn update_workflow_transition(
+        &self,
+        workflow: WorkflowId,
+        id: WorkflowTransitionId,
+        update: TransitionUpdate,
+    ) -> Result<WorkflowTransition> {
+        let label = update
+            .label
+            .as_deref()
+            .map(|l| check_label("label", l))
+            .transpose()?;
+        if let Some(condition) = update.condition.as_deref().filter(|c| !c.trim().is_empty()) {
+            self.db
+                .templates()
+                .check(condition)
+                .map_err(|e| Error::validation("condition", e.0))?;
+        }
+        self.write(|u| {
+            let mut t = self.transition_for(&mut u.tx, workflow, id, P::WorkflowTemplateEdit)?;
+            for (field, state) in [
+                ("origin_state_id", update.origin),
+                ("destination_state_id", update.destination),
+            ] {
+                let Some(state) = state else { continue };
+                if u.tx
+                    .workflow_state(state)?
+                    .is_none_or(|s| s.workflow_id != workflow)
+                {
+                    return Err(Error::validation(
+                        field,
+                        format!("State {state} is not a state of this workflow."),
+                    ));
+                }
+            }
+            if let Some(label) = &label {
+                t.label.clone_from(label);
+            }
+            if let Some(origin) = update.origin {
+                t.origin_state_id = origin;
+            }
+            if let Some(destination) = update.destination {
+                t.destination_state_id = destination;
+            }
+            if let Some(condition) = &update.condition {
+                t.condition = condition.trim().to_owned();
+            }
+            u.tx.update_workflow_transition(&t)
+                .map_err(|e| unique(e, "label", "A transition"))?;
+            Ok(t)
+        })
+    }
+
+    /// Deletes a transition with its triggers. A transition that instance logs record is
+    /// refused (`Error::Validation` on `non_field_errors`, saying why): the log is the
+    /// instances' history. Needs `document_states.workflow_template_edit`.
+    pub fn delete_workflow_transition(
+        &self,
+        workflow: WorkflowId,
+        id: WorkflowTransitionId,
+    ) -> Result<()> {
+        self.write(|u| {
+            self.transition_for(&mut u.tx, workflow, id, P::WorkflowTemplateEdit)?;
+            let logged = u.tx.workflow_transition_log_count(id)?;
+            if logged > 0 {
+                return Err(Error::validation(
+                    NON_FIELD_ERRORS,
+                    format!("{logged} workflow log entries record this transition; it cannot be deleted."),
+                ));
+            }
+            u.tx.delete_workflow_transition(id)
         })
     }
 

@@ -37,6 +37,19 @@ pub use crate::model::{
     WorkflowTransition,
 };
 
+/// A change to a transition: each field given replaces the stored one.
+#[derive(Debug, Clone, Default)]
+pub struct TransitionUpdate {
+    /// A new label, unique in the workflow.
+    pub label: Option<String>,
+    /// A new origin state (of the same workflow).
+    pub origin: Option<WorkflowStateId>,
+    /// A new destination state (of the same workflow).
+    pub destination: Option<WorkflowStateId>,
+    /// A new condition template (empty: always allowed).
+    pub condition: Option<String>,
+}
+
 /// The durable task that applies one metadata event to a document's workflow instances.
 pub const WORKFLOW_TRIGGER: &str = "task_workflow_trigger";
 /// How many automatic transitions may follow one another (each fired by the previous one's

@@ -63,9 +63,14 @@ async fn no_route() -> ApiError {
 /// Whether a request uploads a document file (large body, no time limit).
 fn is_upload(request: &Request) -> bool {
     let path = request.uri().path();
+    let multipart = || {
+        (request.headers().get(axum::http::header::CONTENT_TYPE))
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("multipart/form-data"))
+    };
     request.method() == axum::http::Method::POST
         && path.starts_with("/api/v4/documents/")
-        && path.ends_with("/files/")
+        && (path.ends_with("/files/") || (path == "/api/v4/documents/" && multipart()))
 }
 
 /// The limits `limits` applies, from `config.yml`.

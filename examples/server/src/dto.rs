@@ -138,6 +138,15 @@ impl From<&DocumentView> for DocumentOut {
 pub struct DocumentIn {
     pub document_type_id: i64,
     pub label: String,
+    /// Initial metadata values, each run through the value pipeline.
+    pub metadata: Option<Vec<InitialValueIn>>,
+}
+
+/// One initial metadata value of a new document.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct InitialValueIn {
+    pub metadata_type_id: i64,
+    pub value: String,
 }
 
 /// Body of POST `/type/change/`.

@@ -225,7 +225,7 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "POST /api/v4/documents/types/{document_type_id}/metadata-types/",
-        "document_type_edit on the document type (403/404) and metadata_type_view on the metadata type (404)",
+        "document_type_edit on the document type (403/404) and metadata_type_view on the metadata type (a body reference: 400)",
     ),
     (
         "GET /api/v4/documents/types/{document_type_id}/metadata-types/{association_id}/",
@@ -249,7 +249,7 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "POST /api/v4/documents/",
-        "document_create on the document type (403 if the type is viewable, else 404)",
+        "document_create on the document type (403 if the type is viewable, else 400: a body reference)",
     ),
     (
         "GET /api/v4/documents/{document_id}/",
@@ -265,7 +265,7 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "POST /api/v4/documents/{document_id}/type/change/",
-        "document_change_type on the document (403/404), document_type_view on the new type (404)",
+        "document_change_type on the document (403/404), document_type_view on the new type (a body reference: 400)",
     ),
     (
         "GET /api/v4/documents/{document_id}/metadata/",
@@ -273,7 +273,11 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "POST /api/v4/documents/{document_id}/metadata/",
-        "document_view (404); document_metadata_add on the document (403) and on the metadata type (403 if the caller knows the type: metadata_type_view or document_metadata_view on it; else 404)",
+        "document_view (404); document_metadata_add on the document (403) and on the metadata type (403 if the caller knows the type: metadata_type_view or document_metadata_view on it; else 400: a body reference)",
+    ),
+    (
+        "GET /api/v4/documents/{document_id}/metadata/{metadata_type_id}/lookup/",
+        "document_view on the document (404); the type associated with the document's type and metadata_type_view or document_metadata_view on it (404)",
     ),
     (
         "GET /api/v4/documents/{document_id}/metadata/{metadata_id}/",
@@ -368,6 +372,30 @@ const RULES: &[(&str, &str)] = &[
         "workflow_template_edit (403/404)",
     ),
     (
+        "GET /api/v4/workflow-templates/{workflow_id}/states/{state_id}/",
+        "workflow_template_view on the workflow (404); a state of another workflow 404",
+    ),
+    (
+        "PATCH /api/v4/workflow-templates/{workflow_id}/states/{state_id}/",
+        "workflow_template_edit on the workflow (403/404)",
+    ),
+    (
+        "DELETE /api/v4/workflow-templates/{workflow_id}/states/{state_id}/",
+        "workflow_template_edit on the workflow (403/404); a state still in use 400",
+    ),
+    (
+        "GET /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/",
+        "workflow_template_view on the workflow (404); a transition of another workflow 404",
+    ),
+    (
+        "PATCH /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/",
+        "workflow_template_edit on the workflow (403/404)",
+    ),
+    (
+        "DELETE /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/",
+        "workflow_template_edit on the workflow (403/404); a transition the logs record 400",
+    ),
+    (
         "GET /api/v4/workflow-templates/{workflow_id}/transitions/",
         "workflow_template_view; else 404",
     ),
@@ -405,7 +433,7 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "POST /api/v4/cabinets/",
-        "a root: global cabinet_create (403); a sub-cabinet: cabinet_create on the parent (403/404)",
+        "a root: global cabinet_create (403); a sub-cabinet: cabinet_create on the parent (403, or 400 when the caller cannot see it: a body reference)",
     ),
     (
         "GET /api/v4/cabinets/{cabinet_id}/",
@@ -425,11 +453,11 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "POST /api/v4/cabinets/{cabinet_id}/documents/add/",
-        "cabinet_add_document on the cabinet (403/404), then on the document (403/404)",
+        "cabinet_add_document on the cabinet (403/404), then on the document (403, or 400 when the caller cannot see it: a body reference)",
     ),
     (
         "POST /api/v4/cabinets/{cabinet_id}/documents/remove/",
-        "cabinet_remove_document on the cabinet (403/404), then on the document (403/404)",
+        "cabinet_remove_document on the cabinet (403/404), then on the document (403, or 400 when the caller cannot see it: a body reference)",
     ),
     (
         "GET /api/v4/search/documents/",
@@ -464,6 +492,15 @@ const RULES: &[(&str, &str)] = &[
         "acls.acl_edit on the object (403/404); an ACL of another object 404",
     ),
 ];
+
+/// The answer for an object named in a request body: one the caller cannot see is invalid
+/// input (400 naming the field), never a 404, which is kept for the URL's objects.
+fn body_ref(e: Exp) -> Exp {
+    match e {
+        Exp::No(404) => Exp::No(400),
+        e => e,
+    }
+}
 
 fn acls_path(o: Obj) -> String {
     let (a, m) = o.0.names();
@@ -1015,7 +1052,7 @@ impl Ctx {
     fn wait_tasks(&mut self) {
         let started = Instant::now();
         loop {
-            let tasks = self.admin_get("/api/v4/tasks/");
+            let tasks = self.admin_get("/api/v4/tasks/?page_size=500");
             let open = items(&tasks)
                 .iter()
                 .filter(|t| t["state"] != "failed")
@@ -1137,10 +1174,12 @@ impl Ctx {
                 },
             );
         }
-        for f in items(&self.admin_get(&format!("/api/v4/documents/{doc}/files/"))) {
+        for f in items(&self.admin_get(&format!("/api/v4/documents/{doc}/files/?page_size=500"))) {
             m.files.insert(id(&f), doc);
         }
-        for i in items(&self.admin_get(&format!("/api/v4/documents/{doc}/workflows/"))) {
+        for i in
+            items(&self.admin_get(&format!("/api/v4/documents/{doc}/workflows/?page_size=500")))
+        {
             m.insts.insert(
                 id(&i),
                 InstM {
@@ -1154,14 +1193,18 @@ impl Ctx {
 
     fn load_workflow(&mut self, wf: i64) -> WfM {
         let mut model = WfM::default();
-        for s in items(&self.admin_get(&format!("/api/v4/workflow-templates/{wf}/states/"))) {
+        for s in items(&self.admin_get(&format!(
+            "/api/v4/workflow-templates/{wf}/states/?page_size=500"
+        ))) {
             let state = id(&s);
             let actions = self.admin_get(&format!(
-                "/api/v4/workflow-templates/{wf}/states/{state}/actions/"
+                "/api/v4/workflow-templates/{wf}/states/{state}/actions/?page_size=500"
             ));
             model.states.insert(state, id_set(&actions));
         }
-        for t in items(&self.admin_get(&format!("/api/v4/workflow-templates/{wf}/transitions/"))) {
+        for t in items(&self.admin_get(&format!(
+            "/api/v4/workflow-templates/{wf}/transitions/?page_size=500"
+        ))) {
             model.transitions.insert(
                 id(&t),
                 TrM {
@@ -1316,7 +1359,9 @@ fn build_world(x: &mut Ctx) {
     // The keys the world grants must be grantable where they are granted (spec 5.3).
     for k in ACL_KINDS {
         let (a, m) = k.names();
-        let grantable = pks(&x.admin_get(&format!("/api/v5/objects/{a}/{m}/permissions/")));
+        let grantable = pks(&x.admin_get(&format!(
+            "/api/v5/objects/{a}/{m}/permissions/?page_size=500"
+        )));
         for p in k.pool() {
             assert!(grantable.contains(*p), "{p} is not grantable on {a}.{m}");
         }
@@ -1937,7 +1982,7 @@ fn reads(x: &mut Ctx) {
         let (a, mo) = k.names();
         x.read(
             "GET /api/v5/objects/{app_label}/{model_name}/permissions/",
-            &format!("/api/v5/objects/{a}/{mo}/permissions/"),
+            &format!("/api/v5/objects/{a}/{mo}/permissions/?page_size=500"),
             mo,
             &|_, _| Exp::Ok(200),
         );
@@ -2261,9 +2306,29 @@ fn reads(x: &mut Ctx) {
             },
             ids,
         );
+        let dt = x.m.docs[&d];
+        let associated: Vec<i64> = (x.m.assocs.values())
+            .filter(|a| a.dt == dt)
+            .map(|a| a.mt)
+            .collect();
+        for mt in associated {
+            x.read(
+                "GET /api/v4/documents/{document_id}/metadata/{metadata_type_id}/lookup/",
+                &format!("/api/v4/documents/{d}/metadata/{mt}/lookup/"),
+                &format!("{target}, metadata type {mt}"),
+                &|m, u| {
+                    let t = (K::MetaType, mt);
+                    if m.seen(u, o) && (m.seen(u, t) || m.has(u, DM_VIEW, t)) {
+                        Exp::Ok(200)
+                    } else {
+                        Exp::No(404)
+                    }
+                },
+            );
+        }
         x.read_list(
             "GET /api/v4/documents/{document_id}/files/",
-            &format!("/api/v4/documents/{d}/files/"),
+            &format!("/api/v4/documents/{d}/files/?page_size=500"),
             &target,
             &|m, u| {
                 if !m.seen(u, o) {
@@ -2279,7 +2344,7 @@ fn reads(x: &mut Ctx) {
         );
         x.read_list(
             "GET /api/v4/documents/{document_id}/workflows/",
-            &format!("/api/v4/documents/{d}/workflows/"),
+            &format!("/api/v4/documents/{d}/workflows/?page_size=500"),
             &target,
             &|m, u| {
                 if !m.seen(u, o) {
@@ -2362,13 +2427,13 @@ fn reads(x: &mut Ctx) {
         );
         x.read(
             "GET /api/v4/documents/{document_id}/workflows/{instance_id}/log/",
-            &format!("{base}log/"),
+            &format!("{base}log/?page_size=500"),
             &target,
             &visible,
         );
         x.read_list(
             "GET /api/v4/documents/{document_id}/workflows/{instance_id}/transitions/",
-            &format!("{base}transitions/"),
+            &format!("{base}transitions/?page_size=500"),
             &target,
             &|m, u| {
                 if !m.inst_visible(u, i) {
@@ -2421,7 +2486,7 @@ fn reads(x: &mut Ctx) {
         );
         x.read_list(
             "GET /api/v4/workflow-templates/{workflow_id}/states/",
-            &format!("{base}states/"),
+            &format!("{base}states/?page_size=500"),
             &target,
             &|m, u| {
                 if m.seen(u, o) {
@@ -2434,7 +2499,7 @@ fn reads(x: &mut Ctx) {
         );
         x.read_list(
             "GET /api/v4/workflow-templates/{workflow_id}/transitions/",
-            &format!("{base}transitions/"),
+            &format!("{base}transitions/?page_size=500"),
             &target,
             &|m, u| {
                 if m.seen(u, o) {
@@ -2446,9 +2511,21 @@ fn reads(x: &mut Ctx) {
             ids,
         );
         for &s in wf.states.keys() {
+            x.read(
+                "GET /api/v4/workflow-templates/{workflow_id}/states/{state_id}/",
+                &format!("{base}states/{s}/"),
+                &format!("state {s}"),
+                &|m, u| {
+                    if m.seen(u, o) {
+                        Exp::Ok(200)
+                    } else {
+                        Exp::No(404)
+                    }
+                },
+            );
             x.read_list(
                 "GET /api/v4/workflow-templates/{workflow_id}/states/{state_id}/actions/",
-                &format!("{base}states/{s}/actions/"),
+                &format!("{base}states/{s}/actions/?page_size=500"),
                 &format!("state {s}"),
                 &|m, u| {
                     if m.seen(u, o) {
@@ -2461,7 +2538,19 @@ fn reads(x: &mut Ctx) {
             );
         }
         for &t in wf.transitions.keys() {
-            x.read_list("GET /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/triggers/", &format!("{base}transitions/{t}/triggers/"), &format!("transition {t}"), &|m, u| {
+            x.read(
+                "GET /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/",
+                &format!("{base}transitions/{t}/"),
+                &format!("transition {t}"),
+                &|m, u| {
+                    if m.seen(u, o) {
+                        Exp::Ok(200)
+                    } else {
+                        Exp::No(404)
+                    }
+                },
+            );
+            x.read_list("GET /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/triggers/", &format!("{base}transitions/{t}/triggers/?page_size=500"), &format!("transition {t}"), &|m, u| {
                 if m.seen(u, o) { Ok(m.wfs[&w].transitions[&t].triggers.clone()) } else { Err(404) }
             }, strs);
         }
@@ -2974,7 +3063,7 @@ fn writes(x: &mut Ctx) {
                     upload: false,
                     probe: vec!["/api/v4/documents/?page_size=500".into()],
                     change: true,
-                    exp: &|m, u| m.act(u, DOC_CREATE, (K::DocType, t), 201),
+                    exp: &|m, u| body_ref(m.act(u, DOC_CREATE, (K::DocType, t), 201)),
                     restore: &|x, b, a| {
                         x.delete_new(&b[0], &a[0], &|i| format!("/api/v4/documents/{i}/"));
                         true
@@ -3004,7 +3093,7 @@ fn writes(x: &mut Ctx) {
                     probe: vec![format!("{path}?page_size=500")],
                     change: true,
                     exp: &|m, u| match m.act(u, DT_EDIT, (K::DocType, dt), 201) {
-                        Exp::Ok(_) if !m.seen(u, (K::MetaType, mt)) => Exp::No(404),
+                        Exp::Ok(_) if !m.seen(u, (K::MetaType, mt)) => Exp::No(400),
                         e => e,
                     },
                     restore: &|x, b, a| {
@@ -3091,7 +3180,7 @@ fn writes(x: &mut Ctx) {
                     path: files.clone(),
                     body: None,
                     upload: true,
-                    probe: vec![files.clone()],
+                    probe: vec![format!("{files}?page_size=500")],
                     change: true,
                     exp: &|m, u| m.act(u, FILE_NEW, o, 201),
                     restore: &|x, b, a| {
@@ -3137,7 +3226,7 @@ fn writes(x: &mut Ctx) {
                             } else if m.seen(u, t) || m.has(u, DM_VIEW, t) {
                                 Exp::No(403)
                             } else {
-                                Exp::No(404)
+                                Exp::No(400)
                             }
                         },
                         restore: &|x, b, a| {
@@ -3326,6 +3415,71 @@ fn writes(x: &mut Ctx) {
             exp: &create,
             restore: &|x, b, a| { x.delete_new(&b[0], &a[0], &|i| format!("{actions}{i}/")); true },
         });
+        let state = format!("{base}states/{unreachable}/");
+        x.write(c, &Change {
+            op: "PATCH /api/v4/workflow-templates/{workflow_id}/states/{state_id}/",
+            target: format!("workflow {w}, state {unreachable}"),
+            method: "PATCH",
+            path: state.clone(),
+            body: Some(json!({ "label": format!("state renamed {n}") })),
+            upload: false,
+            probe: vec![state.clone()],
+            change: true,
+            exp: &edit,
+            restore: &label_back("label"),
+        });
+        let transition = format!("{base}transitions/{thaw}/");
+        x.write(c, &Change {
+            op: "PATCH /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/",
+            target: format!("workflow {w}, transition {thaw}"),
+            method: "PATCH",
+            path: transition.clone(),
+            body: Some(json!({ "label": format!("transition renamed {n}") })),
+            upload: false,
+            probe: vec![transition.clone()],
+            change: true,
+            exp: &edit,
+            restore: &label_back("label"),
+        });
+        // Deletes of a spare state and a spare transition the administrator adds first.
+        let spare = id(&x.admin("POST", &format!("{base}states/"), Some(json!({"label": format!("spare {n}"), "initial": false}))));
+        x.resync_workflow(w);
+        let gone = move |x: &mut Ctx, _: &[Value], _: &[Value]| {
+            x.raw("DELETE", &format!("/api/v4/workflow-templates/{w}/states/{spare}/"), Some(ADMIN), None);
+            x.resync_workflow(w);
+            false
+        };
+        x.write(c, &Change {
+            op: "DELETE /api/v4/workflow-templates/{workflow_id}/states/{state_id}/",
+            target: format!("workflow {w}, state {spare}"),
+            method: "DELETE",
+            path: format!("{base}states/{spare}/"),
+            body: None,
+            upload: false,
+            probe: vec![format!("{base}states/?page_size=500")],
+            change: true,
+            exp: &delete,
+            restore: &gone,
+        });
+        let spare_t = id(&x.admin("POST", &format!("{base}transitions/"), Some(json!({"label": format!("spare {n}"), "origin_state_id": unreachable, "destination_state_id": initial}))));
+        x.resync_workflow(w);
+        let gone_t = move |x: &mut Ctx, _: &[Value], _: &[Value]| {
+            x.raw("DELETE", &format!("/api/v4/workflow-templates/{w}/transitions/{spare_t}/"), Some(ADMIN), None);
+            x.resync_workflow(w);
+            false
+        };
+        x.write(c, &Change {
+            op: "DELETE /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/",
+            target: format!("workflow {w}, transition {spare_t}"),
+            method: "DELETE",
+            path: format!("{base}transitions/{spare_t}/"),
+            body: None,
+            upload: false,
+            probe: vec![format!("{base}transitions/?page_size=500")],
+            change: true,
+            exp: &delete,
+            restore: &gone_t,
+        });
         let triggers = format!("{base}transitions/{thaw}/triggers/");
         x.write(c, &Change {
             op: "POST /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/triggers/",
@@ -3372,7 +3526,7 @@ fn writes(x: &mut Ctx) {
                     upload: false,
                     probe: vec!["/api/v4/cabinets/?page_size=500".into()],
                     change: true,
-                    exp: &|m, u| m.act(u, CAB_CREATE, o, 201),
+                    exp: &|m, u| body_ref(m.act(u, CAB_CREATE, o, 201)),
                     restore: &|x, b, a| {
                         x.delete_new(&b[0], &a[0], &|i| format!("/api/v4/cabinets/{i}/"));
                         true
@@ -3437,7 +3591,7 @@ fn writes(x: &mut Ctx) {
                     json!({ "document_id": d }),
                     docs_path.clone(),
                     &|m, u| match m.act(u, perm, o, 200) {
-                        Exp::Ok(_) => m.act(u, perm, (K::Doc, d), 200),
+                        Exp::Ok(_) => body_ref(m.act(u, perm, (K::Doc, d), 200)),
                         refused => refused,
                     },
                 );
@@ -3794,7 +3948,7 @@ fn deletions(x: &mut Ctx) {
             let exp = x.expect(
                 &c,
                 &|m, u| match m.act(u, DOC_CHANGE_TYPE, (K::Doc, d), 200) {
-                    Exp::Ok(_) if !m.seen(u, (K::DocType, new)) => Exp::No(404),
+                    Exp::Ok(_) if !m.seen(u, (K::DocType, new)) => Exp::No(400),
                     e => e,
                 },
             );

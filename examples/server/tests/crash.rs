@@ -235,10 +235,13 @@ fn check_everything(s: &Server, ack: &Acknowledged) -> usize {
                 "document {id} lacks {name}: {values:?}"
             );
         }
-        let (status, files) = s.get(&format!("/api/v4/documents/{id}/files/"), ADMIN);
+        let (status, files) = s.get(
+            &format!("/api/v4/documents/{id}/files/?page_size=500"),
+            ADMIN,
+        );
         requests += 1;
         assert_eq!(status, 200);
-        for f in files.as_array().expect("files") {
+        for f in files["results"].as_array().expect("files") {
             let (status, bytes) = support::download(
                 &agent,
                 &s.base,
@@ -345,9 +348,9 @@ fn acknowledged_writes_survive_sigkill() {
             "the tasks pending at the kill",
             Duration::from_secs(60),
             || {
-                let (status, tasks) = server.get("/api/v4/tasks/", ADMIN);
+                let (status, tasks) = server.get("/api/v4/tasks/?page_size=500", ADMIN);
                 assert_eq!(status, 200);
-                let tasks = tasks.as_array().expect("tasks");
+                let tasks = tasks["results"].as_array().expect("tasks");
                 assert!(
                     tasks.iter().all(|t| t["state"] != "failed"),
                     "a task failed: {tasks:?}"

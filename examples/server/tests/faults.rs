@@ -120,7 +120,7 @@ fn a_full_disk_is_a_clear_error_and_corrupts_nothing() {
     );
     let (status, listed) = s.get(&files, ADMIN);
     assert_eq!(
-        (status, listed.as_array().map(Vec::len)),
+        (status, listed["results"].as_array().map(Vec::len)),
         (200, Some(0)),
         "no record of the failed upload"
     );
@@ -174,7 +174,10 @@ fn a_full_disk_is_a_clear_error_and_corrupts_nothing() {
         "writes work again once space is freed: {after}"
     );
     let (status, listed) = s.get(&files, ADMIN);
-    assert_eq!((status, listed.as_array().map(Vec::len)), (200, Some(1)));
+    assert_eq!(
+        (status, listed["results"].as_array().map(Vec::len)),
+        (200, Some(1))
+    );
     let (status, bytes) = support::download(
         &agent,
         &s.base,

@@ -146,19 +146,25 @@ async fn acl_remove_permission(
 }
 
 #[utoipa::path(get, path = "/api/v5/objects/{app_label}/{model_name}/permissions/", tag = "acls",
-    params(("app_label" = String, Path), ("model_name" = String, Path)),
-    responses((status = 200, body = [PermissionOut], description = "The permissions an ACL on this kind of object may hold"), (status = 404, body = ErrorOut)))]
+    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("app_label" = String, Path), ("model_name" = String, Path)),
+    responses((status = 200, body = PageOut, description = "The permissions an ACL on this kind of object may hold"), (status = 404, body = ErrorOut)))]
 async fn grantable_permissions(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids((a, m)): Ids<(String, String)>,
-) -> ApiResult<Json<Vec<PermissionOut>>> {
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<crate::page::Page<PermissionOut>> {
+    let q = ListQuery::parse(q)?;
     let s = app.session(user);
     let kind = s.object_kind(&a, &m)?;
-    Ok(Json(
-        s.grantable_permissions(kind)
-            .into_iter()
-            .map(PermissionOut::from)
-            .collect(),
-    ))
+    let all = s
+        .grantable_permissions(kind)
+        .into_iter()
+        .collect::<Vec<_>>();
+    q.page(
+        &uri,
+        docmeta_core::Page::of(all, q.request()),
+        PermissionOut::from,
+    )
 }

@@ -3,8 +3,9 @@
 use std::collections::HashMap;
 
 use axum::Json;
-use axum::extract::{Query, State};
-use axum::http::{StatusCode, Uri};
+use axum::extract::multipart::MultipartRejection;
+use axum::extract::{FromRequest, Multipart, Query, Request, State};
+use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use docmeta_core::{
     DocumentId, DocumentMetadataId, DocumentTypeId, EventQuery, MetadataTypeId, Session,
@@ -13,11 +14,15 @@ use docmeta_core::{
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use serde_json::Value;
+
 use crate::body::Body;
 use crate::dto::*;
 use crate::error::{ApiError, ApiResult};
 use crate::page::ListQuery;
+use crate::routes::files::{multipart_error, receive, within};
 use crate::state::{AppState, CurrentUser, Ids};
+use crate::streams::StreamPermit;
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
     router
@@ -31,6 +36,7 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
             put_document_metadata,
             delete_document_metadata
         ))
+        .routes(routes!(document_lookup))
         .routes(routes!(list_events))
         .routes(routes!(list_document_events))
 }
@@ -60,17 +66,164 @@ async fn list_documents(
     .await
 }
 
-#[utoipa::path(post, path = "/api/v4/documents/", tag = "documents", request_body = DocumentIn,
-    responses((status = 201, body = DocumentOut), (status = 400, body = ErrorOut), (status = 404, body = ErrorOut)))]
+#[utoipa::path(post, path = "/api/v4/documents/", tag = "documents",
+    description = "Creates a document from JSON `{document_type_id, label, metadata}` or from a multipart form (`document_type_id`, `label`, `file`, and `metadata` as a JSON text). `metadata` lists initial values `{metadata_type_id, value}`; each runs through the value pipeline, and the document, its values and its file are created all or nothing. A required metadata type of the document type without a value and without a default refuses the document (`400` under `metadata`, naming the type). A `document_type_id` or `metadata_type_id` that does not exist, or that the caller may not see, is a `400` naming the field.",
+    request_body(content((DocumentIn = "application/json"), (DocumentForm = "multipart/form-data"))),
+    responses((status = 201, body = DocumentOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut),
+        (status = 413, body = ErrorOut), (status = 507, body = ErrorOut)))]
 async fn create_document(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
-    body: Body,
+    request: Request,
 ) -> ApiResult<(StatusCode, Json<DocumentOut>)> {
+    let multipart = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("multipart/form-data"));
+    if multipart {
+        let form = Multipart::from_request(request, &app).await;
+        return create_document_from_form(app, user, form).await;
+    }
+    let body = Body::from_request(request, &app).await?;
     let document_type = body.id("document_type_id")?;
     let label = body.str("label")?;
+    let values = initial_values(body.raw("metadata"))?;
     app.run(user, move |s| {
-        let d = s.create_document_view(DocumentTypeId(document_type), &label)?;
+        let values: Vec<(MetadataTypeId, &str)> =
+            values.iter().map(|(t, v)| (*t, v.as_str())).collect();
+        let d =
+            s.create_document_with_view(DocumentTypeId(document_type), &label, &values, None)?;
+        Ok((StatusCode::CREATED, Json(DocumentOut::from(&d))))
+    })
+    .await
+}
+
+/// The multipart form of a document creation (for the OpenAPI description).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct DocumentForm {
+    document_type_id: i64,
+    label: String,
+    /// The document's first file (optional).
+    #[schema(value_type = Option<String>, format = Binary)]
+    file: Option<Vec<u8>>,
+    /// Initial metadata values, as the JSON text of `[{"metadata_type_id", "value"}]`.
+    metadata: Option<String>,
+}
+
+/// `metadata: [{"metadata_type_id", "value"}]` of a create body (absent: none).
+fn initial_values(raw: Option<&Value>) -> ApiResult<Vec<(MetadataTypeId, String)>> {
+    let invalid = || {
+        ApiError::field(
+            "metadata",
+            "Expected a list of {\"metadata_type_id\": <id>, \"value\": <text>} items.",
+        )
+    };
+    let Some(raw) = raw else {
+        return Ok(Vec::new());
+    };
+    let items = raw.as_array().ok_or_else(invalid)?;
+    items
+        .iter()
+        .map(|item| {
+            let id = item
+                .get("metadata_type_id")
+                .and_then(Value::as_i64)
+                .filter(|id| *id > 0)
+                .ok_or_else(invalid)?;
+            let value = match item.get("value") {
+                None | Some(Value::Null) => String::new(),
+                Some(Value::String(v)) => v.clone(),
+                Some(_) => return Err(invalid()),
+            };
+            Ok((MetadataTypeId(id), value))
+        })
+        .collect()
+}
+
+/// Reads the multipart form of a document creation: the text fields, and the file spooled as
+/// an upload is (`upload_max_bytes`, stream time limits), then creates it all at once.
+async fn create_document_from_form(
+    app: AppState,
+    user: docmeta_core::UserId,
+    form: Result<Multipart, MultipartRejection>,
+) -> ApiResult<(StatusCode, Json<DocumentOut>)> {
+    let _permit: StreamPermit = app.streams.start(user)?;
+    let limits = app.streams.limits();
+    let deadline = limits.deadline();
+    let mut form = form.map_err(|e| {
+        ApiError::new(
+            e.status(),
+            serde_json::json!({ "non_field_errors": [e.body_text()] }),
+        )
+    })?;
+    let mut text: HashMap<String, String> = HashMap::new();
+    let mut file = None;
+    while let Some(mut field) = within(limits, deadline, form.next_field())
+        .await?
+        .map_err(multipart_error)?
+    {
+        let name = field.name().unwrap_or_default().to_owned();
+        match name.as_str() {
+            "file" => {
+                let filename = field.file_name().unwrap_or("file").to_owned();
+                let spooled = receive(&app.spool_dir, &mut field, limits, deadline).await?;
+                file = Some((filename, spooled));
+            }
+            "document_type_id" | "label" | "metadata" => {
+                let value = within(limits, deadline, field.text())
+                    .await?
+                    .map_err(|_| ApiError::field(&name, "Not a valid string."))?;
+                text.insert(name, value);
+            }
+            _ => {}
+        }
+    }
+    let document_type = match text.get("document_type_id") {
+        None => {
+            return Err(ApiError::field(
+                "document_type_id",
+                "This field is required.",
+            ));
+        }
+        Some(t) => t
+            .trim()
+            .parse::<i64>()
+            .ok()
+            .filter(|id| *id > 0)
+            .ok_or_else(|| ApiError::field("document_type_id", "A valid integer is required."))?,
+    };
+    let label = text
+        .remove("label")
+        .ok_or_else(|| ApiError::field("label", "This field is required."))?;
+    let metadata = match text.get("metadata").filter(|m| !m.trim().is_empty()) {
+        None => None,
+        Some(m) => Some(
+            serde_json::from_str::<Value>(m)
+                .map_err(|_| ApiError::field("metadata", "Not valid JSON."))?,
+        ),
+    };
+    let values = initial_values(metadata.as_ref())?;
+    app.run(user, move |s| {
+        let values: Vec<(MetadataTypeId, &str)> =
+            values.iter().map(|(t, v)| (*t, v.as_str())).collect();
+        let d = match file {
+            Some((filename, spooled)) => {
+                let mut content = spooled.reader().map_err(|e| {
+                    ApiError::from(docmeta_core::Error::storage("reading a spooled upload", e))
+                })?;
+                s.create_document_with_view(
+                    DocumentTypeId(document_type),
+                    &label,
+                    &values,
+                    Some((&filename, &mut content)),
+                )?
+            }
+            None => {
+                s.create_document_with_view(DocumentTypeId(document_type), &label, &values, None)?
+            }
+        };
         Ok((StatusCode::CREATED, Json(DocumentOut::from(&d))))
     })
     .await
@@ -323,4 +476,33 @@ async fn list_document_events(
     })
     .await
     .map(IntoResponse::into_response)
+}
+
+/// The lookup choices of a metadata type for one document.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct LookupOut {
+    pub document_id: i64,
+    pub metadata_type_id: i64,
+    /// The rendered choices, in order; `null` when the type has no lookup (any value goes).
+    pub choices: Option<Vec<String>>,
+}
+
+#[utoipa::path(get, path = "/api/v4/documents/{document_id}/metadata/{metadata_type_id}/lookup/", tag = "documents",
+    description = "The choices of the metadata type's lookup rendered for this document (spec 2.7), for a drop-down. The type must be associated with the document's type and visible to the caller.",
+    params(("document_id" = i64, Path), ("metadata_type_id" = i64, Path)),
+    responses((status = 200, body = LookupOut), (status = 404, body = ErrorOut)))]
+async fn document_lookup(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((doc, mt)): Ids<(i64, i64)>,
+) -> ApiResult<Json<LookupOut>> {
+    app.run(user, move |s| {
+        let choices = s.document_lookup_choices(DocumentId(doc), MetadataTypeId(mt))?;
+        Ok(Json(LookupOut {
+            document_id: doc,
+            metadata_type_id: mt,
+            choices,
+        }))
+    })
+    .await
 }

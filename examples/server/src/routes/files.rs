@@ -10,6 +10,7 @@
 //! `stream_idle_timeout_ms` and `stream_total_timeout_ms` and counted against the user's
 //! `streams_per_user`.
 
+use std::collections::HashMap;
 use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -17,16 +18,17 @@ use std::time::Instant;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::multipart::{Field, MultipartError, MultipartRejection};
-use axum::extract::{Multipart, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::extract::{Multipart, Query, State};
+use axum::http::{HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use docmeta_core::{DocumentFile, DocumentFileId, DocumentId};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::conn::{DeadlineGuard, MaybeConn};
-use crate::dto::DocumentFileOut;
+use crate::dto::{DocumentFileOut, PageOut};
 use crate::error::{ApiError, ApiResult};
+use crate::page::{ListQuery, Page};
 use crate::state::{AppState, CurrentUser, Ids};
 use crate::streams::{StreamLimits, StreamPermit};
 
@@ -45,16 +47,21 @@ const SPOOL_IN_MEMORY: usize = CHUNK;
 pub const SPOOL_DIR: &str = ".spool";
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/files/", tag = "files",
-    params(("document_id" = i64, Path)),
-    responses((status = 200, body = Vec<DocumentFileOut>), (status = 404, body = crate::dto::ErrorOut)))]
+    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("document_id" = i64, Path)),
+    responses((status = 200, body = PageOut), (status = 404, body = crate::dto::ErrorOut)))]
 async fn list_files(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-) -> ApiResult<Json<Vec<DocumentFileOut>>> {
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Page<DocumentFileOut>> {
+    let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
         let files = s.files(DocumentId(id))?;
-        Ok(Json(files.iter().map(DocumentFileOut::from).collect()))
+        q.page(&uri, docmeta_core::Page::of(files, q.request()), |x| {
+            DocumentFileOut::from(&x)
+        })
     })
     .await
 }
@@ -116,7 +123,7 @@ async fn upload_file(
 
 /// Awaits `step` of an upload: `408` when the client sent nothing for the idle limit, or the
 /// upload as a whole passed its deadline.
-async fn within<T>(
+pub(crate) async fn within<T>(
     limits: StreamLimits,
     deadline: Instant,
     step: impl Future<Output = T>,
@@ -135,7 +142,7 @@ async fn within<T>(
 
 /// A multipart error: `413` past the size limit, `400` for a malformed or cut-off body (never
 /// `500`: the client's body is at fault, not the server).
-fn multipart_error(e: MultipartError) -> ApiError {
+pub(crate) fn multipart_error(e: MultipartError) -> ApiError {
     let status = e.status();
     if status == StatusCode::PAYLOAD_TOO_LARGE {
         return ApiError::new(status, serde_json::json!({ "file": [e.body_text()] }));
@@ -149,14 +156,14 @@ fn multipart_error(e: MultipartError) -> ApiError {
 }
 
 /// An upload received whole, in memory or in a spool file.
-enum Spooled {
+pub(crate) enum Spooled {
     Memory(Vec<u8>),
     File(SpoolFile),
 }
 
 impl Spooled {
     /// The content, from its start (blocking: call on the blocking pool).
-    fn reader(self) -> io::Result<Box<dyn Read + Send>> {
+    pub(crate) fn reader(self) -> io::Result<Box<dyn Read + Send>> {
         match self {
             Spooled::Memory(bytes) => Ok(Box::new(io::Cursor::new(bytes))),
             Spooled::File(mut spool) => {
@@ -176,7 +183,7 @@ impl Spooled {
 }
 
 /// A spool file, removed when dropped (the upload stored, refused or abandoned).
-struct SpoolFile {
+pub(crate) struct SpoolFile {
     path: PathBuf,
     file: Option<std::fs::File>,
 }
@@ -214,7 +221,7 @@ async fn blocking<T: Send + 'static>(
 }
 
 /// Receives the field's bytes into a spool, under the stream limits.
-async fn receive(
+pub(crate) async fn receive(
     dir: &Path,
     field: &mut Field<'_>,
     limits: StreamLimits,

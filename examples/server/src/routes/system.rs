@@ -1,13 +1,17 @@
 //! Tasks, health and the OpenAPI document.
 
+use std::collections::HashMap;
+
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Query, State};
+use axum::http::Uri;
 use serde_json::Value;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::dto::*;
 use crate::error::ApiResult;
+use crate::page::{ListQuery, Page};
 use crate::state::{AppState, CurrentUser};
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
@@ -18,13 +22,19 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
 }
 
 #[utoipa::path(get, path = "/api/v4/tasks/", tag = "system",
-    responses((status = 200, body = [TaskOut], description = "Pending, running and failed background tasks"), (status = 403, body = ErrorOut)))]
+    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    responses((status = 200, body = PageOut, description = "Pending, running and failed background tasks"), (status = 403, body = ErrorOut)))]
 async fn list_tasks(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
-) -> ApiResult<Json<Vec<TaskOut>>> {
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Page<TaskOut>> {
+    let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
-        Ok(Json(s.tasks()?.iter().map(TaskOut::from).collect()))
+        q.page(&uri, docmeta_core::Page::of(s.tasks()?, q.request()), |t| {
+            TaskOut::from(&t)
+        })
     })
     .await
 }

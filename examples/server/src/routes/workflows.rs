@@ -8,8 +8,8 @@ use axum::extract::{Query, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use docmeta_core::workflows::{
-    ActionKind, Workflow, WorkflowAction, WorkflowInstance, WorkflowLogEntry, WorkflowState,
-    WorkflowTransition,
+    ActionKind, TransitionUpdate, Workflow, WorkflowAction, WorkflowInstance, WorkflowLogEntry,
+    WorkflowState, WorkflowTransition,
 };
 use docmeta_core::{
     DocumentId, DocumentTypeId, Session, WorkflowId, WorkflowInstanceId, WorkflowStateId,
@@ -21,9 +21,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::body::Body;
-use crate::dto::ErrorOut;
+use crate::dto::{ErrorOut, PageOut};
 use crate::error::{ApiError, ApiResult};
-use crate::page::ListQuery;
+use crate::page::{ListQuery, Page};
 use crate::state::{AppState, CurrentUser, Ids};
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
@@ -31,7 +31,9 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
         .routes(routes!(list_workflows, create_workflow))
         .routes(routes!(get_workflow, patch_workflow, delete_workflow))
         .routes(routes!(list_states, create_state))
+        .routes(routes!(get_state, patch_state, delete_state))
         .routes(routes!(list_transitions, create_transition))
+        .routes(routes!(get_transition, patch_transition, delete_transition))
         .routes(routes!(list_actions, create_action))
         .routes(routes!(delete_action))
         .routes(routes!(list_triggers, create_trigger))
@@ -75,6 +77,7 @@ pub struct StateOut {
     pub id: i64,
     pub label: String,
     pub initial: bool,
+    pub url: String,
 }
 
 impl From<&WorkflowState> for StateOut {
@@ -83,6 +86,10 @@ impl From<&WorkflowState> for StateOut {
             id: s.id.0,
             label: s.label.clone(),
             initial: s.initial,
+            url: format!(
+                "/api/v4/workflow-templates/{}/states/{}/",
+                s.workflow_id, s.id
+            ),
         }
     }
 }
@@ -104,6 +111,7 @@ pub struct TransitionOut {
     /// Allows the transition when it renders to `True`; empty: always.
     pub condition: String,
     pub triggers: Vec<String>,
+    pub url: String,
 }
 
 impl From<&WorkflowTransition> for TransitionOut {
@@ -115,6 +123,10 @@ impl From<&WorkflowTransition> for TransitionOut {
             destination_state_id: t.destination_state_id.0,
             condition: t.condition.clone(),
             triggers: t.triggers.clone(),
+            url: format!(
+                "/api/v4/workflow-templates/{}/transitions/{}/",
+                t.workflow_id, t.id
+            ),
         }
     }
 }
@@ -327,15 +339,20 @@ async fn delete_workflow(
 }
 
 #[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/states/", tag = "workflows",
-    params(("workflow_id" = i64, Path)), responses((status = 200, body = Vec<StateOut>), (status = 404, body = ErrorOut)))]
+    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("workflow_id" = i64, Path)), responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_states(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-) -> ApiResult<Json<Vec<StateOut>>> {
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Page<StateOut>> {
+    let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
         let states = s.workflow_states(WorkflowId(id))?;
-        Ok(Json(states.iter().map(StateOut::from).collect()))
+        q.page(&uri, docmeta_core::Page::of(states, q.request()), |x| {
+            StateOut::from(&x)
+        })
     })
     .await
 }
@@ -359,15 +376,20 @@ async fn create_state(
 }
 
 #[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/transitions/", tag = "workflows",
-    params(("workflow_id" = i64, Path)), responses((status = 200, body = Vec<TransitionOut>), (status = 404, body = ErrorOut)))]
+    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("workflow_id" = i64, Path)), responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_transitions(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-) -> ApiResult<Json<Vec<TransitionOut>>> {
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Page<TransitionOut>> {
+    let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
         let all = s.workflow_transitions(WorkflowId(id))?;
-        Ok(Json(all.iter().map(TransitionOut::from).collect()))
+        q.page(&uri, docmeta_core::Page::of(all, q.request()), |x| {
+            TransitionOut::from(&x)
+        })
     })
     .await
 }
@@ -394,16 +416,21 @@ async fn create_transition(
 }
 
 #[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/states/{state_id}/actions/", tag = "workflows",
-    params(("workflow_id" = i64, Path), ("state_id" = i64, Path)),
-    responses((status = 200, body = Vec<ActionOut>), (status = 404, body = ErrorOut)))]
+    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("workflow_id" = i64, Path), ("state_id" = i64, Path)),
+    responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_actions(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids((id, state)): Ids<(i64, i64)>,
-) -> ApiResult<Json<Vec<ActionOut>>> {
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Page<ActionOut>> {
+    let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
         let all = s.workflow_actions(WorkflowId(id), WorkflowStateId(state))?;
-        Ok(Json(all.iter().map(ActionOut::from).collect()))
+        q.page(&uri, docmeta_core::Page::of(all, q.request()), |x| {
+            ActionOut::from(&x)
+        })
     })
     .await
 }
@@ -483,23 +510,23 @@ fn transition_of(
     workflow: WorkflowId,
     transition: WorkflowTransitionId,
 ) -> ApiResult<WorkflowTransition> {
-    s.workflow_transitions(workflow)?
-        .into_iter()
-        .find(|t| t.id == transition)
-        .ok_or_else(ApiError::not_found)
+    Ok(s.workflow_transition(workflow, transition)?)
 }
 
 #[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/triggers/", tag = "workflows",
-    params(("workflow_id" = i64, Path), ("transition_id" = i64, Path)),
-    responses((status = 200, body = Vec<String>), (status = 404, body = ErrorOut)))]
+    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("workflow_id" = i64, Path), ("transition_id" = i64, Path)),
+    responses((status = 200, body = PageOut, description = "The event names that trigger the transition"), (status = 404, body = ErrorOut)))]
 async fn list_triggers(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids((id, transition)): Ids<(i64, i64)>,
-) -> ApiResult<Json<Vec<String>>> {
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Page<String>> {
+    let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
         let t = transition_of(s, WorkflowId(id), WorkflowTransitionId(transition))?;
-        Ok(Json(t.triggers))
+        q.page(&uri, docmeta_core::Page::of(t.triggers, q.request()), |e| e)
     })
     .await
 }
@@ -522,15 +549,20 @@ async fn create_trigger(
 }
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/workflows/", tag = "workflows",
-    params(("document_id" = i64, Path)), responses((status = 200, body = Vec<InstanceOut>), (status = 404, body = ErrorOut)))]
+    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("document_id" = i64, Path)), responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_instances(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(document): Ids<i64>,
-) -> ApiResult<Json<Vec<InstanceOut>>> {
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Page<InstanceOut>> {
+    let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
         let all = s.workflow_instances(DocumentId(document))?;
-        Ok(Json(all.iter().map(InstanceOut::from).collect()))
+        q.page(&uri, docmeta_core::Page::of(all, q.request()), |x| {
+            InstanceOut::from(&x)
+        })
     })
     .await
 }
@@ -551,31 +583,41 @@ async fn get_instance(
 }
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/workflows/{instance_id}/log/", tag = "workflows",
-    params(("document_id" = i64, Path), ("instance_id" = i64, Path)),
-    responses((status = 200, body = Vec<LogEntryOut>), (status = 404, body = ErrorOut)))]
+    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("document_id" = i64, Path), ("instance_id" = i64, Path)),
+    responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn instance_log(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids((document, instance)): Ids<(i64, i64)>,
-) -> ApiResult<Json<Vec<LogEntryOut>>> {
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Page<LogEntryOut>> {
+    let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
         let log = s.workflow_log(DocumentId(document), WorkflowInstanceId(instance))?;
-        Ok(Json(log.iter().map(LogEntryOut::from).collect()))
+        q.page(&uri, docmeta_core::Page::of(log, q.request()), |x| {
+            LogEntryOut::from(&x)
+        })
     })
     .await
 }
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/workflows/{instance_id}/transitions/", tag = "workflows",
-    params(("document_id" = i64, Path), ("instance_id" = i64, Path)),
-    responses((status = 200, description = "The transitions the instance may take now", body = Vec<TransitionOut>), (status = 404, body = ErrorOut)))]
+    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("document_id" = i64, Path), ("instance_id" = i64, Path)),
+    responses((status = 200, description = "The transitions the instance may take now", body = PageOut), (status = 404, body = ErrorOut)))]
 async fn available_transitions(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids((document, instance)): Ids<(i64, i64)>,
-) -> ApiResult<Json<Vec<TransitionOut>>> {
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<Page<TransitionOut>> {
+    let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
         let all = s.available_transitions(DocumentId(document), WorkflowInstanceId(instance))?;
-        Ok(Json(all.iter().map(TransitionOut::from).collect()))
+        q.page(&uri, docmeta_core::Page::of(all, q.request()), |x| {
+            TransitionOut::from(&x)
+        })
     })
     .await
 }
@@ -599,6 +641,131 @@ async fn take_transition(
             &comment,
         )?;
         Ok((StatusCode::CREATED, Json((&entry).into())))
+    })
+    .await
+}
+
+/// Body of PATCH on a state.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StatePatchIn {
+    pub label: Option<String>,
+    /// `true` makes it the initial state (replacing the previous one).
+    pub initial: Option<bool>,
+}
+
+/// Body of PATCH on a transition.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TransitionPatchIn {
+    pub label: Option<String>,
+    pub origin_state_id: Option<i64>,
+    pub destination_state_id: Option<i64>,
+    pub condition: Option<String>,
+}
+
+#[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/states/{state_id}/", tag = "workflows",
+    params(("workflow_id" = i64, Path), ("state_id" = i64, Path)),
+    responses((status = 200, body = StateOut), (status = 404, body = ErrorOut)))]
+async fn get_state(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((id, state)): Ids<(i64, i64)>,
+) -> ApiResult<Json<StateOut>> {
+    app.run(user, move |s| {
+        let st = s.workflow_state(WorkflowId(id), WorkflowStateId(state))?;
+        Ok(Json((&st).into()))
+    })
+    .await
+}
+
+#[utoipa::path(patch, path = "/api/v4/workflow-templates/{workflow_id}/states/{state_id}/", tag = "workflows", request_body = StatePatchIn,
+    params(("workflow_id" = i64, Path), ("state_id" = i64, Path)),
+    responses((status = 200, body = StateOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn patch_state(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((id, state)): Ids<(i64, i64)>,
+    body: Body,
+) -> ApiResult<Json<StateOut>> {
+    let label = body.opt_str("label")?;
+    let initial = body.opt_bool("initial")?;
+    app.run(user, move |s| {
+        let st = s.update_workflow_state(
+            WorkflowId(id),
+            WorkflowStateId(state),
+            label.as_deref(),
+            initial,
+        )?;
+        Ok(Json((&st).into()))
+    })
+    .await
+}
+
+#[utoipa::path(delete, path = "/api/v4/workflow-templates/{workflow_id}/states/{state_id}/", tag = "workflows",
+    description = "Deletes the state with its actions. A state that instances are in, or that transitions start or end at, is refused (`400`, `non_field_errors` says why).",
+    params(("workflow_id" = i64, Path), ("state_id" = i64, Path)),
+    responses((status = 204), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn delete_state(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((id, state)): Ids<(i64, i64)>,
+) -> ApiResult<StatusCode> {
+    app.run(user, move |s| {
+        s.delete_workflow_state(WorkflowId(id), WorkflowStateId(state))?;
+        Ok(StatusCode::NO_CONTENT)
+    })
+    .await
+}
+
+#[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/", tag = "workflows",
+    params(("workflow_id" = i64, Path), ("transition_id" = i64, Path)),
+    responses((status = 200, body = TransitionOut), (status = 404, body = ErrorOut)))]
+async fn get_transition(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((id, transition)): Ids<(i64, i64)>,
+) -> ApiResult<Json<TransitionOut>> {
+    app.run(user, move |s| {
+        let t = s.workflow_transition(WorkflowId(id), WorkflowTransitionId(transition))?;
+        Ok(Json((&t).into()))
+    })
+    .await
+}
+
+#[utoipa::path(patch, path = "/api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/", tag = "workflows", request_body = TransitionPatchIn,
+    params(("workflow_id" = i64, Path), ("transition_id" = i64, Path)),
+    responses((status = 200, body = TransitionOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn patch_transition(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((id, transition)): Ids<(i64, i64)>,
+    body: Body,
+) -> ApiResult<Json<TransitionOut>> {
+    let update = TransitionUpdate {
+        label: body.opt_str("label")?,
+        origin: body.opt_id("origin_state_id")?.map(WorkflowStateId),
+        destination: body.opt_id("destination_state_id")?.map(WorkflowStateId),
+        condition: body.opt_str("condition")?,
+    };
+    app.run(user, move |s| {
+        let t =
+            s.update_workflow_transition(WorkflowId(id), WorkflowTransitionId(transition), update)?;
+        Ok(Json((&t).into()))
+    })
+    .await
+}
+
+#[utoipa::path(delete, path = "/api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/", tag = "workflows",
+    description = "Deletes the transition with its triggers. A transition that instance logs record is refused (`400`, `non_field_errors` says why).",
+    params(("workflow_id" = i64, Path), ("transition_id" = i64, Path)),
+    responses((status = 204), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn delete_transition(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((id, transition)): Ids<(i64, i64)>,
+) -> ApiResult<StatusCode> {
+    app.run(user, move |s| {
+        s.delete_workflow_transition(WorkflowId(id), WorkflowTransitionId(transition))?;
+        Ok(StatusCode::NO_CONTENT)
     })
     .await
 }

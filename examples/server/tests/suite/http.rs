@@ -537,10 +537,13 @@ fn who_sees_what_401_403_404() {
     assert_eq!((status, body), (200, json!({"deleted": true})));
     assert_eq!(s.get("/api/v4/documents/2/", BOB).0, 404);
     assert_eq!(s.get("/api/v5/objects/nope/nope/1/acls/", ADMIN).0, 404);
-    let (status, grantable) = s.get("/api/v5/objects/documents/documenttype/permissions/", ADMIN);
+    let (status, grantable) = s.get(
+        "/api/v5/objects/documents/documenttype/permissions/?page_size=500",
+        ADMIN,
+    );
     assert_eq!(status, 200);
     assert!(
-        grantable
+        grantable["results"]
             .as_array()
             .expect("list")
             .iter()
@@ -947,6 +950,46 @@ impl Server {
         (status, serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
+    /// Posts a multipart form of text fields and, optionally, one file field `file`.
+    fn form(
+        &self,
+        path: &str,
+        user: (&str, &str),
+        fields: &[(&str, &str)],
+        file: Option<(&str, &[u8])>,
+    ) -> (u16, Value) {
+        let boundary = "docmeta-test-boundary-7d1f";
+        let mut body = Vec::new();
+        for (name, value) in fields {
+            body.extend_from_slice(
+                format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
+                    .as_bytes(),
+            );
+        }
+        if let Some((filename, content)) = file {
+            body.extend_from_slice(format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+            ).as_bytes());
+            body.extend_from_slice(content);
+            body.extend_from_slice(b"\r\n");
+        }
+        body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+        let auth = format!("Basic {}", base64(&format!("{}:{}", user.0, user.1)));
+        let mut response = self
+            .agent
+            .post(format!("{}{path}", self.base))
+            .header("Authorization", auth)
+            .header(
+                "Content-Type",
+                format!("multipart/form-data; boundary={boundary}"),
+            )
+            .send(&body[..])
+            .expect("HTTP exchange");
+        let status = response.status().as_u16();
+        let text = response.body_mut().read_to_string().unwrap_or_default();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
     /// Downloads bytes with their status and content type.
     fn download(&self, path: &str, user: (&str, &str)) -> (u16, String, String, Vec<u8>) {
         let auth = format!("Basic {}", base64(&format!("{}:{}", user.0, user.1)));
@@ -994,8 +1037,8 @@ fn document_file_endpoints() {
     let download = file["download_url"].as_str().expect("url").to_owned();
     let (status, list) = s.get("/api/v4/documents/1/files/", ALICE);
     // The demo's scan and the upload.
-    assert_eq!((status, list.as_array().map(Vec::len)), (200, Some(2)));
-    assert_eq!(list[0]["filename"], "invoice-1.txt");
+    assert_eq!((status, list["count"].as_u64()), (200, Some(2)));
+    assert_eq!(list["results"][0]["filename"], "invoice-1.txt");
     assert_eq!(s.get(&url, ALICE).1["checksum"], file["checksum"]);
     let (status, content_type, disposition, bytes) = s.download(&download, ALICE);
     assert_eq!((status, content_type.as_str()), (200, "application/pdf"));
@@ -1040,6 +1083,7 @@ fn workflow_endpoints_and_the_demo_invoice_workflow() {
     assert_eq!(flow["label"], "Invoice approval");
     let base = flow["url"].as_str().expect("url").to_owned();
     let (_, states) = s.get(&format!("{base}states/"), ADMIN);
+    let states = states["results"].clone();
     let labels: Vec<&str> = states
         .as_array()
         .expect("states")
@@ -1048,22 +1092,33 @@ fn workflow_endpoints_and_the_demo_invoice_workflow() {
         .collect();
     assert_eq!(labels, ["draft", "review", "approved", "paid"]);
     let (_, transitions) = s.get(&format!("{base}transitions/"), ADMIN);
+    let transitions = transitions["results"].clone();
     assert_eq!(
         transitions[0]["triggers"][0],
         "metadata.document_metadata_edited"
     );
-    // A new invoice gets an instance in `draft`; editing its status drives it.
+    // A new invoice (with its required number) gets an instance in `draft`; editing its
+    // status drives it.
+    let (_, types) = s.get("/api/v4/metadata/metadata-types/?page_size=500", ADMIN);
+    let number = types["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|t| t["name"] == "invoice_number")
+        .expect("invoice_number")["id"]
+        .clone();
     let (status, doc) = s.call(
         "POST",
         "/api/v4/documents/",
         Some(ALICE),
-        Some(json!({"document_type_id": 1, "label": "Invoice 6"})),
+        Some(json!({"document_type_id": 1, "label": "Invoice 6",
+            "metadata": [{"metadata_type_id": number, "value": "INV-0006"}]})),
     );
     assert_eq!(status, 201, "{doc}");
     let doc_url = doc["url"].as_str().expect("url").to_owned();
     let (status, instances) = s.get(&format!("{doc_url}workflows/"), ADMIN);
     assert_eq!(status, 200);
-    let instance = instances[0].clone();
+    let instance = instances["results"][0].clone();
     assert_eq!(instance["current_state_id"], states[0]["id"]);
     assert_eq!(s.get(&doc_url, BOB).0, 404, "the lawyers do not see it yet");
     let (_, values) = s.get(&format!("{doc_url}metadata/"), ALICE);
@@ -1089,11 +1144,11 @@ fn workflow_endpoints_and_the_demo_invoice_workflow() {
     assert_eq!(now["current_state_id"], states[2]["id"]);
     assert_eq!(s.get(&doc_url, BOB).0, 200, "the grant action ran");
     let (_, log) = s.get(&format!("{instance_url}log/"), ADMIN);
-    assert_eq!(log.as_array().map(Vec::len), Some(2));
+    assert_eq!(log["results"].as_array().map(Vec::len), Some(2));
     // By hand: only what leaves the current state and passes its condition.
     let (_, available) = s.get(&format!("{instance_url}transitions/"), ADMIN);
     assert_eq!(
-        available.as_array().map(Vec::len),
+        available["results"].as_array().map(Vec::len),
         Some(0),
         "pay needs status paid"
     );
@@ -1167,7 +1222,7 @@ fn workflow_endpoints_and_the_demo_invoice_workflow() {
         Some(json!({"label": "bad", "action": {"type": "launch_rockets"}})),
     );
     assert_eq!((code, err["action"].is_array()), (400, true));
-    assert_eq!(s.get(&actions, ADMIN).1.as_array().map(Vec::len), Some(1));
+    assert_eq!(s.get(&actions, ADMIN).1["count"].as_u64(), Some(1));
     let trigger_url = format!(
         "{base}transitions/{}/triggers/document_metadata_removed/",
         t["id"]
@@ -1183,7 +1238,7 @@ fn workflow_endpoints_and_the_demo_invoice_workflow() {
         .0,
         204
     );
-    assert_eq!(s.get(&actions, ADMIN).1.as_array().map(Vec::len), Some(0));
+    assert_eq!(s.get(&actions, ADMIN).1["count"].as_u64(), Some(0));
     // alice may not create templates.
     assert_eq!(
         s.call(
@@ -1194,5 +1249,464 @@ fn workflow_endpoints_and_the_demo_invoice_workflow() {
         )
         .0,
         403
+    );
+}
+
+#[test]
+fn an_acl_on_an_object_that_does_not_exist_is_not_found() {
+    let Some(s) = Server::start() else { return };
+    let (_, roles) = s.get("/api/v4/roles/", ADMIN);
+    let role = roles["results"][0]["id"].clone();
+    for object in [
+        "document_states/workflow/999",
+        "documents/documentfile/999",
+        "documents/document/999",
+        "tags/tag/999",
+        "sources/source/1",
+    ] {
+        let (status, body) = s.call(
+            "POST",
+            &format!("/api/v5/objects/{object}/acls/"),
+            Some(ADMIN),
+            Some(json!({"role_id": role})),
+        );
+        assert_eq!(status, 404, "{object}: {body}");
+    }
+    // An existing workflow takes an ACL.
+    let (status, body) = s.call(
+        "POST",
+        "/api/v5/objects/document_states/workflow/1/acls/",
+        Some(ADMIN),
+        Some(json!({"role_id": role})),
+    );
+    assert_eq!(status, 201, "{body}");
+}
+
+#[test]
+fn a_body_reference_to_a_missing_object_is_a_400_naming_the_field() {
+    let Some(s) = Server::start() else { return };
+    for (path, body, field) in [
+        (
+            "/api/v4/documents/",
+            json!({"document_type_id": 999, "label": "x"}),
+            "document_type_id",
+        ),
+        (
+            "/api/v4/documents/types/1/metadata-types/",
+            json!({"metadata_type_id": 999}),
+            "metadata_type_id",
+        ),
+        (
+            "/api/v4/documents/1/metadata/",
+            json!({"metadata_type_id": 999, "value": "x"}),
+            "metadata_type_id",
+        ),
+        (
+            "/api/v4/documents/1/type/change/",
+            json!({"document_type_id": 999}),
+            "document_type_id",
+        ),
+        (
+            "/api/v4/cabinets/",
+            json!({"label": "sub", "parent_id": 999}),
+            "parent_id",
+        ),
+    ] {
+        let (status, answer) = s.call("POST", path, Some(ADMIN), Some(body));
+        assert_eq!(status, 400, "{path}: {answer}");
+        assert!(answer[field].is_array(), "{path}: {answer}");
+    }
+}
+
+#[test]
+fn a_missing_document_in_the_body_is_a_400_but_a_missing_cabinet_in_the_path_a_404() {
+    let Some(s) = Server::start() else { return };
+    let (_, cabinets) = s.get("/api/v4/cabinets/", ADMIN);
+    let cabinet = cabinets["results"][0]["id"].clone();
+    let (status, body) = s.call(
+        "POST",
+        &format!("/api/v4/cabinets/{cabinet}/documents/add/"),
+        Some(ADMIN),
+        Some(json!({"document_id": 999})),
+    );
+    assert_eq!((status, body["document_id"].is_array()), (400, true), "{body}");
+    // A missing object in the URL path stays a 404.
+    let (status, _) = s.call(
+        "POST",
+        "/api/v4/cabinets/999/documents/add/",
+        Some(ADMIN),
+        Some(json!({"document_id": 1})),
+    );
+    assert_eq!(status, 404);
+}
+
+/// A new user `name` whose only permissions are the global `permissions`.
+fn user_with_global(s: &Server, name: &str, permissions: &[&str]) -> (String, String) {
+    let password = "a long enough password".to_owned();
+    let post = |path: &str, body: Value| {
+        let (status, answer) = s.call("POST", path, Some(ADMIN), Some(body));
+        assert!(status == 200 || status == 201, "{path}: {status} {answer}");
+        answer
+    };
+    let user = post(
+        "/api/v4/users/",
+        json!({"username": name, "password": password}),
+    );
+    let group = post("/api/v4/groups/", json!({"name": format!("{name} group")}));
+    post(
+        &format!("/api/v4/groups/{}/users/add/", group["id"]),
+        json!({"user_id": user["id"]}),
+    );
+    let role = post("/api/v4/roles/", json!({"label": format!("{name} role")}));
+    post(
+        &format!("/api/v4/roles/{}/groups/add/", role["id"]),
+        json!({"group_id": group["id"]}),
+    );
+    for p in permissions {
+        post(
+            &format!("/api/v4/roles/{}/permissions/add/", role["id"]),
+            json!({ "permission": p }),
+        );
+    }
+    (name.to_owned(), password)
+}
+
+#[test]
+fn creating_a_group_with_only_group_create_answers_201_with_the_group() {
+    let Some(s) = Server::start() else { return };
+    let (name, password) = user_with_global(&s, "creator", &["user_management.group_create"]);
+    let (status, group) = s.call(
+        "POST",
+        "/api/v4/groups/",
+        Some((&name, &password)),
+        Some(json!({"name": "New auditors"})),
+    );
+    assert_eq!((status, group["name"].as_str()), (201, Some("New auditors")), "{group}");
+    assert!(group["id"].is_i64());
+}
+
+/// A new document type with one required metadata type `number` without a default: its id,
+/// and the metadata type's.
+fn type_with_required_number(s: &Server) -> (Value, Value) {
+    let (_, dt) = s.call(
+        "POST",
+        "/api/v4/documents/types/",
+        Some(ADMIN),
+        Some(json!({"label": "Numbered"})),
+    );
+    let (_, mt) = s.call(
+        "POST",
+        "/api/v4/metadata/metadata-types/",
+        Some(ADMIN),
+        Some(json!({"name": "number", "label": "Number"})),
+    );
+    let (status, _) = s.call(
+        "POST",
+        &format!("/api/v4/documents/types/{}/metadata-types/", dt["id"]),
+        Some(ADMIN),
+        Some(json!({"metadata_type_id": mt["id"], "required": true})),
+    );
+    assert_eq!(status, 201);
+    (dt["id"].clone(), mt["id"].clone())
+}
+
+#[test]
+fn a_document_created_by_multipart_has_its_file_and_values() {
+    let Some(s) = Server::start() else { return };
+    let (dt, mt) = type_with_required_number(&s);
+    let metadata = json!([{"metadata_type_id": mt, "value": "42"}]).to_string();
+    let (status, doc) = s.form(
+        "/api/v4/documents/",
+        ADMIN,
+        &[
+            ("document_type_id", &dt.to_string()),
+            ("label", "Scanned"),
+            ("metadata", &metadata),
+        ],
+        Some(("scan.pdf", b"%PDF-1.7")),
+    );
+    assert_eq!(status, 201, "{doc}");
+    assert_eq!(doc["label"], "Scanned");
+    let doc_url = doc["url"].as_str().expect("url").to_owned();
+    let (_, files) = s.get(&format!("{doc_url}files/"), ADMIN);
+    let files = files["results"].clone();
+    assert_eq!(files[0]["filename"], "scan.pdf", "{files}");
+    let (_, values) = s.get(&format!("{doc_url}metadata/"), ADMIN);
+    assert_eq!(values["results"][0]["value"], "42", "{values}");
+}
+
+#[test]
+fn a_document_created_by_json_takes_its_initial_metadata_values() {
+    let Some(s) = Server::start() else { return };
+    let (dt, mt) = type_with_required_number(&s);
+    let (status, doc) = s.call(
+        "POST",
+        "/api/v4/documents/",
+        Some(ADMIN),
+        Some(json!({"document_type_id": dt, "label": "Typed",
+            "metadata": [{"metadata_type_id": mt, "value": "7"}]})),
+    );
+    assert_eq!(status, 201, "{doc}");
+    let (_, values) = s.get(&format!("{}metadata/", doc["url"].as_str().expect("url")), ADMIN);
+    assert_eq!(values["results"][0]["value"], "7", "{values}");
+}
+
+#[test]
+fn a_document_without_a_required_value_that_has_no_default_is_a_400_naming_the_type() {
+    let Some(s) = Server::start() else { return };
+    let (dt, _) = type_with_required_number(&s);
+    let (_, before) = s.get("/api/v4/documents/", ADMIN);
+    let (status, body) = s.call(
+        "POST",
+        "/api/v4/documents/",
+        Some(ADMIN),
+        Some(json!({"document_type_id": dt, "label": "Unnumbered"})),
+    );
+    assert_eq!(status, 400, "{body}");
+    let message = body["metadata"][0].as_str().unwrap_or_default();
+    assert!(message.contains("'number'"), "{body}");
+    let (_, after) = s.get("/api/v4/documents/", ADMIN);
+    assert_eq!(before["count"], after["count"], "nothing was created");
+    // By multipart too, and the file is not kept.
+    let (status, body) = s.form(
+        "/api/v4/documents/",
+        ADMIN,
+        &[("document_type_id", &dt.to_string()), ("label", "Unnumbered")],
+        Some(("scan.pdf", b"%PDF-1.7")),
+    );
+    assert_eq!((status, body["metadata"].is_array()), (400, true), "{body}");
+}
+
+#[test]
+fn every_list_answers_the_page_envelope() {
+    let Some(s) = Server::start() else { return };
+    let (_, flows) = s.get("/api/v4/workflow-templates/", ADMIN);
+    let flow = flows["results"][0]["url"].as_str().expect("url").to_owned();
+    let (_, states) = s.get(&format!("{flow}states/"), ADMIN);
+    let state = states["results"][0]["id"].clone();
+    let (_, transitions) = s.get(&format!("{flow}transitions/"), ADMIN);
+    let transition = transitions["results"][0]["id"].clone();
+    let (_, types) = s.get("/api/v4/metadata/metadata-types/?page_size=500", ADMIN);
+    let number = types["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|t| t["name"] == "invoice_number")
+        .expect("invoice_number")["id"]
+        .clone();
+    let (status, doc) = s.call(
+        "POST",
+        "/api/v4/documents/",
+        Some(ADMIN),
+        Some(json!({"document_type_id": 1, "label": "Invoice 9",
+            "metadata": [{"metadata_type_id": number, "value": "INV-0009"}]})),
+    );
+    assert_eq!(status, 201, "{doc}");
+    let doc_url = doc["url"].as_str().expect("url").to_owned();
+    let (_, instances) = s.get(&format!("{doc_url}workflows/"), ADMIN);
+    let instance = instances["results"][0]["url"]
+        .as_str()
+        .expect("an instance of the demo invoice")
+        .to_owned();
+    for path in [
+        "/api/v4/tasks/".to_owned(),
+        "/api/v4/documents/1/files/".to_owned(),
+        format!("{flow}states/"),
+        format!("{flow}transitions/"),
+        format!("{flow}states/{state}/actions/"),
+        format!("{flow}transitions/{transition}/triggers/"),
+        format!("{doc_url}workflows/"),
+        format!("{instance}log/"),
+        format!("{instance}transitions/"),
+        "/api/v5/objects/documents/document/permissions/".to_owned(),
+    ] {
+        let (status, page) = s.get(&path, ADMIN);
+        assert_eq!(status, 200, "{path}: {page}");
+        assert!(
+            page["count"].is_u64()
+                && page["results"].is_array()
+                && page.get("next").is_some()
+                && page.get("previous").is_some(),
+            "{path}: {page}"
+        );
+    }
+    // Pages of the grantable permissions link to each other.
+    let (_, first) = s.get(
+        "/api/v5/objects/documents/document/permissions/?page_size=2",
+        ADMIN,
+    );
+    assert_eq!(first["results"].as_array().map(Vec::len), Some(2));
+    let next = first["next"].as_str().expect("a next page").to_owned();
+    let (status, second) = s.get(&next, ADMIN);
+    assert_eq!((status, second["previous"].is_string()), (200, true));
+}
+
+#[test]
+fn workflow_states_and_transitions_have_detail_patch_and_delete() {
+    let Some(s) = Server::start() else { return };
+    let (_, flow) = s.call(
+        "POST",
+        "/api/v4/workflow-templates/",
+        Some(ADMIN),
+        Some(json!({"label": "Filing", "document_type_ids": []})),
+    );
+    let base = flow["url"].as_str().expect("url").to_owned();
+    let state = |label: &str, initial: bool| {
+        let (code, st) = s.call(
+            "POST",
+            &format!("{base}states/"),
+            Some(ADMIN),
+            Some(json!({"label": label, "initial": initial})),
+        );
+        assert_eq!(code, 201, "{st}");
+        st["id"].clone()
+    };
+    let (a, b, c) = (state("new", true), state("filed", false), state("spare", false));
+    let (code, t) = s.call(
+        "POST",
+        &format!("{base}transitions/"),
+        Some(ADMIN),
+        Some(json!({"label": "file", "origin_state_id": a, "destination_state_id": b})),
+    );
+    assert_eq!(code, 201, "{t}");
+    let transition = format!("{base}transitions/{}/", t["id"]);
+    assert_eq!(s.get(&transition, ADMIN).1["label"], "file");
+    let (code, patched) = s.call(
+        "PATCH",
+        &transition,
+        Some(ADMIN),
+        Some(json!({"label": "archive", "destination_state_id": c})),
+    );
+    assert_eq!((code, patched["destination_state_id"].clone()), (200, c.clone()), "{patched}");
+    let (code, err) = s.call(
+        "PATCH",
+        &transition,
+        Some(ADMIN),
+        Some(json!({"origin_state_id": 999_999})),
+    );
+    assert_eq!((code, err["origin_state_id"].is_array()), (400, true), "{err}");
+    let spare = format!("{base}states/{c}/");
+    let (code, renamed) = s.call("PATCH", &spare, Some(ADMIN), Some(json!({"label": "kept"})));
+    assert_eq!((code, renamed["label"].as_str()), (200, Some("kept")));
+    assert_eq!(s.get(&spare, ADMIN).1["label"], "kept");
+    // A state a transition ends at is not deleted; once the transition is gone it is.
+    let (code, err) = s.call("DELETE", &spare, Some(ADMIN), None);
+    assert_eq!((code, err["non_field_errors"].is_array()), (400, true), "{err}");
+    assert_eq!(s.call("DELETE", &transition, Some(ADMIN), None).0, 204);
+    assert_eq!(s.get(&transition, ADMIN).0, 404);
+    assert_eq!(s.call("DELETE", &spare, Some(ADMIN), None).0, 204);
+    assert_eq!(s.get(&spare, ADMIN).0, 404);
+    // Another workflow's state is not reachable through this one.
+    assert_eq!(s.get(&format!("{base}states/1/"), ADMIN).0, 404);
+}
+
+#[test]
+fn a_transition_that_instance_logs_record_is_not_deleted() {
+    let Some(s) = Server::start() else { return };
+    let (_, types) = s.get("/api/v4/metadata/metadata-types/?page_size=500", ADMIN);
+    let number = types["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|t| t["name"] == "invoice_number")
+        .expect("invoice_number")["id"]
+        .clone();
+    let (_, doc) = s.call(
+        "POST",
+        "/api/v4/documents/",
+        Some(ADMIN),
+        Some(json!({"document_type_id": 1, "label": "Invoice 8",
+            "metadata": [{"metadata_type_id": number, "value": "INV-0008"}]})),
+    );
+    let doc_url = doc["url"].as_str().expect("url").to_owned();
+    let (_, instances) = s.get(&format!("{doc_url}workflows/"), ADMIN);
+    let instance = instances["results"][0].clone();
+    let instance_url = instance["url"].as_str().expect("url").to_owned();
+    let flow = format!("/api/v4/workflow-templates/{}/", instance["workflow_id"]);
+    // Editing the status drives the instance: the log records the transition taken.
+    let (_, values) = s.get(&format!("{doc_url}metadata/"), ADMIN);
+    let status_value = values["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|v| v["metadata_type"]["name"] == "status")
+        .expect("status")["id"]
+        .clone();
+    let (code, body) = s.call(
+        "PATCH",
+        &format!("{doc_url}metadata/{status_value}/"),
+        Some(ADMIN),
+        Some(json!({"value": "review"})),
+    );
+    assert_eq!(code, 200, "{body}");
+    let (_, log) = s.get(&format!("{instance_url}log/"), ADMIN);
+    let take = log["results"][0]["transition_id"].clone();
+    assert!(take.is_i64(), "{log}");
+    let (code, err) = s.call(
+        "DELETE",
+        &format!("{flow}transitions/{take}/"),
+        Some(ADMIN),
+        None,
+    );
+    assert_eq!(code, 400, "{err}");
+    assert!(
+        err["non_field_errors"][0]
+            .as_str()
+            .is_some_and(|m| m.contains("log")),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_documents_lookup_answers_its_rendered_choices() {
+    let Some(s) = Server::start() else { return };
+    let (_, types) = s.get("/api/v4/metadata/metadata-types/?page_size=500", ADMIN);
+    let by_name = |name: &str| {
+        types["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .find(|t| t["name"] == name)
+            .expect("type")["id"]
+            .clone()
+    };
+    let (status, body) = s.get(
+        &format!("/api/v4/documents/1/metadata/{}/lookup/", by_name("status")),
+        ALICE,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["choices"], json!(["draft", "review", "approved", "paid"]));
+    // The owner lookup renders the users: a template, rendered for this caller and document.
+    let (status, body) = s.get(
+        &format!("/api/v4/documents/1/metadata/{}/lookup/", by_name("owner")),
+        ADMIN,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body["choices"].as_array().is_some_and(|c| c.iter().any(|u| u == "alice")),
+        "{body}"
+    );
+    // No lookup: any value goes.
+    let (_, body) = s.get(
+        &format!("/api/v4/documents/1/metadata/{}/lookup/", by_name("invoice_number")),
+        ADMIN,
+    );
+    assert!(body["choices"].is_null(), "{body}");
+    // A type of the other document type, and a document the caller cannot see: 404.
+    assert_eq!(
+        s.get(
+            &format!("/api/v4/documents/1/metadata/{}/lookup/", by_name("party")),
+            ADMIN
+        )
+        .0,
+        404
+    );
+    assert_eq!(
+        s.get(
+            &format!("/api/v4/documents/1/metadata/{}/lookup/", by_name("status")),
+            BOB
+        )
+        .0,
+        404
     );
 }
