@@ -210,6 +210,68 @@ pub struct DocumentFile {
     pub mimetype: String,
 }
 
+/// A document created together with its first file.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct DocumentWithFile {
+    /// The document.
+    pub document: Document,
+    /// Its file.
+    pub file: DocumentFile,
+}
+
+/// A state of a workflow.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct WorkflowState {
+    /// Identifier.
+    pub id: i64,
+    /// The workflow.
+    pub workflow_id: i64,
+    /// Label.
+    pub label: String,
+    /// Whether instances start there.
+    pub initial: bool,
+}
+
+fn workflow_state(s: core::WorkflowState) -> WorkflowState {
+    WorkflowState {
+        id: s.id.0,
+        workflow_id: s.workflow_id.0,
+        label: s.label,
+        initial: s.initial,
+    }
+}
+
+/// A transition of a workflow.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct WorkflowTransition {
+    /// Identifier.
+    pub id: i64,
+    /// The workflow.
+    pub workflow_id: i64,
+    /// Label.
+    pub label: String,
+    /// The state it leaves.
+    pub origin_state_id: i64,
+    /// The state it enters.
+    pub destination_state_id: i64,
+    /// Its condition template (empty: always allowed).
+    pub condition: String,
+    /// The events that fire it.
+    pub triggers: Vec<String>,
+}
+
+fn workflow_transition(t: core::WorkflowTransition) -> WorkflowTransition {
+    WorkflowTransition {
+        id: t.id.0,
+        workflow_id: t.workflow_id.0,
+        label: t.label,
+        origin_state_id: t.origin_state_id.0,
+        destination_state_id: t.destination_state_id.0,
+        condition: t.condition,
+        triggers: t.triggers,
+    }
+}
+
 /// A user.
 #[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
 pub struct User {
@@ -625,6 +687,45 @@ impl Session {
         )?))
     }
 
+    /// Creates a document with its values and its first file, all or nothing.
+    pub fn create_document_with_file(
+        &self,
+        document_type: i64,
+        label: String,
+        values: Vec<NewValue>,
+        filename: String,
+        data: Vec<u8>,
+    ) -> Result<DocumentWithFile> {
+        let pairs: Vec<(core::MetadataTypeId, &str)> = values
+            .iter()
+            .map(|v| (core::MetadataTypeId(v.metadata_type_id), v.value.as_str()))
+            .collect();
+        let (d, f) = self.inner.create_document_with_file(
+            core::DocumentTypeId(document_type),
+            &label,
+            &pairs,
+            &filename,
+            &mut data.as_slice(),
+        )?;
+        Ok(DocumentWithFile {
+            document: document(d),
+            file: file(f),
+        })
+    }
+
+    /// The choices a metadata type's lookup offers for a document (spec 2.7); `None` when any
+    /// value is accepted.
+    pub fn document_lookup_choices(
+        &self,
+        document: i64,
+        metadata_type: i64,
+    ) -> Result<Option<Vec<String>>> {
+        Ok(self.inner.document_lookup_choices(
+            core::DocumentId(document),
+            core::MetadataTypeId(metadata_type),
+        )?)
+    }
+
     /// One document.
     pub fn document(&self, id: i64) -> Result<Document> {
         Ok(document(self.inner.document(core::DocumentId(id))?))
@@ -870,6 +971,80 @@ impl Session {
             .create_workflow_state(core::WorkflowId(workflow), &label, initial)?
             .id
             .0)
+    }
+
+    /// One state of a workflow.
+    pub fn workflow_state(&self, workflow: i64, state: i64) -> Result<WorkflowState> {
+        Ok(workflow_state(self.inner.workflow_state(
+            core::WorkflowId(workflow),
+            core::WorkflowStateId(state),
+        )?))
+    }
+
+    /// Renames a state or makes it the initial one (each given field replaces the stored one).
+    pub fn update_workflow_state(
+        &self,
+        workflow: i64,
+        state: i64,
+        label: Option<String>,
+        initial: Option<bool>,
+    ) -> Result<WorkflowState> {
+        Ok(workflow_state(self.inner.update_workflow_state(
+            core::WorkflowId(workflow),
+            core::WorkflowStateId(state),
+            label.as_deref(),
+            initial,
+        )?))
+    }
+
+    /// Deletes a state no instance is in and no transition starts or ends at.
+    pub fn delete_workflow_state(&self, workflow: i64, state: i64) -> Result<()> {
+        Ok(self
+            .inner
+            .delete_workflow_state(core::WorkflowId(workflow), core::WorkflowStateId(state))?)
+    }
+
+    /// One transition of a workflow, with its triggers.
+    pub fn workflow_transition(
+        &self,
+        workflow: i64,
+        transition: i64,
+    ) -> Result<WorkflowTransition> {
+        Ok(workflow_transition(self.inner.workflow_transition(
+            core::WorkflowId(workflow),
+            core::WorkflowTransitionId(transition),
+        )?))
+    }
+
+    /// Changes a transition (each given field replaces the stored one).
+    pub fn update_workflow_transition(
+        &self,
+        workflow: i64,
+        transition: i64,
+        label: Option<String>,
+        origin: Option<i64>,
+        destination: Option<i64>,
+        condition: Option<String>,
+    ) -> Result<WorkflowTransition> {
+        let update = core::workflows::TransitionUpdate {
+            label,
+            origin: origin.map(core::WorkflowStateId),
+            destination: destination.map(core::WorkflowStateId),
+            condition,
+        };
+        Ok(workflow_transition(self.inner.update_workflow_transition(
+            core::WorkflowId(workflow),
+            core::WorkflowTransitionId(transition),
+            update,
+        )?))
+    }
+
+    /// Deletes a transition no instance log records.
+    pub fn delete_workflow_transition(&self, workflow: i64, transition: i64) -> Result<()> {
+        Ok(self.inner.delete_workflow_transition(
+            core::WorkflowId(workflow),
+            core::WorkflowTransitionId(transition),
+        )?)
     }
 
     /// Adds a transition with a condition template (empty: always); returns its id.

@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 
 use super::Session;
 use crate::errors::run;
-use crate::records::{Document, DocumentMetadata, all};
+use crate::records::{Document, DocumentFile, DocumentMetadata, all};
 
 #[pymethods]
 impl Session {
@@ -28,6 +28,51 @@ impl Session {
                 .create_document(core::DocumentTypeId(document_type), &label, &pairs)
         })
         .map(Into::into)
+    }
+
+    /// Creates a document with its values and its first file, all or nothing (the bytes are
+    /// stored first; if anything is refused they are removed and nothing is created).
+    #[pyo3(signature = (document_type, label, filename, data, *, values = None))]
+    fn create_document_with_file(
+        &self,
+        py: Python<'_>,
+        document_type: i64,
+        label: String,
+        filename: String,
+        data: Vec<u8>,
+        values: Option<std::collections::BTreeMap<i64, String>>,
+    ) -> PyResult<(Document, DocumentFile)> {
+        let values = values.unwrap_or_default();
+        run(py, || {
+            let pairs: Vec<(core::MetadataTypeId, &str)> = values
+                .iter()
+                .map(|(t, v)| (core::MetadataTypeId(*t), v.as_str()))
+                .collect();
+            self.inner.create_document_with_file(
+                core::DocumentTypeId(document_type),
+                &label,
+                &pairs,
+                &filename,
+                &mut data.as_slice(),
+            )
+        })
+        .map(|(d, f)| (d.into(), f.into()))
+    }
+
+    /// The choices a metadata type's lookup offers for a document (spec 2.7), or `None` when
+    /// the type has no lookup (any value is accepted).
+    fn document_lookup_choices(
+        &self,
+        py: Python<'_>,
+        document: i64,
+        metadata_type: i64,
+    ) -> PyResult<Option<Vec<String>>> {
+        run(py, || {
+            self.inner.document_lookup_choices(
+                core::DocumentId(document),
+                core::MetadataTypeId(metadata_type),
+            )
+        })
     }
 
     /// One document.

@@ -12,6 +12,106 @@ use crate::records::{
 
 #[pymethods]
 impl Session {
+    /// One state of a workflow.
+    fn workflow_state(&self, py: Python<'_>, workflow: i64, state: i64) -> PyResult<WorkflowState> {
+        run(py, || {
+            self.inner
+                .workflow_state(core::WorkflowId(workflow), core::WorkflowStateId(state))
+        })
+        .map(Into::into)
+    }
+
+    /// Renames a state or makes it the initial one (each given field replaces the stored one).
+    #[pyo3(signature = (workflow, state, *, label = None, initial = None))]
+    fn update_workflow_state(
+        &self,
+        py: Python<'_>,
+        workflow: i64,
+        state: i64,
+        label: Option<String>,
+        initial: Option<bool>,
+    ) -> PyResult<WorkflowState> {
+        run(py, || {
+            self.inner.update_workflow_state(
+                core::WorkflowId(workflow),
+                core::WorkflowStateId(state),
+                label.as_deref(),
+                initial,
+            )
+        })
+        .map(Into::into)
+    }
+
+    /// Deletes a state no instance is in and no transition starts or ends at (its actions go
+    /// with it); otherwise raises `ValidationError` saying why.
+    fn delete_workflow_state(&self, py: Python<'_>, workflow: i64, state: i64) -> PyResult<()> {
+        run(py, || {
+            self.inner
+                .delete_workflow_state(core::WorkflowId(workflow), core::WorkflowStateId(state))
+        })
+    }
+
+    /// One transition of a workflow, with its triggers.
+    fn workflow_transition(
+        &self,
+        py: Python<'_>,
+        workflow: i64,
+        transition: i64,
+    ) -> PyResult<WorkflowTransition> {
+        run(py, || {
+            self.inner.workflow_transition(
+                core::WorkflowId(workflow),
+                core::WorkflowTransitionId(transition),
+            )
+        })
+        .map(Into::into)
+    }
+
+    /// Changes a transition (each given field replaces the stored one).
+    #[pyo3(signature = (workflow, transition, *, label = None, origin = None, destination = None, condition = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn update_workflow_transition(
+        &self,
+        py: Python<'_>,
+        workflow: i64,
+        transition: i64,
+        label: Option<String>,
+        origin: Option<i64>,
+        destination: Option<i64>,
+        condition: Option<String>,
+    ) -> PyResult<WorkflowTransition> {
+        let update = core::workflows::TransitionUpdate {
+            label,
+            origin: origin.map(core::WorkflowStateId),
+            destination: destination.map(core::WorkflowStateId),
+            condition,
+        };
+        run(py, || {
+            self.inner.update_workflow_transition(
+                core::WorkflowId(workflow),
+                core::WorkflowTransitionId(transition),
+                update.clone(),
+            )
+        })
+        .map(Into::into)
+    }
+
+    /// Deletes a transition no instance log records (its triggers go with it); otherwise raises
+    /// `ValidationError` saying why.
+    fn delete_workflow_transition(
+        &self,
+        py: Python<'_>,
+        workflow: i64,
+        transition: i64,
+    ) -> PyResult<()> {
+        run(py, || {
+            self.inner.delete_workflow_transition(
+                core::WorkflowId(workflow),
+                core::WorkflowTransitionId(transition),
+            )
+        })
+    }
+
     /// Creates a workflow template bound to document types.
     #[pyo3(signature = (label, *, document_types = Vec::new()))]
     fn create_workflow(

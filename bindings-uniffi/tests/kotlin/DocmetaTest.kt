@@ -95,5 +95,15 @@ fun main() {
     val statusValue = admin.metadata(third.id).first { it.metadataTypeId == status.id }
     admin.editMetadata(third.id, statusValue.id, "ok")
     expect(admin.workflowInstances(third.id).single().stateId == done, "the trigger moved the instance")
+    // Issue #17: a document with its first file, lookup choices, states and transitions edited.
+    val withFile = admin.createDocumentWithFile(invoice.id, "INV-4", listOf(NewValue(due.id, "2025-03-31")), "scan.txt", "hello".toByteArray())
+    expect(withFile.file.documentId == withFile.document.id, "the file belongs to the new document")
+    val kind = admin.createMetadataType(MetadataTypeSpec(name = "kind", label = "Kind", lookup = "a,b"))
+    admin.associate(invoice.id, kind.id, false)
+    expect(admin.documentLookupChoices(third.id, kind.id) == listOf("a", "b"), "lookup choices rendered")
+    expect(admin.updateWorkflowState(flow, done, "done", null).label == "done", "state renamed")
+    expect(admin.workflowState(flow, done).label == "done", "state read")
+    expect(admin.updateWorkflowTransition(flow, approve, "accept", null, null, null).label == "accept", "transition renamed")
+    expect(admin.workflowTransition(flow, approve).triggers == listOf("metadata.document_metadata_edited"), "transition read with its trigger")
     println("kotlin: all checks passed")
 }
