@@ -1,0 +1,277 @@
+//! Metadata types, document types and their associations, documents, values and files.
+
+use std::time::SystemTime;
+
+use docmeta_core as core;
+
+/// A metadata type's definition (spec 2.1); empty strings for what is not used.
+#[derive(Debug, Clone, uniffi::Record)]
+pub struct MetadataTypeSpec {
+    /// Unique name (an identifier).
+    pub name: String,
+    /// Label shown to users.
+    pub label: String,
+    /// Default value template.
+    #[uniffi(default = "")]
+    pub default_value: String,
+    /// Lookup template (comma-separated choices).
+    #[uniffi(default = "")]
+    pub lookup: String,
+    /// Validator class path.
+    #[uniffi(default = "")]
+    pub validation: String,
+    /// Validator arguments (YAML).
+    #[uniffi(default = "")]
+    pub validation_arguments: String,
+    /// Parser class path.
+    #[uniffi(default = "")]
+    pub parser: String,
+    /// Parser arguments (YAML).
+    #[uniffi(default = "")]
+    pub parser_arguments: String,
+}
+
+impl From<MetadataTypeSpec> for core::MetadataTypeInput {
+    fn from(spec: MetadataTypeSpec) -> Self {
+        core::MetadataTypeInput {
+            name: spec.name,
+            label: spec.label,
+            default: spec.default_value,
+            lookup: spec.lookup,
+            validation: spec.validation,
+            validation_arguments: spec.validation_arguments,
+            parser: spec.parser,
+            parser_arguments: spec.parser_arguments,
+        }
+    }
+}
+
+/// A stored metadata type, with its whole definition.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct MetadataType {
+    /// Identifier.
+    pub id: i64,
+    /// Name.
+    pub name: String,
+    /// Label.
+    pub label: String,
+    /// Default value template (empty: none).
+    pub default_value: String,
+    /// Lookup template (empty: any value).
+    pub lookup: String,
+    /// Validator class path (empty: none).
+    pub validation: String,
+    /// Validator arguments (YAML).
+    pub validation_arguments: String,
+    /// Parser class path (empty: none).
+    pub parser: String,
+    /// Parser arguments (YAML).
+    pub parser_arguments: String,
+}
+
+impl From<core::MetadataType> for MetadataType {
+    fn from(t: core::MetadataType) -> Self {
+        MetadataType {
+            id: t.id.0,
+            name: t.name,
+            label: t.label,
+            default_value: t.default,
+            lookup: t.lookup,
+            validation: t.validation,
+            validation_arguments: t.validation_arguments,
+            parser: t.parser,
+            parser_arguments: t.parser_arguments,
+        }
+    }
+}
+
+/// A document type.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct DocumentType {
+    /// Identifier.
+    pub id: i64,
+    /// Label.
+    pub label: String,
+}
+
+impl From<core::DocumentType> for DocumentType {
+    fn from(t: core::DocumentType) -> Self {
+        DocumentType {
+            id: t.id.0,
+            label: t.label,
+        }
+    }
+}
+
+/// A metadata type associated with a document type, with both.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct Association {
+    /// Identifier.
+    pub id: i64,
+    /// Whether documents of the type must have a value.
+    pub required: bool,
+    /// The document type.
+    pub document_type: DocumentType,
+    /// The metadata type.
+    pub metadata_type: MetadataType,
+}
+
+impl From<core::AssociationView> for Association {
+    fn from(v: core::AssociationView) -> Self {
+        Association {
+            id: v.association.id.0,
+            required: v.association.required,
+            document_type: v.document_type.into(),
+            metadata_type: v.metadata_type.into(),
+        }
+    }
+}
+
+/// A document.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct Document {
+    /// Identifier.
+    pub id: i64,
+    /// Label.
+    pub label: String,
+    /// Its type.
+    pub document_type_id: i64,
+    /// When it was created.
+    pub created: SystemTime,
+}
+
+impl From<core::Document> for Document {
+    fn from(d: core::Document) -> Self {
+        Document {
+            id: d.id.0,
+            label: d.label,
+            document_type_id: d.document_type_id.0,
+            created: d.created.into(),
+        }
+    }
+}
+
+/// A metadata value to set on a new document: a type and the submitted value.
+#[derive(Debug, Clone, uniffi::Record)]
+pub struct NewValue {
+    /// The metadata type.
+    pub metadata_type_id: i64,
+    /// The value as submitted (it goes through the pipeline of spec 2.10).
+    pub value: String,
+}
+
+/// A metadata value to add to an existing document (`addDocumentMetadataBatch`).
+#[derive(Debug, Clone, uniffi::Record)]
+pub struct NewDocumentValue {
+    /// The document.
+    pub document_id: i64,
+    /// The metadata type.
+    pub metadata_type_id: i64,
+    /// The value as submitted.
+    pub value: String,
+}
+
+/// A metadata value of a document.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct DocumentMetadata {
+    /// Identifier.
+    pub id: i64,
+    /// The document.
+    pub document_id: i64,
+    /// The metadata type.
+    pub metadata_type_id: i64,
+    /// The stored value.
+    pub value: String,
+}
+
+impl From<core::DocumentMetadata> for DocumentMetadata {
+    fn from(m: core::DocumentMetadata) -> Self {
+        DocumentMetadata {
+            id: m.id.0,
+            document_id: m.document_id.0,
+            metadata_type_id: m.metadata_type_id.0,
+            value: m.value,
+        }
+    }
+}
+
+/// A value with its metadata type.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct MetadataValue {
+    /// The value.
+    pub value: DocumentMetadata,
+    /// Its type.
+    pub metadata_type: MetadataType,
+}
+
+/// A document with every value it holds and their types, read at once.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct DocumentDetails {
+    /// The document.
+    pub document: Document,
+    /// Its values the session may view.
+    pub values: Vec<MetadataValue>,
+}
+
+/// A file of a document.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct DocumentFile {
+    /// Identifier.
+    pub id: i64,
+    /// The document.
+    pub document_id: i64,
+    /// File name.
+    pub filename: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// SHA-256, hex.
+    pub checksum: String,
+    /// MIME type.
+    pub mimetype: String,
+    /// When it was stored.
+    pub created: SystemTime,
+}
+
+impl From<core::DocumentFile> for DocumentFile {
+    fn from(f: core::DocumentFile) -> Self {
+        DocumentFile {
+            id: f.id.0,
+            document_id: f.document_id.0,
+            filename: f.filename,
+            size: f.size,
+            checksum: f.checksum,
+            mimetype: f.mimetype,
+            created: f.created.into(),
+        }
+    }
+}
+
+/// A document created together with its first file.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct DocumentWithFile {
+    /// The document.
+    pub document: Document,
+    /// Its file.
+    pub file: DocumentFile,
+}
+
+/// A cabinet: a folder of documents, in a tree.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct Cabinet {
+    /// Identifier.
+    pub id: i64,
+    /// Label.
+    pub label: String,
+    /// The parent cabinet; `None` for a root.
+    pub parent_id: Option<i64>,
+}
+
+impl From<core::Cabinet> for Cabinet {
+    fn from(c: core::Cabinet) -> Self {
+        Cabinet {
+            id: c.id.0,
+            label: c.label,
+            parent_id: c.parent_id.map(|p| p.0),
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! The records (Kotlin data classes, Swift structs) the face hands out and takes, with their
+//! conversions from the core's types. Ids are plain integers; times are `java.time.Instant` /
+//! `Date`; permissions and object kinds are their keys (`documents.document_view`,
+//! `documents.document`). By concern: metadata and documents, access, workflows, and the
+//! instance's operations (events, tasks, search, storage, backups).
+
+mod access;
+mod metadata;
+mod operations;
+mod workflows;
+
+pub use access::*;
+pub use metadata::*;
+pub use operations::*;
+pub use workflows::*;

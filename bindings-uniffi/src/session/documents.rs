@@ -1,0 +1,219 @@
+//! Documents and their metadata values (the pipeline of spec 2.10).
+
+use docmeta_core as core;
+
+use super::Session;
+use crate::errors::Result;
+use crate::records::{
+    Document, DocumentDetails, DocumentMetadata, DocumentWithFile, MetadataValue, NewDocumentValue,
+    NewValue,
+};
+
+fn pairs(values: &[NewValue]) -> Vec<(core::MetadataTypeId, &str)> {
+    values
+        .iter()
+        .map(|v| (core::MetadataTypeId(v.metadata_type_id), v.value.as_str()))
+        .collect()
+}
+
+#[uniffi::export]
+impl Session {
+    /// Creates a document with metadata values (each through the pipeline), all or nothing.
+    pub fn create_document(
+        &self,
+        document_type: i64,
+        label: String,
+        values: Vec<NewValue>,
+    ) -> Result<Document> {
+        Ok(self
+            .inner
+            .create_document(core::DocumentTypeId(document_type), &label, &pairs(&values))?
+            .into())
+    }
+
+    /// Creates a document with its values and its first file, all or nothing.
+    pub fn create_document_with_file(
+        &self,
+        document_type: i64,
+        label: String,
+        values: Vec<NewValue>,
+        filename: String,
+        data: Vec<u8>,
+    ) -> Result<DocumentWithFile> {
+        let (d, f) = self.inner.create_document_with_file(
+            core::DocumentTypeId(document_type),
+            &label,
+            &pairs(&values),
+            &filename,
+            &mut data.as_slice(),
+        )?;
+        Ok(DocumentWithFile {
+            document: d.into(),
+            file: f.into(),
+        })
+    }
+
+    /// One document.
+    pub fn document(&self, id: i64) -> Result<Document> {
+        Ok(self.inner.document(core::DocumentId(id))?.into())
+    }
+
+    /// Up to `limit` documents after id `after` (0: from the start), optionally of one type.
+    pub fn documents(
+        &self,
+        document_type: Option<i64>,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<Document>> {
+        Ok(self
+            .inner
+            .documents(
+                document_type.map(core::DocumentTypeId),
+                core::DocumentId(after),
+                limit,
+            )?
+            .into_iter()
+            .map(Into::into)
+            .collect())
+    }
+
+    /// The ids of every document this session may view, optionally of one type.
+    #[uniffi::method(default(document_type = None))]
+    pub fn document_ids(&self, document_type: Option<i64>) -> Result<Vec<i64>> {
+        Ok(self
+            .inner
+            .document_ids(document_type.map(core::DocumentTypeId))?
+            .into_iter()
+            .map(|d| d.0)
+            .collect())
+    }
+
+    /// Renames a document.
+    pub fn update_document(&self, id: i64, label: String) -> Result<Document> {
+        Ok(self
+            .inner
+            .update_document(core::DocumentId(id), &label)?
+            .into())
+    }
+
+    /// Gives a document another type: values the new type does not have are removed, its
+    /// required ones added.
+    pub fn change_document_type(&self, id: i64, document_type: i64) -> Result<Document> {
+        Ok(self
+            .inner
+            .change_document_type(core::DocumentId(id), core::DocumentTypeId(document_type))?
+            .into())
+    }
+
+    /// Deletes a document.
+    pub fn delete_document(&self, id: i64) -> Result<()> {
+        Ok(self.inner.delete_document(core::DocumentId(id))?)
+    }
+
+    /// Adds a metadata value through the pipeline (spec 2.10): default, required, lookup,
+    /// validator, parser.
+    pub fn add_document_metadata(
+        &self,
+        document: i64,
+        metadata_type: i64,
+        value: String,
+    ) -> Result<DocumentMetadata> {
+        Ok(self
+            .inner
+            .add_document_metadata(
+                core::DocumentId(document),
+                core::MetadataTypeId(metadata_type),
+                &value,
+            )?
+            .into())
+    }
+
+    /// Adds several values, to one or several documents, in one transaction: all or nothing.
+    pub fn add_document_metadata_batch(
+        &self,
+        values: Vec<NewDocumentValue>,
+    ) -> Result<Vec<DocumentMetadata>> {
+        let values: Vec<(core::DocumentId, core::MetadataTypeId, &str)> = values
+            .iter()
+            .map(|v| {
+                (
+                    core::DocumentId(v.document_id),
+                    core::MetadataTypeId(v.metadata_type_id),
+                    v.value.as_str(),
+                )
+            })
+            .collect();
+        Ok(self
+            .inner
+            .add_document_metadata_batch(&values)?
+            .into_iter()
+            .map(Into::into)
+            .collect())
+    }
+
+    /// One value of a document.
+    pub fn document_metadata(&self, document: i64, id: i64) -> Result<DocumentMetadata> {
+        Ok(self
+            .inner
+            .document_metadata(core::DocumentId(document), core::DocumentMetadataId(id))?
+            .into())
+    }
+
+    /// The values of a document this session may view.
+    pub fn document_metadata_list(&self, document: i64) -> Result<Vec<DocumentMetadata>> {
+        Ok(self
+            .inner
+            .document_metadata_list(core::DocumentId(document))?
+            .into_iter()
+            .map(Into::into)
+            .collect())
+    }
+
+    /// A document with its values and their types, read at once.
+    pub fn document_metadata_details(&self, document: i64) -> Result<DocumentDetails> {
+        let (d, values) = self
+            .inner
+            .document_metadata_details(core::DocumentId(document))?;
+        Ok(DocumentDetails {
+            document: d.into(),
+            values: values
+                .into_iter()
+                .map(|(value, metadata_type)| MetadataValue {
+                    value: value.into(),
+                    metadata_type: metadata_type.into(),
+                })
+                .collect(),
+        })
+    }
+
+    /// `metadata_value_of.<name>` of a document (what templates see).
+    pub fn metadata_value_of(&self, document: i64, name: String) -> Result<Option<String>> {
+        Ok(self
+            .inner
+            .metadata_value_of(core::DocumentId(document), &name)?)
+    }
+
+    /// Sets a value through the pipeline; empty re-applies the default.
+    pub fn edit_document_metadata(
+        &self,
+        document: i64,
+        id: i64,
+        value: String,
+    ) -> Result<DocumentMetadata> {
+        Ok(self
+            .inner
+            .edit_document_metadata(
+                core::DocumentId(document),
+                core::DocumentMetadataId(id),
+                &value,
+            )?
+            .into())
+    }
+
+    /// Removes a value (refused for a required one).
+    pub fn remove_document_metadata(&self, document: i64, id: i64) -> Result<()> {
+        Ok(self
+            .inner
+            .remove_document_metadata(core::DocumentId(document), core::DocumentMetadataId(id))?)
+    }
+}
