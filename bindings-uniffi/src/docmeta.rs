@@ -32,6 +32,26 @@ pub trait ObjectExistence: Send + Sync {
     fn exists(&self, id: i64) -> bool;
 }
 
+/// Follows a long operation (a backup, a reindex, a storage check or conversion); implemented
+/// in Kotlin or Swift. Called in the calling thread, between units of work: return quickly.
+#[uniffi::export(with_foreign)]
+pub trait ProgressListener: Send + Sync {
+    /// `done` of `total` units (document files, or documents) are through.
+    fn on_progress(&self, done: u64, total: u64);
+}
+
+/// The callback a long core operation takes: `listener`'s, or one that reports nothing.
+fn progress<N: TryInto<u64>>(listener: Option<Arc<dyn ProgressListener>>) -> impl FnMut(N, N) {
+    move |done: N, total: N| {
+        if let Some(l) = &listener {
+            l.on_progress(
+                done.try_into().unwrap_or(u64::MAX),
+                total.try_into().unwrap_or(u64::MAX),
+            );
+        }
+    }
+}
+
 type Subscriptions = Arc<Mutex<HashMap<u64, core::SubscriptionId>>>;
 
 /// A docmeta instance: thread-safe; open one per process and share it.
@@ -53,9 +73,6 @@ impl Docmeta {
         Ok(core::ObjectRef::new(self.inner.parse_kind(kind)?, id))
     }
 }
-
-/// A progress callback that reports nothing: the face's long operations return when done.
-fn quiet<A, B>(_: A, _: B) {}
 
 #[uniffi::export]
 impl Docmeta {
@@ -355,8 +372,9 @@ impl Docmeta {
     }
 
     /// Rebuilds the search index; returns the documents indexed.
-    pub fn search_reindex(&self) -> Result<u64> {
-        Ok(self.inner.search_reindex(quiet)? as u64)
+    #[uniffi::method(default(progress = None))]
+    pub fn search_reindex(&self, progress: Option<Arc<dyn ProgressListener>>) -> Result<u64> {
+        Ok(self.inner.search_reindex(self::progress(progress))? as u64)
     }
 
     /// Recreates the search index empty with the current schema.
@@ -365,17 +383,24 @@ impl Docmeta {
     }
 
     /// Rebuilds the search index if an older docmeta built it; returns whether it did.
-    pub fn search_upgrade(&self) -> Result<bool> {
-        Ok(self.inner.search_upgrade(quiet)?)
+    #[uniffi::method(default(progress = None))]
+    pub fn search_upgrade(&self, progress: Option<Arc<dyn ProgressListener>>) -> Result<bool> {
+        Ok(self.inner.search_upgrade(self::progress(progress))?)
     }
 
     /// Indexes the objects of one model (`documents.document`, `metadata.documentmetadata`),
     /// optionally only these ids; returns how many.
-    #[uniffi::method(default(ids = None))]
-    pub fn search_index_objects(&self, model: String, ids: Option<Vec<i64>>) -> Result<u64> {
+    #[uniffi::method(default(ids = None, progress = None))]
+    pub fn search_index_objects(
+        &self,
+        model: String,
+        ids: Option<Vec<i64>>,
+        progress: Option<Arc<dyn ProgressListener>>,
+    ) -> Result<u64> {
         Ok(self
             .inner
-            .search_index_objects(&model, ids.as_deref(), quiet)? as u64)
+            .search_index_objects(&model, ids.as_deref(), self::progress(progress))?
+            as u64)
     }
 
     /// Counts, size, lag and schema of the search index.
@@ -385,8 +410,16 @@ impl Docmeta {
 
     /// Runs `work` here when this process holds (or can take) the index writer; otherwise
     /// hands it to the process that holds it and returns a ticket at once.
-    pub fn search_work(&self, work: SearchWork) -> Result<SearchWorkRun> {
-        Ok(self.inner.search_work(&work.into(), quiet)?.into())
+    #[uniffi::method(default(progress = None))]
+    pub fn search_work(
+        &self,
+        work: SearchWork,
+        progress: Option<Arc<dyn ProgressListener>>,
+    ) -> Result<SearchWorkRun> {
+        Ok(self
+            .inner
+            .search_work(&work.into(), self::progress(progress))?
+            .into())
     }
 
     /// Where handed-off search work stands.
@@ -396,35 +429,60 @@ impl Docmeta {
 
     /// Runs handed-off search work here when the process it was handed to has gone; returns
     /// the documents indexed, or `None` when it is not this process's to run.
-    pub fn adopt_search_work(&self, ticket: Arc<SearchTicket>) -> Result<Option<u64>> {
+    #[uniffi::method(default(progress = None))]
+    pub fn adopt_search_work(
+        &self,
+        ticket: Arc<SearchTicket>,
+        progress: Option<Arc<dyn ProgressListener>>,
+    ) -> Result<Option<u64>> {
         Ok(self
             .inner
-            .adopt_search_work(&ticket.inner, quiet)?
+            .adopt_search_work(&ticket.inner, self::progress(progress))?
             .map(|n| n as u64))
     }
 
     /// Converts every stored file to the encrypted format (`encrypt`) or back; resumable;
     /// returns the files converted.
-    pub fn convert_storage(&self, encrypt: bool) -> Result<u64> {
-        Ok(self.inner.convert_storage(encrypt, quiet)?)
+    #[uniffi::method(default(progress = None))]
+    pub fn convert_storage(
+        &self,
+        encrypt: bool,
+        progress: Option<Arc<dyn ProgressListener>>,
+    ) -> Result<u64> {
+        Ok(self
+            .inner
+            .convert_storage(encrypt, self::progress(progress))?)
     }
 
     /// Reads every stored document file and checks it against its record (present, size,
     /// SHA-256, every MENC chunk's tag); lists the damaged ones.
-    pub fn verify_storage(&self) -> Result<StorageReport> {
-        Ok(self.inner.verify_storage(quiet)?.into())
+    #[uniffi::method(default(progress = None))]
+    pub fn verify_storage(
+        &self,
+        progress: Option<Arc<dyn ProgressListener>>,
+    ) -> Result<StorageReport> {
+        Ok(self.inner.verify_storage(self::progress(progress))?.into())
     }
 
     /// Backs the data directory up into the archive `out` (a `.tar.zst` file; incremental on
     /// the archive `base`); returns the backup id.
     /// Document files it could not read intact are listed in the archive's manifest
     /// (`backupDamagedFiles`).
-    #[uniffi::method(default(base = None))]
-    pub fn backup(&self, out: String, base: Option<String>) -> Result<String> {
+    #[uniffi::method(default(base = None, progress = None))]
+    pub fn backup(
+        &self,
+        out: String,
+        base: Option<String>,
+        progress: Option<Arc<dyn ProgressListener>>,
+    ) -> Result<String> {
         let base = base.map(PathBuf::from);
         Ok(self
             .inner
-            .backup(&PathBuf::from(out), base.as_deref(), quiet)?
+            .backup(
+                &PathBuf::from(out),
+                base.as_deref(),
+                self::progress(progress),
+            )?
             .manifest
             .info
             .id)

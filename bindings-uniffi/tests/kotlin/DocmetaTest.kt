@@ -260,9 +260,9 @@ fun search() {
     refused<DocmetaException.InvalidInput>("a malformed query") { admin.searchDocuments("label:(", 1u, 20u) }
     val status = db.searchStatus()
     expect(status.documents == 2uL && status.schemaCurrent, "index status: $status")
-    expect(db.searchIndexObjects("documents.document", null) == 2uL, "documents indexed again")
-    expect(db.searchReindex() == 2uL && !db.searchRebuilding(), "index rebuilt")
-    expect(db.searchWork(SearchWork.Upgrade) is SearchWorkRun.Done, "work ran in this process")
+    expect(db.searchIndexObjects("documents.document", null, null) == 2uL, "documents indexed again")
+    expect(db.searchReindex(null) == 2uL && !db.searchRebuilding(), "index rebuilt")
+    expect(db.searchWork(SearchWork.Upgrade, null) is SearchWorkRun.Done, "work ran in this process")
 }
 
 fun filesAndBackup() {
@@ -282,7 +282,11 @@ fun filesAndBackup() {
 
     val backups = Files.createDirectories(dir.resolve("backups"))
     val archive = backups.resolve("full.tar.zst").toString()
-    val id = db.backup(archive, null)
+    val steps = mutableListOf<Pair<ULong, ULong>>()
+    val id = db.backup(archive, null, object : ProgressListener {
+        override fun onProgress(done: ULong, total: ULong) { steps.add(done to total) }
+    })
+    expect(steps.isNotEmpty() && steps.last().first == steps.last().second, "backup progress reported: $steps")
     expect(verifyBackup(archive) == id && backupInfo(archive).id == id, "the archive verifies")
     expect(backupDamagedFiles(archive).isEmpty(), "nothing damaged")
     val kept = pruneBackups(backups.toString(), 7u, 4u, true)
