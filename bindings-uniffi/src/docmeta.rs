@@ -16,35 +16,38 @@ use crate::records::{
 };
 use crate::session::Session;
 
-/// Receives committed events; implemented in Kotlin or Swift. Called in the committing thread.
+/// Receives committed events; implemented in Kotlin or Swift. Called in the committing thread,
+/// after the commit: an exception it throws is dropped (it cannot undo the change).
 #[uniffi::export(with_foreign)]
 pub trait EventListener: Send + Sync {
     /// One committed event.
-    fn on_event(&self, event: Event);
+    fn on_event(&self, event: Event) -> Result<()>;
 }
 
 /// Tells whether an object of an application's own kind exists; implemented in Kotlin or
-/// Swift (`Docmeta.setKindExistence`). Called during access checks: answer quickly, and do not
-/// throw.
+/// Swift (`Docmeta.setKindExistence`). Called during access checks: answer quickly. An
+/// exception counts as "does not exist" (the check then refuses, as for a missing object).
 #[uniffi::export(with_foreign)]
 pub trait ObjectExistence: Send + Sync {
     /// Whether the object `id` exists.
-    fn exists(&self, id: i64) -> bool;
+    fn exists(&self, id: i64) -> Result<bool>;
 }
 
 /// Follows a long operation (a backup, a reindex, a storage check or conversion); implemented
-/// in Kotlin or Swift. Called in the calling thread, between units of work: return quickly.
+/// in Kotlin or Swift. Called in the calling thread, between units of work: return quickly. An
+/// exception it throws is dropped: the operation goes on.
 #[uniffi::export(with_foreign)]
 pub trait ProgressListener: Send + Sync {
     /// `done` of `total` units (document files, or documents) are through.
-    fn on_progress(&self, done: u64, total: u64);
+    fn on_progress(&self, done: u64, total: u64) -> Result<()>;
 }
 
 /// The callback a long core operation takes: `listener`'s, or one that reports nothing.
 fn progress<N: TryInto<u64>>(listener: Option<Arc<dyn ProgressListener>>) -> impl FnMut(N, N) {
     move |done: N, total: N| {
         if let Some(l) = &listener {
-            l.on_progress(
+            // The listener's failure is its own: the work it follows goes on.
+            let _ = l.on_progress(
                 done.try_into().unwrap_or(u64::MAX),
                 total.try_into().unwrap_or(u64::MAX),
             );
@@ -243,7 +246,7 @@ impl Docmeta {
         let kind = self.inner.parse_kind(&kind)?;
         Ok(self
             .inner
-            .set_kind_existence(kind, move |id| exists.exists(id))?)
+            .set_kind_existence(kind, move |id| exists.exists(id).unwrap_or(false))?)
     }
 
     /// Declares the parents `object` inherits ACLs from (replacing earlier ones).
@@ -307,9 +310,11 @@ impl Docmeta {
 
     /// Sends every committed event to `listener`; returns an id for `unsubscribe`.
     pub fn subscribe(&self, listener: Arc<dyn EventListener>) -> u64 {
-        let id = self
-            .inner
-            .subscribe(move |e| listener.on_event(Event::from(e)));
+        let id = self.inner.subscribe(move |e| {
+            // Committed already: a listener's failure cannot undo it, nor concern the
+            // committing caller.
+            let _ = listener.on_event(Event::from(e));
+        });
         let mut subs = self.subscriptions.lock().unwrap_or_else(|p| p.into_inner());
         let n = subs.keys().max().copied().unwrap_or(0) + 1;
         subs.insert(n, id);

@@ -156,10 +156,14 @@ fun accessAndExplain() {
     val note = db.registerKind("notes", "note", listOf(), listOf("document_comments.document_comment_view"))
     expect(note == "notes.note" && db.kinds().any { it.name == note }, "kind registered")
     db.setKindExistence(note, object : ObjectExistence {
-        override fun exists(id: Long) = id % 2 == 0L
+        override fun exists(id: Long): Boolean {
+            if (id == 6L) throw IllegalStateException("the app's store is down")
+            return id % 2 == 0L
+        }
     })
     admin.createAcl(ObjectRef(note, 4), role.id)
     refused<DocmetaException.NotFound>("an object the existence check denies") { admin.createAcl(ObjectRef(note, 5), role.id) }
+    refused<DocmetaException.NotFound>("an existence check that throws") { admin.createAcl(ObjectRef(note, 6), role.id) }
     val comment = db.registerKind("notes", "comment", listOf("documents.document"), listOf("document_comments.document_comment_view"))
     db.setObjectParents(ObjectRef(comment, 9), listOf(ObjectRef("documents.document", doc.id)))
     admin.grant("document_comments.document_comment_view", role.id, "documents.document", doc.id)
@@ -388,6 +392,11 @@ fun eventsTasksAndErrors() {
     val seen = events.names.size
     inv.invoice("INV-2")
     expect(events.names.size == seen, "no events after unsubscribe")
+    val failing = db.subscribe(object : EventListener {
+        override fun onEvent(event: Event) = throw IllegalStateException("a listener's bug")
+    })
+    expect(inv.invoice("INV-3").label == "INV-3", "a throwing listener does not fail the commit")
+    db.unsubscribe(failing)
     val logged = inv.admin.events(100u)
     expect(logged.map { it.id } == logged.map { it.id }.sortedDescending(), "the session's events, newest first")
     expect(logged.map { it.name }.reversed().take(2) == events.names.take(2), "the log holds what the listener saw")
