@@ -11,8 +11,8 @@ use docmeta_core as core;
 use crate::classes::{Classes, registry};
 use crate::errors::{Result, permission, permissions};
 use crate::records::{
-    Event, Explanation, ObjectKindInfo, ObjectRef, SchemaChange, SearchStatus, SearchTicket,
-    SearchWork, SearchWorkRun, SearchWorkState, Settings, StorageReport, Task, User, keys,
+    DurableTask, Event, Explanation, ObjectKindInfo, ObjectRef, SchemaChange, SearchStatus,
+    SearchTicket, SearchWork, SearchWorkRun, SearchWorkState, Settings, StorageReport, User, keys,
 };
 use crate::session::Session;
 
@@ -339,7 +339,7 @@ impl Docmeta {
     }
 
     /// The tasks not done yet (pending, running or failed).
-    pub fn open_tasks(&self) -> Result<Vec<Task>> {
+    pub fn open_tasks(&self) -> Result<Vec<DurableTask>> {
         Ok(self
             .inner
             .open_tasks()?

@@ -54,7 +54,7 @@ impl From<core::EventView> for Event {
 
 /// Where a durable background task is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
-pub enum TaskState {
+pub enum DurableTaskState {
     /// Waiting to run (or to run again after a failed attempt).
     Pending,
     /// Claimed by a worker.
@@ -65,9 +65,10 @@ pub enum TaskState {
     Failed,
 }
 
-/// A durable background task (lifecycle rules, workflow triggers, search work).
+/// A durable background task (lifecycle rules, workflow triggers, search work): the core's
+/// `Task`, named so as not to shadow Swift's concurrency `Task`.
 #[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct Task {
+pub struct DurableTask {
     /// Identifier.
     pub id: i64,
     /// Task name, e.g. `task_add_required_metadata_type`.
@@ -75,24 +76,24 @@ pub struct Task {
     /// Its arguments, as JSON.
     pub payload: String,
     /// Where it is.
-    pub state: TaskState,
+    pub state: DurableTaskState,
     /// How many times it was tried.
     pub attempts: i64,
     /// The last error.
     pub error: String,
 }
 
-impl From<core::Task> for Task {
+impl From<core::Task> for DurableTask {
     fn from(t: core::Task) -> Self {
-        Task {
+        DurableTask {
             id: t.id.0,
             name: t.name,
             payload: t.payload,
             state: match t.state {
-                core::TaskState::Pending => TaskState::Pending,
-                core::TaskState::Running => TaskState::Running,
-                core::TaskState::Done => TaskState::Done,
-                core::TaskState::Failed => TaskState::Failed,
+                core::TaskState::Pending => DurableTaskState::Pending,
+                core::TaskState::Running => DurableTaskState::Running,
+                core::TaskState::Done => DurableTaskState::Done,
+                core::TaskState::Failed => DurableTaskState::Failed,
             },
             attempts: t.attempts,
             error: t.error,

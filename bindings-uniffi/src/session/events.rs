@@ -4,7 +4,7 @@ use docmeta_core as core;
 
 use super::Session;
 use crate::errors::Result;
-use crate::records::{Event, Task};
+use crate::records::{DurableTask, Event};
 
 #[uniffi::export]
 impl Session {
@@ -22,7 +22,7 @@ impl Session {
     }
 
     /// The durable tasks not done yet (pending, running, failed); superusers only.
-    pub fn tasks(&self) -> Result<Vec<Task>> {
+    pub fn tasks(&self) -> Result<Vec<DurableTask>> {
         Ok(self.inner.tasks()?.into_iter().map(Into::into).collect())
     }
 }
