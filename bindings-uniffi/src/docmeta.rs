@@ -11,8 +11,9 @@ use docmeta_core as core;
 use crate::classes::{Classes, registry};
 use crate::errors::{Result, permission, permissions};
 use crate::records::{
-    DurableTask, Event, Explanation, ObjectKindInfo, ObjectRef, SchemaChange, SearchStatus,
-    SearchTicket, SearchWork, SearchWorkRun, SearchWorkState, Settings, StorageReport, User, keys,
+    DurableTask, Event, Explanation, InstanceSettings, ObjectKindInfo, ObjectRef, SchemaChange,
+    SearchStatus, SearchTicket, SearchWork, SearchWorkRun, SearchWorkState, StorageReport, User,
+    keys,
 };
 use crate::session::Session;
 
@@ -287,7 +288,7 @@ impl Docmeta {
     }
 
     /// The instance's settings.
-    pub fn config(&self) -> Settings {
+    pub fn config(&self) -> InstanceSettings {
         self.inner.config().into()
     }
 

@@ -92,18 +92,18 @@ impl From<UserUpdate> for core::UserUpdate {
     }
 }
 
-/// A group of users.
+/// A group of users (the core's `Group`; `Group` would collide with SwiftUI's).
 #[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct Group {
+pub struct UserGroup {
     /// Identifier.
     pub id: i64,
     /// Unique name.
     pub name: String,
 }
 
-impl From<core::Group> for Group {
+impl From<core::Group> for UserGroup {
     fn from(g: core::Group) -> Self {
-        Group {
+        UserGroup {
             id: g.id.0,
             name: g.name,
         }

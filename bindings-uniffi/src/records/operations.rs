@@ -269,9 +269,9 @@ impl From<core::search::SearchWorkState> for SearchWorkState {
     }
 }
 
-/// The instance's settings (`config.yml`).
+/// The instance's settings (`config.yml`; not `Settings`, which is a SwiftUI scene).
 #[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct Settings {
+pub struct InstanceSettings {
     /// Attempts of a failing background task before it is marked failed.
     pub task_max_attempts: u32,
     /// Whether document files are stored encrypted (MENC).
@@ -286,9 +286,9 @@ pub struct Settings {
     pub request_timeout_ms: u64,
 }
 
-impl From<&core::Config> for Settings {
+impl From<&core::Config> for InstanceSettings {
     fn from(c: &core::Config) -> Self {
-        Settings {
+        InstanceSettings {
             task_max_attempts: c.task_max_attempts,
             encrypted_storage: c.documents_file_storage_backend
                 == core::config::StorageBackend::Encrypted,

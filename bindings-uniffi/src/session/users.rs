@@ -5,7 +5,7 @@ use docmeta_core as core;
 
 use super::Session;
 use crate::errors::Result;
-use crate::records::{Group, Role, User, UserUpdate};
+use crate::records::{Role, User, UserGroup, UserUpdate};
 
 fn all<T, U: From<T>>(items: Vec<T>) -> Vec<U> {
     items.into_iter().map(Into::into).collect()
@@ -50,22 +50,22 @@ impl Session {
     }
 
     /// Creates a group.
-    pub fn create_group(&self, name: String) -> Result<Group> {
+    pub fn create_group(&self, name: String) -> Result<UserGroup> {
         Ok(self.inner.create_group_view(&name)?.into())
     }
 
     /// Every group.
-    pub fn groups(&self) -> Result<Vec<Group>> {
+    pub fn groups(&self) -> Result<Vec<UserGroup>> {
         Ok(all(self.inner.groups()?))
     }
 
     /// One group.
-    pub fn group(&self, id: i64) -> Result<Group> {
+    pub fn group(&self, id: i64) -> Result<UserGroup> {
         Ok(self.inner.group(core::GroupId(id))?.into())
     }
 
     /// Renames a group.
-    pub fn rename_group(&self, id: i64, name: String) -> Result<Group> {
+    pub fn rename_group(&self, id: i64, name: String) -> Result<UserGroup> {
         Ok(self
             .inner
             .rename_group_view(core::GroupId(id), &name)?
@@ -78,7 +78,7 @@ impl Session {
     }
 
     /// Adds a user to a group (`member`), or removes it.
-    pub fn set_group_member(&self, group: i64, user: i64, member: bool) -> Result<Group> {
+    pub fn set_group_member(&self, group: i64, user: i64, member: bool) -> Result<UserGroup> {
         Ok(self
             .inner
             .set_group_member_view(core::GroupId(group), core::UserId(user), member)?
