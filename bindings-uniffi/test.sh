@@ -6,7 +6,7 @@
 # - Kotlin: compiles tests/kotlin/DocmetaTest.kt against docmeta.jar and runs it from the JAR
 #   alone (`java -cp docmeta.jar:test.jar:jna.jar:kotlin-stdlib.jar`, no -Djna.library.path:
 #   JNA loads the native library out of the JAR). Needs `kotlinc` on PATH and JNA, e.g.
-#   Debian's libjna-java.
+#   Debian's libjna-java. The README's example, examples/Example.kt, runs the same way.
 # Without kotlinc or JNA the Kotlin part is skipped with the reason, unless
 # DOCMETA_REQUIRE_KOTLIN=1 (set by .ci/run), which makes it a failure.
 set -euo pipefail
@@ -40,7 +40,10 @@ if [ ! -f "$out/docmeta.jar" ]; then
   # package.sh said why (and failed when DOCMETA_REQUIRE_KOTLIN=1).
   exit 0
 fi
-kotlinc bindings-uniffi/tests/kotlin/DocmetaTest.kt -cp "$out/docmeta.jar:$jna" -d "$out/test.jar" \
-  2> >(grep -v '^warning:' >&2)
+# The README's example (bindings-uniffi/examples/Example.kt) is compiled and run too.
+kotlinc bindings-uniffi/tests/kotlin/DocmetaTest.kt bindings-uniffi/examples/Example.kt \
+  -cp "$out/docmeta.jar:$jna" -d "$out/test.jar" 2> >(grep -v '^warning:' >&2)
 stdlib="$(dirname "$(command -v kotlinc)")/../lib/kotlin-stdlib.jar"
 java -cp "$out/docmeta.jar:$out/test.jar:$jna:$stdlib" DocmetaTestKt
+java -cp "$out/docmeta.jar:$out/test.jar:$jna:$stdlib" example.ExampleKt > /dev/null
+echo "kotlin: the README example runs"
