@@ -108,3 +108,10 @@ pub(crate) fn run<T: Send>(
 pub(crate) fn permission(key: &str) -> PyResult<Permission> {
     Permission::from_key(key).map_err(py_err)
 }
+
+/// The instant `seconds` from now (a deadline given in seconds).
+pub(crate) fn deadline(seconds: f64) -> PyResult<std::time::Instant> {
+    std::time::Duration::try_from_secs_f64(seconds)
+        .map(|d| std::time::Instant::now() + d)
+        .map_err(|e| InvalidInput::new_err(format!("deadline: {e}")))
+}
