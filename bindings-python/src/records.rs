@@ -42,8 +42,12 @@ record!(
     /// A document created with its first file.
     DocumentWithFile { document: Document, file: DocumentFile });
 record!(
-    /// A metadata value of a document (one per document and type).
-    DocumentMetadata { id: i64, document_id: i64, metadata_type_id: i64, value: String });
+    /// A metadata value of a document (one per document and type). `metadata_type` is its
+    /// type's record when the call read it (`metadata`, `document_metadata`, `search_metadata`);
+    /// None from the writes (`add_metadata`, `edit_metadata`, the batch), which stay one
+    /// transaction with nothing read back.
+    DocumentMetadata { id: i64, document_id: i64, metadata_type_id: i64, value: String,
+        metadata_type: Option<MetadataType> });
 record!(
     /// A file of a document (the bytes live in the file storage).
     DocumentFile { id: i64, document_id: i64, filename: String, size: u64, checksum: String,
@@ -183,6 +187,15 @@ impl From<core::DocumentMetadata> for DocumentMetadata {
             document_id: m.document_id.0,
             metadata_type_id: m.metadata_type_id.0,
             value: m.value,
+            metadata_type: None,
+        }
+    }
+}
+impl From<core::MetadataValueView> for DocumentMetadata {
+    fn from(v: core::MetadataValueView) -> Self {
+        DocumentMetadata {
+            metadata_type: Some(v.metadata_type.into()),
+            ..DocumentMetadata::from(v.value)
         }
     }
 }

@@ -3,7 +3,7 @@
 use docmeta_core as core;
 use pyo3::prelude::*;
 
-use super::Session;
+use super::{EVERYTHING, Session};
 use crate::errors::run;
 use crate::records::{
     Document, DocumentDetails, DocumentMetadata, DocumentWithFile, MetadataValueDetail, all,
@@ -200,7 +200,7 @@ impl Session {
         metadata_id: i64,
     ) -> PyResult<DocumentMetadata> {
         run(py, || {
-            self.inner.document_metadata(
+            self.inner.metadata_value_view(
                 core::DocumentId(document),
                 core::DocumentMetadataId(metadata_id),
             )
@@ -240,13 +240,13 @@ impl Session {
         .map(|ids| ids.into_iter().map(|d| d.0).collect())
     }
 
-    /// The values of a document this session may view.
+    /// The values of a document this session may view, each with its type.
     fn metadata(&self, py: Python<'_>, document: i64) -> PyResult<Vec<DocumentMetadata>> {
         run(py, || {
             self.inner
-                .document_metadata_list(core::DocumentId(document))
+                .document_metadata_page(core::DocumentId(document), EVERYTHING)
         })
-        .map(all)
+        .map(|page| all(page.items))
     }
 
     /// `document.metadata_value_of.<name>` (spec 2.3), or None.

@@ -36,10 +36,13 @@ impl Session {
         page: usize,
         page_size: usize,
     ) -> PyResult<MetadataPage> {
-        let p = run(py, || self.inner.search_metadata(&query, page, page_size))?;
+        let p = run(py, || {
+            self.inner
+                .search_metadata_page(&query, docmeta_core::PageRequest::new(page, page_size))
+        })?;
         Ok(MetadataPage {
             count: p.count,
-            results: all(p.results),
+            results: all(p.items),
         })
     }
 }
