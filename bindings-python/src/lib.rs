@@ -28,7 +28,7 @@ use crate::classes::{Classes, MetadataProcessor, parse, validate};
 use crate::docmeta::Docmeta;
 use crate::errors::*;
 use crate::records::*;
-use crate::search_work::{SearchTicket, SearchWorkResult, SearchWorkState};
+use crate::search_work::{SearchTicket, SearchWorkResult};
 use crate::session::{DocumentIterator, Session};
 
 #[pymodule]

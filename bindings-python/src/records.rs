@@ -3,23 +3,36 @@
 
 use chrono::{DateTime, Utc};
 use docmeta_core as core;
+use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 
+/// A frozen record class. Fields after `related` hold records a call read along with this one
+/// (a document's type, an ACL's role): they are shown, but equality compares the record's own
+/// fields, so a document read with its type equals the same document returned by a write.
 macro_rules! record {
-    ($(#[$doc:meta])* $name:ident { $($(#[$fdoc:meta])* $field:ident : $ty:ty),* $(,)? }) => {
+    ($(#[$doc:meta])* $name:ident { $($field:ident : $ty:ty),* $(,)? }
+        $(related { $($rfield:ident : $rty:ty),* $(,)? })?) => {
         $(#[$doc])*
         #[pyclass(frozen, eq, get_all, module = "docmeta", skip_from_py_object)]
-        #[derive(Debug, Clone, PartialEq)]
-        pub struct $name { $($(#[$fdoc])* pub(crate) $field: $ty),* }
+        #[derive(Debug, Clone)]
+        pub struct $name { $(pub(crate) $field: $ty,)* $($(pub(crate) $rfield: $rty,)*)? }
+
+        impl PartialEq for $name {
+            fn eq(&self, other: &Self) -> bool {
+                true $(&& self.$field == other.$field)*
+            }
+        }
 
         #[pymethods]
         impl $name {
-            fn __repr__(&self) -> String {
-                let mut out = format!("{}(", stringify!($name));
-                $( out.push_str(&format!("{}={:?}, ", stringify!($field), self.$field)); )*
-                if out.ends_with(", ") { out.truncate(out.len() - 2); }
-                out.push(')');
-                out
+            /// `Name(field=repr(value), ...)`, each value as Python writes it.
+            fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+                let mut parts: Vec<String> = Vec::new();
+                $( parts.push(format!("{}={}", stringify!($field),
+                    self.$field.clone().into_bound_py_any(py)?.repr()?)); )*
+                $($( parts.push(format!("{}={}", stringify!($rfield),
+                    self.$rfield.clone().into_bound_py_any(py)?.repr()?)); )*)?
+                Ok(format!("{}({})", stringify!($name), parts.join(", ")))
             }
         }
     };
@@ -36,8 +49,8 @@ record!(
     /// A document. `document_type` is its type's record when the call read it (a document's
     /// viewer sees its type's label): every call returning one document, search results and
     /// cabinet contents; None from the `documents()` iterator and `document_metadata_details`.
-    Document { id: i64, label: String, document_type_id: i64, created: DateTime<Utc>,
-        document_type: Option<DocumentType> });
+    Document { id: i64, label: String, document_type_id: i64, created: DateTime<Utc> }
+        related { document_type: Option<DocumentType> });
 record!(
     /// A document created with its first file.
     DocumentWithFile { document: Document, file: DocumentFile });
@@ -46,8 +59,8 @@ record!(
     /// type's record when the call read it (`metadata`, `document_metadata`, `search_metadata`);
     /// None from the writes (`add_metadata`, `edit_metadata`, the batch), which stay one
     /// transaction with nothing read back.
-    DocumentMetadata { id: i64, document_id: i64, metadata_type_id: i64, value: String,
-        metadata_type: Option<MetadataType> });
+    DocumentMetadata { id: i64, document_id: i64, metadata_type_id: i64, value: String }
+        related { metadata_type: Option<MetadataType> });
 record!(
     /// A file of a document (the bytes live in the file storage).
     DocumentFile { id: i64, document_id: i64, filename: String, size: u64, checksum: String,
@@ -58,8 +71,8 @@ record!(
 record!(
     /// An access-control list: a role's permissions on one object. `role` is the role's record
     /// when the call that returned the ACL read it (every ACL call but `grant` / `revoke`).
-    Acl { id: i64, object_kind: String, object_id: i64, role_id: i64, permissions: Vec<String>,
-        role: Option<Role> });
+    Acl { id: i64, object_kind: String, object_id: i64, role_id: i64, permissions: Vec<String> }
+        related { role: Option<Role> });
 record!(
     /// A group of users.
     Group { id: i64, name: String });
@@ -100,9 +113,15 @@ record!(
     /// `actor_username` is set when a session listed the event (it shows the actor's name to
     /// whoever may see the event).
     Event { id: i64, timestamp: DateTime<Utc>, name: String, actor_id: Option<i64>,
-        actor_username: Option<String>,
         target_kind: String, target_id: i64, target_label: String,
-        action_object_kind: Option<String>, action_object_id: Option<i64> });
+        action_object_kind: Option<String>, action_object_id: Option<i64> }
+        related { actor_username: Option<String> });
+record!(
+    /// Where search work handed to another process stands: `state` is `"pending"` (with
+    /// `attempts` and the last `error`), `"running"` (`done` of `total`), `"done"` (`total`
+    /// indexed, when known) or `"failed"` (`error`).
+    SearchWorkState { state: String, attempts: Option<i64>, error: Option<String>,
+        done: Option<usize>, total: Option<usize> });
 record!(
     /// A cabinet (a tree of document folders).
     Cabinet { id: i64, label: String, parent_id: Option<i64> });
@@ -457,6 +476,39 @@ impl From<core::workflows::WorkflowLogEntry> for WorkflowLogEntry {
             error: e.error,
             created: e.created,
         }
+    }
+}
+
+impl From<core::search::SearchWorkState> for SearchWorkState {
+    fn from(s: core::search::SearchWorkState) -> Self {
+        let mut out = SearchWorkState {
+            state: String::new(),
+            attempts: None,
+            error: None,
+            done: None,
+            total: None,
+        };
+        match s {
+            core::search::SearchWorkState::Pending { attempts, error } => {
+                out.state = "pending".into();
+                out.attempts = Some(attempts);
+                out.error = Some(error);
+            }
+            core::search::SearchWorkState::Running { done, total } => {
+                out.state = "running".into();
+                out.done = Some(done);
+                out.total = Some(total);
+            }
+            core::search::SearchWorkState::Done(total) => {
+                out.state = "done".into();
+                out.total = total;
+            }
+            core::search::SearchWorkState::Failed(error) => {
+                out.state = "failed".into();
+                out.error = Some(error);
+            }
+        }
+        out
     }
 }
 

@@ -4,11 +4,12 @@
 //! has gone.
 
 use docmeta_core as core;
-use docmeta_core::search::{SearchWork, SearchWorkRun, SearchWorkState as State};
+use docmeta_core::search::{SearchWork, SearchWorkRun};
 use pyo3::prelude::*;
 
 use crate::docmeta::{Docmeta, progress};
 use crate::errors::{InvalidInput, run};
+use crate::records::SearchWorkState;
 
 /// Search work queued for the process that writes the index; follow it with
 /// `Docmeta.search_work_state(ticket)`.
@@ -36,62 +37,6 @@ impl SearchTicket {
 pub struct SearchWorkResult {
     done: Option<usize>,
     ticket: Option<Py<SearchTicket>>,
-}
-
-/// Where handed-off search work stands: `state` is `"pending"` (with `attempts` and the last
-/// `error`), `"running"` (`done` of `total`), `"done"` (`total` indexed, when known) or
-/// `"failed"` (`error`).
-#[pyclass(frozen, get_all, eq, module = "docmeta", skip_from_py_object)]
-#[derive(Debug, Clone, PartialEq)]
-pub struct SearchWorkState {
-    state: String,
-    attempts: Option<i64>,
-    error: Option<String>,
-    done: Option<usize>,
-    total: Option<usize>,
-}
-
-#[pymethods]
-impl SearchWorkState {
-    fn __repr__(&self) -> String {
-        format!(
-            "SearchWorkState(state={:?}, attempts={:?}, error={:?}, done={:?}, total={:?})",
-            self.state, self.attempts, self.error, self.done, self.total
-        )
-    }
-}
-
-impl From<State> for SearchWorkState {
-    fn from(s: State) -> Self {
-        let mut out = SearchWorkState {
-            state: String::new(),
-            attempts: None,
-            error: None,
-            done: None,
-            total: None,
-        };
-        match s {
-            State::Pending { attempts, error } => {
-                out.state = "pending".into();
-                out.attempts = Some(attempts);
-                out.error = Some(error);
-            }
-            State::Running { done, total } => {
-                out.state = "running".into();
-                out.done = Some(done);
-                out.total = Some(total);
-            }
-            State::Done(total) => {
-                out.state = "done".into();
-                out.total = total;
-            }
-            State::Failed(error) => {
-                out.state = "failed".into();
-                out.error = Some(error);
-            }
-        }
-        out
-    }
 }
 
 /// The work named `operation`: `reindex`, `initialize`, `upgrade` or `index_objects` (with
