@@ -1,7 +1,7 @@
 //! The frozen record classes (`Document`, `Acl`, `Workflow`, ...) and their conversions from
 //! docmeta-core's types.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Timelike, Utc};
 use docmeta_core as core;
 use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
@@ -186,7 +186,7 @@ impl From<core::Document> for Document {
             id: d.id.0,
             label: d.label,
             document_type_id: d.document_type_id.0,
-            created: d.created,
+            created: micros(d.created),
             document_type: None,
         }
     }
@@ -227,7 +227,7 @@ impl From<core::DocumentFile> for DocumentFile {
             size: f.size,
             checksum: f.checksum,
             mimetype: f.mimetype,
-            created: f.created,
+            created: micros(f.created),
         }
     }
 }
@@ -320,7 +320,7 @@ impl From<core::PruneDecision> for PruneDecision {
         PruneDecision {
             path: d.path.to_string_lossy().into_owned(),
             backup_id: d.info.id,
-            created: d.info.created,
+            created: micros(d.info.created),
             base: d.info.base,
             kept: d.kept_because.is_some(),
             kept_because: d.kept_because,
@@ -391,7 +391,7 @@ impl From<core::Event> for Event {
     fn from(e: core::Event) -> Self {
         Event {
             id: e.id.0,
-            timestamp: e.timestamp,
+            timestamp: micros(e.timestamp),
             name: e.name,
             actor_id: e.actor.map(|u| u.0),
             actor_username: None,
@@ -474,7 +474,7 @@ impl From<core::workflows::WorkflowLogEntry> for WorkflowLogEntry {
             user_id: e.user_id.map(|u| u.0),
             comment: e.comment,
             error: e.error,
-            created: e.created,
+            created: micros(e.created),
         }
     }
 }
@@ -510,6 +510,12 @@ impl From<core::search::SearchWorkState> for SearchWorkState {
         }
         out
     }
+}
+
+/// `t` to the microsecond: what a Python `datetime` holds, so a record equals itself read back
+/// whatever precision the store keeps.
+fn micros(t: DateTime<Utc>) -> DateTime<Utc> {
+    t.with_nanosecond(t.nanosecond() / 1000 * 1000).unwrap_or(t)
 }
 
 pub(crate) fn all<T, U: From<T>>(items: Vec<T>) -> Vec<U> {
