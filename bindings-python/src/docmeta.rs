@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::classes::Classes;
-use crate::errors::{Error, InvalidInput, deadline, permission, py_err, run};
+use crate::errors::{Error, InvalidInput, deadline, permission, py_err, reads_the_store, run};
 use crate::records::{Event, Explanation, Task, User, all};
 use crate::session::Session;
 
@@ -149,15 +149,28 @@ impl Docmeta {
 
     /// Whether `user_id` may do `permission` (e.g. `"documents.document_view"`) on the object
     /// `kind` (e.g. `"documents.document"`) `object_id`.
-    fn check(&self, user_id: i64, permission: &str, kind: &str, object_id: i64) -> PyResult<bool> {
-        // In memory and far shorter than releasing and taking back the GIL: no detach.
+    fn check(
+        &self,
+        py: Python<'_>,
+        user_id: i64,
+        permission: &str,
+        kind: &str,
+        object_id: i64,
+    ) -> PyResult<bool> {
         let guard = self.inner.read();
         let db = guard
             .as_ref()
             .ok_or_else(|| Error::new_err("this Docmeta is closed"))?;
         let p = crate::errors::permission(permission)?;
-        let kind = db.parse_kind(kind).map_err(py_err)?;
-        Ok(db.check(core::UserId(user_id), p, ObjectRef::new(kind, object_id)))
+        let object = ObjectRef::new(db.parse_kind(kind).map_err(py_err)?, object_id);
+        if reads_the_store(object) {
+            // The links of files, values and instances come from a read transaction, which may
+            // wait for a writer that is itself waiting for the GIL (a validator written in
+            // Python): release it.
+            return Ok(py.detach(|| db.check(core::UserId(user_id), p, object)));
+        }
+        // In memory and far shorter than releasing and taking back the GIL: no detach.
+        Ok(db.check(core::UserId(user_id), p, object))
     }
 
     /// Calls `callback(event)` for every committed event; returns an id for `unsubscribe`.
@@ -360,6 +373,7 @@ impl Docmeta {
     #[pyo3(signature = (app_label, model_name, *, parents = Vec::new(), permissions = Vec::new(), exists = None))]
     fn register_kind(
         &self,
+        py: Python<'_>,
         app_label: &str,
         model_name: &str,
         parents: Vec<String>,
@@ -376,23 +390,23 @@ impl Docmeta {
             .iter()
             .map(|p| self::permission(p))
             .collect::<PyResult<Vec<_>>>()?;
-        let kind = db
-            .register_kind(app_label, model_name, &parents, &own)
-            .map_err(py_err)?;
-        if let Some(exists) = exists {
-            db.set_kind_existence(kind, existence(exists))
-                .map_err(py_err)?;
-        }
-        Ok(db.kinds().name(kind))
+        let check = exists.map(existence);
+        run(py, || {
+            let kind = db.register_kind(app_label, model_name, &parents, &own)?;
+            if let Some(check) = check {
+                db.set_kind_existence(kind, check)?;
+            }
+            Ok(db.kinds().name(kind))
+        })
     }
 
     /// Gives an application kind its existence check `exists(id) -> bool` (see
     /// `register_kind`); an exception in it counts as "does not exist".
-    fn set_kind_existence(&self, kind: &str, exists: Py<PyAny>) -> PyResult<()> {
+    fn set_kind_existence(&self, py: Python<'_>, kind: &str, exists: Py<PyAny>) -> PyResult<()> {
         let db = self.db()?;
         let kind = db.parse_kind(kind).map_err(py_err)?;
-        db.set_kind_existence(kind, existence(exists))
-            .map_err(py_err)
+        let check = existence(exists);
+        run(py, || db.set_kind_existence(kind, check))
     }
 
     /// Records the objects `(kind, id)` an application object inherits ACLs from (spec 5.3),

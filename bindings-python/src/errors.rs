@@ -115,3 +115,10 @@ pub(crate) fn deadline(seconds: f64) -> PyResult<std::time::Instant> {
         .map(|d| std::time::Instant::now() + d)
         .map_err(|e| InvalidInput::new_err(format!("deadline: {e}")))
 }
+
+/// Whether deciding access to `object` may read the store (the parents of files, metadata
+/// values and workflow instances are too many to hold in memory); otherwise the decision is
+/// taken from memory alone, quicker than releasing the GIL.
+pub(crate) fn reads_the_store(object: docmeta_core::ObjectRef) -> bool {
+    core::access::STORED_PARENT_KINDS.contains(&object.kind)
+}

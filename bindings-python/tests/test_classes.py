@@ -3,6 +3,8 @@ docmeta.Classes, named by metadata types, run inside the value pipeline."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from typing import Iterator, List, Tuple
 
@@ -173,3 +175,49 @@ def test_two_python_threads_run_python_validators_without_deadlock(
         th.join(timeout=60)
     assert not any(th.is_alive() for th in threads) and not errors
     assert sorted(refused) == sorted(i for i in range(40) if i % 2 for _ in range(2))
+
+
+# Run in a child process: were the GIL held while waiting, it would hang, not fail.
+BUSY_WRITER_AND_CHECKS = """
+import threading, time, docmeta
+
+def busy(value):
+    started = time.monotonic()
+    while time.monotonic() - started < 0.005:  # Python work, holding the GIL
+        pass
+
+classes = docmeta.Classes()
+classes.register_validator("myapp.validators.Busy", "Busy", busy)
+db = docmeta.Docmeta.in_memory(classes=classes)
+admin = db.system()
+t = admin.create_document_type("Form")
+field = admin.create_metadata_type("field", "Field", validation="myapp.validators.Busy")
+admin.associate(t.id, field.id)
+f = admin.add_file(admin.create_document(t.id, "Form 1").id, "a.txt", b"abc")
+user = admin.create_user("ann", "a long password").id
+
+def write():
+    for i in range(20):
+        admin.add_metadata(admin.create_document(t.id, f"d{i}").id, field.id, "x")
+
+writer = threading.Thread(target=write)
+writer.start()
+session = db.session(user)
+while writer.is_alive():
+    db.check(user, "documents.document_view", "documents.documentfile", f.id)
+    session.can("documents.document_view", "documents.documentfile", f.id)
+writer.join()
+print("done")
+"""
+
+
+def test_checks_on_files_go_on_while_a_python_validator_runs() -> None:
+    # Deciding access to a file reads the store, which waits for the writer; the writer runs a
+    # Python validator, which waits for the GIL: the check must not hold the GIL meanwhile.
+    child = subprocess.run(
+        [sys.executable, "-c", BUSY_WRITER_AND_CHECKS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (child.returncode, child.stdout.strip()) == (0, "done"), child.stderr

@@ -312,10 +312,14 @@ impl Session {
     }
 
     /// Whether this session may do `permission` on the object.
-    fn can(&self, permission: &str, kind: &str, object_id: i64) -> PyResult<bool> {
-        Ok(self
-            .inner
-            .can(self::permission(permission)?, self.object(kind, object_id)?))
+    fn can(&self, py: Python<'_>, permission: &str, kind: &str, object_id: i64) -> PyResult<bool> {
+        let p = self::permission(permission)?;
+        let object = self.object(kind, object_id)?;
+        if crate::errors::reads_the_store(object) {
+            // See `Docmeta.check`: a read may wait for a writer waiting for the GIL.
+            return Ok(py.detach(|| self.inner.can(p, object)));
+        }
+        Ok(self.inner.can(p, object))
     }
 
     /// Whether this session holds `permission` globally (through a role, or as a superuser).
