@@ -4,6 +4,8 @@ and the instance's own calls (tasks, tokens, deadlines, settings)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Iterator, List, Tuple
@@ -168,6 +170,47 @@ def test_an_instance_alone_writes_its_index_and_runs_search_work_itself(
     assert db.writes_search_index() and db.search_writer_pid() is None
     ran = db.search_work("index_objects", model="documents.document")
     assert (ran.done, ran.ticket) == (1, None)
+
+
+# Holds the search index's writer of a data directory until its standard input closes.
+INDEX_WRITER = """
+import sys, docmeta
+db = docmeta.Docmeta.open(sys.argv[1], worker=False)
+assert db.writes_search_index()
+print("ready", flush=True)
+sys.stdin.read()
+db.close()
+"""
+
+
+def test_search_work_is_handed_to_the_index_writer_and_adopted_when_it_is_gone(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "config.yml").write_text(CONFIG)
+    with docmeta.Docmeta.open(data, worker=False) as db:
+        t = db.system().create_document_type("Invoice")
+        db.system().create_document(t.id, "INV-1")
+    writer = subprocess.Popen(
+        [sys.executable, "-c", INDEX_WRITER, str(data)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
+        with docmeta.Docmeta.open(data, worker=False) as db:
+            assert (db.writes_search_index(), db.search_writer_pid()) == (False, writer.pid)
+            handed = db.search_work("reindex")
+            assert handed.done is None and handed.ticket is not None
+            assert db.search_work_state(handed.ticket).state == "pending"
+            writer.communicate("", timeout=60)  # the writer goes away without running it
+            assert db.adopt_search_work(handed.ticket) == 1
+            assert db.search_work_state(handed.ticket).state == "done"
+    finally:
+        if writer.poll() is None:
+            writer.kill()
 
 
 def test_search_work_refuses_an_unknown_operation(db: docmeta.Docmeta) -> None:
