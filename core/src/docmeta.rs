@@ -317,9 +317,11 @@ impl Builder {
         };
         db.reload_access()?;
         // Tasks left `running` by a crashed process run again; while another process has the
-        // data directory open (a server beside this command), they may be its, running now.
+        // data directory open (a server beside this command), they may be its, running now. So
+        // may another index's search tasks (another data directory on a shared database).
         if db.inner._lock.as_ref().is_none_or(DataLock::alone) {
-            db.write_system(|tx| tx.requeue_running_tasks().map(drop))?;
+            let index = db.search_index_id().to_owned();
+            db.write_system(|tx| tx.requeue_running_tasks(&index).map(drop))?;
         }
         if self.worker {
             db.worker = Some(Arc::new(Worker::start(&db)));

@@ -135,7 +135,11 @@ impl Docmeta {
         .map_err(|e| Error::InvalidInput(format!("search work: {e}")))?;
         // Without an event: the work changes no document, and a task row alone wakes no one
         // else; the holder's worker polls for tasks.
-        let task = self.write_system(|tx| tx.enqueue_task(SEARCH_WORK, &payload))?;
+        // For this data directory's index: on a database other data directories share, their
+        // writers leave it for ours.
+        let task = self.write_system(|tx| {
+            tx.enqueue_targeted_task(SEARCH_WORK, &payload, self.search_index_id())
+        })?;
         Ok(SearchWorkRun::HandedOff(SearchTicket { task, nonce }))
     }
 
@@ -186,10 +190,20 @@ impl Docmeta {
         let now = chrono::Utc::now();
         let claimed = self.write_system(|tx| {
             match tx.task(task)? {
-                Some(row) if row.name == SEARCH_WORK && row.state == "running" => {
+                // Another index's work (a ticket from another data directory) is not ours to run.
+                Some(row)
+                    if row.name != SEARCH_WORK
+                        || row
+                            .target
+                            .as_deref()
+                            .is_some_and(|t| t != self.search_index_id()) =>
+                {
+                    return Ok(None);
+                }
+                Some(row) if row.state == "running" => {
                     tx.set_task_state(task, "pending", &row.error, now)?;
                 }
-                Some(row) if row.name == SEARCH_WORK && row.state == "pending" => {}
+                Some(row) if row.state == "pending" => {}
                 _ => return Ok(None),
             }
             tx.claim_task_by_id(task, now)
