@@ -1589,6 +1589,69 @@ fn a_document_without_a_required_value_that_has_no_default_is_a_400_naming_the_t
 }
 
 #[test]
+fn a_roles_permissions_are_answered_page_by_page() {
+    let Some(s) = Server::start() else { return };
+    let (status, role) = s.call(
+        "POST",
+        "/api/v4/roles/",
+        Some(ADMIN),
+        Some(json!({"label": "Paged"})),
+    );
+    assert_eq!(status, 201, "{role}");
+    let path = format!("/api/v4/roles/{}/permissions/", role["id"]);
+    for permission in [
+        "documents.document_view",
+        "documents.document_create",
+        "documents.document_edit",
+    ] {
+        let (status, body) = s.call(
+            "POST",
+            &format!("{path}add/"),
+            Some(ADMIN),
+            Some(json!({ "permission": permission })),
+        );
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, first) = s.get(&format!("{path}?page_size=2"), ADMIN);
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(
+        (
+            first["count"].as_u64(),
+            first["results"].as_array().map(Vec::len),
+            first["previous"].is_null()
+        ),
+        (Some(3), Some(2), true),
+        "{first}"
+    );
+    let next = first["next"].as_str().expect("a next page").to_owned();
+    let (status, second) = s.get(&next, ADMIN);
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(
+        (
+            second["results"].as_array().map(Vec::len),
+            second["next"].is_null(),
+            second["previous"].is_string()
+        ),
+        (Some(1), true, true),
+        "{second}"
+    );
+}
+
+#[test]
+fn the_permission_keys_are_answered_page_by_page() {
+    let Some(s) = Server::start() else { return };
+    let (status, page) = s.get("/api/v4/permissions/?page=2&page_size=5", ADMIN);
+    assert_eq!(status, 200, "{page}");
+    assert!(page["count"].as_u64().unwrap_or(0) > 10, "{page}");
+    assert_eq!(page["results"].as_array().map(Vec::len), Some(5), "{page}");
+    assert!(
+        page["next"].is_string() && page["previous"].is_string(),
+        "{page}"
+    );
+    assert!(page["results"][0]["pk"].is_string(), "{page}");
+}
+
+#[test]
 fn every_list_answers_the_page_envelope() {
     let Some(s) = Server::start() else { return };
     let (_, flows) = s.get("/api/v4/workflow-templates/", ADMIN);
@@ -1630,6 +1693,8 @@ fn every_list_answers_the_page_envelope() {
         format!("{instance}log/"),
         format!("{instance}transitions/"),
         "/api/v5/objects/documents/document/permissions/".to_owned(),
+        "/api/v4/permissions/".to_owned(),
+        "/api/v4/roles/1/permissions/".to_owned(),
     ] {
         let (status, page) = s.get(&path, ADMIN);
         assert_eq!(status, 200, "{path}: {page}");
