@@ -549,3 +549,47 @@ fn search_work_is_left_to_the_writer_of_the_index_it_names() -> docmeta_core::Re
     assert_eq!(b.search_status()?.documents, 1, "B's index was not");
     Ok(())
 }
+
+#[test]
+fn handed_off_work_on_two_indexes_reports_each_its_own_count() -> docmeta_core::Result<()> {
+    use docmeta_core::search::{SearchWork, SearchWorkRun, SearchWorkState};
+    if base_url().is_none() {
+        eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
+        return Ok(());
+    }
+    let url = fresh_url();
+    let (a_dir, b_dir) = (
+        tempfile::tempdir().expect("a"),
+        tempfile::tempdir().expect("b"),
+    );
+    let a = index_writer_on(a_dir.path(), &url)?;
+    let b = index_writer_on(b_dir.path(), &url)?;
+    let s = a.system();
+    let t = s.create_document_type("Memo")?;
+    s.create_document(t.id, "one", &[])?;
+    s.create_document(t.id, "two", &[])?;
+    let hand_off = |dir: &std::path::Path, work: SearchWork| {
+        let command = docmeta_core::Docmeta::builder()
+            .data_dir(dir)
+            .store(PostgresStore::open(&url)?)
+            .open()?;
+        match command.search_work(&work, |_, _| {})? {
+            SearchWorkRun::HandedOff(ticket) => Ok((command, ticket)),
+            SearchWorkRun::Done(_) => panic!("the writer is held: handed off"),
+        }
+    };
+    let (on_a, reindex) = hand_off(a_dir.path(), SearchWork::Reindex)?;
+    let (on_b, initialize) = hand_off(b_dir.path(), SearchWork::Initialize)?;
+    assert_eq!(a.run_pending_tasks()?, 1);
+    // B's work runs after A's: it must not overwrite the count A's command reports.
+    assert_eq!(b.run_pending_tasks()?, 1);
+    assert_eq!(
+        on_a.search_work_state(&reindex)?,
+        SearchWorkState::Done(Some(2))
+    );
+    assert_eq!(
+        on_b.search_work_state(&initialize)?,
+        SearchWorkState::Done(Some(0))
+    );
+    Ok(())
+}
