@@ -69,7 +69,7 @@ pub use error::{DATA_DIRECTORY_IN_USE, Error, ErrorKind, FieldStep, Result};
 pub use events::{Event, EventObject, EventQuery};
 pub use files::{EncryptedStorage, FileStorage, MemoryStorage, PlainStorage};
 pub use kernel::{Docmeta, SubscriptionId};
-pub use metadata::ClassRegistry;
+pub use metadata::{ClassRegistry, MetadataProcessor};
 pub use model::*;
 pub use search::{Hit, RecordKind};
 pub use session::{

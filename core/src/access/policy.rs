@@ -151,8 +151,10 @@ pub enum Grant {
 /// The answer of [`AccessSnapshot::explain`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Explanation {
-    /// The grant that applies, or `None` when access is refused.
+    /// The grant that decides (the one a check finds first), or `None` when access is refused.
     pub grant: Option<Grant>,
+    /// Every other grant that applies as well: access stays while any of them remains.
+    pub also: Vec<Grant>,
     /// The objects whose ACLs were consulted, in order.
     pub checked: Vec<ObjectRef>,
     /// Why the user was refused outright (unknown or inactive user), if so.
@@ -162,6 +164,15 @@ pub struct Explanation {
 impl Explanation {
     /// A sentence for people: which grant applies, or what was checked.
     pub fn describe(&self, kinds: &super::KindRegistry) -> String {
+        let sentence = self.describe_decision(kinds);
+        match self.also.len() {
+            0 => sentence,
+            1 => format!("{sentence}; 1 other grant also applies"),
+            n => format!("{sentence}; {n} other grants also apply"),
+        }
+    }
+
+    fn describe_decision(&self, kinds: &super::KindRegistry) -> String {
         let name = |o: &ObjectRef| format!("{} {}", kinds.name(o.kind), o.id);
         match (&self.grant, &self.note) {
             (_, Some(note)) => format!("refused: {note}"),
@@ -628,6 +639,7 @@ impl AccessSnapshot {
         let Some(u) = self.users.get(&user) else {
             return Explanation {
                 grant: None,
+                also: Vec::new(),
                 checked,
                 note: Some("unknown user".into()),
             };
@@ -635,6 +647,7 @@ impl AccessSnapshot {
         if !u.active {
             return Explanation {
                 grant: None,
+                also: Vec::new(),
                 checked,
                 note: Some("inactive user".into()),
             };
@@ -642,10 +655,15 @@ impl AccessSnapshot {
         if u.superuser {
             return Explanation {
                 grant: Some(Grant::Superuser),
+                also: Vec::new(),
                 checked,
                 note: None,
             };
         }
+        // Every grant that applies, the one `check_with` finds first in front: global grants,
+        // then the ACLs breadth-first over the inheritance paths, remembering how each object
+        // was reached.
+        let mut grants = Vec::new();
         if u.global.contains(permission) {
             for g in &u.groups {
                 for r in self.group_roles.get(g).into_iter().flatten() {
@@ -654,20 +672,14 @@ impl AccessSnapshot {
                         .get(r)
                         .is_some_and(|s| s.contains(permission))
                     {
-                        let grant = Grant::Global {
+                        grants.push(Grant::Global {
                             role: *r,
                             group: *g,
-                        };
-                        return Explanation {
-                            grant: Some(grant),
-                            checked,
-                            note: None,
-                        };
+                        });
                     }
                 }
             }
         }
-        // Breadth-first over the inheritance paths, remembering how each object was reached.
         let mut queue = std::collections::VecDeque::from([vec![object]]);
         let mut seen = FxHashSet::default();
         while let Some(path) = queue.pop_front() {
@@ -678,18 +690,15 @@ impl AccessSnapshot {
                 continue;
             }
             checked.push(current);
-            if let Some(e) = self.acl_grants(u, permission, &current) {
-                let grant = Grant::Acl {
+            for e in self.acls.get(&current).into_iter().flatten().filter(|e| {
+                e.permissions.contains(permission) && u.roles.binary_search(&e.role).is_ok()
+            }) {
+                grants.push(Grant::Acl {
                     acl: e.acl,
                     role: e.role,
                     object: current,
-                    path,
-                };
-                return Explanation {
-                    grant: Some(grant),
-                    checked,
-                    note: None,
-                };
+                    path: path.clone(),
+                });
             }
             if current.kind == ObjectKind::CABINET && path.len() > 1 {
                 continue; // a root cabinet's own parents are not consulted.
@@ -700,8 +709,10 @@ impl AccessSnapshot {
                 queue.push_back(next);
             }
         }
+        let mut grants = grants.into_iter();
         Explanation {
-            grant: None,
+            grant: grants.next(),
+            also: grants.collect(),
             checked,
             note: None,
         }
@@ -784,5 +795,28 @@ mod tests {
         };
         assert_eq!(object, dt(1));
         assert_eq!(path, vec![file(7), doc(1), dt(1)]);
+    }
+
+    #[test]
+    fn explain_lists_every_other_grant_that_applies() {
+        let mut s = snapshot(Permission::DocumentView);
+        s.set_acl(
+            doc(1),
+            AclId(2),
+            ROLE,
+            PermissionSet::of(&[Permission::DocumentView]),
+        );
+        s.set_role_permissions(ROLE, PermissionSet::of(&[Permission::DocumentView]));
+        let e = s.explain(USER, Permission::DocumentView, doc(1));
+        assert!(matches!(e.grant, Some(Grant::Global { .. })), "{e:?}");
+        let acls: Vec<_> = e
+            .also
+            .iter()
+            .filter_map(|g| match g {
+                Grant::Acl { acl, .. } => Some(*acl),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(acls, vec![AclId(2), AclId(1)]);
     }
 }

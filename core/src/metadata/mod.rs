@@ -8,6 +8,7 @@ pub(crate) mod calendar;
 pub mod datefmt;
 pub mod lookup;
 pub mod names;
+pub mod offline;
 pub mod parsers;
 pub mod pipeline;
 pub mod registry;
@@ -15,6 +16,7 @@ pub mod template;
 pub mod validators;
 
 pub use minijinja::Value as TemplateValue;
+pub use offline::{MetadataProcessor, parse, validate};
 pub use parsers::Parser;
 pub use pipeline::{CompiledMetadataType, TemplateInputs, VALUE_FIELD, check_definition};
 pub use registry::ClassRegistry;
