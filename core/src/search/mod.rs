@@ -204,7 +204,7 @@ impl Docmeta {
     /// when the index directory is created; random for an index in memory). Search work handed
     /// to the index's writer names it, so that on a database several data directories share, only
     /// that directory's writer runs it.
-    pub fn search_index_id(&self) -> &str {
+    pub(crate) fn search_index_id(&self) -> &str {
         self.inner.search.instance()
     }
 
