@@ -321,7 +321,17 @@ impl Builder {
         // may another index's search tasks (another data directory on a shared database).
         if db.inner._lock.as_ref().is_none_or(DataLock::alone) {
             let index = db.search_index_id().to_owned();
-            db.write_system(|tx| tx.requeue_running_tasks(&index).map(drop))?;
+            // A SQLite database belongs to this one data directory: every search task in it is
+            // for this directory's index, even one queued before its `search/` was deleted (a
+            // new index gets a new id), so it names this index's id again.
+            let sqlite = db.store().dialect() == crate::store::Dialect::Sqlite;
+            db.write_system(|tx| {
+                tx.requeue_running_tasks(&index)?;
+                if sqlite {
+                    tx.retarget_open_tasks(&index)?;
+                }
+                Ok(())
+            })?;
         }
         if self.worker {
             db.worker = Some(Arc::new(Worker::start(&db)));
