@@ -490,6 +490,9 @@ pub struct TaskOut {
     pub state: String,
     pub attempts: i64,
     pub error: String,
+    /// The id of the search index (a data directory's `search/INSTANCE`) the task must run on;
+    /// `null` when any server's worker may run it.
+    pub target: Option<String>,
 }
 
 impl From<&Task> for TaskOut {
@@ -500,6 +503,7 @@ impl From<&Task> for TaskOut {
             state: t.state.key().to_owned(),
             attempts: t.attempts,
             error: t.error.clone(),
+            target: t.target.clone(),
         }
     }
 }

@@ -451,15 +451,17 @@ fn served_with_many_documents() -> (tempfile::TempDir, Server) {
     (dir, server)
 }
 
-/// Waits until the server's worker runs the handed-off search task (it lists it `running`), for
-/// at most 20 s; returns its id.
-fn wait_until_search_work_runs(server: &Server) -> i64 {
+/// Waits until the server's worker runs the handed-off search task (it lists it `running`, for
+/// the directory's index), for at most 20 s; returns its id.
+fn wait_until_search_work_runs(server: &Server, dir: &Path) -> i64 {
+    let index = std::fs::read_to_string(dir.join("search/INSTANCE")).expect("the index id");
     let mut id = None;
     eventually("the server runs the search work", || {
         let (_, tasks) = server.get("/api/v4/tasks/?page_size=500", ADMIN);
         id = tasks["results"].as_array().and_then(|all| {
             all.iter()
                 .find(|t| t["name"] == "task_search_work" && t["state"] == "running")
+                .inspect(|t| assert_eq!(t["target"], index.trim(), "for this index: {t}"))
                 .and_then(|t| t["id"].as_i64())
         });
         id.is_some()
@@ -476,7 +478,7 @@ fn a_reindex_whose_server_is_killed_while_running_it_is_finished_by_the_waiting_
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("search reindex");
-    let task = wait_until_search_work_runs(&server);
+    let task = wait_until_search_work_runs(&server, dir.path());
     server.kill();
     let out = command.wait_with_output().expect("search reindex ends");
     let (stdout, stderr) = (
@@ -505,7 +507,7 @@ fn a_reindex_whose_server_is_killed_while_running_it_is_finished_by_the_next_ser
     let (dir, server) = served_with_many_documents();
     let queued = ok(dir.path(), &["search", "reindex", "--no-wait"]);
     assert!(queued.contains("queued as task"), "{queued}");
-    wait_until_search_work_runs(&server);
+    wait_until_search_work_runs(&server, dir.path());
     server.kill();
     // Alone on the directory, the next server puts the interrupted task back and runs it.
     let server = Server::start(dir.path());
