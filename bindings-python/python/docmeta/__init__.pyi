@@ -28,7 +28,12 @@ class Error(Exception):
     message: str
 
 class ValidationError(Error):
-    """Invalid input for a field (`.field`, `.message`)."""
+    """Invalid input for a field (`.field`, `.message`).
+
+    A refused initial value of `create_document` or `create_document_with_file` names its
+    entry: `.field` is `metadata[i].value` (or `metadata[i].metadata_type_id`), `i` counting the
+    `values` from 0 in ascending metadata type id order.
+    """
 
 class PermissionDenied(Error):
     """The user may see the object but not do this."""
