@@ -127,7 +127,10 @@ record!(
     Cabinet { id: i64, label: String, parent_id: Option<i64> });
 record!(
     /// A durable background task that is not done.
-    Task { id: i64, name: String, state: String, attempts: i64, error: String });
+    /// `target` is the id of the search index it must run on (search work handed to an index's
+    /// writer, a restore's rebuild), None when any worker may run it.
+    Task { id: i64, name: String, state: String, attempts: i64, error: String,
+        target: Option<String> });
 record!(
     /// A workflow template.
     Workflow { id: i64, label: String, document_type_ids: Vec<i64> });
@@ -420,6 +423,7 @@ impl From<core::Task> for Task {
             state: t.state.key().to_owned(),
             attempts: t.attempts,
             error: t.error,
+            target: t.target,
         }
     }
 }

@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, List, Tuple
 
@@ -183,15 +184,9 @@ db.close()
 """
 
 
-def test_search_work_is_handed_to_the_index_writer_and_adopted_when_it_is_gone(
-    tmp_path: Path,
-) -> None:
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "config.yml").write_text(CONFIG)
-    with docmeta.Docmeta.open(data, worker=False) as db:
-        t = db.system().create_document_type("Invoice")
-        db.system().create_document(t.id, "INV-1")
+@contextmanager
+def another_process_writes_the_index(data: Path) -> Iterator["subprocess.Popen[str]"]:
+    """A child process holding the index writer of `data` until `communicate()` ends it."""
     writer = subprocess.Popen(
         [sys.executable, "-c", INDEX_WRITER, str(data)],
         stdin=subprocess.PIPE,
@@ -200,6 +195,28 @@ def test_search_work_is_handed_to_the_index_writer_and_adopted_when_it_is_gone(
     )
     try:
         assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
+        yield writer
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait()
+
+
+def data_with_a_document(tmp_path: Path) -> Path:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "config.yml").write_text(CONFIG)
+    with docmeta.Docmeta.open(data, worker=False) as db:
+        t = db.system().create_document_type("Invoice")
+        db.system().create_document(t.id, "INV-1")
+    return data
+
+
+def test_search_work_is_handed_to_the_index_writer_and_adopted_when_it_is_gone(
+    tmp_path: Path,
+) -> None:
+    data = data_with_a_document(tmp_path)
+    with another_process_writes_the_index(data) as writer:
         with docmeta.Docmeta.open(data, worker=False) as db:
             assert (db.writes_search_index(), db.search_writer_pid()) == (False, writer.pid)
             handed = db.search_work("reindex")
@@ -208,9 +225,16 @@ def test_search_work_is_handed_to_the_index_writer_and_adopted_when_it_is_gone(
             writer.communicate("", timeout=60)  # the writer goes away without running it
             assert db.adopt_search_work(handed.ticket) == 1
             assert db.search_work_state(handed.ticket).state == "done"
-    finally:
-        if writer.poll() is None:
-            writer.kill()
+
+
+def test_handed_off_search_work_names_the_index_it_is_for(tmp_path: Path) -> None:
+    data = data_with_a_document(tmp_path)
+    with another_process_writes_the_index(data):
+        with docmeta.Docmeta.open(data, worker=False) as db:
+            ticket = db.search_work("reindex").ticket
+            assert ticket is not None
+            task = next(t for t in db.open_tasks() if t.id == ticket.task_id)
+            assert task.target is not None and task.target != ""
 
 
 def test_search_work_refuses_an_unknown_operation(db: docmeta.Docmeta) -> None:

@@ -114,10 +114,13 @@ impl Session {
         .map(|page| all(page.items))
     }
 
-    /// A role's global permissions (keys).
+    /// A role's global permissions (keys), in the order of the permission list.
     fn role_permissions(&self, py: Python<'_>, role: i64) -> PyResult<Vec<String>> {
-        run(py, || self.inner.role_permissions(core::RoleId(role)))
-            .map(|all| all.into_iter().map(|p| p.key().to_owned()).collect())
+        run(py, || {
+            self.inner
+                .role_permissions_page(core::RoleId(role), EVERYTHING)
+        })
+        .map(|page| page.items.into_iter().map(|p| p.key().to_owned()).collect())
     }
 
     /// Grants (`granted=True`) or revokes a global permission of a role; returns the role's
