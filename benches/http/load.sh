@@ -1,47 +1,61 @@
 #!/usr/bin/env bash
-# HTTP load benchmark of issue 4: builds the server in release mode, loads the demo, and drives
-# it with wrk on loopback for DURATION seconds per scenario (default 30):
-#   1. GET  /api/v4/documents/1/metadata/   as alice (non-superuser, document-type ACL)
-#   2. PATCH of a metadata value with a date parser, as alice
-# Prints requests/s, p50/p99 latency and error counts. Needs wrk (Debian package `wrk`).
+# HTTP load benchmark (issues #4 and #20): builds the server in release mode, loads the demo plus
+# DOCUMENTS generated documents (default 1,000: alternately invoices, which alice may view, and
+# contracts, which she may not), and drives it with wrk on loopback for DURATION seconds per
+# scenario (default 30), CONNECTIONS connections (default 16) and 2 wrk threads:
+#   0. the floor: `docmeta bench-floor`, the same runtime, listener, middleware and logging as
+#      `docmeta serve`, answering a constant JSON body as large as scenario 2's answer;
+#   1. GET  /api/v4/health/
+#   2. GET  /api/v4/documents/1/metadata/ as alice (non-superuser, document-type ACL)
+#   3. GET  /api/v4/documents/ as alice, page 1 (ACL-filtered list)
+#   4. GET  /api/v4/search/documents/?q=... as alice (permission-filtered search)
+#   5. PATCH of a metadata value with a date parser, as alice
+# Prints requests/s, p50/p99 latency, errors, and each scenario as a share of the floor measured
+# in the same run (absolute figures do not carry across machines; the ratio does).
+# Needs wrk (Debian package `wrk`).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DURATION="${DURATION:-30}"
-CONNECTIONS="${CONNECTIONS:-32}"
+CONNECTIONS="${CONNECTIONS:-16}"
+DOCUMENTS="${DOCUMENTS:-1000}"
 PORT="${PORT:-18765}"
+FLOOR_PORT="${FLOOR_PORT:-18766}"
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install wrk" >&2; exit 1; }
-cargo build --release -q -p docmeta-server
-BIN=target/release/docmeta
+PROFILE="${PROFILE:-release}"   # PROFILE=debug to try the script itself quickly
+if [ "$PROFILE" = release ]; then cargo build --release -q -p docmeta-server; else cargo build -q -p docmeta-server; fi
+BIN=target/$PROFILE/docmeta
 DATA="$(mktemp -d)"
 LOG="$DATA/server.log"
-trap 'kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; rm -rf "$DATA"' EXIT
+SERVER=""
+FLOOR=""
+cleanup() {
+  for pid in $SERVER $FLOOR; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+  rm -rf "$DATA"
+}
+trap cleanup EXIT
 export DOCMETA_DATA="$DATA" DOCMETA_ADMIN_PASSWORD=admin-password
 "$BIN" demo >/dev/null
+[ "$DOCUMENTS" -gt 0 ] && "$BIN" bench-data --documents "$DOCUMENTS" 2>/dev/null
+wait_for() { # url
+  for _ in $(seq 100); do curl -sf "$1" >/dev/null && return 0; sleep 0.1; done
+  echo "no answer from $1" >&2; exit 1
+}
 DOCMETA_LOG="${DOCMETA_LOG:-info}" "$BIN" serve --bind "127.0.0.1:$PORT" >"$LOG" 2>&1 &
 SERVER=$!
-for _ in $(seq 50); do curl -sf "http://127.0.0.1:$PORT/api/v4/health/" >/dev/null && break; sleep 0.1; done
-AUTH="Authorization: Basic $(printf 'alice:demo-password' | base64)"
 BASE="http://127.0.0.1:$PORT"
+wait_for "$BASE/api/v4/health/"
+AUTH="Authorization: Basic $(printf 'alice:demo-password' | base64)"
+# Let the index catch up with the generated documents before searching.
+for _ in $(seq 300); do
+  [ "$(curl -sf -H "$AUTH" "$BASE/api/v4/search/documents/?q=Bench" | python3 -c 'import json,sys; print(json.load(sys.stdin)["count"])')" -ge $((DOCUMENTS / 2)) ] && break
+  sleep 0.2
+done
+METADATA_BYTES=$(curl -sf -H "$AUTH" "$BASE/api/v4/documents/1/metadata/" | wc -c)
 DUE=$(curl -sf -H "$AUTH" "$BASE/api/v4/documents/1/metadata/" | python3 -c 'import json,sys; print(next(r["id"] for r in json.load(sys.stdin)["results"] if r["metadata_type"]["name"]=="due_date"))')
 
-report() { # name, wrk output file
-  python3 - "$1" "$2" <<'PY'
-import re, sys
-name, path = sys.argv[1], sys.argv[2]
-text = open(path).read()
-def ms(label):
-    m = re.search(rf"^\s*{label}%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
-    if not m: return float("nan")
-    v, unit = float(m.group(1)), m.group(2)
-    return v / 1000 if unit == "us" else v * 1000 if unit == "s" else v
-rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
-total = int(re.search(r"(\d+) requests in", text).group(1))
-non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-errors = re.search(r"Socket errors: (.*)", text)
-print(f"{name}: {rps:,.0f} requests/s, p50 {ms(50):.2f} ms, p99 {ms(99):.2f} ms, {total} requests, "
-      f"non-2xx {non2xx.group(1) if non2xx else 0}, socket errors {errors.group(1) if errors else 'none'}")
-PY
-}
+DOCMETA_LOG="${DOCMETA_LOG:-info}" "$BIN" bench-floor --bind "127.0.0.1:$FLOOR_PORT" --body-bytes "$METADATA_BYTES" >"$DATA/floor.log" 2>&1 &
+FLOOR=$!
+wait_for "http://127.0.0.1:$FLOOR_PORT/"
 
 cat >"$DATA/patch.lua" <<LUA
 local n = 0
@@ -52,9 +66,39 @@ request = function()
 end
 LUA
 
-echo "docmeta HTTP load: ${DURATION}s per scenario, $CONNECTIONS connections, 2 wrk threads, on $(nproc) cores"
-wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -H "$AUTH" "$BASE/api/v4/documents/1/metadata/" >"$DATA/get.txt"
-report "GET  /api/v4/documents/1/metadata/ (alice, document-type ACL)" "$DATA/get.txt"
-wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$DATA/patch.lua" "$BASE" >"$DATA/patch.txt"
-report "PATCH /api/v4/documents/1/metadata/$DUE/ (date parser)" "$DATA/patch.txt"
+FLOOR_RPS=""
+run() { # name, wrk arguments...
+  local name=$1; shift
+  local out="$DATA/wrk-$RANDOM.txt"
+  wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$@" >"$out"
+  FLOOR_RPS=$(python3 - "$name" "$out" "$FLOOR_RPS" <<'PY'
+import re, sys
+name, path, floor = sys.argv[1], sys.argv[2], sys.argv[3]
+text = open(path).read()
+def ms(label):
+    m = re.search(rf"^\s*{label}%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
+    if not m: return float("nan")
+    v, unit = float(m.group(1)), m.group(2)
+    return v / 1000 if unit == "us" else v * 1000 if unit == "s" else v
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+total = int(re.search(r"(\d+) requests in", text).group(1))
+non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+errors = re.search(r"Socket errors: (.*)", text)
+share = f"{100 * rps / float(floor):5.1f}% of floor" if floor else "   the floor   "
+print(f"{name:<58} {rps:>9,.0f}/s  {share}  p50 {ms(50):6.2f} ms  p99 {ms(99):6.2f} ms  "
+      f"{total} requests, non-2xx {non2xx.group(1) if non2xx else 0}, "
+      f"socket errors {errors.group(1) if errors else 'none'}", file=sys.stderr)
+print(floor or rps)
+PY
+)
+}
+
+echo "docmeta HTTP load: ${DURATION}s per scenario, $CONNECTIONS connections, 2 wrk threads, $(nproc) cores, demo + $DOCUMENTS documents"
+run "floor (constant ${METADATA_BYTES}-byte JSON, same middleware)" "http://127.0.0.1:$FLOOR_PORT/api/v4/documents/1/metadata/"
+kill "$FLOOR"; wait "$FLOOR" 2>/dev/null || true; FLOOR=""
+run "GET  /api/v4/health/" "$BASE/api/v4/health/"
+run "GET  /api/v4/documents/1/metadata/ (alice, ACL)" -H "$AUTH" "$BASE/api/v4/documents/1/metadata/"
+run "GET  /api/v4/documents/ page 1 (alice, ACL-filtered)" -H "$AUTH" "$BASE/api/v4/documents/"
+run "GET  /api/v4/search/documents/?q=draft (alice, filtered)" -H "$AUTH" "$BASE/api/v4/search/documents/?q=metadata_value:draft"
+run "PATCH /api/v4/documents/1/metadata/$DUE/ (date parser)" -s "$DATA/patch.lua" "$BASE"
 echo "server log lines written: $(wc -l <"$LOG")"

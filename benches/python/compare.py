@@ -33,8 +33,8 @@ def python_side() -> "tuple[float, float]":
         admin.add_metadata(d, due, "31/12/2024")
     add_ns = (time.perf_counter() - started) * 1e9 / N
     user = admin.create_user("ann", "a long password").id
-    group = admin.create_group("g")
-    role = admin.create_role("r")
+    group = admin.create_group("g").id
+    role = admin.create_role("r").id
     admin.set_group_member(group, user)
     admin.set_role_group(role, group)
     admin.grant("documents.document_view", role, "documents.documenttype", t)

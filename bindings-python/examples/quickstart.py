@@ -20,9 +20,9 @@ with docmeta.Docmeta.in_memory() as db:
     ann = admin.create_user("ann", "a long password")
     group = admin.create_group("Accounting")
     role = admin.create_role("Accountant")
-    admin.set_group_member(group, ann.id)
-    admin.set_role_group(role, group)
-    admin.grant("documents.document_view", role, "documents.documenttype", invoice.id)
+    admin.set_group_member(group.id, ann.id)
+    admin.set_role_group(role.id, group.id)
+    admin.grant("documents.document_view", role.id, "documents.documenttype", invoice.id)
     print("ann sees:", [d.label for d in db.session(ann.id).documents()])
 
     admin.add_file(doc.id, "scan.txt", b"the scanned invoice")

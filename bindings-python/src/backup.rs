@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::errors::run;
+use crate::records::{PruneDecision, all};
 
 /// Checks an archive (every path, size and SHA-256) without restoring it; returns its id.
 #[pyfunction]
@@ -79,4 +80,23 @@ pub(crate) fn restore<'py>(
     d.set_item("reindex_task", r.reindex_task.0)?;
     d.set_item("damaged", damaged(py, &r.manifest.damaged)?)?;
     Ok(d)
+}
+
+/// Applies a retention schedule to the backup archives (`*.tar.zst`) in `directory`: keeps the
+/// newest backup of each of the last `keep_daily` days and of the last `keep_weekly` ISO weeks,
+/// plus every backup a kept incremental one builds on; deletes the others unless `dry_run`.
+/// Returns one decision per archive. Files that are not docmeta backups are left alone.
+#[pyfunction]
+#[pyo3(signature = (directory, *, keep_daily, keep_weekly, dry_run = false))]
+pub(crate) fn prune_backups(
+    py: Python<'_>,
+    directory: PathBuf,
+    keep_daily: usize,
+    keep_weekly: usize,
+    dry_run: bool,
+) -> PyResult<Vec<PruneDecision>> {
+    run(py, || {
+        core::backup::prune_backups(&directory, keep_daily, keep_weekly, dry_run)
+    })
+    .map(all)
 }

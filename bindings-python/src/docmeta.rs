@@ -10,12 +10,13 @@ use parking_lot::RwLock;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::errors::{Error, py_err, run};
-use crate::records::{Event, User, all};
+use crate::classes::Classes;
+use crate::errors::{Error, InvalidInput, deadline, permission, py_err, reads_the_store, run};
+use crate::records::{Event, Explanation, Task, User, all};
 use crate::session::Session;
 
 /// Calls a Python progress callback `(done, total)`; its exceptions are printed, not raised.
-fn progress(callback: &Option<Py<PyAny>>) -> impl FnMut(u64, u64) + Send + '_ {
+pub(crate) fn progress(callback: &Option<Py<PyAny>>) -> impl FnMut(u64, u64) + Send + '_ {
     move |done, total| {
         if let Some(cb) = callback {
             Python::attach(|py| {
@@ -37,11 +38,36 @@ pub struct Docmeta {
 }
 
 impl Docmeta {
-    fn db(&self) -> PyResult<core::Docmeta> {
+    pub(crate) fn db(&self) -> PyResult<core::Docmeta> {
         self.inner
             .read()
             .clone()
             .ok_or_else(|| Error::new_err("this Docmeta is closed"))
+    }
+
+    fn of(db: core::Docmeta) -> Docmeta {
+        Docmeta {
+            inner: RwLock::new(Some(db)),
+        }
+    }
+}
+
+/// An object `kind` `id`, the kind parsed by `db`'s registry.
+fn object(db: &core::Docmeta, kind: &str, id: i64) -> PyResult<ObjectRef> {
+    Ok(ObjectRef::new(db.parse_kind(kind).map_err(py_err)?, id))
+}
+
+/// An existence check written in Python: `exists(id) -> bool`, run with the GIL taken; an
+/// exception counts as "does not exist" (and is printed), so a failing check never grants.
+fn existence(exists: Py<PyAny>) -> impl Fn(i64) -> bool + Send + Sync + 'static {
+    move |id| {
+        Python::attach(|py| match exists.call1(py, (id,)) {
+            Ok(answer) => answer.is_truthy(py).unwrap_or(false),
+            Err(e) => {
+                e.print(py);
+                false
+            }
+        })
     }
 }
 
@@ -51,17 +77,24 @@ impl Docmeta {
     /// password (otherwise `DOCMETA_STORAGE_PASSWORD`); `worker` runs durable tasks and keeps
     /// the search index current in a background thread; `database_url` puts the records in a
     /// PostgreSQL database instead of the directory's SQLite file.
+    /// `classes`: the validator and parser classes metadata types may name (the built-ins plus
+    /// the application's own, see `Classes`); a copy is taken.
     #[staticmethod]
-    #[pyo3(signature = (path, *, password = None, worker = true, database_url = None))]
+    #[pyo3(signature = (path, *, password = None, worker = true, database_url = None, classes = None))]
     fn open(
         py: Python<'_>,
         path: PathBuf,
         password: Option<String>,
         worker: bool,
         database_url: Option<String>,
+        classes: Option<PyRef<'_, Classes>>,
     ) -> PyResult<Docmeta> {
+        let registry = classes.map(|c| c.registry()).unwrap_or_default();
         let db = run(py, || {
-            let b = core::Docmeta::builder().data_dir(&path).worker(worker);
+            let b = core::Docmeta::builder()
+                .data_dir(&path)
+                .worker(worker)
+                .classes(registry);
             let b = match &database_url {
                 Some(url) => b.postgres(url),
                 None => b,
@@ -71,18 +104,19 @@ impl Docmeta {
                 None => b.open(),
             }
         })?;
-        Ok(Docmeta {
-            inner: RwLock::new(Some(db)),
-        })
+        Ok(Docmeta::of(db))
     }
 
-    /// A private in-memory instance (tests, examples).
+    /// A private in-memory instance (tests, examples), with `classes` as `open` takes them.
     #[staticmethod]
-    fn in_memory(py: Python<'_>) -> PyResult<Docmeta> {
-        let db = run(py, core::Docmeta::in_memory)?;
-        Ok(Docmeta {
-            inner: RwLock::new(Some(db)),
-        })
+    #[pyo3(signature = (*, classes = None))]
+    fn in_memory(py: Python<'_>, classes: Option<PyRef<'_, Classes>>) -> PyResult<Docmeta> {
+        let registry = classes.map(|c| c.registry());
+        let db = run(py, || match registry {
+            Some(r) => core::Docmeta::builder().classes(r).open(),
+            None => core::Docmeta::in_memory(),
+        })?;
+        Ok(Docmeta::of(db))
     }
 
     /// Closes the handle (other handles of the same instance stay open).
@@ -103,29 +137,40 @@ impl Docmeta {
 
     /// A session acting as user `user_id` (permissions are checked).
     fn session(&self, user_id: i64) -> PyResult<Session> {
-        Ok(Session {
-            inner: self.db()?.session(core::UserId(user_id)),
-        })
+        let db = self.db()?;
+        Ok(Session::new(db.session(core::UserId(user_id)), db))
     }
 
     /// A session acting as docmeta itself (no permission checks).
     fn system(&self) -> PyResult<Session> {
-        Ok(Session {
-            inner: self.db()?.system(),
-        })
+        let db = self.db()?;
+        Ok(Session::new(db.system(), db))
     }
 
     /// Whether `user_id` may do `permission` (e.g. `"documents.document_view"`) on the object
     /// `kind` (e.g. `"documents.document"`) `object_id`.
-    fn check(&self, user_id: i64, permission: &str, kind: &str, object_id: i64) -> PyResult<bool> {
-        // In memory and far shorter than releasing and taking back the GIL: no detach.
+    fn check(
+        &self,
+        py: Python<'_>,
+        user_id: i64,
+        permission: &str,
+        kind: &str,
+        object_id: i64,
+    ) -> PyResult<bool> {
         let guard = self.inner.read();
         let db = guard
             .as_ref()
             .ok_or_else(|| Error::new_err("this Docmeta is closed"))?;
         let p = crate::errors::permission(permission)?;
-        let kind = db.parse_kind(kind).map_err(py_err)?;
-        Ok(db.check(core::UserId(user_id), p, ObjectRef::new(kind, object_id)))
+        let object = ObjectRef::new(db.parse_kind(kind).map_err(py_err)?, object_id);
+        if reads_the_store(object) {
+            // The links of files, values and instances come from a read transaction, which may
+            // wait for a writer that is itself waiting for the GIL (a validator written in
+            // Python): release it.
+            return Ok(py.detach(|| db.check(core::UserId(user_id), p, object)));
+        }
+        // In memory and far shorter than releasing and taking back the GIL: no detach.
+        Ok(db.check(core::UserId(user_id), p, object))
     }
 
     /// Calls `callback(event)` for every committed event; returns an id for `unsubscribe`.
@@ -286,21 +331,239 @@ impl Docmeta {
         .map(|changes| changes.into_iter().map(|c| c.to_string()).collect())
     }
 
-    /// Why `user_id` may or may not do `permission` on the object, as text.
+    /// Why `user_id` may or may not do `permission` on the object: the deciding grant, every
+    /// other grant that applies, what was checked, and a sentence.
     fn explain(
         &self,
+        py: Python<'_>,
         user_id: i64,
         permission: &str,
         kind: &str,
         object_id: i64,
+    ) -> PyResult<Explanation> {
+        let db = self.db()?;
+        let p = self::permission(permission)?;
+        let object = object(&db, kind, object_id)?;
+        let e = py.detach(|| db.explain(core::UserId(user_id), p, object));
+        Ok(Explanation::of(e, &db.kinds()))
+    }
+
+    /// The ids among `ids` of objects of `kind` on which `user_id` may do `permission`, in
+    /// their order (a shared parent, such as a document type, is evaluated once).
+    fn filter(
+        &self,
+        py: Python<'_>,
+        user_id: i64,
+        permission: &str,
+        kind: &str,
+        ids: Vec<i64>,
+    ) -> PyResult<Vec<i64>> {
+        let db = self.db()?;
+        let p = self::permission(permission)?;
+        let kind = db.parse_kind(kind).map_err(py_err)?;
+        let objects: Vec<ObjectRef> = ids.iter().map(|id| ObjectRef::new(kind, *id)).collect();
+        let allowed = py.detach(|| db.filter(core::UserId(user_id), p, &objects));
+        Ok(allowed.into_iter().map(|o| o.id).collect())
+    }
+
+    /// Adds an application's own object kind `app_label.model_name` to the access engine: it
+    /// inherits ACLs from `parents` (kind names) and ACLs on it may hold `permissions` (keys).
+    /// `exists(id) -> bool`, when given, says whether an object exists (an ACL on one that
+    /// does not is refused as not found). Returns the kind's name.
+    #[pyo3(signature = (app_label, model_name, *, parents = Vec::new(), permissions = Vec::new(), exists = None))]
+    fn register_kind(
+        &self,
+        py: Python<'_>,
+        app_label: &str,
+        model_name: &str,
+        parents: Vec<String>,
+        permissions: Vec<String>,
+        exists: Option<Py<PyAny>>,
     ) -> PyResult<String> {
         let db = self.db()?;
-        let p = crate::errors::permission(permission)?;
+        let parents = parents
+            .iter()
+            .map(|p| db.parse_kind(p))
+            .collect::<core::Result<Vec<_>>>()
+            .map_err(py_err)?;
+        let own = permissions
+            .iter()
+            .map(|p| self::permission(p))
+            .collect::<PyResult<Vec<_>>>()?;
+        let check = exists.map(existence);
+        run(py, || {
+            let kind = db.register_kind(app_label, model_name, &parents, &own)?;
+            if let Some(check) = check {
+                db.set_kind_existence(kind, check)?;
+            }
+            Ok(db.kinds().name(kind))
+        })
+    }
+
+    /// Gives an application kind its existence check `exists(id) -> bool` (see
+    /// `register_kind`); an exception in it counts as "does not exist".
+    fn set_kind_existence(&self, py: Python<'_>, kind: &str, exists: Py<PyAny>) -> PyResult<()> {
+        let db = self.db()?;
         let kind = db.parse_kind(kind).map_err(py_err)?;
-        Ok(format!(
-            "{:?}",
-            db.explain(core::UserId(user_id), p, ObjectRef::new(kind, object_id))
-        ))
+        let check = existence(exists);
+        run(py, || db.set_kind_existence(kind, check))
+    }
+
+    /// Records the objects `(kind, id)` an application object inherits ACLs from (spec 5.3),
+    /// replacing the ones recorded before.
+    fn set_object_parents(
+        &self,
+        py: Python<'_>,
+        kind: &str,
+        object_id: i64,
+        parents: Vec<(String, i64)>,
+    ) -> PyResult<()> {
+        let db = self.db()?;
+        let target = object(&db, kind, object_id)?;
+        let parents = parents
+            .iter()
+            .map(|(k, id)| object(&db, k, *id))
+            .collect::<PyResult<Vec<_>>>()?;
+        run(py, || db.set_object_parents(target, &parents))
+    }
+
+    /// Every object kind (`app_label.model_name`): the built-ins and the registered ones.
+    fn kinds(&self) -> PyResult<Vec<String>> {
+        let kinds = self.db()?.kinds();
+        Ok(kinds.kinds().map(|(k, _)| kinds.name(k)).collect())
+    }
+
+    /// The registered kind `text` (`app_label.model_name`), checked; `NotFound` otherwise.
+    fn parse_kind(&self, text: &str) -> PyResult<String> {
+        let db = self.db()?;
+        let kind = db.parse_kind(text).map_err(py_err)?;
+        Ok(db.kinds().name(kind))
+    }
+
+    /// Whether a rebuild of the search index is running.
+    fn search_rebuilding(&self) -> PyResult<bool> {
+        Ok(self.db()?.search_rebuilding())
+    }
+
+    /// Whether this process writes the search index (otherwise another one does, and this
+    /// one reads it).
+    fn writes_search_index(&self, py: Python<'_>) -> PyResult<bool> {
+        let db = self.db()?;
+        run(py, || db.writes_search_index())
+    }
+
+    /// The process id of another process writing the search index, when one does.
+    fn search_writer_pid(&self) -> PyResult<Option<u32>> {
+        Ok(self.db()?.search_writer_pid())
+    }
+
+    /// Waits until no durable task is runnable, at most `timeout` seconds; returns whether
+    /// none is left.
+    #[pyo3(signature = (timeout = 30.0))]
+    fn wait_for_tasks(&self, py: Python<'_>, timeout: f64) -> PyResult<bool> {
+        let db = self.db()?;
+        let timeout = std::time::Duration::try_from_secs_f64(timeout)
+            .map_err(|e| InvalidInput::new_err(format!("timeout: {e}")))?;
+        run(py, || db.wait_for_tasks(timeout))
+    }
+
+    /// The durable tasks that are not done (every one: use a session for what a user sees).
+    fn open_tasks(&self, py: Python<'_>) -> PyResult<Vec<Task>> {
+        let db = self.db()?;
+        run(py, || db.open_tasks()).map(all)
+    }
+
+    /// Applies pending schema migrations; returns the versions applied.
+    fn migrate(&self, py: Python<'_>) -> PyResult<Vec<u32>> {
+        let db = self.db()?;
+        run(py, || db.migrate())
+    }
+
+    /// Reloads the access snapshot from the database (after changes made outside docmeta).
+    fn reload_access(&self, py: Python<'_>) -> PyResult<()> {
+        let db = self.db()?;
+        run(py, || db.reload_access())
+    }
+
+    /// Picks up access changes other processes committed to the same database; returns
+    /// whether there were any.
+    fn follow_access(&self, py: Python<'_>) -> PyResult<bool> {
+        let db = self.db()?;
+        run(py, || db.follow_access())
+    }
+
+    /// A counter that changes whenever a password, a user's activity or superuser status
+    /// changes (a cache of authenticated users is stale once it moved).
+    fn credentials_epoch(&self) -> PyResult<u64> {
+        Ok(self.db()?.credentials_epoch())
+    }
+
+    /// The data directory, or None for an in-memory instance.
+    fn data_dir(&self) -> PyResult<Option<PathBuf>> {
+        Ok(self.db()?.data_dir().map(PathBuf::from))
+    }
+
+    /// The username of user `user_id`, or None.
+    fn username(&self, py: Python<'_>, user_id: i64) -> PyResult<Option<String>> {
+        let db = self.db()?;
+        run(py, || db.username(core::UserId(user_id)))
+    }
+
+    /// An HMAC-SHA256 token over `fields` with the data directory's secret key.
+    fn sign_token<'py>(
+        &self,
+        py: Python<'py>,
+        fields: Vec<Vec<u8>>,
+    ) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+        let db = self.db()?;
+        let fields: Vec<&[u8]> = fields.iter().map(Vec::as_slice).collect();
+        Ok(pyo3::types::PyBytes::new(py, &db.sign_token(&fields)))
+    }
+
+    /// Whether `token` is `sign_token(fields)` (compared in constant time).
+    fn verify_token(&self, fields: Vec<Vec<u8>>, token: Vec<u8>) -> PyResult<bool> {
+        let db = self.db()?;
+        let fields: Vec<&[u8]> = fields.iter().map(Vec::as_slice).collect();
+        Ok(db.verify_token(&fields, &token))
+    }
+
+    /// A handle on the same instance whose changes must commit within `seconds` from now;
+    /// later they fail with `DeadlineExceeded` and change nothing.
+    fn with_deadline(&self, seconds: f64) -> PyResult<Docmeta> {
+        let db = self.db()?;
+        Ok(Docmeta::of(db.with_deadline(deadline(seconds)?)))
+    }
+
+    /// A copy of the validator and parser classes this instance uses.
+    fn classes(&self) -> PyResult<Classes> {
+        Ok(Classes::of(self.db()?.classes().clone()))
+    }
+
+    /// The settings in force, as a dict.
+    fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let db = self.db()?;
+        let c = db.config();
+        let d = PyDict::new(py);
+        d.set_item("task_max_attempts", c.task_max_attempts)?;
+        d.set_item("password_hash_memory_kib", c.password_hash_memory_kib)?;
+        d.set_item("password_hash_iterations", c.password_hash_iterations)?;
+        let backend = match c.documents_file_storage_backend {
+            core::config::StorageBackend::Plain => "plain",
+            core::config::StorageBackend::Encrypted => "encrypted",
+        };
+        d.set_item("documents_file_storage_backend", backend)?;
+        d.set_item("storage_password_file", c.storage_password_file.clone())?;
+        d.set_item("storage_kdf_memory_kib", c.storage_kdf_memory_kib)?;
+        d.set_item("storage_kdf_iterations", c.storage_kdf_iterations)?;
+        d.set_item("upload_max_bytes", c.upload_max_bytes)?;
+        d.set_item("download_verify_max_bytes", c.download_verify_max_bytes)?;
+        d.set_item("access_refresh_ms", c.access_refresh_ms)?;
+        d.set_item("login_failures_per_minute", c.login_failures_per_minute)?;
+        d.set_item("request_timeout_ms", c.request_timeout_ms)?;
+        d.set_item("stream_idle_timeout_ms", c.stream_idle_timeout_ms)?;
+        d.set_item("stream_total_timeout_ms", c.stream_total_timeout_ms)?;
+        d.set_item("streams_per_user", c.streams_per_user)?;
+        Ok(d)
     }
 
     /// Reads every stored document file and checks it against its record (present, size,

@@ -108,3 +108,17 @@ pub(crate) fn run<T: Send>(
 pub(crate) fn permission(key: &str) -> PyResult<Permission> {
     Permission::from_key(key).map_err(py_err)
 }
+
+/// The instant `seconds` from now (a deadline given in seconds).
+pub(crate) fn deadline(seconds: f64) -> PyResult<std::time::Instant> {
+    std::time::Duration::try_from_secs_f64(seconds)
+        .map(|d| std::time::Instant::now() + d)
+        .map_err(|e| InvalidInput::new_err(format!("deadline: {e}")))
+}
+
+/// Whether deciding access to `object` may read the store (the parents of files, metadata
+/// values and workflow instances are too many to hold in memory); otherwise the decision is
+/// taken from memory alone, quicker than releasing the GIL.
+pub(crate) fn reads_the_store(object: docmeta_core::ObjectRef) -> bool {
+    core::access::STORED_PARENT_KINDS.contains(&object.kind)
+}

@@ -7,22 +7,28 @@
 //!
 //! This file only registers the module's contents: `errors` (the exceptions, and `run`, which
 //! calls the core with the GIL released), `records` (the frozen record classes), `docmeta` (the
-//! `Docmeta` class), `session/` (the `Session` class, one file per concern) and `backup` (module
-//! functions on archives). Imports point one way: classes use `records` and `errors`, never each
-//! other, except `Docmeta` handing out `Session`s.
+//! `Docmeta` class), `search_work` (more `Docmeta` methods: index work handed between
+//! processes), `session/` (the `Session` class, one file per concern), `classes` (applications'
+//! validators and parsers written in Python, and validation without a database) and `backup`
+//! (module functions on archives). Imports point one way: classes use `records` and `errors`,
+//! never each other, except `Docmeta` handing out `Session`s and taking `Classes`.
 
 mod backup;
+mod classes;
 mod docmeta;
 mod errors;
 mod records;
+mod search_work;
 mod session;
 
 use pyo3::prelude::*;
 
-use crate::backup::{backup_damaged_files, restore, verify_backup};
+use crate::backup::{backup_damaged_files, prune_backups, restore, verify_backup};
+use crate::classes::{Classes, MetadataProcessor, parse, validate};
 use crate::docmeta::Docmeta;
 use crate::errors::*;
 use crate::records::*;
+use crate::search_work::{SearchTicket, SearchWorkResult};
 use crate::session::{DocumentIterator, Session};
 
 #[pymodule]
@@ -48,6 +54,25 @@ fn _docmeta(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<WorkflowLogEntry>()?;
     m.add_class::<DocumentPage>()?;
     m.add_class::<MetadataPage>()?;
+    m.add_class::<Group>()?;
+    m.add_class::<DocumentWithFile>()?;
+    m.add_class::<Role>()?;
+    m.add_class::<Association>()?;
+    m.add_class::<MetadataValueDetail>()?;
+    m.add_class::<DocumentDetails>()?;
+    m.add_class::<ObjectRef>()?;
+    m.add_class::<Grant>()?;
+    m.add_class::<Explanation>()?;
+    m.add_class::<PruneDecision>()?;
+    m.add_class::<WorkflowAction>()?;
+    m.add_class::<SearchTicket>()?;
+    m.add_class::<SearchWorkResult>()?;
+    m.add_class::<SearchWorkState>()?;
+    m.add_class::<Classes>()?;
+    m.add_class::<MetadataProcessor>()?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(parse, m)?)?;
+    m.add_function(wrap_pyfunction!(prune_backups, m)?)?;
     m.add_function(wrap_pyfunction!(verify_backup, m)?)?;
     m.add_function(wrap_pyfunction!(backup_damaged_files, m)?)?;
     m.add_function(wrap_pyfunction!(restore, m)?)?;

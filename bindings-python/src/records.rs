@@ -1,25 +1,38 @@
 //! The frozen record classes (`Document`, `Acl`, `Workflow`, ...) and their conversions from
 //! docmeta-core's types.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Timelike, Utc};
 use docmeta_core as core;
+use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 
+/// A frozen record class. Fields after `related` hold records a call read along with this one
+/// (a document's type, an ACL's role): they are shown, but equality compares the record's own
+/// fields, so a document read with its type equals the same document returned by a write.
 macro_rules! record {
-    ($(#[$doc:meta])* $name:ident { $($(#[$fdoc:meta])* $field:ident : $ty:ty),* $(,)? }) => {
+    ($(#[$doc:meta])* $name:ident { $($field:ident : $ty:ty),* $(,)? }
+        $(related { $($rfield:ident : $rty:ty),* $(,)? })?) => {
         $(#[$doc])*
         #[pyclass(frozen, eq, get_all, module = "docmeta", skip_from_py_object)]
-        #[derive(Debug, Clone, PartialEq)]
-        pub struct $name { $($(#[$fdoc])* pub(crate) $field: $ty),* }
+        #[derive(Debug, Clone)]
+        pub struct $name { $(pub(crate) $field: $ty,)* $($(pub(crate) $rfield: $rty,)*)? }
+
+        impl PartialEq for $name {
+            fn eq(&self, other: &Self) -> bool {
+                true $(&& self.$field == other.$field)*
+            }
+        }
 
         #[pymethods]
         impl $name {
-            fn __repr__(&self) -> String {
-                let mut out = format!("{}(", stringify!($name));
-                $( out.push_str(&format!("{}={:?}, ", stringify!($field), self.$field)); )*
-                if out.ends_with(", ") { out.truncate(out.len() - 2); }
-                out.push(')');
-                out
+            /// `Name(field=repr(value), ...)`, each value as Python writes it.
+            fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+                let mut parts: Vec<String> = Vec::new();
+                $( parts.push(format!("{}={}", stringify!($field),
+                    self.$field.clone().into_bound_py_any(py)?.repr()?)); )*
+                $($( parts.push(format!("{}={}", stringify!($rfield),
+                    self.$rfield.clone().into_bound_py_any(py)?.repr()?)); )*)?
+                Ok(format!("{}({})", stringify!($name), parts.join(", ")))
             }
         }
     };
@@ -33,11 +46,21 @@ record!(
     /// A document type.
     DocumentType { id: i64, label: String });
 record!(
-    /// A document.
-    Document { id: i64, label: String, document_type_id: i64, created: DateTime<Utc> });
+    /// A document. `document_type` is its type's record when the call read it (a document's
+    /// viewer sees its type's label): every call returning one document, search results and
+    /// cabinet contents; None from the `documents()` iterator and `document_metadata_details`.
+    Document { id: i64, label: String, document_type_id: i64, created: DateTime<Utc> }
+        related { document_type: Option<DocumentType> });
 record!(
-    /// A metadata value of a document (one per document and type).
-    DocumentMetadata { id: i64, document_id: i64, metadata_type_id: i64, value: String });
+    /// A document created with its first file.
+    DocumentWithFile { document: Document, file: DocumentFile });
+record!(
+    /// A metadata value of a document (one per document and type). `metadata_type` is its
+    /// type's record when the call read it (`metadata`, `document_metadata`, `search_metadata`);
+    /// None from the writes (`add_metadata`, `edit_metadata`, the batch), which stay one
+    /// transaction with nothing read back.
+    DocumentMetadata { id: i64, document_id: i64, metadata_type_id: i64, value: String }
+        related { metadata_type: Option<MetadataType> });
 record!(
     /// A file of a document (the bytes live in the file storage).
     DocumentFile { id: i64, document_id: i64, filename: String, size: u64, checksum: String,
@@ -46,19 +69,68 @@ record!(
     /// A user (never with its password hash).
     User { id: i64, username: String, is_superuser: bool, is_active: bool });
 record!(
-    /// An access-control list: a role's permissions on one object.
-    Acl { id: i64, object_kind: String, object_id: i64, role_id: i64, permissions: Vec<String> });
+    /// An access-control list: a role's permissions on one object. `role` is the role's record
+    /// when the call that returned the ACL read it (every ACL call but `grant` / `revoke`).
+    Acl { id: i64, object_kind: String, object_id: i64, role_id: i64, permissions: Vec<String> }
+        related { role: Option<Role> });
+record!(
+    /// A group of users.
+    Group { id: i64, name: String });
+record!(
+    /// A role: what groups are given, and what ACLs and global permissions name.
+    Role { id: i64, label: String });
+record!(
+    /// A metadata type associated with a document type (spec 2.2), with both types.
+    Association { id: i64, document_type_id: i64, metadata_type_id: i64, required: bool,
+        document_type: DocumentType, metadata_type: MetadataType });
+record!(
+    /// A metadata value with its type, as `document_metadata_details` returns it.
+    MetadataValueDetail { value: DocumentMetadata, metadata_type: MetadataType });
+record!(
+    /// A document with every value the caller may see and their types.
+    DocumentDetails { document: Document, values: Vec<MetadataValueDetail> });
+record!(
+    /// An object: its kind (`app_label.model_name`) and its id.
+    ObjectRef { kind: String, id: i64 });
+record!(
+    /// One reason a permission is granted: `kind` is `"system"`, `"superuser"`, `"global"`
+    /// (`role_id` holds it globally, the user has it through `group_id`) or `"acl"` (`acl_id` of
+    /// `role_id` on `object`, reached from the checked object along `path`, both included).
+    Grant { kind: String, role_id: Option<i64>, group_id: Option<i64>, acl_id: Option<i64>,
+        object: Option<ObjectRef>, path: Vec<ObjectRef> });
+record!(
+    /// Why a user may or may not do something: the deciding `grant`, every other grant that
+    /// `also` applies, the objects whose ACLs were `checked`, a `note` when the user was refused
+    /// outright, and the whole as one `sentence`.
+    Explanation { granted: bool, grant: Option<Grant>, also: Vec<Grant>,
+        checked: Vec<ObjectRef>, note: Option<String>, sentence: String });
+record!(
+    /// One backup archive considered by `prune_backups`: kept (and why) or deleted.
+    PruneDecision { path: String, backup_id: String, created: DateTime<Utc>,
+        base: Option<String>, kept: bool, kept_because: Option<String> });
 record!(
     /// An entry of the event log (spec 6).
+    /// `actor_username` is set when a session listed the event (it shows the actor's name to
+    /// whoever may see the event).
     Event { id: i64, timestamp: DateTime<Utc>, name: String, actor_id: Option<i64>,
         target_kind: String, target_id: i64, target_label: String,
-        action_object_kind: Option<String>, action_object_id: Option<i64> });
+        action_object_kind: Option<String>, action_object_id: Option<i64> }
+        related { actor_username: Option<String> });
+record!(
+    /// Where search work handed to another process stands: `state` is `"pending"` (with
+    /// `attempts` and the last `error`), `"running"` (`done` of `total`), `"done"` (`total`
+    /// indexed, when known) or `"failed"` (`error`).
+    SearchWorkState { state: String, attempts: Option<i64>, error: Option<String>,
+        done: Option<usize>, total: Option<usize> });
 record!(
     /// A cabinet (a tree of document folders).
     Cabinet { id: i64, label: String, parent_id: Option<i64> });
 record!(
     /// A durable background task that is not done.
-    Task { id: i64, name: String, state: String, attempts: i64, error: String });
+    /// `target` is the id of the search index it must run on (search work handed to an index's
+    /// writer, a restore's rebuild), None when any worker may run it.
+    Task { id: i64, name: String, state: String, attempts: i64, error: String,
+        target: Option<String> });
 record!(
     /// A workflow template.
     Workflow { id: i64, label: String, document_type_ids: Vec<i64> });
@@ -72,6 +144,11 @@ record!(
 record!(
     /// A workflow running on a document.
     WorkflowInstance { id: i64, workflow_id: i64, document_id: i64, state_id: Option<i64> });
+record!(
+    /// An action run when a workflow enters or leaves a state; `action` is its definition as
+    /// JSON text (the dict `create_workflow_action` took, as `json.dumps` writes it).
+    WorkflowAction { id: i64, state_id: i64, label: String, on_entry: bool, critical: bool,
+        action: String });
 record!(
     /// An entry of a workflow instance's log: a transition taken, or an error.
     WorkflowLogEntry { id: i64, instance_id: i64, transition_id: Option<i64>, user_id: Option<i64>,
@@ -112,7 +189,16 @@ impl From<core::Document> for Document {
             id: d.id.0,
             label: d.label,
             document_type_id: d.document_type_id.0,
-            created: d.created,
+            created: micros(d.created),
+            document_type: None,
+        }
+    }
+}
+impl From<core::DocumentView> for Document {
+    fn from(v: core::DocumentView) -> Self {
+        Document {
+            document_type: Some(v.document_type.into()),
+            ..Document::from(v.document)
         }
     }
 }
@@ -123,6 +209,15 @@ impl From<core::DocumentMetadata> for DocumentMetadata {
             document_id: m.document_id.0,
             metadata_type_id: m.metadata_type_id.0,
             value: m.value,
+            metadata_type: None,
+        }
+    }
+}
+impl From<core::MetadataValueView> for DocumentMetadata {
+    fn from(v: core::MetadataValueView) -> Self {
+        DocumentMetadata {
+            metadata_type: Some(v.metadata_type.into()),
+            ..DocumentMetadata::from(v.value)
         }
     }
 }
@@ -135,7 +230,7 @@ impl From<core::DocumentFile> for DocumentFile {
             size: f.size,
             checksum: f.checksum,
             mimetype: f.mimetype,
-            created: f.created,
+            created: micros(f.created),
         }
     }
 }
@@ -162,6 +257,136 @@ impl Acl {
             object_id: a.object.id,
             role_id: a.role_id.0,
             permissions,
+            role: None,
+        }
+    }
+
+    /// The ACL of a view, with its role.
+    pub(crate) fn of_view(v: core::AclView, kind: &str) -> Self {
+        Acl {
+            role: Some(v.role.into()),
+            ..Acl::of(v.acl, kind)
+        }
+    }
+}
+impl From<core::Group> for Group {
+    fn from(g: core::Group) -> Self {
+        Group {
+            id: g.id.0,
+            name: g.name,
+        }
+    }
+}
+impl From<core::Role> for Role {
+    fn from(r: core::Role) -> Self {
+        Role {
+            id: r.id.0,
+            label: r.label,
+        }
+    }
+}
+impl From<core::AssociationView> for Association {
+    fn from(v: core::AssociationView) -> Self {
+        Association {
+            id: v.association.id.0,
+            document_type_id: v.association.document_type_id.0,
+            metadata_type_id: v.association.metadata_type_id.0,
+            required: v.association.required,
+            document_type: v.document_type.into(),
+            metadata_type: v.metadata_type.into(),
+        }
+    }
+}
+impl From<core::EventView> for Event {
+    fn from(v: core::EventView) -> Self {
+        Event {
+            actor_username: v.actor.map(|a| a.username),
+            ..Event::from(v.event)
+        }
+    }
+}
+impl From<core::workflows::WorkflowAction> for WorkflowAction {
+    fn from(a: core::workflows::WorkflowAction) -> Self {
+        WorkflowAction {
+            id: a.id.0,
+            state_id: a.state_id.0,
+            label: a.label,
+            on_entry: a.on_entry,
+            critical: a.critical,
+            // Serializing an enum of strings, numbers and maps does not fail.
+            action: serde_json::to_string(&a.action).unwrap_or_default(),
+        }
+    }
+}
+impl From<core::PruneDecision> for PruneDecision {
+    fn from(d: core::PruneDecision) -> Self {
+        PruneDecision {
+            path: d.path.to_string_lossy().into_owned(),
+            backup_id: d.info.id,
+            created: micros(d.info.created),
+            base: d.info.base,
+            kept: d.kept_because.is_some(),
+            kept_because: d.kept_because,
+        }
+    }
+}
+impl ObjectRef {
+    /// `o`, its kind named as `kinds` names it.
+    pub(crate) fn of(o: core::ObjectRef, kinds: &core::KindRegistry) -> Self {
+        ObjectRef {
+            kind: kinds.name(o.kind),
+            id: o.id,
+        }
+    }
+}
+impl Grant {
+    fn of(g: core::Grant, kinds: &core::KindRegistry) -> Self {
+        let mut grant = Grant {
+            kind: String::new(),
+            role_id: None,
+            group_id: None,
+            acl_id: None,
+            object: None,
+            path: Vec::new(),
+        };
+        match g {
+            core::Grant::System => grant.kind = "system".into(),
+            core::Grant::Superuser => grant.kind = "superuser".into(),
+            core::Grant::Global { role, group } => {
+                grant.kind = "global".into();
+                grant.role_id = Some(role.0);
+                grant.group_id = Some(group.0);
+            }
+            core::Grant::Acl {
+                acl,
+                role,
+                object,
+                path,
+            } => {
+                grant.kind = "acl".into();
+                grant.acl_id = Some(acl.0);
+                grant.role_id = Some(role.0);
+                grant.object = Some(ObjectRef::of(object, kinds));
+                grant.path = path.into_iter().map(|o| ObjectRef::of(o, kinds)).collect();
+            }
+        }
+        grant
+    }
+}
+impl Explanation {
+    /// `e` as a record, its kinds named and its sentence written with `kinds`.
+    pub(crate) fn of(e: core::Explanation, kinds: &core::KindRegistry) -> Self {
+        Explanation {
+            granted: e.grant.is_some(),
+            sentence: e.describe(kinds),
+            grant: e.grant.map(|g| Grant::of(g, kinds)),
+            also: e.also.into_iter().map(|g| Grant::of(g, kinds)).collect(),
+            checked: e
+                .checked
+                .into_iter()
+                .map(|o| ObjectRef::of(o, kinds))
+                .collect(),
+            note: e.note,
         }
     }
 }
@@ -169,9 +394,10 @@ impl From<core::Event> for Event {
     fn from(e: core::Event) -> Self {
         Event {
             id: e.id.0,
-            timestamp: e.timestamp,
+            timestamp: micros(e.timestamp),
             name: e.name,
             actor_id: e.actor.map(|u| u.0),
+            actor_username: None,
             target_kind: e.target.kind,
             target_id: e.target.id,
             target_label: e.target.label,
@@ -197,6 +423,7 @@ impl From<core::Task> for Task {
             state: t.state.key().to_owned(),
             attempts: t.attempts,
             error: t.error,
+            target: t.target,
         }
     }
 }
@@ -251,9 +478,48 @@ impl From<core::workflows::WorkflowLogEntry> for WorkflowLogEntry {
             user_id: e.user_id.map(|u| u.0),
             comment: e.comment,
             error: e.error,
-            created: e.created,
+            created: micros(e.created),
         }
     }
+}
+
+impl From<core::search::SearchWorkState> for SearchWorkState {
+    fn from(s: core::search::SearchWorkState) -> Self {
+        let mut out = SearchWorkState {
+            state: String::new(),
+            attempts: None,
+            error: None,
+            done: None,
+            total: None,
+        };
+        match s {
+            core::search::SearchWorkState::Pending { attempts, error } => {
+                out.state = "pending".into();
+                out.attempts = Some(attempts);
+                out.error = Some(error);
+            }
+            core::search::SearchWorkState::Running { done, total } => {
+                out.state = "running".into();
+                out.done = Some(done);
+                out.total = Some(total);
+            }
+            core::search::SearchWorkState::Done(total) => {
+                out.state = "done".into();
+                out.total = total;
+            }
+            core::search::SearchWorkState::Failed(error) => {
+                out.state = "failed".into();
+                out.error = Some(error);
+            }
+        }
+        out
+    }
+}
+
+/// `t` to the microsecond: what a Python `datetime` holds, so a record equals itself read back
+/// whatever precision the store keeps.
+fn micros(t: DateTime<Utc>) -> DateTime<Utc> {
+    t.with_nanosecond(t.nanosecond() / 1000 * 1000).unwrap_or(t)
 }
 
 pub(crate) fn all<T, U: From<T>>(items: Vec<T>) -> Vec<U> {

@@ -19,9 +19,9 @@ def db() -> Iterator[docmeta.Docmeta]:
 def test_a_document_is_created_with_its_first_file(db: docmeta.Docmeta) -> None:
     admin = db.system()
     invoice = admin.create_document_type("Invoice")
-    doc, file = admin.create_document_with_file(invoice.id, "INV-1", "scan.txt", b"hello")
-    assert file.document_id == doc.id
-    assert admin.read_file(file.id) == b"hello"
+    created = admin.create_document_with_file(invoice.id, "INV-1", "scan.txt", b"hello")
+    assert created.file.document_id == created.document.id
+    assert admin.read_file(created.file.id) == b"hello"
 
 
 def test_a_refused_document_with_a_file_creates_nothing(db: docmeta.Docmeta) -> None:

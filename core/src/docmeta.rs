@@ -317,9 +317,21 @@ impl Builder {
         };
         db.reload_access()?;
         // Tasks left `running` by a crashed process run again; while another process has the
-        // data directory open (a server beside this command), they may be its, running now.
+        // data directory open (a server beside this command), they may be its, running now. So
+        // may another index's search tasks (another data directory on a shared database).
         if db.inner._lock.as_ref().is_none_or(DataLock::alone) {
-            db.write_system(|tx| tx.requeue_running_tasks().map(drop))?;
+            let index = db.search_index_id().to_owned();
+            // A SQLite database belongs to this one data directory: every search task in it is
+            // for this directory's index, even one queued before its `search/` was deleted (a
+            // new index gets a new id), so it names this index's id again.
+            let sqlite = db.store().dialect() == crate::store::Dialect::Sqlite;
+            db.write_system(|tx| {
+                tx.requeue_running_tasks(&index)?;
+                if sqlite {
+                    tx.retarget_open_tasks(&index)?;
+                }
+                Ok(())
+            })?;
         }
         if self.worker {
             db.worker = Some(Arc::new(Worker::start(&db)));

@@ -128,6 +128,50 @@ impl Error {
         }
     }
 
+    /// This error as one about entry `index` (from 0) of the list input `list`: a field error
+    /// ([`Error::Validation`] or [`Error::Conflict`]) then names its field inside that entry,
+    /// `list[index].field` (e.g. `metadata[1].value`), which [`field_path`](Self::field_path)
+    /// reads back; other errors are returned unchanged.
+    pub fn in_entry(self, list: &str, index: usize) -> Error {
+        match self {
+            Error::Validation { field, message } => Error::Validation {
+                field: format!("{list}[{index}].{field}"),
+                message,
+            },
+            Error::Conflict { field, message } => Error::Conflict {
+                field: format!("{list}[{index}].{field}"),
+                message,
+            },
+            other => other,
+        }
+    }
+
+    /// The path to the input a field error ([`Error::Validation`] or [`Error::Conflict`]) is
+    /// about: `[Field("label")]` for a field of the request, `[Field("metadata"), Entry(1),
+    /// Field("value")]` for a field of an entry of a list (see [`in_entry`](Self::in_entry)).
+    /// Django REST framework answers the latter as `{"metadata": [{}, {"value": [message]}]}`.
+    /// `None` for other errors.
+    pub fn field_path(&self) -> Option<Vec<FieldStep<'_>>> {
+        let (Error::Validation { field, .. } | Error::Conflict { field, .. }) = self else {
+            return None;
+        };
+        let mut path = Vec::new();
+        for part in field.split('.') {
+            let entry = part
+                .strip_suffix(']')
+                .and_then(|p| p.rsplit_once('['))
+                .and_then(|(name, i)| Some((name, i.parse::<usize>().ok()?)));
+            match entry {
+                Some((name, index)) => {
+                    path.push(FieldStep::Field(name));
+                    path.push(FieldStep::Entry(index));
+                }
+                None => path.push(FieldStep::Field(part)),
+            }
+        }
+        Some(path)
+    }
+
     /// Whether this is [`Error::StorageFull`]: nothing was stored, and the same request may
     /// succeed once space is freed.
     pub fn is_storage_full(&self) -> bool {
@@ -148,6 +192,15 @@ impl Error {
             Error::StorageFull { .. } => ErrorKind::StorageFull,
         }
     }
+}
+
+/// One step of the path to the input a field error is about (see [`Error::field_path`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldStep<'a> {
+    /// A named field of the request or of a list entry.
+    Field(&'a str),
+    /// An entry of a list field, counted from 0.
+    Entry(usize),
 }
 
 /// The kind of an [`Error`], without its data.
@@ -199,6 +252,32 @@ fn io_says_full(e: &(dyn std::error::Error + 'static)) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_field_error_of_a_list_entry_has_the_path_through_the_entry() {
+        let e = Error::validation("value", "Enter a whole number.").in_entry("metadata", 1);
+        assert_eq!(
+            e.field_path(),
+            Some(vec![
+                FieldStep::Field("metadata"),
+                FieldStep::Entry(1),
+                FieldStep::Field("value")
+            ])
+        );
+    }
+
+    #[test]
+    fn a_field_error_of_the_request_has_a_one_step_path() {
+        let e = Error::conflict("label", "taken");
+        assert_eq!(e.field_path(), Some(vec![FieldStep::Field("label")]));
+    }
+
+    #[test]
+    fn errors_other_than_field_errors_are_not_moved_into_an_entry() {
+        let e = Error::PermissionDenied("no".into()).in_entry("metadata", 0);
+        assert!(matches!(&e, Error::PermissionDenied(m) if m == "no"));
+        assert_eq!(e.field_path(), None);
+    }
 
     #[test]
     fn an_io_error_saying_the_disk_is_full_is_storage_full() {

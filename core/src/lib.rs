@@ -65,7 +65,7 @@ pub use backup::{
 };
 pub use config::Config;
 pub use docmeta::{Builder, PASSWORD_VARIABLE};
-pub use error::{DATA_DIRECTORY_IN_USE, Error, ErrorKind, Result};
+pub use error::{DATA_DIRECTORY_IN_USE, Error, ErrorKind, FieldStep, Result};
 pub use events::{Event, EventObject, EventQuery};
 pub use files::{EncryptedStorage, FileStorage, MemoryStorage, PlainStorage};
 pub use kernel::{Docmeta, SubscriptionId};

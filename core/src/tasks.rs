@@ -79,13 +79,16 @@ pub(crate) fn run_now(db: &Docmeta, id: crate::model::TaskId) -> Result<()> {
 pub(crate) fn run_pending(db: &Docmeta) -> Result<usize> {
     let mut ran = 0;
     // Search tasks need the index writer: without it they stay for the process holding it.
-    let skip: &[&str] = if db.writes_search_index()? {
-        &[]
+    // With it, a search task naming another index (another data directory on a shared
+    // PostgreSQL database) stays for that index's writer.
+    let (skip, target): (&[&str], _) = if db.writes_search_index()? {
+        (&[], Some(db.search_index_id()))
     } else {
-        &crate::model::SEARCH_TASKS
+        (&crate::model::SEARCH_TASKS, None)
     };
     loop {
-        let Some(task) = db.write_system(|tx| tx.claim_task_skipping(Utc::now(), skip))? else {
+        let Some(task) = db.write_system(|tx| tx.claim_task_skipping(Utc::now(), skip, target))?
+        else {
             return Ok(ran);
         };
         ran += 1;

@@ -538,7 +538,8 @@ fn a_backup_from_an_older_schema_is_migrated_on_restore() -> Result<()> {
          DROP TABLE workflow_state_actions; DROP TABLE workflow_transition_triggers; \
          DROP TABLE workflow_transitions; DROP TABLE workflow_states; \
          DROP TABLE workflow_document_types; DROP TABLE workflows; \
-         DROP TABLE document_files; DELETE FROM schema_version WHERE version > 1;",
+         DROP TABLE document_files; ALTER TABLE tasks DROP COLUMN target; \
+         DELETE FROM schema_version WHERE version > 1;",
     )
     .expect("downgrade");
     drop(conn);
@@ -573,7 +574,7 @@ fn a_backup_from_an_older_schema_is_migrated_on_restore() -> Result<()> {
     tar.into_inner().expect("finish");
     let target = out.path().join("new");
     let r = restore(&[archive], &target, None)?;
-    assert_eq!((r.migrations, r.documents), (vec![2, 3, 4], 1));
+    assert_eq!((r.migrations, r.documents), (vec![2, 3, 4, 5], 1));
     let db = open(&target, None)?;
     let docs = db.system().documents(None, DocumentId(0), 10)?;
     assert_eq!(docs[0].label, "Dear reader");
@@ -980,5 +981,38 @@ fn a_swapped_encrypted_file_fails_to_decrypt() -> Result<()> {
     let db = open(dir.path(), Some("pw"))?;
     let err = db.system().open_file(mine).expect_err("refused");
     assert!(matches!(err, Error::Decryption(_)), "{err}");
+    Ok(())
+}
+
+#[test]
+fn search_work_queued_in_a_backup_runs_on_the_restored_index() -> Result<()> {
+    use docmeta_core::search::{SearchWork, SearchWorkRun};
+    let src = tempfile::tempdir().expect("tempdir");
+    write_config(src.path(), false);
+    // A server (holding the index writer) and a command that handed it work it never ran.
+    let holder = open(src.path(), None)?;
+    assert!(holder.writes_search_index()?);
+    let command = open(src.path(), None)?;
+    let SearchWorkRun::HandedOff(ticket) = command.search_work(&SearchWork::Reindex, |_, _| {})?
+    else {
+        panic!("handed off to the holder");
+    };
+    let out = tempfile::tempdir().expect("out");
+    let archive = out.path().join("full.tar.zst");
+    command.backup(&archive, None, |_, _| {})?;
+    drop((holder, command));
+    let target = out.path().join("restored");
+    let r = restore(&[archive], &target, None)?;
+    let db = open(&target, None)?;
+    assert!(db.writes_search_index()?);
+    // The source's index is not the restored one, yet the work runs here, then the rebuild.
+    assert_eq!(db.run_pending_tasks()?, 2);
+    let open_tasks = db.open_tasks()?;
+    assert!(
+        open_tasks
+            .iter()
+            .all(|t| t.id != ticket.task && t.id != r.reindex_task),
+        "both ran: {open_tasks:?}"
+    );
     Ok(())
 }

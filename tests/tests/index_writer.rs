@@ -300,3 +300,27 @@ fn handed_off_work_runs_in_the_waiting_process_when_the_holder_has_gone() -> Res
     assert_eq!(cli.search_status()?.documents, 2);
     Ok(())
 }
+
+#[test]
+fn search_work_queued_before_the_index_directory_was_deleted_runs_on_the_new_index() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let holder = writer_without_worker(dir.path())?;
+    let cli = command(dir.path())?;
+    let SearchWorkRun::HandedOff(ticket) = cli.search_work(&SearchWork::Reindex, |_, _| {})? else {
+        panic!("handed off");
+    };
+    drop((holder, cli));
+    // An operator removes the index to have it rebuilt: the next index has a new id.
+    std::fs::remove_dir_all(dir.path().join("search")).expect("remove the index");
+    let next = writer_without_worker(dir.path())?;
+    assert_eq!(
+        next.run_pending_tasks()?,
+        1,
+        "the queued work is the new index's"
+    );
+    assert!(matches!(
+        next.search_work_state(&ticket)?,
+        SearchWorkState::Done(_)
+    ));
+    Ok(())
+}

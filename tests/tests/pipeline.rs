@@ -551,9 +551,35 @@ fn a_refused_initial_value_creates_no_document() -> Result<()> {
             s.create_document(dt.id, "doc", &[(due.id, "soon")])
                 .map(|d| d.label)
         ),
-        Some("value".into())
+        Some("metadata[0].value".into())
     );
     assert!(s.document_ids(None)?.is_empty());
+    Ok(())
+}
+
+#[test]
+fn a_refused_initial_value_names_its_entry() -> Result<()> {
+    let db = Docmeta::in_memory()?;
+    let s = db.system();
+    let dt = s.create_document_type("Invoice")?;
+    let number = s.create_metadata_type(MetadataTypeInput::new("number", "Number"))?;
+    let due = s.create_metadata_type(
+        MetadataTypeInput::new("due", "Due").validation(format!("{V}DateValidator"), ""),
+    )?;
+    s.associate(dt.id, number.id, false)?;
+    s.associate(dt.id, due.id, false)?;
+    let err = s
+        .create_document(dt.id, "doc", &[(number.id, "7"), (due.id, "soon")])
+        .expect_err("the second value is refused");
+    assert_eq!(
+        err.field_path(),
+        Some(vec![
+            docmeta_core::FieldStep::Field("metadata"),
+            docmeta_core::FieldStep::Entry(1),
+            docmeta_core::FieldStep::Field("value"),
+        ]),
+        "{err}"
+    );
     Ok(())
 }
 

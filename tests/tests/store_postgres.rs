@@ -71,6 +71,9 @@ on_postgres!(
     foreign_keys_are_enforced,
     event_log,
     task_queue,
+    targeted_tasks_are_claimed_by_their_target,
+    requeue_leaves_other_targets_running,
+    retargeting_moves_only_open_targeted_tasks,
     access_records,
     parameters_bind
 );
@@ -460,7 +463,9 @@ fn a_new_database_has_the_schema_older_versions_made() -> docmeta_core::Result<(
         eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
         return Ok(());
     }
+    // Made the old way up to version 4, then PostgreSQL's own migrations from there.
     let before = migrated_as_before(SQLITE_MIGRATIONS.len());
+    assert_eq!(PostgresStore::open(&before)?.migrate()?, [5]);
     let now = fresh_url();
     PostgresStore::open(&now)?.migrate()?;
     assert_same_schema(&schema_of(&now), &schema_of(&before));
@@ -475,9 +480,115 @@ fn an_older_database_migrates_to_the_schema_of_a_new_one() -> docmeta_core::Resu
     }
     let old = migrated_as_before(2);
     let store = PostgresStore::open(&old)?;
-    assert_eq!(store.migrate()?, [3, 4]);
+    assert_eq!(store.migrate()?, [3, 4, 5]);
     let fresh = fresh_url();
     PostgresStore::open(&fresh)?.migrate()?;
     assert_same_schema(&schema_of(&old), &schema_of(&fresh));
+    Ok(())
+}
+
+/// Opens the data directory `dir` on the database `url` without a worker (tasks run only when
+/// told), taking its index writer as a server would.
+fn index_writer_on(
+    dir: &std::path::Path,
+    url: &str,
+) -> docmeta_core::Result<docmeta_core::Docmeta> {
+    let db = docmeta_core::Docmeta::builder()
+        .data_dir(dir)
+        .store(PostgresStore::open(url)?)
+        .open()?;
+    assert!(
+        db.writes_search_index()?,
+        "{dir:?}: nobody else holds the writer"
+    );
+    Ok(db)
+}
+
+#[test]
+fn search_work_is_left_to_the_writer_of_the_index_it_names() -> docmeta_core::Result<()> {
+    use docmeta_core::search::{SearchWork, SearchWorkRun, SearchWorkState};
+    if base_url().is_none() {
+        eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
+        return Ok(());
+    }
+    let url = fresh_url();
+    let (a_dir, b_dir) = (
+        tempfile::tempdir().expect("a"),
+        tempfile::tempdir().expect("b"),
+    );
+    // Two data directories on one database, each with its writer: two servers' indexes.
+    let a = index_writer_on(a_dir.path(), &url)?;
+    let b = index_writer_on(b_dir.path(), &url)?;
+    let s = a.system();
+    let t = s.create_document_type("Memo")?;
+    s.create_document(t.id, "kept in both indexes", &[])?;
+    a.wait_for_index()?;
+    b.wait_for_index()?;
+    // A command beside A's server hands `initialize` to A's writer.
+    let command = docmeta_core::Docmeta::builder()
+        .data_dir(a_dir.path())
+        .store(PostgresStore::open(&url)?)
+        .open()?;
+    let SearchWorkRun::HandedOff(ticket) =
+        command.search_work(&SearchWork::Initialize, |_, _| {})?
+    else {
+        panic!("A's writer is held: the work is handed to it");
+    };
+    assert_eq!(b.run_pending_tasks()?, 0, "B's writer leaves A's work");
+    assert!(matches!(
+        command.search_work_state(&ticket)?,
+        SearchWorkState::Pending { attempts: 0, .. }
+    ));
+    assert_eq!(a.run_pending_tasks()?, 1, "A's writer runs it");
+    assert_eq!(
+        command.search_work_state(&ticket)?,
+        SearchWorkState::Done(Some(0))
+    );
+    assert_eq!(a.search_status()?.documents, 0, "A's index was initialized");
+    assert_eq!(b.search_status()?.documents, 1, "B's index was not");
+    Ok(())
+}
+
+#[test]
+fn handed_off_work_on_two_indexes_reports_each_its_own_count() -> docmeta_core::Result<()> {
+    use docmeta_core::search::{SearchWork, SearchWorkRun, SearchWorkState};
+    if base_url().is_none() {
+        eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
+        return Ok(());
+    }
+    let url = fresh_url();
+    let (a_dir, b_dir) = (
+        tempfile::tempdir().expect("a"),
+        tempfile::tempdir().expect("b"),
+    );
+    let a = index_writer_on(a_dir.path(), &url)?;
+    let b = index_writer_on(b_dir.path(), &url)?;
+    let s = a.system();
+    let t = s.create_document_type("Memo")?;
+    s.create_document(t.id, "one", &[])?;
+    s.create_document(t.id, "two", &[])?;
+    let hand_off = |dir: &std::path::Path, work: SearchWork| {
+        let command = docmeta_core::Docmeta::builder()
+            .data_dir(dir)
+            .store(PostgresStore::open(&url)?)
+            .open()?;
+        match command.search_work(&work, |_, _| {})? {
+            SearchWorkRun::HandedOff(ticket) => Ok((command, ticket)),
+            SearchWorkRun::Done(_) => panic!("the writer is held: handed off"),
+        }
+    };
+    let (on_a, reindex) = hand_off(a_dir.path(), SearchWork::Reindex)?;
+    let (on_b, initialize) = hand_off(b_dir.path(), SearchWork::Initialize)?;
+    assert_eq!(a.run_pending_tasks()?, 1);
+    // B's work runs after A's: it must not overwrite the count A's command reports.
+    assert_eq!(b.run_pending_tasks()?, 1);
+    assert_eq!(
+        on_a.search_work_state(&reindex)?,
+        SearchWorkState::Done(Some(2))
+    );
+    assert_eq!(
+        on_b.search_work_state(&initialize)?,
+        SearchWorkState::Done(Some(0))
+    );
     Ok(())
 }

@@ -3,9 +3,9 @@
 use docmeta_core as core;
 use pyo3::prelude::*;
 
-use super::Session;
-use crate::errors::{permission, run};
-use crate::records::{Acl, User, all};
+use super::{EVERYTHING, Session};
+use crate::errors::{permission, py_err, run};
+use crate::records::{Acl, Explanation, Group, ObjectRef, Role, User, all};
 
 #[pymethods]
 impl Session {
@@ -59,21 +59,36 @@ impl Session {
         run(py, || self.inner.delete_user(core::UserId(id)))
     }
 
-    /// The groups, as `(id, name)`.
-    fn groups(&self, py: Python<'_>) -> PyResult<Vec<(i64, String)>> {
-        run(py, || self.inner.groups())
-            .map(|all| all.into_iter().map(|g| (g.id.0, g.name)).collect())
+    /// One user.
+    fn user(&self, py: Python<'_>, id: i64) -> PyResult<User> {
+        run(py, || self.inner.user(core::UserId(id))).map(Into::into)
     }
 
-    /// The members of a group (user ids).
-    fn group_members(&self, py: Python<'_>, group: i64) -> PyResult<Vec<i64>> {
-        run(py, || self.inner.group_members(core::GroupId(group)))
-            .map(|all| all.into_iter().map(|u| u.0).collect())
+    /// The groups this session may view.
+    fn groups(&self, py: Python<'_>) -> PyResult<Vec<Group>> {
+        run(py, || self.inner.groups()).map(all)
+    }
+
+    /// One group.
+    fn group(&self, py: Python<'_>, id: i64) -> PyResult<Group> {
+        run(py, || self.inner.group(core::GroupId(id))).map(Into::into)
+    }
+
+    /// The members of a group that this session may view.
+    fn group_members(&self, py: Python<'_>, group: i64) -> PyResult<Vec<User>> {
+        run(py, || {
+            self.inner
+                .group_users_page(core::GroupId(group), EVERYTHING)
+        })
+        .map(|page| all(page.items))
     }
 
     /// Renames a group.
-    fn rename_group(&self, py: Python<'_>, id: i64, name: String) -> PyResult<()> {
-        run(py, || self.inner.rename_group(core::GroupId(id), &name))
+    fn rename_group(&self, py: Python<'_>, id: i64, name: String) -> PyResult<Group> {
+        run(py, || {
+            self.inner.rename_group_view(core::GroupId(id), &name)
+        })
+        .map(Into::into)
     }
 
     /// Deletes a group.
@@ -81,27 +96,54 @@ impl Session {
         run(py, || self.inner.delete_group(core::GroupId(id)))
     }
 
-    /// The roles, as `(id, label)`.
-    fn roles(&self, py: Python<'_>) -> PyResult<Vec<(i64, String)>> {
-        run(py, || self.inner.roles())
-            .map(|all| all.into_iter().map(|r| (r.id.0, r.label)).collect())
+    /// The roles this session may view.
+    fn roles(&self, py: Python<'_>) -> PyResult<Vec<Role>> {
+        run(py, || self.inner.roles()).map(all)
     }
 
-    /// The groups a role is assigned to.
-    fn role_groups(&self, py: Python<'_>, role: i64) -> PyResult<Vec<i64>> {
-        run(py, || self.inner.role_groups(core::RoleId(role)))
-            .map(|all| all.into_iter().map(|g| g.0).collect())
+    /// One role.
+    fn role(&self, py: Python<'_>, id: i64) -> PyResult<Role> {
+        run(py, || self.inner.role(core::RoleId(id))).map(Into::into)
     }
 
-    /// A role's global permissions (keys).
+    /// The groups a role is assigned to that this session may view.
+    fn role_groups(&self, py: Python<'_>, role: i64) -> PyResult<Vec<Group>> {
+        run(py, || {
+            self.inner.role_groups_page(core::RoleId(role), EVERYTHING)
+        })
+        .map(|page| all(page.items))
+    }
+
+    /// A role's global permissions (keys), in the order of the permission list.
     fn role_permissions(&self, py: Python<'_>, role: i64) -> PyResult<Vec<String>> {
-        run(py, || self.inner.role_permissions(core::RoleId(role)))
-            .map(|all| all.into_iter().map(|p| p.key().to_owned()).collect())
+        run(py, || {
+            self.inner
+                .role_permissions_page(core::RoleId(role), EVERYTHING)
+        })
+        .map(|page| page.items.into_iter().map(|p| p.key().to_owned()).collect())
+    }
+
+    /// Grants (`granted=True`) or revokes a global permission of a role; returns the role's
+    /// global permissions afterwards (keys).
+    #[pyo3(signature = (role, permission, *, granted = true))]
+    fn set_role_permission(
+        &self,
+        py: Python<'_>,
+        role: i64,
+        permission: &str,
+        granted: bool,
+    ) -> PyResult<Vec<String>> {
+        let p = self::permission(permission)?;
+        run(py, || {
+            self.inner
+                .set_role_permission(core::RoleId(role), p, granted)
+        })
+        .map(|all| all.into_iter().map(|p| p.key().to_owned()).collect())
     }
 
     /// Renames a role.
-    fn rename_role(&self, py: Python<'_>, id: i64, label: String) -> PyResult<()> {
-        run(py, || self.inner.rename_role(core::RoleId(id), &label))
+    fn rename_role(&self, py: Python<'_>, id: i64, label: String) -> PyResult<Role> {
+        run(py, || self.inner.rename_role_view(core::RoleId(id), &label)).map(Into::into)
     }
 
     /// Deletes a role.
@@ -109,12 +151,12 @@ impl Session {
         run(py, || self.inner.delete_role(core::RoleId(id)))
     }
 
-    /// Creates a group; returns its id.
-    fn create_group(&self, py: Python<'_>, name: String) -> PyResult<i64> {
-        run(py, || self.inner.create_group(&name)).map(|g| g.0)
+    /// Creates a group.
+    fn create_group(&self, py: Python<'_>, name: String) -> PyResult<Group> {
+        run(py, || self.inner.create_group_view(&name)).map(Into::into)
     }
 
-    /// Adds (or removes) a user to a group.
+    /// Adds (or removes) a user to a group; returns the group.
     #[pyo3(signature = (group, user, *, member = true))]
     fn set_group_member(
         &self,
@@ -122,19 +164,20 @@ impl Session {
         group: i64,
         user: i64,
         member: bool,
-    ) -> PyResult<()> {
+    ) -> PyResult<Group> {
         run(py, || {
             self.inner
-                .set_group_member(core::GroupId(group), core::UserId(user), member)
+                .set_group_member_view(core::GroupId(group), core::UserId(user), member)
         })
+        .map(Into::into)
     }
 
-    /// Creates a role; returns its id.
-    fn create_role(&self, py: Python<'_>, label: String) -> PyResult<i64> {
-        run(py, || self.inner.create_role(&label)).map(|r| r.0)
+    /// Creates a role.
+    fn create_role(&self, py: Python<'_>, label: String) -> PyResult<Role> {
+        run(py, || self.inner.create_role_view(&label)).map(Into::into)
     }
 
-    /// Assigns (or unassigns) a role to a group.
+    /// Assigns (or unassigns) a role to a group; returns the role.
     #[pyo3(signature = (role, group, *, assigned = true))]
     fn set_role_group(
         &self,
@@ -142,11 +185,12 @@ impl Session {
         role: i64,
         group: i64,
         assigned: bool,
-    ) -> PyResult<()> {
+    ) -> PyResult<Role> {
         run(py, || {
             self.inner
-                .set_role_group(core::RoleId(role), core::GroupId(group), assigned)
+                .set_role_group_view(core::RoleId(role), core::GroupId(group), assigned)
         })
+        .map(Into::into)
     }
 
     /// Grants a permission to a role globally.
@@ -190,17 +234,154 @@ impl Session {
             .map(|a| a.map(|a| Acl::of(a, kind)))
     }
 
-    /// The ACLs of an object.
+    /// The ACLs of an object, each with its role. Needs `acls.acl_view` on it.
     fn acls(&self, py: Python<'_>, kind: &str, object_id: i64) -> PyResult<Vec<Acl>> {
         let object = self.object(kind, object_id)?;
-        run(py, || self.inner.acls(object))
-            .map(|acls| acls.into_iter().map(|a| Acl::of(a, kind)).collect())
+        run(py, || self.inner.acls_page(object, EVERYTHING)).map(|page| {
+            page.items
+                .into_iter()
+                .map(|a| Acl::of_view(a, kind))
+                .collect()
+        })
+    }
+
+    /// One ACL of an object, with its role.
+    fn acl(&self, py: Python<'_>, kind: &str, object_id: i64, acl: i64) -> PyResult<Acl> {
+        let object = self.object(kind, object_id)?;
+        run(py, || self.inner.acl_view(object, core::AclId(acl))).map(|a| Acl::of_view(a, kind))
+    }
+
+    /// Creates an empty ACL of `role` on an object (permissions are added one by one).
+    fn create_acl(&self, py: Python<'_>, kind: &str, object_id: i64, role: i64) -> PyResult<Acl> {
+        let object = self.object(kind, object_id)?;
+        run(py, || {
+            self.inner.create_acl_view(object, core::RoleId(role))
+        })
+        .map(|a| Acl::of_view(a, kind))
+    }
+
+    /// Adds a permission to an ACL (the same rules as `grant`).
+    fn acl_add_permission(
+        &self,
+        py: Python<'_>,
+        kind: &str,
+        object_id: i64,
+        acl: i64,
+        permission: &str,
+    ) -> PyResult<Acl> {
+        let p = self::permission(permission)?;
+        let object = self.object(kind, object_id)?;
+        run(py, || {
+            self.inner
+                .acl_add_permission_view(object, core::AclId(acl), p)
+        })
+        .map(|a| Acl::of_view(a, kind))
+    }
+
+    /// Removes a permission from an ACL; returns it, or None when it was left empty and
+    /// deleted.
+    fn acl_remove_permission(
+        &self,
+        py: Python<'_>,
+        kind: &str,
+        object_id: i64,
+        acl: i64,
+        permission: &str,
+    ) -> PyResult<Option<Acl>> {
+        let p = self::permission(permission)?;
+        let object = self.object(kind, object_id)?;
+        run(py, || {
+            self.inner
+                .acl_remove_permission_view(object, core::AclId(acl), p)
+        })
+        .map(|a| a.map(|a| Acl::of_view(a, kind)))
+    }
+
+    /// Deletes an ACL with all its permissions.
+    fn delete_acl(&self, py: Python<'_>, kind: &str, object_id: i64, acl: i64) -> PyResult<()> {
+        let object = self.object(kind, object_id)?;
+        run(py, || self.inner.delete_acl(object, core::AclId(acl)))
+    }
+
+    /// The permissions an ACL on objects of `kind` may hold (keys).
+    fn grantable_permissions(&self, kind: &str) -> PyResult<Vec<String>> {
+        let kind = self.inner.parse_kind(kind).map_err(py_err)?;
+        Ok(self
+            .inner
+            .grantable_permissions(kind)
+            .into_iter()
+            .map(|p| p.key().to_owned())
+            .collect())
     }
 
     /// Whether this session may do `permission` on the object.
-    fn can(&self, permission: &str, kind: &str, object_id: i64) -> PyResult<bool> {
-        Ok(self
+    fn can(&self, py: Python<'_>, permission: &str, kind: &str, object_id: i64) -> PyResult<bool> {
+        let p = self::permission(permission)?;
+        let object = self.object(kind, object_id)?;
+        if crate::errors::reads_the_store(object) {
+            // See `Docmeta.check`: a read may wait for a writer waiting for the GIL.
+            return Ok(py.detach(|| self.inner.can(p, object)));
+        }
+        Ok(self.inner.can(p, object))
+    }
+
+    /// Whether this session holds `permission` globally (through a role, or as a superuser).
+    fn can_globally(&self, permission: &str) -> PyResult<bool> {
+        Ok(self.inner.can_globally(self::permission(permission)?))
+    }
+
+    /// Why `user_id` may or may not do `permission` on the object (see `Docmeta.explain`).
+    /// Needs `acls.acl_view` on the object, unless a user asks about themselves.
+    fn explain(
+        &self,
+        py: Python<'_>,
+        user_id: i64,
+        permission: &str,
+        kind: &str,
+        object_id: i64,
+    ) -> PyResult<Explanation> {
+        let p = self::permission(permission)?;
+        let object = self.object(kind, object_id)?;
+        let e = run(py, || self.inner.explain(core::UserId(user_id), p, object))?;
+        Ok(Explanation::of(e, &self.db.kinds()))
+    }
+
+    /// The user this session acts as, or None for the system session.
+    fn actor(&self) -> Option<i64> {
+        self.inner.actor().user().map(|u| u.0)
+    }
+
+    /// The registered kind `text` (`app_label.model_name`), checked; `NotFound` otherwise.
+    fn parse_kind(&self, text: &str) -> PyResult<String> {
+        let kind = self.inner.parse_kind(text).map_err(py_err)?;
+        Ok(self.db.kinds().name(kind))
+    }
+
+    /// The kind `app_label.model_name`, checked; `NotFound` when none is registered.
+    fn object_kind(&self, app_label: &str, model_name: &str) -> PyResult<String> {
+        let kind = self
             .inner
-            .can(self::permission(permission)?, self.object(kind, object_id)?))
+            .object_kind(app_label, model_name)
+            .map_err(py_err)?;
+        Ok(self.db.kinds().name(kind))
+    }
+
+    /// The object `id` of kind `app_label.model_name`, its kind checked.
+    fn object_ref(&self, app_label: &str, model_name: &str, id: i64) -> PyResult<ObjectRef> {
+        let o = self
+            .inner
+            .object_ref(app_label, model_name, id)
+            .map_err(py_err)?;
+        Ok(ObjectRef::of(o, &self.db.kinds()))
+    }
+
+    /// This session, whose changes must commit within `seconds` from now (later they fail
+    /// with `DeadlineExceeded` and change nothing).
+    fn with_deadline(&self, seconds: f64) -> PyResult<Session> {
+        let deadline = crate::errors::deadline(seconds)?;
+        Ok(Session::new(
+            self.inner.clone().with_deadline(deadline),
+            self.db.clone(),
+        ))
     }
 }

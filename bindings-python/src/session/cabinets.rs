@@ -3,9 +3,10 @@
 use docmeta_core as core;
 use pyo3::prelude::*;
 
+use super::EVERYTHING;
 use super::Session;
 use crate::errors::run;
-use crate::records::{Cabinet, all};
+use crate::records::{Cabinet, Document, all};
 
 #[pymethods]
 impl Session {
@@ -22,6 +23,11 @@ impl Session {
                 .create_cabinet(&label, parent.map(core::CabinetId))
         })
         .map(Into::into)
+    }
+
+    /// One cabinet.
+    fn cabinet(&self, py: Python<'_>, id: i64) -> PyResult<Cabinet> {
+        run(py, || self.inner.cabinet(core::CabinetId(id))).map(Into::into)
     }
 
     /// The cabinets this session may view.
@@ -60,9 +66,12 @@ impl Session {
         run(py, || self.inner.delete_cabinet(core::CabinetId(id)))
     }
 
-    /// The documents in a cabinet (ids).
-    fn cabinet_documents(&self, py: Python<'_>, id: i64) -> PyResult<Vec<i64>> {
-        run(py, || self.inner.cabinet_documents(core::CabinetId(id)))
-            .map(|all| all.into_iter().map(|d| d.0).collect())
+    /// The documents in a cabinet that this session may view, each with its type.
+    fn cabinet_documents(&self, py: Python<'_>, id: i64) -> PyResult<Vec<Document>> {
+        run(py, || {
+            self.inner
+                .cabinet_documents_page(core::CabinetId(id), EVERYTHING)
+        })
+        .map(|page| all(page.items))
     }
 }

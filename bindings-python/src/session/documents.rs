@@ -3,9 +3,11 @@
 use docmeta_core as core;
 use pyo3::prelude::*;
 
-use super::Session;
+use super::{EVERYTHING, Session};
 use crate::errors::run;
-use crate::records::{Document, DocumentFile, DocumentMetadata, all};
+use crate::records::{
+    Document, DocumentDetails, DocumentMetadata, DocumentWithFile, MetadataValueDetail, all,
+};
 
 #[pymethods]
 impl Session {
@@ -24,8 +26,12 @@ impl Session {
                 .iter()
                 .map(|(t, v)| (core::MetadataTypeId(*t), v.as_str()))
                 .collect();
-            self.inner
-                .create_document(core::DocumentTypeId(document_type), &label, &pairs)
+            self.inner.create_document_with_view(
+                core::DocumentTypeId(document_type),
+                &label,
+                &pairs,
+                None,
+            )
         })
         .map(Into::into)
     }
@@ -41,7 +47,7 @@ impl Session {
         filename: String,
         data: Vec<u8>,
         values: Option<std::collections::BTreeMap<i64, String>>,
-    ) -> PyResult<(Document, DocumentFile)> {
+    ) -> PyResult<DocumentWithFile> {
         let values = values.unwrap_or_default();
         run(py, || {
             let pairs: Vec<(core::MetadataTypeId, &str)> = values
@@ -56,7 +62,10 @@ impl Session {
                 &mut data.as_slice(),
             )
         })
-        .map(|(d, f)| (d.into(), f.into()))
+        .map(|(d, f)| DocumentWithFile {
+            document: d.into(),
+            file: f.into(),
+        })
     }
 
     /// The choices a metadata type's lookup offers for a document (spec 2.7), or `None` when
@@ -77,7 +86,7 @@ impl Session {
 
     /// One document.
     fn document(&self, py: Python<'_>, id: i64) -> PyResult<Document> {
-        run(py, || self.inner.document(core::DocumentId(id))).map(Into::into)
+        run(py, || self.inner.document_view(core::DocumentId(id))).map(Into::into)
     }
 
     /// The documents this session may view (optionally of one type), fetched lazily in pages.
@@ -93,7 +102,8 @@ impl Session {
     /// Renames a document.
     fn update_document(&self, py: Python<'_>, id: i64, label: String) -> PyResult<Document> {
         run(py, || {
-            self.inner.update_document(core::DocumentId(id), &label)
+            self.inner
+                .update_document_view(core::DocumentId(id), &label)
         })
         .map(Into::into)
     }
@@ -106,7 +116,7 @@ impl Session {
         document_type: i64,
     ) -> PyResult<Document> {
         run(py, || {
-            self.inner.change_document_type(
+            self.inner.change_document_type_view(
                 core::DocumentId(document),
                 core::DocumentTypeId(document_type),
             )
@@ -165,13 +175,78 @@ impl Session {
         })
     }
 
-    /// The values of a document this session may view.
+    /// Adds many values, each through the pipeline, in one transaction: all or nothing.
+    /// `values` holds `(document, metadata_type, value)` triples.
+    fn add_document_metadata_batch(
+        &self,
+        py: Python<'_>,
+        values: Vec<(i64, i64, String)>,
+    ) -> PyResult<Vec<DocumentMetadata>> {
+        run(py, || {
+            let triples: Vec<(core::DocumentId, core::MetadataTypeId, &str)> = values
+                .iter()
+                .map(|(d, t, v)| (core::DocumentId(*d), core::MetadataTypeId(*t), v.as_str()))
+                .collect();
+            self.inner.add_document_metadata_batch(&triples)
+        })
+        .map(all)
+    }
+
+    /// One value of a document.
+    fn document_metadata(
+        &self,
+        py: Python<'_>,
+        document: i64,
+        metadata_id: i64,
+    ) -> PyResult<DocumentMetadata> {
+        run(py, || {
+            self.inner.metadata_value_view(
+                core::DocumentId(document),
+                core::DocumentMetadataId(metadata_id),
+            )
+        })
+        .map(Into::into)
+    }
+
+    /// A document with the values this session may view, each with its type, read at once.
+    fn document_metadata_details(
+        &self,
+        py: Python<'_>,
+        document: i64,
+    ) -> PyResult<DocumentDetails> {
+        let (document, values) = run(py, || {
+            self.inner
+                .document_metadata_details(core::DocumentId(document))
+        })?;
+        Ok(DocumentDetails {
+            document: document.into(),
+            values: values
+                .into_iter()
+                .map(|(value, metadata_type)| MetadataValueDetail {
+                    value: value.into(),
+                    metadata_type: metadata_type.into(),
+                })
+                .collect(),
+        })
+    }
+
+    /// The ids of the documents this session may view (optionally of one type), in id order.
+    #[pyo3(signature = (*, document_type = None))]
+    fn document_ids(&self, py: Python<'_>, document_type: Option<i64>) -> PyResult<Vec<i64>> {
+        run(py, || {
+            self.inner
+                .document_ids(document_type.map(core::DocumentTypeId))
+        })
+        .map(|ids| ids.into_iter().map(|d| d.0).collect())
+    }
+
+    /// The values of a document this session may view, each with its type.
     fn metadata(&self, py: Python<'_>, document: i64) -> PyResult<Vec<DocumentMetadata>> {
         run(py, || {
             self.inner
-                .document_metadata_list(core::DocumentId(document))
+                .document_metadata_page(core::DocumentId(document), EVERYTHING)
         })
-        .map(all)
+        .map(|page| all(page.items))
     }
 
     /// `document.metadata_value_of.<name>` (spec 2.3), or None.

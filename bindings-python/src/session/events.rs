@@ -9,11 +9,11 @@ use crate::records::{Event, Task, all};
 
 #[pymethods]
 impl Session {
-    /// Events whose target this session may view, newest first.
+    /// Events whose target this session may view, newest first, with their actors' names.
     #[pyo3(signature = (*, limit = 100))]
     fn events(&self, py: Python<'_>, limit: u32) -> PyResult<Vec<Event>> {
         run(py, || {
-            self.inner.events(&core::EventQuery {
+            self.inner.event_views(&core::EventQuery {
                 limit: Some(limit),
                 ..Default::default()
             })

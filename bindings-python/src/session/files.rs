@@ -50,6 +50,16 @@ impl Session {
         .map(Into::into)
     }
 
+    /// One file's record.
+    fn file(&self, py: Python<'_>, id: i64) -> PyResult<DocumentFile> {
+        run(py, || self.inner.file(core::DocumentFileId(id))).map(Into::into)
+    }
+
+    /// Raises unless this session may add a file to `document` (before sending its bytes).
+    fn check_add_file(&self, py: Python<'_>, document: i64) -> PyResult<()> {
+        run(py, || self.inner.check_add_file(core::DocumentId(document)))
+    }
+
     /// The files of a document.
     fn files(&self, py: Python<'_>, document: i64) -> PyResult<Vec<DocumentFile>> {
         run(py, || self.inner.files(core::DocumentId(document))).map(all)

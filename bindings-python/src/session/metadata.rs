@@ -5,7 +5,9 @@ use pyo3::prelude::*;
 
 use super::Session;
 use crate::errors::run;
-use crate::records::{DocumentType, MetadataType, all};
+use crate::records::{Association, DocumentType, MetadataType, all};
+
+use super::EVERYTHING;
 
 #[pymethods]
 impl Session {
@@ -69,15 +71,31 @@ impl Session {
         document_type: i64,
         metadata_type: i64,
         required: bool,
-    ) -> PyResult<i64> {
+    ) -> PyResult<Association> {
         run(py, || {
-            self.inner.associate(
+            self.inner.associate_view(
                 core::DocumentTypeId(document_type),
                 core::MetadataTypeId(metadata_type),
                 required,
             )
         })
-        .map(|a| a.id.0)
+        .map(Into::into)
+    }
+
+    /// One association of a document type.
+    fn association(
+        &self,
+        py: Python<'_>,
+        document_type: i64,
+        association: i64,
+    ) -> PyResult<Association> {
+        run(py, || {
+            self.inner.association_view(
+                core::DocumentTypeId(document_type),
+                core::AssociationId(association),
+            )
+        })
+        .map(Into::into)
     }
 
     /// One metadata type.
@@ -165,16 +183,13 @@ impl Session {
         })
     }
 
-    /// The associations of a document type as `(association_id, metadata_type_id, required)`.
-    fn associations(&self, py: Python<'_>, document_type: i64) -> PyResult<Vec<(i64, i64, bool)>> {
+    /// The associations of a document type, each with both types.
+    fn associations(&self, py: Python<'_>, document_type: i64) -> PyResult<Vec<Association>> {
         run(py, || {
-            self.inner.associations(core::DocumentTypeId(document_type))
+            self.inner
+                .associations_page(core::DocumentTypeId(document_type), EVERYTHING)
         })
-        .map(|all| {
-            all.into_iter()
-                .map(|a| (a.id.0, a.metadata_type_id.0, a.required))
-                .collect()
-        })
+        .map(|page| all(page.items))
     }
 
     /// Makes an association required or optional (spec 2.4 rules 1-2).
@@ -184,15 +199,15 @@ impl Session {
         document_type: i64,
         association: i64,
         required: bool,
-    ) -> PyResult<()> {
+    ) -> PyResult<Association> {
         run(py, || {
-            self.inner.update_association(
+            self.inner.update_association_view(
                 core::DocumentTypeId(document_type),
                 core::AssociationId(association),
                 required,
             )
         })
-        .map(drop)
+        .map(Into::into)
     }
 
     /// Removes an association (its values are removed by a durable task).

@@ -18,13 +18,26 @@ use crate::errors::py_err;
 
 pub use documents::DocumentIterator;
 
+/// One page holding a whole list: the face returns lists, and `Page::of` cuts a list already
+/// loaded, so this costs nothing more.
+const EVERYTHING: core::PageRequest = core::PageRequest {
+    number: 1,
+    size: usize::MAX,
+};
+
 /// Everything one actor does: metadata, documents, files, access, search, workflows.
 #[pyclass(frozen, module = "docmeta")]
 pub struct Session {
     pub(crate) inner: core::Session,
+    /// The instance, for what a session does not carry: the kind names of an explanation.
+    db: core::Docmeta,
 }
 
 impl Session {
+    pub(crate) fn new(inner: core::Session, db: core::Docmeta) -> Session {
+        Session { inner, db }
+    }
+
     fn object(&self, kind: &str, id: i64) -> PyResult<ObjectRef> {
         let kind = self.inner.parse_kind(kind).map_err(py_err)?;
         Ok(ObjectRef::new(kind, id))

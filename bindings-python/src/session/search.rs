@@ -8,7 +8,7 @@ use crate::records::{DocumentPage, MetadataPage, all};
 
 #[pymethods]
 impl Session {
-    /// Documents matching `query` (spec 2.5) that this session may view.
+    /// Documents matching `query` (spec 2.5) that this session may view, each with its type.
     #[pyo3(signature = (query, *, page = 1, page_size = 20))]
     fn search_documents(
         &self,
@@ -17,10 +17,13 @@ impl Session {
         page: usize,
         page_size: usize,
     ) -> PyResult<DocumentPage> {
-        let p = run(py, || self.inner.search_documents(&query, page, page_size))?;
+        let p = run(py, || {
+            self.inner
+                .search_documents_page(&query, docmeta_core::PageRequest::new(page, page_size))
+        })?;
         Ok(DocumentPage {
             count: p.count,
-            results: all(p.results),
+            results: all(p.items),
         })
     }
 
@@ -33,10 +36,13 @@ impl Session {
         page: usize,
         page_size: usize,
     ) -> PyResult<MetadataPage> {
-        let p = run(py, || self.inner.search_metadata(&query, page, page_size))?;
+        let p = run(py, || {
+            self.inner
+                .search_metadata_page(&query, docmeta_core::PageRequest::new(page, page_size))
+        })?;
         Ok(MetadataPage {
             count: p.count,
-            results: all(p.results),
+            results: all(p.items),
         })
     }
 }

@@ -7,11 +7,47 @@ use pyo3::prelude::*;
 use super::Session;
 use crate::errors::{ValidationError, run};
 use crate::records::{
-    Workflow, WorkflowInstance, WorkflowLogEntry, WorkflowState, WorkflowTransition, all,
+    Workflow, WorkflowAction, WorkflowInstance, WorkflowLogEntry, WorkflowState,
+    WorkflowTransition, all,
 };
 
 #[pymethods]
 impl Session {
+    /// One workflow template.
+    fn workflow(&self, py: Python<'_>, id: i64) -> PyResult<Workflow> {
+        run(py, || self.inner.workflow(core::WorkflowId(id))).map(Into::into)
+    }
+
+    /// One workflow instance of a document.
+    fn workflow_instance(
+        &self,
+        py: Python<'_>,
+        document: i64,
+        instance: i64,
+    ) -> PyResult<WorkflowInstance> {
+        run(py, || {
+            self.inner.workflow_instance(
+                core::DocumentId(document),
+                core::WorkflowInstanceId(instance),
+            )
+        })
+        .map(Into::into)
+    }
+
+    /// The actions of a state, in the order they run.
+    fn workflow_actions(
+        &self,
+        py: Python<'_>,
+        workflow: i64,
+        state: i64,
+    ) -> PyResult<Vec<WorkflowAction>> {
+        run(py, || {
+            self.inner
+                .workflow_actions(core::WorkflowId(workflow), core::WorkflowStateId(state))
+        })
+        .map(all)
+    }
+
     /// One state of a workflow.
     fn workflow_state(&self, py: Python<'_>, workflow: i64, state: i64) -> PyResult<WorkflowState> {
         run(py, || {

@@ -252,9 +252,13 @@ fn open_and_verify(builder: crate::Builder, manifest: Manifest) -> Result<Restor
     let db = builder.open()?;
     let (now, _) = db.store().schema_version()?;
     let migrations = (manifest.info.schema_version + 1..=now).collect();
+    // The rebuild is for the restored directory's index (a fresh `search/INSTANCE`, renamed
+    // into place with the directory). Search work the backup's database still had queued was
+    // for indexes of the database it replaces: it goes to this index too, before the rebuild.
     let reindex_task = db.write_system(|tx| {
         tx.set_setting("search.cursor", "0")?;
-        tx.enqueue_task(crate::model::SEARCH_REINDEX, "{}")
+        tx.retarget_open_tasks(db.search_index_id())?;
+        tx.enqueue_targeted_task(crate::model::SEARCH_REINDEX, "{}", db.search_index_id())
     })?;
     let system = db.system();
     let documents = db.read(|tx| tx.count_documents())?;

@@ -26,6 +26,9 @@ pub(crate) struct SearchHome {
     writer_lock: Mutex<Option<std::fs::File>>,
 }
 
+/// The file holding the index's stable id (see [`instance_id`]).
+const INSTANCE_FILE: &str = "INSTANCE";
+
 /// The file whose lock makes a process the index's writer; it holds that process's id.
 pub(crate) const WRITER_FILE: &str = "WRITER";
 
@@ -80,6 +83,43 @@ fn random_id() -> Result<String> {
     getrandom::fill(&mut b)
         .map_err(|e| Error::storage("naming the search index", e.to_string()))?;
     Ok(crate::config::encode_hex(&b))
+}
+
+/// The index's stable id, `search/INSTANCE`, made by the first process to open the directory.
+/// Search tasks name it (see `Docmeta::search_index_id`), so every process on the directory
+/// must read the same id: it is written whole under a temporary name and linked into place,
+/// which fails when another process linked its id first (then that one is read).
+fn instance_id(root: &Path) -> Result<String> {
+    let path = root.join(INSTANCE_FILE);
+    if let Ok(id) = std::fs::read_to_string(&path)
+        && !id.trim().is_empty()
+    {
+        return Ok(id.trim().to_owned());
+    }
+    let id = random_id()?;
+    let tmp = root.join(format!("{INSTANCE_FILE}.{id}.tmp"));
+    std::fs::write(&tmp, &id)
+        .and_then(|()| std::fs::File::open(&tmp)?.sync_all())
+        .map_err(io("writing the search index id"))?;
+    let linked = std::fs::hard_link(&tmp, &path);
+    let outcome = match linked {
+        Ok(()) => Ok(id),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let theirs =
+                std::fs::read_to_string(&path).map_err(io("reading the search index id"))?;
+            if theirs.trim().is_empty() {
+                // Left empty by an older docmeta interrupted while writing it.
+                std::fs::rename(&tmp, &path)
+                    .map_err(io("recording the search index id"))
+                    .map(|()| id)
+            } else {
+                Ok(theirs.trim().to_owned())
+            }
+        }
+        Err(e) => Err(Error::storage("recording the search index id", e)),
+    };
+    let _ = std::fs::remove_file(&tmp);
+    outcome
 }
 
 fn io(operation: &str) -> impl FnOnce(std::io::Error) -> Error + '_ {
@@ -149,15 +189,7 @@ impl SearchHome {
             let (generation, schema) = read_current(root).unwrap_or((0, INDEX_SCHEMA_VERSION));
             (generation, schema, view(root, generation, schema)?)
         };
-        let id_file = root.join("INSTANCE");
-        let instance = match std::fs::read_to_string(&id_file) {
-            Ok(id) if !id.trim().is_empty() => id.trim().to_owned(),
-            _ => {
-                let id = random_id()?;
-                std::fs::write(&id_file, &id).map_err(io("writing the search index id"))?;
-                id
-            }
-        };
+        let instance = instance_id(root)?;
         Ok(SearchHome {
             instance,
             root: Some(root.to_path_buf()),

@@ -200,6 +200,14 @@ impl Docmeta {
         Ok(self.inner.search.writable()?.is_some())
     }
 
+    /// The stable id of this data directory's search index (`DATA/search/INSTANCE`, made once
+    /// when the index directory is created; random for an index in memory). Search work handed
+    /// to the index's writer names it, so that on a database several data directories share, only
+    /// that directory's writer runs it.
+    pub(crate) fn search_index_id(&self) -> &str {
+        self.inner.search.instance()
+    }
+
     /// The id of the other process holding the search index's writer (a running server),
     /// when one does and recorded it.
     pub fn search_writer_pid(&self) -> Option<u32> {

@@ -12,8 +12,15 @@ use crate::kernel::Docmeta;
 use crate::model::{SEARCH_WORK, TaskId};
 
 /// The setting where the running search work records its progress (`nonce done total`, the
-/// nonce of its [`SearchTicket`]).
+/// nonce of its [`SearchTicket`]), one per index (`search.progress.<index id>`): on a database
+/// several data directories share, their indexes' work runs at the same time.
 const PROGRESS: &str = "search.progress";
+
+/// The progress setting of `db`'s index: the one its handed-off work is run on (the work names
+/// that index), and whose waiting command reads it.
+fn progress_key(db: &Docmeta) -> String {
+    format!("{PROGRESS}.{}", db.search_index_id())
+}
 
 /// An operation on the search index (spec 4.6) that writes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -135,15 +142,20 @@ impl Docmeta {
         .map_err(|e| Error::InvalidInput(format!("search work: {e}")))?;
         // Without an event: the work changes no document, and a task row alone wakes no one
         // else; the holder's worker polls for tasks.
-        let task = self.write_system(|tx| tx.enqueue_task(SEARCH_WORK, &payload))?;
+        // For this data directory's index: on a database other data directories share, their
+        // writers leave it for ours.
+        let task = self.write_system(|tx| {
+            tx.enqueue_targeted_task(SEARCH_WORK, &payload, self.search_index_id())
+        })?;
         Ok(SearchWorkRun::HandedOff(SearchTicket { task, nonce }))
     }
 
     /// Where the handed-off search work stands.
     pub fn search_work_state(&self, ticket: &SearchTicket) -> Result<SearchWorkState> {
-        let (row, progress) = self.read(|tx| Ok((tx.task(ticket.task)?, tx.setting(PROGRESS)?)))?;
-        // Progress recorded under this work's nonce (the setting is shared by all search work,
-        // which runs one at a time).
+        let key = progress_key(self);
+        let (row, progress) = self.read(|tx| Ok((tx.task(ticket.task)?, tx.setting(&key)?)))?;
+        // Progress recorded under this work's nonce (the setting is shared by the index's search
+        // work, which runs one at a time).
         let progress = progress.as_deref().and_then(|p| {
             let mut parts = p.split(' ');
             (parts.next()? == ticket.nonce).then_some(())?;
@@ -186,10 +198,20 @@ impl Docmeta {
         let now = chrono::Utc::now();
         let claimed = self.write_system(|tx| {
             match tx.task(task)? {
-                Some(row) if row.name == SEARCH_WORK && row.state == "running" => {
+                // Another index's work (a ticket from another data directory) is not ours to run.
+                Some(row)
+                    if row.name != SEARCH_WORK
+                        || row
+                            .target
+                            .as_deref()
+                            .is_some_and(|t| t != self.search_index_id()) =>
+                {
+                    return Ok(None);
+                }
+                Some(row) if row.state == "running" => {
                     tx.set_task_state(task, "pending", &row.error, now)?;
                 }
-                Some(row) if row.name == SEARCH_WORK && row.state == "pending" => {}
+                Some(row) if row.state == "pending" => {}
                 _ => return Ok(None),
             }
             tx.claim_task_by_id(task, now)
@@ -210,9 +232,10 @@ impl Docmeta {
 /// The handler of [`SEARCH_WORK`]: runs the work, recording its progress at most every second.
 pub(crate) fn run_task(db: &Docmeta, payload: &str) -> Result<()> {
     let Envelope { nonce, work } = Envelope::parse(payload)?;
+    let key = progress_key(db);
     let record_progress = |done: usize, total: usize| {
         // Progress is only shown: a failed write of it does not stop the work.
-        let _ = db.write_system(|tx| tx.set_setting(PROGRESS, &format!("{nonce} {done} {total}")));
+        let _ = db.write_system(|tx| tx.set_setting(&key, &format!("{nonce} {done} {total}")));
     };
     record_progress(0, 0);
     let mut last = std::time::Instant::now();

@@ -5,7 +5,10 @@
 
 use std::sync::Arc;
 
-use super::{Inputs, Session, body_reference, event_object, obj, parents_change, rename_conflict};
+use super::{
+    Inputs, Session, body_reference, event_object, invalid_reference, obj, parents_change,
+    rename_conflict,
+};
 use crate::access::{ObjectKind, Permission as P};
 use crate::error::{Error, NON_FIELD_ERRORS, Result};
 use crate::events::names;
@@ -536,7 +539,9 @@ impl Session {
     /// without a value" (`Error::Validation` on `metadata`, naming the type). Needs
     /// `documents.document_create` on the document type, and for each given value
     /// `metadata.document_metadata_add` on the document type and the metadata type; a type that
-    /// does not exist or that the caller cannot see is invalid `metadata_type_id`.
+    /// does not exist or that the caller cannot see is invalid `metadata_type_id`. A refused
+    /// value names its entry (counted from 0): the error's field is `metadata[i].value`,
+    /// `metadata[i].metadata_type_id`, ... (see [`Error::field_path`]).
     pub fn create_document(
         &self,
         document_type: DocumentTypeId,
@@ -565,23 +570,10 @@ impl Session {
                 .push(parents_change(doc_ref(doc.id), vec![dt_ref(dt.id)]));
             u.event(names::DOCUMENT_CREATED, doc_event(&doc), None)?;
             let associations = u.tx.associations_of_document_type(dt.id)?;
-            for (mt, value) in values {
-                let a = associations
-                    .iter()
-                    .find(|a| a.metadata_type_id == *mt)
-                    .ok_or_else(|| not_associated(*mt))?;
-                // The document is new: its type's ACLs are what it will inherit.
-                self.require(
-                    P::DocumentMetadataAdd,
-                    dt_ref(dt.id),
-                    format!("document type {}", dt.id),
-                )?;
-                body_reference(
-                    "metadata_type_id",
-                    mt,
-                    self.require_on_metadata_type(P::DocumentMetadataAdd, *mt),
-                )?;
-                self.add_value(u, &doc, *mt, value, a.required)?;
+            for (index, (mt, value)) in values.iter().enumerate() {
+                // A refused value names its entry: `metadata[index].field`.
+                self.add_initial_value(u, &doc, &associations, *mt, value)
+                    .map_err(|e| e.in_entry("metadata", index))?;
             }
             for a in associations
                 .iter()
@@ -602,6 +594,41 @@ impl Session {
             self.db.document_created(u, &doc)?;
             Ok(doc)
         }
+    }
+
+    /// One of the initial `values` of the new document `doc`, whose type has `associations`.
+    fn add_initial_value(
+        &self,
+        u: &mut Unit<'_>,
+        doc: &Document,
+        associations: &[DocumentTypeMetadataType],
+        mt: MetadataTypeId,
+        value: &str,
+    ) -> Result<()> {
+        let Some(a) = associations.iter().find(|a| a.metadata_type_id == mt) else {
+            // A type that does not exist, or that the caller may not see, is an invalid
+            // reference; one the caller sees that the document's type lacks is not associated.
+            let seen = u.tx.metadata_type(mt)?.is_some()
+                && (self.can(P::MetadataTypeView, mt_ref(mt))
+                    || self.can(P::DocumentMetadataView, mt_ref(mt)));
+            return Err(if seen {
+                not_associated(mt)
+            } else {
+                invalid_reference("metadata_type_id", mt)
+            });
+        };
+        // The document is new: its type's ACLs are what it will inherit.
+        self.require(
+            P::DocumentMetadataAdd,
+            dt_ref(doc.document_type_id),
+            format!("document type {}", doc.document_type_id),
+        )?;
+        body_reference(
+            "metadata_type_id",
+            mt,
+            self.require_on_metadata_type(P::DocumentMetadataAdd, mt),
+        )?;
+        self.add_value(u, doc, mt, value, a.required).map(drop)
     }
 
     /// Creates a document as [`create_document`](Self::create_document) does, with its first

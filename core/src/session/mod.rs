@@ -481,12 +481,18 @@ pub(crate) fn event_object(kind: &str, id: i64, label: &str) -> EventObject {
 /// object named by the operation's target (a URL path) stays "not found".
 pub(crate) fn body_reference<T>(field: &str, id: impl Display, r: Result<T>) -> Result<T> {
     r.map_err(|e| match e {
-        Error::NotFound(_) => Error::validation(
-            field,
-            format!("Invalid pk \"{id}\" - object does not exist."),
-        ),
+        Error::NotFound(_) => invalid_reference(field, id),
         e => e,
     })
+}
+
+/// Django REST framework's answer for an id in `field` of a request body naming an object that
+/// does not exist (or that the caller may not see).
+pub(crate) fn invalid_reference(field: &str, id: impl Display) -> Error {
+    Error::validation(
+        field,
+        format!("Invalid pk \"{id}\" - object does not exist."),
+    )
 }
 
 pub(crate) fn parents_change(object: ObjectRef, parents: Vec<ObjectRef>) -> AccessChange {

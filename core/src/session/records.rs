@@ -146,6 +146,9 @@ pub struct Task {
     pub attempts: i64,
     /// The last error.
     pub error: String,
+    /// The id of the search index it must run on (a search task handed to an index's writer,
+    /// a restore's rebuild); `None` when any worker may run it.
+    pub target: Option<String>,
 }
 
 impl TryFrom<TaskRow> for Task {
@@ -165,6 +168,7 @@ impl TryFrom<TaskRow> for Task {
             state,
             attempts: t.attempts,
             error: t.error,
+            target: t.target,
         })
     }
 }

@@ -592,6 +592,16 @@ impl Session {
         Ok(Page::of(groups, page))
     }
 
+    /// A page of a role's global permissions, in the order of [`Permission::ALL`]. Needs
+    /// `permissions.role_view`.
+    pub fn role_permissions_page(
+        &self,
+        role: RoleId,
+        page: PageRequest,
+    ) -> Result<Page<Permission>> {
+        Ok(Page::of(self.role_permissions(role)?, page))
+    }
+
     /// Grants (`true`) or revokes a global permission of a role, answered with the role's global
     /// permissions (shown to whoever may change them).
     pub fn set_role_permission(

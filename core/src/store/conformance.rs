@@ -299,14 +299,14 @@ pub fn task_queue(make: Factory<'_>) -> Result<()> {
             tx.enqueue_task("y", "{\"k\":1}")?,
         ))
     })?;
-    let first = write(s, |tx| tx.claim_task_skipping(Utc::now(), &[]))?;
+    let first = write(s, |tx| tx.claim_task_skipping(Utc::now(), &[], None))?;
     ensure(
         first
             .as_ref()
             .is_some_and(|t| t.id == a && t.attempts == 1 && t.state == "running"),
         "oldest first",
     )?;
-    let second = write(s, |tx| tx.claim_task_skipping(Utc::now(), &[]))?;
+    let second = write(s, |tx| tx.claim_task_skipping(Utc::now(), &[], None))?;
     ensure(
         second
             .as_ref()
@@ -314,7 +314,7 @@ pub fn task_queue(make: Factory<'_>) -> Result<()> {
         "then the next",
     )?;
     ensure(
-        write(s, |tx| tx.claim_task_skipping(Utc::now(), &[]))?.is_none(),
+        write(s, |tx| tx.claim_task_skipping(Utc::now(), &[], None))?.is_none(),
         "nothing left",
     )?;
     write(s, |tx| {
@@ -327,7 +327,7 @@ pub fn task_queue(make: Factory<'_>) -> Result<()> {
         )
     })?;
     ensure(
-        write(s, |tx| tx.claim_task_skipping(Utc::now(), &[]))?.is_none(),
+        write(s, |tx| tx.claim_task_skipping(Utc::now(), &[], None))?.is_none(),
         "back-off respected",
     )?;
     let open = read(s, |tx| tx.open_tasks(10))?;
@@ -337,12 +337,110 @@ pub fn task_queue(make: Factory<'_>) -> Result<()> {
     )?;
     write(s, |tx| tx.set_task_state(b, "running", "", Utc::now()))?;
     ensure(
-        write(s, |tx| tx.requeue_running_tasks())? == 1,
+        write(s, |tx| tx.requeue_running_tasks("index-a"))? == 1,
         "crashed tasks requeued",
     )?;
     ensure(
         write(s, |tx| tx.delete_done_tasks())? == 1,
         "done tasks removed",
+    )
+}
+
+/// A task naming a target (a search index) is claimed only by a runner for that target; tasks
+/// naming none, as before the target existed, by any runner; names a runner skips, by none.
+pub fn targeted_tasks_are_claimed_by_their_target(make: Factory<'_>) -> Result<()> {
+    let store = make();
+    let s = store.as_ref();
+    let (for_a, for_b, untargeted, other) = write(s, |tx| {
+        Ok((
+            tx.enqueue_targeted_task("search", "{\"n\":1}", "index-a")?,
+            tx.enqueue_targeted_task("search", "{\"n\":2}", "index-b")?,
+            tx.enqueue_task("search", "{\"n\":3}")?,
+            tx.enqueue_task("lifecycle", "{}")?,
+        ))
+    })?;
+    let claim = |skip: &'static [&'static str], target: Option<&'static str>| {
+        write(s, move |tx| {
+            tx.claim_task_skipping(Utc::now(), skip, target)
+        })
+        .map(|t| t.map(|t| (t.id, t.target)))
+    };
+    ensure(
+        claim(&["search"], Some("index-a"))? == Some((other, None)),
+        "a skipped name is left even for its target",
+    )?;
+    ensure(
+        claim(&[], None)? == Some((untargeted, None)),
+        "a runner without a target takes only untargeted tasks",
+    )?;
+    ensure(claim(&[], None)?.is_none(), "targeted tasks left")?;
+    ensure(
+        claim(&[], Some("index-b"))? == Some((for_b, Some("index-b".to_owned()))),
+        "index-b's runner takes index-b's task, not index-a's older one",
+    )?;
+    ensure(
+        claim(&[], Some("index-b"))?.is_none(),
+        "nothing else for index-b",
+    )?;
+    ensure(
+        claim(&[], Some("index-a"))? == Some((for_a, Some("index-a".to_owned()))),
+        "index-a's runner takes its own",
+    )
+}
+
+/// A process putting back the tasks crashed processes left running puts back those of its own
+/// index and the untargeted ones, never another index's (its process may be running it).
+pub fn requeue_leaves_other_targets_running(make: Factory<'_>) -> Result<()> {
+    let store = make();
+    let s = store.as_ref();
+    let (for_a, for_b, untargeted) = write(s, |tx| {
+        let ids = (
+            tx.enqueue_targeted_task("search", "{}", "index-a")?,
+            tx.enqueue_targeted_task("search", "{}", "index-b")?,
+            tx.enqueue_task("lifecycle", "{}")?,
+        );
+        for id in [ids.0, ids.1, ids.2] {
+            tx.set_task_state(id, "running", "", Utc::now())?;
+        }
+        Ok(ids)
+    })?;
+    ensure(
+        write(s, |tx| tx.requeue_running_tasks("index-a"))? == 2,
+        "two requeued",
+    )?;
+    let state = |id| read(s, |tx| tx.task(id)).map(|t| t.map(|t| t.state));
+    ensure(
+        state(for_a)?.as_deref() == Some("pending")
+            && state(untargeted)?.as_deref() == Some("pending")
+            && state(for_b)?.as_deref() == Some("running"),
+        "index-a's and the untargeted task requeued, index-b's left running",
+    )
+}
+
+/// Retargeting (a restore) names the new index in every unfinished targeted task and leaves
+/// untargeted and finished ones alone.
+pub fn retargeting_moves_only_open_targeted_tasks(make: Factory<'_>) -> Result<()> {
+    let store = make();
+    let s = store.as_ref();
+    let (open, done, untargeted) = write(s, |tx| {
+        let ids = (
+            tx.enqueue_targeted_task("search", "{}", "index-a")?,
+            tx.enqueue_targeted_task("search", "{}", "index-b")?,
+            tx.enqueue_task("lifecycle", "{}")?,
+        );
+        tx.set_task_state(ids.1, "done", "", Utc::now())?;
+        Ok(ids)
+    })?;
+    ensure(
+        write(s, |tx| tx.retarget_open_tasks("index-c"))? == 1,
+        "one retargeted",
+    )?;
+    let target = |id| read(s, |tx| tx.task(id)).map(|t| t.and_then(|t| t.target));
+    ensure(
+        target(open)?.as_deref() == Some("index-c")
+            && target(done)?.as_deref() == Some("index-b")
+            && target(untargeted)?.is_none(),
+        "the open targeted task names index-c; the others are unchanged",
     )
 }
 
@@ -418,7 +516,9 @@ macro_rules! store_conformance_tests {
             use super::*;
             $crate::store_conformance_tests!(@each $factory;
                 migrations_are_recorded, records_round_trip, uniqueness_is_enforced, rollback_on_drop,
-                foreign_keys_are_enforced, event_log, task_queue, access_records, parameters_bind);
+                foreign_keys_are_enforced, event_log, task_queue, targeted_tasks_are_claimed_by_their_target,
+                requeue_leaves_other_targets_running, retargeting_moves_only_open_targeted_tasks,
+                access_records, parameters_bind);
         }
     };
     (@each $factory:expr; $($check:ident),*) => {$(

@@ -30,6 +30,7 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
         4,
         include_str!("migrations/postgres/0004_template_authors.sql"),
     ),
+    (5, include_str!("migrations/postgres/0005_task_targets.sql")),
 ];
 
 /// The advisory lock every write transaction holds (one writer at a time, like SQLite).

@@ -163,6 +163,9 @@ pub struct TaskRow {
     pub attempts: i64,
     /// The last error.
     pub error: String,
+    /// The search index it must run on (the id of a data directory's index), or `None` when
+    /// any runner may run it.
+    pub target: Option<String>,
 }
 
 pub(super) fn task(r: &Row) -> Result<TaskRow> {
@@ -173,6 +176,7 @@ pub(super) fn task(r: &Row) -> Result<TaskRow> {
         state: r.text(3)?,
         attempts: r.int(4)?,
         error: r.text(5)?,
+        target: r.opt_text(6)?,
     })
 }
 

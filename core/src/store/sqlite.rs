@@ -22,10 +22,11 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
         4,
         include_str!("migrations/sqlite/0004_template_authors.sql"),
     ),
+    (5, include_str!("migrations/sqlite/0005_task_targets.sql")),
 ];
 
 /// Newest schema version this build knows.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// Reader connections kept open; more concurrent readers wait for one (opening a connection per
 /// read would cost more than the read).

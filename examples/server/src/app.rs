@@ -279,17 +279,58 @@ pub fn router(db: Docmeta) -> (axum::Router, Arc<serde_json::Value>) {
         db,
         openapi.clone(),
     );
-    let router = router
-        .fallback(no_route)
-        .with_state(state)
+    let router = with_middleware(router.fallback(no_route).with_state(state), limits);
+    (router, openapi)
+}
+
+/// The middleware every request passes through, outermost last. The floor server of the HTTP
+/// benchmark uses the same, so that the two differ only in the work of the handlers.
+fn with_middleware(router: axum::Router, limits: Limits) -> axum::Router {
+    router
         // Bodies are bounded by `limits` (per route), not by extractor defaults.
         .layer(DefaultBodyLimit::disable())
         .layer(axum::middleware::from_fn_with_state(limits, self::limits))
         .layer(axum::middleware::from_fn(head_limits))
         .layer(axum::middleware::from_fn(json_errors))
         .layer(axum::middleware::from_fn(log_request))
-        .layer(CatchPanicLayer::custom(panic_response));
-    (router, openapi)
+        .layer(CatchPanicLayer::custom(panic_response))
+}
+
+/// The floor of `benches/http/load.sh`: the same tokio runtime, listener, middleware and logging
+/// as [`serve`], answering every request with one constant JSON body of `body_bytes` bytes and
+/// doing nothing else. What a docmeta route costs beyond it is docmeta's own work.
+pub async fn serve_floor(
+    config: &docmeta_core::Config,
+    bind: SocketAddr,
+    body_bytes: usize,
+) -> std::io::Result<()> {
+    let body = axum::body::Bytes::from(floor_body(body_bytes));
+    let limits = Limits {
+        upload_max: config.upload_max_bytes,
+        request_timeout: config_duration(config.request_timeout_ms),
+    };
+    let constant = move || {
+        let body = body.clone();
+        async move {
+            (
+                [(axum::http::header::CONTENT_TYPE, "application/json")],
+                body,
+            )
+        }
+    };
+    let router = with_middleware(axum::Router::new().fallback(constant), limits);
+    let write_idle = config_duration(config.stream_idle_timeout_ms);
+    listen(router, bind, write_idle, "docmeta floor").await
+}
+
+/// A JSON object of exactly `len` bytes (at least `{"p":""}`'s 8).
+fn floor_body(len: usize) -> Vec<u8> {
+    let pad = len.saturating_sub(8);
+    let mut body = Vec::with_capacity(pad + 8);
+    body.extend_from_slice(b"{\"p\":\"");
+    body.resize(body.len() + pad, b'x');
+    body.extend_from_slice(b"\"}");
+    body
 }
 
 /// Adds to every operation the answers any request may get, so that clients (and schemathesis)
@@ -367,13 +408,22 @@ fn document_common_responses(doc: &mut serde_json::Value) {
 pub async fn serve(db: Docmeta, bind: SocketAddr) -> std::io::Result<()> {
     let write_idle = config_duration(db.config().stream_idle_timeout_ms);
     let (router, _) = router(db);
+    listen(router, bind, write_idle, "docmeta").await
+}
+
+async fn listen(
+    router: axum::Router,
+    bind: SocketAddr,
+    write_idle: Duration,
+    name: &str,
+) -> std::io::Result<()> {
     let listener = GuardedListener {
         inner: tokio::net::TcpListener::bind(bind).await?,
         write_idle,
     };
     let local = axum::serve::Listener::local_addr(&listener)?;
-    tracing::info!(%local, "docmeta listening");
-    println!("docmeta listening on http://{local}");
+    tracing::info!(%local, "{name} listening");
+    println!("{name} listening on http://{local}");
     axum::serve(
         listener,
         router.into_make_service_with_connect_info::<Conn>(),

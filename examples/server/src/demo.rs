@@ -236,3 +236,59 @@ pub fn load(db: &Docmeta) -> docmeta_core::Result<()> {
     );
     Ok(())
 }
+
+/// `docmeta bench-data` (hidden; `benches/http/load.sh`): adds `documents` documents to the demo,
+/// alternately invoices (which alice may view) and contracts (which she may not), each with
+/// five values through the pipeline, so the benchmark's lists and searches filter a real mix.
+pub fn bench_data(db: &Docmeta, documents: usize) -> docmeta_core::Result<()> {
+    let s = db.system();
+    let types = s.document_types()?;
+    let find = |label: &str| {
+        types
+            .iter()
+            .find(|t| t.label == label)
+            .map(|t| t.id)
+            .ok_or_else(|| docmeta_core::Error::not_found(format!("the demo's {label} type")))
+    };
+    let (invoice, contract) = (find("Invoice")?, find("Contract")?);
+    let id = |name: &str| s.metadata_type_by_name(name).map(|t| t.id);
+    let (number, due, status, issued, delivery) = (
+        id("invoice_number")?,
+        id("due_date")?,
+        id("status")?,
+        id("issued_at")?,
+        id("delivery_time")?,
+    );
+    let (party, signed, owner) = (id("party")?, id("signed_on")?, id("owner")?);
+    const PARTIES: [&str; 4] = ["ACME Corp", "Globex", "Initech", "Umbrella"];
+    for i in 0..documents {
+        let day = i % 28 + 1;
+        let month = i % 12 + 1;
+        if i % 2 == 0 {
+            let num = format!("INV-{:06}", 100_000 + i);
+            let due_on = format!("{day:02}/{month:02}/2025");
+            let at = format!("2025-{month:02}-{day:02} 10:15");
+            let values = [
+                (number, num.as_str()),
+                (due, due_on.as_str()),
+                (status, "draft"),
+                (issued, at.as_str()),
+                (delivery, "09:30"),
+            ];
+            s.create_document(invoice, &format!("Bench invoice {i}"), &values)?;
+        } else {
+            let on = format!("{day:02}/{month:02}/2025");
+            let values = [
+                (party, PARTIES[i % PARTIES.len()]),
+                (signed, on.as_str()),
+                (status, "approved"),
+                (owner, "bob"),
+            ];
+            s.create_document(contract, &format!("Bench contract {i}"), &values)?;
+        }
+        if (i + 1) % 1000 == 0 {
+            eprintln!("bench-data: {} of {documents} documents", i + 1);
+        }
+    }
+    Ok(())
+}

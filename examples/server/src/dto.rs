@@ -490,6 +490,9 @@ pub struct TaskOut {
     pub state: String,
     pub attempts: i64,
     pub error: String,
+    /// The id of the search index (a data directory's `search/INSTANCE`) the task must run on;
+    /// `null` when any server's worker may run it.
+    pub target: Option<String>,
 }
 
 impl From<&Task> for TaskOut {
@@ -500,6 +503,7 @@ impl From<&Task> for TaskOut {
             state: t.state.key().to_owned(),
             attempts: t.attempts,
             error: t.error.clone(),
+            target: t.target.clone(),
         }
     }
 }
@@ -518,6 +522,35 @@ pub struct PageOut {
     pub next: Option<String>,
     pub previous: Option<String>,
     pub results: Vec<serde_json::Value>,
+}
+
+/// A refused document create (`400`): messages per field of the request.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DocumentErrorOut {
+    pub document_type_id: Option<Vec<String>>,
+    pub label: Option<Vec<String>>,
+    pub file: Option<Vec<String>>,
+    pub metadata: Option<MetadataErrorsOut>,
+    pub non_field_errors: Option<Vec<String>>,
+}
+
+/// What was refused in `metadata`: the list as a whole (a required metadata type left without a
+/// value, or `metadata` that is not a list), or one of its entries, as Django REST framework
+/// reports a nested list: one object per entry up to the refused one, `{}` for each accepted
+/// entry (entries after the refused one are not checked).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)] // The schema of what `error::field_error` builds; never constructed.
+pub enum MetadataErrorsOut {
+    List(Vec<String>),
+    Entries(Vec<MetadataEntryErrorOut>),
+}
+
+/// The messages of one entry of `metadata`, per field (empty for an accepted entry).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MetadataEntryErrorOut {
+    pub metadata_type_id: Option<Vec<String>>,
+    pub value: Option<Vec<String>>,
 }
 
 /// `{"field": ["message"]}` or `{"detail": "message"}`.

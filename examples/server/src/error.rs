@@ -3,7 +3,7 @@
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use docmeta_core::Error;
+use docmeta_core::{Error, FieldStep};
 use serde_json::{Value, json};
 
 /// An error response.
@@ -52,9 +52,7 @@ impl ApiError {
 impl From<Error> for ApiError {
     fn from(e: Error) -> Self {
         match e {
-            Error::Validation { field, message } | Error::Conflict { field, message } => {
-                ApiError::field(&field, message)
-            }
+            e @ (Error::Validation { .. } | Error::Conflict { .. }) => field_error(&e),
             Error::PermissionDenied(message) => ApiError::detail(
                 StatusCode::FORBIDDEN,
                 &format!("You do not have permission to perform this action: {message}."),
@@ -78,6 +76,32 @@ impl From<Error> for ApiError {
             }
         }
     }
+}
+
+/// `400` for a field error, nested as core's path says (Django REST framework's shape): `{"label":
+/// [message]}`, or for a field of a list's entry `{"metadata": [{}, {"value": [message]}]}` (one
+/// object per entry up to the refused one, `{}` for the accepted ones).
+fn field_error(e: &Error) -> ApiError {
+    let (Error::Validation { field, message } | Error::Conflict { field, message }) = e else {
+        return ApiError::internal();
+    };
+    let path = e
+        .field_path()
+        .unwrap_or_else(|| vec![FieldStep::Field(field)]);
+    let body = path
+        .iter()
+        .rev()
+        .fold(json!([message]), |inner, step| match step {
+            FieldStep::Field(name) => {
+                Value::Object([((*name).to_owned(), inner)].into_iter().collect())
+            }
+            FieldStep::Entry(index) => {
+                let mut entries = vec![json!({}); *index];
+                entries.push(inner);
+                Value::Array(entries)
+            }
+        });
+    ApiError::new(StatusCode::BAD_REQUEST, body)
 }
 
 impl IntoResponse for ApiError {

@@ -56,6 +56,26 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:8000")]
         bind: SocketAddr,
     },
+    /// The floor of the HTTP benchmark (`benches/http/load.sh`): the server's runtime,
+    /// listener, middleware and logging, answering every request with a constant JSON body.
+    #[command(hide = true)]
+    BenchFloor {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8001")]
+        bind: SocketAddr,
+        /// Size of the constant body, in bytes.
+        #[arg(long, default_value_t = 1024)]
+        body_bytes: usize,
+    },
+    /// Adds generated documents to the demo for the HTTP benchmark (`benches/http/load.sh`).
+    #[command(hide = true)]
+    BenchData {
+        #[command(flatten)]
+        data: Data,
+        /// How many documents: alternately invoices (alice sees them) and contracts.
+        #[arg(long, default_value_t = 1000)]
+        documents: usize,
+    },
     /// Apply pending database migrations.
     Migrate {
         #[command(flatten)]
@@ -303,6 +323,16 @@ enum SchemaCommand {
         #[arg(long)]
         dry_run: bool,
     },
+}
+
+/// The runtime of `serve` (and of the benchmark's floor, which must match it).
+fn server_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    // Few blocking threads: each takes a reader connection, and more threads than connections
+    // only add context switches (measured with benches/http/load.sh).
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(8)
+        .build()
 }
 
 fn main() -> ExitCode {
@@ -714,13 +744,16 @@ fn run(cli: Cli) -> Result<(), AnyError> {
         Command::Serve { data, bind } => {
             let db = open(&data, true)?;
             ensure_admin(&db)?;
-            // Few blocking threads: each takes a reader connection, and more threads than
-            // connections only add context switches (measured with benches/http/load.sh).
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .max_blocking_threads(8)
-                .build()?;
-            runtime.block_on(app::serve(db, bind))?;
+            server_runtime()?.block_on(app::serve(db, bind))?;
+        }
+        Command::BenchData { data, documents } => {
+            let db = open(&data, false)?;
+            demo::bench_data(&db, documents)?;
+            db.run_pending_tasks()?;
+        }
+        Command::BenchFloor { bind, body_bytes } => {
+            let config = docmeta_core::Config::default();
+            server_runtime()?.block_on(app::serve_floor(&config, bind, body_bytes))?;
         }
         Command::Migrate { data, check: true } => {
             let builder = Docmeta::builder().data_dir(&data.data);

@@ -418,3 +418,108 @@ fn search_index_objects_beside_a_server_reports_what_the_server_indexed() {
     assert!(r.stderr.contains("queued as task"), "{}", r.stderr);
     assert!(r.stdout.contains("indexed 3 documents"), "{}", r.stdout);
 }
+
+/// Documents in the directory made for the crash tests: enough that a reindex runs for a while
+/// (long enough to be killed while it runs).
+const MANY: u64 = 4000;
+
+/// A data directory holding [`MANY`] documents (each with a value), and a server on it that has
+/// indexed them all.
+fn served_with_many_documents() -> (tempfile::TempDir, Server) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    prepare(dir.path(), false, "");
+    {
+        let db = docmeta_core::Docmeta::builder()
+            .data_dir(dir.path())
+            .open()
+            .expect("open");
+        let s = db.system();
+        let t = s.create_document_type("Ledger").expect("type");
+        let m = s
+            .create_metadata_type(docmeta_core::MetadataTypeInput::new("entry", "Entry"))
+            .expect("metadata type");
+        s.associate(t.id, m.id, false).expect("associate");
+        for i in 0..MANY {
+            s.create_document(t.id, &format!("ledger {i}"), &[(m.id, &format!("E-{i}"))])
+                .expect("document");
+        }
+    }
+    let server = Server::start(dir.path());
+    eventually("the server indexes every document", || {
+        search_count(&server, "ledger") == MANY
+    });
+    (dir, server)
+}
+
+/// Waits until the server's worker runs the handed-off search task (it lists it `running`, for
+/// the directory's index), for at most 20 s; returns its id.
+fn wait_until_search_work_runs(server: &Server, dir: &Path) -> i64 {
+    let index = std::fs::read_to_string(dir.join("search/INSTANCE")).expect("the index id");
+    let mut id = None;
+    eventually("the server runs the search work", || {
+        let (_, tasks) = server.get("/api/v4/tasks/?page_size=500", ADMIN);
+        id = tasks["results"].as_array().and_then(|all| {
+            all.iter()
+                .find(|t| t["name"] == "task_search_work" && t["state"] == "running")
+                .inspect(|t| assert_eq!(t["target"], index.trim(), "for this index: {t}"))
+                .and_then(|t| t["id"].as_i64())
+        });
+        id.is_some()
+    });
+    id.expect("a running task")
+}
+
+#[test]
+fn a_reindex_whose_server_is_killed_while_running_it_is_finished_by_the_waiting_command() {
+    let (dir, server) = served_with_many_documents();
+    let command = docmeta(dir.path())
+        .args(["search", "reindex"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("search reindex");
+    let task = wait_until_search_work_runs(&server, dir.path());
+    server.kill();
+    let out = command.wait_with_output().expect("search reindex ends");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!("stopped: ran task {task} here")),
+        "taken over by the command: {stderr}"
+    );
+    assert!(
+        stdout.contains(&format!("indexed {MANY} documents")),
+        "{stdout}"
+    );
+    // The index the command built is the one a new server answers from: every document, once.
+    let server = Server::start(dir.path());
+    assert_eq!(search_count(&server, "ledger"), MANY);
+    assert_eq!(search_count(&server, &format!("E-{}", MANY - 1)), 1);
+    let (_, tasks) = server.get("/api/v4/tasks/", ADMIN);
+    assert_eq!(tasks["count"], 0, "nothing left to do: {tasks}");
+}
+
+#[test]
+fn a_reindex_whose_server_is_killed_while_running_it_is_finished_by_the_next_server() {
+    let (dir, server) = served_with_many_documents();
+    let queued = ok(dir.path(), &["search", "reindex", "--no-wait"]);
+    assert!(queued.contains("queued as task"), "{queued}");
+    wait_until_search_work_runs(&server, dir.path());
+    server.kill();
+    // Alone on the directory, the next server puts the interrupted task back and runs it.
+    let server = Server::start(dir.path());
+    eventually("the next server finishes the reindex", || {
+        let (_, tasks) = server.get("/api/v4/tasks/", ADMIN);
+        tasks["count"] == 0
+    });
+    assert_eq!(search_count(&server, "ledger"), MANY);
+    assert_eq!(search_count(&server, &format!("E-{}", MANY - 1)), 1);
+    let status = ok(dir.path(), &["search", "status"]);
+    assert!(
+        status.contains(&format!("documents.document: {MANY}")),
+        "{status}"
+    );
+}

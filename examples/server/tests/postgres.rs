@@ -89,8 +89,9 @@ fn call(
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
-#[test]
-fn two_servers_share_one_database() {
+/// A new database on the test cluster: its URL, its name and a connection to the cluster (to
+/// drop it); `None` (the test skips) without `DOCMETA_TEST_POSTGRES_URL`.
+fn fresh_database(prefix: &str) -> Option<(String, String, postgres::Client)> {
     let Some(base_url) = std::env::var("DOCMETA_TEST_POSTGRES_URL")
         .ok()
         .filter(|u| !u.is_empty())
@@ -103,9 +104,9 @@ fn two_servers_share_one_database() {
         eprintln!(
             "skipped: DOCMETA_TEST_POSTGRES_URL is not set (no PostgreSQL; .ci/run starts one)"
         );
-        return;
+        return None;
     };
-    let name = format!("docmeta_serve_{}", std::process::id());
+    let name = format!("{prefix}_{}", std::process::id());
     let mut admin = postgres::Client::connect(&base_url, postgres::NoTls).expect("connect");
     admin
         .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
@@ -117,21 +118,33 @@ fn two_servers_share_one_database() {
         "{}/{name}",
         &base_url[..base_url.rfind('/').expect("url with a database")]
     );
+    Some((url, name, admin))
+}
 
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let (a_dir, b_dir) = (tmp.path().join("a"), tmp.path().join("b"));
-    std::fs::create_dir_all(&a_dir).expect("a");
+/// Loads the demo into the database through `dir` (before any server starts).
+fn load_demo(dir: &std::path::Path, url: &str) {
+    std::fs::create_dir_all(dir).expect("dir");
     std::fs::write(
-        a_dir.join("config.yml"),
+        dir.join("config.yml"),
         "password_hash_memory_kib: 64\npassword_hash_iterations: 1\n",
     )
     .expect("config");
-    let status = docmeta(&a_dir, &url)
+    let status = docmeta(dir, url)
         .arg("demo")
         .stdout(Stdio::null())
         .status()
         .expect("demo");
     assert!(status.success(), "demo on PostgreSQL");
+}
+
+#[test]
+fn two_servers_share_one_database() {
+    let Some((url, name, mut admin)) = fresh_database("docmeta_serve") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (a_dir, b_dir) = (tmp.path().join("a"), tmp.path().join("b"));
+    load_demo(&a_dir, &url);
     let a = serve(&a_dir, &url);
     let b = serve(&b_dir, &url);
 
@@ -228,6 +241,88 @@ fn two_servers_share_one_database() {
         .expect("values")
         .get(0);
     assert_eq!(values, 5, "every invoice got the required value once");
+    drop((a, b));
+    drop(db);
+    let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
+}
+
+/// Documents a search through `base` finds, once its index has caught up (or `Null` if the
+/// search fails).
+fn invoices_found(base: &str) -> Value {
+    call(
+        base,
+        "GET",
+        "/api/v4/search/documents/?q=invoice",
+        ADMIN,
+        None,
+    )
+    .1["count"]
+        .clone()
+}
+
+/// Waits until the search through `base` finds `expected` invoices.
+fn wait_for_invoices(base: &str, expected: u64, what: &str) {
+    let started = Instant::now();
+    while invoices_found(base) != json!(expected) {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{what}: {} invoices found, expected {expected}",
+            invoices_found(base)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn search_work_handed_to_a_server_runs_on_that_servers_index_only() {
+    let Some((url, name, mut admin)) = fresh_database("docmeta_targets") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (a_dir, b_dir) = (tmp.path().join("a"), tmp.path().join("b"));
+    load_demo(&a_dir, &url);
+    let a = serve(&a_dir, &url);
+    let b = serve(&b_dir, &url);
+    wait_for_invoices(&a.1, 5, "A's index");
+    wait_for_invoices(&b.1, 5, "B's index");
+    // `search initialize` beside A hands the work to A's worker; B's worker, looking for work
+    // on the same database, must leave it (it would empty B's index). Three times, so that a
+    // claim by the wrong worker could not pass by luck.
+    for round in 0..3 {
+        let out = docmeta(&a_dir, &url)
+            .args(["search", "initialize"])
+            .output()
+            .expect("search initialize");
+        assert!(
+            out.status.success(),
+            "round {round}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("queued as task")
+                || String::from_utf8_lossy(&out.stderr).contains("queued as task"),
+            "round {round}: handed to the server: {out:?}"
+        );
+        assert_eq!(
+            invoices_found(&a.1),
+            json!(0),
+            "round {round}: A's index emptied"
+        );
+        assert_eq!(
+            invoices_found(&b.1),
+            json!(5),
+            "round {round}: B's index untouched"
+        );
+    }
+    let mut db = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+    let strays: i64 = db
+        .query_one(
+            "SELECT count(*) FROM tasks WHERE name LIKE 'task_search%' AND state <> 'done'",
+            &[],
+        )
+        .expect("tasks")
+        .get(0);
+    assert_eq!(strays, 0, "every handed-off task ran");
     drop((a, b));
     drop(db);
     let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));

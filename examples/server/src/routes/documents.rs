@@ -67,9 +67,9 @@ async fn list_documents(
 }
 
 #[utoipa::path(post, path = "/api/v4/documents/", tag = "documents",
-    description = "Creates a document from JSON `{document_type_id, label, metadata}` or from a multipart form (`document_type_id`, `label`, `file`, and `metadata` as a JSON text). `metadata` lists initial values `{metadata_type_id, value}`; each runs through the value pipeline, and the document, its values and its file are created all or nothing. A required metadata type of the document type without a value and without a default refuses the document (`400` under `metadata`, naming the type). A `document_type_id` or `metadata_type_id` that does not exist, or that the caller may not see, is a `400` naming the field.",
+    description = "Creates a document from JSON `{document_type_id, label, metadata}` or from a multipart form (`document_type_id`, `label`, `file`, and `metadata` as a JSON text). `metadata` lists initial values `{metadata_type_id, value}`; each runs through the value pipeline, and the document, its values and its file are created all or nothing. A required metadata type of the document type without a value and without a default refuses the document (`400` under `metadata`, naming the type). A `document_type_id` or `metadata_type_id` that does not exist, or that the caller may not see, is a `400` naming the field. A refused entry of `metadata` (its `metadata_type_id` or its `value`) is reported in that entry, as Django REST framework reports a nested list: `{\"metadata\": [{}, {\"value\": [\"...\"]}]}` when the second entry's value is refused (one object per entry up to the refused one; later entries are not checked).",
     request_body(content((DocumentIn = "application/json"), (DocumentForm = "multipart/form-data"))),
-    responses((status = 201, body = DocumentOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut),
+    responses((status = 201, body = DocumentOut), (status = 400, body = DocumentErrorOut), (status = 403, body = ErrorOut),
         (status = 413, body = ErrorOut), (status = 507, body = ErrorOut)))]
 async fn create_document(
     State(app): State<AppState>,

@@ -178,12 +178,10 @@ async fn list_role_permissions(
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
-        q.respond(&uri, s.role_permissions(RoleId(id))?, &[], |p| {
-            PermissionOut::from(*p)
-        })
+        let page = s.role_permissions_page(RoleId(id), q.request())?;
+        Ok(q.page(&uri, page, PermissionOut::from)?.into_response())
     })
     .await
-    .map(IntoResponse::into_response)
 }
 
 async fn role_permission(

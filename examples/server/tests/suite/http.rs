@@ -1451,6 +1451,117 @@ fn a_document_created_by_json_takes_its_initial_metadata_values() {
     assert_eq!(values["results"][0]["value"], "7", "{values}");
 }
 
+/// A document type `Dated` with two metadata types, `count` (anything) then `when` (a date);
+/// their ids.
+fn type_with_a_dated_second_value(s: &Server) -> (Value, Value, Value) {
+    let (_, dt) = s.call(
+        "POST",
+        "/api/v4/documents/types/",
+        Some(ADMIN),
+        Some(json!({"label": "Dated"})),
+    );
+    let (_, count) = s.call(
+        "POST",
+        "/api/v4/metadata/metadata-types/",
+        Some(ADMIN),
+        Some(json!({"name": "count", "label": "Count"})),
+    );
+    let (_, when) = s.call(
+        "POST",
+        "/api/v4/metadata/metadata-types/",
+        Some(ADMIN),
+        Some(json!({"name": "when", "label": "When",
+            "validation": "svc.apps.metadata.metadata_validators.DateValidator"})),
+    );
+    for mt in [&count, &when] {
+        let (status, body) = s.call(
+            "POST",
+            &format!("/api/v4/documents/types/{}/metadata-types/", dt["id"]),
+            Some(ADMIN),
+            Some(json!({"metadata_type_id": mt["id"], "required": false})),
+        );
+        assert_eq!(status, 201, "{body}");
+    }
+    (dt["id"].clone(), count["id"].clone(), when["id"].clone())
+}
+
+/// Asserts `body` is `{"metadata": [{}, {field: [message]}]}`: the second entry refused on
+/// `field`, the first accepted.
+fn assert_second_entry_refused_on(body: &Value, field: &str) {
+    let entries = body["metadata"].as_array().expect("metadata entries");
+    assert_eq!(entries.len(), 2, "{body}");
+    assert_eq!(entries[0], json!({}), "the first entry is accepted: {body}");
+    let refused = entries[1].as_object().expect("the second entry's errors");
+    assert_eq!(
+        refused.keys().collect::<Vec<_>>(),
+        [field],
+        "only {field} is refused: {body}"
+    );
+    assert!(refused[field][0].is_string(), "{body}");
+    assert_eq!(body.as_object().map(|b| b.len()), Some(1), "{body}");
+}
+
+#[test]
+fn a_refused_initial_value_is_a_400_naming_its_entry() {
+    let Some(s) = Server::start() else { return };
+    let (dt, count, when) = type_with_a_dated_second_value(&s);
+    let (_, before) = s.get("/api/v4/documents/", ADMIN);
+    let (status, body) = s.call(
+        "POST",
+        "/api/v4/documents/",
+        Some(ADMIN),
+        Some(json!({"document_type_id": dt, "label": "Undated",
+            "metadata": [{"metadata_type_id": count, "value": "7"},
+                         {"metadata_type_id": when, "value": "someday"}]})),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert_second_entry_refused_on(&body, "value");
+    let (_, after) = s.get("/api/v4/documents/", ADMIN);
+    assert_eq!(before["count"], after["count"], "nothing was created");
+}
+
+#[test]
+fn a_refused_initial_value_sent_as_multipart_is_a_400_naming_its_entry() {
+    let Some(s) = Server::start() else { return };
+    let (dt, count, when) = type_with_a_dated_second_value(&s);
+    let metadata = json!([{"metadata_type_id": count, "value": "7"},
+                          {"metadata_type_id": when, "value": "someday"}])
+    .to_string();
+    let (status, body) = s.form(
+        "/api/v4/documents/",
+        ADMIN,
+        &[
+            ("document_type_id", &dt.to_string()),
+            ("label", "Undated"),
+            ("metadata", &metadata),
+        ],
+        Some(("scan.pdf", b"%PDF-1.7")),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert_second_entry_refused_on(&body, "value");
+}
+
+#[test]
+fn an_unknown_metadata_type_in_an_initial_value_is_a_400_naming_its_entry() {
+    let Some(s) = Server::start() else { return };
+    let (dt, count, _) = type_with_a_dated_second_value(&s);
+    let (status, body) = s.call(
+        "POST",
+        "/api/v4/documents/",
+        Some(ADMIN),
+        Some(json!({"document_type_id": dt, "label": "Unknown",
+            "metadata": [{"metadata_type_id": count, "value": "7"},
+                         {"metadata_type_id": 987654, "value": "x"}]})),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert_second_entry_refused_on(&body, "metadata_type_id");
+    assert_eq!(
+        body["metadata"][1]["metadata_type_id"][0],
+        "Invalid pk \"987654\" - object does not exist.",
+        "as Django REST framework answers for a related key"
+    );
+}
+
 #[test]
 fn a_document_without_a_required_value_that_has_no_default_is_a_400_naming_the_type() {
     let Some(s) = Server::start() else { return };
@@ -1475,6 +1586,69 @@ fn a_document_without_a_required_value_that_has_no_default_is_a_400_naming_the_t
         Some(("scan.pdf", b"%PDF-1.7")),
     );
     assert_eq!((status, body["metadata"].is_array()), (400, true), "{body}");
+}
+
+#[test]
+fn a_roles_permissions_are_answered_page_by_page() {
+    let Some(s) = Server::start() else { return };
+    let (status, role) = s.call(
+        "POST",
+        "/api/v4/roles/",
+        Some(ADMIN),
+        Some(json!({"label": "Paged"})),
+    );
+    assert_eq!(status, 201, "{role}");
+    let path = format!("/api/v4/roles/{}/permissions/", role["id"]);
+    for permission in [
+        "documents.document_view",
+        "documents.document_create",
+        "documents.document_edit",
+    ] {
+        let (status, body) = s.call(
+            "POST",
+            &format!("{path}add/"),
+            Some(ADMIN),
+            Some(json!({ "permission": permission })),
+        );
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, first) = s.get(&format!("{path}?page_size=2"), ADMIN);
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(
+        (
+            first["count"].as_u64(),
+            first["results"].as_array().map(Vec::len),
+            first["previous"].is_null()
+        ),
+        (Some(3), Some(2), true),
+        "{first}"
+    );
+    let next = first["next"].as_str().expect("a next page").to_owned();
+    let (status, second) = s.get(&next, ADMIN);
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(
+        (
+            second["results"].as_array().map(Vec::len),
+            second["next"].is_null(),
+            second["previous"].is_string()
+        ),
+        (Some(1), true, true),
+        "{second}"
+    );
+}
+
+#[test]
+fn the_permission_keys_are_answered_page_by_page() {
+    let Some(s) = Server::start() else { return };
+    let (status, page) = s.get("/api/v4/permissions/?page=2&page_size=5", ADMIN);
+    assert_eq!(status, 200, "{page}");
+    assert!(page["count"].as_u64().unwrap_or(0) > 10, "{page}");
+    assert_eq!(page["results"].as_array().map(Vec::len), Some(5), "{page}");
+    assert!(
+        page["next"].is_string() && page["previous"].is_string(),
+        "{page}"
+    );
+    assert!(page["results"][0]["pk"].is_string(), "{page}");
 }
 
 #[test]
@@ -1519,6 +1693,8 @@ fn every_list_answers_the_page_envelope() {
         format!("{instance}log/"),
         format!("{instance}transitions/"),
         "/api/v5/objects/documents/document/permissions/".to_owned(),
+        "/api/v4/permissions/".to_owned(),
+        "/api/v4/roles/1/permissions/".to_owned(),
     ] {
         let (status, page) = s.get(&path, ADMIN);
         assert_eq!(status, 200, "{path}: {page}");
