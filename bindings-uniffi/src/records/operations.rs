@@ -81,6 +81,9 @@ pub struct DurableTask {
     pub attempts: i64,
     /// The last error.
     pub error: String,
+    /// The search index it must run on (search work handed to an index's writer, a restore's
+    /// rebuild); `None` when any worker may run it.
+    pub target: Option<String>,
 }
 
 impl From<core::Task> for DurableTask {
@@ -97,6 +100,7 @@ impl From<core::Task> for DurableTask {
             },
             attempts: t.attempts,
             error: t.error,
+            target: t.target,
         }
     }
 }
