@@ -5,7 +5,8 @@
 //! opened with the registry runs the class inside the value pipeline, as it runs the built-in
 //! ones. The factory receives the type's YAML arguments once per use and returns the validator
 //! or parser; a refusal (a `DocmetaException` thrown, or any other exception) becomes a
-//! `Validation` error on the field `value`, as a built-in refusal does.
+//! `Validation` error on the value's field (`value`, or `metadata[i].value` among a new
+//! document's values), as a built-in refusal does.
 
 use std::sync::{Arc, Mutex};
 
