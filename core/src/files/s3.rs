@@ -114,12 +114,25 @@ impl std::fmt::Display for S3Location {
 
 /// Document files as objects of an S3-compatible bucket, under a key prefix: `PREFIX/ab/cdef..`
 /// (the generated names of [`generate_name`]), deleted ones kept a day under `PREFIX/.deleted/`.
+/// Clones share the client and the runtime.
+#[derive(Clone)]
 pub struct S3Storage {
     store: Arc<AmazonS3>,
     location: S3Location,
     endpoint: String,
-    /// `None` only while dropping: shut down without waiting, which is allowed in any context.
-    runtime: Option<tokio::runtime::Runtime>,
+    runtime: Arc<OwnRuntime>,
+}
+
+/// The storage's runtime, shut down without waiting when the last clone goes: dropping a
+/// runtime the ordinary way blocks, which panics inside another runtime's context.
+struct OwnRuntime(Option<tokio::runtime::Runtime>);
+
+impl Drop for OwnRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 impl std::fmt::Debug for S3Storage {
@@ -128,15 +141,6 @@ impl std::fmt::Debug for S3Storage {
             .field("location", &self.location.to_string())
             .field("endpoint", &self.endpoint)
             .finish_non_exhaustive()
-    }
-}
-
-impl Drop for S3Storage {
-    fn drop(&mut self) {
-        if let Some(runtime) = self.runtime.take() {
-            // Dropping a runtime blocks, which panics inside another runtime's context.
-            runtime.shutdown_background();
-        }
     }
 }
 
@@ -222,7 +226,7 @@ impl S3Storage {
             store: Arc::new(store),
             location,
             endpoint,
-            runtime: Some(runtime),
+            runtime: Arc::new(OwnRuntime(Some(runtime))),
         };
         storage.remove_old_deleted(&opening)?;
         Ok(storage)
@@ -274,7 +278,7 @@ impl S3Storage {
         future: impl Future<Output = T> + Send + 'static,
     ) -> mpsc::Receiver<T> {
         let (tx, rx) = mpsc::sync_channel(1);
-        if let Some(runtime) = &self.runtime {
+        if let Some(runtime) = &self.runtime.0 {
             runtime.spawn(async move {
                 let _ = tx.send(future.await);
             });
@@ -364,7 +368,7 @@ impl S3Storage {
     }
 
     fn runtime_handle(&self) -> Option<tokio::runtime::Handle> {
-        self.runtime.as_ref().map(|r| r.handle().clone())
+        self.runtime.0.as_ref().map(|r| r.handle().clone())
     }
 
     /// Uploads `content` to `key`: one put for a file up to one part, a multipart upload
