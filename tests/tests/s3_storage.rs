@@ -90,7 +90,10 @@ fn a_stored_file_reads_back_has_its_length_and_is_gone_once_deleted() -> Result<
     assert_eq!(s3.names()?, vec![name.clone()]);
     s3.delete(&name)?;
     assert_eq!(s3.stored_len(&name)?, None);
-    assert_eq!(s3.open(&name).map(drop).map_err(|e| e.kind()), Err(ErrorKind::Storage));
+    assert_eq!(
+        s3.open(&name).map(drop).map_err(|e| e.kind()),
+        Err(ErrorKind::Storage)
+    );
     s3.delete(&name)?;
     Ok(())
 }
@@ -142,7 +145,10 @@ struct BreaksOff {
 impl Read for BreaksOff {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if self.left == 0 {
-            return Err(io::Error::new(io::ErrorKind::ConnectionReset, "client gone"));
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionReset,
+                "client gone",
+            ));
         }
         let n = buf.len().min(self.left);
         buf[..n].fill(7);
@@ -273,7 +279,10 @@ fn a_backup_archives_the_objects_of_the_bucket() -> Result<()> {
     let entry = (report.manifest.files.iter())
         .find(|f| f.path == format!("document_file_storage/{name}"))
         .expect("the object is archived under its name");
-    assert_eq!((entry.size, entry.sha256.as_str()), (kept.size, kept.checksum.as_str()));
+    assert_eq!(
+        (entry.size, entry.sha256.as_str()),
+        (kept.size, kept.checksum.as_str())
+    );
     Ok(())
 }
 
@@ -285,7 +294,10 @@ fn an_unknown_bucket_is_refused_at_open_saying_so() {
     let err = S3Storage::open_with("s3://docmeta-no-such-bucket/x", settings(&endpoint))
         .expect_err("no such bucket");
     assert_eq!(err.kind(), ErrorKind::Storage, "{err}");
-    assert!(err.to_string().contains("the bucket does not exist"), "{err}");
+    assert!(
+        err.to_string().contains("the bucket does not exist"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -306,14 +318,21 @@ fn an_unreachable_endpoint_is_refused_at_open_saying_so() {
     .expect_err("nothing listens");
     assert_eq!(err.kind(), ErrorKind::Storage, "{err}");
     assert!(err.to_string().contains("cannot be reached"), "{err}");
-    assert!(started.elapsed().as_secs() < 30, "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed().as_secs() < 30,
+        "took {:?}",
+        started.elapsed()
+    );
 }
 
 #[test]
 fn missing_credentials_are_refused_before_any_request() {
     let err = S3Storage::open_with(
         "s3://docmeta-test/x",
-        [("AWS_ENDPOINT_URL".to_owned(), "http://127.0.0.1:9".to_owned())],
+        [(
+            "AWS_ENDPOINT_URL".to_owned(),
+            "http://127.0.0.1:9".to_owned(),
+        )],
     )
     .expect_err("no credentials");
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
