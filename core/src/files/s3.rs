@@ -292,7 +292,13 @@ impl S3Storage {
         let operation = operation.into();
         let text = error_chain(&e);
         let place = format!("bucket {} at {}", self.location.bucket, self.endpoint);
-        let why = if text.contains("NoSuchBucket") {
+        let why = if text.contains("URL scheme is not allowed") {
+            format!(
+                "the endpoint {} is plain http://: set AWS_ALLOW_HTTP=true to allow it (a \
+                 loopback or private server)",
+                self.endpoint
+            )
+        } else if text.contains("NoSuchBucket") {
             format!("the bucket does not exist ({place})")
         } else if matches!(
             e,
