@@ -152,3 +152,57 @@ fn an_unknown_bucket_is_refused_saying_so() {
     assert!(!ok, "{text}");
     assert!(text.contains("the bucket does not exist"), "{text}");
 }
+
+/// The objects stored at `location`, read as stored, by their names.
+fn objects(endpoint: &str, location: &str) -> Vec<(String, Vec<u8>)> {
+    use docmeta_core::FileStorage;
+    let settings = [
+        ("AWS_ENDPOINT_URL", endpoint),
+        ("AWS_ACCESS_KEY_ID", "docmeta-test"),
+        ("AWS_SECRET_ACCESS_KEY", "docmeta-test-secret"),
+        ("AWS_ALLOW_HTTP", "true"),
+    ]
+    .map(|(k, v)| (k.to_owned(), v.to_owned()));
+    let s3 = docmeta_core::files::s3::S3Storage::open_with(location, settings).expect("open");
+    (s3.names().expect("names").into_iter())
+        .map(|name| {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut s3.open(&name).expect("open"), &mut bytes)
+                .expect("read");
+            (name, bytes)
+        })
+        .collect()
+}
+
+#[test]
+fn an_encrypted_store_in_a_bucket_holds_menc_objects_and_verifies() {
+    let Some(endpoint) = endpoint() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let location = fresh_location("menc");
+    prepare(
+        dir.path(),
+        false,
+        &format!(
+            "documents_file_storage_location: {location}\ndocuments_file_storage_backend: \
+             encrypted\nstorage_kdf_memory_kib: 64\nstorage_kdf_iterations: 1\n"
+        ),
+    );
+    let with_password = |c: &mut Command| {
+        c.env("DOCMETA_STORAGE_PASSWORD", "correct horse");
+    };
+    let mut demo = docmeta_s3(dir.path(), &endpoint);
+    with_password(&mut demo);
+    let (ok, text) = run(demo.arg("demo"));
+    assert!(ok, "{text}");
+    let stored = objects(&endpoint, &location);
+    assert!(!stored.is_empty(), "the demo's files are in the bucket");
+    for (key, bytes) in &stored {
+        assert_eq!(&bytes[..4], b"MENC", "{key} is not MENC");
+    }
+    let mut verify = docmeta_s3(dir.path(), &endpoint);
+    with_password(&mut verify);
+    let (ok, text) = run(verify.args(["storage", "verify"]));
+    assert!(ok && text.contains("all intact"), "{text}");
+}
