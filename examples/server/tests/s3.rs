@@ -206,3 +206,37 @@ fn an_encrypted_store_in_a_bucket_holds_menc_objects_and_verifies() {
     let (ok, text) = run(verify.args(["storage", "verify"]));
     assert!(ok && text.contains("all intact"), "{text}");
 }
+
+#[test]
+fn converting_a_store_in_a_bucket_to_menc_rewrites_every_object() {
+    let Some(endpoint) = endpoint() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let location = fresh_location("convert");
+    let settings = format!("documents_file_storage_location: {location}\n");
+    prepare(dir.path(), false, &settings);
+    let (ok, text) = run(docmeta_s3(dir.path(), &endpoint).arg("demo"));
+    assert!(ok, "{text}");
+    let before = objects(&endpoint, &location);
+    assert!(before.iter().all(|(_, bytes)| !bytes.starts_with(b"MENC")));
+    prepare(
+        dir.path(),
+        false,
+        &format!(
+            "{settings}documents_file_storage_backend: encrypted\nstorage_kdf_memory_kib: 64\n\
+             storage_kdf_iterations: 1\n"
+        ),
+    );
+    let (ok, text) = run(docmeta_s3(dir.path(), &endpoint)
+        .env("DOCMETA_STORAGE_PASSWORD", "correct horse")
+        .args(["storage", "encrypt"]));
+    assert!(ok, "{text}");
+    let after = objects(&endpoint, &location);
+    assert_eq!(after.len(), before.len(), "one object per file");
+    assert!(after.iter().all(|(_, bytes)| bytes.starts_with(b"MENC")));
+    let (ok, text) = run(docmeta_s3(dir.path(), &endpoint)
+        .env("DOCMETA_STORAGE_PASSWORD", "correct horse")
+        .args(["storage", "verify"]));
+    assert!(ok && text.contains("all intact"), "{text}");
+}
