@@ -25,6 +25,11 @@ pub struct Config {
     /// spec's name `DOCUMENTS_FILE_STORAGE_BACKEND` is accepted too.
     #[serde(alias = "DOCUMENTS_FILE_STORAGE_BACKEND")]
     pub documents_file_storage_backend: StorageBackend,
+    /// Where document files are stored when not in the data directory's
+    /// `document_file_storage/`: `s3://bucket/prefix`, an S3-compatible bucket (credentials,
+    /// endpoint and region from the `AWS_*` environment variables; needs docmeta-core's cargo
+    /// feature `s3`). Encryption (`documents_file_storage_backend: encrypted`) applies there too.
+    pub documents_file_storage_location: Option<String>,
     /// A file holding the encrypted storage's password (its first line), outside the data
     /// directory. `DOCMETA_STORAGE_PASSWORD` in the environment takes precedence.
     pub storage_password_file: Option<std::path::PathBuf>,
@@ -77,6 +82,7 @@ impl Default for Config {
             password_hash_memory_kib: 19_456,
             password_hash_iterations: 2,
             documents_file_storage_backend: StorageBackend::Plain,
+            documents_file_storage_location: None,
             storage_password_file: None,
             storage_kdf_memory_kib: 64 * 1024,
             storage_kdf_iterations: 3,
@@ -104,6 +110,9 @@ password_hash_iterations: 2
 # its password at every start: DOCMETA_STORAGE_PASSWORD in the environment, or the first line
 # of storage_password_file (outside this directory; never in the database or a backup).
 documents_file_storage_backend: plain
+# Document files in an S3-compatible bucket instead of document_file_storage/ (credentials,
+# endpoint and region from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, ...).
+# documents_file_storage_location: s3://bucket/prefix
 # storage_password_file: /etc/docmeta/storage-password
 # Argon2id cost of the storage's master key, derived once per process (64 MiB, 3 iterations).
 storage_kdf_memory_kib: 65536

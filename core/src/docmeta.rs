@@ -37,6 +37,7 @@ pub struct Builder {
     exclusive: bool,
     config: Option<Config>,
     files: Option<Arc<dyn FileStorage>>,
+    file_storage_location: Option<String>,
     storage_password: Option<Password>,
     #[cfg(feature = "postgres")]
     postgres_url: Option<String>,
@@ -121,6 +122,13 @@ impl Builder {
         self
     }
 
+    /// Stores document files at `location` (`s3://bucket/prefix`) instead of where
+    /// `config.yml`'s `documents_file_storage_location` says (the server's `--file-storage`).
+    pub fn file_storage_location(mut self, location: impl Into<String>) -> Self {
+        self.file_storage_location = Some(location.into());
+        self
+    }
+
     fn password(&self, config: &Config, dir: Option<&Path>) -> Result<Password> {
         if let Some(p) = &self.storage_password {
             return Ok(p.clone());
@@ -171,6 +179,61 @@ impl Builder {
         self.file_storage_for(&config, Some(dir)).map(drop)
     }
 
+    /// Writes the document files staged in `dir/document_file_storage/` (a restore's) to the
+    /// configured storage when that is not the data directory (a bucket), as they are (MENC
+    /// stays MENC), and removes the staged copies. Returns how many it wrote.
+    pub(crate) fn restore_document_files(&self, dir: &Path) -> Result<usize> {
+        let config = match &self.config {
+            Some(c) => c.clone(),
+            None => Config::load_or_create(dir)?,
+        };
+        let storage = self.plain_storage_for(&config, Some(dir))?;
+        let Some(location) = storage.location() else {
+            return Ok(0);
+        };
+        let staged = dir.join("document_file_storage");
+        let failed = |e: std::io::Error| {
+            Error::storage(format!("restoring the document files to {location}"), e)
+        };
+        let mut written = 0;
+        for fan in std::fs::read_dir(&staged).map_err(failed)? {
+            let fan = fan.map_err(failed)?;
+            let Some(fan_name) = fan.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
+            if fan_name.starts_with('.') || !fan.file_type().map_err(failed)?.is_dir() {
+                continue;
+            }
+            for file in std::fs::read_dir(fan.path()).map_err(failed)? {
+                let file = file.map_err(failed)?;
+                let name = format!("{fan_name}/{}", file.file_name().to_string_lossy());
+                crate::files::check_name(&name)?;
+                let mut content = std::fs::File::open(file.path()).map_err(failed)?;
+                storage.put_as(&name, &mut content)?;
+                written += 1;
+            }
+        }
+        std::fs::remove_dir_all(&staged).map_err(failed)?;
+        std::fs::create_dir_all(&staged).map_err(failed)?;
+        Ok(written)
+    }
+
+    /// The configured storage of the files as stored (MENC files stay MENC): the data
+    /// directory's `document_file_storage/`, the configured location, or memory.
+    pub(crate) fn plain_storage_for(
+        &self,
+        config: &Config,
+        dir: Option<&Path>,
+    ) -> Result<Arc<dyn FileStorage>> {
+        let location = (self.file_storage_location.as_deref())
+            .or(config.documents_file_storage_location.as_deref());
+        Ok(match (location, dir) {
+            (Some(location), _) => crate::files::open_location(location)?,
+            (None, Some(dir)) => Arc::new(PlainStorage::open(dir.join("document_file_storage"))?),
+            (None, None) => Arc::new(MemoryStorage::default()),
+        })
+    }
+
     /// The configured file storage: plain, or MENC over plain with the master key derived (or
     /// checked against `system/storage_key`) now, once.
     fn file_storage_for(
@@ -181,10 +244,7 @@ impl Builder {
         if let Some(f) = &self.files {
             return Ok(f.clone());
         }
-        let plain: Arc<dyn FileStorage> = match dir {
-            Some(dir) => Arc::new(PlainStorage::open(dir.join("document_file_storage"))?),
-            None => Arc::new(MemoryStorage::default()),
-        };
+        let plain = self.plain_storage_for(config, dir)?;
         if config.documents_file_storage_backend == StorageBackend::Plain {
             return Ok(plain);
         }
@@ -391,6 +451,7 @@ impl Docmeta {
             exclusive: false,
             config: None,
             files: None,
+            file_storage_location: None,
             storage_password: None,
             #[cfg(feature = "postgres")]
             postgres_url: None,

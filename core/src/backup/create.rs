@@ -116,7 +116,9 @@ impl Docmeta {
         // Every entry's size, known before the first byte is archived: the database snapshot,
         // the system files and document files are not rewritten in place (a document file that
         // changes size while it is archived fails the backup, see `append`).
-        let storage = crate::files::PlainStorage::for_reading(data.join(STORAGE));
+        // The files as stored (MENC stays MENC), wherever the storage keeps them: the data
+        // directory or a bucket.
+        let storage = self.inner.files.clone();
         let db_size = fs::metadata(snapshot)
             .map_err(io_err("reading the database snapshot"))?
             .len();
@@ -145,7 +147,7 @@ impl Docmeta {
                 document_sizes.push(Planned::InBase);
                 continue;
             }
-            let Some(file) = find_document_file(&storage, name)? else {
+            let Some(size) = storage.kept_len(name)? else {
                 // Recorded as missing instead of failing the backup of every other file.
                 damaged.push(DamagedEntry {
                     document_file_id: records.get(name.as_str()).map(|r| r.file.id.0),
@@ -155,10 +157,6 @@ impl Docmeta {
                 document_sizes.push(Planned::Missing);
                 continue;
             };
-            let size = file
-                .metadata()
-                .map_err(io_err("reading a document file"))?
-                .len();
             declared.push(DeclaredEntry { path, size });
             document_sizes.push(Planned::Archive(size));
         }
@@ -209,7 +207,7 @@ impl Docmeta {
             let path = format!("{STORAGE}/{name}");
             match size {
                 Planned::Archive(size) => {
-                    let f = open_document_file(&storage, name)?;
+                    let f = storage.open_kept(name)?;
                     let (size, sha256) = append(&mut tar, &path, size, f)?;
                     if let Some(record) = records.get(name.as_str())
                         && let Some(damage) = self.damage_of(record, (size, &sha256))?
@@ -320,33 +318,4 @@ impl Docmeta {
             None
         })
     }
-}
-
-/// A stored document file for archiving, or `None` when nothing is stored under `name`; one
-/// deleted after the snapshot was taken is still in `.deleted/` (kept aside for a day for this
-/// case).
-fn find_document_file(storage: &crate::files::PlainStorage, name: &str) -> Result<Option<File>> {
-    for path in [storage.path(name)?, storage.deleted_path(name)?] {
-        match File::open(&path) {
-            Ok(f) => return Ok(Some(f)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(Error::storage(
-                    format!("archiving document file {name}"),
-                    e.to_string(),
-                ));
-            }
-        }
-    }
-    Ok(None)
-}
-
-/// A document file for archiving; one deleted after the snapshot was taken is still in
-/// `.deleted/` (kept aside for a day for this case).
-fn open_document_file(storage: &crate::files::PlainStorage, name: &str) -> Result<File> {
-    File::open(storage.path(name)?)
-        .or_else(|_| {
-            File::open(storage.deleted_path(name)?).map_err(io_err("archiving a document file"))
-        })
-        .map_err(|e| Error::storage(format!("archiving document file {name}"), e.to_string()))
 }

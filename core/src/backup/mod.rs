@@ -200,4 +200,4 @@ mod restore;
 
 pub use archive::{read_info, verify_backup, verify_backup_from};
 pub use prune::{PruneDecision, prune_backups};
-pub use restore::{RestoreReport, restore, restore_to};
+pub use restore::{RestoreReport, restore, restore_to, restore_to_storage};

@@ -74,6 +74,26 @@ pub fn restore_to(
     password: Option<&[u8]>,
     database_url: Option<&str>,
 ) -> Result<RestoreReport> {
+    restore_to_storage(archives, data, password, database_url, None)
+}
+
+/// [`restore_to`], with the document files written to the storage at `file_storage`
+/// (`s3://bucket/prefix`) instead of where the backup's `config.yml` says
+/// (`documents_file_storage_location`; the server's `--file-storage`).
+///
+/// When the files' storage is not the data directory (a bucket), the archived files are
+/// written to it as they were archived (MENC stays MENC) after the staged database and the
+/// storage password have been checked, and before the restored instance is opened and
+/// verified (the file it downloads comes from the bucket). Their names are unique, so this
+/// never replaces another file's bytes; a restore that fails after that step leaves them in
+/// the bucket, unreferenced.
+pub fn restore_to_storage(
+    archives: &[PathBuf],
+    data: &Path,
+    password: Option<&[u8]>,
+    database_url: Option<&str>,
+    file_storage: Option<&str>,
+) -> Result<RestoreReport> {
     #[cfg(not(feature = "postgres"))]
     if database_url.is_some() {
         return Err(Error::InvalidInput(
@@ -85,6 +105,10 @@ pub fn restore_to(
         #[cfg(feature = "postgres")]
         let b = match database_url {
             Some(url) => b.postgres(url),
+            None => b,
+        };
+        let b = match file_storage {
+            Some(location) => b.file_storage_location(location),
             None => b,
         };
         match password {
@@ -110,6 +134,8 @@ pub fn restore_to(
         sync_tree(&staging)?;
         // A password that cannot open the restored storage is refused before anything changes.
         builder().check_storage(&staging)?;
+        // Document files kept outside the data directory (a bucket) go back there.
+        builder().restore_document_files(&staging)?;
         #[cfg(feature = "postgres")]
         if let Some(url) = database_url {
             let dump = staging.join(PG_DUMP);

@@ -2,13 +2,17 @@
 //! `DATA/document_file_storage/`, behind a [`FileStorage`], with generated names (never the
 //! user's file name), written to a temporary file, fsynced and renamed into place, so a crash
 //! never leaves a half file under a real name. [`EncryptedStorage`] wraps the plain storage and
-//! writes the MENC format ([`menc`], `docs/menc.md`).
+//! writes the MENC format ([`menc`], `docs/menc.md`). With the cargo feature `s3`, the files
+//! may instead be objects of an S3-compatible bucket ([`s3::S3Storage`], chosen with
+//! `documents_file_storage_location: s3://bucket/prefix`), encrypted the same way.
 //!
 //! Everything streams: memory use does not grow with the file size.
 //!
 //! Layer 4 (with `access` and `metadata`): imports only `error` and `config`.
 
 pub mod menc;
+#[cfg(feature = "s3")]
+pub mod s3;
 
 use std::collections::HashMap;
 use std::fs::{self, File};
@@ -68,6 +72,45 @@ pub trait FileStorage: Send + Sync + std::fmt::Debug {
     fn open_plain(&self, name: &str) -> Result<Box<dyn Read + Send>> {
         self.open(name)
     }
+
+    /// For a backup: the length of the bytes stored under `name` as stored, or of the bytes
+    /// kept aside after a recent delete (a backup's database snapshot may still reference
+    /// them); `None` when neither exists. The default is [`FileStorage::stored_len`].
+    fn kept_len(&self, name: &str) -> Result<Option<u64>> {
+        self.stored_len(name)
+    }
+
+    /// For a backup: the bytes stored under `name` as stored (MENC stays MENC), or those kept
+    /// aside after a recent delete. The default is [`FileStorage::open_plain`].
+    fn open_kept(&self, name: &str) -> Result<Box<dyn Read + Send>> {
+        self.open_plain(name)
+    }
+
+    /// Where the files are when that is not the data directory (`s3://bucket/prefix`), so a
+    /// restore writes the archived files there; `None` for the data directory or memory.
+    fn location(&self) -> Option<String> {
+        None
+    }
+}
+
+/// The storage at `location`, the value of `documents_file_storage_location`: `s3://bucket/
+/// prefix` (with the cargo feature `s3`; credentials and endpoint from the environment).
+pub fn open_location(location: &str) -> Result<Arc<dyn FileStorage>> {
+    if !location.starts_with("s3://") {
+        return Err(Error::InvalidInput(format!(
+            "documents_file_storage_location {location:?}: only s3://bucket/prefix is supported \
+             (leave it out for the data directory's document_file_storage/)"
+        )));
+    }
+    #[cfg(feature = "s3")]
+    {
+        Ok(Arc::new(s3::S3Storage::open(location)?))
+    }
+    #[cfg(not(feature = "s3"))]
+    Err(Error::InvalidInput(format!(
+        "documents_file_storage_location {location:?}: this docmeta was built without S3 \
+         support (cargo feature `s3` of docmeta-core)"
+    )))
 }
 
 /// A new storage name: two hex digits of fan-out, a slash, 30 hex digits (128 random bits).
@@ -265,6 +308,26 @@ impl FileStorage for PlainStorage {
         }
     }
 
+    fn kept_len(&self, name: &str) -> Result<Option<u64>> {
+        for path in [self.path(name)?, self.deleted_path(name)?] {
+            match fs::metadata(&path) {
+                Ok(meta) => return Ok(Some(meta.len())),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::storage(format!("reading document file {name}"), e)),
+            }
+        }
+        Ok(None)
+    }
+
+    fn open_kept(&self, name: &str) -> Result<Box<dyn Read + Send>> {
+        let file = match File::open(self.path(name)?) {
+            Ok(file) => file,
+            Err(_) => File::open(self.deleted_path(name)?)
+                .map_err(|e| Error::storage(format!("archiving document file {name}"), e))?,
+        };
+        Ok(Box::new(file))
+    }
+
     fn delete(&self, name: &str) -> Result<()> {
         let aside = self.deleted_path(name)?;
         match fs::rename(self.path(name)?, &aside) {
@@ -348,6 +411,18 @@ impl FileStorage for EncryptedStorage {
 
     fn open_plain(&self, name: &str) -> Result<Box<dyn Read + Send>> {
         self.plain.open(name)
+    }
+
+    fn kept_len(&self, name: &str) -> Result<Option<u64>> {
+        self.plain.kept_len(name)
+    }
+
+    fn open_kept(&self, name: &str) -> Result<Box<dyn Read + Send>> {
+        self.plain.open_kept(name)
+    }
+
+    fn location(&self) -> Option<String> {
+        self.plain.location()
     }
 }
 

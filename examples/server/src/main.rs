@@ -43,6 +43,13 @@ struct Data {
     /// data directory.
     #[arg(long, env = "DOCMETA_DATABASE_URL")]
     database_url: Option<String>,
+    /// Document files in an S3-compatible bucket (`s3://bucket/prefix`) instead of where
+    /// config.yml's documents_file_storage_location says (by default the data directory's
+    /// document_file_storage/). Credentials, endpoint and region come from AWS_ACCESS_KEY_ID,
+    /// AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, AWS_DEFAULT_REGION (AWS_ALLOW_HTTP=true for an
+    /// http:// endpoint).
+    #[arg(long, env = "DOCMETA_FILE_STORAGE")]
+    file_storage: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -377,6 +384,10 @@ fn open(data: &Data, worker: bool) -> Result<Docmeta, AnyError> {
 
 fn open_with(data: &Data, builder: docmeta_core::Builder) -> Result<Docmeta, AnyError> {
     let builder = builder.data_dir(&data.data);
+    let builder = match &data.file_storage {
+        Some(location) => builder.file_storage_location(location),
+        None => builder,
+    };
     Ok(match &data.database_url {
         Some(url) => builder.postgres(url).open()?,
         None => builder.open()?,
@@ -674,11 +685,12 @@ fn run(cli: Cli) -> Result<(), AnyError> {
         } => backup(command, data, out, since)?,
         Command::Restore { files, data } => {
             let password = std::env::var(docmeta_core::PASSWORD_VARIABLE).ok();
-            let r = docmeta_core::backup::restore_to(
+            let r = docmeta_core::backup::restore_to_storage(
                 &files,
                 &data.data,
                 password.as_deref().map(str::as_bytes),
                 data.database_url.as_deref(),
+                data.file_storage.as_deref(),
             )?;
             println!(
                 "restored backup {} of {} into {} ({} files)",

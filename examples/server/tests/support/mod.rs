@@ -80,8 +80,17 @@ impl Server {
         Server::start_with_log(dir, Stdio::from(file))
     }
 
+    /// Starts `command` (a [`docmeta`] on `dir` with more settings) as `docmeta serve`.
+    pub fn start_command(command: Command, dir: &Path) -> Server {
+        Server::start_from(command, dir, Stdio::inherit())
+    }
+
     fn start_with_log(dir: &Path, log: Stdio) -> Server {
-        let mut child = docmeta(dir)
+        Server::start_from(docmeta(dir), dir, log)
+    }
+
+    fn start_from(mut command: Command, dir: &Path, log: Stdio) -> Server {
+        let mut child = command
             .args(["serve", "--bind", "127.0.0.1:0"])
             .stdout(Stdio::piped())
             .stderr(log)
