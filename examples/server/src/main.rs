@@ -332,6 +332,12 @@ enum SchemaCommand {
     },
 }
 
+/// mimalloc instead of glibc's allocator: a request allocates and frees many small buffers
+/// (rows, records, JSON), and glibc's `malloc`/`free`/`malloc_consolidate` took about 12% of a
+/// metadata GET's samples (benches/README.md, issue #20).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The runtime of `serve` (and of the benchmark's floor, which must match it).
 fn server_runtime() -> std::io::Result<tokio::runtime::Runtime> {
     // Few blocking threads: each takes a reader connection, and more threads than connections
