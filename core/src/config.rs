@@ -62,6 +62,11 @@ pub struct Config {
     /// Downloads and uploads one user may have in progress at once; beyond it the server
     /// answers `429`.
     pub streams_per_user: u32,
+    /// On PostgreSQL: the most connections one process holds open at once. Each concurrent
+    /// unit of work (an HTTP request that reads or writes) uses one; beyond it they wait for one
+    /// to come back (up to 10 seconds, then fail). Keep the sum over all processes below the
+    /// server's `max_connections`.
+    pub postgres_pool_size: usize,
 }
 
 /// Where document files are stored.
@@ -94,6 +99,7 @@ impl Default for Config {
             stream_idle_timeout_ms: 60_000,
             stream_total_timeout_ms: 3_600_000,
             streams_per_user: 8,
+            postgres_pool_size: 32,
         }
     }
 }
@@ -135,6 +141,9 @@ stream_idle_timeout_ms: 60000
 stream_total_timeout_ms: 3600000
 # and one user may have this many in progress at once (beyond it: 429).
 streams_per_user: 8
+# On PostgreSQL: the most database connections this process holds open at once (beyond it,
+# units of work wait for one). Keep the sum over all processes below max_connections.
+postgres_pool_size: 32
 ";
 
 impl Config {

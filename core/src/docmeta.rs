@@ -278,6 +278,19 @@ impl Builder {
         Ok(Arc::new(EncryptedStorage::new(plain, Arc::new(keyring))))
     }
 
+    /// The store given to the builder, or the PostgreSQL database it names (connected with
+    /// the pool size of `config`); `None` for the default SQLite file.
+    fn take_store(&mut self, config: &Config) -> Result<Option<Box<dyn Store>>> {
+        #[cfg(feature = "postgres")]
+        if let Some(url) = self.postgres_url.take() {
+            return Ok(Some(Box::new(
+                crate::store::PostgresStore::open_with_pool(&url, config.postgres_pool_size)?,
+            )));
+        }
+        let _ = config;
+        Ok(self.store.take())
+    }
+
     /// The database's schema version and the newest this build knows, read without migrating
     /// or opening anything else (`docmeta migrate --check`; fine beside a running server).
     pub fn schema_version(mut self) -> Result<(u32, u32)> {
@@ -299,16 +312,13 @@ impl Builder {
 
     /// Opens the instance.
     pub fn open(mut self) -> Result<Docmeta> {
-        #[cfg(feature = "postgres")]
-        if let Some(url) = self.postgres_url.take() {
-            self.store = Some(Box::new(crate::store::PostgresStore::open(&url)?));
-        }
         let lock = match &self.data_dir {
             Some(dir) if self.exclusive => Some(DataLock::exclusive(dir)?),
             Some(dir) => Some(DataLock::shared(dir)?),
             None => None,
         };
-        let (store, secret_key, config) = match &self.data_dir {
+        let data_dir = self.data_dir.clone();
+        let (store, secret_key, config) = match &data_dir {
             Some(dir) => {
                 for sub in ["", "document_file_storage"] {
                     std::fs::create_dir_all(dir.join(sub)).map_err(|e| {
@@ -320,21 +330,22 @@ impl Builder {
                     Some(c) => c,
                     None => Config::load_or_create(dir)?,
                 };
-                let store: Box<dyn Store> = match self.store.take() {
+                let store: Box<dyn Store> = match self.take_store(&config)? {
                     Some(s) => s,
                     None => Box::new(SqliteStore::open(dir.join("db.sqlite3"))?),
                 };
                 (store, key, config)
             }
             None => {
-                let store: Box<dyn Store> = match self.store.take() {
+                let config = self.config.clone().unwrap_or_default();
+                let store: Box<dyn Store> = match self.take_store(&config)? {
                     Some(s) => s,
                     None => Box::new(SqliteStore::in_memory()?),
                 };
                 let mut key = vec![0u8; 32];
                 getrandom::fill(&mut key)
                     .map_err(|e| Error::storage("generating a key", e.to_string()))?;
-                (store, key, self.config.clone().unwrap_or_default())
+                (store, key, config)
             }
         };
         store.migrate()?;

@@ -172,6 +172,26 @@ impl Error {
         Some(path)
     }
 
+    /// A transaction the database aborted because it conflicted with concurrent ones (on
+    /// PostgreSQL: a serialization failure or a deadlock): nothing of it was stored, and running
+    /// the whole unit of work again may succeed. Units of work retry it themselves; callers see
+    /// it only when every retry conflicted too (see [`Error::is_busy`]).
+    pub(crate) fn contended(operation: impl Into<String>, source: impl fmt::Display) -> Self {
+        Error::Storage {
+            operation: operation.into(),
+            source: Box::new(Contended(source.to_string())),
+        }
+    }
+
+    /// Whether this error is the database's refusal of a change that conflicted with
+    /// concurrent changes (several processes or threads writing the same records on
+    /// PostgreSQL), after docmeta retried it a few times: nothing was changed, and the same
+    /// request may succeed if tried again shortly. Its kind is [`ErrorKind::Storage`]; the HTTP
+    /// server answers it `503` with `Retry-After`.
+    pub fn is_busy(&self) -> bool {
+        matches!(self, Error::Storage { source, .. } if source.is::<Contended>())
+    }
+
     /// Whether this is [`Error::StorageFull`]: nothing was stored, and the same request may
     /// succeed once space is freed.
     pub fn is_storage_full(&self) -> bool {
@@ -193,6 +213,18 @@ impl Error {
         }
     }
 }
+
+/// The source of a [`Error::contended`] error (crate-private: callers ask [`Error::is_busy`]).
+#[derive(Debug)]
+struct Contended(String);
+
+impl fmt::Display for Contended {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "conflicted with concurrent changes: {}", self.0)
+    }
+}
+
+impl std::error::Error for Contended {}
 
 /// One step of the path to the input a field error is about (see [`Error::field_path`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -592,3 +592,136 @@ fn handed_off_work_on_two_indexes_reports_each_its_own_count() -> docmeta_core::
     );
     Ok(())
 }
+
+/// A PostgreSQL store shared with the test, so that its round trips can be read while a
+/// `Docmeta` uses it.
+struct Counted(std::sync::Arc<PostgresStore>);
+
+impl Store for Counted {
+    fn begin(
+        &self,
+        mode: docmeta_core::store::Mode,
+    ) -> docmeta_core::Result<Box<dyn docmeta_core::store::Transaction + '_>> {
+        self.0.begin(mode)
+    }
+    fn dialect(&self) -> docmeta_core::store::Dialect {
+        self.0.dialect()
+    }
+    fn migrate(&self) -> docmeta_core::Result<Vec<u32>> {
+        self.0.migrate()
+    }
+    fn schema_version(&self) -> docmeta_core::Result<(u32, u32)> {
+        self.0.schema_version()
+    }
+    fn describe(&self) -> String {
+        self.0.describe()
+    }
+}
+
+/// Round trips of `f` on `store`, and what they were before issue #19 (each `INSERT`,
+/// `UPDATE` and `DELETE` then ran between a `SAVEPOINT` and a `RELEASE`).
+fn round_trips_of(store: &PostgresStore, f: impl FnOnce()) -> (u64, u64) {
+    let (trips, data) = (store.round_trips(), store.data_statements());
+    f();
+    let trips = store.round_trips() - trips;
+    let data = store.data_statements() - data;
+    (trips, trips + 2 * data)
+}
+
+#[test]
+fn a_metadata_write_takes_a_bounded_number_of_round_trips() -> docmeta_core::Result<()> {
+    if base_url().is_none() {
+        eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
+        return Ok(());
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = std::sync::Arc::new(fresh_store());
+    let db = docmeta_core::Docmeta::builder()
+        .data_dir(dir.path())
+        .worker(false)
+        .store(Counted(store.clone()))
+        .open()?;
+    let admin = db.system();
+    let t = admin.create_document_type("Invoice")?;
+    let due = admin.create_metadata_type(
+        docmeta_core::MetadataTypeInput::new("due", "Due")
+            .parser("svc.apps.metadata.metadata_parsers.DateParser", ""),
+    )?;
+    let note = admin.create_metadata_type(docmeta_core::MetadataTypeInput::new("note", "Note"))?;
+    admin.associate(t.id, due.id, true)?;
+    admin.associate(t.id, note.id, false)?;
+    // Warm: every statement below prepared once on the pooled connection, as in a server.
+    let warm = admin.create_document(t.id, "INV-0", &[(due.id, "01/01/2024")])?;
+    let m = admin.add_document_metadata(warm.id, note.id, "n")?;
+    admin.edit_document_metadata(warm.id, m.id, "m")?;
+    let doc = admin.create_document(t.id, "INV-1", &[(due.id, "31/12/2024")])?;
+    let due_value = admin
+        .document_metadata_list(doc.id)?
+        .into_iter()
+        .find(|m| m.metadata_type_id == due.id)
+        .expect("the due date");
+
+    let add = round_trips_of(&store, || {
+        admin
+            .add_document_metadata(doc.id, note.id, "a note")
+            .expect("add");
+    });
+    let edit = round_trips_of(&store, || {
+        admin
+            .edit_document_metadata(doc.id, due_value.id, "01/02/2025")
+            .expect("edit");
+    });
+    let create = round_trips_of(&store, || {
+        admin
+            .create_document(
+                t.id,
+                "INV-2",
+                &[(due.id, "31/12/2024"), (note.id, "another note")],
+            )
+            .expect("create");
+    });
+    for (what, (now, before)) in [
+        ("add a value", add),
+        ("edit a value through the date parser", edit),
+        ("create a document with two values", create),
+    ] {
+        eprintln!("round trips to PostgreSQL, {what}: {now} (before issue #19: {before})");
+    }
+    // The figures measured when the savepoints went, with room for one more statement each.
+    assert!(add.0 <= 12, "add a value: {add:?}");
+    assert!(edit.0 <= 9, "edit a value: {edit:?}");
+    assert!(create.0 <= 22, "create a document: {create:?}");
+    Ok(())
+}
+
+#[test]
+fn a_transaction_whose_statement_failed_refuses_to_commit() -> docmeta_core::Result<()> {
+    if base_url().is_none() {
+        eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
+        return Ok(());
+    }
+    use docmeta_core::store::Mode;
+    let store = fresh();
+    let mut tx = store.begin(Mode::Write)?;
+    let insert = "INSERT INTO document_types (label) VALUES (?1)";
+    tx.execute(insert, &[docmeta_core::store::Param::Text("kept?")])?;
+    let refused = tx.execute(insert, &[docmeta_core::store::Param::Text("kept?")]);
+    assert!(
+        matches!(refused, Err(docmeta_core::Error::Conflict { .. })),
+        "{refused:?}"
+    );
+    // The caller went on regardless: the commit must not pretend the first insert is stored.
+    let commit = tx.commit();
+    assert!(
+        matches!(commit, Err(docmeta_core::Error::Conflict { .. })),
+        "{commit:?}"
+    );
+    let mut tx = store.begin(Mode::Read)?;
+    let mut count = 0;
+    tx.query("SELECT count(*) FROM document_types", &[], &mut |r| {
+        count = r.int(0)?;
+        Ok(())
+    })?;
+    assert_eq!(count, 0, "nothing of the failed transaction was stored");
+    Ok(())
+}

@@ -190,6 +190,19 @@ impl std::fmt::Debug for Docmeta {
 /// [`Docmeta::write`]); after that many, the rest render under the lock.
 const RENDER_ATTEMPTS: usize = 4;
 
+/// Attempts of a unit of work whose transaction conflicts with concurrent ones (see
+/// [`Docmeta::retrying`]).
+const CONTENDED_ATTEMPTS: u32 = 12;
+
+/// The pause before attempt `tries + 1` of a unit that conflicted: random, up to 2 ms doubled
+/// per attempt, at most 100 ms (about 0.5 s in all over every attempt).
+fn contention_pause(tries: u32) -> std::time::Duration {
+    let ceiling_us = (2_000u64 << tries.min(6)).min(100_000);
+    let mut bytes = [0u8; 8];
+    let random = getrandom::fill(&mut bytes).map_or(ceiling_us / 2, |()| u64::from_le_bytes(bytes));
+    std::time::Duration::from_micros(ceiling_us / 4 + random % (ceiling_us * 3 / 4))
+}
+
 /// What a unit of work collects while it runs, applied after it commits.
 pub(crate) struct Unit<'a> {
     pub(crate) tx: Tx<'a>,
@@ -538,12 +551,35 @@ impl Docmeta {
         Ok(out)
     }
 
-    /// Runs `f` in a write transaction with no events (internal bookkeeping).
-    pub(crate) fn write_system<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
-        let mut tx = Tx::new(self.inner.store.begin(Mode::Write)?);
-        let out = f(&mut tx)?;
-        tx.commit()?;
-        Ok(out)
+    /// Runs `f` in a write transaction with no events (internal bookkeeping); `f` runs again
+    /// when the transaction conflicted with concurrent ones (see [`Docmeta::retrying`]).
+    pub(crate) fn write_system<T>(&self, mut f: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        self.retrying(|| {
+            let mut tx = Tx::new(self.inner.store.begin(Mode::Write)?);
+            let out = f(&mut tx)?;
+            tx.commit()?;
+            Ok(out)
+        })
+    }
+
+    /// Runs `attempt` (one whole unit of work: begin, work, commit) again while it fails
+    /// because its transaction conflicted with concurrent ones ([`Error::is_busy`]: on
+    /// PostgreSQL, a serialization failure or a deadlock, after which nothing of the attempt
+    /// is stored), up to [`CONTENDED_ATTEMPTS`] times, after a short random pause that grows
+    /// with each attempt (so that the same units do not collide again). It gives up early when
+    /// the deadline of this handle has passed. The last conflict is returned as is.
+    fn retrying<T>(&self, mut attempt: impl FnMut() -> Result<T>) -> Result<T> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match attempt() {
+                Err(e) if e.is_busy() && tries < CONTENDED_ATTEMPTS => {
+                    self.check_deadline()?;
+                    std::thread::sleep(contention_pause(tries));
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Whether units of work render their templates before taking the write lock. Not on
@@ -566,20 +602,22 @@ impl Docmeta {
             return self.write(actor, f);
         }
         let renders = Renders::inline(self.now());
-        for attempt in 1.. {
-            renders.set_defer(self.defers_renders() && attempt < RENDER_ATTEMPTS);
-            let tx = Tx::new(self.inner.store.begin(Mode::Write)?);
-            let mut unit = Unit::new(tx, actor, &renders, &self.inner.hooks);
-            let out = f(&mut unit);
-            self.forget_compiled(&unit.invalidated);
-            drop(unit);
-            if renders.has_pending() {
-                renders.render_pending(self.templates());
-                continue;
+        self.retrying(|| {
+            for attempt in 1.. {
+                renders.set_defer(self.defers_renders() && attempt < RENDER_ATTEMPTS);
+                let tx = Tx::new(self.inner.store.begin(Mode::Write)?);
+                let mut unit = Unit::new(tx, actor, &renders, &self.inner.hooks);
+                let out = f(&mut unit);
+                self.forget_compiled(&unit.invalidated);
+                drop(unit);
+                if renders.has_pending() {
+                    renders.render_pending(self.templates());
+                    continue;
+                }
+                return out;
             }
-            return out;
-        }
-        unreachable!("the attempts loop only ends by returning")
+            unreachable!("the attempts loop only ends by returning")
+        })
     }
 
     /// Runs `f` as one transaction for `actor`; after commit, applies access changes, drops
@@ -597,6 +635,28 @@ impl Docmeta {
         mut f: impl FnMut(&mut Unit<'_>) -> Result<T>,
     ) -> Result<T> {
         let renders = Renders::inline(self.now());
+        let (events, access, tasks_enqueued, unlink, out, triggers) =
+            self.retrying(|| self.commit_unit(actor, &renders, &mut f))?;
+        self.after_commit(events, access, tasks_enqueued, unlink, triggers);
+        Ok(out)
+    }
+
+    /// One run of a unit of work, committed: the part of [`Docmeta::write`] that runs again
+    /// when its transaction conflicts with concurrent ones.
+    #[allow(clippy::type_complexity)]
+    fn commit_unit<T>(
+        &self,
+        actor: Actor,
+        renders: &Renders,
+        f: &mut impl FnMut(&mut Unit<'_>) -> Result<T>,
+    ) -> Result<(
+        Vec<Event>,
+        Vec<AccessChange>,
+        bool,
+        Vec<String>,
+        T,
+        Vec<TaskId>,
+    )> {
         let mut attempt = 0;
         let (tx, events, access, tasks_enqueued, invalidated, unlink, out, triggers) = loop {
             attempt += 1;
@@ -604,7 +664,7 @@ impl Docmeta {
             let tx = Tx::new(self.inner.store.begin(Mode::Write)?);
             // Waiting for the write lock may have used up the time: no work for nothing.
             self.check_deadline()?;
-            let mut unit = Unit::new(tx, actor, &renders, &self.inner.hooks);
+            let mut unit = Unit::new(tx, actor, renders, &self.inner.hooks);
             let result = f(&mut unit).and_then(|out| {
                 let triggers = (self.inner.hooks.before_commit)(&mut unit)?;
                 Ok((out, triggers))
@@ -650,8 +710,22 @@ impl Docmeta {
             self.forget_compiled(&invalidated);
             return Err(e);
         }
-        tx.commit()?;
+        let committed = tx.commit();
         self.forget_compiled(&invalidated);
+        committed?;
+        Ok((events, access, tasks_enqueued, unlink, out, triggers))
+    }
+
+    /// What follows the commit of a unit of work: applies its access changes, deletes the
+    /// files it unlinked, wakes the worker, notifies subscribers and runs its triggers.
+    fn after_commit(
+        &self,
+        events: Vec<Event>,
+        access: Vec<AccessChange>,
+        tasks_enqueued: bool,
+        unlink: Vec<String>,
+        triggers: Vec<TaskId>,
+    ) {
         for name in unlink {
             // Moved aside, kept a day for backups that started before the commit. One that
             // cannot be moved is unreferenced, which is harmless: never served, never backed up.
@@ -692,7 +766,6 @@ impl Docmeta {
         for task in triggers {
             (self.inner.hooks.run_task)(&runner, task);
         }
-        Ok(out)
     }
 
     fn forget_compiled(&self, ids: &[MetadataTypeId]) {

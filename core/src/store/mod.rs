@@ -147,7 +147,8 @@ impl Row {
 pub enum Mode {
     /// Reads only; sees one consistent snapshot.
     Read,
-    /// Reads and writes; writers are serialised.
+    /// Reads and writes. SQLite serializes writers; PostgreSQL runs them at once as
+    /// `SERIALIZABLE` transactions (a conflict aborts one, and its unit of work runs again).
     Write,
 }
 
@@ -214,7 +215,10 @@ pub struct DatabaseDump {
 
 /// One transaction of a [`Store`].
 pub trait Transaction {
-    /// Runs a statement; returns the number of rows changed.
+    /// Runs a statement; returns the number of rows changed. After a statement fails, a store
+    /// may refuse the transaction's further statements and its commit (PostgreSQL does, until
+    /// a `ROLLBACK TO SAVEPOINT`): a caller that means to go on after a failure sets a
+    /// savepoint first.
     fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64>;
 
     /// The SQL dialect of the store (for the rare statement that differs).

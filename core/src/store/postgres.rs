@@ -3,13 +3,30 @@
 //! The same statements as SQLite ([`super::records`]): `?N` placeholders become `$N` with a cast
 //! from the bound value (`$1::int8`, `$2::text`), so PostgreSQL never guesses a parameter's
 //! type. The schema has its own numbered migrations (`migrations/postgres/`), the same versions
-//! as SQLite's, written with `BIGINT` integers and identity keys. Write
-//! transactions take a transaction-scoped advisory lock, so writers are serialized across
-//! processes exactly as SQLite serializes them in one; readers never wait.
+//! as SQLite's, written with `BIGINT` integers and identity keys.
+//!
+//! Writers of every process and thread run at once: a write transaction is `SERIALIZABLE`, so
+//! every rule a unit of work checks by reading (the last permission of an ACL, required
+//! metadata, a workflow's current state, ...) holds as if the units had run one after the other.
+//! When PostgreSQL cannot guarantee that it aborts one of them (SQLSTATE 40001, or 40P01 for a
+//! deadlock); that error is [`Error::contended`], and the kernel runs the whole unit again (see
+//! `Docmeta::write`). Uniqueness rules are constraints. Read transactions are
+//! `REPEATABLE READ READ ONLY`: one snapshot, and they never wait or abort writers.
+//!
+//! A failed statement aborts its transaction (no savepoint per statement): the transaction
+//! remembers it and refuses to commit, so a caller that went on after an error can never
+//! commit half a unit. Callers that want to go on after a failure set their own savepoint.
+//! The connection pool holds at most `postgres_pool_size` connections (see [`Config`]);
+//! a thread that needs one when all are in use waits, up to a bound, for one to come back.
+//!
+//! [`Config`]: crate::Config
 //!
 //! Part of `store` (layer 3): imports only `error`, `model`, `config`, `events` and its siblings.
 
-use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
 use postgres::types::{IsNull, ToSql, Type};
 use postgres::{Client, NoTls};
 
@@ -33,15 +50,33 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (5, include_str!("migrations/postgres/0005_task_targets.sql")),
 ];
 
-/// The advisory lock every write transaction holds (one writer at a time, like SQLite).
-const WRITE_LOCK: i64 = 0x0064_6f63_6d65_7461; // "docmeta"
-/// Connections kept open for reuse.
-const POOL: usize = 8;
+/// The session-level advisory lock `migrate` holds, so that one process migrates while the
+/// others wait (units of work take no lock of their own).
+const MIGRATION_LOCK: i64 = 0x0064_6f63_6d65_7461; // "docmeta"
+/// How long a thread waits for a connection when all `postgres_pool_size` are in use.
+const POOL_WAIT: Duration = Duration::from_secs(10);
 
 /// A docmeta database on PostgreSQL.
 pub struct PostgresStore {
     url: String,
-    pool: Mutex<Vec<Pooled>>,
+    pool: Mutex<PoolState>,
+    returned: Condvar,
+    size: usize,
+    round_trips: AtomicU64,
+    data_statements: AtomicU64,
+}
+
+/// The connections: idle ones, and how many exist (idle or in use).
+struct PoolState {
+    idle: Vec<Pooled>,
+    open: usize,
+}
+
+thread_local! {
+    /// Connections this thread holds (of any PostgreSQL store): a thread that already holds one
+    /// and needs another (a read inside a unit of work) never waits for the pool, which could
+    /// otherwise be exhausted by threads all waiting for their second connection.
+    static HELD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// A connection with the statements it has prepared (a statement is parsed once per
@@ -52,10 +87,15 @@ struct Pooled {
 }
 
 impl Pooled {
-    fn prepared(&mut self, sql: &str) -> std::result::Result<postgres::Statement, postgres::Error> {
+    fn prepared(
+        &mut self,
+        sql: &str,
+        round_trips: &AtomicU64,
+    ) -> std::result::Result<postgres::Statement, postgres::Error> {
         if let Some(s) = self.statements.get(sql) {
             return Ok(s.clone());
         }
+        round_trips.fetch_add(1, Ordering::Relaxed);
         let s = self.client.prepare(sql)?;
         if self.statements.len() < 1024 {
             self.statements.insert(sql.to_owned(), s.clone());
@@ -188,6 +228,12 @@ fn redact(url: &str) -> String {
     }
 }
 
+/// SQLSTATEs after which running the whole transaction again may succeed:
+/// `serialization_failure` and `deadlock_detected`.
+fn is_contention(code: &str) -> bool {
+    code == "40001" || code == "40P01"
+}
+
 fn pg_error(operation: &str, e: postgres::Error) -> Error {
     if let Some(db) = e.as_db_error() {
         return db_error(
@@ -209,6 +255,9 @@ fn db_error(
     message: &str,
     detail: Option<&str>,
 ) -> Error {
+    if is_contention(code) {
+        return Error::contended(operation.to_owned(), format!("{severity} ({code}): {message}"));
+    }
     if code == "23505" {
         // "Key (name)=(x) already exists."
         let field = detail
@@ -237,18 +286,56 @@ fn db_error(
 }
 
 impl PostgresStore {
-    /// Connects to `url` (`postgres://user:password@host:port/database`, or key=value form).
+    /// Connects to `url` (`postgres://user:password@host:port/database`, or key=value form),
+    /// with the default pool size (`Config::default().postgres_pool_size`).
     pub fn open(url: &str) -> Result<PostgresStore> {
+        Self::open_with_pool(url, crate::config::Config::default().postgres_pool_size)
+    }
+
+    /// Connects to `url` with a pool of at most `size` connections (at least 1): a thread
+    /// that needs a connection while all are in use waits up to 10 seconds for one, then fails
+    /// with a storage error that names the setting.
+    pub fn open_with_pool(url: &str, size: usize) -> Result<PostgresStore> {
         let store = PostgresStore {
             url: url.to_owned(),
-            pool: Mutex::new(Vec::new()),
+            pool: Mutex::new(PoolState {
+                idle: Vec::new(),
+                open: 0,
+            }),
+            returned: Condvar::new(),
+            size: size.max(1),
+            round_trips: AtomicU64::new(0),
+            data_statements: AtomicU64::new(0),
         };
         let client = store.connect()?;
-        store.pool.lock().push(Pooled {
+        let mut pool = store.pool.lock();
+        pool.open = 1;
+        pool.idle.push(Pooled {
             client,
             statements: std::collections::HashMap::new(),
         });
+        drop(pool);
         Ok(store)
+    }
+
+    /// How many messages this store has sent to PostgreSQL and waited for the answer of
+    /// (statements, prepares, `BEGIN`/`COMMIT`), since it opened: for measuring the round trips
+    /// of an operation, not for applications.
+    #[doc(hidden)]
+    pub fn round_trips(&self) -> u64 {
+        self.round_trips.load(Ordering::Relaxed)
+    }
+
+    /// How many `INSERT`, `UPDATE` and `DELETE` statements this store has run since it opened
+    /// (before issue #19 each cost two more round trips: a
+    /// `SAVEPOINT` and a `RELEASE`). For measurements, like [`round_trips`](Self::round_trips).
+    #[doc(hidden)]
+    pub fn data_statements(&self) -> u64 {
+        self.data_statements.load(Ordering::Relaxed)
+    }
+
+    fn trip(&self) {
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
     }
 
     fn connect(&self) -> Result<Client> {
@@ -256,21 +343,75 @@ impl PostgresStore {
             .map_err(|e| pg_error(&format!("connecting to {}", redact(&self.url)), e))
     }
 
+    /// A connection: an idle one, a new one while fewer than the pool's size exist (or when
+    /// this thread already holds one), otherwise the next one given back.
     fn client(&self) -> Result<Pooled> {
-        match self.pool.lock().pop() {
-            Some(c) if !c.client.is_closed() => Ok(c),
-            _ => Ok(Pooled {
-                client: self.connect()?,
-                statements: std::collections::HashMap::new(),
-            }),
+        let nested = HELD.with(|h| h.get()) > 0;
+        let deadline = Instant::now() + POOL_WAIT;
+        let mut pool = self.pool.lock();
+        loop {
+            while let Some(c) = pool.idle.pop() {
+                if c.client.is_closed() {
+                    pool.open -= 1;
+                    continue;
+                }
+                drop(pool);
+                HELD.with(|h| h.set(h.get() + 1));
+                return Ok(c);
+            }
+            if pool.open < self.size || nested {
+                pool.open += 1;
+                drop(pool);
+                return match self.connect() {
+                    Ok(client) => {
+                        HELD.with(|h| h.set(h.get() + 1));
+                        Ok(Pooled {
+                            client,
+                            statements: std::collections::HashMap::new(),
+                        })
+                    }
+                    Err(e) => {
+                        self.pool.lock().open -= 1;
+                        self.returned.notify_one();
+                        Err(e)
+                    }
+                };
+            }
+            if self.returned.wait_until(&mut pool, deadline).timed_out() {
+                return Err(Error::storage(
+                    "waiting for a database connection",
+                    format!(
+                        "all {} connections of the pool stayed in use for {} s \
+                         (raise postgres_pool_size in config.yml, within the server's \
+                         max_connections)",
+                        self.size,
+                        POOL_WAIT.as_secs()
+                    ),
+                ));
+            }
         }
     }
 
     fn give_back(&self, pooled: Pooled) {
+        HELD.with(|h| h.set(h.get().saturating_sub(1)));
         let mut pool = self.pool.lock();
-        if pool.len() < POOL && !pooled.client.is_closed() {
-            pool.push(pooled);
+        if !pooled.client.is_closed() && pool.idle.len() < self.size {
+            pool.idle.push(pooled);
+        } else {
+            pool.open = pool.open.saturating_sub(1);
         }
+        drop(pool);
+        self.returned.notify_one();
+    }
+
+    /// Forgets a connection that is not given back (broken, or in an unknown state).
+    fn discard(&self, pooled: Pooled) {
+        drop(pooled);
+        HELD.with(|h| h.set(h.get().saturating_sub(1)));
+        let mut pool = self.pool.lock();
+        pool.open = pool.open.saturating_sub(1);
+        drop(pool);
+        self.returned.notify_one();
     }
 
     fn version(client: &mut Client) -> Result<u32> {
@@ -350,6 +491,10 @@ struct PgTx<'a> {
     store: &'a PostgresStore,
     client: Option<Pooled>,
     open: bool,
+    /// The error of a statement that failed (PostgreSQL then refuses every statement until a
+    /// `ROLLBACK TO SAVEPOINT`, and a `COMMIT` would silently roll back): the transaction
+    /// refuses to commit with it.
+    failed: Option<Error>,
 }
 
 impl PgTx<'_> {
@@ -359,44 +504,57 @@ impl PgTx<'_> {
             .ok_or_else(|| Error::storage("using a transaction", "the transaction is finished"))
     }
 
-    /// Runs `f` on the client; a statement that changes data runs behind a savepoint, so that
-    /// its failure (a unique key taken) undoes only itself and the transaction goes on, as in
-    /// SQLite, instead of aborting the whole transaction.
+    /// Runs `f` on the client (one round trip, plus one to prepare a statement this connection
+    /// has not seen). A failure is remembered (see `failed`); a caller's own `ROLLBACK TO
+    /// SAVEPOINT` that succeeds clears it, unless the failure was a conflict with concurrent
+    /// transactions, which only a run of the whole unit again can resolve.
     fn statement<T>(
         &mut self,
         sql: &str,
-        f: impl FnOnce(&mut Pooled) -> std::result::Result<T, postgres::Error>,
+        f: impl FnOnce(&mut Pooled, &AtomicU64) -> std::result::Result<T, postgres::Error>,
         operation: &str,
     ) -> Result<T> {
-        // Only data changes: a SAVEPOINT or RELEASE of the caller's own must not be nested
-        // in ours (releasing ours would release theirs too).
+        let store = self.store;
+        store.trip();
         let first = sql.split_whitespace().next().unwrap_or("");
-        let guarded = ["insert", "update", "delete"]
+        if ["insert", "update", "delete"]
             .iter()
-            .any(|w| first.eq_ignore_ascii_case(w));
-        let client = self.client()?;
-        if !guarded {
-            return f(client).map_err(|e| pg_error(operation, e));
+            .any(|w| first.eq_ignore_ascii_case(w))
+        {
+            store.data_statements.fetch_add(1, Ordering::Relaxed);
         }
-        client
-            .client
-            .batch_execute("SAVEPOINT docmeta_statement")
-            .map_err(|e| pg_error(operation, e))?;
-        match f(client) {
-            Ok(v) => {
-                client
-                    .client
-                    .batch_execute("RELEASE SAVEPOINT docmeta_statement")
-                    .map_err(|e| pg_error(operation, e))?;
-                Ok(v)
-            }
-            Err(e) => {
-                let _ = client.client.batch_execute(
-                    "ROLLBACK TO SAVEPOINT docmeta_statement; RELEASE SAVEPOINT docmeta_statement",
-                );
-                Err(pg_error(operation, e))
-            }
+        let result = f(self.client()?, &store.round_trips).map_err(|e| pg_error(operation, e));
+        let contended = self.failed.as_ref().is_some_and(Error::is_busy);
+        match &result {
+            Err(e) if !contended => self.failed = Some(clone_error(e)),
+            Ok(_) if !contended && is_rollback_to_savepoint(sql) => self.failed = None,
+            _ => {}
         }
+        result
+    }
+}
+
+fn is_rollback_to_savepoint(sql: &str) -> bool {
+    let words: Vec<&str> = sql.split_whitespace().take(3).collect();
+    words.len() == 3
+        && words[0].eq_ignore_ascii_case("rollback")
+        && words[1].eq_ignore_ascii_case("to")
+}
+
+/// A copy of a statement's error for `PgTx::failed` (the kind and message are kept; a source
+/// becomes its text).
+fn clone_error(e: &Error) -> Error {
+    if e.is_busy() {
+        return Error::contended("running a statement", e.to_string());
+    }
+    match e {
+        Error::Validation { field, message } => Error::validation(field.clone(), message),
+        Error::Conflict { field, message } => Error::conflict(field.clone(), message),
+        Error::InvalidInput(m) => Error::InvalidInput(m.clone()),
+        Error::StorageFull { operation, source } => {
+            Error::storage_full(operation.clone(), source.to_string())
+        }
+        other => Error::storage("running a statement", other.to_string()),
     }
 }
 
@@ -412,8 +570,8 @@ impl Transaction for PgTx<'_> {
         let rewritten = rewrite(sql, params);
         self.statement(
             sql,
-            |c| {
-                let statement = c.prepared(&rewritten)?;
+            |c, trips| {
+                let statement = c.prepared(&rewritten, trips)?;
                 c.client.execute(&statement, &refs)
             },
             "writing to the database",
@@ -432,8 +590,8 @@ impl Transaction for PgTx<'_> {
         let rewritten = rewrite(sql, params);
         let rows = self.statement(
             sql,
-            |c| {
-                let statement = c.prepared(&rewritten)?;
+            |c, trips| {
+                let statement = c.prepared(&rewritten, trips)?;
                 c.client.query(&statement, &refs)
             },
             "querying the database",
@@ -463,7 +621,12 @@ impl Transaction for PgTx<'_> {
     }
 
     fn commit(mut self: Box<Self>) -> Result<()> {
+        if let Some(e) = self.failed.take() {
+            // Dropping rolls back: PostgreSQL would answer this COMMIT with a ROLLBACK anyway.
+            return Err(e);
+        }
         self.open = false;
+        self.store.trip();
         let result = self
             .client()?
             .client
@@ -479,8 +642,13 @@ impl Transaction for PgTx<'_> {
 impl Drop for PgTx<'_> {
     fn drop(&mut self) {
         if let Some(mut client) = self.client.take() {
-            if self.open && client.client.batch_execute("ROLLBACK").is_err() {
-                return; // a broken connection is not reused
+            if self.open {
+                self.store.trip();
+                if client.client.batch_execute("ROLLBACK").is_err() {
+                    // A broken connection is not reused.
+                    self.store.discard(client);
+                    return;
+                }
             }
             self.store.give_back(client);
         }
@@ -491,17 +659,19 @@ impl Store for PostgresStore {
     fn begin(&self, mode: Mode) -> Result<Box<dyn Transaction + '_>> {
         let mut client = self.client()?;
         let begin = match mode {
-            Mode::Write => format!("BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"),
-            Mode::Read => "BEGIN READ ONLY".to_owned(),
+            Mode::Write => "BEGIN ISOLATION LEVEL SERIALIZABLE",
+            Mode::Read => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
         };
-        client
-            .client
-            .batch_execute(&begin)
-            .map_err(|e| pg_error("starting a transaction", e))?;
+        self.trip();
+        if let Err(e) = client.client.batch_execute(begin) {
+            self.discard(client);
+            return Err(pg_error("starting a transaction", e));
+        }
         Ok(Box::new(PgTx {
             store: self,
             client: Some(client),
             open: true,
+            failed: None,
         }))
     }
 
@@ -515,7 +685,7 @@ impl Store for PostgresStore {
         let mut applied = Vec::new();
         // One process migrates; the others wait for the lock and find nothing left to do.
         client
-            .batch_execute(&format!("SELECT pg_advisory_lock({WRITE_LOCK})"))
+            .batch_execute(&format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"))
             .map_err(|e| pg_error("locking for migrations", e))?;
         let result = (|| {
             let current = Self::version(client)?;
@@ -544,7 +714,7 @@ impl Store for PostgresStore {
             }
             Ok(applied)
         })();
-        let _ = client.batch_execute(&format!("SELECT pg_advisory_unlock({WRITE_LOCK})"));
+        let _ = client.batch_execute(&format!("SELECT pg_advisory_unlock({MIGRATION_LOCK})"));
         // Statements prepared before a migration may describe the old schema.
         pooled.statements.clear();
         self.give_back(pooled);

@@ -70,6 +70,17 @@ impl From<Error> for ApiError {
                     "The server has no space left to store this; nothing was stored.",
                 )
             }
+            busy if busy.is_busy() => {
+                tracing::warn!(error = %busy, "request refused: conflicting concurrent changes");
+                ApiError {
+                    retry_after: Some(1),
+                    ..ApiError::detail(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "The change conflicted with concurrent changes; nothing was changed. \
+                         Try again.",
+                    )
+                }
+            }
             other => {
                 tracing::error!(error = %other, "request failed");
                 ApiError::internal()
