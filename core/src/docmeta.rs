@@ -378,6 +378,7 @@ impl Builder {
             local_access_events: Mutex::new(Vec::new()),
             credentials_epoch: AtomicU64::new(0),
             search_lock: Mutex::new(()),
+            access_order: Mutex::new(()),
             search_rebuilding: std::sync::atomic::AtomicBool::new(false),
             shutdown: std::sync::atomic::AtomicBool::new(false),
         });

@@ -147,6 +147,9 @@ pub(crate) struct Inner {
     /// process: see [`Docmeta::credentials_epoch`].
     pub(crate) credentials_epoch: AtomicU64,
     pub(crate) search_lock: Mutex<()>,
+    /// Held from the commit of a unit of work that changes access until its changes are in
+    /// the snapshot, so that they are applied in commit order.
+    pub(crate) access_order: Mutex<()>,
     pub(crate) search_rebuilding: std::sync::atomic::AtomicBool,
     pub(crate) shutdown: std::sync::atomic::AtomicBool,
 }
@@ -635,28 +638,21 @@ impl Docmeta {
         mut f: impl FnMut(&mut Unit<'_>) -> Result<T>,
     ) -> Result<T> {
         let renders = Renders::inline(self.now());
-        let (events, access, tasks_enqueued, unlink, out, triggers) =
+        let (events, tasks_enqueued, unlink, out, triggers) =
             self.retrying(|| self.commit_unit(actor, &renders, &mut f))?;
-        self.after_commit(events, access, tasks_enqueued, unlink, triggers);
+        self.after_commit(events, tasks_enqueued, unlink, triggers);
         Ok(out)
     }
 
-    /// One run of a unit of work, committed: the part of [`Docmeta::write`] that runs again
-    /// when its transaction conflicts with concurrent ones.
+    /// One run of a unit of work, committed, its access changes applied: the part of
+    /// [`Docmeta::write`] that runs again when its transaction conflicts with concurrent ones.
     #[allow(clippy::type_complexity)]
     fn commit_unit<T>(
         &self,
         actor: Actor,
         renders: &Renders,
         f: &mut impl FnMut(&mut Unit<'_>) -> Result<T>,
-    ) -> Result<(
-        Vec<Event>,
-        Vec<AccessChange>,
-        bool,
-        Vec<String>,
-        T,
-        Vec<TaskId>,
-    )> {
+    ) -> Result<(Vec<Event>, bool, Vec<String>, T, Vec<TaskId>)> {
         let mut attempt = 0;
         let (tx, events, access, tasks_enqueued, invalidated, unlink, out, triggers) = loop {
             attempt += 1;
@@ -710,18 +706,27 @@ impl Docmeta {
             self.forget_compiled(&invalidated);
             return Err(e);
         }
+        // Access changes reach the snapshot in the order their transactions committed: two
+        // units of this process editing one ACL at once must not leave the older permissions.
+        let order = (!access.is_empty()).then(|| self.inner.access_order.lock());
         let committed = tx.commit();
         self.forget_compiled(&invalidated);
         committed?;
-        Ok((events, access, tasks_enqueued, unlink, out, triggers))
+        if order.is_some() {
+            let mut snapshot = self.inner.access.write();
+            for change in access {
+                apply(&mut snapshot, change);
+            }
+        }
+        drop(order);
+        Ok((events, tasks_enqueued, unlink, out, triggers))
     }
 
-    /// What follows the commit of a unit of work: applies its access changes, deletes the
-    /// files it unlinked, wakes the worker, notifies subscribers and runs its triggers.
+    /// What follows the commit of a unit of work: deletes the files it unlinked, wakes the
+    /// worker, notifies subscribers and runs its triggers.
     fn after_commit(
         &self,
         events: Vec<Event>,
-        access: Vec<AccessChange>,
         tasks_enqueued: bool,
         unlink: Vec<String>,
         triggers: Vec<TaskId>,
@@ -730,12 +735,6 @@ impl Docmeta {
             // Moved aside, kept a day for backups that started before the commit. One that
             // cannot be moved is unreferenced, which is harmless: never served, never backed up.
             let _ = self.inner.files.delete(&name);
-        }
-        if !access.is_empty() {
-            let mut snapshot = self.inner.access.write();
-            for change in access {
-                apply(&mut snapshot, change);
-            }
         }
         {
             let mut local = self.inner.local_access_events.lock();

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# Concurrent writers on PostgreSQL over HTTP (issue #19): the metadata PATCH of load.sh (a
+# date-parsed value, as alice) driven by wrk against N `docmeta serve` processes on one
+# PostgreSQL database at default durability (fsync = on, synchronous_commit = on), for N = 1
+# and N = 2 (PROCESSES="1 2"), CONNECTIONS connections per process (default 16), DURATION
+# seconds per run (default 20). Each process has its own data directory (a copy), as on
+# separate machines.
+#
+# The requests edit the due date of the DOCUMENTS/2 invoices that bench-data makes (alice may
+# edit them), each request another one in turn; HOT=1 makes every request edit document 1's,
+# as load.sh does: one row that every writer updates, whose row lock is held until the commit's
+# WAL flush, so no design can go faster than one write per flush there.
+#
+# Prints, per run: writes/s (2xx answers), p50/p99 latency (the worst process's), non-2xx
+# answers and socket errors. Needs wrk and PostgreSQL's server binaries (initdb, pg_ctl, psql).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+DURATION="${DURATION:-20}"
+CONNECTIONS="${CONNECTIONS:-16}"
+DOCUMENTS="${DOCUMENTS:-1000}"
+PROCESSES="${PROCESSES:-1 2}"
+PG_PORT="${PG_PORT:-54399}"
+PORT="${PORT:-18865}"
+HOT="${HOT:-0}"
+command -v wrk >/dev/null || { echo "wrk is missing: apt-get install wrk" >&2; exit 1; }
+PROFILE="${PROFILE:-release}"   # PROFILE=debug to try the script itself quickly
+if [ "$PROFILE" = release ]; then cargo build --release -q -p docmeta-server; else cargo build -q -p docmeta-server; fi
+BIN=target/$PROFILE/docmeta
+WORK="$(mktemp -d)"
+chmod 755 "$WORK"
+PG_DIR="$WORK/pg"
+PG_BIN=$(dirname "$(command -v pg_ctl 2>/dev/null || ls /usr/lib/postgresql/*/bin/pg_ctl | tail -1)")
+as_pg() { if [ "$(id -u)" = 0 ]; then su postgres -s /bin/bash -c "$*"; else bash -c "$*"; fi; }
+SERVERS=()
+cleanup() {
+  for pid in "${SERVERS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+  as_pg "'$PG_BIN/pg_ctl' -D '$PG_DIR/data' stop -m fast" >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# scripts/postgres-up turns fsync off (for tests); restart the cluster with the defaults.
+DOCMETA_PG_PORT=$PG_PORT scripts/postgres-up "$PG_DIR" >/dev/null
+as_pg "'$PG_BIN/pg_ctl' -D '$PG_DIR/data' -w -o \"-p $PG_PORT -k '$PG_DIR' -c listen_addresses=127.0.0.1 -c max_connections=200\" -l '$PG_DIR/log' restart" >/dev/null
+URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres"
+psql_q() { psql -X -q -t -A "$URL" -c "$1"; }
+DURABILITY="fsync=$(psql_q 'SHOW fsync'), synchronous_commit=$(psql_q 'SHOW synchronous_commit'), wal_sync_method=$(psql_q 'SHOW wal_sync_method')"
+case "$DURABILITY" in
+  fsync=on,\ synchronous_commit=on*) ;;
+  *) echo "PostgreSQL is not at default durability: $DURABILITY" >&2; exit 1 ;;
+esac
+
+export DOCMETA_ADMIN_PASSWORD=admin-password DOCMETA_DATABASE_URL="$URL"
+DOCMETA_DATA="$WORK/data-0" "$BIN" demo >/dev/null
+DOCMETA_DATA="$WORK/data-0" "$BIN" bench-data --documents "$DOCUMENTS" 2>/dev/null
+for n in 1 2 3; do cp -a "$WORK/data-0" "$WORK/data-$n"; done
+
+# The due-date values alice may edit: (document, value) of every invoice.
+if [ "$HOT" = 1 ]; then
+  TARGETS=$(psql_q "SELECT m.document_id || ' ' || m.id FROM document_metadata m JOIN metadata_types t ON t.id = m.metadata_type_id WHERE t.name = 'due_date' AND m.document_id = 1")
+else
+  TARGETS=$(psql_q "SELECT m.document_id || ' ' || m.id FROM document_metadata m JOIN metadata_types t ON t.id = m.metadata_type_id JOIN documents d ON d.id = m.document_id JOIN document_types y ON y.id = d.document_type_id WHERE t.name = 'due_date' AND y.label = 'Invoice' ORDER BY m.id")
+fi
+[ -n "$TARGETS" ] || { echo "no due dates to edit" >&2; exit 1; }
+AUTH="Basic $(printf 'alice:demo-password' | base64)"
+{
+  echo "local paths = {"
+  while read -r doc value; do echo "  \"/api/v4/documents/$doc/metadata/$value/\","; done <<<"$TARGETS"
+  echo "}"
+  cat <<LUA
+local counter = 0
+local n = 0
+setup = function(thread)
+  thread:set("offset", counter * 7919)
+  counter = counter + 1
+end
+request = function()
+  n = n + 1
+  local path = paths[((offset or 0) + n * 31) % #paths + 1]
+  local body = string.format('{"value": "%02d/%02d/2030"}', (n % 28) + 1, (n % 12) + 1)
+  return wrk.format("PATCH", path, {["Content-Type"] = "application/json", ["Authorization"] = "$AUTH"}, body)
+end
+LUA
+} >"$WORK/patch.lua"
+
+start_server() { # index
+  local i=$1 port=$((PORT + $1))
+  DOCMETA_DATA="$WORK/data-$i" DOCMETA_LOG="${DOCMETA_LOG:-warn}" "$BIN" serve --bind "127.0.0.1:$port" >"$WORK/server-$i.log" 2>&1 &
+  SERVERS+=($!)
+  for _ in $(seq 200); do curl -sf "http://127.0.0.1:$port/api/v4/health/" >/dev/null && return 0; sleep 0.1; done
+  echo "server $i did not start: $(tail -5 "$WORK/server-$i.log")" >&2; exit 1
+}
+
+echo "docmeta PATCH on PostgreSQL ($DURABILITY): ${DURATION}s per run, $CONNECTIONS connections per process, $(nproc) cores, demo + $DOCUMENTS documents, $(wc -l <<<"$TARGETS") values edited in turn"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+for n in $PROCESSES; do
+  SERVERS=()
+  for i in $(seq 0 $((n - 1))); do start_server "$i"; done
+  # A short warm-up: every server's connections and prepared statements.
+  for i in $(seq 0 $((n - 1))); do
+    wrk -t1 -c"$CONNECTIONS" -d2s -s "$WORK/patch.lua" "http://127.0.0.1:$((PORT + i))" >/dev/null
+  done
+  outs=()
+  drivers=()
+  for i in $(seq 0 $((n - 1))); do
+    out="$WORK/wrk-$n-$i.txt"
+    outs+=("$out")
+    wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$WORK/patch.lua" "http://127.0.0.1:$((PORT + i))" >"$out" &
+    drivers+=($!)
+  done
+  for pid in "${drivers[@]}"; do wait "$pid"; done
+  python3 - "$n" "$CONNECTIONS" "${outs[@]}" <<'PY'
+import re, sys
+n, connections, paths = sys.argv[1], sys.argv[2], sys.argv[3:]
+def ms(text, label):
+    m = re.search(rf"^\s*{label}%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
+    if not m: return float("nan")
+    v, unit = float(m.group(1)), m.group(2)
+    return v / 1000 if unit == "us" else v * 1000 if unit == "s" else v
+total = ok = non2xx = 0
+rps = 0.0
+p50 = p99 = 0.0
+socket = []
+for path in paths:
+    text = open(path).read()
+    requests = int(re.search(r"(\d+) requests in", text).group(1))
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    bad = int(bad.group(1)) if bad else 0
+    seconds = float(re.search(r"requests in ([\d.]+)s", text).group(1))
+    total += requests; non2xx += bad
+    rps += (requests - bad) / seconds
+    p50 = max(p50, ms(text, 50)); p99 = max(p99, ms(text, 99))
+    e = re.search(r"Socket errors: (.*)", text)
+    if e: socket.append(e.group(1))
+print(f"{n} process(es) x {connections} connections: {rps:8,.0f} writes/s  p50 {p50:6.2f} ms  "
+      f"p99 {p99:6.2f} ms  {total} requests, non-2xx {non2xx}, "
+      f"socket errors {'; '.join(socket) if socket else 'none'}")
+PY
+  for pid in "${SERVERS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+  for i in $(seq 0 $((n - 1))); do
+    echo "  server $i: refused as busy (503): $(grep -c "conflicting concurrent" "$WORK/server-$i.log" || true)"
+  done
+  SERVERS=()
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
