@@ -554,11 +554,13 @@ impl Docmeta {
         Ok(out)
     }
 
-    /// Runs `f` in a write transaction with no events (internal bookkeeping); `f` runs again
-    /// when the transaction conflicted with concurrent ones (see [`Docmeta::retrying`]).
+    /// Runs `f` in a write transaction with no events (internal bookkeeping: task claims and
+    /// states, settings by key), at the store's bookkeeping isolation (see
+    /// `Store::begin_bookkeeping`: each statement of `f` must be safe on its own); `f` runs
+    /// again when the transaction conflicted with concurrent ones (see [`Docmeta::retrying`]).
     pub(crate) fn write_system<T>(&self, mut f: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         self.retrying(|| {
-            let mut tx = Tx::new(self.inner.store.begin(Mode::Write)?);
+            let mut tx = Tx::new(self.inner.store.begin_bookkeeping()?);
             let out = f(&mut tx)?;
             tx.commit()?;
             Ok(out)

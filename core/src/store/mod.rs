@@ -167,6 +167,17 @@ pub trait Store: Send + Sync + 'static {
     /// Starts a transaction. Dropping it without [`Transaction::commit`] rolls back.
     fn begin(&self, mode: Mode) -> Result<Box<dyn Transaction + '_>>;
 
+    /// Starts a write transaction for bookkeeping whose every statement is safe on its own
+    /// whatever runs beside it (claiming a task by a conditional `UPDATE`, setting a task's
+    /// state or a setting by key): a store that isolates writers more strictly than that needs
+    /// may run it at a weaker level (PostgreSQL: `READ COMMITTED`, so that the task queue,
+    /// which every unit of work touches, causes no serialization failures). By default, a
+    /// [`Mode::Write`] transaction.
+    #[doc(hidden)]
+    fn begin_bookkeeping(&self) -> Result<Box<dyn Transaction + '_>> {
+        self.begin(Mode::Write)
+    }
+
     /// The SQL dialect.
     fn dialect(&self) -> Dialect;
 

@@ -334,6 +334,22 @@ impl PostgresStore {
         self.data_statements.load(Ordering::Relaxed)
     }
 
+    /// A transaction started with `begin` (`BEGIN ISOLATION LEVEL ...`).
+    fn begin_with(&self, begin: &str) -> Result<Box<dyn Transaction + '_>> {
+        let mut client = self.client()?;
+        self.trip();
+        if let Err(e) = client.client.batch_execute(begin) {
+            self.discard(client);
+            return Err(pg_error("starting a transaction", e));
+        }
+        Ok(Box::new(PgTx {
+            store: self,
+            client: Some(client),
+            open: true,
+            failed: None,
+        }))
+    }
+
     fn trip(&self) {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
     }
@@ -657,27 +673,22 @@ impl Drop for PgTx<'_> {
 
 impl Store for PostgresStore {
     fn begin(&self, mode: Mode) -> Result<Box<dyn Transaction + '_>> {
-        let mut client = self.client()?;
-        let begin = match mode {
+        self.begin_with(match mode {
             Mode::Write => "BEGIN ISOLATION LEVEL SERIALIZABLE",
             Mode::Read => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
-        };
-        self.trip();
-        if let Err(e) = client.client.batch_execute(begin) {
-            self.discard(client);
-            return Err(pg_error("starting a transaction", e));
-        }
-        Ok(Box::new(PgTx {
-            store: self,
-            client: Some(client),
-            open: true,
-            failed: None,
-        }))
+        })
+    }
+
+    fn begin_bookkeeping(&self) -> Result<Box<dyn Transaction + '_>> {
+        // Its statements are claims by a conditional UPDATE (re-checked on the newest row
+        // version after a wait), FOR UPDATE SKIP LOCKED, and writes by key.
+        self.begin_with("BEGIN ISOLATION LEVEL READ COMMITTED")
     }
 
     fn dialect(&self) -> Dialect {
         Dialect::Postgres
     }
+
 
     fn migrate(&self) -> Result<Vec<u32>> {
         let mut pooled = self.client()?;
