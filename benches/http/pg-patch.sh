@@ -11,7 +11,8 @@
 # as load.sh does: one row that every writer updates, whose row lock is held until the commit's
 # WAL flush, so no design can go faster than one write per flush there.
 #
-# Prints, per run: writes/s (2xx answers), p50/p99 latency (the worst process's), non-2xx
+# BIN=path/to/docmeta runs that binary instead of building this tree's (an A/B comparison
+# under the same conditions). Prints, per run: writes/s (2xx answers), p50/p99 latency (the worst process's), non-2xx
 # answers and socket errors. Needs wrk and PostgreSQL's server binaries (initdb, pg_ctl, psql).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -24,8 +25,13 @@ PORT="${PORT:-18865}"
 HOT="${HOT:-0}"
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install wrk" >&2; exit 1; }
 PROFILE="${PROFILE:-release}"   # PROFILE=debug to try the script itself quickly
-if [ "$PROFILE" = release ]; then cargo build --release -q -p docmeta-server; else cargo build -q -p docmeta-server; fi
-BIN=target/$PROFILE/docmeta
+if [ -n "${BIN:-}" ]; then
+  echo "server binary: $BIN (BIN given: not built)"  # e.g. another build, for an A/B run
+elif [ "$PROFILE" = release ]; then
+  cargo build --release -q -p docmeta-server; BIN=target/release/docmeta
+else
+  cargo build -q -p docmeta-server; BIN=target/debug/docmeta
+fi
 WORK="$(mktemp -d)"
 chmod 755 "$WORK"
 PG_DIR="$WORK/pg"

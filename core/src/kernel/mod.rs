@@ -632,8 +632,11 @@ impl Docmeta {
     /// render budget) never stalls other writers: an attempt of `f` that needs a template
     /// output not known yet is rolled back, the template is rendered with no transaction open
     /// (from inputs read in that attempt), and `f` runs again; the output is used when the
-    /// template's inputs, read again under the lock, are equal (see `session::Renders`). `f`
-    /// may therefore run more than once: it must have no effect outside its unit.
+    /// template's inputs, read again under the lock, are equal (see `session::Renders`). On
+    /// PostgreSQL, where writers run at once, a unit whose transaction conflicted with a
+    /// concurrent one (a serialization failure or a deadlock: nothing of it was stored) runs
+    /// again as a whole (see [`Docmeta::retrying`]). `f` may therefore run more than once: it
+    /// must have no effect outside its unit.
     pub(crate) fn write<T>(
         &self,
         actor: Actor,
