@@ -11,6 +11,7 @@
 # as load.sh does: one row that every writer updates, whose row lock is held until the commit's
 # WAL flush, so no design can go faster than one write per flush there.
 #
+# LOGS=DIR keeps the servers' logs, wrk's outputs and PostgreSQL's log there.
 # BIN=path/to/docmeta runs that binary instead of building this tree's (an A/B comparison
 # under the same conditions). Prints, per run: writes/s (2xx answers), p50/p99 latency (the worst process's), non-2xx
 # answers and socket errors. Needs wrk and PostgreSQL's server binaries (initdb, pg_ctl, psql).
@@ -40,6 +41,7 @@ as_pg() { if [ "$(id -u)" = 0 ]; then su postgres -s /bin/bash -c "$*"; else bas
 SERVERS=()
 cleanup() {
   for pid in "${SERVERS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+  if [ -n "${LOGS:-}" ]; then mkdir -p "$LOGS"; cp "$WORK"/server-*.log "$WORK"/wrk-*.txt "$PG_DIR/log" "$LOGS/" 2>/dev/null || true; fi
   as_pg "'$PG_BIN/pg_ctl' -D '$PG_DIR/data' stop -m fast" >/dev/null 2>&1 || true
   rm -rf "$WORK"
 }
@@ -92,7 +94,7 @@ LUA
 
 start_server() { # index
   local i=$1 port=$((PORT + $1))
-  DOCMETA_DATA="$WORK/data-$i" DOCMETA_LOG="${DOCMETA_LOG:-warn}" "$BIN" serve --bind "127.0.0.1:$port" >"$WORK/server-$i.log" 2>&1 &
+  DOCMETA_DATA="$WORK/data-$i" DOCMETA_LOG="${DOCMETA_LOG:-warn}" "$BIN" serve --bind "127.0.0.1:$port" >>"$WORK/server-$i.log" 2>&1 &
   SERVERS+=($!)
   for _ in $(seq 200); do curl -sf "http://127.0.0.1:$port/api/v4/health/" >/dev/null && return 0; sleep 0.1; done
   echo "server $i did not start: $(tail -5 "$WORK/server-$i.log")" >&2; exit 1
