@@ -780,3 +780,38 @@ fn another_process_access_change_committed_after_a_later_one_is_still_followed()
     );
     Ok(())
 }
+
+#[test]
+fn history_restored_from_a_cluster_further_ahead_is_followed_before_new_events()
+-> docmeta_core::Result<()> {
+    if base_url().is_none() {
+        eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
+        return Ok(());
+    }
+    let url = fresh_url();
+    let open = || {
+        docmeta_core::Docmeta::builder()
+            .data_dir(tempfile::tempdir().expect("tempdir").path())
+            .worker(false)
+            .store(PostgresStore::open(&url).expect("open"))
+            .open()
+    };
+    let db = open()?;
+    db.system().create_document_type("Invoice")?;
+    drop(db);
+    // As if dumped from a cluster whose transaction ids are far ahead of this one's.
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+    client
+        .batch_execute("UPDATE events SET tx = 9000000000000")
+        .expect("age the history");
+    let db = open()?;
+    let old = ids_after(&db, 0);
+    assert!(!old.is_empty());
+    db.system().create_document_type("Contract")?;
+    assert!(
+        eventually(|| ids_after(&db, *old.last().expect("an old event")).len() == 1),
+        "the new event comes after the restored history: {:?}",
+        ids_after(&db, 0)
+    );
+    Ok(())
+}
