@@ -97,10 +97,15 @@ pub struct EventQuery {
     pub object: Option<(String, i64)>,
     /// Only events older than this id (for paging backwards).
     pub before: Option<EventId>,
-    /// Only events newer than this id (for following the log).
+    /// Only events after this one (for following the log: pass the last event read, with
+    /// `oldest_first`).
     pub after: Option<EventId>,
     /// At most this many (default 100).
     pub limit: Option<u32>,
-    /// Oldest first instead of newest first.
+    /// Oldest first instead of newest first. Oldest first, events come in commit order and a
+    /// follower never misses one: with concurrent writers on PostgreSQL an event is listed once
+    /// every transaction older than its own has finished (events of one transaction come
+    /// together, in id order; ids of different transactions may then come out of order), so
+    /// nothing can later appear before the last event read. On SQLite commit order is id order.
     pub oldest_first: bool,
 }

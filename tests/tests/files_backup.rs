@@ -574,7 +574,7 @@ fn a_backup_from_an_older_schema_is_migrated_on_restore() -> Result<()> {
     tar.into_inner().expect("finish");
     let target = out.path().join("new");
     let r = restore(&[archive], &target, None)?;
-    assert_eq!((r.migrations, r.documents), (vec![2, 3, 4, 5], 1));
+    assert_eq!((r.migrations, r.documents), (vec![2, 3, 4, 5, 6], 1));
     let db = open(&target, None)?;
     let docs = db.system().documents(None, DocumentId(0), 10)?;
     assert_eq!(docs[0].label, "Dear reader");

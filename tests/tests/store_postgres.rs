@@ -166,7 +166,17 @@ fn two_processes() -> docmeta_core::Result<(
     docmeta_core::Docmeta,
     [tempfile::TempDir; 2],
 )> {
-    let url = fresh_url();
+    two_processes_on(&fresh_url())
+}
+
+/// [`two_processes`] on the database at `url`.
+fn two_processes_on(
+    url: &str,
+) -> docmeta_core::Result<(
+    docmeta_core::Docmeta,
+    docmeta_core::Docmeta,
+    [tempfile::TempDir; 2],
+)> {
     let config = docmeta_core::Config {
         password_hash_memory_kib: 64,
         password_hash_iterations: 1,
@@ -181,7 +191,7 @@ fn two_processes() -> docmeta_core::Result<(
             .data_dir(dir.path())
             .config(config.clone())
             .worker(false)
-            .store(PostgresStore::open(&url).expect("open"))
+            .store(PostgresStore::open(url).expect("open"))
             .open()
     };
     let a = open(&dirs[0])?;
@@ -200,10 +210,12 @@ fn a_password_changed_in_another_process_moves_the_credentials_epoch() -> docmet
     b.follow_access()?;
     let before = b.credentials_epoch();
     a.system().set_password(ann, "second password")?;
-    b.follow_access()?;
-    assert_ne!(
-        b.credentials_epoch(),
-        before,
+    // Followed once every transaction older than the change has finished (other tests' too).
+    assert!(
+        eventually(|| {
+            b.follow_access().expect("follow");
+            b.credentials_epoch() != before
+        }),
         "a login cache in the other process must stop trusting the old password"
     );
     Ok(())
@@ -465,7 +477,7 @@ fn a_new_database_has_the_schema_older_versions_made() -> docmeta_core::Result<(
     }
     // Made the old way up to version 4, then PostgreSQL's own migrations from there.
     let before = migrated_as_before(SQLITE_MIGRATIONS.len());
-    assert_eq!(PostgresStore::open(&before)?.migrate()?, [5]);
+    assert_eq!(PostgresStore::open(&before)?.migrate()?, [5, 6]);
     let now = fresh_url();
     PostgresStore::open(&now)?.migrate()?;
     assert_same_schema(&schema_of(&now), &schema_of(&before));
@@ -480,7 +492,7 @@ fn an_older_database_migrates_to_the_schema_of_a_new_one() -> docmeta_core::Resu
     }
     let old = migrated_as_before(2);
     let store = PostgresStore::open(&old)?;
-    assert_eq!(store.migrate()?, [3, 4, 5]);
+    assert_eq!(store.migrate()?, [3, 4, 5, 6]);
     let fresh = fresh_url();
     PostgresStore::open(&fresh)?.migrate()?;
     assert_same_schema(&schema_of(&old), &schema_of(&fresh));
@@ -723,5 +735,216 @@ fn a_transaction_whose_statement_failed_refuses_to_commit() -> docmeta_core::Res
         Ok(())
     })?;
     assert_eq!(count, 0, "nothing of the failed transaction was stored");
+    Ok(())
+}
+
+/// A writer's transaction left open on `url` after it wrote an event with the next id (so every
+/// later writer's events have larger ids but commit first). With `user`, it also creates a
+/// superuser of that name and logs the change as a user edit.
+fn open_writer(url: &str, user: Option<&str>) -> (postgres::Client, i64) {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).expect("connect");
+    client.batch_execute("BEGIN").expect("begin");
+    let mut target = 0_i64;
+    if let Some(name) = user {
+        target = client
+            .query_one(
+                "INSERT INTO users (username, password_hash, is_superuser, is_active, created) VALUES ($1, 'x', 1, 1, 0) RETURNING id",
+                &[&name],
+            )
+            .expect("insert a user")
+            .get(0);
+    }
+    let id: i64 = client
+        .query_one(
+            "INSERT INTO events (timestamp, name, target_kind, target_id, target_label) VALUES (0, $1, 'auth.user', $2, 'slow') RETURNING id",
+            &[&docmeta_core::events::names::USER_EDITED, &target],
+        )
+        .expect("insert an event")
+        .get(0);
+    (client, id)
+}
+
+/// Whether `done` becomes true within 10 s. Followers on PostgreSQL read an event once every
+/// transaction older than its own has finished, which in a test run includes other tests'.
+fn eventually(mut done: impl FnMut() -> bool) -> bool {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < until {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    false
+}
+
+fn ids_after(db: &docmeta_core::Docmeta, after: i64) -> Vec<i64> {
+    db.events(&docmeta_core::EventQuery {
+        after: Some(docmeta_core::EventId(after)),
+        oldest_first: true,
+        limit: Some(1000),
+        ..Default::default()
+    })
+    .expect("events")
+    .iter()
+    .map(|e| e.id.0)
+    .collect()
+}
+
+#[test]
+fn a_follower_never_reads_past_an_event_whose_transaction_is_still_open() -> docmeta_core::Result<()>
+{
+    if base_url().is_none() {
+        eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
+        return Ok(());
+    }
+    let url = fresh_url();
+    let db = docmeta_core::Docmeta::builder()
+        .data_dir(tempfile::tempdir().expect("tempdir").path())
+        .worker(false)
+        .store(PostgresStore::open(&url).expect("open"))
+        .open()?;
+    let cursor = ids_after(&db, 0).last().copied().unwrap_or(0);
+    let (mut slow, slow_id) = open_writer(&url, None);
+    // Another writer commits an event with a larger id while the slow one is still open.
+    db.system().create_document_type("Invoice")?;
+    let fast_id = db
+        .events(&docmeta_core::EventQuery::default())?
+        .first()
+        .map(|e| e.id.0)
+        .expect("the committed event");
+    assert!(fast_id > slow_id, "{fast_id} > {slow_id}");
+    assert_eq!(
+        ids_after(&db, cursor),
+        Vec::<i64>::new(),
+        "reading the committed {fast_id} now would make the follower skip {slow_id}"
+    );
+    slow.batch_execute("COMMIT").expect("commit");
+    assert!(
+        eventually(|| ids_after(&db, cursor) == [slow_id, fast_id]),
+        "{:?}",
+        ids_after(&db, cursor)
+    );
+    Ok(())
+}
+
+#[test]
+fn a_follower_passing_the_last_event_it_read_reads_each_event_once() -> docmeta_core::Result<()> {
+    if base_url().is_none() {
+        eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
+        return Ok(());
+    }
+    let url = fresh_url();
+    let db = docmeta_core::Docmeta::builder()
+        .data_dir(tempfile::tempdir().expect("tempdir").path())
+        .worker(false)
+        .store(PostgresStore::open(&url).expect("open"))
+        .open()?;
+    let start = ids_after(&db, 0).last().copied().unwrap_or(0);
+    // Commit order differs from id order: the slow writer's smaller id commits last.
+    let (mut slow, slow_id) = open_writer(&url, None);
+    db.system().create_document_type("Invoice")?;
+    slow.batch_execute("COMMIT").expect("commit");
+    db.system().create_document_type("Contract")?;
+    let mut seen = Vec::new();
+    let mut cursor = start;
+    assert!(eventually(|| ids_after(&db, start).len() == 3));
+    loop {
+        let page = db.events(&docmeta_core::EventQuery {
+            after: Some(docmeta_core::EventId(cursor)),
+            oldest_first: true,
+            limit: Some(1),
+            ..Default::default()
+        })?;
+        let Some(last) = page.last() else { break };
+        cursor = last.id.0;
+        seen.push(cursor);
+    }
+    let mut sorted = seen.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert_eq!(sorted.len(), 3, "no event twice: {seen:?}");
+    assert!(seen.contains(&slow_id), "{seen:?}");
+    Ok(())
+}
+
+#[test]
+fn another_process_access_change_committed_after_a_later_one_is_still_followed()
+-> docmeta_core::Result<()> {
+    if base_url().is_none() {
+        eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
+        return Ok(());
+    }
+    let url = fresh_url();
+    let (a, b, _dirs) = two_processes_on(&url)?;
+    let (mut slow, _) = open_writer(&url, Some("late"));
+    // A later access change commits first, and the follower reads it.
+    // A later access change commits first, and the follower follows the log.
+    a.system().create_user("early", "a password", true)?;
+    b.follow_access()?;
+    slow.batch_execute("COMMIT").expect("commit");
+    let late = b
+        .system()
+        .users()?
+        .into_iter()
+        .find(|u| u.username == "late")
+        .expect("the late user")
+        .id;
+    let early = b
+        .system()
+        .users()?
+        .into_iter()
+        .find(|u| u.username == "early")
+        .expect("the early user")
+        .id;
+    let sees = |user| {
+        b.check(
+            user,
+            docmeta_core::Permission::DocumentTypeCreate,
+            docmeta_core::ObjectRef::new(docmeta_core::ObjectKind::DOCUMENT_TYPE, 1),
+        )
+    };
+    assert!(
+        eventually(|| {
+            b.follow_access().expect("follow");
+            sees(early) && sees(late)
+        }),
+        "the follower skipped the superuser whose change committed after a later one"
+    );
+    Ok(())
+}
+
+#[test]
+fn history_restored_from_a_cluster_further_ahead_is_followed_before_new_events()
+-> docmeta_core::Result<()> {
+    if base_url().is_none() {
+        eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
+        return Ok(());
+    }
+    let url = fresh_url();
+    let open = || {
+        docmeta_core::Docmeta::builder()
+            .data_dir(tempfile::tempdir().expect("tempdir").path())
+            .worker(false)
+            .store(PostgresStore::open(&url).expect("open"))
+            .open()
+    };
+    let db = open()?;
+    db.system().create_document_type("Invoice")?;
+    drop(db);
+    // As if dumped from a cluster whose transaction ids are far ahead of this one's.
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+    client
+        .batch_execute("UPDATE events SET tx = 9000000000000")
+        .expect("age the history");
+    let db = open()?;
+    let old = ids_after(&db, 0);
+    assert!(!old.is_empty());
+    db.system().create_document_type("Contract")?;
+    assert!(
+        eventually(|| ids_after(&db, *old.last().expect("an old event")).len() == 1),
+        "the new event comes after the restored history: {:?}",
+        ids_after(&db, 0)
+    );
     Ok(())
 }

@@ -138,10 +138,13 @@ pub(crate) struct Inner {
     pub(crate) files: Arc<dyn FileStorage>,
     pub(crate) _lock: Option<DataLock>,
     pub(crate) hooks: Hooks,
-    /// The newest event the access snapshot reflects (another process's later changes are
-    /// picked up by `follow_access`).
-    pub(crate) access_cursor: std::sync::atomic::AtomicI64,
-    /// Access-changing events this process committed (already applied) after the cursor.
+    /// The last event, in the followers' commit order, that the access snapshot reflects
+    /// (another process's later changes are picked up by `follow_access`). Held while
+    /// following or reloading, so one of them runs at a time.
+    pub(crate) access_cursor: Mutex<i64>,
+    /// Access-changing events this process committed (already applied to `access`) that the
+    /// cursor has not passed yet. Changed only with `access` write-locked, so a reload that
+    /// replaces the snapshot and the list together never drops a local change.
     pub(crate) local_access_events: Mutex<Vec<i64>>,
     /// Bumped whenever a user is created, edited or deleted, here or (followed) in another
     /// process: see [`Docmeta::credentials_epoch`].
@@ -480,13 +483,25 @@ impl Docmeta {
     /// Rebuilds the access snapshot from the store (done at open; also useful after another
     /// process changed grants).
     pub fn reload_access(&self) -> Result<()> {
+        let mut cursor = self.inner.access_cursor.lock();
+        self.reload_access_at(&mut cursor)
+    }
+
+    /// Reloads the snapshot; `cursor` is the held [`Inner::access_cursor`].
+    fn reload_access_at(&self, cursor: &mut i64) -> Result<()> {
         let kinds = self.inner.kinds.read().clone();
+        // The cursor is read first: every event up to it is in the state read after it (a
+        // later change read too is only followed again, which reloads once more).
         let (snapshot, newest) = self.read(|tx| {
             let newest = tx.newest_event_id()?;
             Ok((load_access(tx, &kinds)?, newest))
         })?;
-        *self.inner.access.write() = snapshot;
-        self.inner.access_cursor.store(newest, Ordering::SeqCst);
+        let mut access = self.inner.access.write();
+        *access = snapshot;
+        // A local change applied to the replaced snapshot may be missing from the one read:
+        // its event is now followed as another process's would be, and reloads again.
+        self.inner.local_access_events.lock().clear();
+        *cursor = newest;
         Ok(())
     }
 
@@ -505,8 +520,11 @@ impl Docmeta {
     /// reloaded, and an edited or deleted metadata type is compiled again. The worker runs it
     /// every `access_refresh_ms`; returns whether it reloaded the access snapshot.
     pub fn follow_access(&self) -> Result<bool> {
-        let cursor = self.inner.access_cursor.load(Ordering::SeqCst);
-        let events = self.read(|tx| tx.event_names_after(cursor, 10_000))?;
+        let mut cursor = self.inner.access_cursor.lock();
+        let after = *cursor;
+        // In commit order and gap-free (`Tx::event_names_after`): with concurrent writers on
+        // PostgreSQL, an event with a smaller id that commits later is still read.
+        let events = self.read(|tx| tx.event_names_after(after, 10_000))?;
         let Some(newest) = events.last().map(|(id, _)| *id) else {
             return Ok(false);
         };
@@ -517,7 +535,7 @@ impl Docmeta {
                 .filter(|(id, name)| changes_access(name) && !local.contains(id))
                 .map(|(_, name)| name.as_str())
                 .collect();
-            local.retain(|id| *id > newest);
+            local.retain(|id| !events.iter().any(|(seen, _)| seen == id));
             let user_edit = foreign.contains(&crate::events::names::USER_EDITED);
             (!foreign.is_empty(), user_edit)
         };
@@ -536,9 +554,9 @@ impl Docmeta {
             self.inner.compiled.write().clear();
         }
         if foreign {
-            self.reload_access()?;
+            self.reload_access_at(&mut cursor)?;
         } else {
-            self.inner.access_cursor.fetch_max(newest, Ordering::SeqCst);
+            *cursor = newest;
         }
         Ok(foreign)
     }
@@ -713,15 +731,24 @@ impl Docmeta {
         }
         // Access changes reach the snapshot in the order their transactions committed: two
         // units of this process editing one ACL at once must not leave the older permissions.
-        let order = (!access.is_empty()).then(|| self.inner.access_order.lock());
+        let local_events: Vec<i64> = events
+            .iter()
+            .filter(|e| changes_access(&e.name))
+            .map(|e| e.id.0)
+            .collect();
+        let order = (!access.is_empty() || !local_events.is_empty())
+            .then(|| self.inner.access_order.lock());
         let committed = tx.commit();
         self.forget_compiled(&invalidated);
         committed?;
         if order.is_some() {
+            // Applied and remembered as local together, so a reload of the snapshot from the
+            // store (`reload_access_at`) sees either both or neither.
             let mut snapshot = self.inner.access.write();
             for change in access {
                 apply(&mut snapshot, change);
             }
+            self.inner.local_access_events.lock().extend(local_events);
         }
         drop(order);
         Ok((events, tasks_enqueued, unlink, out, triggers))
@@ -740,15 +767,6 @@ impl Docmeta {
             // Moved aside, kept a day for backups that started before the commit. One that
             // cannot be moved is unreferenced, which is harmless: never served, never backed up.
             let _ = self.inner.files.delete(&name);
-        }
-        {
-            let mut local = self.inner.local_access_events.lock();
-            local.extend(
-                events
-                    .iter()
-                    .filter(|e| changes_access(&e.name))
-                    .map(|e| e.id.0),
-            );
         }
         if events
             .iter()

@@ -33,6 +33,9 @@ use crate::session::Session;
 use crate::store::Tx;
 
 const CURSOR: &str = "search.cursor";
+/// How long a catch-up waits for events committed before it to become readable behind an older
+/// transaction still running (PostgreSQL only; see `Tx::follow_horizon`).
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Docmeta {
     /// The setting holding the last event applied to this process's index: one per index when
@@ -125,6 +128,12 @@ impl Docmeta {
         let Some(index) = self.inner.search.writable()? else {
             return Ok(0);
         };
+        // On PostgreSQL an event committed before this call is read once every older
+        // transaction has finished: wait for that (a bounded time), so that a search sees
+        // every change committed before it began.
+        let mut settle = self
+            .read(|tx| tx.follow_horizon())?
+            .map(|(_, newest)| (newest, std::time::Instant::now() + SETTLE));
         let mut applied = 0;
         loop {
             let cursor = self
@@ -138,7 +147,22 @@ impl Docmeta {
                 ..Default::default()
             })?;
             let Some(last) = events.last().map(|e| e.id) else {
-                return Ok(applied);
+                let Some((newest, until)) = settle else {
+                    return Ok(applied);
+                };
+                if std::time::Instant::now() >= until {
+                    return Ok(applied);
+                }
+                if self
+                    .read(|tx| tx.follow_horizon())?
+                    .is_some_and(|(horizon, _)| horizon > newest)
+                {
+                    // Readable now: one more round reads them.
+                    settle = None;
+                } else {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                continue;
             };
             let mut documents = BTreeSet::new();
             let mut types = BTreeSet::new();
@@ -222,14 +246,10 @@ impl Docmeta {
     }
 
     /// The newest event id (what a rebuild started now covers).
+    /// The last event in the followers' commit order: a rebuild that reads the documents after
+    /// this covers every event up to it, and catching up from it misses none.
     fn newest_event(&self) -> Result<i64> {
-        Ok(self
-            .events(&EventQuery {
-                limit: Some(1),
-                ..Default::default()
-            })?
-            .first()
-            .map_or(0, |e| e.id.0))
+        self.read(|tx| tx.newest_event_id())
     }
 
     /// Rebuilds the whole index from the database (spec 4.6 `search_reindex`) into a fresh

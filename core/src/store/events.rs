@@ -4,11 +4,33 @@
 
 use chrono::Utc;
 
-use super::Tx;
 use super::records::*;
+use super::{Dialect, Tx};
 use crate::error::Result;
 use crate::events::{Event, EventObject, EventQuery};
 use crate::model::*;
+
+/// The events after the one with id `?1`, in commit order, for followers (the access snapshot
+/// of each process, the search index, a client of the events API paging with `after`).
+///
+/// SQLite commits one writer at a time, so event ids are committed in id order and `id > ?1` is
+/// gap-free. PostgreSQL writers run concurrently: an event with a smaller id may commit after
+/// one with a larger id that a follower has already read. There each event records the id of
+/// the transaction that wrote it (`tx`, migration 6), and followers read in `(tx, id)` order
+/// only the events of transactions older than the oldest one still running
+/// (`pg_snapshot_xmin` of the statement's snapshot): those have all finished, so nothing can
+/// later appear before the last event read, and every transaction still running (or yet to
+/// start) has a larger `tx`. The position of event `?1` is its own `tx`; for an id that is not
+/// in the log, that of the nearest earlier event (`-1` when there is none).
+const FOLLOW_AFTER: &str = "(tx, id) > (COALESCE((SELECT p.tx FROM events p WHERE p.id <= ?1 ORDER BY p.id DESC LIMIT 1), -1), ?1) AND tx < (pg_snapshot_xmin(pg_current_snapshot())::text::bigint)";
+
+/// The follower's filter of events after `?1` in `dialect` (see [`FOLLOW_AFTER`]).
+pub(crate) fn follow_after(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Postgres => FOLLOW_AFTER,
+        _ => "id > ?1",
+    }
+}
 
 impl Tx<'_> {
     // ----- events -----------------------------------------------------------------------
@@ -46,11 +68,19 @@ impl Tx<'_> {
         })
     }
 
-    /// Events matching `q`.
+    /// Events matching `q`. Oldest first, they come in commit order, gap-free (see
+    /// [`FOLLOW_AFTER`]): a follower that passes the last event it read as `q.after` never
+    /// misses one.
     pub fn events(&mut self, q: &EventQuery) -> Result<Vec<Event>> {
         let mut sql = String::from(
-            "SELECT id, timestamp, name, actor_id, target_kind, target_id, target_label, action_kind, action_id, action_label FROM events WHERE id > ?1 AND id < ?2",
+            "SELECT id, timestamp, name, actor_id, target_kind, target_id, target_label, action_kind, action_id, action_label FROM events WHERE ",
         );
+        sql.push_str(if q.oldest_first {
+            follow_after(self.dialect())
+        } else {
+            "id > ?1"
+        });
+        sql.push_str(" AND id < ?2");
         let before = q.before.map_or(i64::MAX, |b| b.0);
         let after = q.after.map_or(0, |a| a.0);
         let limit = i64::from(q.limit.unwrap_or(100));
@@ -60,10 +90,12 @@ impl Tx<'_> {
         } else {
             sql.push_str(" AND ?3 = ?3 AND ?4 = ?4");
         }
-        sql.push_str(if q.oldest_first {
-            " ORDER BY id ASC"
-        } else {
+        sql.push_str(if !q.oldest_first {
             " ORDER BY id DESC"
+        } else if self.dialect() == Dialect::Postgres {
+            " ORDER BY tx, id"
+        } else {
+            " ORDER BY id"
         });
         sql.push_str(" LIMIT ?5");
         self.rows(

@@ -3,7 +3,9 @@
 //! The same statements as SQLite ([`super::records`]): `?N` placeholders become `$N` with a cast
 //! from the bound value (`$1::int8`, `$2::text`), so PostgreSQL never guesses a parameter's
 //! type. The schema has its own numbered migrations (`migrations/postgres/`), the same versions
-//! as SQLite's, written with `BIGINT` integers and identity keys.
+//! as SQLite's, written with `BIGINT` integers and identity keys. Events record the
+//! transaction that wrote them, so that followers read the log gap-free in commit order
+//! ([`super::events`]).
 //!
 //! Writers of every process and thread run at once: a write transaction is `SERIALIZABLE`, so
 //! every rule a unit of work checks by reading (the last permission of an ACL, required
@@ -48,6 +50,10 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
         include_str!("migrations/postgres/0004_template_authors.sql"),
     ),
     (5, include_str!("migrations/postgres/0005_task_targets.sql")),
+    (
+        6,
+        include_str!("migrations/postgres/0006_event_commit_order.sql"),
+    ),
 ];
 
 /// The session-level advisory lock `migrate` holds, so that one process migrates while the
@@ -723,6 +729,16 @@ impl Store for PostgresStore {
                     .map_err(|e| pg_error("committing a migration", e))?;
                 applied.push(*version);
             }
+            // A database restored into another cluster (`pg_dump`, `pg_restore`) keeps the
+            // transaction ids of the old one in `events.tx`, possibly ahead of this cluster's:
+            // new events would sort before them and followers would never read them. Every
+            // visible event's transaction precedes the snapshot's `xmax`, so one at or past it
+            // is foreign history, all committed: it goes first (tx 0), in id order.
+            client
+                .batch_execute(
+                    "UPDATE events SET tx = 0 WHERE tx <> 0 AND (SELECT max(tx) FROM events) >= (pg_snapshot_xmax(pg_current_snapshot())::text::bigint)",
+                )
+                .map_err(|e| pg_error("checking the event log's transaction ids", e))?;
             Ok(applied)
         })();
         let _ = client.batch_execute(&format!("SELECT pg_advisory_unlock({MIGRATION_LOCK})"));

@@ -3,7 +3,7 @@
 //!
 //! Part of `store` (layer 3): imports only `error`, `model`, `config`, `events` and its siblings.
 
-use super::Tx;
+use super::{Dialect, Tx};
 use crate::error::Result;
 use crate::model::*;
 
@@ -62,22 +62,52 @@ impl Tx<'_> {
         })
     }
 
-    /// The id of the newest event (0: none).
+    /// The id of the last event in the followers' order (0: none): a follower that starts from
+    /// here, having read the state in a later statement, misses nothing (see
+    /// [`follow_after`](super::events::follow_after)).
     pub(crate) fn newest_event_id(&mut self) -> Result<i64> {
+        let sql = match self.dialect() {
+            Dialect::Postgres => {
+                "SELECT id FROM events WHERE tx < (pg_snapshot_xmin(pg_current_snapshot())::text::bigint) ORDER BY tx DESC, id DESC LIMIT 1"
+            }
+            _ => "SELECT max(id) FROM events",
+        };
         Ok(self
-            .optional("SELECT max(id) FROM events", &[], |r| r.opt_int(0))?
+            .optional(sql, &[], |r| r.opt_int(0))?
             .flatten()
             .unwrap_or(0))
     }
 
-    /// Ids and names of the events after `cursor`, oldest first, at most `limit`.
+    /// On PostgreSQL, the followers' horizon (the oldest transaction still running: the events
+    /// of every older one can be read) and the newest transaction whose events are visible
+    /// now; `None` on SQLite, where every committed event can be read at once.
+    pub(crate) fn follow_horizon(&mut self) -> Result<Option<(i64, i64)>> {
+        if self.dialect() != Dialect::Postgres {
+            return Ok(None);
+        }
+        self.optional(
+            "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, COALESCE(max(tx), 0) FROM events",
+            &[],
+            |r| Ok((r.int(0)?, r.int(1)?)),
+        )
+    }
+
+    /// Ids and names of the events after `cursor`, in the followers' commit order, at most
+    /// `limit`.
     pub(crate) fn event_names_after(
         &mut self,
         cursor: i64,
         limit: u32,
     ) -> Result<Vec<(i64, String)>> {
+        let dialect = self.dialect();
+        let filter = super::events::follow_after(dialect);
+        let order = if dialect == Dialect::Postgres {
+            "tx, id"
+        } else {
+            "id"
+        };
         self.rows(
-            "SELECT id, name FROM events WHERE id > ?1 ORDER BY id LIMIT ?2",
+            &format!("SELECT id, name FROM events WHERE {filter} ORDER BY {order} LIMIT ?2"),
             &[cursor.into(), i64::from(limit).into()],
             |r| Ok((r.int(0)?, r.text(1)?)),
         )

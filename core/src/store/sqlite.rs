@@ -23,10 +23,14 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
         include_str!("migrations/sqlite/0004_template_authors.sql"),
     ),
     (5, include_str!("migrations/sqlite/0005_task_targets.sql")),
+    (
+        6,
+        include_str!("migrations/sqlite/0006_event_commit_order.sql"),
+    ),
 ];
 
 /// Newest schema version this build knows.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// Reader connections kept open; more concurrent readers wait for one (opening a connection per
 /// read would cost more than the read).
