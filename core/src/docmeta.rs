@@ -283,9 +283,10 @@ impl Builder {
     fn take_store(&mut self, config: &Config) -> Result<Option<Box<dyn Store>>> {
         #[cfg(feature = "postgres")]
         if let Some(url) = self.postgres_url.take() {
-            return Ok(Some(Box::new(
-                crate::store::PostgresStore::open_with_pool(&url, config.postgres_pool_size)?,
-            )));
+            return Ok(Some(Box::new(crate::store::PostgresStore::open_with_pool(
+                &url,
+                config.postgres_pool_size,
+            )?)));
         }
         let _ = config;
         Ok(self.store.take())

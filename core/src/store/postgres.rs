@@ -262,7 +262,10 @@ fn db_error(
     detail: Option<&str>,
 ) -> Error {
     if is_contention(code) {
-        return Error::contended(operation.to_owned(), format!("{severity} ({code}): {message}"));
+        return Error::contended(
+            operation.to_owned(),
+            format!("{severity} ({code}): {message}"),
+        );
     }
     if code == "23505" {
         // "Key (name)=(x) already exists."
@@ -694,7 +697,6 @@ impl Store for PostgresStore {
     fn dialect(&self) -> Dialect {
         Dialect::Postgres
     }
-
 
     fn migrate(&self) -> Result<Vec<u32>> {
         let mut pooled = self.client()?;

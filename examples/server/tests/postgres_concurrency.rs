@@ -76,7 +76,10 @@ fn serve(dir: &Path, url: &str) -> Server {
 
 fn ok(server: &Server, method: &str, path: &str, body: Option<Value>) -> Value {
     let (code, answer) = server.call(method, path, Some(ADMIN), body.as_ref());
-    assert!((200..300).contains(&code), "{method} {path}: {code} {answer}");
+    assert!(
+        (200..300).contains(&code),
+        "{method} {path}: {code} {answer}"
+    );
     answer
 }
 
