@@ -77,15 +77,16 @@ AUTH="Basic $(printf 'alice:demo-password' | base64)"
   while read -r doc value; do echo "  \"/api/v4/documents/$doc/metadata/$value/\","; done <<<"$TARGETS"
   echo "}"
   cat <<LUA
-local counter = 0
 local n = 0
-setup = function(thread)
-  thread:set("offset", counter * 7919)
-  counter = counter + 1
+local offset = 0
+-- Each wrk (one per server process) starts elsewhere in the list: two walking it in step would
+-- edit the same value at the same moment, every time.
+init = function(args)
+  offset = (tonumber(args[1]) or 0) * (math.floor(#paths / 2) + 1)
 end
 request = function()
   n = n + 1
-  local path = paths[((offset or 0) + n * 31) % #paths + 1]
+  local path = paths[(offset + n * 31) % #paths + 1]
   local body = string.format('{"value": "%02d/%02d/2030"}', (n % 28) + 1, (n % 12) + 1)
   return wrk.format("PATCH", path, {["Content-Type"] = "application/json", ["Authorization"] = "$AUTH"}, body)
 end
@@ -107,14 +108,14 @@ for n in $PROCESSES; do
   for i in $(seq 0 $((n - 1))); do start_server "$i"; done
   # A short warm-up: every server's connections and prepared statements.
   for i in $(seq 0 $((n - 1))); do
-    wrk -t1 -c"$CONNECTIONS" -d2s -s "$WORK/patch.lua" "http://127.0.0.1:$((PORT + i))" >/dev/null
+    wrk -t1 -c"$CONNECTIONS" -d2s -s "$WORK/patch.lua" "http://127.0.0.1:$((PORT + i))" -- "$i" >/dev/null
   done
   outs=()
   drivers=()
   for i in $(seq 0 $((n - 1))); do
     out="$WORK/wrk-$n-$i.txt"
     outs+=("$out")
-    wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$WORK/patch.lua" "http://127.0.0.1:$((PORT + i))" >"$out" &
+    wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$WORK/patch.lua" "http://127.0.0.1:$((PORT + i))" -- "$i" >"$out" &
     drivers+=($!)
   done
   for pid in "${drivers[@]}"; do wait "$pid"; done

@@ -380,6 +380,7 @@ impl Builder {
             credentials_epoch: AtomicU64::new(0),
             search_lock: Mutex::new(()),
             access_order: Mutex::new(()),
+            retry_gate: Mutex::new(()),
             search_rebuilding: std::sync::atomic::AtomicBool::new(false),
             shutdown: std::sync::atomic::AtomicBool::new(false),
         });

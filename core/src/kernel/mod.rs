@@ -153,6 +153,8 @@ pub(crate) struct Inner {
     /// Held from the commit of a unit of work that changes access until its changes are in
     /// the snapshot, so that they are applied in commit order.
     pub(crate) access_order: Mutex<()>,
+    /// Held by a unit of work's attempt after its first (see [`Docmeta::retrying`]).
+    pub(crate) retry_gate: Mutex<()>,
     pub(crate) search_rebuilding: std::sync::atomic::AtomicBool,
     pub(crate) shutdown: std::sync::atomic::AtomicBool,
 }
@@ -591,14 +593,26 @@ impl Docmeta {
     /// is stored), up to [`CONTENDED_ATTEMPTS`] times, after a short random pause that grows
     /// with each attempt (so that the same units do not collide again). It gives up early when
     /// the deadline of this handle has passed. The last conflict is returned as is.
+    ///
+    /// Attempts after the first run one at a time in this process (waiting up to a second for
+    /// the previous one to finish): on a record many units write at once (one document edited
+    /// by every client), the units that lost would otherwise collide with each other again on
+    /// each attempt; one at a time, each competes only with first attempts.
     fn retrying<T>(&self, mut attempt: impl FnMut() -> Result<T>) -> Result<T> {
         let mut tries = 0;
+        let mut gate = None;
         loop {
             tries += 1;
-            match attempt() {
+            let result = attempt();
+            drop(gate.take());
+            match result {
                 Err(e) if e.is_busy() && tries < CONTENDED_ATTEMPTS => {
                     self.check_deadline()?;
                     std::thread::sleep(contention_pause(tries));
+                    gate = self
+                        .inner
+                        .retry_gate
+                        .try_lock_for(std::time::Duration::from_secs(1));
                 }
                 other => return other,
             }
