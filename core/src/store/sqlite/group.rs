@@ -75,7 +75,26 @@ struct Outcomes {
     /// Groups finish in order (one is open at a time): every id up to this one is finished.
     finished: u64,
     /// Failed groups: the commit's error, and how many members have yet to read it.
-    failed: FxHashMap<u64, (String, usize)>,
+    failed: FxHashMap<u64, (Failure, usize)>,
+}
+
+/// Why a group's commit failed, for each of its members.
+#[derive(Debug, Clone)]
+struct Failure {
+    /// SQLite said the database or its journal could not grow (`SQLITE_FULL`).
+    full: bool,
+    message: String,
+}
+
+impl Failure {
+    fn error(&self) -> Error {
+        const OPERATION: &str = "committing a transaction";
+        if self.full {
+            Error::storage_full(OPERATION, self.message.clone())
+        } else {
+            Error::storage(OPERATION, self.message.clone())
+        }
+    }
 }
 
 /// Group commit state of one store.
@@ -173,19 +192,29 @@ impl Group {
         #[cfg(test)]
         self.ended.fetch_add(1, Ordering::SeqCst);
         let outcome = if w.conn.is_autocommit() {
-            Err("the transaction was rolled back by SQLite after an error".to_owned())
+            Err(Failure {
+                full: false,
+                message: "the transaction was rolled back by SQLite after an error".to_owned(),
+            })
         } else {
             run_cached(&w.conn, "COMMIT").map_err(|e| {
                 let _ = run_cached(&w.conn, "ROLLBACK");
-                e.to_string()
+                Failure {
+                    full: matches!(
+                        &e,
+                        rusqlite::Error::SqliteFailure(code, _)
+                            if code.code == rusqlite::ErrorCode::DiskFull
+                    ),
+                    message: e.to_string(),
+                }
             })
         };
         let mut outcomes = self.outcomes.lock();
         outcomes.finished = open.id;
-        if let Err(message) = outcome
+        if let Err(failure) = outcome
             && open.members > 0
         {
-            outcomes.failed.insert(open.id, (message, open.members));
+            outcomes.failed.insert(open.id, (failure, open.members));
         }
         drop(outcomes);
         self.finished.notify_all();
@@ -210,18 +239,15 @@ impl Group {
         while outcomes.finished < id {
             self.finished.wait(&mut outcomes);
         }
-        let Some((message, unread)) = outcomes.failed.get_mut(&id) else {
+        let Some((failure, unread)) = outcomes.failed.get_mut(&id) else {
             return Ok(());
         };
-        let message = message.clone();
+        let error = failure.error();
         *unread -= 1;
         if *unread == 0 {
             outcomes.failed.remove(&id);
         }
-        Err(Error::storage(
-            "committing a group of transactions",
-            message,
-        ))
+        Err(error)
     }
 }
 
