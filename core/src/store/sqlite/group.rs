@@ -105,6 +105,8 @@ pub(super) struct Group {
     next_id: AtomicU64,
     outcomes: Mutex<Outcomes>,
     finished: Condvar,
+    /// [`MAX_AGE`] (tests change it).
+    max_age: Duration,
     /// Groups that ended (tests check that units shared one).
     #[cfg(test)]
     ended: AtomicU64,
@@ -124,6 +126,7 @@ impl Group {
             next_id: AtomicU64::new(1),
             outcomes: Mutex::new(Outcomes::default()),
             finished: Condvar::new(),
+            max_age: MAX_AGE,
             #[cfg(test)]
             ended: AtomicU64::new(0),
         }
@@ -227,7 +230,7 @@ impl Group {
             return;
         };
         let alone = self.arriving.load(Ordering::SeqCst) == 0;
-        if alone || open.members >= MAX_MEMBERS || open.began.elapsed() >= MAX_AGE || Self::lost(w)
+        if alone || open.members >= MAX_MEMBERS || open.began.elapsed() >= self.max_age || Self::lost(w)
         {
             self.commit_group(w);
         }
@@ -319,9 +322,11 @@ mod tests {
     /// The work of one unit: `Ok` commits it, `Err` drops it (a refused change).
     type Work = Box<dyn FnOnce(&mut dyn Transaction) -> Result<()> + Send>;
 
+    /// A store whose groups never get too old while a test lines its units up.
     fn store(schema: &str) -> (tempfile::TempDir, SqliteStore) {
         let dir = tempfile::tempdir().expect("temporary directory");
-        let store = SqliteStore::open(dir.path().join("db.sqlite3")).expect("store");
+        let mut store = SqliteStore::open(dir.path().join("db.sqlite3")).expect("store");
+        store.writer.max_age = Duration::from_secs(600);
         let mut tx = store.begin(Mode::Write).expect("begin");
         for statement in schema.split(';').filter(|s| !s.trim().is_empty()) {
             tx.execute(statement, &[]).expect("schema");
@@ -476,6 +481,23 @@ mod tests {
         insert(tx.as_mut(), "d").expect("insert");
         tx.commit().expect("commit");
         assert_eq!(values(&store), ["d"]);
+    }
+
+    #[test]
+    fn a_group_older_than_its_bound_commits_without_the_units_queued_behind_it() {
+        let (_dir, mut store) = store("CREATE TABLE t (v TEXT)");
+        store.writer.max_age = Duration::ZERO;
+        let before = store.writer.ended();
+        let outcomes = group(
+            &store,
+            Box::new(|tx| insert(tx, "a")),
+            vec![Box::new(|tx| insert(tx, "b"))],
+        );
+        for outcome in &outcomes {
+            assert!(outcome.is_ok(), "{outcome:?}");
+        }
+        assert_eq!(values(&store), ["a", "b"]);
+        assert_eq!(store.writer.ended() - before, 2, "each unit committed on its own");
     }
 
     #[test]
