@@ -13,6 +13,12 @@ impl Store for FileStore {
     fn begin(&self, mode: Mode) -> Result<Box<dyn Transaction + '_>> {
         self.store.begin(mode)
     }
+    fn begin_unit(&self) -> Result<Box<dyn Transaction + '_>> {
+        self.store.begin_unit()
+    }
+    fn try_begin_read(&self) -> Result<Option<Box<dyn Transaction + '_>>> {
+        self.store.try_begin_read()
+    }
     fn dialect(&self) -> Dialect {
         self.store.dialect()
     }
