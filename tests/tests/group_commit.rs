@@ -25,7 +25,9 @@ fn concurrent_edits_with_refused_ones_commit_and_publish_all_the_others() {
                 .parser("svc.apps.metadata.metadata_parsers.DateParser", ""),
         )
         .expect("metadata type");
-    admin.associate(invoices.id, due.id, false).expect("associate");
+    admin
+        .associate(invoices.id, due.id, false)
+        .expect("associate");
     let values: Vec<_> = (0..WRITERS)
         .map(|i| {
             let doc = admin
@@ -79,7 +81,10 @@ fn concurrent_edits_with_refused_ones_commit_and_publish_all_the_others() {
     assert_eq!(refused, EDITS / 2);
     for (i, &(doc, _)) in values.iter().enumerate() {
         assert_eq!(
-            admin.metadata_value_of(doc, "due").expect("value").as_deref(),
+            admin
+                .metadata_value_of(doc, "due")
+                .expect("value")
+                .as_deref(),
             Some(format!("2031-{:02}-{:02}", i + 1, EDITS).as_str()),
             "writer {i}'s last edit is stored"
         );

@@ -288,7 +288,11 @@ impl Conn<'_> {
     fn get(&self) -> &Connection {
         match self {
             // The Options are only None during drop and after a unit's commit.
-            Conn::Writer(w) => &w.as_ref().unwrap_or_else(|| unreachable!("writer handed back")).conn,
+            Conn::Writer(w) => {
+                &w.as_ref()
+                    .unwrap_or_else(|| unreachable!("writer handed back"))
+                    .conn
+            }
             Conn::Reader(c, _) => c.as_ref().unwrap_or_else(|| unreachable!("reader taken")),
         }
     }
@@ -507,7 +511,10 @@ impl Store for SqliteStore {
     }
 
     fn schema_version(&self) -> Result<(u32, u32)> {
-        Ok((Self::version(&self.writer.lock_writer().conn)?, SCHEMA_VERSION))
+        Ok((
+            Self::version(&self.writer.lock_writer().conn)?,
+            SCHEMA_VERSION,
+        ))
     }
 
     fn snapshot_to(&self, path: &Path) -> Result<()> {

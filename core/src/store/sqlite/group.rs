@@ -230,7 +230,10 @@ impl Group {
             return;
         };
         let alone = self.arriving.load(Ordering::SeqCst) == 0;
-        if alone || open.members >= MAX_MEMBERS || open.began.elapsed() >= self.max_age || Self::lost(w)
+        if alone
+            || open.members >= MAX_MEMBERS
+            || open.began.elapsed() >= self.max_age
+            || Self::lost(w)
         {
             self.commit_group(w);
         }
@@ -428,7 +431,11 @@ mod tests {
         assert!(outcomes[1].is_err());
         assert!(outcomes[2].is_ok(), "{:?}", outcomes[2]);
         assert_eq!(values(&store), ["a", "c"]);
-        assert_eq!(store.writer.ended() - before, 1, "the units shared one commit");
+        assert_eq!(
+            store.writer.ended() - before,
+            1,
+            "the units shared one commit"
+        );
     }
 
     #[test]
@@ -449,7 +456,11 @@ mod tests {
             assert!(outcome.is_ok(), "{outcome:?}");
         }
         assert_eq!(values(&store), ["a", "b", "c"]);
-        assert_eq!(store.writer.ended() - before, 1, "the units shared one commit");
+        assert_eq!(
+            store.writer.ended() - before,
+            1,
+            "the units shared one commit"
+        );
     }
 
     #[test]
@@ -497,7 +508,11 @@ mod tests {
             assert!(outcome.is_ok(), "{outcome:?}");
         }
         assert_eq!(values(&store), ["a", "b"]);
-        assert_eq!(store.writer.ended() - before, 2, "each unit committed on its own");
+        assert_eq!(
+            store.writer.ended() - before,
+            2,
+            "each unit committed on its own"
+        );
     }
 
     #[test]
