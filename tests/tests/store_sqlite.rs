@@ -16,9 +16,6 @@ impl Store for FileStore {
     fn begin_unit(&self) -> Result<Box<dyn Transaction + '_>> {
         self.store.begin_unit()
     }
-    fn try_begin_read(&self) -> Result<Option<Box<dyn Transaction + '_>>> {
-        self.store.try_begin_read()
-    }
     fn dialect(&self) -> Dialect {
         self.store.dialect()
     }

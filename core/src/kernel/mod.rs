@@ -8,7 +8,6 @@
 //! (`docmeta.rs`), which plug in through `Hooks` filled when an instance opens.
 
 mod lock;
-pub(crate) mod now;
 mod render;
 mod snapshot;
 mod verify;
@@ -532,27 +531,15 @@ impl Docmeta {
 
     /// Runs `f` in a read transaction.
     pub(crate) fn read<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
-        let mut tx = Tx::new(self.begin_read()?);
+        let mut tx = Tx::new(self.inner.store.begin(Mode::Read)?);
         let out = f(&mut tx)?;
         // Ending a read with COMMIT rather than ROLLBACK keeps SQLite's prepared statements valid.
         tx.commit()?;
         Ok(out)
     }
 
-    /// A read transaction; inside [`now::without_waiting`] only one that starts without waiting.
-    fn begin_read(&self) -> Result<Box<dyn crate::store::Transaction + '_>> {
-        if !now::active() {
-            return self.inner.store.begin(Mode::Read);
-        }
-        self.inner
-            .store
-            .try_begin_read()?
-            .ok_or_else(|| now::would_wait("starting a read"))
-    }
-
     /// Runs `f` in a write transaction with no events (internal bookkeeping).
     pub(crate) fn write_system<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
-        now::refuse_waiting("writing")?;
         let mut tx = Tx::new(self.inner.store.begin(Mode::Write)?);
         let out = f(&mut tx)?;
         tx.commit()?;
@@ -575,7 +562,6 @@ impl Docmeta {
         commit: bool,
         mut f: impl FnMut(&mut Unit<'_>) -> Result<T>,
     ) -> Result<T> {
-        now::refuse_waiting("writing")?;
         if commit {
             return self.write(actor, f);
         }
@@ -610,7 +596,6 @@ impl Docmeta {
         actor: Actor,
         mut f: impl FnMut(&mut Unit<'_>) -> Result<T>,
     ) -> Result<T> {
-        now::refuse_waiting("writing")?;
         let renders = Renders::inline(self.now());
         let mut attempt = 0;
         let (tx, events, access, tasks_enqueued, invalidated, unlink, out, triggers) = loop {

@@ -103,16 +103,6 @@ impl Session {
         }
     }
 
-    /// Runs `f` with this session on the calling thread, on the condition that nothing in it
-    /// waits: a read that would wait for a free database connection, and any change, make the
-    /// call give up and return `None` (nothing was changed: it could only have read), and the
-    /// caller runs `f` again where waiting is allowed. For an async runtime's own threads: the
-    /// HTTP server serves its short reads this way instead of hopping to a blocking pool. A
-    /// store that cannot promise a read without waiting (PostgreSQL) always gives `None`.
-    pub fn without_waiting<R>(&self, f: impl FnOnce(&Session) -> R) -> Option<R> {
-        crate::kernel::now::without_waiting(|| f(self))
-    }
-
     /// Who this session acts as.
     pub fn actor(&self) -> Actor {
         self.actor

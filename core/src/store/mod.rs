@@ -176,12 +176,6 @@ pub trait Store: Send + Sync + 'static {
         self.begin(Mode::Write)
     }
 
-    /// Starts a read transaction if one can start without waiting (for a free connection, a
-    /// lock); `None` when it would have to wait. The default never promises that.
-    fn try_begin_read(&self) -> Result<Option<Box<dyn Transaction + '_>>> {
-        Ok(None)
-    }
-
     /// The SQL dialect.
     fn dialect(&self) -> Dialect;
 

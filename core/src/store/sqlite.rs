@@ -68,22 +68,6 @@ impl ReaderPool {
         }
     }
 
-    /// A connection if one is idle, or may be opened, without waiting for another reader.
-    fn try_take(&self, path: &Path) -> Result<Option<Connection>> {
-        let mut state = self.state.lock();
-        if let Some(c) = state.idle.pop() {
-            return Ok(Some(c));
-        }
-        if state.opened >= READER_POOL {
-            return Ok(None);
-        }
-        state.opened += 1;
-        drop(state);
-        open_connection(Some(path))
-            .inspect_err(|_| self.state.lock().opened -= 1)
-            .map(Some)
-    }
-
     fn give_back(&self, c: Connection) {
         self.state.lock().idle.push(c);
         self.returned.notify_one();
@@ -440,26 +424,6 @@ impl Store for SqliteStore {
             open: true,
             unit: None,
         }))
-    }
-
-    fn try_begin_read(&self) -> Result<Option<Box<dyn Transaction + '_>>> {
-        let conn = match &self.path {
-            Some(path) => match self.readers.try_take(path)? {
-                Some(c) => Conn::Reader(Some(c), &self.readers),
-                None => return Ok(None),
-            },
-            // In memory, reads use the writer connection: only when it is free.
-            None => match self.writer.try_lock_writer() {
-                Some(w) => Conn::Writer(Some(w)),
-                None => return Ok(None),
-            },
-        };
-        run_cached(conn.get(), "BEGIN").map_err(|e| sqlite_error("starting a transaction", e))?;
-        Ok(Some(Box::new(SqliteTx {
-            conn,
-            open: true,
-            unit: None,
-        })))
     }
 
     fn begin_unit(&self) -> Result<Box<dyn Transaction + '_>> {

@@ -68,40 +68,6 @@ impl AppState {
         self.db.session(user)
     }
 
-    /// The session of a request's work as `user`: within a request's time limit, with the
-    /// request's deadline (a change that would commit after it rolls back, `408`, so a request
-    /// is never answered "too slow" and then applied).
-    fn request_session(&self, user: UserId) -> Session {
-        match REQUEST.try_with(Arc::clone) {
-            Ok(clock) => {
-                clock.started.store(true, Ordering::SeqCst);
-                self.db.session(user).with_deadline(clock.deadline)
-            }
-            Err(_) => self.db.session(user),
-        }
-    }
-
-    /// Runs a short read as `user` on the async worker itself when it can run there without
-    /// waiting for anything (a free reader connection: see `Session::without_waiting`), and
-    /// otherwise off the async workers, as [`AppState::run`] does. The hop to the blocking pool
-    /// (waking a thread, and the worker again for the answer) cost more than such a read.
-    ///
-    /// Only for reads bounded by design: one object, or the values of one document (a page of
-    /// a list bounded by its document type's metadata types), read from the access snapshot
-    /// and by primary key or one indexed lookup. Lists of documents and searches, whose cost
-    /// grows with the data, go through [`AppState::run`]. A change attempted in `f` is refused
-    /// on the worker and runs off it instead.
-    pub async fn read_now<T, F>(&self, user: UserId, f: F) -> ApiResult<T>
-    where
-        T: Send + 'static,
-        F: Fn(&Session) -> ApiResult<T> + Send + 'static,
-    {
-        if let Some(out) = self.request_session(user).without_waiting(&f) {
-            return out;
-        }
-        self.run(user, f).await
-    }
-
     /// Runs a blocking core call as `user` off the async workers. Within a request's time
     /// limit, the session gets the request's deadline: a change that would commit after it
     /// rolls back (`408`), so a request is never answered "too slow" and then applied.
@@ -110,7 +76,13 @@ impl AppState {
         T: Send + 'static,
         F: FnOnce(&Session) -> ApiResult<T> + Send + 'static,
     {
-        let session = self.request_session(user);
+        let session = match REQUEST.try_with(Arc::clone) {
+            Ok(clock) => {
+                clock.started.store(true, Ordering::SeqCst);
+                self.db.session(user).with_deadline(clock.deadline)
+            }
+            Err(_) => self.db.session(user),
+        };
         tokio::task::spawn_blocking(move || f(&session))
             .await
             .map_err(|e| {

@@ -142,13 +142,6 @@ impl Group {
         w
     }
 
-    /// The writer connection if it is free and no group is open on it (which only happens
-    /// between units of a group, which never occurs in memory, where this is used).
-    pub(super) fn try_lock_writer(&self) -> Option<MutexGuard<'_, Writer>> {
-        let w = self.writer.try_lock()?;
-        w.open.is_none().then_some(w)
-    }
-
     /// Takes the writer connection for a unit of work: joins the open group or begins one,
     /// then opens the unit's savepoint.
     pub(super) fn begin_unit(&self) -> Result<(MutexGuard<'_, Writer>, Membership<'_>)> {

@@ -236,7 +236,7 @@ async fn get_document(
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
 ) -> ApiResult<Json<DocumentOut>> {
-    app.read_now(user, move |s| {
+    app.run(user, move |s| {
         Ok(Json(DocumentOut::from(&s.document_view(DocumentId(id))?)))
     })
     .await
@@ -304,7 +304,7 @@ async fn list_document_metadata(
     uri: Uri,
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
-    app.read_now(user, move |s| {
+    app.run(user, move |s| {
         let page = s.document_metadata_page(DocumentId(id), q.request())?;
         q.page(&uri, page, |v| DocumentMetadataOut::from(&v))
     })
@@ -336,7 +336,7 @@ async fn get_document_metadata(
     CurrentUser(user): CurrentUser,
     Ids((doc, id)): Ids<(i64, i64)>,
 ) -> ApiResult<Json<DocumentMetadataOut>> {
-    app.read_now(user, move |s| {
+    app.run(user, move |s| {
         let v = s.metadata_value_view(DocumentId(doc), DocumentMetadataId(id))?;
         Ok(Json(DocumentMetadataOut::from(&v)))
     })

@@ -125,7 +125,7 @@ async fn get_metadata_type(
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
 ) -> ApiResult<Json<MetadataTypeOut>> {
-    app.read_now(user, move |s| {
+    app.run(user, move |s| {
         Ok(Json((&s.metadata_type(MetadataTypeId(id))?).into()))
     })
     .await
@@ -234,7 +234,7 @@ async fn get_document_type(
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
 ) -> ApiResult<Json<DocumentTypeOut>> {
-    app.read_now(user, move |s| {
+    app.run(user, move |s| {
         Ok(Json((&s.document_type(DocumentTypeId(id))?).into()))
     })
     .await
@@ -343,7 +343,7 @@ async fn get_association(
     CurrentUser(user): CurrentUser,
     Ids((dt, id)): Ids<(i64, i64)>,
 ) -> ApiResult<Json<AssociationOut>> {
-    app.read_now(user, move |s| {
+    app.run(user, move |s| {
         let a = s.association_view(DocumentTypeId(dt), AssociationId(id))?;
         Ok(Json(AssociationOut::from(&a)))
     })
