@@ -23,6 +23,10 @@
 //! acknowledged after SQLite's `COMMIT` returned, which in WAL mode with `synchronous =
 //! NORMAL` survives the process being killed (not a power loss, as before).
 //!
+//! A unit's deadline (`Docmeta::with_deadline`) is checked before it joins its group; the
+//! group's commit may come later by the work of the members after it, which [`MAX_AGE`] and
+//! [`MAX_MEMBERS`] bound (a member finishing past them commits at once).
+//!
 //! The connection moves between threads with the writer mutex, so a unit's work never has to
 //! be `Send`. A group only forms while units queue for the writer: alone, a unit commits at
 //! once, exactly as without grouping.
