@@ -12,6 +12,9 @@
 #   5. PATCH of a metadata value with a date parser, as alice
 # Prints requests/s, p50/p99 latency, errors, and each scenario as a share of the floor measured
 # in the same run (absolute figures do not carry across machines; the ratio does).
+# DOCMETA_BIN=PATH runs that build of `docmeta` instead of building this tree (A/B comparisons).
+# PERF_DIR=DIR records a `perf record -F 999 -g` profile of the server during each scenario into
+# DIR/<n>.data (read with `perf report -i DIR/<n>.data --no-children --sort symbol --stdio`).
 # Needs wrk (Debian package `wrk`).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,8 +25,12 @@ PORT="${PORT:-18765}"
 FLOOR_PORT="${FLOOR_PORT:-18766}"
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install wrk" >&2; exit 1; }
 PROFILE="${PROFILE:-release}"   # PROFILE=debug to try the script itself quickly
-if [ "$PROFILE" = release ]; then cargo build --release -q -p docmeta-server; else cargo build -q -p docmeta-server; fi
-BIN=target/$PROFILE/docmeta
+if [ -n "${DOCMETA_BIN:-}" ]; then
+  BIN=$DOCMETA_BIN               # a given build (to compare two builds in turn), not rebuilt
+else
+  if [ "$PROFILE" = release ]; then cargo build --release -q -p docmeta-server; else cargo build -q -p docmeta-server; fi
+  BIN=target/$PROFILE/docmeta
+fi
 DATA="$(mktemp -d)"
 LOG="$DATA/server.log"
 SERVER=""
@@ -67,10 +74,21 @@ end
 LUA
 
 FLOOR_RPS=""
+SCENARIO=0
 run() { # name, wrk arguments...
   local name=$1; shift
   local out="$DATA/wrk-$RANDOM.txt"
+  local perf=""
+  if [ -n "${PERF_DIR:-}" ]; then
+    mkdir -p "$PERF_DIR"
+    local target=$SERVER
+    [ -n "$FLOOR" ] && target=$FLOOR
+    perf record -q -F 999 -g -p "$target" -o "$PERF_DIR/$SCENARIO.data" -- sleep $((DURATION > 3 ? DURATION - 2 : 1)) 2>/dev/null &
+    perf=$!
+  fi
   wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$@" >"$out"
+  [ -n "$perf" ] && { wait "$perf" || true; }
+  SCENARIO=$((SCENARIO + 1))
   FLOOR_RPS=$(python3 - "$name" "$out" "$FLOOR_RPS" <<'PY'
 import re, sys
 name, path, floor = sys.argv[1], sys.argv[2], sys.argv[3]

@@ -619,7 +619,8 @@ impl Docmeta {
         let (tx, events, access, tasks_enqueued, invalidated, unlink, out, triggers) = loop {
             attempt += 1;
             renders.set_defer(self.defers_renders() && attempt < RENDER_ATTEMPTS);
-            let tx = Tx::new(self.inner.store.begin(Mode::Write)?);
+            // A unit's transaction: concurrent units may share one commit (see `begin_unit`).
+            let tx = Tx::new(self.inner.store.begin_unit()?);
             // Waiting for the write lock may have used up the time: no work for nothing.
             self.check_deadline()?;
             let mut unit = Unit::new(tx, actor, &renders, &self.inner.hooks);
