@@ -367,6 +367,16 @@ impl Session {
         self.document_view_of(document)
     }
 
+    /// [`create_documents`](Self::create_documents) answered with each new document and its
+    /// type, in the order given.
+    pub fn create_documents_view(
+        &self,
+        documents: &[super::NewDocument<'_>],
+    ) -> Result<Vec<DocumentView>> {
+        let created = self.create_documents(documents)?;
+        self.read(|tx| with_types(tx, created))
+    }
+
     /// [`update_document`](Self::update_document) answered with the document and its type.
     pub fn update_document_view(&self, id: DocumentId, label: &str) -> Result<DocumentView> {
         self.document_view_of(self.update_document(id, label)?)
