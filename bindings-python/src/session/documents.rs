@@ -36,6 +36,41 @@ impl Session {
         .map(Into::into)
     }
 
+    /// Creates many documents in one transaction, all or nothing: each entry is
+    /// `(document_type, label, values)` as `create_document` takes them (`values` a
+    /// `{metadata_type_id: value}` dict, or None). At most 1000 entries; a refused entry names
+    /// itself in the error's field (`documents[1].metadata[0].value`). Answers the documents in
+    /// the order given.
+    fn create_documents(
+        &self,
+        py: Python<'_>,
+        documents: Vec<(i64, String, Option<std::collections::BTreeMap<i64, String>>)>,
+    ) -> PyResult<Vec<Document>> {
+        run(py, || {
+            let values: Vec<Vec<(core::MetadataTypeId, &str)>> = documents
+                .iter()
+                .map(|(_, _, values)| {
+                    values
+                        .iter()
+                        .flatten()
+                        .map(|(t, v)| (core::MetadataTypeId(*t), v.as_str()))
+                        .collect()
+                })
+                .collect();
+            let new: Vec<core::NewDocument<'_>> = documents
+                .iter()
+                .zip(&values)
+                .map(|((document_type, label, _), values)| core::NewDocument {
+                    document_type: core::DocumentTypeId(*document_type),
+                    label,
+                    values,
+                })
+                .collect();
+            self.inner.create_documents_view(&new)
+        })
+        .map(all)
+    }
+
     /// Creates a document with its values and its first file, all or nothing (the bytes are
     /// stored first; if anything is refused they are removed and nothing is created).
     #[pyo3(signature = (document_type, label, filename, data, *, values = None))]
