@@ -72,7 +72,9 @@ fn a_batch_creates_every_document_in_the_order_given_with_its_values() -> Result
     assert_eq!(labels, ["first", "second"]);
     assert!(created[0].id < created[1].id);
     assert_eq!(
-        f.admin.metadata_value_of(created[0].id, "status")?.as_deref(),
+        f.admin
+            .metadata_value_of(created[0].id, "status")?
+            .as_deref(),
         Some("paid")
     );
     Ok(())
@@ -121,7 +123,11 @@ fn a_refused_value_in_a_batch_names_its_entry_and_creates_nothing() -> Result<()
             },
         ])
         .expect_err("refused");
-    assert_eq!(field_of(&err), Some("documents[1].metadata[1].value"), "{err}");
+    assert_eq!(
+        field_of(&err),
+        Some("documents[1].metadata[1].value"),
+        "{err}"
+    );
     assert!(
         f.admin.document_ids(None)?.is_empty(),
         "the good entry was undone too"
@@ -224,9 +230,11 @@ fn a_batch_records_the_events_of_one_by_one_creation() -> Result<()> {
         label: "doc",
         values: &values,
     }])?;
-    one_by_one
-        .admin
-        .create_document(one_by_one.invoice, "doc", &[(one_by_one.due, "2030-01-31")])?;
+    one_by_one.admin.create_document(
+        one_by_one.invoice,
+        "doc",
+        &[(one_by_one.due, "2030-01-31")],
+    )?;
     let names = |s: &Session| -> Result<Vec<String>> {
         Ok(s.events(&EventQuery {
             oldest_first: true,

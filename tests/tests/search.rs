@@ -511,6 +511,53 @@ fn absurd_pages_are_refused_not_a_crash() -> Result<()> {
     Ok(())
 }
 
+#[test]
+fn a_filtered_search_returns_exactly_the_visible_documents_across_pages() -> Result<()> {
+    let w = world()?;
+    let (ann, role) = user_with_role(&w, "ann")?;
+    let shown = w.admin.create_document_type("Shown")?.id;
+    let hidden = w.admin.create_document_type("Hidden")?.id;
+    w.admin.grant(
+        Permission::DocumentView,
+        role,
+        ObjectRef::new(ObjectKind::DOCUMENT_TYPE, shown.0),
+    )?;
+    for i in 0..15 {
+        let t = if i % 3 == 0 { shown } else { hidden };
+        let d = w.admin.create_document(t, &format!("Bench {i}"), &[])?;
+        if i % 5 == 1 {
+            w.admin.grant(
+                Permission::DocumentView,
+                role,
+                ObjectRef::new(ObjectKind::DOCUMENT, d.id.0),
+            )?;
+        }
+    }
+    // The evaluator's answer, one document at a time: 5 of the shown type (one of them with an
+    // ACL of its own too), 2 hidden ones with an ACL of their own.
+    let mut expected = ann.document_ids(Some(shown))?;
+    expected.extend(ann.document_ids(Some(hidden))?);
+    expected.sort();
+    assert_eq!(expected.len(), 7);
+    for size in 1..=5 {
+        let mut seen = Vec::new();
+        for page in 1..=(expected.len() / size + 1) {
+            let found = ann.search_documents("label:bench", page, size)?;
+            assert_eq!(found.count, expected.len(), "pages of {size}");
+            seen.extend(found.results.iter().map(|d| d.id));
+        }
+        let distinct: std::collections::BTreeSet<_> = seen.iter().copied().collect();
+        assert_eq!(
+            distinct.len(),
+            seen.len(),
+            "no document on two pages of {size}"
+        );
+        seen.sort();
+        assert_eq!(seen, expected, "pages of {size}");
+    }
+    Ok(())
+}
+
 /// A user with a group and a role of their own; returns the user's session and the role.
 fn user_with_role(w: &World, name: &str) -> Result<(Session, docmeta_core::RoleId)> {
     let user = w.admin.create_user(name, "a long password", false)?.id;

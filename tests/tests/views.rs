@@ -2,8 +2,9 @@
 //! accompanies a record, checked in core rather than only over HTTP.
 
 use docmeta_core::{
-    Config, Docmeta, DocumentId, DocumentTypeId, EventQuery, GroupId, MetadataTypeInput, ObjectKind, ObjectRef,
-    PageRequest, Permission as P, PermissionSet, Result, RoleId, Session, TaskState, UserId,
+    Config, Docmeta, DocumentId, DocumentTypeId, EventQuery, GroupId, MetadataTypeInput,
+    ObjectKind, ObjectRef, PageRequest, Permission as P, PermissionSet, Result, RoleId, Session,
+    TaskState, UserId,
 };
 
 struct World {
@@ -173,7 +174,10 @@ fn a_filtered_documents_page_holds_exactly_the_visible_documents_across_pages() 
     for size in 1..=8 {
         let (ids, counts) = all_pages(&ann, None, false, size)?;
         assert_eq!(ids, expected, "pages of {size}");
-        assert!(counts.iter().all(|c| *c == expected.len()), "pages of {size}");
+        assert!(
+            counts.iter().all(|c| *c == expected.len()),
+            "pages of {size}"
+        );
     }
     Ok(())
 }
@@ -186,7 +190,11 @@ fn a_filtered_documents_page_newest_first_is_the_reverse_order() -> Result<()> {
     let mut expected = ann.document_ids(None)?;
     expected.reverse();
     for size in 1..=8 {
-        assert_eq!(all_pages(&ann, None, true, size)?.0, expected, "pages of {size}");
+        assert_eq!(
+            all_pages(&ann, None, true, size)?.0,
+            expected,
+            "pages of {size}"
+        );
     }
     Ok(())
 }

@@ -232,7 +232,12 @@ impl Session {
             let documents: Vec<Document> = ids
                 .iter()
                 .filter_map(|id| found.remove(id))
-                .filter(|d| self.can(P::DocumentView, ObjectRef::new(ObjectKind::DOCUMENT, d.id.0)))
+                .filter(|d| {
+                    self.can(
+                        P::DocumentView,
+                        ObjectRef::new(ObjectKind::DOCUMENT, d.id.0),
+                    )
+                })
                 .collect();
             with_types(tx, documents)
         })

@@ -119,11 +119,13 @@ async fn create_documents(
         let new: Vec<docmeta_core::NewDocument<'_>> = entries
             .iter()
             .zip(&values)
-            .map(|((document_type, label, _), values)| docmeta_core::NewDocument {
-                document_type: DocumentTypeId(*document_type),
-                label,
-                values,
-            })
+            .map(
+                |((document_type, label, _), values)| docmeta_core::NewDocument {
+                    document_type: DocumentTypeId(*document_type),
+                    label,
+                    values,
+                },
+            )
             .collect();
         let created = s.create_documents_view(&new)?;
         Ok((
