@@ -558,6 +558,45 @@ fn a_filtered_search_returns_exactly_the_visible_documents_across_pages() -> Res
     Ok(())
 }
 
+#[test]
+fn a_repeated_search_answers_every_change_to_the_index_or_to_the_callers_rights() -> Result<()> {
+    let w = world()?;
+    let (ann, role) = user_with_role(&w, "ann")?;
+    let invoice = w.admin.document(w.invoices[0])?.document_type_id;
+    assert_eq!(ann.search_documents("invoice", 1, 10)?.count, 0);
+    w.admin.grant(
+        Permission::DocumentView,
+        role,
+        ObjectRef::new(ObjectKind::DOCUMENT_TYPE, invoice.0),
+    )?;
+    assert_eq!(
+        ann.search_documents("invoice", 1, 10)?.count,
+        3,
+        "a new grant"
+    );
+    let added = w.admin.create_document(invoice, "Another invoice", &[])?;
+    let again = ann.search_documents("invoice", 1, 10)?;
+    assert_eq!(again.count, 4, "a new document");
+    assert!(again.results.iter().any(|d| d.id == added.id));
+    w.admin.delete_document(added.id)?;
+    assert_eq!(
+        ann.search_documents("invoice", 1, 10)?.count,
+        3,
+        "a deletion"
+    );
+    w.admin.revoke(
+        Permission::DocumentView,
+        role,
+        ObjectRef::new(ObjectKind::DOCUMENT_TYPE, invoice.0),
+    )?;
+    assert_eq!(
+        ann.search_documents("invoice", 1, 10)?.count,
+        0,
+        "a revoked grant"
+    );
+    Ok(())
+}
+
 /// A user with a group and a role of their own; returns the user's session and the role.
 fn user_with_role(w: &World, name: &str) -> Result<(Session, docmeta_core::RoleId)> {
     let user = w.admin.create_user(name, "a long password", false)?.id;
