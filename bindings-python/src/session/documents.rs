@@ -9,6 +9,9 @@ use crate::records::{
     Document, DocumentDetails, DocumentMetadata, DocumentWithFile, MetadataValueDetail, all,
 };
 
+/// One entry of `create_documents`: (document type, label, `{metadata_type_id: value}`).
+type NewDocumentEntry = (i64, String, Option<std::collections::BTreeMap<i64, String>>);
+
 #[pymethods]
 impl Session {
     /// Creates a document with metadata values `{metadata_type_id: value}` (spec 2.10 each).
@@ -44,7 +47,7 @@ impl Session {
     fn create_documents(
         &self,
         py: Python<'_>,
-        documents: Vec<(i64, String, Option<std::collections::BTreeMap<i64, String>>)>,
+        documents: Vec<NewDocumentEntry>,
     ) -> PyResult<Vec<Document>> {
         run(py, || {
             let values: Vec<Vec<(core::MetadataTypeId, &str)>> = documents

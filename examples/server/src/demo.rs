@@ -270,7 +270,7 @@ pub fn bench_data(db: &Docmeta, documents: usize) -> docmeta_core::Result<()> {
     let generate = |i: usize| {
         let day = i % 28 + 1;
         let month = i % 12 + 1;
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             Owned {
                 document_type: invoice,
                 label: format!("Bench invoice {i}"),
