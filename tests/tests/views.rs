@@ -216,6 +216,50 @@ fn a_filtered_documents_page_of_one_type_holds_that_types_visible_documents() ->
 }
 
 #[test]
+fn a_documents_page_of_more_single_documents_than_a_statement_names_is_exact() -> Result<()> {
+    let w = world()?;
+    let shown = w.admin.create_document_type("Shown")?.id;
+    let hidden = w.admin.create_document_type("Hidden")?.id;
+    w.admin.grant(P::DocumentView, w.role, dt_ref(shown))?;
+    let new: Vec<docmeta_core::NewDocument<'_>> = (0..1012)
+        .map(|i| docmeta_core::NewDocument {
+            document_type: if i % 101 == 0 { shown } else { hidden },
+            label: "many",
+            values: &[],
+        })
+        .collect();
+    let mut created = w.admin.create_documents(&new[..1000])?;
+    created.extend(w.admin.create_documents(&new[1000..])?);
+    // More hidden documents with an ACL of their own than a page's statement names.
+    for d in created
+        .iter()
+        .filter(|d| d.document_type_id == hidden)
+        .take(1001)
+    {
+        w.admin.grant(
+            P::DocumentView,
+            w.role,
+            ObjectRef::new(ObjectKind::DOCUMENT, d.id.0),
+        )?;
+    }
+    let ann = w.ann();
+    let expected = ann.document_ids(None)?;
+    assert_eq!(expected.len(), 11 + 1001);
+    for (size, newest_first) in [(100, false), (250, true)] {
+        let (mut ids, counts) = all_pages(&ann, None, newest_first, size)?;
+        if newest_first {
+            ids.reverse();
+        }
+        assert_eq!(ids, expected, "pages of {size}");
+        assert!(counts.iter().all(|c| *c == expected.len()));
+    }
+    let of_hidden = ann.documents_page(Some(hidden), false, PageRequest::new(2, 500))?;
+    assert_eq!(of_hidden.count, 1001);
+    assert_eq!(of_hidden.items.len(), 500);
+    Ok(())
+}
+
+#[test]
 fn a_documents_page_count_follows_deletions_and_type_changes() -> Result<()> {
     let w = world()?;
     let (shown, hidden, _) = mixed_visibility(&w)?;

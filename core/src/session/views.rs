@@ -144,6 +144,10 @@ fn document_type_of(tx: &mut Tx<'_>, d: &Document) -> Result<DocumentType> {
         .ok_or_else(|| Error::not_found(format!("document type {}", d.document_type_id)))
 }
 
+/// The most single documents (visible through ACLs of their own, not through their type) a
+/// documents page names in its statement; beyond, it walks the documents in order instead.
+pub(crate) const MAX_LISTED_DOCUMENTS: usize = 1000;
+
 /// Each document with its type, each type read once.
 fn with_types(tx: &mut Tx<'_>, documents: Vec<Document>) -> Result<Vec<DocumentView>> {
     let mut types: HashMap<DocumentTypeId, DocumentType> = HashMap::new();
@@ -253,10 +257,10 @@ impl Session {
     ///
     /// Neither the count nor the page visits every document: who may view a document is
     /// decided by its type's ACLs or its own (a document inherits from its type only), so the
-    /// count
-    /// is the sum of the visible types' document counts (kept in the access snapshot) plus the
-    /// documents visible through ACLs of their own, and the page is one query filtered by
-    /// those types and documents.
+    /// count is the sum of the visible types' document counts (kept in the access snapshot)
+    /// plus the documents visible through ACLs of their own, and the page is one query filtered
+    /// by those types and documents (beyond 1,000 such documents, a walk of the documents in
+    /// order that keeps the visible ones).
     pub fn documents_page(
         &self,
         of_type: Option<DocumentTypeId>,
@@ -325,14 +329,48 @@ impl Session {
             });
         }
         let items = self.read(|tx| {
-            let found = tx.documents_page_of(
-                types.as_deref(),
-                &documents,
-                scan,
-                newest_first,
-                range.start,
-                range.len(),
-            )?;
+            let found = if documents.len() > MAX_LISTED_DOCUMENTS {
+                // Too many single documents to name in a statement: walk the documents in
+                // order and keep the visible ones (what the statement would have done).
+                let wanted = |d: &Document| {
+                    of_type.is_none_or(|t| t == d.document_type_id)
+                        && visible.allows(d.id.0, d.document_type_id.0)
+                };
+                let mut skip = range.start;
+                let mut found = Vec::with_capacity(range.len());
+                let mut cursor = DocumentId(if newest_first { i64::MAX } else { 0 });
+                'walk: loop {
+                    let rows = tx.documents_from(cursor, newest_first, 1000)?;
+                    let Some(last) = rows.last().map(|d| d.id) else {
+                        break;
+                    };
+                    let exhausted = rows.len() < 1000;
+                    for d in rows.into_iter().filter(|d| wanted(d)) {
+                        if skip > 0 {
+                            skip -= 1;
+                        } else {
+                            found.push(d);
+                            if found.len() == range.len() {
+                                break 'walk;
+                            }
+                        }
+                    }
+                    if exhausted {
+                        break;
+                    }
+                    cursor = last;
+                }
+                found
+            } else {
+                tx.documents_page_of(
+                    types.as_deref(),
+                    &documents,
+                    scan,
+                    newest_first,
+                    range.start,
+                    range.len(),
+                )?
+            };
             let found = found
                 .into_iter()
                 .filter(|d| visible.allows(d.id.0, d.document_type_id.0))

@@ -197,6 +197,22 @@ impl Tx<'_> {
         )
     }
 
+    /// Up to `limit` documents by id from `from` (excluded): ascending, or descending when
+    /// `newest_first` (from `i64::MAX` for the newest). For walking every document in order.
+    pub fn documents_from(
+        &mut self,
+        from: DocumentId,
+        newest_first: bool,
+        limit: u32,
+    ) -> Result<Vec<Document>> {
+        let sql = if newest_first {
+            "SELECT id, label, document_type_id, created FROM documents WHERE id < ?1 ORDER BY id DESC LIMIT ?2"
+        } else {
+            "SELECT id, label, document_type_id, created FROM documents WHERE id > ?1 ORDER BY id LIMIT ?2"
+        };
+        self.rows(sql, &[from.0.into(), i64::from(limit).into()], document)
+    }
+
     /// A page of the documents of the types `types` (every type when `None`) and of the
     /// documents `documents`, by id (newest first when `newest_first`): `limit` of them after
     /// skipping `offset`. `scan` picks the plan: walk the documents in id order and stop once
