@@ -223,16 +223,16 @@ impl Session {
     }
 
     /// Loads the documents `ids` this session may view with their types, in one transaction
-    /// and one query, in the order given; a document deleted (or hidden) since the ids were
+    /// and one query per 1,000, in the order given; a document deleted (or hidden) since the ids were
     /// read is left out.
     pub(crate) fn document_views(&self, ids: &[DocumentId]) -> Result<Vec<DocumentView>> {
         let raw: Vec<i64> = ids.iter().map(|d| d.0).collect();
         self.read(|tx| {
-            let mut found: HashMap<DocumentId, Document> = tx
-                .documents_by_id(&raw)?
-                .into_iter()
-                .map(|d| (d.id, d))
-                .collect();
+            let mut found: HashMap<DocumentId, Document> = HashMap::with_capacity(raw.len());
+            // A long list (a whole cabinet) in statements of a bounded size.
+            for chunk in raw.chunks(MAX_LISTED_DOCUMENTS) {
+                found.extend(tx.documents_by_id(chunk)?.into_iter().map(|d| (d.id, d)));
+            }
             let documents: Vec<Document> = ids
                 .iter()
                 .filter_map(|id| found.remove(id))
