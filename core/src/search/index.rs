@@ -1043,9 +1043,12 @@ impl tantivy::collector::SegmentCollector for VisibleTopSegment {
         let ranked = (Score(score), id, self.values.first(doc));
         if self.best.len() < self.keep {
             self.best.push(std::cmp::Reverse(ranked));
-        } else if self.best.peek().is_some_and(|w| ranked > w.0) {
-            self.best.pop();
-            self.best.push(std::cmp::Reverse(ranked));
+        } else if let Some(mut worst) = self.best.peek_mut()
+            && ranked > worst.0
+        {
+            // Replaced in place: one sift instead of a pop and a push (ties on the score make
+            // most hits of a large result replace the worst kept one).
+            *worst = std::cmp::Reverse(ranked);
         }
     }
 
