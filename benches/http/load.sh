@@ -12,6 +12,13 @@
 #   5. PATCH of a metadata value with a date parser, as alice
 # Prints requests/s, p50/p99 latency, errors, and each scenario as a share of the floor measured
 # in the same run (absolute figures do not carry across machines; the ratio does).
+# DOCMETA_BIN=PATH runs that build of `docmeta` instead of building this tree (A/B comparisons).
+# PERF_DIR=DIR records a `perf record -F 999 -g` profile of the server during each scenario into
+# DIR/<n>.data (read with `perf report -i DIR/<n>.data --no-children --sort symbol --stdio`).
+# DATA_DIR=path keeps the data directory: built there (demo + DOCUMENTS documents) when it holds
+# no database yet, reused as it is otherwise, and never deleted; so a large set (DOCUMENTS=1000000
+# takes minutes to build) is built once and measured many times. Without it, a temporary
+# directory is built and removed.
 # Needs wrk (Debian package `wrk`).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,42 +29,65 @@ PORT="${PORT:-18765}"
 FLOOR_PORT="${FLOOR_PORT:-18766}"
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install wrk" >&2; exit 1; }
 PROFILE="${PROFILE:-release}"   # PROFILE=debug to try the script itself quickly
-if [ "$PROFILE" = release ]; then cargo build --release -q -p docmeta-server; else cargo build -q -p docmeta-server; fi
-BIN=target/$PROFILE/docmeta
-DATA="$(mktemp -d)"
-LOG="$DATA/server.log"
+if [ -n "${DOCMETA_BIN:-}" ]; then
+  BIN=$DOCMETA_BIN               # a given build (to compare two builds in turn), not rebuilt
+else
+  if [ "$PROFILE" = release ]; then cargo build --release -q -p docmeta-server; else cargo build -q -p docmeta-server; fi
+  BIN=target/$PROFILE/docmeta
+fi
+SCRATCH="$(mktemp -d)"   # logs and scripts of this run
+DATA="${DATA_DIR:-$SCRATCH/data}"
+mkdir -p "$DATA"
+LOG="$SCRATCH/server.log"
 SERVER=""
 FLOOR=""
 cleanup() {
   for pid in $SERVER $FLOOR; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
-  rm -rf "$DATA"
+  rm -rf "$SCRATCH"
 }
 trap cleanup EXIT
 export DOCMETA_DATA="$DATA" DOCMETA_ADMIN_PASSWORD=admin-password
-"$BIN" demo >/dev/null
-[ "$DOCUMENTS" -gt 0 ] && "$BIN" bench-data --documents "$DOCUMENTS" 2>/dev/null
-wait_for() { # url
-  for _ in $(seq 100); do curl -sf "$1" >/dev/null && return 0; sleep 0.1; done
-  echo "no answer from $1" >&2; exit 1
+if [ -e "$DATA/db.sqlite3" ]; then
+  echo "reusing the data directory $DATA (DOCUMENTS=$DOCUMENTS is taken as what it holds)"
+else
+  "$BIN" demo >/dev/null
+  if [ "$DOCUMENTS" -gt 0 ]; then
+    start=$(date +%s)
+    # bench-data prints its progress (one line per batch of 1,000) on stderr: keep the last.
+    "$BIN" bench-data --documents "$DOCUMENTS" 2>"$SCRATCH/bench-data.log"
+    echo "built $DOCUMENTS documents in $(( $(date +%s) - start )) s: $(tail -1 "$SCRATCH/bench-data.log"); $(du -sh "$DATA" | cut -f1) on disk"
+  fi
+fi
+wait_for() { # url, seconds
+  local deadline=$(( $(date +%s) + ${2:-10} ))
+  while [ "$(date +%s)" -lt "$deadline" ]; do curl -sf "$1" >/dev/null && return 0; sleep 0.1; done
+  echo "no answer from $1 within ${2:-10} s" >&2; exit 1
 }
 DOCMETA_LOG="${DOCMETA_LOG:-info}" "$BIN" serve --bind "127.0.0.1:$PORT" >"$LOG" 2>&1 &
 SERVER=$!
 BASE="http://127.0.0.1:$PORT"
-wait_for "$BASE/api/v4/health/"
+# Opening a large data directory loads the access snapshot (one parent link per document) first.
+wait_for "$BASE/api/v4/health/" "${READY_SECONDS:-600}"
 AUTH="Authorization: Basic $(printf 'alice:demo-password' | base64)"
-# Let the index catch up with the generated documents before searching.
-for _ in $(seq 300); do
-  [ "$(curl -sf -H "$AUTH" "$BASE/api/v4/search/documents/?q=Bench" | python3 -c 'import json,sys; print(json.load(sys.stdin)["count"])')" -ge $((DOCUMENTS / 2)) ] && break
-  sleep 0.2
+# Let the index catch up with the generated documents before searching (bench-data rebuilds it,
+# so this normally passes at once; a failed request counts as not yet).
+indexed() {
+  curl -sf -H "$AUTH" "$BASE/api/v4/search/documents/?q=Bench" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["count"])' 2>/dev/null || echo 0
+}
+deadline=$(( $(date +%s) + ${READY_SECONDS:-600} ))
+until [ "$(indexed)" -ge $((DOCUMENTS / 2)) ]; do
+  [ "$(date +%s)" -lt "$deadline" ] || { echo "the index did not catch up within ${READY_SECONDS:-600} s" >&2; exit 1; }
+  sleep 0.5
 done
 METADATA_BYTES=$(curl -sf -H "$AUTH" "$BASE/api/v4/documents/1/metadata/" | wc -c)
 DUE=$(curl -sf -H "$AUTH" "$BASE/api/v4/documents/1/metadata/" | python3 -c 'import json,sys; print(next(r["id"] for r in json.load(sys.stdin)["results"] if r["metadata_type"]["name"]=="due_date"))')
 
-DOCMETA_LOG="${DOCMETA_LOG:-info}" "$BIN" bench-floor --bind "127.0.0.1:$FLOOR_PORT" --body-bytes "$METADATA_BYTES" >"$DATA/floor.log" 2>&1 &
+DOCMETA_LOG="${DOCMETA_LOG:-info}" "$BIN" bench-floor --bind "127.0.0.1:$FLOOR_PORT" --body-bytes "$METADATA_BYTES" >"$SCRATCH/floor.log" 2>&1 &
 FLOOR=$!
 wait_for "http://127.0.0.1:$FLOOR_PORT/"
 
-cat >"$DATA/patch.lua" <<LUA
+cat >"$SCRATCH/patch.lua" <<LUA
 local n = 0
 request = function()
   n = n + 1
@@ -67,10 +97,21 @@ end
 LUA
 
 FLOOR_RPS=""
+SCENARIO=0
 run() { # name, wrk arguments...
   local name=$1; shift
-  local out="$DATA/wrk-$RANDOM.txt"
+  local out="$SCRATCH/wrk-$RANDOM.txt"
+  local perf=""
+  if [ -n "${PERF_DIR:-}" ]; then
+    mkdir -p "$PERF_DIR"
+    local target=$SERVER
+    [ -n "$FLOOR" ] && target=$FLOOR
+    perf record -q -F 999 -g -p "$target" -o "$PERF_DIR/$SCENARIO.data" -- sleep $((DURATION > 3 ? DURATION - 2 : 1)) 2>/dev/null &
+    perf=$!
+  fi
   wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$@" >"$out"
+  [ -n "$perf" ] && { wait "$perf" || true; }
+  SCENARIO=$((SCENARIO + 1))
   FLOOR_RPS=$(python3 - "$name" "$out" "$FLOOR_RPS" <<'PY'
 import re, sys
 name, path, floor = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -99,6 +140,10 @@ kill "$FLOOR"; wait "$FLOOR" 2>/dev/null || true; FLOOR=""
 run "GET  /api/v4/health/" "$BASE/api/v4/health/"
 run "GET  /api/v4/documents/1/metadata/ (alice, ACL)" -H "$AUTH" "$BASE/api/v4/documents/1/metadata/"
 run "GET  /api/v4/documents/ page 1 (alice, ACL-filtered)" -H "$AUTH" "$BASE/api/v4/documents/"
+# The first answer of a query is computed (every visible hit counted and ranked), the next ones
+# come from the index's answer cache until the index changes: one request first, so that wrk
+# measures the steady state (as the requests above already signed alice in).
+curl -sf -H "$AUTH" "$BASE/api/v4/search/documents/?q=metadata_value:draft" >/dev/null
 run "GET  /api/v4/search/documents/?q=draft (alice, filtered)" -H "$AUTH" "$BASE/api/v4/search/documents/?q=metadata_value:draft"
-run "PATCH /api/v4/documents/1/metadata/$DUE/ (date parser)" -s "$DATA/patch.lua" "$BASE"
+run "PATCH /api/v4/documents/1/metadata/$DUE/ (date parser)" -s "$SCRATCH/patch.lua" "$BASE"
 echo "server log lines written: $(wc -l <"$LOG")"

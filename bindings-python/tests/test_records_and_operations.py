@@ -72,6 +72,35 @@ def test_a_refused_batch_stores_nothing(db: docmeta.Docmeta) -> None:
     assert admin.metadata(docs[0]) == []
 
 
+def test_a_batch_of_documents_is_created_in_order_with_its_values(db: docmeta.Docmeta) -> None:
+    admin, invoice, due = invoice_with_due(db)
+    admin.associate(invoice.id, due.id)
+    created = admin.create_documents(
+        [(invoice.id, "first", {due.id: "31/12/2024"}), (invoice.id, "second", None)]
+    )
+    assert [d.label for d in created] == ["first", "second"]
+    assert created[0].document_type == invoice
+    assert admin.metadata_value_of(created[0].id, "due") == "2024-12-31"
+
+
+def test_a_refused_document_in_a_batch_names_its_entry_and_creates_nothing(
+    db: docmeta.Docmeta,
+) -> None:
+    admin, invoice, due = invoice_with_due(db)
+    admin.associate(invoice.id, due.id)
+    with pytest.raises(docmeta.ValidationError) as refused:
+        admin.create_documents([(invoice.id, "fine", None), (invoice.id, "bad", {due.id: "soon"})])
+    assert refused.value.field == "documents[1].metadata[0].value"
+    assert admin.document_ids() == []
+
+
+def test_a_batch_of_documents_above_the_bound_is_refused(db: docmeta.Docmeta) -> None:
+    admin, invoice, _ = invoice_with_due(db)
+    with pytest.raises(docmeta.ValidationError) as refused:
+        admin.create_documents([(invoice.id, "many", None)] * 1001)
+    assert refused.value.field == "documents"
+
+
 def test_a_single_value_is_read_with_its_type(db: docmeta.Docmeta) -> None:
     admin, invoice, due = invoice_with_due(db)
     admin.associate(invoice.id, due.id)

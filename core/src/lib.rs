@@ -73,8 +73,9 @@ pub use metadata::{ClassRegistry, MetadataProcessor};
 pub use model::*;
 pub use search::{Hit, RecordKind};
 pub use session::{
-    Acl, AclView, AssociationView, DocumentView, EventActor, EventView, Group, MetadataValueView,
-    Page, PageRequest, Role, Session, Task, TaskState, User, UserUpdate,
+    Acl, AclView, AssociationView, DocumentView, EventActor, EventView, Group, MAX_DOCUMENT_BATCH,
+    MetadataValueView, NewDocument, Page, PageRequest, Role, Session, Task, TaskState, User,
+    UserUpdate,
 };
 pub use store::records::Cabinet;
 pub use store::{SqliteStore, Store};

@@ -511,6 +511,92 @@ fn absurd_pages_are_refused_not_a_crash() -> Result<()> {
     Ok(())
 }
 
+#[test]
+fn a_filtered_search_returns_exactly_the_visible_documents_across_pages() -> Result<()> {
+    let w = world()?;
+    let (ann, role) = user_with_role(&w, "ann")?;
+    let shown = w.admin.create_document_type("Shown")?.id;
+    let hidden = w.admin.create_document_type("Hidden")?.id;
+    w.admin.grant(
+        Permission::DocumentView,
+        role,
+        ObjectRef::new(ObjectKind::DOCUMENT_TYPE, shown.0),
+    )?;
+    for i in 0..15 {
+        let t = if i % 3 == 0 { shown } else { hidden };
+        let d = w.admin.create_document(t, &format!("Bench {i}"), &[])?;
+        if i % 5 == 1 {
+            w.admin.grant(
+                Permission::DocumentView,
+                role,
+                ObjectRef::new(ObjectKind::DOCUMENT, d.id.0),
+            )?;
+        }
+    }
+    // The evaluator's answer, one document at a time: 5 of the shown type (one of them with an
+    // ACL of its own too), 2 hidden ones with an ACL of their own.
+    let mut expected = ann.document_ids(Some(shown))?;
+    expected.extend(ann.document_ids(Some(hidden))?);
+    expected.sort();
+    assert_eq!(expected.len(), 7);
+    for size in 1..=5 {
+        let mut seen = Vec::new();
+        for page in 1..=(expected.len() / size + 1) {
+            let found = ann.search_documents("label:bench", page, size)?;
+            assert_eq!(found.count, expected.len(), "pages of {size}");
+            seen.extend(found.results.iter().map(|d| d.id));
+        }
+        let distinct: std::collections::BTreeSet<_> = seen.iter().copied().collect();
+        assert_eq!(
+            distinct.len(),
+            seen.len(),
+            "no document on two pages of {size}"
+        );
+        seen.sort();
+        assert_eq!(seen, expected, "pages of {size}");
+    }
+    Ok(())
+}
+
+#[test]
+fn a_repeated_search_answers_every_change_to_the_index_or_to_the_callers_rights() -> Result<()> {
+    let w = world()?;
+    let (ann, role) = user_with_role(&w, "ann")?;
+    let invoice = w.admin.document(w.invoices[0])?.document_type_id;
+    assert_eq!(ann.search_documents("invoice", 1, 10)?.count, 0);
+    w.admin.grant(
+        Permission::DocumentView,
+        role,
+        ObjectRef::new(ObjectKind::DOCUMENT_TYPE, invoice.0),
+    )?;
+    assert_eq!(
+        ann.search_documents("invoice", 1, 10)?.count,
+        3,
+        "a new grant"
+    );
+    let added = w.admin.create_document(invoice, "Another invoice", &[])?;
+    let again = ann.search_documents("invoice", 1, 10)?;
+    assert_eq!(again.count, 4, "a new document");
+    assert!(again.results.iter().any(|d| d.id == added.id));
+    w.admin.delete_document(added.id)?;
+    assert_eq!(
+        ann.search_documents("invoice", 1, 10)?.count,
+        3,
+        "a deletion"
+    );
+    w.admin.revoke(
+        Permission::DocumentView,
+        role,
+        ObjectRef::new(ObjectKind::DOCUMENT_TYPE, invoice.0),
+    )?;
+    assert_eq!(
+        ann.search_documents("invoice", 1, 10)?.count,
+        0,
+        "a revoked grant"
+    );
+    Ok(())
+}
+
 /// A user with a group and a role of their own; returns the user's session and the role.
 fn user_with_role(w: &World, name: &str) -> Result<(Session, docmeta_core::RoleId)> {
     let user = w.admin.create_user(name, "a long password", false)?.id;

@@ -111,6 +111,62 @@ fn docmeta_runs_on_postgres_end_to_end() -> docmeta_core::Result<()> {
     Ok(())
 }
 
+#[test]
+fn a_batch_and_a_filtered_documents_page_run_on_postgres() -> docmeta_core::Result<()> {
+    use docmeta_core::{NewDocument, ObjectKind, ObjectRef, PageRequest, Permission};
+    if base_url().is_none() {
+        eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
+        return Ok(());
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = docmeta_core::Docmeta::builder()
+        .data_dir(dir.path())
+        .store(fresh_store())
+        .open()?;
+    let admin = db.system();
+    let shown = admin.create_document_type("Shown")?.id;
+    let hidden = admin.create_document_type("Hidden")?.id;
+    let new: Vec<NewDocument<'_>> = (0..12)
+        .map(|i| NewDocument {
+            document_type: if i % 3 == 0 { shown } else { hidden },
+            label: "batch",
+            values: &[],
+        })
+        .collect();
+    let created = admin.create_documents(&new)?;
+    let user = admin.create_user("ann", "a long password", false)?.id;
+    let group = admin.create_group("G")?;
+    let role = admin.create_role("R")?;
+    admin.set_group_member(group, user, true)?;
+    admin.set_role_group(role, group, true)?;
+    admin.grant(
+        Permission::DocumentView,
+        role,
+        ObjectRef::new(ObjectKind::DOCUMENT_TYPE, shown.0),
+    )?;
+    admin.grant(
+        Permission::DocumentView,
+        role,
+        ObjectRef::new(ObjectKind::DOCUMENT, created[4].id.0),
+    )?;
+    let ann = db.session(user);
+    let expected = ann.document_ids(None)?;
+    assert_eq!(expected.len(), 5);
+    for size in 1..=6 {
+        let mut ids = Vec::new();
+        for number in 1..=(expected.len() / size + 1) {
+            let page = ann.documents_page(None, size % 2 == 0, PageRequest::new(number, size))?;
+            assert_eq!(page.count, expected.len());
+            ids.extend(page.items.iter().map(|v| v.document.id));
+        }
+        if size % 2 == 0 {
+            ids.reverse();
+        }
+        assert_eq!(ids, expected, "pages of {size}");
+    }
+    Ok(())
+}
+
 fn fresh_store() -> PostgresStore {
     PostgresStore::open(&fresh_url()).expect("open")
 }

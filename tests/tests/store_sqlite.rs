@@ -13,6 +13,9 @@ impl Store for FileStore {
     fn begin(&self, mode: Mode) -> Result<Box<dyn Transaction + '_>> {
         self.store.begin(mode)
     }
+    fn begin_unit(&self) -> Result<Box<dyn Transaction + '_>> {
+        self.store.begin_unit()
+    }
     fn dialect(&self) -> Dialect {
         self.store.dialect()
     }

@@ -2,8 +2,9 @@
 //! accompanies a record, checked in core rather than only over HTTP.
 
 use docmeta_core::{
-    Config, Docmeta, DocumentTypeId, EventQuery, GroupId, MetadataTypeInput, ObjectKind, ObjectRef,
-    PageRequest, Permission as P, PermissionSet, Result, RoleId, Session, TaskState, UserId,
+    Config, Docmeta, DocumentId, DocumentTypeId, EventQuery, GroupId, MetadataTypeInput,
+    ObjectKind, ObjectRef, PageRequest, Permission as P, PermissionSet, Result, RoleId, Session,
+    TaskState, UserId,
 };
 
 struct World {
@@ -112,6 +113,180 @@ fn a_documents_page_leaves_out_documents_the_caller_may_not_view() -> Result<()>
         .documents_page(None, false, PageRequest::new(1, 10))?;
     assert_eq!(page.count, 1);
     assert_eq!(page.items[0].document.id, visible.id);
+    Ok(())
+}
+
+/// Every page of `ann`'s document list of `size` items, concatenated, and each page's count.
+fn all_pages(
+    s: &Session,
+    of_type: Option<DocumentTypeId>,
+    newest_first: bool,
+    size: usize,
+) -> Result<(Vec<DocumentId>, Vec<usize>)> {
+    let (mut ids, mut counts) = (Vec::new(), Vec::new());
+    for number in 1.. {
+        let page = s.documents_page(of_type, newest_first, PageRequest::new(number, size))?;
+        counts.push(page.count);
+        if page.items.is_empty() {
+            break;
+        }
+        ids.extend(page.items.iter().map(|v| v.document.id));
+    }
+    Ok((ids, counts))
+}
+
+/// Ann sees the `Shown` type, and two single documents of the `Hidden` type through ACLs of
+/// their own; the documents of the two types are interleaved, and a `Third` type's document
+/// is shown through its own ACL too.
+fn mixed_visibility(w: &World) -> Result<(DocumentTypeId, DocumentTypeId, DocumentTypeId)> {
+    let shown = w.admin.create_document_type("Shown")?.id;
+    let hidden = w.admin.create_document_type("Hidden")?.id;
+    let third = w.admin.create_document_type("Third")?.id;
+    w.admin.grant(P::DocumentView, w.role, dt_ref(shown))?;
+    for i in 0..12 {
+        let t = if i % 3 == 0 { shown } else { hidden };
+        let d = w.admin.create_document(t, &format!("d{i}"), &[])?;
+        if i == 4 || i == 7 {
+            w.admin.grant(
+                P::DocumentView,
+                w.role,
+                ObjectRef::new(ObjectKind::DOCUMENT, d.id.0),
+            )?;
+        }
+    }
+    let t = w.admin.create_document(third, "third", &[])?;
+    w.admin.grant(
+        P::DocumentView,
+        w.role,
+        ObjectRef::new(ObjectKind::DOCUMENT, t.id.0),
+    )?;
+    Ok((shown, hidden, third))
+}
+
+#[test]
+fn a_filtered_documents_page_holds_exactly_the_visible_documents_across_pages() -> Result<()> {
+    let w = world()?;
+    mixed_visibility(&w)?;
+    let ann = w.ann();
+    // The evaluator's answer, one document at a time.
+    let expected = ann.document_ids(None)?;
+    assert_eq!(expected.len(), 4 + 2 + 1);
+    for size in 1..=8 {
+        let (ids, counts) = all_pages(&ann, None, false, size)?;
+        assert_eq!(ids, expected, "pages of {size}");
+        assert!(
+            counts.iter().all(|c| *c == expected.len()),
+            "pages of {size}"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn a_filtered_documents_page_newest_first_is_the_reverse_order() -> Result<()> {
+    let w = world()?;
+    mixed_visibility(&w)?;
+    let ann = w.ann();
+    let mut expected = ann.document_ids(None)?;
+    expected.reverse();
+    for size in 1..=8 {
+        assert_eq!(
+            all_pages(&ann, None, true, size)?.0,
+            expected,
+            "pages of {size}"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn a_filtered_documents_page_of_one_type_holds_that_types_visible_documents() -> Result<()> {
+    let w = world()?;
+    let types = mixed_visibility(&w)?;
+    let ann = w.ann();
+    for t in [types.0, types.1, types.2] {
+        let expected = ann.document_ids(Some(t))?;
+        for size in [1, 2, 5] {
+            let (ids, counts) = all_pages(&ann, Some(t), false, size)?;
+            assert_eq!(ids, expected, "type {t}, pages of {size}");
+            assert!(counts.iter().all(|c| *c == expected.len()));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn a_documents_page_of_more_single_documents_than_a_statement_names_is_exact() -> Result<()> {
+    let w = world()?;
+    let shown = w.admin.create_document_type("Shown")?.id;
+    let hidden = w.admin.create_document_type("Hidden")?.id;
+    w.admin.grant(P::DocumentView, w.role, dt_ref(shown))?;
+    let new: Vec<docmeta_core::NewDocument<'_>> = (0..1012)
+        .map(|i| docmeta_core::NewDocument {
+            document_type: if i % 101 == 0 { shown } else { hidden },
+            label: "many",
+            values: &[],
+        })
+        .collect();
+    let mut created = w.admin.create_documents(&new[..1000])?;
+    created.extend(w.admin.create_documents(&new[1000..])?);
+    // More hidden documents with an ACL of their own than a page's statement names.
+    for d in created
+        .iter()
+        .filter(|d| d.document_type_id == hidden)
+        .take(1001)
+    {
+        w.admin.grant(
+            P::DocumentView,
+            w.role,
+            ObjectRef::new(ObjectKind::DOCUMENT, d.id.0),
+        )?;
+    }
+    let ann = w.ann();
+    let expected = ann.document_ids(None)?;
+    assert_eq!(expected.len(), 11 + 1001);
+    for (size, newest_first) in [(100, false), (250, true)] {
+        let (mut ids, counts) = all_pages(&ann, None, newest_first, size)?;
+        if newest_first {
+            ids.reverse();
+        }
+        assert_eq!(ids, expected, "pages of {size}");
+        assert!(counts.iter().all(|c| *c == expected.len()));
+    }
+    let of_hidden = ann.documents_page(Some(hidden), false, PageRequest::new(2, 500))?;
+    assert_eq!(of_hidden.count, 1001);
+    assert_eq!(of_hidden.items.len(), 500);
+    Ok(())
+}
+
+#[test]
+fn a_documents_page_count_follows_deletions_and_type_changes() -> Result<()> {
+    let w = world()?;
+    let (shown, hidden, _) = mixed_visibility(&w)?;
+    let ann = w.ann();
+    let before = ann.documents_page(None, false, PageRequest::new(1, 2))?;
+    assert_eq!(before.count, 7);
+    // One shown document deleted, one moved to the hidden type, one hidden moved to shown.
+    let of_shown = ann.document_ids(Some(shown))?;
+    w.admin.delete_document(of_shown[0])?;
+    w.admin.change_document_type(of_shown[1], hidden)?;
+    let a_hidden = w.admin.document_ids(Some(hidden))?[0];
+    w.admin.change_document_type(a_hidden, shown)?;
+    let after = ann.documents_page(None, false, PageRequest::new(1, 2))?;
+    assert_eq!(after.count, ann.document_ids(None)?.len());
+    assert_eq!(after.count, 6);
+    Ok(())
+}
+
+#[test]
+fn a_superuser_documents_page_counts_every_document() -> Result<()> {
+    let w = world()?;
+    mixed_visibility(&w)?;
+    let page = w
+        .admin
+        .documents_page(None, false, PageRequest::new(3, 5))?;
+    assert_eq!(page.count, 13);
+    assert_eq!(page.items.len(), 3);
     Ok(())
 }
 

@@ -575,6 +575,9 @@ class Session:
     def create_document(
         self, document_type: int, label: str, *, values: Optional[Mapping[int, str]] = ...
     ) -> Document: ...
+    def create_documents(
+        self, documents: List[Tuple[int, str, Optional[Mapping[int, str]]]]
+    ) -> List[Document]: ...
     def create_document_with_file(
         self,
         document_type: int,

@@ -9,6 +9,9 @@ use crate::records::{
     Document, DocumentDetails, DocumentMetadata, DocumentWithFile, MetadataValueDetail, all,
 };
 
+/// One entry of `create_documents`: (document type, label, `{metadata_type_id: value}`).
+type NewDocumentEntry = (i64, String, Option<std::collections::BTreeMap<i64, String>>);
+
 #[pymethods]
 impl Session {
     /// Creates a document with metadata values `{metadata_type_id: value}` (spec 2.10 each).
@@ -34,6 +37,41 @@ impl Session {
             )
         })
         .map(Into::into)
+    }
+
+    /// Creates many documents in one transaction, all or nothing: each entry is
+    /// `(document_type, label, values)` as `create_document` takes them (`values` a
+    /// `{metadata_type_id: value}` dict, or None). At most 1000 entries; a refused entry names
+    /// itself in the error's field (`documents[1].metadata[0].value`). Answers the documents in
+    /// the order given.
+    fn create_documents(
+        &self,
+        py: Python<'_>,
+        documents: Vec<NewDocumentEntry>,
+    ) -> PyResult<Vec<Document>> {
+        run(py, || {
+            let values: Vec<Vec<(core::MetadataTypeId, &str)>> = documents
+                .iter()
+                .map(|(_, _, values)| {
+                    values
+                        .iter()
+                        .flatten()
+                        .map(|(t, v)| (core::MetadataTypeId(*t), v.as_str()))
+                        .collect()
+                })
+                .collect();
+            let new: Vec<core::NewDocument<'_>> = documents
+                .iter()
+                .zip(&values)
+                .map(|((document_type, label, _), values)| core::NewDocument {
+                    document_type: core::DocumentTypeId(*document_type),
+                    label,
+                    values,
+                })
+                .collect();
+            self.inner.create_documents_view(&new)
+        })
+        .map(all)
     }
 
     /// Creates a document with its values and its first file, all or nothing (the bytes are

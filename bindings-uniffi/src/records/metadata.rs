@@ -160,6 +160,17 @@ pub struct NewValue {
     pub value: String,
 }
 
+/// One document of a batch (`createDocuments`): its type, its label and its initial values.
+#[derive(Debug, Clone, uniffi::Record)]
+pub struct NewDocument {
+    /// The document's type.
+    pub document_type_id: i64,
+    /// Its label.
+    pub label: String,
+    /// Its initial values (each through the pipeline of spec 2.10).
+    pub values: Vec<NewValue>,
+}
+
 /// A metadata value to add to an existing document (`addDocumentMetadataBatch`).
 #[derive(Debug, Clone, uniffi::Record)]
 pub struct NewDocumentValue {

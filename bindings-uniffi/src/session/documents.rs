@@ -5,8 +5,8 @@ use docmeta_core as core;
 use super::Session;
 use crate::errors::Result;
 use crate::records::{
-    Document, DocumentDetails, DocumentMetadata, DocumentWithFile, MetadataValue, NewDocumentValue,
-    NewValue,
+    Document, DocumentDetails, DocumentMetadata, DocumentWithFile, MetadataValue, NewDocument,
+    NewDocumentValue, NewValue,
 };
 
 fn pairs(values: &[NewValue]) -> Vec<(core::MetadataTypeId, &str)> {
@@ -29,6 +29,29 @@ impl Session {
             .inner
             .create_document(core::DocumentTypeId(document_type), &label, &pairs(&values))?
             .into())
+    }
+
+    /// Creates many documents in one transaction, all or nothing, each as `createDocument`
+    /// creates one. At most 1000; a refused entry names itself in the error's field
+    /// (`documents[1].metadata[0].value`). Answers the documents in the order given.
+    pub fn create_documents(&self, documents: Vec<NewDocument>) -> Result<Vec<Document>> {
+        let values: Vec<Vec<(core::MetadataTypeId, &str)>> =
+            documents.iter().map(|d| pairs(&d.values)).collect();
+        let new: Vec<core::NewDocument<'_>> = documents
+            .iter()
+            .zip(&values)
+            .map(|(d, values)| core::NewDocument {
+                document_type: core::DocumentTypeId(d.document_type_id),
+                label: &d.label,
+                values,
+            })
+            .collect();
+        Ok(self
+            .inner
+            .create_documents(&new)?
+            .into_iter()
+            .map(Into::into)
+            .collect())
     }
 
     /// Creates a document with its values and its first file, all or nothing.

@@ -101,6 +101,30 @@ fun metadata() {
     expect(admin.documentTypes().none { it.id == other.id }, "document type deleted")
 }
 
+fun documentBatch() {
+    val inv = Invoices(Docmeta.inMemory())
+    val admin = inv.admin
+    val created = admin.createDocuments(listOf(
+        NewDocument(inv.type.id, "B-1", listOf(NewValue(inv.due.id, "31/12/2024"))),
+        NewDocument(inv.type.id, "B-2", listOf(NewValue(inv.due.id, "2025-01-31"))),
+    ))
+    expect(created.map { it.label } == listOf("B-1", "B-2"), "a batch creates its documents in order: $created")
+    expect(admin.metadataValueOf(created[0].id, "due") == "2024-12-31", "each value went through the parser")
+    val before = admin.documentIds(inv.type.id)
+    val e = refused<DocmetaException.Validation>("an impossible date in the second document") {
+        admin.createDocuments(listOf(
+            NewDocument(inv.type.id, "B-3", listOf(NewValue(inv.due.id, "2025-01-31"))),
+            NewDocument(inv.type.id, "B-4", listOf(NewValue(inv.due.id, "31/02/2024"))),
+        ))
+    }
+    expect(e.field == "documents[1].metadata[0].value", "the refusal names its entry: ${e.field}")
+    expect(admin.documentIds(inv.type.id) == before, "a refused batch creates nothing")
+    val tooMany = refused<DocmetaException.Validation>("a batch above the bound") {
+        admin.createDocuments(List(1001) { NewDocument(inv.type.id, "many", listOf(NewValue(inv.due.id, "2025-01-31"))) })
+    }
+    expect(tooMany.field == "documents", "the bound is refused on documents: ${tooMany.field}")
+}
+
 fun accessAndExplain() {
     val inv = Invoices(Docmeta.inMemory())
     val (db, admin) = inv.db to inv.admin
@@ -420,6 +444,7 @@ fun eventsTasksAndErrors() {
 fun main() {
     val groups = listOf(
         "metadata" to ::metadata,
+        "document batch" to ::documentBatch,
         "access and explain" to ::accessAndExplain,
         "cabinets" to ::cabinets,
         "workflows" to ::workflows,

@@ -50,6 +50,9 @@ pub struct AccessSnapshot {
     role_global: FxHashMap<RoleId, PermissionSet>,
     acls: FxHashMap<ObjectRef, Vec<AclEntry>>,
     parents: FxHashMap<ObjectRef, Vec<ObjectRef>>,
+    /// How many documents each document type has (from the documents' parent links), so that
+    /// a list can count what a user may see without visiting every document.
+    documents_of_type: FxHashMap<i64, usize>,
 }
 
 /// Where the evaluator learns the parent links that the snapshot does not hold: those of the
@@ -208,6 +211,14 @@ impl Explanation {
     }
 }
 
+/// The document type among a document's parent links.
+fn document_type_in(parents: &[ObjectRef]) -> Option<i64> {
+    parents
+        .iter()
+        .find(|p| p.kind == ObjectKind::DOCUMENT_TYPE)
+        .map(|p| p.id)
+}
+
 fn remove_item<T: PartialEq>(v: &mut Vec<T>, item: &T) {
     v.retain(|x| x != item);
 }
@@ -330,17 +341,75 @@ impl AccessSnapshot {
 
     /// Sets the objects `object` inherits from (empty: none).
     pub fn set_parents(&mut self, object: ObjectRef, parents: Vec<ObjectRef>) {
-        if parents.is_empty() {
-            self.parents.remove(&object);
+        let old = if parents.is_empty() {
+            self.parents.remove(&object)
         } else {
-            self.parents.insert(object, parents);
+            self.parents.insert(object, parents)
+        };
+        if object.kind == ObjectKind::DOCUMENT {
+            self.count_document(old.as_deref(), false);
+            let new = self.parents.get(&object).cloned();
+            self.count_document(new.as_deref(), true);
         }
     }
 
     /// Forgets an object: its parent links and its ACLs.
     pub fn remove_object(&mut self, object: ObjectRef) {
-        self.parents.remove(&object);
+        let old = self.parents.remove(&object);
+        if object.kind == ObjectKind::DOCUMENT {
+            self.count_document(old.as_deref(), false);
+        }
         self.acls.remove(&object);
+    }
+
+    /// Counts a document with parent links `parents` in (or out of) its type's count.
+    fn count_document(&mut self, parents: Option<&[ObjectRef]>, add: bool) {
+        let Some(t) = parents.and_then(document_type_in) else {
+            return;
+        };
+        let n = self.documents_of_type.entry(t).or_default();
+        if add {
+            *n += 1;
+        } else {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.documents_of_type.remove(&t);
+            }
+        }
+    }
+
+    /// The type of document `id`, from its parent link (`None` for a document the snapshot
+    /// does not know).
+    pub fn document_type_of(&self, id: i64) -> Option<i64> {
+        self.parents
+            .get(&ObjectRef::new(ObjectKind::DOCUMENT, id))
+            .and_then(|p| document_type_in(p))
+    }
+
+    /// How many documents `visible` allows, only those of type `of_type` when given: the
+    /// documents of its types, counted per type, plus its single documents of other types. It
+    /// costs the number of document types plus the number of single documents, never the
+    /// number of documents; exact as [`document_visibility`](Self::document_visibility) is.
+    pub fn count_documents(&self, visible: &DocumentVisibility, of_type: Option<i64>) -> usize {
+        let wanted = |t: i64| of_type.is_none_or(|o| o == t);
+        let by_type: usize = self
+            .documents_of_type
+            .iter()
+            .filter(|(t, _)| wanted(**t) && (visible.all || visible.types.contains(*t)))
+            .map(|(_, n)| *n)
+            .sum();
+        if visible.all {
+            return by_type;
+        }
+        by_type
+            + visible
+                .documents
+                .iter()
+                .filter(|d| {
+                    self.document_type_of(**d)
+                        .is_some_and(|t| wanted(t) && !visible.types.contains(&t))
+                })
+                .count()
     }
 
     fn recompute_group(&mut self, group: GroupId) {

@@ -694,7 +694,8 @@ impl Docmeta {
         let (tx, events, access, tasks_enqueued, invalidated, unlink, out, triggers) = loop {
             attempt += 1;
             renders.set_defer(self.defers_renders() && attempt < RENDER_ATTEMPTS);
-            let tx = Tx::new(self.inner.store.begin(Mode::Write)?);
+            // A unit's transaction: concurrent units may share one commit (see `begin_unit`).
+            let tx = Tx::new(self.inner.store.begin_unit()?);
             // Waiting for the write lock may have used up the time: no work for nothing.
             self.check_deadline()?;
             let mut unit = Unit::new(tx, actor, renders, &self.inner.hooks);
@@ -743,19 +744,22 @@ impl Docmeta {
             self.forget_compiled(&invalidated);
             return Err(e);
         }
-        // Access changes reach the snapshot in the order their transactions committed: two
-        // units of this process editing one ACL at once must not leave the older permissions.
+        // On PostgreSQL, where units of this process commit at once, access changes reach the
+        // snapshot in the order their transactions committed: two units editing one ACL must
+        // not leave the older permissions. (Not on SQLite: a unit's commit there may wait for
+        // the next units of its group, which would wait for this lock.)
         let local_events: Vec<i64> = events
             .iter()
             .filter(|e| changes_access(&e.name))
             .map(|e| e.id.0)
             .collect();
-        let order = (!access.is_empty() || !local_events.is_empty())
-            .then(|| self.inner.access_order.lock());
+        let changes = !access.is_empty() || !local_events.is_empty();
+        let postgres = self.inner.store.dialect() == crate::store::Dialect::Postgres;
+        let order = (changes && postgres).then(|| self.inner.access_order.lock());
         let committed = tx.commit();
         self.forget_compiled(&invalidated);
         committed?;
-        if order.is_some() {
+        if changes {
             // Applied and remembered as local together, so a reload of the snapshot from the
             // store (`reload_access_at`) sees either both or neither.
             let mut snapshot = self.inner.access.write();

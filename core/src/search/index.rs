@@ -268,6 +268,8 @@ pub struct SearchIndex {
     records: Arc<RecordsCache>,
     /// The document records (the end of each block).
     documents: Arc<RecordsKey>,
+    /// The answers of recent searches, for the index contents they were computed on.
+    answers: Answers,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -298,6 +300,7 @@ impl SearchIndex {
             .map_err(|e| search_error("opening the search index reader", e))?;
         Ok(SearchIndex {
             records: Arc::default(),
+            answers: Answers::default(),
             documents: Arc::new(RecordsKey::Text(fields.kind, DOCUMENT.to_owned())),
             index,
             reader,
@@ -685,6 +688,24 @@ impl SearchIndex {
         limit: usize,
     ) -> Result<(usize, Vec<Hit>)> {
         let searcher = self.reader.searcher();
+        let contents = searcher.generation().segments().clone();
+        let wanted = offset.saturating_add(limit);
+        let page = |top: &[Ranked]| -> Vec<Hit> {
+            top.iter()
+                .skip(offset)
+                .take(limit)
+                .map(|(score, document_id, metadata_id)| Hit {
+                    document_id: *document_id,
+                    metadata_id: *metadata_id,
+                    score: score.0,
+                })
+                .collect()
+        };
+        if let Some((count, top)) = self.answers.get(&contents, kind, expr, &scope, wanted) {
+            return Ok((count, page(&top)));
+        }
+        // Kept a little beyond the page, so that the next pages are answered from memory too.
+        let keep = wanted.div_ceil(ANSWER_STEP).saturating_mul(ANSWER_STEP);
         let documents = self.document_clause(&scope.documents);
         let (visible, query) = match kind {
             RecordKind::Document => {
@@ -723,11 +744,11 @@ impl SearchIndex {
             clauses.push((Occur::Must, Box::new(visible)));
         }
         let collector = VisibleTop {
-            scope,
+            scope: scope.clone(),
             kind,
-            keep: offset.saturating_add(limit),
+            keep,
         };
-        let (count, mut top) = searcher
+        let (count, top) = searcher
             .search_with_statistics_provider(
                 &BooleanQuery::new(clauses),
                 &collector,
@@ -736,17 +757,18 @@ impl SearchIndex {
                 },
             )
             .map_err(|e| search_error("searching", e))?;
-        let page = top
-            .drain(..)
-            .skip(offset)
-            .take(limit)
-            .map(|(score, document_id, metadata_id)| Hit {
-                document_id,
-                metadata_id,
-                score: score.0,
-            })
-            .collect();
-        Ok((count, page))
+        let hits = page(&top);
+        self.answers.put(Answer {
+            contents,
+            kind,
+            expr: expr.clone(),
+            scope,
+            keep,
+            count,
+            top: Arc::new(top),
+            used: 0,
+        });
+        Ok((count, hits))
     }
 
     /// The records of the documents `visible` allows (every record of theirs).
@@ -874,6 +896,72 @@ type Ranked = (Score, i64, Option<i64>);
 
 /// Counts the visible hits and keeps the best `keep` of them (visibility checked again, cheaply:
 /// only visible records reach it). Ties go to the higher document id, then value id.
+/// How many ranked hits a search keeps at least, beyond its page (rounded up to a multiple).
+const ANSWER_STEP: usize = 100;
+/// How many answers an index remembers.
+const ANSWERS: usize = 64;
+
+/// The answers of recent searches (as Solr's query result cache): the count and the best hits
+/// of a query, for one caller's [`SearchScope`] and the index contents they were computed on
+/// (its segments and their deletions, so any change to the index is a miss). Counting and
+/// ranking visit every visible hit, which grows with the index; an answer repeated on unchanged
+/// contents costs its page. The scope is part of the key, so an answer is reused only for a
+/// caller who may see exactly the same records.
+#[derive(Default)]
+struct Answers {
+    entries: Mutex<Vec<Answer>>,
+}
+
+struct Answer {
+    contents: std::collections::BTreeMap<tantivy::index::SegmentId, Option<tantivy::Opstamp>>,
+    kind: RecordKind,
+    expr: Expr,
+    scope: Arc<SearchScope>,
+    keep: usize,
+    count: usize,
+    top: Arc<Vec<Ranked>>,
+    used: u64,
+}
+
+impl Answers {
+    /// The count and best hits of a search answered before on the same contents, when it kept
+    /// at least `wanted` hits (or found fewer).
+    fn get(
+        &self,
+        contents: &std::collections::BTreeMap<tantivy::index::SegmentId, Option<tantivy::Opstamp>>,
+        kind: RecordKind,
+        expr: &Expr,
+        scope: &SearchScope,
+        wanted: usize,
+    ) -> Option<(usize, Arc<Vec<Ranked>>)> {
+        let mut entries = self.entries.lock();
+        let tick = entries.iter().map(|e| e.used).max().unwrap_or(0) + 1;
+        let e = entries.iter_mut().find(|e| {
+            e.kind == kind
+                && (e.keep >= wanted || e.top.len() == e.count)
+                && e.expr == *expr
+                && e.contents == *contents
+                && *e.scope == *scope
+        })?;
+        e.used = tick;
+        Some((e.count, e.top.clone()))
+    }
+
+    /// Remembers an answer; answers on other contents are forgotten (they can never be asked
+    /// for again), then the least recently used one beyond [`ANSWERS`].
+    fn put(&self, mut answer: Answer) {
+        let mut entries = self.entries.lock();
+        entries.retain(|e| e.contents == answer.contents);
+        answer.used = entries.iter().map(|e| e.used).max().unwrap_or(0) + 1;
+        entries.push(answer);
+        if entries.len() > ANSWERS
+            && let Some(oldest) = (0..entries.len()).min_by_key(|i| entries[*i].used)
+        {
+            entries.swap_remove(oldest);
+        }
+    }
+}
+
 struct VisibleTop {
     scope: Arc<SearchScope>,
     kind: RecordKind,
@@ -955,9 +1043,12 @@ impl tantivy::collector::SegmentCollector for VisibleTopSegment {
         let ranked = (Score(score), id, self.values.first(doc));
         if self.best.len() < self.keep {
             self.best.push(std::cmp::Reverse(ranked));
-        } else if self.best.peek().is_some_and(|w| ranked > w.0) {
-            self.best.pop();
-            self.best.push(std::cmp::Reverse(ranked));
+        } else if let Some(mut worst) = self.best.peek_mut()
+            && ranked > worst.0
+        {
+            // Replaced in place: one sift instead of a pop and a push (ties on the score make
+            // most hits of a large result replace the worst kept one).
+            *worst = std::cmp::Reverse(ranked);
         }
     }
 

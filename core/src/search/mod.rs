@@ -446,16 +446,24 @@ impl Session {
             offset,
             page_size,
         )?;
-        let mut results = Vec::with_capacity(hits.len());
-        for h in &hits {
-            match self.document(DocumentId(h.document_id)) {
-                Ok(d) => results.push(d),
-                // Deleted since the index answered (its removal reaches the index right after):
-                // left out of the page rather than failing it.
-                Err(crate::error::Error::NotFound(_)) => {}
-                Err(e) => return Err(e),
-            }
-        }
+        // The page's documents in one query. One deleted since the index answered (its removal
+        // reaches the index right after) is left out of the page rather than failing it.
+        let ids: Vec<i64> = hits.iter().map(|h| h.document_id).collect();
+        let mut found: std::collections::HashMap<i64, Document> = self
+            .read(|tx| tx.documents_by_id(&ids))?
+            .into_iter()
+            .map(|d| (d.id.0, d))
+            .collect();
+        let results = ids
+            .iter()
+            .filter_map(|id| found.remove(id))
+            .filter(|d| {
+                self.can(
+                    Permission::DocumentView,
+                    ObjectRef::new(ObjectKind::DOCUMENT, d.id.0),
+                )
+            })
+            .collect();
         Ok(SearchPage { count, results })
     }
 

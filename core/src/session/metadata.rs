@@ -49,6 +49,22 @@ fn doc_event(d: &Document) -> crate::events::EventObject {
 /// One value to add in a batch: the document, the metadata type, the submitted value.
 pub type NewValue<'a> = (DocumentId, MetadataTypeId, &'a str);
 
+/// Most documents one [`Session::create_documents`] call may create: a batch is one
+/// transaction, and a bound keeps its memory and the time it holds the writer's lock bounded.
+pub const MAX_DOCUMENT_BATCH: usize = 1000;
+
+/// One document of a batch ([`Session::create_documents`]): its type, its label and its
+/// initial metadata values, as [`Session::create_document`] takes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NewDocument<'a> {
+    /// The document's type.
+    pub document_type: DocumentTypeId,
+    /// Its label.
+    pub label: &'a str,
+    /// Its initial values: (metadata type, submitted value).
+    pub values: &'a [(MetadataTypeId, &'a str)],
+}
+
 impl Session {
     // ----- loading with checks ---------------------------------------------------------------
 
@@ -550,6 +566,46 @@ impl Session {
     ) -> Result<Document> {
         let label = crate::model::check_text("label", label, MAX_LABEL_LEN)?;
         self.write(|u| self.create_document_in(u, document_type, label, values))
+    }
+
+    /// Creates many documents, each with its initial values, in one transaction (all or
+    /// nothing): the batch form of [`create_document`](Self::create_document), for imports.
+    /// Each document gets exactly what `create_document` gives it (the same permission checks,
+    /// the pipeline of spec 2.10, required defaults, events, workflow starts and index work),
+    /// and the documents are returned in the order given. At most [`MAX_DOCUMENT_BATCH`]
+    /// documents: more is `Error::Validation` on `documents`. A refused entry names itself
+    /// (counted from 0): `documents[i].label`, `documents[i].metadata[j].value`, ... (see
+    /// [`Error::field_path`]); errors without a field (a permission refused) are returned as
+    /// they are and undo the whole batch too.
+    pub fn create_documents(&self, documents: &[NewDocument<'_>]) -> Result<Vec<Document>> {
+        if documents.len() > MAX_DOCUMENT_BATCH {
+            return Err(Error::validation(
+                "documents",
+                format!(
+                    "Ensure this field has no more than {MAX_DOCUMENT_BATCH} elements (got {}).",
+                    documents.len()
+                ),
+            ));
+        }
+        let labels = documents
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                crate::model::check_text("label", d.label, MAX_LABEL_LEN)
+                    .map_err(|e| e.in_entry("documents", i))
+            })
+            .collect::<Result<Vec<&str>>>()?;
+        self.write(|u| {
+            documents
+                .iter()
+                .zip(&labels)
+                .enumerate()
+                .map(|(i, (d, label))| {
+                    self.create_document_in(u, d.document_type, label, d.values)
+                        .map_err(|e| e.in_entry("documents", i))
+                })
+                .collect()
+        })
     }
 
     pub(crate) fn create_document_in(

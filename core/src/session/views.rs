@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use super::Session;
 use super::records::{Acl, Group, Role, User};
-use crate::access::{ObjectKind, ObjectRef, Permission as P, Permission};
+use crate::access::{DocumentVisibility, ObjectKind, ObjectRef, Permission as P, Permission};
 use crate::error::{Error, Result};
 use crate::events::{Event, EventQuery};
 use crate::model::*;
@@ -144,6 +144,31 @@ fn document_type_of(tx: &mut Tx<'_>, d: &Document) -> Result<DocumentType> {
         .ok_or_else(|| Error::not_found(format!("document type {}", d.document_type_id)))
 }
 
+/// The most single documents (visible through ACLs of their own, not through their type) a
+/// documents page names in its statement; beyond, it walks the documents in order instead.
+pub(crate) const MAX_LISTED_DOCUMENTS: usize = 1000;
+
+/// Each document with its type, each type read once.
+fn with_types(tx: &mut Tx<'_>, documents: Vec<Document>) -> Result<Vec<DocumentView>> {
+    let mut types: HashMap<DocumentTypeId, DocumentType> = HashMap::new();
+    let mut out = Vec::with_capacity(documents.len());
+    for document in documents {
+        let document_type = match types.get(&document.document_type_id) {
+            Some(t) => t.clone(),
+            None => {
+                let t = document_type_of(tx, &document)?;
+                types.insert(t.id, t.clone());
+                t
+            }
+        };
+        out.push(DocumentView {
+            document,
+            document_type,
+        });
+    }
+    Ok(out)
+}
+
 fn role_of(tx: &mut Tx<'_>, id: RoleId) -> Result<Role> {
     tx.roles()?
         .into_iter()
@@ -197,33 +222,28 @@ impl Session {
         })
     }
 
-    /// Loads the documents `ids` this session may view with their types, in one transaction;
-    /// a document deleted (or hidden) since the ids were read is left out.
+    /// Loads the documents `ids` this session may view with their types, in one transaction
+    /// and one query per 1,000, in the order given; a document deleted (or hidden) since the ids were
+    /// read is left out.
     pub(crate) fn document_views(&self, ids: &[DocumentId]) -> Result<Vec<DocumentView>> {
+        let raw: Vec<i64> = ids.iter().map(|d| d.0).collect();
         self.read(|tx| {
-            let mut types: HashMap<DocumentTypeId, DocumentType> = HashMap::new();
-            let mut out = Vec::with_capacity(ids.len());
-            for id in ids {
-                let Some(document) = tx.document(*id)? else {
-                    continue;
-                };
-                if !self.can(P::DocumentView, ObjectRef::new(ObjectKind::DOCUMENT, id.0)) {
-                    continue;
-                }
-                let document_type = match types.get(&document.document_type_id) {
-                    Some(t) => t.clone(),
-                    None => {
-                        let t = document_type_of(tx, &document)?;
-                        types.insert(t.id, t.clone());
-                        t
-                    }
-                };
-                out.push(DocumentView {
-                    document,
-                    document_type,
-                });
+            let mut found: HashMap<DocumentId, Document> = HashMap::with_capacity(raw.len());
+            // A long list (a whole cabinet) in statements of a bounded size.
+            for chunk in raw.chunks(MAX_LISTED_DOCUMENTS) {
+                found.extend(tx.documents_by_id(chunk)?.into_iter().map(|d| (d.id, d)));
             }
-            Ok(out)
+            let documents: Vec<Document> = ids
+                .iter()
+                .filter_map(|id| found.remove(id))
+                .filter(|d| {
+                    self.can(
+                        P::DocumentView,
+                        ObjectRef::new(ObjectKind::DOCUMENT, d.id.0),
+                    )
+                })
+                .collect();
+            with_types(tx, documents)
         })
     }
 
@@ -233,19 +253,130 @@ impl Session {
     }
 
     /// A page of the documents this session may view (optionally of one type), by id, or newest
-    /// first. `count` counts every visible document.
+    /// first. `count` counts every visible document, exactly.
+    ///
+    /// Neither the count nor the page visits every document: who may view a document is
+    /// decided by its type's ACLs or its own (a document inherits from its type only), so the
+    /// count is the sum of the visible types' document counts (kept in the access snapshot)
+    /// plus the documents visible through ACLs of their own, and the page is one query filtered
+    /// by those types and documents (beyond 1,000 such documents, a walk of the documents in
+    /// order that keeps the visible ones).
     pub fn documents_page(
         &self,
         of_type: Option<DocumentTypeId>,
         newest_first: bool,
         page: PageRequest,
     ) -> Result<Page<DocumentView>> {
-        let mut ids = self.document_ids(of_type)?;
-        if newest_first {
-            ids.reverse();
+        let (visible, count, types, documents, scan) = {
+            let snapshot = self.snapshot();
+            let visible = match self.actor {
+                Actor::User(user) => snapshot.document_visibility(user, P::DocumentView),
+                Actor::System => DocumentVisibility {
+                    all: true,
+                    ..Default::default()
+                },
+            };
+            let count = snapshot.count_documents(&visible, of_type.map(|t| t.0));
+            // The visible set as types (every document of them) plus single documents of
+            // other types; `None` for every document.
+            let (types, documents): (Option<Vec<i64>>, Vec<i64>) = match of_type {
+                None if visible.all => (None, Vec::new()),
+                Some(t) if visible.all || visible.types.contains(&t.0) => {
+                    (Some(vec![t.0]), Vec::new())
+                }
+                _ => {
+                    let wanted = |t: i64| of_type.is_none_or(|o| o.0 == t);
+                    let mut types: Vec<i64> = match of_type {
+                        Some(_) => Vec::new(),
+                        None => visible.types.iter().copied().collect(),
+                    };
+                    types.sort_unstable();
+                    let mut documents: Vec<i64> = visible
+                        .documents
+                        .iter()
+                        .copied()
+                        .filter(|d| {
+                            snapshot
+                                .document_type_of(*d)
+                                .is_some_and(|t| wanted(t) && !visible.types.contains(&t))
+                        })
+                        .collect();
+                    documents.sort_unstable();
+                    (Some(types), documents)
+                }
+            };
+            // Walking the documents by id costs about (offset + size) * total / count rows;
+            // reading the visible ones through the type index and sorting them costs count.
+            // One type alone is read through its index already in id order.
+            let total = snapshot.count_documents(
+                &DocumentVisibility {
+                    all: true,
+                    ..Default::default()
+                },
+                None,
+            );
+            let wanted_rows = page.range(count).end.max(1);
+            let single_type = matches!(&types, Some(t) if t.len() == 1) && documents.is_empty();
+            let scan = !single_type
+                && (wanted_rows as u128) * (total as u128) <= (count as u128) * (count as u128);
+            (visible, count, types, documents, scan)
+        };
+        let range = page.range(count);
+        if range.is_empty() {
+            return Ok(Page {
+                count,
+                items: Vec::new(),
+            });
         }
-        let count = ids.len();
-        let items = self.document_views(&ids[page.range(count)])?;
+        let items = self.read(|tx| {
+            let found = if documents.len() > MAX_LISTED_DOCUMENTS {
+                // Too many single documents to name in a statement: walk the documents in
+                // order and keep the visible ones (what the statement would have done).
+                let wanted = |d: &Document| {
+                    of_type.is_none_or(|t| t == d.document_type_id)
+                        && visible.allows(d.id.0, d.document_type_id.0)
+                };
+                let mut skip = range.start;
+                let mut found = Vec::with_capacity(range.len());
+                let mut cursor = DocumentId(if newest_first { i64::MAX } else { 0 });
+                'walk: loop {
+                    let rows = tx.documents_from(cursor, newest_first, 1000)?;
+                    let Some(last) = rows.last().map(|d| d.id) else {
+                        break;
+                    };
+                    let exhausted = rows.len() < 1000;
+                    for d in rows.into_iter().filter(|d| wanted(d)) {
+                        if skip > 0 {
+                            skip -= 1;
+                        } else {
+                            found.push(d);
+                            if found.len() == range.len() {
+                                break 'walk;
+                            }
+                        }
+                    }
+                    if exhausted {
+                        break;
+                    }
+                    cursor = last;
+                }
+                found
+            } else {
+                tx.documents_page_of(
+                    types.as_deref(),
+                    &documents,
+                    scan,
+                    newest_first,
+                    range.start,
+                    range.len(),
+                )?
+            };
+            let found = found
+                .into_iter()
+                .filter(|d| visible.allows(d.id.0, d.document_type_id.0))
+                .collect();
+            with_types(tx, found)
+        })?;
         Ok(Page { count, items })
     }
 
@@ -277,6 +408,16 @@ impl Session {
             None => self.create_document(document_type, label, values)?,
         };
         self.document_view_of(document)
+    }
+
+    /// [`create_documents`](Self::create_documents) answered with each new document and its
+    /// type, in the order given.
+    pub fn create_documents_view(
+        &self,
+        documents: &[super::NewDocument<'_>],
+    ) -> Result<Vec<DocumentView>> {
+        let created = self.create_documents(documents)?;
+        self.read(|tx| with_types(tx, created))
     }
 
     /// [`update_document`](Self::update_document) answered with the document and its type.

@@ -181,6 +181,94 @@ impl Tx<'_> {
         }
     }
 
+    /// The documents among `ids` that exist, in no particular order, in one query.
+    pub fn documents_by_id(&mut self, ids: &[i64]) -> Result<Vec<Document>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list: Vec<String> = ids.iter().map(i64::to_string).collect();
+        self.rows(
+            &format!(
+                "SELECT id, label, document_type_id, created FROM documents WHERE id IN ({})",
+                list.join(", ")
+            ),
+            &[],
+            document,
+        )
+    }
+
+    /// Up to `limit` documents by id from `from` (excluded): ascending, or descending when
+    /// `newest_first` (from `i64::MAX` for the newest). For walking every document in order.
+    pub fn documents_from(
+        &mut self,
+        from: DocumentId,
+        newest_first: bool,
+        limit: u32,
+    ) -> Result<Vec<Document>> {
+        let sql = if newest_first {
+            "SELECT id, label, document_type_id, created FROM documents WHERE id < ?1 ORDER BY id DESC LIMIT ?2"
+        } else {
+            "SELECT id, label, document_type_id, created FROM documents WHERE id > ?1 ORDER BY id LIMIT ?2"
+        };
+        self.rows(sql, &[from.0.into(), i64::from(limit).into()], document)
+    }
+
+    /// A page of the documents of the types `types` (every type when `None`) and of the
+    /// documents `documents`, by id (newest first when `newest_first`): `limit` of them after
+    /// skipping `offset`. `scan` picks the plan: walk the documents in id order and stop once
+    /// the page is full (cheap when most documents qualify), or read the qualifying ones
+    /// through the type index and sort them (cheap when few do); the caller knows which from
+    /// its count. The ids are integers written into the statement, never text.
+    pub fn documents_page_of(
+        &mut self,
+        types: Option<&[i64]>,
+        documents: &[i64],
+        scan: bool,
+        newest_first: bool,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<Document>> {
+        use std::fmt::Write as _;
+        let list = |ids: &[i64]| {
+            let mut out = String::new();
+            for (i, id) in ids.iter().enumerate() {
+                let _ = write!(out, "{}{id}", if i == 0 { "" } else { ", " });
+            }
+            out
+        };
+        // A unary plus keeps SQLite off the type index, so that it walks the rows by id.
+        let column = if scan {
+            "+document_type_id"
+        } else {
+            "document_type_id"
+        };
+        let mut terms = Vec::new();
+        match types {
+            None => {}
+            Some([]) => {}
+            Some(t) => terms.push(format!("{column} IN ({})", list(t))),
+        }
+        if !documents.is_empty() {
+            terms.push(format!("id IN ({})", list(documents)));
+        }
+        let filter = match (types, terms.is_empty()) {
+            (None, _) => String::new(),
+            (Some(_), true) => return Ok(Vec::new()),
+            (Some(_), false) => format!("WHERE {}", terms.join(" OR ")),
+        };
+        let order = if newest_first { "DESC" } else { "ASC" };
+        self.rows(
+            &format!(
+                "SELECT id, label, document_type_id, created FROM documents {filter} ORDER BY id {order} LIMIT ?1 OFFSET ?2"
+            ),
+            &[
+                i64::try_from(limit).unwrap_or(i64::MAX).into(),
+                i64::try_from(offset).unwrap_or(i64::MAX).into(),
+            ],
+            document,
+        )
+    }
+
     /// The ids of every document, optionally of one type, by id.
     pub fn document_ids(&mut self, of_type: Option<DocumentTypeId>) -> Result<Vec<DocumentId>> {
         match of_type {

@@ -178,6 +178,16 @@ pub trait Store: Send + Sync + 'static {
         self.begin(Mode::Write)
     }
 
+    /// Starts the write transaction of one unit of work (a change made through a session).
+    /// A store may let concurrent units share one commit (group commit: see
+    /// `store::sqlite::group`); whatever it does, [`Transaction::commit`] returns only once
+    /// the unit's changes are durable as a commit of their own would have made them, a unit
+    /// dropped without commit leaves no trace, and one unit's failure never undoes another's.
+    /// The default is a write transaction of its own ([`Store::begin`] with [`Mode::Write`]).
+    fn begin_unit(&self) -> Result<Box<dyn Transaction + '_>> {
+        self.begin(Mode::Write)
+    }
+
     /// The SQL dialect.
     fn dialect(&self) -> Dialect;
 

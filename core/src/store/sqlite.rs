@@ -8,6 +8,8 @@
 use std::path::{Path, PathBuf};
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
+
+mod group;
 use rusqlite::{Connection, ErrorCode, OpenFlags, ToSql, types::ToSqlOutput, types::ValueRef};
 
 use super::{Dialect, Mode, Param, Row, Store, Transaction, Value};
@@ -78,7 +80,8 @@ impl ReaderPool {
 
 /// A SQLite database file (or an in-memory database for tests).
 pub struct SqliteStore {
-    writer: Mutex<Connection>,
+    /// The writer connection, shared by concurrent units of work (see [`group`]).
+    writer: group::Group,
     readers: ReaderPool,
     path: Option<PathBuf>,
 }
@@ -175,7 +178,7 @@ impl SqliteStore {
             .pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)
             .map_err(|e| sqlite_error("configuring SQLite", e))?;
         let store = SqliteStore {
-            writer: Mutex::new(writer),
+            writer: group::Group::new(writer),
             readers: ReaderPool::default(),
             path: Some(path),
         };
@@ -186,7 +189,7 @@ impl SqliteStore {
     /// A private in-memory database, migrated; for tests and throw-away use.
     pub fn in_memory() -> Result<Self> {
         let store = SqliteStore {
-            writer: Mutex::new(open_connection(None)?),
+            writer: group::Group::new(open_connection(None)?),
             readers: ReaderPool::default(),
             path: None,
         };
@@ -202,10 +205,11 @@ impl SqliteStore {
     /// Copies a consistent snapshot of the database to `dest` while writers go on (SQLite
     /// online backup API).
     pub fn backup_to(&self, dest: &Path) -> Result<()> {
-        let conn = self.writer.lock();
+        let w = self.writer.lock_writer();
+        let conn = &w.conn;
         let mut target =
             Connection::open(dest).map_err(|e| sqlite_error("creating the backup database", e))?;
-        let backup = rusqlite::backup::Backup::new(&conn, &mut target)
+        let backup = rusqlite::backup::Backup::new(conn, &mut target)
             .map_err(|e| sqlite_error("starting the database backup", e))?;
         backup
             .run_to_completion(1024, std::time::Duration::ZERO, None)
@@ -263,15 +267,20 @@ pub(crate) fn check_database_file(path: &Path) -> Result<u32> {
 }
 
 enum Conn<'a> {
-    Writer(MutexGuard<'a, Connection>),
+    /// The writer connection; `None` once handed back (a unit of work that joined its group).
+    Writer(Option<MutexGuard<'a, group::Writer>>),
     Reader(Option<Connection>, &'a ReaderPool),
 }
 
 impl Conn<'_> {
     fn get(&self) -> &Connection {
         match self {
-            Conn::Writer(c) => c,
-            // The Option is only None during drop.
+            // The Options are only None during drop and after a unit's commit.
+            Conn::Writer(w) => {
+                &w.as_ref()
+                    .unwrap_or_else(|| unreachable!("writer handed back"))
+                    .conn
+            }
             Conn::Reader(c, _) => c.as_ref().unwrap_or_else(|| unreachable!("reader taken")),
         }
     }
@@ -296,6 +305,8 @@ fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 struct SqliteTx<'a> {
     conn: Conn<'a>,
     open: bool,
+    /// The group of a unit of work (see [`group`]); none for other transactions.
+    unit: Option<group::Membership<'a>>,
 }
 
 struct Bind<'a>(&'a Param<'a>);
@@ -364,6 +375,18 @@ impl Transaction for SqliteTx<'_> {
 
     fn commit(mut self: Box<Self>) -> Result<()> {
         self.open = false;
+        if let Some(unit) = self.unit.take() {
+            let Some(w) = (match &mut self.conn {
+                Conn::Writer(w) => w.take(),
+                Conn::Reader(..) => None,
+            }) else {
+                return Err(Error::storage(
+                    "committing a transaction",
+                    "a unit of work without the writer connection",
+                ));
+            };
+            return unit.commit(w);
+        }
         run_cached(self.conn.get(), "COMMIT").map_err(|e| {
             let _ = run_cached(self.conn.get(), "ROLLBACK");
             sqlite_error("committing a transaction", e)
@@ -373,6 +396,12 @@ impl Transaction for SqliteTx<'_> {
 
 impl Drop for SqliteTx<'_> {
     fn drop(&mut self) {
+        if let Some(unit) = self.unit.take() {
+            if let Conn::Writer(Some(w)) = &mut self.conn {
+                unit.roll_back(w);
+            }
+            return;
+        }
         if self.open {
             let _ = run_cached(self.conn.get(), "ROLLBACK");
         }
@@ -383,7 +412,7 @@ impl Store for SqliteStore {
     fn begin(&self, mode: Mode) -> Result<Box<dyn Transaction + '_>> {
         let conn = match (mode, &self.path) {
             (Mode::Read, Some(path)) => Conn::Reader(Some(self.readers.take(path)?), &self.readers),
-            _ => Conn::Writer(self.writer.lock()),
+            _ => Conn::Writer(Some(self.writer.lock_writer())),
         };
         let begin = if mode == Mode::Write {
             "BEGIN IMMEDIATE"
@@ -394,7 +423,24 @@ impl Store for SqliteStore {
             .prepare_cached(begin)
             .and_then(|mut s| s.execute([]))
             .map_err(|e| sqlite_error("starting a transaction", e))?;
-        Ok(Box::new(SqliteTx { conn, open: true }))
+        Ok(Box::new(SqliteTx {
+            conn,
+            open: true,
+            unit: None,
+        }))
+    }
+
+    fn begin_unit(&self) -> Result<Box<dyn Transaction + '_>> {
+        if self.path.is_none() {
+            // In memory, reads share the writer connection: no transaction may stay open.
+            return self.begin(Mode::Write);
+        }
+        let (w, unit) = self.writer.begin_unit()?;
+        Ok(Box::new(SqliteTx {
+            conn: Conn::Writer(Some(w)),
+            open: true,
+            unit: Some(unit),
+        }))
     }
 
     fn dialect(&self) -> Dialect {
@@ -402,8 +448,9 @@ impl Store for SqliteStore {
     }
 
     fn migrate(&self) -> Result<Vec<u32>> {
-        let mut conn = self.writer.lock();
-        let current = Self::version(&conn)?;
+        let mut w = self.writer.lock_writer();
+        let conn = &mut w.conn;
+        let current = Self::version(conn)?;
         if current > SCHEMA_VERSION {
             return Err(Error::storage(
                 "checking the schema version",
@@ -432,7 +479,10 @@ impl Store for SqliteStore {
     }
 
     fn schema_version(&self) -> Result<(u32, u32)> {
-        Ok((Self::version(&self.writer.lock())?, SCHEMA_VERSION))
+        Ok((
+            Self::version(&self.writer.lock_writer().conn)?,
+            SCHEMA_VERSION,
+        ))
     }
 
     fn snapshot_to(&self, path: &Path) -> Result<()> {

@@ -149,6 +149,38 @@ pub struct InitialValueIn {
     pub value: String,
 }
 
+/// Body of POST on `/api/v4/documents/batch/`: at most 1000 documents, created in one
+/// transaction.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DocumentBatchIn {
+    pub documents: Vec<DocumentIn>,
+}
+
+/// The documents a batch created, in the order given.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DocumentBatchOut {
+    pub count: usize,
+    pub results: Vec<DocumentOut>,
+}
+
+/// A refused batch (`400`): the list as a whole (`documents` missing, not a list, or too long),
+/// or one entry, reported as `POST /api/v4/documents/` reports a refused document, one object
+/// per entry up to the refused one (`{}` for each accepted entry).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DocumentBatchErrorOut {
+    pub documents: Option<DocumentBatchErrorsOut>,
+    pub non_field_errors: Option<Vec<String>>,
+}
+
+/// What was refused in `documents`: the list, or its entries.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)] // The schema of what `error::field_error` builds; never constructed.
+pub enum DocumentBatchErrorsOut {
+    List(Vec<String>),
+    Entries(Vec<DocumentErrorOut>),
+}
+
 /// Body of POST `/type/change/`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct DocumentTypeChangeIn {

@@ -768,6 +768,7 @@ fn run(cli: Cli) -> Result<(), AnyError> {
             let db = open(&data, false)?;
             demo::bench_data(&db, documents)?;
             db.run_pending_tasks()?;
+            demo::bench_index(&db)?;
         }
         Command::BenchFloor { bind, body_bytes } => {
             let config = docmeta_core::Config::default();

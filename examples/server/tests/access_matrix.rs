@@ -252,6 +252,10 @@ const RULES: &[(&str, &str)] = &[
         "document_create on the document type (403 if the type is viewable, else 400: a body reference)",
     ),
     (
+        "POST /api/v4/documents/batch/",
+        "document_create on each entry's document type, as POST /api/v4/documents/ (403, or 400 in the entry)",
+    ),
+    (
         "GET /api/v4/documents/{document_id}/",
         "document_view; else 404",
     ),
@@ -3060,6 +3064,26 @@ fn writes(x: &mut Ctx) {
                     body: Some(
                         json!({"document_type_id": t, "label": format!("alpha created {n}")}),
                     ),
+                    upload: false,
+                    probe: vec!["/api/v4/documents/?page_size=500".into()],
+                    change: true,
+                    exp: &|m, u| body_ref(m.act(u, DOC_CREATE, (K::DocType, t), 201)),
+                    restore: &|x, b, a| {
+                        x.delete_new(&b[0], &a[0], &|i| format!("/api/v4/documents/{i}/"));
+                        true
+                    },
+                },
+            );
+            x.write(
+                c,
+                &Change {
+                    op: "POST /api/v4/documents/batch/",
+                    target: format!("document type {t}"),
+                    method: "POST",
+                    path: "/api/v4/documents/batch/".into(),
+                    body: Some(json!({"documents": [
+                        {"document_type_id": t, "label": format!("alpha batch {n}")}
+                    ]})),
                     upload: false,
                     probe: vec!["/api/v4/documents/?page_size=500".into()],
                     change: true,

@@ -27,6 +27,7 @@ use crate::streams::StreamPermit;
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
     router
         .routes(routes!(list_documents, create_document))
+        .routes(routes!(create_documents))
         .routes(routes!(get_document, patch_document, delete_document))
         .routes(routes!(change_document_type))
         .routes(routes!(list_document_metadata, add_document_metadata))
@@ -97,6 +98,88 @@ async fn create_document(
         Ok((StatusCode::CREATED, Json(DocumentOut::from(&d))))
     })
     .await
+}
+
+#[utoipa::path(post, path = "/api/v4/documents/batch/", tag = "documents",
+    description = "Creates many documents in one transaction, all or nothing: `{\"documents\": [{document_type_id, label, metadata}, ...]}`, each entry as `POST /api/v4/documents/` takes it (JSON), with the same permission checks, value pipeline, required defaults, events and workflows. At most 1000 entries (more is `400` under `documents`). A refused entry is reported in that entry, as Django REST framework reports a nested list: `{\"documents\": [{}, {\"metadata\": [{\"value\": [\"...\"]}]}]}` when the second document's first value is refused; then nothing is created. Answers the new documents in the order given.",
+    request_body(content = DocumentBatchIn, content_type = "application/json"),
+    responses((status = 201, body = DocumentBatchOut), (status = 400, body = DocumentBatchErrorOut), (status = 403, body = ErrorOut),
+        (status = 413, body = ErrorOut), (status = 507, body = ErrorOut)))]
+async fn create_documents(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    body: Body,
+) -> ApiResult<(StatusCode, Json<DocumentBatchOut>)> {
+    let entries = batch_entries(body.raw("documents"))?;
+    app.run(user, move |s| {
+        let values: Vec<Vec<(MetadataTypeId, &str)>> = entries
+            .iter()
+            .map(|e| e.2.iter().map(|(t, v)| (*t, v.as_str())).collect())
+            .collect();
+        let new: Vec<docmeta_core::NewDocument<'_>> = entries
+            .iter()
+            .zip(&values)
+            .map(
+                |((document_type, label, _), values)| docmeta_core::NewDocument {
+                    document_type: DocumentTypeId(*document_type),
+                    label,
+                    values,
+                },
+            )
+            .collect();
+        let created = s.create_documents_view(&new)?;
+        Ok((
+            StatusCode::CREATED,
+            Json(DocumentBatchOut {
+                count: created.len(),
+                results: created.iter().map(DocumentOut::from).collect(),
+            }),
+        ))
+    })
+    .await
+}
+
+/// The entries of a batch body's `documents`: (document type, label, initial values). A
+/// malformed entry is reported inside it (`{"documents": [{}, {"label": [...]}]}`).
+type BatchEntry = (i64, String, Vec<(MetadataTypeId, String)>);
+fn batch_entries(raw: Option<&Value>) -> ApiResult<Vec<BatchEntry>> {
+    let Some(items) = raw.and_then(Value::as_array) else {
+        return Err(ApiError::field(
+            "documents",
+            "Expected a list of {\"document_type_id\", \"label\", \"metadata\"} items.",
+        ));
+    };
+    if items.len() > docmeta_core::MAX_DOCUMENT_BATCH {
+        return Err(ApiError::field(
+            "documents",
+            format!(
+                "Ensure this field has no more than {} elements.",
+                docmeta_core::MAX_DOCUMENT_BATCH
+            ),
+        ));
+    }
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let in_entry = |e: ApiError| {
+                let mut entries = vec![serde_json::json!({}); index];
+                entries.push(e.body);
+                ApiError::new(e.status, serde_json::json!({ "documents": entries }))
+            };
+            let Value::Object(map) = item else {
+                return Err(in_entry(ApiError::field(
+                    "non_field_errors",
+                    "Invalid data. Expected a dictionary.",
+                )));
+            };
+            let entry = Body(map.clone());
+            let document_type = entry.id("document_type_id").map_err(in_entry)?;
+            let label = entry.str("label").map_err(in_entry)?;
+            let values = initial_values(entry.raw("metadata")).map_err(in_entry)?;
+            Ok((document_type, label, values))
+        })
+        .collect()
 }
 
 /// The multipart form of a document creation (for the OpenAPI description).
@@ -363,8 +446,8 @@ async fn edit_value(
     };
     app.run(user, move |s| {
         let (doc, id) = (DocumentId(doc), DocumentMetadataId(id));
-        // Only a PUT names the type, to be checked first; the edit checks everything else (a
-        // PATCH saves a transaction that would read what the edit reads again).
+        // Only PUT names a type to compare; the edit itself checks that the caller may see
+        // and edit the value (the same 404 and 403 as this read), so PATCH skips the read.
         if let Some(t) = metadata_type
             && t != s.document_metadata(doc, id)?.metadata_type_id.0
         {

@@ -1521,6 +1521,85 @@ fn a_refused_initial_value_is_a_400_naming_its_entry() {
 }
 
 #[test]
+fn a_batch_creates_its_documents_in_order_with_their_values() {
+    let Some(s) = Server::start() else { return };
+    let (dt, mt) = type_with_required_number(&s);
+    let (status, body) = s.call(
+        "POST",
+        "/api/v4/documents/batch/",
+        Some(ADMIN),
+        Some(json!({"documents": [
+            {"document_type_id": dt, "label": "First", "metadata": [{"metadata_type_id": mt, "value": "1"}]},
+            {"document_type_id": dt, "label": "Second", "metadata": [{"metadata_type_id": mt, "value": "2"}]}
+        ]})),
+    );
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["count"], 2, "{body}");
+    assert_eq!(body["results"][0]["label"], "First");
+    assert_eq!(body["results"][1]["label"], "Second");
+    let url = body["results"][1]["url"].as_str().expect("url").to_owned();
+    let (_, values) = s.get(&format!("{url}metadata/"), ADMIN);
+    assert_eq!(values["results"][0]["value"], "2", "{values}");
+}
+
+#[test]
+fn a_refused_value_in_a_batch_is_a_400_naming_its_document_and_entry() {
+    let Some(s) = Server::start() else { return };
+    let (dt, count, when) = type_with_a_dated_second_value(&s);
+    let (_, before) = s.get("/api/v4/documents/", ADMIN);
+    let (status, body) = s.call(
+        "POST",
+        "/api/v4/documents/batch/",
+        Some(ADMIN),
+        Some(json!({"documents": [
+            {"document_type_id": dt, "label": "Fine"},
+            {"document_type_id": dt, "label": "Undated",
+             "metadata": [{"metadata_type_id": count, "value": "7"},
+                          {"metadata_type_id": when, "value": "someday"}]}
+        ]})),
+    );
+    assert_eq!(status, 400, "{body}");
+    let entries = body["documents"].as_array().expect("documents entries");
+    assert_eq!(entries.len(), 2, "{body}");
+    assert_eq!(entries[0], json!({}), "the first document is accepted: {body}");
+    assert_second_entry_refused_on(&entries[1], "value");
+    let (_, after) = s.get("/api/v4/documents/", ADMIN);
+    assert_eq!(before["count"], after["count"], "nothing was created");
+}
+
+#[test]
+fn a_malformed_batch_entry_is_a_400_inside_that_entry() {
+    let Some(s) = Server::start() else { return };
+    let (dt, _) = type_with_required_number(&s);
+    let (status, body) = s.call(
+        "POST",
+        "/api/v4/documents/batch/",
+        Some(ADMIN),
+        Some(json!({"documents": [{"document_type_id": dt, "label": "Fine"}, {"document_type_id": dt}]})),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        body,
+        json!({"documents": [{}, {"label": ["This field is required."]}]})
+    );
+}
+
+#[test]
+fn a_batch_above_the_bound_is_a_400_on_documents() {
+    let Some(s) = Server::start() else { return };
+    let (dt, _) = type_with_required_number(&s);
+    let one = json!({"document_type_id": dt, "label": "Many"});
+    let (status, body) = s.call(
+        "POST",
+        "/api/v4/documents/batch/",
+        Some(ADMIN),
+        Some(json!({ "documents": vec![one; 1001] })),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body["documents"][0].is_string(), "{body}");
+}
+
+#[test]
 fn a_refused_initial_value_sent_as_multipart_is_a_400_naming_its_entry() {
     let Some(s) = Server::start() else { return };
     let (dt, count, when) = type_with_a_dated_second_value(&s);
