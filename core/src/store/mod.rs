@@ -257,6 +257,15 @@ pub trait Transaction {
 
     /// Commits the transaction.
     fn commit(self: Box<Self>) -> Result<()>;
+
+    /// Commits the transaction now, without waiting for later units of work to share its
+    /// commit (a store that groups commits, [`Store::begin_unit`], ends the group with this
+    /// one): for a change whose after-commit work must run in commit order, so that the next
+    /// change can only commit after this one returned. Stores that do not group commit as
+    /// [`commit`](Self::commit) does.
+    fn commit_now(self: Box<Self>) -> Result<()> {
+        self.commit()
+    }
 }
 
 /// The last line of defence against NUL characters: PostgreSQL cannot store them (an error
@@ -291,6 +300,11 @@ impl<'a> Tx<'a> {
     /// Commits.
     pub fn commit(self) -> Result<()> {
         self.inner.commit()
+    }
+
+    /// Commits now, ending a commit group with this unit (see [`Transaction::commit_now`]).
+    pub fn commit_now(self) -> Result<()> {
+        self.inner.commit_now()
     }
 
     /// Runs a statement.

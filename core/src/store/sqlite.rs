@@ -373,7 +373,19 @@ impl Transaction for SqliteTx<'_> {
         Ok(())
     }
 
-    fn commit(mut self: Box<Self>) -> Result<()> {
+    fn commit(self: Box<Self>) -> Result<()> {
+        self.finish(false)
+    }
+
+    fn commit_now(self: Box<Self>) -> Result<()> {
+        self.finish(true)
+    }
+}
+
+impl SqliteTx<'_> {
+    /// Commits; a unit of work joins its group, and with `now` the group commits at once
+    /// (this unit last) instead of waiting for the units queued behind it.
+    fn finish(mut self: Box<Self>, now: bool) -> Result<()> {
         self.open = false;
         if let Some(unit) = self.unit.take() {
             let Some(w) = (match &mut self.conn {
@@ -385,7 +397,7 @@ impl Transaction for SqliteTx<'_> {
                     "a unit of work without the writer connection",
                 ));
             };
-            return unit.commit(w);
+            return unit.commit(w, now);
         }
         run_cached(self.conn.get(), "COMMIT").map_err(|e| {
             let _ = run_cached(self.conn.get(), "ROLLBACK");

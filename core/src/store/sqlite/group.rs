@@ -170,7 +170,7 @@ impl Group {
             }
         };
         if let Err(e) = run_cached(&w.conn, SAVEPOINT) {
-            self.settle(&mut w);
+            self.settle(&mut w, false);
             return Err(sqlite_error("starting a transaction", e));
         }
         Ok((w, Membership { group: self, id }))
@@ -221,13 +221,15 @@ impl Group {
     }
 
     /// Decides, as a unit hands the connection back, whether the group commits now: when no
-    /// unit waits to join it, or it is full or old, or its transaction was lost.
-    fn settle(&self, w: &mut Writer) {
+    /// unit waits to join it, or it is full or old, or its transaction was lost, or the unit
+    /// asked for it (`now`).
+    fn settle(&self, w: &mut Writer, now: bool) {
         let Some(open) = &w.open else {
             return;
         };
         let alone = self.arriving.load(Ordering::SeqCst) == 0;
-        if alone
+        if now
+            || alone
             || open.members >= MAX_MEMBERS
             || open.began.elapsed() >= self.max_age
             || Self::lost(w)
@@ -256,13 +258,14 @@ impl Group {
 
 impl Membership<'_> {
     /// The unit's work is done: keeps it in the group's transaction, commits the group when
-    /// this unit is the last, and returns once the group's commit has succeeded or failed.
-    /// `w` is the writer connection the unit holds; it is handed back before waiting.
-    pub(super) fn commit(self, mut w: MutexGuard<'_, Writer>) -> Result<()> {
+    /// this unit is the last (or at once with `now`: see `Transaction::commit_now`), and
+    /// returns once the group's commit has succeeded or failed. `w` is the writer connection
+    /// the unit holds; it is handed back before waiting.
+    pub(super) fn commit(self, mut w: MutexGuard<'_, Writer>, now: bool) -> Result<()> {
         if let Err(e) = run_cached(&w.conn, RELEASE) {
             let error = sqlite_error("committing a transaction", e);
             Self::undo(&w.conn);
-            self.group.settle(&mut w);
+            self.group.settle(&mut w, false);
             return Err(error);
         }
         let lost = w.conn.is_autocommit();
@@ -270,14 +273,14 @@ impl Membership<'_> {
             Some(open) if open.id == self.id && !lost => open.members += 1,
             // The group's transaction was lost (see `lost`) while this unit ran.
             _ => {
-                self.group.settle(&mut w);
+                self.group.settle(&mut w, false);
                 return Err(Error::storage(
                     "committing a transaction",
                     "the transaction was rolled back by SQLite after an error",
                 ));
             }
         }
-        self.group.settle(&mut w);
+        self.group.settle(&mut w, now);
         drop(w);
         self.group.outcome(self.id)
     }
@@ -286,7 +289,7 @@ impl Membership<'_> {
     /// connection on or commits the group for the members already in it.
     pub(super) fn roll_back(self, w: &mut Writer) {
         Self::undo(&w.conn);
-        self.group.settle(w);
+        self.group.settle(w, false);
     }
 
     fn undo(conn: &Connection) {
@@ -368,8 +371,19 @@ mod tests {
     /// writer until every other unit waits for it. Returns each unit's outcome, `first`'s
     /// first (a dropped unit's outcome is its work's error).
     fn group(store: &SqliteStore, first: Work, others: Vec<Work>) -> Vec<Result<()>> {
+        group_with(store, first, others, false)
+    }
+
+    /// [`group`], the first unit committing with `commit_now` when `first_now`.
+    fn group_with(
+        store: &SqliteStore,
+        first: Work,
+        others: Vec<Work>,
+        first_now: bool,
+    ) -> Vec<Result<()>> {
         let n = others.len();
         let run = |work: Work, begun: Option<mpsc::Sender<()>>, go: Option<mpsc::Receiver<()>>| {
+            let first = begun.is_some();
             let mut tx = store.begin_unit()?;
             let done = work(tx.as_mut());
             if let Some(begun) = begun {
@@ -379,6 +393,7 @@ mod tests {
                 let _ = go.recv();
             }
             match done {
+                Ok(()) if first && first_now => tx.commit_now(),
                 Ok(()) => tx.commit(),
                 Err(e) => Err(e),
             }
@@ -509,6 +524,27 @@ mod tests {
             store.writer.ended() - before,
             2,
             "each unit committed on its own"
+        );
+    }
+
+    #[test]
+    fn a_unit_committing_now_ends_its_group_with_units_queued_behind_it() {
+        let (_dir, store) = store("CREATE TABLE t (v TEXT)");
+        let before = store.writer.ended();
+        let outcomes = group_with(
+            &store,
+            Box::new(|tx| insert(tx, "a")),
+            vec![Box::new(|tx| insert(tx, "b"))],
+            true,
+        );
+        for outcome in &outcomes {
+            assert!(outcome.is_ok(), "{outcome:?}");
+        }
+        assert_eq!(values(&store), ["a", "b"]);
+        assert_eq!(
+            store.writer.ended() - before,
+            2,
+            "the first committed without the unit queued behind it"
         );
     }
 
