@@ -744,19 +744,22 @@ impl Docmeta {
             self.forget_compiled(&invalidated);
             return Err(e);
         }
-        // On PostgreSQL, where units of this process commit at once, access changes reach the
-        // snapshot in the order their transactions committed: two units editing one ACL must
-        // not leave the older permissions. (Not on SQLite: a unit's commit there may wait for
-        // the next units of its group, which would wait for this lock.)
+        // Access changes reach the snapshot in the order their transactions committed: two
+        // units of this process editing one ACL at once must not leave the older permissions.
+        // Such a unit commits now (`commit_now`: a SQLite commit group ends with it rather than
+        // waiting for the units behind it, which may wait for this lock).
         let local_events: Vec<i64> = events
             .iter()
             .filter(|e| changes_access(&e.name))
             .map(|e| e.id.0)
             .collect();
         let changes = !access.is_empty() || !local_events.is_empty();
-        let postgres = self.inner.store.dialect() == crate::store::Dialect::Postgres;
-        let order = (changes && postgres).then(|| self.inner.access_order.lock());
-        let committed = tx.commit();
+        let order = changes.then(|| self.inner.access_order.lock());
+        let committed = if changes {
+            tx.commit_now()
+        } else {
+            tx.commit()
+        };
         self.forget_compiled(&invalidated);
         committed?;
         if changes {

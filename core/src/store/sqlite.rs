@@ -374,18 +374,18 @@ impl Transaction for SqliteTx<'_> {
     }
 
     fn commit(self: Box<Self>) -> Result<()> {
-        self.finish(false)
+        (*self).finish(false)
     }
 
     fn commit_now(self: Box<Self>) -> Result<()> {
-        self.finish(true)
+        (*self).finish(true)
     }
 }
 
 impl SqliteTx<'_> {
     /// Commits; a unit of work joins its group, and with `now` the group commits at once
     /// (this unit last) instead of waiting for the units queued behind it.
-    fn finish(mut self: Box<Self>, now: bool) -> Result<()> {
+    fn finish(mut self, now: bool) -> Result<()> {
         self.open = false;
         if let Some(unit) = self.unit.take() {
             let Some(w) = (match &mut self.conn {

@@ -255,8 +255,10 @@ fn client(base: &str, fixture: &Fixture, seed: u64, until: Instant, seen: &Seen)
                     seen.call(&agent, base, "DELETE", &path, None);
                 }
             }
-            // Grant or revoke a permission of the Lawyer role on the document.
+            // Grant or revoke a permission of the Lawyer role on one of two documents (few
+            // ACLs, so that revokes of their last permissions meet).
             _ => {
+                let doc = fixture.documents[rng.below(2)];
                 let acls = format!("/api/v5/objects/documents/document/{doc}/acls/");
                 let (code, list) = seen.call(&agent, base, "GET", &acls, None);
                 if code != 200 {
@@ -273,13 +275,24 @@ fn client(base: &str, fixture: &Fixture, seed: u64, until: Instant, seen: &Seen)
                 let permission = PERMISSIONS[rng.below(PERMISSIONS.len())];
                 match acl {
                     None => {
-                        seen.call(
+                        // A new ACL is empty until its first permission: given at once (when
+                        // another client created it first, that one gives it).
+                        let (code, acl) = seen.call(
                             &agent,
                             base,
                             "POST",
                             &acls,
                             Some(json!({"role_id": fixture.lawyer})),
                         );
+                        if code == 201 {
+                            seen.call(
+                                &agent,
+                                base,
+                                "POST",
+                                &format!("{acls}{}/permissions/add/", acl["id"]),
+                                Some(json!({"permission": permission})),
+                            );
+                        }
                     }
                     Some(acl) => {
                         let action = if rng.below(2) == 0 { "add" } else { "remove" };
