@@ -68,6 +68,13 @@ create_exception!(
     "The disk (or a quota) is full: nothing was stored; the same call may succeed once space is freed."
 );
 
+create_exception!(
+    docmeta,
+    Busy,
+    StorageError,
+    "The change conflicted with concurrent ones (PostgreSQL) and was retried without success: nothing was changed; the same call may succeed if tried again shortly."
+);
+
 /// Maps a core error to its Python exception, with `.field` and `.message` where it has them.
 pub(crate) fn py_err(e: core::Error) -> PyErr {
     let message = e.to_string();
@@ -78,6 +85,7 @@ pub(crate) fn py_err(e: core::Error) -> PyErr {
         _ => (None, message.clone()),
     };
     let err = match e.kind() {
+        ErrorKind::Storage if e.is_busy() => Busy::new_err(message),
         ErrorKind::Validation => ValidationError::new_err(message),
         ErrorKind::PermissionDenied => PermissionDenied::new_err(message),
         ErrorKind::NotFound => NotFound::new_err(message),

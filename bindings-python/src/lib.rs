@@ -85,6 +85,7 @@ fn _docmeta(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DecryptionError", py.get_type::<DecryptionError>())?;
     m.add("StorageError", py.get_type::<StorageError>())?;
     m.add("StorageFull", py.get_type::<StorageFull>())?;
+    m.add("Busy", py.get_type::<Busy>())?;
     m.add("DeadlineExceeded", py.get_type::<DeadlineExceeded>())?;
     Ok(())
 }

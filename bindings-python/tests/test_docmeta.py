@@ -260,6 +260,12 @@ def test_postgres_store(tmp_path: Path) -> None:
             admin.create_document_type(admin.document_types()[0].label)
 
 
+def test_busy_is_caught_as_a_storage_error() -> None:
+    # A change that kept conflicting on PostgreSQL raises Busy; StorageError handlers catch it.
+    assert issubclass(docmeta.Busy, docmeta.StorageError)
+    assert not issubclass(docmeta.Busy, docmeta.StorageFull)
+
+
 def test_storage_full_is_caught_as_a_storage_error() -> None:
     # A full disk raises StorageFull; code written for StorageError keeps catching it.
     assert issubclass(docmeta.StorageFull, docmeta.StorageError)

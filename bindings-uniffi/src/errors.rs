@@ -66,6 +66,13 @@ pub enum DocmetaError {
         /// What could not be stored.
         reason: String,
     },
+    /// The change conflicted with concurrent ones (PostgreSQL) and was retried without
+    /// success: nothing was changed, and the same call may succeed if tried again shortly.
+    #[error("{reason}")]
+    Busy {
+        /// What conflicted.
+        reason: String,
+    },
 }
 
 impl From<core::Error> for DocmetaError {
@@ -87,6 +94,7 @@ impl From<core::Error> for DocmetaError {
                 ErrorKind::Decryption => DocmetaError::Decryption { reason: message },
                 ErrorKind::Timeout => DocmetaError::DeadlineExceeded { reason: message },
                 ErrorKind::StorageFull => DocmetaError::StorageFull { reason: message },
+                ErrorKind::Storage if other.is_busy() => DocmetaError::Busy { reason: message },
                 _ => DocmetaError::Storage { reason: message },
             },
         }

@@ -15,6 +15,7 @@ Every call releases the GIL; a ``Docmeta`` may be shared between threads. Errors
 from ._docmeta import (
     Acl,
     Association,
+    Busy,
     Cabinet,
     Classes,
     Conflict,
@@ -70,6 +71,7 @@ from ._docmeta import (
 __all__ = [
     "Acl",
     "Association",
+    "Busy",
     "Cabinet",
     "Classes",
     "Conflict",

@@ -56,6 +56,9 @@ class StorageError(Error):
 class StorageFull(StorageError):
     """The disk (or a quota) is full: nothing was stored; the same call may succeed once space is freed."""
 
+class Busy(StorageError):
+    """The change conflicted with concurrent ones (PostgreSQL) and was retried without success: nothing was changed; the same call may succeed if tried again shortly."""
+
 class DeadlineExceeded(Error):
     """The operation's deadline passed before it committed: nothing was changed."""
 
@@ -832,6 +835,7 @@ def restore(
 __all__ = [
     "Acl",
     "Association",
+    "Busy",
     "Cabinet",
     "Classes",
     "Conflict",
