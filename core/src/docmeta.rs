@@ -376,6 +376,7 @@ impl Builder {
             _lock: lock,
             hooks: hooks(),
             access_cursor: Mutex::new(0),
+            log_seen: std::sync::atomic::AtomicI64::new(0),
             local_access_events: Mutex::new(Vec::new()),
             credentials_epoch: AtomicU64::new(0),
             search_lock: Mutex::new(()),

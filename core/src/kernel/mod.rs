@@ -142,6 +142,8 @@ pub(crate) struct Inner {
     /// (another process's later changes are picked up by `follow_access`). Held while
     /// following or reloading, so one of them runs at a time.
     pub(crate) access_cursor: Mutex<i64>,
+    /// The newest event `follow_if_moved` saw in the log (see there).
+    pub(crate) log_seen: std::sync::atomic::AtomicI64,
     /// Access-changing events this process committed (already applied to `access`) that the
     /// cursor has not passed yet. Changed only with `access` write-locked, so a reload that
     /// replaces the snapshot and the list together never drops a local change.
@@ -561,6 +563,20 @@ impl Docmeta {
             *cursor = newest;
         }
         Ok(foreign)
+    }
+
+    /// Follows the log at once ([`follow_access`](Self::follow_access)) when it holds an event
+    /// this call has not seen: for answers computed from the access snapshot alone (a document
+    /// list's count), so that documents another process just created (a command beside the
+    /// server) are counted without waiting for the worker's next round. One indexed read when
+    /// nothing changed.
+    pub(crate) fn follow_if_moved(&self) -> Result<()> {
+        let newest = self.read(|tx| tx.newest_event_id())?;
+        if self.inner.log_seen.load(Ordering::SeqCst) != newest {
+            self.follow_access()?;
+            self.inner.log_seen.store(newest, Ordering::SeqCst);
+        }
+        Ok(())
     }
 
     // ----- units of work ---------------------------------------------------------------------

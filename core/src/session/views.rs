@@ -267,6 +267,9 @@ impl Session {
         newest_first: bool,
         page: PageRequest,
     ) -> Result<Page<DocumentView>> {
+        // The count comes from the access snapshot: it must know of documents other processes
+        // committed before this call.
+        self.db.follow_if_moved()?;
         let (visible, count, types, documents, scan) = {
             let snapshot = self.snapshot();
             let visible = match self.actor {
