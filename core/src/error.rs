@@ -176,6 +176,7 @@ impl Error {
     /// PostgreSQL: a serialization failure or a deadlock): nothing of it was stored, and running
     /// the whole unit of work again may succeed. Units of work retry it themselves; callers see
     /// it only when every retry conflicted too (see [`Error::is_busy`]).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(crate) fn contended(operation: impl Into<String>, source: impl fmt::Display) -> Self {
         Error::Storage {
             operation: operation.into(),
