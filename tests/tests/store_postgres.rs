@@ -833,6 +833,18 @@ fn eventually(mut done: impl FnMut() -> bool) -> bool {
     false
 }
 
+/// A handle on the database at `url` with no worker (so only the test follows the log), and
+/// its data directory (kept while the handle is used).
+fn follower_on(url: &str) -> docmeta_core::Result<(docmeta_core::Docmeta, tempfile::TempDir)> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = docmeta_core::Docmeta::builder()
+        .data_dir(dir.path())
+        .worker(false)
+        .store(PostgresStore::open(url).expect("open"))
+        .open()?;
+    Ok((db, dir))
+}
+
 fn ids_after(db: &docmeta_core::Docmeta, after: i64) -> Vec<i64> {
     db.events(&docmeta_core::EventQuery {
         after: Some(docmeta_core::EventId(after)),
@@ -854,11 +866,7 @@ fn a_follower_never_reads_past_an_event_whose_transaction_is_still_open() -> doc
         return Ok(());
     }
     let url = fresh_url();
-    let db = docmeta_core::Docmeta::builder()
-        .data_dir(tempfile::tempdir().expect("tempdir").path())
-        .worker(false)
-        .store(PostgresStore::open(&url).expect("open"))
-        .open()?;
+    let (db, _dir) = follower_on(&url)?;
     let cursor = ids_after(&db, 0).last().copied().unwrap_or(0);
     let (mut slow, slow_id) = open_writer(&url, None);
     // Another writer commits an event with a larger id while the slow one is still open.
@@ -890,11 +898,7 @@ fn a_follower_passing_the_last_event_it_read_reads_each_event_once() -> docmeta_
         return Ok(());
     }
     let url = fresh_url();
-    let db = docmeta_core::Docmeta::builder()
-        .data_dir(tempfile::tempdir().expect("tempdir").path())
-        .worker(false)
-        .store(PostgresStore::open(&url).expect("open"))
-        .open()?;
+    let (db, _dir) = follower_on(&url)?;
     let start = ids_after(&db, 0).last().copied().unwrap_or(0);
     // Commit order differs from id order: the slow writer's smaller id commits last.
     let (mut slow, slow_id) = open_writer(&url, None);
@@ -978,14 +982,7 @@ fn history_restored_from_a_cluster_further_ahead_is_followed_before_new_events()
         return Ok(());
     }
     let url = fresh_url();
-    let open = || {
-        docmeta_core::Docmeta::builder()
-            .data_dir(tempfile::tempdir().expect("tempdir").path())
-            .worker(false)
-            .store(PostgresStore::open(&url).expect("open"))
-            .open()
-    };
-    let db = open()?;
+    let (db, _dir) = follower_on(&url)?;
     db.system().create_document_type("Invoice")?;
     drop(db);
     // As if dumped from a cluster whose transaction ids are far ahead of this one's.
@@ -993,7 +990,7 @@ fn history_restored_from_a_cluster_further_ahead_is_followed_before_new_events()
     client
         .batch_execute("UPDATE events SET tx = 9000000000000")
         .expect("age the history");
-    let db = open()?;
+    let (db, _dir) = follower_on(&url)?;
     let old = ids_after(&db, 0);
     assert!(!old.is_empty());
     db.system().create_document_type("Contract")?;

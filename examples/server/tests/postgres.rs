@@ -4,6 +4,8 @@
 //! Needs `DOCMETA_TEST_POSTGRES_URL` (a role that may create databases); `.ci/run` starts a
 //! throwaway cluster and sets it. Without it the test says why it is skipped.
 
+mod support;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -89,38 +91,6 @@ fn call(
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
-/// A new database on the test cluster: its URL, its name and a connection to the cluster (to
-/// drop it); `None` (the test skips) without `DOCMETA_TEST_POSTGRES_URL`.
-fn fresh_database(prefix: &str) -> Option<(String, String, postgres::Client)> {
-    let Some(base_url) = std::env::var("DOCMETA_TEST_POSTGRES_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-    else {
-        assert!(
-            std::env::var("DOCMETA_REQUIRE_POSTGRES").is_err_and(|_| true)
-                || std::env::var("DOCMETA_REQUIRE_POSTGRES").is_ok_and(|v| v != "1"),
-            "DOCMETA_REQUIRE_POSTGRES=1 but DOCMETA_TEST_POSTGRES_URL is not set"
-        );
-        eprintln!(
-            "skipped: DOCMETA_TEST_POSTGRES_URL is not set (no PostgreSQL; .ci/run starts one)"
-        );
-        return None;
-    };
-    let name = format!("{prefix}_{}", std::process::id());
-    let mut admin = postgres::Client::connect(&base_url, postgres::NoTls).expect("connect");
-    admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
-        .expect("drop");
-    admin
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .expect("create");
-    let url = format!(
-        "{}/{name}",
-        &base_url[..base_url.rfind('/').expect("url with a database")]
-    );
-    Some((url, name, admin))
-}
-
 /// Loads the demo into the database through `dir` (before any server starts).
 fn load_demo(dir: &std::path::Path, url: &str) {
     std::fs::create_dir_all(dir).expect("dir");
@@ -139,7 +109,7 @@ fn load_demo(dir: &std::path::Path, url: &str) {
 
 #[test]
 fn two_servers_share_one_database() {
-    let Some((url, name, mut admin)) = fresh_database("docmeta_serve") else {
+    let Some((url, name, mut admin)) = support::fresh_postgres_database("docmeta_serve") else {
         return;
     };
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -275,7 +245,7 @@ fn wait_for_invoices(base: &str, expected: u64, what: &str) {
 
 #[test]
 fn search_work_handed_to_a_server_runs_on_that_servers_index_only() {
-    let Some((url, name, mut admin)) = fresh_database("docmeta_targets") else {
+    let Some((url, name, mut admin)) = support::fresh_postgres_database("docmeta_targets") else {
         return;
     };
     let tmp = tempfile::tempdir().expect("tempdir");

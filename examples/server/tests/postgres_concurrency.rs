@@ -33,36 +33,6 @@ const PERMISSIONS: [&str; 3] = [
     "metadata.document_metadata_view",
 ];
 
-/// A new database on the test cluster (its URL, and a connection to it for checking the
-/// rules); `None` (the test skips) without `DOCMETA_TEST_POSTGRES_URL`.
-fn fresh_database() -> Option<(String, postgres::Client)> {
-    let Some(base) = std::env::var("DOCMETA_TEST_POSTGRES_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-    else {
-        assert!(
-            std::env::var("DOCMETA_REQUIRE_POSTGRES").is_err_and(|_| true)
-                || std::env::var("DOCMETA_REQUIRE_POSTGRES").is_ok_and(|v| v != "1"),
-            "DOCMETA_REQUIRE_POSTGRES=1 but DOCMETA_TEST_POSTGRES_URL is not set"
-        );
-        eprintln!(
-            "skipped: DOCMETA_TEST_POSTGRES_URL is not set (no PostgreSQL; .ci/run starts one)"
-        );
-        return None;
-    };
-    let name = format!("docmeta_concurrency_{}", std::process::id());
-    let mut admin = postgres::Client::connect(&base, postgres::NoTls).expect("connect");
-    for statement in [
-        format!("DROP DATABASE IF EXISTS {name}"),
-        format!("CREATE DATABASE {name}"),
-    ] {
-        admin.batch_execute(&statement).expect("create database");
-    }
-    let url = format!("{}/{name}", &base[..base.rfind('/').expect("url")]);
-    let client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
-    Some((url, client))
-}
-
 fn command(dir: &Path, url: &str) -> std::process::Command {
     let mut c = support::docmeta(dir);
     c.env("DOCMETA_DATABASE_URL", url);
@@ -340,9 +310,11 @@ fn count(db: &mut postgres::Client, sql: &str) -> i64 {
 
 #[test]
 fn three_servers_with_32_clients_keep_every_rule() {
-    let Some((url, mut db)) = fresh_database() else {
+    let Some((url, _, _cluster)) = support::fresh_postgres_database("docmeta_concurrency") else {
         return;
     };
+    // A connection to the test's database, for checking the rules afterwards.
+    let mut db = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
     let tmp = tempfile::tempdir().expect("tempdir");
     let dirs: Vec<_> = (0..4).map(|i| tmp.path().join(format!("p{i}"))).collect();
     support::prepare(&dirs[0], false, "access_refresh_ms: 200\n");

@@ -311,3 +311,35 @@ pub fn upload_expecting_early_answer(
         .unwrap_or("");
     (status, serde_json::from_str(json).unwrap_or(Value::Null))
 }
+
+/// A new database on the test cluster: its URL, its name and a connection to the cluster (to
+/// drop it); `None` (the test skips) without `DOCMETA_TEST_POSTGRES_URL`.
+pub fn fresh_postgres_database(prefix: &str) -> Option<(String, String, postgres::Client)> {
+    let Some(base_url) = std::env::var("DOCMETA_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        assert!(
+            std::env::var("DOCMETA_REQUIRE_POSTGRES").is_err_and(|_| true)
+                || std::env::var("DOCMETA_REQUIRE_POSTGRES").is_ok_and(|v| v != "1"),
+            "DOCMETA_REQUIRE_POSTGRES=1 but DOCMETA_TEST_POSTGRES_URL is not set"
+        );
+        eprintln!(
+            "skipped: DOCMETA_TEST_POSTGRES_URL is not set (no PostgreSQL; .ci/run starts one)"
+        );
+        return None;
+    };
+    let name = format!("{prefix}_{}", std::process::id());
+    let mut admin = postgres::Client::connect(&base_url, postgres::NoTls).expect("connect");
+    admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
+        .expect("drop");
+    admin
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .expect("create");
+    let url = format!(
+        "{}/{name}",
+        &base_url[..base_url.rfind('/').expect("url with a database")]
+    );
+    Some((url, name, admin))
+}
