@@ -433,11 +433,7 @@ fn hooks() -> Hooks {
     tasks.insert(REMOVE_METADATA_TYPE, crate::tasks::remove_metadata_type);
     Hooks {
         event: crate::workflows::note_event,
-        before_commit: crate::workflows::enqueue_triggers,
-        run_task: |db, task| {
-            // A failure is recorded on the task, which the worker retries.
-            let _ = crate::tasks::run_now(db, task);
-        },
+        before_commit: crate::workflows::run_triggers,
         document_created: crate::workflows::launch,
         tasks,
     }

@@ -66,15 +66,6 @@ pub(crate) fn remove_metadata_type(db: &Docmeta, payload: &str) -> Result<()> {
     Ok(())
 }
 
-/// Runs the task `id` now, in this thread, unless another runner has claimed it.
-pub(crate) fn run_now(db: &Docmeta, id: crate::model::TaskId) -> Result<()> {
-    let claimed = db.write_system(|tx| tx.claim_task_by_id(id, Utc::now()))?;
-    match claimed {
-        Some(task) => finish(db, task),
-        None => Ok(()),
-    }
-}
-
 /// Runs every runnable task; returns how many ran (successfully or not).
 pub(crate) fn run_pending(db: &Docmeta) -> Result<usize> {
     let mut ran = 0;

@@ -327,6 +327,11 @@ fn failing_actions_are_logged_and_critical_ones_abort() -> Result<()> {
         "a critical failure aborts the transition"
     );
     assert_eq!(value(a, doc, "approved_amount")?, None);
+    assert_eq!(
+        value(a, doc, "status")?.as_deref(),
+        Some("approved"),
+        "the edit that triggered the failed transition is kept"
+    );
     let log = a.workflow_log(doc, i.id)?;
     assert!(
         log.last()

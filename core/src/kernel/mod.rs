@@ -65,10 +65,8 @@ pub(crate) type TaskHandler = fn(&Docmeta, &str) -> Result<()>;
 pub(crate) struct Hooks {
     /// Sees every event appended in a unit of work, before it commits.
     pub(crate) event: fn(&mut Unit<'_>, &Event),
-    /// Runs last in a unit of work; returns tasks to run right after the commit.
-    pub(crate) before_commit: fn(&mut Unit<'_>) -> Result<Vec<TaskId>>,
-    /// Runs a task right after the commit that enqueued it (a failure leaves it to the worker).
-    pub(crate) run_task: fn(&Docmeta, TaskId),
+    /// Runs last in a unit of work, in its transaction (workflow triggers).
+    pub(crate) before_commit: fn(&Docmeta, &mut Unit<'_>) -> Result<()>,
     /// Runs in the unit of work that created a document.
     pub(crate) document_created: fn(&Docmeta, &mut Unit<'_>, &Document) -> Result<()>,
     /// Task handlers by task name.
@@ -691,9 +689,9 @@ impl Docmeta {
         mut f: impl FnMut(&mut Unit<'_>) -> Result<T>,
     ) -> Result<T> {
         let renders = Renders::inline(self.now());
-        let (events, tasks_enqueued, unlink, out, triggers) =
+        let (events, tasks_enqueued, unlink, out) =
             self.retrying(|| self.commit_unit(actor, &renders, &mut f))?;
-        self.after_commit(events, tasks_enqueued, unlink, triggers);
+        self.after_commit(events, tasks_enqueued, unlink);
         Ok(out)
     }
 
@@ -705,9 +703,9 @@ impl Docmeta {
         actor: Actor,
         renders: &Renders,
         f: &mut impl FnMut(&mut Unit<'_>) -> Result<T>,
-    ) -> Result<(Vec<Event>, bool, Vec<String>, T, Vec<TaskId>)> {
+    ) -> Result<(Vec<Event>, bool, Vec<String>, T)> {
         let mut attempt = 0;
-        let (tx, events, access, tasks_enqueued, invalidated, unlink, out, triggers) = loop {
+        let (tx, events, access, tasks_enqueued, invalidated, unlink, out) = loop {
             attempt += 1;
             renders.set_defer(self.defers_renders() && attempt < RENDER_ATTEMPTS);
             // A unit's transaction: concurrent units may share one commit (see `begin_unit`).
@@ -716,8 +714,8 @@ impl Docmeta {
             self.check_deadline()?;
             let mut unit = Unit::new(tx, actor, renders, &self.inner.hooks);
             let result = f(&mut unit).and_then(|out| {
-                let triggers = (self.inner.hooks.before_commit)(&mut unit)?;
-                Ok((out, triggers))
+                (self.inner.hooks.before_commit)(self, &mut unit)?;
+                Ok(out)
             });
             if renders.has_pending() {
                 // Rolled back: the renders it needs are made with no lock held.
@@ -726,7 +724,7 @@ impl Docmeta {
                 renders.render_pending(self.templates());
                 continue;
             }
-            let (out, triggers) = match result {
+            let out = match result {
                 Ok(out) => out,
                 Err(e) => {
                     // A compiled type cached from this (now rolled back) transaction must go.
@@ -743,16 +741,7 @@ impl Docmeta {
                 unlink,
                 ..
             } = unit;
-            break (
-                tx,
-                events,
-                access,
-                tasks_enqueued,
-                invalidated,
-                unlink,
-                out,
-                triggers,
-            );
+            break (tx, events, access, tasks_enqueued, invalidated, unlink, out);
         };
         // The last moment to give up: past the deadline the caller may already have been told
         // the change failed, so it must not happen (dropping `tx` rolls it back).
@@ -788,18 +777,12 @@ impl Docmeta {
             self.inner.local_access_events.lock().extend(local_events);
         }
         drop(order);
-        Ok((events, tasks_enqueued, unlink, out, triggers))
+        Ok((events, tasks_enqueued, unlink, out))
     }
 
     /// What follows the commit of a unit of work: deletes the files it unlinked, wakes the
-    /// worker, notifies subscribers and runs its triggers.
-    fn after_commit(
-        &self,
-        events: Vec<Event>,
-        tasks_enqueued: bool,
-        unlink: Vec<String>,
-        triggers: Vec<TaskId>,
-    ) {
+    /// worker and notifies subscribers.
+    fn after_commit(&self, events: Vec<Event>, tasks_enqueued: bool, unlink: Vec<String>) {
         for name in unlink {
             // Moved aside, kept a day for backups that started before the commit. One that
             // cannot be moved is unreferenced, which is harmless: never served, never backed up.
@@ -815,16 +798,6 @@ impl Docmeta {
             self.notify_worker();
         }
         self.publish(&events);
-        // Workflow triggers of this change run now, in order; a failure to run one leaves its
-        // durable task for the worker.
-        // They belong to the committed change, not to the caller's deadline.
-        let runner = Docmeta {
-            deadline: None,
-            ..self.clone()
-        };
-        for task in triggers {
-            (self.inner.hooks.run_task)(&runner, task);
-        }
     }
 
     fn forget_compiled(&self, ids: &[MetadataTypeId]) {

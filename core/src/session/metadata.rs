@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use super::views::MetadataValueView;
 use super::{
     Inputs, Session, body_reference, event_object, invalid_reference, obj, parents_change,
     rename_conflict,
@@ -1089,6 +1090,25 @@ impl Session {
         self.write(|u| self.edit_document_metadata_in(u, document, id, value))
     }
 
+    /// [`edit_document_metadata`](Self::edit_document_metadata) answered with the stored value,
+    /// its document and its type, as [`metadata_value_view`](Self::metadata_value_view) shows
+    /// them: taken from the edit's own transaction (which checked the same view permissions),
+    /// so nothing is read back.
+    pub fn edit_document_metadata_view(
+        &self,
+        document: DocumentId,
+        id: DocumentMetadataId,
+        value: &str,
+    ) -> Result<MetadataValueView> {
+        self.write(|u| self.edit_value(u, document, id, value)).map(
+            |(document, value, metadata_type)| MetadataValueView {
+                value,
+                document,
+                metadata_type,
+            },
+        )
+    }
+
     pub(crate) fn edit_document_metadata_in(
         &self,
         u: &mut Unit<'_>,
@@ -1096,6 +1116,17 @@ impl Session {
         id: DocumentMetadataId,
         value: &str,
     ) -> Result<DocumentMetadata> {
+        self.edit_value(u, document, id, value).map(|(_, m, _)| m)
+    }
+
+    /// The edit of a value in `u`: the document, the value as stored and its type.
+    fn edit_value(
+        &self,
+        u: &mut Unit<'_>,
+        document: DocumentId,
+        id: DocumentMetadataId,
+        value: &str,
+    ) -> Result<(Document, DocumentMetadata, MetadataType)> {
         {
             let (doc, mut m) = self.load_value(&mut u.tx, document, id, P::DocumentMetadataEdit)?;
             let required =
@@ -1112,7 +1143,7 @@ impl Session {
                     Some(mt_event(&compiled.metadata_type)),
                 )?;
             }
-            Ok(m)
+            Ok((doc, m, compiled.metadata_type.clone()))
         }
     }
 

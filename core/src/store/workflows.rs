@@ -136,6 +136,59 @@ impl Tx<'_> {
         rows.into_iter().map(|t| self.with_triggers(t)).collect()
     }
 
+    /// The instances of `document` whose current state has transitions the event `name`
+    /// triggers, each with those transitions (by id, with their stored authors: `None` when
+    /// recorded before authors were), instances by id: what a trigger needs, in one statement.
+    /// The transitions' `triggers` hold only `name`.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn workflow_triggered(
+        &mut self,
+        document: DocumentId,
+        name: &str,
+    ) -> Result<Vec<(WorkflowInstance, Vec<(WorkflowTransition, Option<i64>)>)>> {
+        let rows = self.rows(
+            "SELECT i.id, i.workflow_id, i.document_id, i.state_id, i.context, t.id, t.workflow_id, t.label, t.origin_state_id, t.destination_state_id, t.condition, t.author_id FROM workflow_instances i JOIN workflow_transitions t ON t.workflow_id = i.workflow_id AND t.origin_state_id = i.state_id JOIN workflow_transition_triggers g ON g.transition_id = t.id WHERE i.document_id = ?1 AND g.event_name = ?2 ORDER BY i.id, t.id",
+            &[document.0.into(), name.into()],
+            |r| {
+                let instance = instance_row(r)?;
+                let t = WorkflowTransition {
+                    id: WorkflowTransitionId(r.int(5)?),
+                    workflow_id: WorkflowId(r.int(6)?),
+                    label: r.text(7)?,
+                    origin_state_id: WorkflowStateId(r.int(8)?),
+                    destination_state_id: WorkflowStateId(r.int(9)?),
+                    condition: r.text(10)?,
+                    triggers: vec![name.to_owned()],
+                };
+                Ok((instance, t, r.opt_int(11)?))
+            },
+        )?;
+        let mut out: Vec<(WorkflowInstance, Vec<(WorkflowTransition, Option<i64>)>)> = Vec::new();
+        for (instance, t, author) in rows {
+            match out.last_mut() {
+                Some((last, ts)) if last.id == instance.id => ts.push((t, author)),
+                _ => out.push((instance, vec![(t, author)])),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The labels of a workflow and of one of its states (`None`: no state), in one statement;
+    /// an empty label for either that does not exist.
+    pub(crate) fn workflow_and_state_labels(
+        &mut self,
+        workflow: WorkflowId,
+        state: Option<WorkflowStateId>,
+    ) -> Result<(String, String)> {
+        Ok(self
+            .optional(
+                "SELECT (SELECT label FROM workflows WHERE id = ?1), (SELECT label FROM workflow_states WHERE id = ?2)",
+                &[workflow.0.into(), state.map(|s| s.0).into()],
+                |r| Ok((r.opt_text(0)?.unwrap_or_default(), r.opt_text(1)?.unwrap_or_default())),
+            )?
+            .unwrap_or_default())
+    }
+
     /// One transition with its triggers.
     pub fn workflow_transition(
         &mut self,
@@ -579,21 +632,5 @@ impl Tx<'_> {
             &[workflow.0.into(), document.0.into(), initial.map(|s| s.0).into()],
         )
         .map(WorkflowInstanceId)
-    }
-
-    /// Whether a transition from the current state of one of `document`'s instances is
-    /// triggered by the event `name`.
-    pub(crate) fn has_workflow_trigger(
-        &mut self,
-        document: DocumentId,
-        name: &str,
-    ) -> Result<bool> {
-        Ok(self
-            .optional(
-                "SELECT 1 FROM workflow_instances i JOIN workflow_transitions t ON t.workflow_id = i.workflow_id AND t.origin_state_id = i.state_id JOIN workflow_transition_triggers g ON g.transition_id = t.id WHERE i.document_id = ?1 AND g.event_name = ?2 LIMIT 1",
-                &[document.0.into(), name.into()],
-                |r| r.int(0),
-            )?
-            .is_some())
     }
 }

@@ -29,14 +29,8 @@ pub(super) fn render_input(
         .document(instance.document_id)?
         .ok_or_else(|| Error::not_found("document"))?;
     let document = crate::session::document_context(db, tx, &doc, view)?;
-    let workflow = tx
-        .workflow(instance.workflow_id)?
-        .map(|w| w.label)
-        .unwrap_or_default();
-    let state = match instance.state_id {
-        Some(s) => tx.workflow_state(s)?.map(|s| s.label).unwrap_or_default(),
-        None => String::new(),
-    };
+    let (workflow, state) =
+        tx.workflow_and_state_labels(instance.workflow_id, instance.state_id)?;
     Ok(RenderInput::Workflow {
         now,
         document,
@@ -77,6 +71,22 @@ pub(super) fn condition_allows(
         return Ok(true);
     }
     let author = tx.workflow_transition_author(t.id)?;
+    condition_allows_by(db, renders, tx, instance, t, author, acting)
+}
+
+/// [`condition_allows`] when the transition's stored `author` is known (read with it).
+pub(super) fn condition_allows_by(
+    db: &Docmeta,
+    renders: &Renders,
+    tx: &mut Tx<'_>,
+    instance: &WorkflowInstance,
+    t: &WorkflowTransition,
+    author: Option<i64>,
+    acting: Option<UserId>,
+) -> Result<bool> {
+    if t.condition.trim().is_empty() {
+        return Ok(true);
+    }
     let mut view = TemplateView::of_author(author);
     if let Some(user) = acting {
         view = view.and(TemplateView::Only(vec![user]));

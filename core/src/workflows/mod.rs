@@ -9,11 +9,12 @@
 //!   savepoint and logged on the instance as an error; the transition goes on, unless the action
 //!   is critical, which aborts the whole transition.
 //! - Triggers: a `document_metadata_added|edited|removed` event of a document with instances
-//!   enqueues a durable task in the same transaction as the change; after the commit the task
-//!   runs at once (or, after a crash, from the task table). It fires the first transition from
-//!   the instance's current state that has a trigger for the event and whose condition allows
-//!   it, once per event. Transitions fired by a transition's actions are counted; a chain longer
-//!   than [`MAX_CHAIN`] stops with an error logged on the instance.
+//!   is applied in the same transaction as the change, just before it commits: the first
+//!   transition from the instance's current state that has a trigger for the event and whose
+//!   condition allows it fires, once per event, as docmeta itself. A transition that fails is
+//!   rolled back to a savepoint and logged on the instance; the change commits all the same.
+//!   Transitions fired by a transition's actions are counted; a chain longer than [`MAX_CHAIN`]
+//!   stops with an error logged on the instance.
 //! - Actions run as docmeta itself (no permission checks), through the same code as users: the
 //!   edit action's value goes through the metadata pipeline (spec 2.10), so a workflow cannot
 //!   store a value a user could not. docmeta acts for the action's author (stored with it): its
@@ -50,7 +51,8 @@ pub struct TransitionUpdate {
     pub condition: Option<String>,
 }
 
-/// The durable task that applies one metadata event to a document's workflow instances.
+/// The durable task that applied one metadata event to a document's workflow instances after
+/// its commit (earlier versions; such tasks still run when found).
 pub const WORKFLOW_TRIGGER: &str = "task_workflow_trigger";
 /// How many automatic transitions may follow one another (each fired by the previous one's
 /// actions) before the chain is stopped and an error logged.
@@ -107,4 +109,4 @@ mod api;
 mod engine;
 mod triggers;
 
-pub(crate) use triggers::{enqueue_triggers, launch, note_event, run_trigger};
+pub(crate) use triggers::{launch, note_event, run_trigger, run_triggers};

@@ -14,11 +14,11 @@ use crate::events::Event;
 use crate::kernel::{Docmeta, Unit};
 use crate::model::*;
 
-use super::engine::{condition_allows, fire, run_actions};
+use super::engine::{condition_allows_by, fire, run_actions};
 use super::*;
 
 thread_local! {
-    /// The chain depth of the trigger task running in this thread (0: none).
+    /// The chain depth before the durable trigger task running in this thread (0: none).
     static DEPTH: Cell<u32> = const { Cell::new(0) };
 }
 
@@ -55,6 +55,8 @@ pub(crate) fn note_event(u: &mut Unit<'_>, e: &Event) {
     }
 }
 
+/// The payload of a durable trigger task. Triggers now run in the unit of work of their event;
+/// such tasks are still run when found (left by an earlier version).
 #[derive(Serialize, Deserialize)]
 struct TriggerTask {
     event_id: i64,
@@ -63,92 +65,131 @@ struct TriggerTask {
     depth: u32,
 }
 
-/// Enqueues a trigger task for each noted event whose document has instances with a matching
-/// trigger (in the unit's transaction); returns the task ids to run after the commit.
-pub(crate) fn enqueue_triggers(u: &mut Unit<'_>) -> Result<Vec<TaskId>> {
-    let events = std::mem::take(&mut u.workflow_events);
-    let depth = DEPTH.with(Cell::get) + 1;
-    let mut tasks = Vec::new();
-    for (event, document, name) in events {
-        if !u.tx.has_workflow_trigger(document, &name)? {
-            continue;
+/// Runs the workflow triggers of the metadata events noted in `u`, in `u`'s transaction, just
+/// before it commits: on each instance of the event's document, the first transition leaving
+/// its current state that the event triggers and whose condition allows it fires, as docmeta
+/// itself. The events of the transitions fired (their actions may edit metadata) are the next
+/// round, one step further down the chain; past [`MAX_CHAIN`] steps the transition is not taken
+/// and the instance's log says why. A transition that fails is rolled back to a savepoint and
+/// logged on its instance, and the change that triggered it commits all the same; a conflict
+/// with a concurrent transaction fails the whole unit, which is run again.
+pub(crate) fn run_triggers(db: &Docmeta, u: &mut Unit<'_>) -> Result<()> {
+    let mut depth = DEPTH.with(Cell::get) + 1;
+    loop {
+        let events = std::mem::take(&mut u.workflow_events);
+        if events.is_empty() {
+            return Ok(());
         }
-        let payload = serde_json::to_string(&TriggerTask {
-            event_id: event.0,
-            document_id: document.0,
-            event: name,
-            depth,
-        })
-        .map_err(|e| Error::storage("writing a workflow trigger", e))?;
-        // Run by this process right after the commit; workers take it only if that did not
-        // happen (a crash between the two), so two processes never race for it.
-        tasks.push(u.tx.enqueue_task_after(
-            WORKFLOW_TRIGGER,
-            &payload,
-            chrono::Duration::seconds(10),
-        )?);
+        for (event, document, name) in events {
+            for (instance, transitions) in u.tx.workflow_triggered(document, &name)? {
+                let trigger = Trigger {
+                    event: &name,
+                    event_id: event,
+                    depth,
+                };
+                let actor = std::mem::replace(&mut u.actor, Actor::System);
+                let outcome = trigger.apply(db, u, &instance, transitions);
+                u.actor = actor;
+                match outcome {
+                    Err(e) if !e.is_busy() => {
+                        u.tx.append_workflow_log(
+                            instance.id,
+                            None,
+                            None,
+                            &format!("Automatic transition failed: {e}"),
+                            true,
+                        )?;
+                    }
+                    other => other?,
+                }
+            }
+        }
+        depth += 1;
     }
-    Ok(tasks)
 }
 
-/// The trigger task: fires, on each instance of the document, the first transition leaving its
-/// current state that the event triggers and whose condition allows it.
+/// One event applied to one instance (see [`run_triggers`]).
+struct Trigger<'a> {
+    event: &'a str,
+    event_id: EventId,
+    /// How many automatic transitions led to this event, plus one.
+    depth: u32,
+}
+
+impl Trigger<'_> {
+    /// Fires the first of `transitions` (those leaving `instance`'s current state that the event
+    /// triggers) whose condition allows it, behind a savepoint: a failure leaves nothing of it.
+    fn apply(
+        &self,
+        db: &Docmeta,
+        u: &mut Unit<'_>,
+        instance: &WorkflowInstance,
+        transitions: Vec<(WorkflowTransition, Option<i64>)>,
+    ) -> Result<()> {
+        let mut chosen = None;
+        for (t, author) in transitions {
+            if condition_allows_by(db, u.renders, &mut u.tx, instance, &t, author, None)? {
+                chosen = Some(t);
+                break;
+            }
+        }
+        let Some(t) = chosen else {
+            return Ok(());
+        };
+        if self.depth > MAX_CHAIN {
+            u.tx.append_workflow_log(
+                instance.id,
+                None,
+                None,
+                &format!(
+                    "Automatic transition '{}' not taken: more than {MAX_CHAIN} automatic transitions in a row (a trigger loop?)",
+                    t.label
+                ),
+                true,
+            )?;
+            return Ok(());
+        }
+        let comment = format!("Triggered by {} (event {})", self.event, self.event_id.0);
+        let marks = (
+            u.events.len(),
+            u.access.len(),
+            u.unlink.len(),
+            u.workflow_events.len(),
+        );
+        u.tx.execute("SAVEPOINT workflow_trigger", &[])?;
+        match fire(db, u, instance, &t, None, &comment) {
+            Ok(_) => {
+                u.tx.execute("RELEASE SAVEPOINT workflow_trigger", &[])
+                    .map(drop)
+            }
+            Err(e) if e.is_busy() => Err(e),
+            Err(e) => {
+                u.tx.execute("ROLLBACK TO SAVEPOINT workflow_trigger", &[])?;
+                u.tx.execute("RELEASE SAVEPOINT workflow_trigger", &[])?;
+                u.events.truncate(marks.0);
+                u.access.truncate(marks.1);
+                u.unlink.truncate(marks.2);
+                u.workflow_events.truncate(marks.3);
+                Err(e)
+            }
+        }
+    }
+}
+
+/// The durable trigger task (see [`TriggerTask`]): its event, applied in a unit of its own as
+/// [`run_triggers`] applies the events of a unit.
 pub(crate) fn run_trigger(db: &Docmeta, payload: &str) -> Result<()> {
     let task: TriggerTask = serde_json::from_str(payload)
         .map_err(|e| Error::InvalidInput(format!("workflow trigger task: {e}")))?;
-    let document = DocumentId(task.document_id);
-    let instances = db.read(|tx| tx.workflow_instances_of(document))?;
-    for instance in instances {
-        let previous = DEPTH.with(|d| d.replace(task.depth));
-        let outcome = db.write(Actor::System, |u| {
-            // Re-read: an earlier trigger may have moved it.
-            let Some(instance) = u.tx.workflow_instance(instance.id)? else {
-                return Ok(());
-            };
-            let Some(state) = instance.state_id else {
-                return Ok(());
-            };
-            let mut chosen = None;
-            for t in u.tx.workflow_transitions(instance.workflow_id, Some(state))? {
-                if t.triggers.contains(&task.event) && condition_allows(db, u.renders, &mut u.tx, &instance, &t, None)? {
-                    chosen = Some(t);
-                    break;
-                }
-            }
-            let Some(t) = chosen else {
-                return Ok(());
-            };
-            if task.depth > MAX_CHAIN {
-                u.tx.append_workflow_log(
-                    instance.id,
-                    None,
-                    None,
-                    &format!(
-                        "Automatic transition '{}' not taken: more than {MAX_CHAIN} automatic transitions in a row (a trigger loop?)",
-                        t.label
-                    ),
-                    true,
-                )?;
-                return Ok(());
-            }
-            let comment = format!("Triggered by {} (event {})", task.event, task.event_id);
-            fire(db, u, &instance, &t, None, &comment).map(drop)
-        });
-        DEPTH.with(|d| d.set(previous));
-        if let Err(e) = outcome {
-            // A failed automatic transition (a critical action, a broken condition) is recorded
-            // on the instance; the event is not retried.
-            db.write(Actor::System, |u| {
-                u.tx.append_workflow_log(
-                    instance.id,
-                    None,
-                    None,
-                    &format!("Automatic transition failed: {e}"),
-                    true,
-                )
-                .map(drop)
-            })?;
-        }
-    }
-    Ok(())
+    let previous = DEPTH.with(|d| d.replace(task.depth.saturating_sub(1)));
+    let outcome = db.write(Actor::System, |u| {
+        u.workflow_events.push((
+            EventId(task.event_id),
+            DocumentId(task.document_id),
+            task.event.clone(),
+        ));
+        Ok(())
+    });
+    DEPTH.with(|d| d.set(previous));
+    outcome
 }

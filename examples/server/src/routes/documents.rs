@@ -456,9 +456,8 @@ async fn edit_value(
                 "The metadata type of a value cannot be changed; remove it and add another.",
             ));
         }
-        s.edit_document_metadata(doc, id, &value)?;
         Ok(Json(DocumentMetadataOut::from(
-            &s.metadata_value_view(doc, id)?,
+            &s.edit_document_metadata_view(doc, id, &value)?,
         )))
     })
     .await
