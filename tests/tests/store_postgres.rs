@@ -826,6 +826,42 @@ fn an_edit_that_triggers_a_workflow_check_takes_a_bounded_number_of_round_trips(
 }
 
 #[test]
+fn the_index_catches_up_on_many_edits_of_one_document_in_one_batch() -> docmeta_core::Result<()> {
+    if base_url().is_none() {
+        eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
+        return Ok(());
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = std::sync::Arc::new(fresh_store());
+    let db = docmeta_core::Docmeta::builder()
+        .data_dir(dir.path())
+        .worker(false)
+        .store(Counted(store.clone()))
+        .open()?;
+    let admin = db.system();
+    let t = admin.create_document_type("Invoice")?;
+    let note = admin.create_metadata_type(docmeta_core::MetadataTypeInput::new("note", "Note"))?;
+    admin.associate(t.id, note.id, false)?;
+    let doc = admin.create_document(t.id, "INV-1", &[])?;
+    let value = admin.add_document_metadata(doc.id, note.id, "0")?;
+    db.wait_for_index()?;
+    // Three pages of events (1,000 each), all about one document.
+    for i in 1..=3000 {
+        admin.edit_document_metadata(doc.id, value.id, &i.to_string())?;
+    }
+    let mut applied = 0;
+    let (trips, before) =
+        round_trips_of(&store, || applied = db.wait_for_index().expect("catch up"));
+    let writes = (before - trips) / 2;
+    assert_eq!(applied, 3000);
+    assert_eq!(db.search_status()?.events_behind, 0);
+    // One index update (and so one write of the index's cursor) for the three pages, not one
+    // per page: each update commits the index (fsyncs, new segments).
+    assert_eq!(writes, 1, "cursor writes: {writes} ({trips} round trips)");
+    Ok(())
+}
+
+#[test]
 fn a_transaction_whose_statement_failed_refuses_to_commit() -> docmeta_core::Result<()> {
     if base_url().is_none() {
         eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");

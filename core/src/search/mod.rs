@@ -140,13 +140,46 @@ impl Docmeta {
                 .read(|tx| tx.setting(&self.cursor_key()))?
                 .and_then(|c| c.parse().ok())
                 .unwrap_or(0);
-            let events = self.events(&EventQuery {
-                after: Some(EventId(cursor)),
-                oldest_first: true,
-                limit: Some(BATCH),
-                ..Default::default()
-            })?;
-            let Some(last) = events.last().map(|e| e.id) else {
+            // Events are read a page at a time until a batch of documents is found (or the
+            // log ends), and the index is committed once for them: many edits of a few
+            // documents (a busy writer) then cost one commit, not one per page of events.
+            let mut documents = BTreeSet::new();
+            let mut types = BTreeSet::new();
+            let mut metadata_types = BTreeSet::new();
+            let (mut last, mut read) = (None, 0);
+            loop {
+                let events = self.events(&EventQuery {
+                    after: Some(last.unwrap_or(EventId(cursor))),
+                    oldest_first: true,
+                    limit: Some(BATCH),
+                    ..Default::default()
+                })?;
+                let Some(newest) = events.last().map(|e| e.id) else {
+                    break;
+                };
+                (last, read) = (Some(newest), read + events.len());
+                for e in &events {
+                    for o in std::iter::once(&e.target).chain(e.action_object.as_ref()) {
+                        match o.kind.as_str() {
+                            "documents.document" => {
+                                documents.insert(DocumentId(o.id));
+                            }
+                            "documents.documenttype" if e.name == names::DOCUMENT_TYPE_EDITED => {
+                                types.insert(DocumentTypeId(o.id));
+                            }
+                            "metadata.metadatatype" if e.name == names::METADATA_TYPE_EDITED => {
+                                metadata_types.insert(MetadataTypeId(o.id));
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                let found = documents.len() + types.len() + metadata_types.len();
+                if events.len() < BATCH as usize || found >= BATCH as usize {
+                    break;
+                }
+            }
+            let Some(last) = last else {
                 let Some((newest, until)) = settle else {
                     return Ok(applied);
                 };
@@ -164,25 +197,6 @@ impl Docmeta {
                 }
                 continue;
             };
-            let mut documents = BTreeSet::new();
-            let mut types = BTreeSet::new();
-            let mut metadata_types = BTreeSet::new();
-            for e in &events {
-                for o in std::iter::once(&e.target).chain(e.action_object.as_ref()) {
-                    match o.kind.as_str() {
-                        "documents.document" => {
-                            documents.insert(DocumentId(o.id));
-                        }
-                        "documents.documenttype" if e.name == names::DOCUMENT_TYPE_EDITED => {
-                            types.insert(DocumentTypeId(o.id));
-                        }
-                        "metadata.metadatatype" if e.name == names::METADATA_TYPE_EDITED => {
-                            metadata_types.insert(MetadataTypeId(o.id));
-                        }
-                        _ => {}
-                    }
-                }
-            }
             let (docs, removed) = self.read(|tx| {
                 // A renamed type changes the records of its documents: reindex those only.
                 for t in &types {
@@ -195,7 +209,7 @@ impl Docmeta {
             })?;
             index.update(&docs, &removed)?;
             self.write_system(|tx| tx.set_setting(&self.cursor_key(), &last.0.to_string()))?;
-            applied += events.len();
+            applied += read;
         }
     }
 
