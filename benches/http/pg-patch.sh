@@ -11,6 +11,7 @@
 # as load.sh does: one row that every writer updates, whose row lock is held until the commit's
 # WAL flush, so no design can go faster than one write per flush there.
 #
+# SOCKET=1 connects the servers through PostgreSQL's Unix socket instead of TCP on loopback.
 # LOGS=DIR keeps the servers' logs, wrk's outputs and PostgreSQL's log there.
 # BIN=path/to/docmeta runs that binary instead of building this tree's (an A/B comparison
 # under the same conditions). Prints, per run: writes/s (2xx answers), p50/p99 latency (the worst process's), non-2xx
@@ -50,7 +51,11 @@ trap cleanup EXIT
 # scripts/postgres-up turns fsync off (for tests); restart the cluster with the defaults.
 DOCMETA_PG_PORT=$PG_PORT scripts/postgres-up "$PG_DIR" >/dev/null
 as_pg "'$PG_BIN/pg_ctl' -D '$PG_DIR/data' -w -o \"-p $PG_PORT -k '$PG_DIR' -c listen_addresses=127.0.0.1 -c max_connections=200\" -l '$PG_DIR/log' restart" >/dev/null
+# SOCKET=1: the servers reach PostgreSQL through its Unix socket (a deployment on one machine)
+# instead of TCP on loopback (what separate machines use); psql always uses TCP.
 URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres"
+SERVER_URL="$URL"
+if [ "${SOCKET:-0}" = 1 ]; then SERVER_URL="postgresql://postgres@${PG_DIR//\//%2F}:$PG_PORT/postgres"; fi
 psql_q() { psql -X -q -t -A "$URL" -c "$1"; }
 DURABILITY="fsync=$(psql_q 'SHOW fsync'), synchronous_commit=$(psql_q 'SHOW synchronous_commit'), wal_sync_method=$(psql_q 'SHOW wal_sync_method')"
 case "$DURABILITY" in
@@ -58,7 +63,7 @@ case "$DURABILITY" in
   *) echo "PostgreSQL is not at default durability: $DURABILITY" >&2; exit 1 ;;
 esac
 
-export DOCMETA_ADMIN_PASSWORD=admin-password DOCMETA_DATABASE_URL="$URL"
+export DOCMETA_ADMIN_PASSWORD=admin-password DOCMETA_DATABASE_URL="$SERVER_URL"
 DOCMETA_DATA="$WORK/data-0" "$BIN" demo >/dev/null
 DOCMETA_DATA="$WORK/data-0" "$BIN" bench-data --documents "$DOCUMENTS" 2>/dev/null
 # A copy must not share the index id (README: "Search work names its index").
@@ -101,7 +106,7 @@ start_server() { # index
   echo "server $i did not start: $(tail -5 "$WORK/server-$i.log")" >&2; exit 1
 }
 
-echo "docmeta PATCH on PostgreSQL ($DURABILITY): ${DURATION}s per run, $CONNECTIONS connections per process, $(nproc) cores, demo + $DOCUMENTS documents, $(wc -l <<<"$TARGETS") values edited in turn"
+echo "docmeta PATCH on PostgreSQL ($DURABILITY, $([ "${SOCKET:-0}" = 1 ] && echo "Unix socket" || echo "TCP loopback")): ${DURATION}s per run, $CONNECTIONS connections per process, $(nproc) cores, demo + $DOCUMENTS documents, $(wc -l <<<"$TARGETS") values edited in turn"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for n in $PROCESSES; do
   SERVERS=()

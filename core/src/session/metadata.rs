@@ -997,25 +997,34 @@ impl Session {
         })
     }
 
+    /// The document (which the session must be able to view), its value `id` (likewise) and
+    /// whether the document's type requires that value's type, read in one statement; then
+    /// `permission` on both the document and the value's type.
     fn load_value(
         &self,
         tx: &mut crate::store::Tx<'_>,
         document: DocumentId,
         id: DocumentMetadataId,
         permission: P,
-    ) -> Result<(Document, DocumentMetadata)> {
-        let doc = self.load_document(tx, document, P::DocumentView)?;
-        let m = tx
-            .document_metadata(id)?
-            .filter(|m| m.document_id == document)
-            .ok_or_else(|| Error::not_found(format!("metadata {id}")))?;
+    ) -> Result<(Document, DocumentMetadata, bool)> {
+        let (doc, value) = match tx.document_and_value(document, id)? {
+            Some((doc, value)) => (Some(doc), value),
+            None => (None, None),
+        };
+        let doc = self.checked(
+            doc,
+            P::DocumentView,
+            doc_ref(document),
+            format!("document {document}"),
+        )?;
+        let (m, required) = value.ok_or_else(|| Error::not_found(format!("metadata {id}")))?;
         if !self.can(P::DocumentMetadataView, doc_ref(doc.id))
             || !self.can(P::DocumentMetadataView, mt_ref(m.metadata_type_id))
         {
             return Err(Error::not_found(format!("metadata {id}")));
         }
         self.require_metadata_permission(permission, &doc, m.metadata_type_id)?;
-        Ok((doc, m))
+        Ok((doc, m, required))
     }
 
     /// One metadata value of a document. Needs `metadata.document_metadata_view` on the
@@ -1027,7 +1036,7 @@ impl Session {
     ) -> Result<DocumentMetadata> {
         self.read(|tx| {
             self.load_value(tx, document, id, P::DocumentMetadataView)
-                .map(|(_, m)| m)
+                .map(|(_, m, _)| m)
         })
     }
 
@@ -1128,10 +1137,8 @@ impl Session {
         value: &str,
     ) -> Result<(Document, DocumentMetadata, MetadataType)> {
         {
-            let (doc, mut m) = self.load_value(&mut u.tx, document, id, P::DocumentMetadataEdit)?;
-            let required =
-                u.tx.association_of(doc.document_type_id, m.metadata_type_id)?
-                    .is_some_and(|a| a.required);
+            let (doc, mut m, required) =
+                self.load_value(&mut u.tx, document, id, P::DocumentMetadataEdit)?;
             let compiled = self.db.compiled(&mut u.tx, m.metadata_type_id)?;
             let value = self.process(u, &compiled, &doc, value, required)?;
             if value != m.value {
@@ -1164,11 +1171,9 @@ impl Session {
         id: DocumentMetadataId,
     ) -> Result<()> {
         {
-            let (doc, m) = self.load_value(&mut u.tx, document, id, P::DocumentMetadataRemove)?;
-            if u.tx
-                .association_of(doc.document_type_id, m.metadata_type_id)?
-                .is_some_and(|a| a.required)
-            {
+            let (doc, m, required) =
+                self.load_value(&mut u.tx, document, id, P::DocumentMetadataRemove)?;
+            if required {
                 return Err(Error::validation(
                     NON_FIELD_ERRORS,
                     "This metadata is required for the document type and cannot be removed.",

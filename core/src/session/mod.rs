@@ -390,6 +390,17 @@ pub(crate) fn document_context(
         .document_type(doc.document_type_id)?
         .map(|t| t.label)
         .unwrap_or_default();
+    document_context_with(db, tx, doc, type_label, view)
+}
+
+/// [`document_context`] when the label of the document's type is known.
+pub(crate) fn document_context_with(
+    db: &Docmeta,
+    tx: &mut Tx<'_>,
+    doc: &Document,
+    type_label: String,
+    view: &TemplateView,
+) -> Result<DocumentContext> {
     let metadata = if *view == TemplateView::Nothing {
         Vec::new()
     } else {

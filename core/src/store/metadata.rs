@@ -263,6 +263,36 @@ impl Tx<'_> {
         .map(drop)
     }
 
+    /// A document, with the value `id` when it is one of the document's (and whether the
+    /// document's type requires that value's type), in one statement: what an edit or a removal
+    /// of a value reads first. `None`: no such document.
+    #[allow(clippy::type_complexity)]
+    pub fn document_and_value(
+        &mut self,
+        document: DocumentId,
+        id: DocumentMetadataId,
+    ) -> Result<Option<(Document, Option<(DocumentMetadata, bool)>)>> {
+        self.optional(
+            "SELECT d.id, d.label, d.document_type_id, d.created, m.id, m.document_id, m.metadata_type_id, m.value, a.required FROM documents d LEFT JOIN document_metadata m ON m.id = ?2 AND m.document_id = d.id LEFT JOIN document_type_metadata_types a ON a.document_type_id = d.document_type_id AND a.metadata_type_id = m.metadata_type_id WHERE d.id = ?1",
+            &[document.0.into(), id.0.into()],
+            |r| {
+                let value = match r.opt_int(4)? {
+                    Some(value) => Some((
+                        DocumentMetadata {
+                            id: DocumentMetadataId(value),
+                            document_id: DocumentId(r.int(5)?),
+                            metadata_type_id: MetadataTypeId(r.int(6)?),
+                            value: r.text(7)?,
+                        },
+                        r.opt_int(8)?.is_some_and(|required| required != 0),
+                    )),
+                    None => None,
+                };
+                Ok((super::records::document(r)?, value))
+            },
+        )
+    }
+
     /// One value.
     pub fn document_metadata(
         &mut self,

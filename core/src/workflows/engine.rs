@@ -25,10 +25,10 @@ pub(super) fn render_input(
     view: &TemplateView,
     now: DateTime<Utc>,
 ) -> Result<RenderInput> {
-    let doc = tx
-        .document(instance.document_id)?
+    let (doc, type_label) = tx
+        .document_with_type_label(instance.document_id)?
         .ok_or_else(|| Error::not_found("document"))?;
-    let document = crate::session::document_context(db, tx, &doc, view)?;
+    let document = crate::session::document_context_with(db, tx, &doc, type_label, view)?;
     let (workflow, state) =
         tx.workflow_and_state_labels(instance.workflow_id, instance.state_id)?;
     Ok(RenderInput::Workflow {
