@@ -390,34 +390,40 @@ pub(crate) fn document_context(
         .document_type(doc.document_type_id)?
         .map(|t| t.label)
         .unwrap_or_default();
-    document_context_with(db, tx, doc, type_label, view)
-}
-
-/// [`document_context`] when the label of the document's type is known.
-pub(crate) fn document_context_with(
-    db: &Docmeta,
-    tx: &mut Tx<'_>,
-    doc: &Document,
-    type_label: String,
-    view: &TemplateView,
-) -> Result<DocumentContext> {
     let metadata = if *view == TemplateView::Nothing {
         Vec::new()
     } else {
-        let all = tx.document_metadata_entries(doc.id)?;
+        tx.document_metadata_entries(doc.id)?
+    };
+    Ok(document_context_of(db, doc, type_label, metadata, view))
+}
+
+/// What templates see of `doc` (see [`document_context`]), from its type's label and all its
+/// metadata values (name, label, value, type) read already.
+pub(crate) fn document_context_of(
+    db: &Docmeta,
+    doc: &Document,
+    type_label: String,
+    entries: Vec<(String, String, String, MetadataTypeId)>,
+    view: &TemplateView,
+) -> DocumentContext {
+    let metadata = if *view == TemplateView::Nothing {
+        Vec::new()
+    } else {
         let snapshot = db.inner.access.read();
-        all.into_iter()
+        entries
+            .into_iter()
             .filter(|(_, _, _, t)| view.sees_metadata(&snapshot, doc, *t))
             .map(|(name, label, value, _)| MetadataEntry { name, label, value })
             .collect()
     };
-    Ok(DocumentContext {
+    DocumentContext {
         id: doc.id.0,
         label: doc.label.clone(),
         document_type_label: type_label,
         created: doc.created,
         metadata,
-    })
+    }
 }
 
 impl Inputs<'_, '_> {

@@ -160,18 +160,6 @@ impl Tx<'_> {
         )
     }
 
-    /// One document with its type's label, in one statement.
-    pub fn document_with_type_label(
-        &mut self,
-        id: DocumentId,
-    ) -> Result<Option<(Document, String)>> {
-        self.optional(
-            "SELECT d.id, d.label, d.document_type_id, d.created, t.label FROM documents d JOIN document_types t ON t.id = d.document_type_id WHERE d.id = ?1",
-            &[id.0.into()],
-            |r| Ok((document(r)?, r.text(4)?)),
-        )
-    }
-
     /// Documents by id, optionally of one type, after `after`, at most `limit`.
     pub fn documents(
         &mut self,

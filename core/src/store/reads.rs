@@ -191,6 +191,42 @@ impl Tx<'_> {
         )
     }
 
+    /// A document, its type's label and its metadata values (name, label, value, type), in one
+    /// statement: what a workflow template sees of a document before filtering. `None`: no such
+    /// document.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn document_with_entries(
+        &mut self,
+        document: DocumentId,
+    ) -> Result<
+        Option<(
+            Document,
+            String,
+            Vec<(String, String, String, MetadataTypeId)>,
+        )>,
+    > {
+        let rows = self.rows(
+            "SELECT d.id, d.label, d.document_type_id, d.created, y.label, t.name, t.label, m.value, t.id FROM documents d JOIN document_types y ON y.id = d.document_type_id LEFT JOIN document_metadata m ON m.document_id = d.id LEFT JOIN metadata_types t ON t.id = m.metadata_type_id WHERE d.id = ?1 ORDER BY m.id",
+            &[document.0.into()],
+            |r| {
+                let entry = match r.opt_int(8)? {
+                    Some(t) => Some((r.text(5)?, r.text(6)?, r.text(7)?, MetadataTypeId(t))),
+                    None => None,
+                };
+                Ok((super::records::document(r)?, r.text(4)?, entry))
+            },
+        )?;
+        let mut rows = rows.into_iter();
+        let Some((doc, type_label, first)) = rows.next() else {
+            return Ok(None);
+        };
+        let entries = first
+            .into_iter()
+            .chain(rows.filter_map(|(_, _, entry)| entry))
+            .collect();
+        Ok(Some((doc, type_label, entries)))
+    }
+
     /// The values of metadata type `t` with their document's id and label.
     pub(crate) fn values_of_metadata_type(
         &mut self,

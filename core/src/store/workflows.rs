@@ -137,17 +137,23 @@ impl Tx<'_> {
     }
 
     /// The instances of `document` whose current state has transitions the event `name`
-    /// triggers, each with those transitions (by id, with their stored authors: `None` when
-    /// recorded before authors were), instances by id: what a trigger needs, in one statement.
-    /// The transitions' `triggers` hold only `name`.
+    /// triggers, each with the labels of its workflow and state and with those transitions (by
+    /// id, with their stored authors: `None` when recorded before authors were), instances by
+    /// id: what a trigger needs, in one statement. The transitions' `triggers` hold only `name`.
     #[allow(clippy::type_complexity)]
     pub(crate) fn workflow_triggered(
         &mut self,
         document: DocumentId,
         name: &str,
-    ) -> Result<Vec<(WorkflowInstance, Vec<(WorkflowTransition, Option<i64>)>)>> {
+    ) -> Result<
+        Vec<(
+            WorkflowInstance,
+            (String, String),
+            Vec<(WorkflowTransition, Option<i64>)>,
+        )>,
+    > {
         let rows = self.rows(
-            "SELECT i.id, i.workflow_id, i.document_id, i.state_id, i.context, t.id, t.workflow_id, t.label, t.origin_state_id, t.destination_state_id, t.condition, t.author_id FROM workflow_instances i JOIN workflow_transitions t ON t.workflow_id = i.workflow_id AND t.origin_state_id = i.state_id JOIN workflow_transition_triggers g ON g.transition_id = t.id WHERE i.document_id = ?1 AND g.event_name = ?2 ORDER BY i.id, t.id",
+            "SELECT i.id, i.workflow_id, i.document_id, i.state_id, i.context, t.id, t.workflow_id, t.label, t.origin_state_id, t.destination_state_id, t.condition, t.author_id, w.label, s.label FROM workflow_instances i JOIN workflow_transitions t ON t.workflow_id = i.workflow_id AND t.origin_state_id = i.state_id JOIN workflow_transition_triggers g ON g.transition_id = t.id JOIN workflows w ON w.id = i.workflow_id JOIN workflow_states s ON s.id = i.state_id WHERE i.document_id = ?1 AND g.event_name = ?2 ORDER BY i.id, t.id",
             &[document.0.into(), name.into()],
             |r| {
                 let instance = instance_row(r)?;
@@ -160,14 +166,18 @@ impl Tx<'_> {
                     condition: r.text(10)?,
                     triggers: vec![name.to_owned()],
                 };
-                Ok((instance, t, r.opt_int(11)?))
+                Ok((instance, t, r.opt_int(11)?, (r.text(12)?, r.text(13)?)))
             },
         )?;
-        let mut out: Vec<(WorkflowInstance, Vec<(WorkflowTransition, Option<i64>)>)> = Vec::new();
-        for (instance, t, author) in rows {
+        let mut out: Vec<(
+            WorkflowInstance,
+            (String, String),
+            Vec<(WorkflowTransition, Option<i64>)>,
+        )> = Vec::new();
+        for (instance, t, author, labels) in rows {
             match out.last_mut() {
-                Some((last, ts)) if last.id == instance.id => ts.push((t, author)),
-                _ => out.push((instance, vec![(t, author)])),
+                Some((last, _, ts)) if last.id == instance.id => ts.push((t, author)),
+                _ => out.push((instance, labels, vec![(t, author)])),
             }
         }
         Ok(out)

@@ -15,22 +15,28 @@ use crate::store::Tx;
 
 use super::*;
 
+/// The labels of an instance's workflow and current state, when read already.
+pub(super) type Labels = (String, String);
+
 /// The template input of an instance (spec 4.5): `workflow_instance` (with `document`,
 /// `workflow`, `current_state`), `workflow_instance_context`, `now`; the document's metadata as
-/// `view` sees it.
+/// `view` sees it. `labels`: the workflow's and state's labels, when known (read otherwise).
 pub(super) fn render_input(
     db: &Docmeta,
     tx: &mut Tx<'_>,
     instance: &WorkflowInstance,
+    labels: Option<&Labels>,
     view: &TemplateView,
     now: DateTime<Utc>,
 ) -> Result<RenderInput> {
-    let (doc, type_label) = tx
-        .document_with_type_label(instance.document_id)?
+    let (doc, type_label, entries) = tx
+        .document_with_entries(instance.document_id)?
         .ok_or_else(|| Error::not_found("document"))?;
-    let document = crate::session::document_context_with(db, tx, &doc, type_label, view)?;
-    let (workflow, state) =
-        tx.workflow_and_state_labels(instance.workflow_id, instance.state_id)?;
+    let document = crate::session::document_context_of(db, &doc, type_label, entries, view);
+    let (workflow, state) = match labels {
+        Some(labels) => labels.clone(),
+        None => tx.workflow_and_state_labels(instance.workflow_id, instance.state_id)?,
+    };
     Ok(RenderInput::Workflow {
         now,
         document,
@@ -42,16 +48,18 @@ pub(super) fn render_input(
 }
 
 /// Renders a workflow template (`field` names it in errors) with what `view` sees.
+#[allow(clippy::too_many_arguments)]
 fn render(
     db: &Docmeta,
     renders: &Renders,
     tx: &mut Tx<'_>,
     instance: &WorkflowInstance,
+    labels: Option<&Labels>,
     view: &TemplateView,
     source: &str,
     field: &str,
 ) -> Result<String> {
-    let input = render_input(db, tx, instance, view, renders.now)?;
+    let input = render_input(db, tx, instance, labels, view, renders.now)?;
     renders
         .render(db.templates(), source, MAX_TEMPLATE_OUTPUT, input)
         .map_err(|e| Error::validation(field, e.0))
@@ -71,15 +79,16 @@ pub(super) fn condition_allows(
         return Ok(true);
     }
     let author = tx.workflow_transition_author(t.id)?;
-    condition_allows_by(db, renders, tx, instance, t, author, acting)
+    condition_allows_by(db, renders, tx, (instance, None), t, author, acting)
 }
 
-/// [`condition_allows`] when the transition's stored `author` is known (read with it).
+/// [`condition_allows`] when the transition's stored `author` is known (read with it), and
+/// perhaps the instance's labels.
 pub(super) fn condition_allows_by(
     db: &Docmeta,
     renders: &Renders,
     tx: &mut Tx<'_>,
-    instance: &WorkflowInstance,
+    (instance, labels): (&WorkflowInstance, Option<&Labels>),
     t: &WorkflowTransition,
     author: Option<i64>,
     acting: Option<UserId>,
@@ -91,7 +100,17 @@ pub(super) fn condition_allows_by(
     if let Some(user) = acting {
         view = view.and(TemplateView::Only(vec![user]));
     }
-    Ok(render(db, renders, tx, instance, &view, &t.condition, "condition")?.trim() == "True")
+    let rendered = render(
+        db,
+        renders,
+        tx,
+        instance,
+        labels,
+        &view,
+        &t.condition,
+        "condition",
+    )?;
+    Ok(rendered.trim() == "True")
 }
 
 /// Takes `t` on `instance` inside `u`.
@@ -222,6 +241,7 @@ fn run_action(
                 u.renders,
                 &mut u.tx,
                 instance,
+                None,
                 &system.view,
                 value,
                 "value",

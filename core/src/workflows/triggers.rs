@@ -14,7 +14,7 @@ use crate::events::Event;
 use crate::kernel::{Docmeta, Unit};
 use crate::model::*;
 
-use super::engine::{condition_allows_by, fire, run_actions};
+use super::engine::{Labels, condition_allows_by, fire, run_actions};
 use super::*;
 
 thread_local! {
@@ -81,14 +81,14 @@ pub(crate) fn run_triggers(db: &Docmeta, u: &mut Unit<'_>) -> Result<()> {
             return Ok(());
         }
         for (event, document, name) in events {
-            for (instance, transitions) in u.tx.workflow_triggered(document, &name)? {
+            for (instance, labels, transitions) in u.tx.workflow_triggered(document, &name)? {
                 let trigger = Trigger {
                     event: &name,
                     event_id: event,
                     depth,
                 };
                 let actor = std::mem::replace(&mut u.actor, Actor::System);
-                let outcome = trigger.apply(db, u, &instance, transitions);
+                let outcome = trigger.apply(db, u, (&instance, &labels), transitions);
                 u.actor = actor;
                 match outcome {
                     Err(e) if !e.is_busy() => {
@@ -119,16 +119,18 @@ struct Trigger<'a> {
 impl Trigger<'_> {
     /// Fires the first of `transitions` (those leaving `instance`'s current state that the event
     /// triggers) whose condition allows it, behind a savepoint: a failure leaves nothing of it.
+    /// `labels`: the instance's workflow and state labels, for the conditions.
     fn apply(
         &self,
         db: &Docmeta,
         u: &mut Unit<'_>,
-        instance: &WorkflowInstance,
+        (instance, labels): (&WorkflowInstance, &Labels),
         transitions: Vec<(WorkflowTransition, Option<i64>)>,
     ) -> Result<()> {
         let mut chosen = None;
         for (t, author) in transitions {
-            if condition_allows_by(db, u.renders, &mut u.tx, instance, &t, author, None)? {
+            let known = (instance, Some(labels));
+            if condition_allows_by(db, u.renders, &mut u.tx, known, &t, author, None)? {
                 chosen = Some(t);
                 break;
             }
