@@ -1,6 +1,7 @@
 //! How workflows follow documents: launching instances when a document of a bound type appears,
-//! noting metadata events in a unit of work, and the durable trigger task that fires automatic
-//! transitions (bounded chains). Registered with the kernel as hooks when an instance opens.
+//! noting metadata events in a unit of work and firing the automatic transitions they trigger
+//! before it commits (bounded chains), and running the durable trigger tasks earlier versions
+//! left. Registered with the kernel as hooks when an instance opens.
 //!
 //! Part of `workflows` (layer 7 of `scripts/check-structure`): it may import only what `workflows`
 //! may (see `workflows`'s module documentation).
