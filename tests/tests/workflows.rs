@@ -207,6 +207,32 @@ fn an_invoice_moves_through_its_workflow_by_metadata_edits_alone() -> Result<()>
 }
 
 #[test]
+fn a_transition_a_users_edit_triggers_commits_with_it_as_docmeta() -> Result<()> {
+    let w = invoice_workflow()?;
+    let editor = w.admin.create_user("sam", "a long password", true)?.id;
+    let sam = w.db.session(editor);
+    let doc = sam.create_document(w.invoice_type, "INV-9", &[])?.id;
+    sam.add_document_metadata(doc, w.amount, "80.00")?;
+    assert_eq!(state_label(&w.admin, &w, doc)?, "review");
+    let events = w.db.events(&docmeta_core::EventQuery {
+        object: Some(("documents.document".to_owned(), doc.0)),
+        ..Default::default()
+    })?;
+    let added = events
+        .iter()
+        .find(|e| e.name == docmeta_core::events::names::DOCUMENT_METADATA_ADDED)
+        .expect("the edit's event");
+    let moved = events
+        .iter()
+        .find(|e| e.name == docmeta_core::events::names::WORKFLOW_INSTANCE_TRANSITIONED)
+        .expect("the transition's event");
+    assert_eq!(added.actor, Some(editor), "the edit is the user's");
+    assert_eq!(moved.actor, None, "the transition is docmeta's own");
+    assert!(moved.id > added.id, "the transition follows the edit");
+    Ok(())
+}
+
+#[test]
 fn a_revoke_action_takes_access_away_and_changing_type_launches() -> Result<()> {
     let w = invoice_workflow()?;
     let a = &w.admin;
