@@ -696,12 +696,13 @@ fn round_trips_of(store: &PostgresStore, f: impl FnOnce()) -> (u64, u64) {
     (trips, trips + 2 * data)
 }
 
-#[test]
-fn a_metadata_write_takes_a_bounded_number_of_round_trips() -> docmeta_core::Result<()> {
-    if base_url().is_none() {
-        eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
-        return Ok(());
-    }
+/// A fresh database behind a store that counts its round trips, opened with no worker (so the
+/// counts hold only what a test does), and the data directory it uses.
+fn counted_instance() -> docmeta_core::Result<(
+    tempfile::TempDir,
+    std::sync::Arc<PostgresStore>,
+    docmeta_core::Docmeta,
+)> {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = std::sync::Arc::new(fresh_store());
     let db = docmeta_core::Docmeta::builder()
@@ -709,6 +710,16 @@ fn a_metadata_write_takes_a_bounded_number_of_round_trips() -> docmeta_core::Res
         .worker(false)
         .store(Counted(store.clone()))
         .open()?;
+    Ok((dir, store, db))
+}
+
+#[test]
+fn a_metadata_write_takes_a_bounded_number_of_round_trips() -> docmeta_core::Result<()> {
+    if base_url().is_none() {
+        eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
+        return Ok(());
+    }
+    let (_dir, store, db) = counted_instance()?;
     let admin = db.system();
     let t = admin.create_document_type("Invoice")?;
     let due = admin.create_metadata_type(
@@ -770,13 +781,7 @@ fn an_edit_that_triggers_a_workflow_check_takes_a_bounded_number_of_round_trips(
         eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
         return Ok(());
     }
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = std::sync::Arc::new(fresh_store());
-    let db = docmeta_core::Docmeta::builder()
-        .data_dir(dir.path())
-        .worker(false)
-        .store(Counted(store.clone()))
-        .open()?;
+    let (_dir, store, db) = counted_instance()?;
     let admin = db.system();
     let t = admin.create_document_type("Invoice")?;
     let status =
@@ -833,13 +838,7 @@ fn the_index_catches_up_on_many_edits_of_one_document_in_one_batch() -> docmeta_
         eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
         return Ok(());
     }
-    let dir = tempfile::tempdir().expect("tempdir");
-    let store = std::sync::Arc::new(fresh_store());
-    let db = docmeta_core::Docmeta::builder()
-        .data_dir(dir.path())
-        .worker(false)
-        .store(Counted(store.clone()))
-        .open()?;
+    let (_dir, store, db) = counted_instance()?;
     let admin = db.system();
     let t = admin.create_document_type("Invoice")?;
     let note = admin.create_metadata_type(docmeta_core::MetadataTypeInput::new("note", "Note"))?;

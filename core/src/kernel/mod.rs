@@ -245,6 +245,32 @@ impl<'a> Unit<'a> {
         }
     }
 
+    /// Runs `f` behind the savepoint `name`: when it fails, its statements are rolled back and
+    /// the events, access changes, file removals and workflow events it added are forgotten,
+    /// and its error is returned; the unit can go on.
+    pub(crate) fn undoable<T>(
+        &mut self,
+        name: &'static str,
+        f: impl FnOnce(&mut Self) -> Result<T>,
+    ) -> Result<T> {
+        let marks = (
+            self.events.len(),
+            self.access.len(),
+            self.unlink.len(),
+            self.workflow_events.len(),
+        );
+        self.tx.savepoint(name)?;
+        let out = f(self);
+        self.tx.end_savepoint(name, out.is_ok())?;
+        if out.is_err() {
+            self.events.truncate(marks.0);
+            self.access.truncate(marks.1);
+            self.unlink.truncate(marks.2);
+            self.workflow_events.truncate(marks.3);
+        }
+        out
+    }
+
     /// The time of this unit of work (the same in every attempt, so that templates reading
     /// `now` render the same).
     pub(crate) fn now(&self) -> chrono::DateTime<Utc> {

@@ -297,6 +297,24 @@ impl<'a> Tx<'a> {
         Tx { inner }
     }
 
+    /// Sets the savepoint `name` (a fixed identifier, never input).
+    pub(crate) fn savepoint(&mut self, name: &'static str) -> Result<()> {
+        self.inner
+            .execute(&format!("SAVEPOINT {name}"), &[])
+            .map(drop)
+    }
+
+    /// Ends the savepoint `name`, keeping what was done since it (`keep`) or undoing it.
+    pub(crate) fn end_savepoint(&mut self, name: &'static str, keep: bool) -> Result<()> {
+        if !keep {
+            self.inner
+                .execute(&format!("ROLLBACK TO SAVEPOINT {name}"), &[])?;
+        }
+        self.inner
+            .execute(&format!("RELEASE SAVEPOINT {name}"), &[])
+            .map(drop)
+    }
+
     /// Commits.
     pub fn commit(self) -> Result<()> {
         self.inner.commit()

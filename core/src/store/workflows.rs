@@ -19,13 +19,18 @@ fn state_row(r: &super::Row) -> Result<WorkflowState> {
 }
 
 fn transition_row(r: &super::Row) -> Result<WorkflowTransition> {
+    transition_at(r, 0)
+}
+
+/// A transition read from [`TRANSITION_COLUMNS`] starting at column `at` (without triggers).
+fn transition_at(r: &super::Row, at: usize) -> Result<WorkflowTransition> {
     Ok(WorkflowTransition {
-        id: WorkflowTransitionId(r.int(0)?),
-        workflow_id: WorkflowId(r.int(1)?),
-        label: r.text(2)?,
-        origin_state_id: WorkflowStateId(r.int(3)?),
-        destination_state_id: WorkflowStateId(r.int(4)?),
-        condition: r.text(5)?,
+        id: WorkflowTransitionId(r.int(at)?),
+        workflow_id: WorkflowId(r.int(at + 1)?),
+        label: r.text(at + 2)?,
+        origin_state_id: WorkflowStateId(r.int(at + 3)?),
+        destination_state_id: WorkflowStateId(r.int(at + 4)?),
+        condition: r.text(at + 5)?,
         triggers: Vec::new(),
     })
 }
@@ -158,13 +163,8 @@ impl Tx<'_> {
             |r| {
                 let instance = instance_row(r)?;
                 let t = WorkflowTransition {
-                    id: WorkflowTransitionId(r.int(5)?),
-                    workflow_id: WorkflowId(r.int(6)?),
-                    label: r.text(7)?,
-                    origin_state_id: WorkflowStateId(r.int(8)?),
-                    destination_state_id: WorkflowStateId(r.int(9)?),
-                    condition: r.text(10)?,
                     triggers: vec![name.to_owned()],
+                    ..transition_at(r, 5)?
                 };
                 Ok((instance, t, r.opt_int(11)?, (r.text(12)?, r.text(13)?)))
             },

@@ -178,33 +178,17 @@ pub(super) fn run_actions(
         // docmeta acts for the action's author: its templates see what the author sees.
         let author = authors.get(&action.id.0).copied().flatten();
         let system = Session::system_for(db.clone(), TemplateView::of_author(author));
-        let marks = (
-            u.events.len(),
-            u.access.len(),
-            u.unlink.len(),
-            u.workflow_events.len(),
-        );
-        u.tx.execute("SAVEPOINT workflow_action", &[])?;
-        match run_action(db, &system, u, instance, &action.action) {
-            Ok(()) => {
-                u.tx.execute("RELEASE SAVEPOINT workflow_action", &[])?;
+        if let Err(e) = u.undoable("workflow_action", |u| {
+            run_action(db, &system, u, instance, &action.action)
+        }) {
+            let message = format!("Action '{}' failed: {e}", action.label);
+            if action.critical {
+                return Err(Error::validation(
+                    NON_FIELD_ERRORS,
+                    format!("Critical {message}"),
+                ));
             }
-            Err(e) => {
-                u.tx.execute("ROLLBACK TO SAVEPOINT workflow_action", &[])?;
-                u.tx.execute("RELEASE SAVEPOINT workflow_action", &[])?;
-                u.events.truncate(marks.0);
-                u.access.truncate(marks.1);
-                u.unlink.truncate(marks.2);
-                u.workflow_events.truncate(marks.3);
-                let message = format!("Action '{}' failed: {e}", action.label);
-                if action.critical {
-                    return Err(Error::validation(
-                        NON_FIELD_ERRORS,
-                        format!("Critical {message}"),
-                    ));
-                }
-                u.tx.append_workflow_log(instance.id, None, None, &message, true)?;
-            }
+            u.tx.append_workflow_log(instance.id, None, None, &message, true)?;
         }
     }
     Ok(())

@@ -153,29 +153,9 @@ impl Trigger<'_> {
             return Ok(());
         }
         let comment = format!("Triggered by {} (event {})", self.event, self.event_id.0);
-        let marks = (
-            u.events.len(),
-            u.access.len(),
-            u.unlink.len(),
-            u.workflow_events.len(),
-        );
-        u.tx.execute("SAVEPOINT workflow_trigger", &[])?;
-        match fire(db, u, instance, &t, None, &comment) {
-            Ok(_) => {
-                u.tx.execute("RELEASE SAVEPOINT workflow_trigger", &[])
-                    .map(drop)
-            }
-            Err(e) if e.is_busy() => Err(e),
-            Err(e) => {
-                u.tx.execute("ROLLBACK TO SAVEPOINT workflow_trigger", &[])?;
-                u.tx.execute("RELEASE SAVEPOINT workflow_trigger", &[])?;
-                u.events.truncate(marks.0);
-                u.access.truncate(marks.1);
-                u.unlink.truncate(marks.2);
-                u.workflow_events.truncate(marks.3);
-                Err(e)
-            }
-        }
+        u.undoable("workflow_trigger", |u| {
+            fire(db, u, instance, &t, None, &comment).map(drop)
+        })
     }
 }
 
@@ -195,4 +175,54 @@ pub(crate) fn run_trigger(db: &Docmeta, payload: &str) -> Result<()> {
     });
     DEPTH.with(|d| d.set(previous));
     outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trigger_task_left_by_an_earlier_version_still_fires_its_transition() {
+        let db = Docmeta::in_memory().expect("open");
+        let admin = db.system();
+        let t = admin.create_document_type("Invoice").expect("type");
+        let status = admin
+            .create_metadata_type(MetadataTypeInput::new("status", "Status"))
+            .expect("metadata type");
+        admin.associate(t.id, status.id, false).expect("associate");
+        let flow = admin
+            .create_workflow("Approval", &[t.id])
+            .expect("workflow")
+            .id;
+        let draft = admin
+            .create_workflow_state(flow, "draft", true)
+            .expect("state")
+            .id;
+        let review = admin
+            .create_workflow_state(flow, "review", false)
+            .expect("state")
+            .id;
+        let submit = admin
+            .create_workflow_transition(flow, "submit", draft, review, "")
+            .expect("transition");
+        let doc = admin.create_document(t.id, "INV-1", &[]).expect("document");
+        // Nothing is edited: only the task (as an earlier version queued it) can fire it.
+        let event = crate::events::names::DOCUMENT_METADATA_EDITED;
+        let payload = serde_json::to_string(&TriggerTask {
+            event_id: 1,
+            document_id: doc.id.0,
+            event: event.to_owned(),
+            depth: 1,
+        })
+        .expect("payload");
+        admin
+            .add_workflow_trigger(flow, submit.id, event)
+            .expect("trigger");
+        db.write_system(|tx| tx.enqueue_task(WORKFLOW_TRIGGER, &payload))
+            .expect("enqueue");
+        db.run_pending_tasks().expect("run");
+        let instance = &admin.workflow_instances(doc.id).expect("instances")[0];
+        assert_eq!(instance.state_id, Some(review));
+        assert!(db.open_tasks().expect("tasks").is_empty());
+    }
 }
