@@ -289,6 +289,40 @@ fn malformed_queries_are_invalid_input() -> Result<()> {
 }
 
 #[test]
+fn the_index_catch_up_returns_while_another_thread_keeps_writing() -> Result<()> {
+    let db = Docmeta::builder().worker(false).open()?;
+    let s = db.system();
+    let t = s.create_document_type("Memo")?;
+    let d = s.create_document(t.id, "memo 0", &[])?;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (db, stop) = (db.clone(), stop.clone());
+        std::thread::spawn(move || -> Result<()> {
+            let s = db.system();
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                n += 1;
+                s.update_document(d.id, &format!("memo {n}"))?;
+            }
+            Ok(())
+        })
+    };
+    // Each round of the catch-up finds new events: it must still end.
+    let (done, answer) = std::sync::mpsc::channel();
+    let catching_up = {
+        let db = db.clone();
+        std::thread::spawn(move || done.send(db.wait_for_index()))
+    };
+    let outcome = answer.recv_timeout(std::time::Duration::from_secs(60));
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    writer.join().expect("the writer thread")?;
+    catching_up.join().expect("the catch-up thread").ok();
+    let applied = outcome.expect("the catch-up returned while the writer kept writing")?;
+    assert!(applied >= 1, "it applied the events before it");
+    Ok(())
+}
+
+#[test]
 fn the_index_follows_changes_and_catches_up_after_a_crash() -> Result<()> {
     let dir = tempfile::tempdir().expect("tempdir");
     let doc = {

@@ -112,7 +112,9 @@ fn load_documents(tx: &mut Tx<'_>, ids: &[DocumentId]) -> Result<(Vec<IndexedDoc
 }
 
 impl Docmeta {
-    /// Applies every event after the index's cursor; returns how many events were applied.
+    /// Applies every event committed before this call (and any committed meanwhile that the
+    /// same reads reach); returns how many events were applied. It returns while writers keep
+    /// adding events: what they add after its last read is the next call's.
     pub fn wait_for_index(&self) -> Result<usize> {
         self.catch_up(true)
     }
@@ -147,6 +149,9 @@ impl Docmeta {
             let mut types = BTreeSet::new();
             let mut metadata_types = BTreeSet::new();
             let (mut last, mut read) = (None, 0);
+            // Whether this round read up to the end of the log (rather than stopping at a full
+            // batch of documents).
+            let mut at_end = true;
             loop {
                 let events = self.events(&EventQuery {
                     after: Some(last.unwrap_or(EventId(cursor))),
@@ -174,42 +179,51 @@ impl Docmeta {
                         }
                     }
                 }
-                let found = documents.len() + types.len() + metadata_types.len();
-                if events.len() < BATCH as usize || found >= BATCH as usize {
+                if events.len() < BATCH as usize {
+                    break;
+                }
+                if documents.len() + types.len() + metadata_types.len() >= BATCH as usize {
+                    at_end = false;
                     break;
                 }
             }
-            let Some(last) = last else {
-                let Some((newest, until)) = settle else {
-                    return Ok(applied);
-                };
-                if std::time::Instant::now() >= until {
-                    return Ok(applied);
-                }
-                if self
-                    .read(|tx| tx.follow_horizon())?
-                    .is_some_and(|(horizon, _)| horizon > newest)
-                {
-                    // Readable now: one more round reads them.
-                    settle = None;
-                } else {
-                    std::thread::sleep(std::time::Duration::from_millis(2));
-                }
+            if let Some(last) = last {
+                let (docs, removed) = self.read(|tx| {
+                    // A renamed type changes the records of its documents: reindex those only.
+                    for t in &types {
+                        documents.extend(tx.document_ids(Some(*t))?);
+                    }
+                    for t in &metadata_types {
+                        documents.extend(tx.documents_with_metadata_type(*t)?);
+                    }
+                    load_documents(tx, &documents.iter().copied().collect::<Vec<_>>())
+                })?;
+                index.update(&docs, &removed)?;
+                self.write_system(|tx| tx.set_setting(&self.cursor_key(), &last.0.to_string()))?;
+                applied += read;
+            }
+            if !at_end {
                 continue;
+            }
+            // The log's end as it was when this round began is applied: every event committed
+            // before this call is, and events committed since are the next call's. (Going on
+            // until the log is empty would never end while writers keep adding events, and
+            // would commit the index once per round meanwhile.)
+            let Some((newest, until)) = settle else {
+                return Ok(applied);
             };
-            let (docs, removed) = self.read(|tx| {
-                // A renamed type changes the records of its documents: reindex those only.
-                for t in &types {
-                    documents.extend(tx.document_ids(Some(*t))?);
-                }
-                for t in &metadata_types {
-                    documents.extend(tx.documents_with_metadata_type(*t)?);
-                }
-                load_documents(tx, &documents.iter().copied().collect::<Vec<_>>())
-            })?;
-            index.update(&docs, &removed)?;
-            self.write_system(|tx| tx.set_setting(&self.cursor_key(), &last.0.to_string()))?;
-            applied += read;
+            if std::time::Instant::now() >= until {
+                return Ok(applied);
+            }
+            if self
+                .read(|tx| tx.follow_horizon())?
+                .is_some_and(|(horizon, _)| horizon > newest)
+            {
+                // Readable now: one more round reads them.
+                settle = None;
+            } else {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
         }
     }
 
