@@ -564,6 +564,7 @@ impl Docmeta {
         d.set_item("stream_total_timeout_ms", c.stream_total_timeout_ms)?;
         d.set_item("streams_per_user", c.streams_per_user)?;
         d.set_item("postgres_pool_size", c.postgres_pool_size)?;
+        d.set_item("read_cache_documents", c.read_cache_documents)?;
         Ok(d)
     }
 

@@ -119,6 +119,16 @@ def test_document_metadata_details_pairs_values_with_types(db: docmeta.Docmeta) 
     assert [(d.value.value, d.metadata_type) for d in details.values] == [("2025-02-01", due)]
 
 
+def test_document_metadata_details_shows_an_edit_made_after_a_read(db: docmeta.Docmeta) -> None:
+    # The first read keeps the document in the read cache; the edit must empty it.
+    admin, invoice, due = invoice_with_due(db)
+    admin.associate(invoice.id, due.id)
+    doc = admin.create_document(invoice.id, "INV-1", values={due.id: "01/02/2025"})
+    value = admin.document_metadata_details(doc.id).values[0].value
+    admin.edit_metadata(doc.id, value.id, "03/04/2026")
+    assert [d.value.value for d in admin.document_metadata_details(doc.id).values] == ["2026-04-03"]
+
+
 def test_document_ids_lists_one_type(db: docmeta.Docmeta) -> None:
     admin, invoice, _ = invoice_with_due(db)
     memo = admin.create_document_type("Memo")
@@ -369,6 +379,22 @@ def test_config_reports_the_settings_in_force(tmp_path: Path) -> None:
             "plain",
         )
         assert db.data_dir() == data
+
+
+def test_config_reports_the_read_cache_size(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "config.yml").write_text(CONFIG + "read_cache_documents: 0\n")
+    with docmeta.Docmeta.open(data, worker=False) as db:
+        assert db.config()["read_cache_documents"] == 0
+
+
+def test_config_leaves_the_read_cache_size_to_the_store_by_default(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "config.yml").write_text(CONFIG)
+    with docmeta.Docmeta.open(data, worker=False) as db:
+        assert db.config()["read_cache_documents"] is None
 
 
 def test_migrate_on_a_current_database_applies_nothing(db: docmeta.Docmeta) -> None:

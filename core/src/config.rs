@@ -67,7 +67,18 @@ pub struct Config {
     /// to come back (up to 10 seconds, then fail). Keep the sum over all processes below the
     /// server's `max_connections`.
     pub postgres_pool_size: usize,
+    /// How many documents' metadata (the document, its values and their types) are kept in
+    /// memory after a read, so that reading them again touches neither the store nor, over
+    /// HTTP, a blocking thread. Every write of this process empties it before it is
+    /// acknowledged; another process's writes reach it when the log is followed, within
+    /// `access_refresh_ms`. So the default is 10,000 on SQLite (where another process is a
+    /// command beside a server) and 0, off, on PostgreSQL (where a client may write through
+    /// one server and read through another at once). `0` turns it off.
+    pub read_cache_documents: Option<usize>,
 }
+
+/// The read cache's size on SQLite when `read_cache_documents` is not set.
+pub const DEFAULT_READ_CACHE_DOCUMENTS: usize = 10_000;
 
 /// Where document files are stored.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
@@ -100,6 +111,7 @@ impl Default for Config {
             stream_total_timeout_ms: 3_600_000,
             streams_per_user: 8,
             postgres_pool_size: 32,
+            read_cache_documents: None,
         }
     }
 }
@@ -144,6 +156,10 @@ streams_per_user: 8
 # On PostgreSQL: the most database connections this process holds open at once (beyond it,
 # units of work wait for one). Keep the sum over all processes below max_connections.
 postgres_pool_size: 32
+# Documents whose metadata stay in memory after a read. Every write here empties it; another
+# process's writes reach it within access_refresh_ms. Default: 10000 on SQLite, 0 (off) on
+# PostgreSQL, where a client may write through one server and read through another.
+# read_cache_documents: 10000
 ";
 
 impl Config {

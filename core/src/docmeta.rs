@@ -13,11 +13,11 @@ use rustc_hash::FxHashMap;
 
 use crate::access::{AccessSnapshot, KindRegistry};
 use crate::config::StorageBackend;
-use crate::config::{Config, load_or_create_secret_key};
+use crate::config::{Config, DEFAULT_READ_CACHE_DOCUMENTS, load_or_create_secret_key};
 use crate::error::{Error, Result};
 use crate::files::menc::{KdfParams, KeyCheck, Keyring, Password};
 use crate::files::{EncryptedStorage, FileStorage, MemoryStorage, PlainStorage};
-use crate::kernel::{DataLock, Docmeta, Hooks, Inner};
+use crate::kernel::{DataLock, Docmeta, Hooks, Inner, ReadCache};
 use crate::metadata::{ClassRegistry, TemplateEngine};
 use crate::model::*;
 use crate::session::Session;
@@ -350,6 +350,12 @@ impl Builder {
             }
         };
         store.migrate()?;
+        let read_cache = config
+            .read_cache_documents
+            .unwrap_or(match store.dialect() {
+                crate::store::Dialect::Sqlite => DEFAULT_READ_CACHE_DOCUMENTS,
+                crate::store::Dialect::Postgres => 0,
+            });
         let files = self.file_storage_for(&config, self.data_dir.as_deref())?;
         // A process with a worker takes the index writer at once if it is free; others take it
         // only when they first write the index (see `SearchHome::writable`).
@@ -383,6 +389,7 @@ impl Builder {
             access_order: Mutex::new(()),
             retry_gate: Mutex::new(()),
             search_rebuilding: std::sync::atomic::AtomicBool::new(false),
+            reads: ReadCache::new(read_cache),
             shutdown: std::sync::atomic::AtomicBool::new(false),
         });
         let mut db = Docmeta {

@@ -288,6 +288,9 @@ pub struct InstanceSettings {
     pub access_refresh_ms: u64,
     /// The HTTP server's time limit for one request, in milliseconds.
     pub request_timeout_ms: u64,
+    /// Documents whose metadata stay in memory after a read; `None`: the store's default
+    /// (10,000 on SQLite, off on PostgreSQL).
+    pub read_cache_documents: Option<u64>,
 }
 
 impl From<&core::Config> for InstanceSettings {
@@ -303,6 +306,7 @@ impl From<&core::Config> for InstanceSettings {
             upload_max_bytes: c.upload_max_bytes,
             access_refresh_ms: c.access_refresh_ms,
             request_timeout_ms: c.request_timeout_ms,
+            read_cache_documents: c.read_cache_documents.map(|n| n as u64),
         }
     }
 }

@@ -438,6 +438,7 @@ fun eventsTasksAndErrors() {
     val token = db.signToken(listOf("a".toByteArray()))
     expect(db.verifyToken(listOf("a".toByteArray()), token) && !db.verifyToken(listOf("b".toByteArray()), token), "tokens")
     expect(db.config().taskMaxAttempts > 0u && db.dataDir() == null, "settings of an in-memory instance")
+    expect(db.config().readCacheDocuments == null, "the read cache size is left to the store")
     expect(db.withDeadline(60_000u).system().document(1).label == "INV-1", "a deadline does not stop a read")
 }
 

@@ -8,6 +8,7 @@
 //! (`docmeta.rs`), which plug in through `Hooks` filled when an instance opens.
 
 mod lock;
+mod reads;
 mod render;
 mod snapshot;
 mod verify;
@@ -33,6 +34,7 @@ use crate::model::*;
 use crate::store::{Mode, Store, Tx};
 
 pub(crate) use lock::DataLock;
+pub(crate) use reads::{CachedDocument, ReadCache};
 pub(crate) use render::{RenderInput, Renders, TemplateView};
 pub(crate) use snapshot::load_access;
 
@@ -156,6 +158,8 @@ pub(crate) struct Inner {
     /// Held by a unit of work's attempt after its first (see [`Docmeta::retrying`]).
     pub(crate) retry_gate: Mutex<()>,
     pub(crate) search_rebuilding: std::sync::atomic::AtomicBool,
+    /// Documents with their metadata, as last read (see `reads`).
+    pub(crate) reads: ReadCache,
     pub(crate) shutdown: std::sync::atomic::AtomicBool,
 }
 
@@ -556,6 +560,9 @@ impl Docmeta {
         let Some(newest) = events.last().map(|(id, _)| *id) else {
             return Ok(false);
         };
+        // Whose they are is not recorded for every event: a new one may be another process's
+        // write, which the cached reads must not hide (this process's own already moved it).
+        self.inner.reads.invalidate();
         let (foreign, foreign_user_edit) = {
             let mut local = self.inner.local_access_events.lock();
             let foreign: Vec<&str> = events
@@ -601,6 +608,36 @@ impl Docmeta {
             self.inner.log_seen.store(newest, Ordering::SeqCst);
         }
         Ok(())
+    }
+
+    /// A document with its metadata values and their types (for any caller: the session
+    /// decides what its caller is shown), from the read cache or else read and kept there;
+    /// `None` when there is no such document.
+    pub(crate) fn document_with_metadata(
+        &self,
+        id: DocumentId,
+    ) -> Result<Option<Arc<CachedDocument>>> {
+        if let Some(entry) = self.inner.reads.get(id) {
+            return Ok(Some(entry));
+        }
+        // Taken before the read begins (see `reads`).
+        let generation = self.inner.reads.generation();
+        let read = self.read(|tx| {
+            let Some(document) = tx.document(id)? else {
+                return Ok(None);
+            };
+            Ok(Some((document, tx.metadata_with_types_of_document(id)?)))
+        })?;
+        Ok(read.map(|(document, values)| self.inner.reads.insert(generation, document, values)))
+    }
+
+    /// [`document_with_metadata`](Self::document_with_metadata) when it is in the read cache;
+    /// never reads the store (so it may run on an async runtime's workers).
+    pub(crate) fn cached_document_with_metadata(
+        &self,
+        id: DocumentId,
+    ) -> Option<Arc<CachedDocument>> {
+        self.inner.reads.get(id)
     }
 
     // ----- units of work ---------------------------------------------------------------------
@@ -793,6 +830,8 @@ impl Docmeta {
         };
         self.forget_compiled(&invalidated);
         committed?;
+        // Before the unit is acknowledged: a read after it never gets an older cached copy.
+        self.inner.reads.invalidate();
         if changes {
             // Applied and remembered as local together, so a reload of the snapshot from the
             // store (`reload_access_at`) sees either both or neither.

@@ -13,12 +13,15 @@ use super::{
 use crate::access::{ObjectKind, Permission as P};
 use crate::error::{Error, NON_FIELD_ERRORS, Result};
 use crate::events::names;
-use crate::kernel::Renders;
 use crate::kernel::Unit;
+use crate::kernel::{CachedDocument, Renders};
 use crate::metadata::names::check_label;
 use crate::metadata::{CompiledMetadataType, check_definition};
 use crate::model::*;
 use crate::model::{ADD_REQUIRED_METADATA_TYPE, REMOVE_METADATA_TYPE, TypePair};
+
+/// A document with its metadata values, each with its type.
+type DocumentWithMetadata = (Document, Vec<(DocumentMetadata, MetadataType)>);
 
 /// Longest document label.
 const MAX_LABEL_LEN: usize = 255;
@@ -1053,26 +1056,54 @@ impl Session {
     }
 
     /// The document and its visible metadata values, each with its metadata type, read in one
-    /// transaction (what a face shows).
+    /// transaction (what a face shows). Answered from the read cache when the document is in
+    /// it (see `Config::read_cache_documents`); what this session may see is checked either way.
     pub fn document_metadata_details(
         &self,
         document: DocumentId,
     ) -> Result<(Document, Vec<(DocumentMetadata, MetadataType)>)> {
-        let (doc, all) = self.read(|tx| {
-            let doc = self.load_document(tx, document, P::DocumentView)?;
-            let all = if self.can(P::DocumentMetadataView, doc_ref(doc.id)) {
-                tx.metadata_with_types_of_document(document)?
-            } else {
-                Vec::new()
-            };
-            Ok((doc, all))
-        })?;
-        Ok((
-            doc,
-            self.visible(P::DocumentMetadataView, all, |(m, _)| {
-                mt_ref(m.metadata_type_id)
-            }),
-        ))
+        let read = self.db.document_with_metadata(document)?;
+        self.metadata_details_shown(document, read.as_deref())
+    }
+
+    /// [`document_metadata_details`](Self::document_metadata_details) when the document is in
+    /// the read cache, `None` otherwise. Never reads the store: an async server may call it on
+    /// its workers and run the blocking call only when it is `None`.
+    pub(crate) fn document_metadata_details_if_cached(
+        &self,
+        document: DocumentId,
+    ) -> Option<Result<DocumentWithMetadata>> {
+        let cached = self.db.cached_document_with_metadata(document)?;
+        Some(self.metadata_details_shown(document, Some(&cached)))
+    }
+
+    /// What this session is shown of a document read with its metadata: `NotFound` (or
+    /// `PermissionDenied`) without view on the document, no values without
+    /// `metadata.document_metadata_view` on it, and only the values whose type it may view.
+    fn metadata_details_shown(
+        &self,
+        document: DocumentId,
+        read: Option<&CachedDocument>,
+    ) -> Result<DocumentWithMetadata> {
+        let read = read.ok_or_else(|| Error::not_found(format!("document {document}")))?;
+        self.require(
+            P::DocumentView,
+            doc_ref(document),
+            format_args!("document {document}"),
+        )?;
+        let values = if self.can(P::DocumentMetadataView, doc_ref(document)) {
+            self.visible(
+                P::DocumentMetadataView,
+                read.values.iter().collect(),
+                |(m, _)| mt_ref(m.metadata_type_id),
+            )
+            .into_iter()
+            .cloned()
+            .collect()
+        } else {
+            Vec::new()
+        };
+        Ok((read.document.clone(), values))
     }
 
     /// `document.metadata_value_of.<name>` (spec 2.3): the stored value, or `None` when the

@@ -486,14 +486,32 @@ impl Session {
         document: DocumentId,
         page: PageRequest,
     ) -> Result<Page<MetadataValueView>> {
-        let (doc, values) = self.document_metadata_details(document)?;
-        Ok(
-            Page::of(values, page).map(|(value, metadata_type)| MetadataValueView {
-                value,
-                document: doc.clone(),
-                metadata_type,
-            }),
-        )
+        let details = self.document_metadata_details(document)?;
+        Ok(Self::metadata_page_of(details, page))
+    }
+
+    /// [`document_metadata_page`](Self::document_metadata_page) when the document is in the
+    /// read cache (see `Config::read_cache_documents`), `None` otherwise. It never reads the
+    /// store, so an async server may call it on its own workers and move to a blocking thread
+    /// only when it is `None`. What the session may see is checked as in the blocking call.
+    pub fn document_metadata_page_if_cached(
+        &self,
+        document: DocumentId,
+        page: PageRequest,
+    ) -> Option<Result<Page<MetadataValueView>>> {
+        let details = self.document_metadata_details_if_cached(document)?;
+        Some(details.map(|d| Self::metadata_page_of(d, page)))
+    }
+
+    fn metadata_page_of(
+        (doc, values): (Document, Vec<(DocumentMetadata, MetadataType)>),
+        page: PageRequest,
+    ) -> Page<MetadataValueView> {
+        Page::of(values, page).map(|(value, metadata_type)| MetadataValueView {
+            value,
+            document: doc.clone(),
+            metadata_type,
+        })
     }
 
     /// [`add_document_metadata`](Self::add_document_metadata) answered with the stored value:

@@ -275,7 +275,7 @@ pub fn router(db: Docmeta) -> (axum::Router, Arc<serde_json::Value>) {
     let state = AppState::new(
         Auth::new(&db),
         StreamCounter::new(StreamLimits::from_config(db.config())),
-        spool_dir,
+        spool_dir.into(),
         db,
         openapi.clone(),
     );

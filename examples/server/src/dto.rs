@@ -22,6 +22,23 @@ pub struct MetadataTypeOut {
     pub url: String,
 }
 
+impl From<MetadataType> for MetadataTypeOut {
+    fn from(t: MetadataType) -> Self {
+        MetadataTypeOut {
+            id: t.id.0,
+            url: format!("/api/v4/metadata/metadata-types/{}/", t.id),
+            name: t.name,
+            label: t.label,
+            default: t.default,
+            lookup: t.lookup,
+            validation: t.validation,
+            validation_arguments: t.validation_arguments,
+            parser: t.parser,
+            parser_arguments: t.parser_arguments,
+        }
+    }
+}
+
 impl From<&MetadataType> for MetadataTypeOut {
     fn from(t: &MetadataType) -> Self {
         MetadataTypeOut {
@@ -194,6 +211,16 @@ pub struct DocumentRef {
     pub url: String,
 }
 
+impl From<Document> for DocumentRef {
+    fn from(d: Document) -> Self {
+        DocumentRef {
+            id: d.id.0,
+            url: format!("/api/v4/documents/{}/", d.id),
+            label: d.label,
+        }
+    }
+}
+
 impl From<&Document> for DocumentRef {
     fn from(d: &Document) -> Self {
         DocumentRef {
@@ -211,6 +238,21 @@ pub struct DocumentMetadataOut {
     pub metadata_type: MetadataTypeOut,
     pub value: String,
     pub url: String,
+}
+
+impl From<MetadataValueView> for DocumentMetadataOut {
+    /// Moves the strings of a view the caller no longer needs (a page's items) instead of
+    /// copying them.
+    fn from(v: MetadataValueView) -> Self {
+        let (m, d, t) = (v.value, v.document, v.metadata_type);
+        DocumentMetadataOut {
+            id: m.id.0,
+            url: format!("/api/v4/documents/{}/metadata/{}/", d.id, m.id),
+            document: d.into(),
+            metadata_type: t.into(),
+            value: m.value,
+        }
+    }
 }
 
 impl From<&MetadataValueView> for DocumentMetadataOut {

@@ -26,7 +26,7 @@ pub struct Page<T> {
 
 impl<T: Serialize> axum::response::IntoResponse for Page<T> {
     fn into_response(self) -> axum::response::Response {
-        axum::Json(self).into_response()
+        crate::body::Json(self).into_response()
     }
 }
 

@@ -4,7 +4,6 @@
 //!
 //! May import: `auth` (the credential cache), `streams`, `error`. Not `app` or `routes`.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -29,7 +28,7 @@ pub struct AppState {
     /// Downloads and uploads in progress, per user.
     pub streams: Arc<StreamCounter>,
     /// Where uploads are received before they are stored.
-    pub spool_dir: PathBuf,
+    pub spool_dir: Arc<std::path::Path>,
 }
 
 tokio::task_local! {
@@ -50,7 +49,7 @@ impl AppState {
     pub fn new(
         auth: Arc<Auth>,
         streams: Arc<StreamCounter>,
-        spool_dir: PathBuf,
+        spool_dir: Arc<std::path::Path>,
         db: Docmeta,
         openapi: Arc<serde_json::Value>,
     ) -> AppState {

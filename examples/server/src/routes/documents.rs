@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use axum::Json;
+use crate::body::Json;
 use axum::extract::multipart::MultipartRejection;
 use axum::extract::{FromRequest, Multipart, Query, Request, State};
 use axum::http::{StatusCode, Uri, header};
@@ -387,9 +387,18 @@ async fn list_document_metadata(
     uri: Uri,
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
+    // A document in the core's read cache is answered here, with no blocking thread.
+    let cached = app
+        .session(user)
+        .document_metadata_page_if_cached(DocumentId(id), q.request());
+    if let Some(page) = cached {
+        return q
+            .page(&uri, page?, DocumentMetadataOut::from)
+            .map(IntoResponse::into_response);
+    }
     app.run(user, move |s| {
         let page = s.document_metadata_page(DocumentId(id), q.request())?;
-        q.page(&uri, page, |v| DocumentMetadataOut::from(&v))
+        q.page(&uri, page, DocumentMetadataOut::from)
     })
     .await
     .map(IntoResponse::into_response)

@@ -15,7 +15,7 @@ use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use axum::Json;
+use crate::body::Json;
 use axum::body::Bytes;
 use axum::extract::multipart::{Field, MultipartError, MultipartRejection};
 use axum::extract::{Multipart, Query, State};

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use axum::Json;
+use crate::body::Json;
 use axum::extract::{Query, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};

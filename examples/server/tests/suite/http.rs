@@ -650,6 +650,60 @@ fn document_metadata_endpoints() {
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
 }
 
+/// The `due_date` value of document 1 as `user` reads it (`None` when it is not shown).
+fn due_date_of_document_1(s: &Server, user: (&str, &str)) -> (u16, Option<String>) {
+    let (status, values) = s.get("/api/v4/documents/1/metadata/", user);
+    let due = values["results"].as_array().and_then(|r| {
+        r.iter()
+            .find(|v| v["metadata_type"]["name"] == "due_date")
+            .and_then(|v| v["value"].as_str().map(str::to_owned))
+    });
+    (status, due)
+}
+
+/// The second read of a document's metadata is answered from the core's read cache, off the
+/// blocking threads: it must still show an edit made after the first.
+#[test]
+fn a_repeated_metadata_read_shows_the_latest_edit() {
+    let Some(s) = Server::start() else { return };
+    let (_, values) = s.get("/api/v4/documents/1/metadata/", ALICE);
+    let due = values["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|v| v["metadata_type"]["name"] == "due_date")
+        .expect("due date")["id"]
+        .clone();
+    let (status, first) = due_date_of_document_1(&s, ALICE);
+    assert_eq!(status, 200);
+    let url = format!("/api/v4/documents/1/metadata/{due}/");
+    let (status, _) = s.call("PATCH", &url, Some(ADMIN), Some(json!({"value": "01/02/2031"})));
+    assert_eq!(status, 200);
+    let (status, second) = due_date_of_document_1(&s, ALICE);
+    assert_eq!(status, 200);
+    assert_ne!(first, second);
+    assert_eq!(second.as_deref(), Some("2031-02-01"));
+}
+
+/// The same, for access: once alice's ACL on invoices is deleted, a document she has read
+/// (and that is cached) is not found for her, at once.
+#[test]
+fn a_repeated_metadata_read_is_refused_once_the_acl_is_deleted() {
+    let Some(s) = Server::start() else { return };
+    assert_eq!(due_date_of_document_1(&s, ALICE).0, 200);
+    assert_eq!(due_date_of_document_1(&s, ALICE).0, 200);
+    let acls = "/api/v5/objects/documents/documenttype/1/acls/";
+    let (status, list) = s.get(acls, ADMIN);
+    assert_eq!(status, 200);
+    for acl in list["results"].as_array().expect("acls") {
+        let (status, _) = s.call("DELETE", &format!("{acls}{}/", acl["id"]), Some(ADMIN), None);
+        assert_eq!(status, 204);
+    }
+    // Read by the administrator first, so that the document is in the cache again.
+    assert_eq!(due_date_of_document_1(&s, ADMIN).0, 200);
+    assert_eq!(due_date_of_document_1(&s, ALICE).0, 404);
+}
+
 #[test]
 fn types_associations_documents_events_and_pagination() {
     let Some(s) = Server::start() else { return };

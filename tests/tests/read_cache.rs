@@ -1,0 +1,265 @@
+//! The read cache of documents with their metadata (`Config::read_cache_documents`): what it
+//! answers from memory is never older than an acknowledged write of this process, never shows
+//! a caller what the access snapshot now refuses, and takes in another process's writes when
+//! the log is followed (at once when it is off).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use docmeta_core::{
+    Config, Docmeta, DocumentId, DocumentMetadataId, MetadataTypeInput, ObjectKind, ObjectRef,
+    PageRequest, Permission as P, Result, Session, UserId,
+};
+
+/// Cheap password hashing: these tests are about reads, not Argon2 cost.
+fn config(read_cache_documents: Option<usize>) -> Config {
+    Config {
+        password_hash_memory_kib: 64,
+        password_hash_iterations: 1,
+        read_cache_documents,
+        ..Default::default()
+    }
+}
+
+/// A document of type `Invoice` with one `note` value, and `ann`, who may view invoices and
+/// their metadata through the role `Clerk`.
+struct World {
+    db: Docmeta,
+    admin: Session,
+    ann: UserId,
+    role: docmeta_core::RoleId,
+    invoices: ObjectRef,
+    doc: DocumentId,
+    note: DocumentMetadataId,
+}
+
+fn world_on(db: Docmeta) -> Result<World> {
+    let admin = db.system();
+    let invoice = admin.create_document_type("Invoice")?;
+    let note = admin.create_metadata_type(MetadataTypeInput::new("note", "Note"))?;
+    admin.associate(invoice.id, note.id, false)?;
+    let doc = admin.create_document(invoice.id, "INV-1", &[(note.id, "first")])?;
+    let ann = admin.create_user("ann", "a long password", false)?.id;
+    let group = admin.create_group("Clerks")?;
+    let role = admin.create_role("Clerk")?;
+    admin.set_group_member(group, ann, true)?;
+    admin.set_role_group(role, group, true)?;
+    let invoices = ObjectRef::new(ObjectKind::DOCUMENT_TYPE, invoice.id.0);
+    for p in [P::DocumentView, P::DocumentMetadataView] {
+        admin.grant(p, role, invoices)?;
+    }
+    admin.grant(
+        P::DocumentMetadataView,
+        role,
+        ObjectRef::new(ObjectKind::METADATA_TYPE, note.id.0),
+    )?;
+    let note = admin.document_metadata_list(doc.id)?[0].id;
+    Ok(World {
+        db,
+        admin,
+        ann,
+        role,
+        invoices,
+        doc: doc.id,
+        note,
+    })
+}
+
+fn world() -> Result<World> {
+    world_on(Docmeta::builder().config(config(None)).open()?)
+}
+
+/// The `note` value `session` is shown, or `None` when it is shown no value.
+fn note_of(session: &Session, doc: DocumentId) -> Result<Option<String>> {
+    Ok(session
+        .document_metadata_list(doc)?
+        .into_iter()
+        .next()
+        .map(|m| m.value))
+}
+
+#[test]
+fn a_document_read_once_is_answered_from_memory() -> Result<()> {
+    let w = world()?;
+    let ann = w.db.session(w.ann);
+    // Any write empties the cache.
+    w.admin.edit_document_metadata(w.doc, w.note, "first")?;
+    assert!(
+        ann.document_metadata_page_if_cached(w.doc, PageRequest::new(1, 20))
+            .is_none()
+    );
+    ann.document_metadata_page(w.doc, PageRequest::new(1, 20))?;
+    let cached = ann
+        .document_metadata_page_if_cached(w.doc, PageRequest::new(1, 20))
+        .expect("read once, the document is in the cache")?;
+    assert_eq!(cached.items.len(), 1);
+    assert_eq!(cached.items[0].value.value, "first");
+    Ok(())
+}
+
+#[test]
+fn a_cached_read_shows_a_value_edited_after_it() -> Result<()> {
+    let w = world()?;
+    let ann = w.db.session(w.ann);
+    assert_eq!(note_of(&ann, w.doc)?.as_deref(), Some("first"));
+    w.admin.edit_document_metadata(w.doc, w.note, "second")?;
+    assert!(
+        ann.document_metadata_page_if_cached(w.doc, PageRequest::new(1, 20))
+            .is_none(),
+        "the edit emptied the cache"
+    );
+    assert_eq!(note_of(&ann, w.doc)?.as_deref(), Some("second"));
+    Ok(())
+}
+
+#[test]
+fn a_cached_document_is_refused_at_once_after_its_view_is_revoked() -> Result<()> {
+    let w = world()?;
+    let ann = w.db.session(w.ann);
+    note_of(&ann, w.doc)?;
+    w.admin.revoke(P::DocumentView, w.role, w.invoices)?;
+    // Revoking emptied the cache too; read it back in as the administrator, so that the
+    // refusal below comes from the check on a cached copy.
+    w.admin.document_metadata_list(w.doc)?;
+    let cached = ann
+        .document_metadata_page_if_cached(w.doc, PageRequest::new(1, 20))
+        .expect("the administrator's read cached the document");
+    assert!(cached.is_err(), "ann may no longer view the document");
+    assert!(ann.document_metadata_list(w.doc).is_err());
+    Ok(())
+}
+
+#[test]
+fn a_cached_document_hides_the_values_of_a_type_its_caller_may_not_view() -> Result<()> {
+    let w = world()?;
+    let admin_reads = w.admin.document_metadata_list(w.doc)?;
+    assert_eq!(admin_reads.len(), 1);
+    let note_type = admin_reads[0].metadata_type_id;
+    w.admin.revoke(
+        P::DocumentMetadataView,
+        w.role,
+        ObjectRef::new(ObjectKind::METADATA_TYPE, note_type.0),
+    )?;
+    w.admin.document_metadata_list(w.doc)?;
+    let ann = w.db.session(w.ann);
+    let cached = ann
+        .document_metadata_page_if_cached(w.doc, PageRequest::new(1, 20))
+        .expect("the administrator's read cached the document")?;
+    assert!(cached.items.is_empty());
+    assert_eq!(cached.count, 0);
+    Ok(())
+}
+
+#[test]
+fn an_unknown_document_is_not_found_and_not_cached() -> Result<()> {
+    let w = world()?;
+    let ann = w.db.session(w.ann);
+    assert!(ann.document_metadata_list(DocumentId(9_999)).is_err());
+    assert!(
+        ann.document_metadata_page_if_cached(DocumentId(9_999), PageRequest::new(1, 20))
+            .is_none()
+    );
+    Ok(())
+}
+
+#[test]
+fn a_read_cache_of_zero_documents_caches_nothing() -> Result<()> {
+    let w = world_on(Docmeta::builder().config(config(Some(0))).open()?)?;
+    let ann = w.db.session(w.ann);
+    note_of(&ann, w.doc)?;
+    assert!(
+        ann.document_metadata_page_if_cached(w.doc, PageRequest::new(1, 20))
+            .is_none()
+    );
+    Ok(())
+}
+
+/// Two handles on one data directory, as a command beside a server: the server's cached copy
+/// takes in the command's edit when the server follows the log.
+#[test]
+fn another_process_edit_reaches_a_cached_read_when_the_log_is_followed() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let open = |cache| {
+        Docmeta::builder()
+            .data_dir(dir.path())
+            .config(config(cache))
+            .worker(false)
+            .open()
+    };
+    let server = open(None)?;
+    let w = world_on(server.clone())?;
+    let command = open(None)?;
+    let ann = server.session(w.ann);
+    assert_eq!(note_of(&ann, w.doc)?.as_deref(), Some("first"));
+    command
+        .system()
+        .edit_document_metadata(w.doc, w.note, "from the command")?;
+    server.follow_access()?;
+    assert_eq!(note_of(&ann, w.doc)?.as_deref(), Some("from the command"));
+    Ok(())
+}
+
+#[test]
+fn without_the_read_cache_another_process_edit_is_read_at_once() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let open = |cache| {
+        Docmeta::builder()
+            .data_dir(dir.path())
+            .config(config(cache))
+            .worker(false)
+            .open()
+    };
+    let server = open(Some(0))?;
+    let w = world_on(server.clone())?;
+    let command = open(Some(0))?;
+    let ann = server.session(w.ann);
+    assert_eq!(note_of(&ann, w.doc)?.as_deref(), Some("first"));
+    command
+        .system()
+        .edit_document_metadata(w.doc, w.note, "from the command")?;
+    assert_eq!(note_of(&ann, w.doc)?.as_deref(), Some("from the command"));
+    Ok(())
+}
+
+/// One thread edits a value again and again, publishing each edit's number once it is
+/// acknowledged; readers on other threads must never be shown an older number than the last
+/// one published before their read began (a copy read while an edit committed must not be
+/// served after it).
+#[test]
+fn a_read_never_shows_a_value_older_than_an_acknowledged_edit() -> Result<()> {
+    let w = world()?;
+    let acknowledged = Arc::new(AtomicI64::new(0));
+    w.admin.edit_document_metadata(w.doc, w.note, "0")?;
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let ann = w.db.session(w.ann);
+            let acknowledged = acknowledged.clone();
+            let doc = w.doc;
+            std::thread::spawn(move || -> Result<()> {
+                loop {
+                    let floor = acknowledged.load(Ordering::SeqCst);
+                    let shown: i64 = note_of(&ann, doc)?
+                        .expect("ann sees the note")
+                        .parse()
+                        .expect("a number");
+                    assert!(
+                        shown >= floor,
+                        "shown {shown} after edit {floor} was acknowledged"
+                    );
+                    if floor >= 300 {
+                        return Ok(());
+                    }
+                }
+            })
+        })
+        .collect();
+    for i in 1..=300 {
+        w.admin
+            .edit_document_metadata(w.doc, w.note, &i.to_string())?;
+        acknowledged.store(i, Ordering::SeqCst);
+    }
+    for r in readers {
+        r.join().expect("a reader panicked")?;
+    }
+    Ok(())
+}
