@@ -74,8 +74,8 @@ pub use model::*;
 pub use search::{Hit, RecordKind};
 pub use session::{
     Acl, AclView, AssociationView, DocumentView, EventActor, EventView, Group, MAX_DOCUMENT_BATCH,
-    MetadataValueView, NewDocument, Page, PageRequest, Role, Session, Task, TaskState, User,
-    UserUpdate,
+    MetadataPageVersion, MetadataValueView, NewDocument, Page, PageRequest, Role, Session, Task,
+    TaskState, User, UserUpdate,
 };
 pub use store::records::Cabinet;
 pub use store::{SqliteStore, Store};

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use docmeta_core::{
-    Config, Docmeta, DocumentId, DocumentMetadataId, MetadataTypeInput, ObjectKind, ObjectRef,
-    PageRequest, Permission as P, Result, Session, UserId,
+    Config, Docmeta, DocumentId, DocumentMetadataId, MetadataPageVersion, MetadataTypeInput,
+    ObjectKind, ObjectRef, PageRequest, Permission as P, Result, Session, UserId,
 };
 
 /// Cheap password hashing: these tests are about reads, not Argon2 cost.
@@ -89,7 +89,7 @@ fn a_document_read_once_is_answered_from_memory() -> Result<()> {
             .is_none()
     );
     ann.document_metadata_page(w.doc, PageRequest::new(1, 20))?;
-    let cached = ann
+    let (_, cached) = ann
         .document_metadata_page_if_cached(w.doc, PageRequest::new(1, 20))
         .expect("read once, the document is in the cache")?;
     assert_eq!(cached.items.len(), 1);
@@ -142,11 +142,83 @@ fn a_cached_document_hides_the_values_of_a_type_its_caller_may_not_view() -> Res
     )?;
     w.admin.document_metadata_list(w.doc)?;
     let ann = w.db.session(w.ann);
-    let cached = ann
+    let (_, cached) = ann
         .document_metadata_page_if_cached(w.doc, PageRequest::new(1, 20))
         .expect("the administrator's read cached the document")?;
     assert!(cached.items.is_empty());
     assert_eq!(cached.count, 0);
+    Ok(())
+}
+
+/// The version of what `session` is shown of the document, which must be cached.
+fn version_of(session: &Session, doc: DocumentId) -> Result<MetadataPageVersion> {
+    session
+        .document_metadata_version_if_cached(doc)
+        .expect("the document is cached")
+}
+
+#[test]
+fn a_page_comes_with_the_version_of_what_it_shows() -> Result<()> {
+    let w = world()?;
+    let ann = w.db.session(w.ann);
+    note_of(&ann, w.doc)?;
+    let (version, _) = ann
+        .document_metadata_page_if_cached(w.doc, PageRequest::new(1, 20))
+        .expect("cached")?;
+    assert_eq!(version, version_of(&ann, w.doc)?);
+    Ok(())
+}
+
+#[test]
+fn two_callers_shown_the_same_values_get_the_same_version() -> Result<()> {
+    let w = world()?;
+    note_of(&w.admin, w.doc)?;
+    assert_eq!(
+        version_of(&w.admin, w.doc)?,
+        version_of(&w.db.session(w.ann), w.doc)?
+    );
+    Ok(())
+}
+
+#[test]
+fn a_caller_shown_fewer_values_gets_another_version() -> Result<()> {
+    let w = world()?;
+    let note_type = w.admin.document_metadata_list(w.doc)?[0].metadata_type_id;
+    w.admin.revoke(
+        P::DocumentMetadataView,
+        w.role,
+        ObjectRef::new(ObjectKind::METADATA_TYPE, note_type.0),
+    )?;
+    note_of(&w.admin, w.doc)?;
+    assert_ne!(
+        version_of(&w.admin, w.doc)?,
+        version_of(&w.db.session(w.ann), w.doc)?
+    );
+    Ok(())
+}
+
+#[test]
+fn the_version_changes_with_an_edit() -> Result<()> {
+    let w = world()?;
+    let ann = w.db.session(w.ann);
+    note_of(&ann, w.doc)?;
+    let before = version_of(&ann, w.doc)?;
+    w.admin.edit_document_metadata(w.doc, w.note, "second")?;
+    note_of(&ann, w.doc)?;
+    assert_ne!(before, version_of(&ann, w.doc)?);
+    Ok(())
+}
+
+#[test]
+fn a_caller_who_may_not_view_the_document_gets_no_version() -> Result<()> {
+    let w = world()?;
+    w.admin.revoke(P::DocumentView, w.role, w.invoices)?;
+    note_of(&w.admin, w.doc)?;
+    let version =
+        w.db.session(w.ann)
+            .document_metadata_version_if_cached(w.doc)
+            .expect("cached");
+    assert!(version.is_err());
     Ok(())
 }
 

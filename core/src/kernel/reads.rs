@@ -28,6 +28,8 @@ use crate::model::{Document, DocumentId, DocumentMetadata, MetadataType};
 pub(crate) struct CachedDocument {
     /// The generation this copy was read in.
     generation: u64,
+    /// Unique to this copy (two copies of one document read in one generation differ).
+    pub(crate) copy: u64,
     pub(crate) document: Document,
     pub(crate) values: Vec<(DocumentMetadata, MetadataType)>,
 }
@@ -37,6 +39,7 @@ pub(crate) struct ReadCache {
     /// The most documents held; 0 turns the cache off.
     capacity: usize,
     generation: AtomicU64,
+    copies: AtomicU64,
     entries: RwLock<FxHashMap<DocumentId, Arc<CachedDocument>>>,
 }
 
@@ -45,6 +48,7 @@ impl ReadCache {
         ReadCache {
             capacity,
             generation: AtomicU64::new(0),
+            copies: AtomicU64::new(0),
             entries: RwLock::new(FxHashMap::default()),
         }
     }
@@ -83,6 +87,7 @@ impl ReadCache {
     ) -> Arc<CachedDocument> {
         let entry = Arc::new(CachedDocument {
             generation,
+            copy: self.copies.fetch_add(1, Ordering::Relaxed),
             document,
             values,
         });

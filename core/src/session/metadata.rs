@@ -1066,17 +1066,6 @@ impl Session {
         self.metadata_details_shown(document, read.as_deref())
     }
 
-    /// [`document_metadata_details`](Self::document_metadata_details) when the document is in
-    /// the read cache, `None` otherwise. Never reads the store: an async server may call it on
-    /// its workers and run the blocking call only when it is `None`.
-    pub(crate) fn document_metadata_details_if_cached(
-        &self,
-        document: DocumentId,
-    ) -> Option<Result<DocumentWithMetadata>> {
-        let cached = self.db.cached_document_with_metadata(document)?;
-        Some(self.metadata_details_shown(document, Some(&cached)))
-    }
-
     /// What this session is shown of a document read with its metadata: `NotFound` (or
     /// `PermissionDenied`) without view on the document, no values without
     /// `metadata.document_metadata_view` on it, and only the values whose type it may view.
@@ -1085,6 +1074,20 @@ impl Session {
         document: DocumentId,
         read: Option<&CachedDocument>,
     ) -> Result<DocumentWithMetadata> {
+        let (read, shown) = self.metadata_shown(document, read)?;
+        Ok((read.document.clone(), shown.into_iter().cloned().collect()))
+    }
+
+    /// [`metadata_details_shown`](Self::metadata_details_shown) without copying anything: the
+    /// read and the values of it this session is shown.
+    pub(crate) fn metadata_shown<'r>(
+        &self,
+        document: DocumentId,
+        read: Option<&'r CachedDocument>,
+    ) -> Result<(
+        &'r CachedDocument,
+        Vec<&'r (DocumentMetadata, MetadataType)>,
+    )> {
         let read = read.ok_or_else(|| Error::not_found(format!("document {document}")))?;
         self.require(
             P::DocumentView,
@@ -1097,13 +1100,10 @@ impl Session {
                 read.values.iter().collect(),
                 |(m, _)| mt_ref(m.metadata_type_id),
             )
-            .into_iter()
-            .cloned()
-            .collect()
         } else {
             Vec::new()
         };
-        Ok((read.document.clone(), values))
+        Ok((read, values))
     }
 
     /// `document.metadata_value_of.<name>` (spec 2.3): the stored value, or `None` when the

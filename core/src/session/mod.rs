@@ -37,8 +37,8 @@ pub(crate) use access::permission_set;
 pub use metadata::{MAX_DOCUMENT_BATCH, NewDocument};
 pub use records::{Acl, Group, Role, Task, TaskState, User};
 pub use views::{
-    AclView, AssociationView, DocumentView, EventActor, EventView, MetadataValueView, Page,
-    PageRequest,
+    AclView, AssociationView, DocumentView, EventActor, EventView, MetadataPageVersion,
+    MetadataValueView, Page, PageRequest,
 };
 
 /// Operations of docmeta as one actor. Cheap to create; see [`Docmeta::session`].

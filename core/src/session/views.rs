@@ -17,8 +17,28 @@ use super::records::{Acl, Group, Role, User};
 use crate::access::{DocumentVisibility, ObjectKind, ObjectRef, Permission as P, Permission};
 use crate::error::{Error, Result};
 use crate::events::{Event, EventQuery};
+use crate::kernel::CachedDocument;
 use crate::model::*;
 use crate::store::Tx;
+
+/// What a session is shown of a cached document's metadata: see
+/// [`Session::document_metadata_version_if_cached`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct MetadataPageVersion {
+    /// The cached copy (unique per read of the store).
+    copy: u64,
+    /// The values shown, in order.
+    shown: Vec<DocumentMetadataId>,
+}
+
+impl MetadataPageVersion {
+    fn of(read: &CachedDocument, shown: &[&(DocumentMetadata, MetadataType)]) -> Self {
+        MetadataPageVersion {
+            copy: read.copy,
+            shown: shown.iter().map(|(m, _)| m.id).collect(),
+        }
+    }
+}
 
 /// Which page of a list to return: `number` counts from 1, `size` items per page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -491,16 +511,48 @@ impl Session {
     }
 
     /// [`document_metadata_page`](Self::document_metadata_page) when the document is in the
-    /// read cache (see `Config::read_cache_documents`), `None` otherwise. It never reads the
-    /// store, so an async server may call it on its own workers and move to a blocking thread
-    /// only when it is `None`. What the session may see is checked as in the blocking call.
+    /// read cache (see `Config::read_cache_documents`), with the page's
+    /// [version](Self::document_metadata_version_if_cached); `None` when it is not there. It
+    /// never reads the store, so an async server may call it on its own workers and move to a
+    /// blocking thread only when it is `None`. What the session may see is checked as in the
+    /// blocking call.
     pub fn document_metadata_page_if_cached(
         &self,
         document: DocumentId,
         page: PageRequest,
-    ) -> Option<Result<Page<MetadataValueView>>> {
-        let details = self.document_metadata_details_if_cached(document)?;
-        Some(details.map(|d| Self::metadata_page_of(d, page)))
+    ) -> Option<Result<(MetadataPageVersion, Page<MetadataValueView>)>> {
+        let cached = self.db.cached_document_with_metadata(document)?;
+        Some(
+            self.metadata_shown(document, Some(&cached))
+                .map(|(read, shown)| {
+                    let version = MetadataPageVersion::of(read, &shown);
+                    let values = shown.into_iter().cloned().collect();
+                    (
+                        version,
+                        Self::metadata_page_of((read.document.clone(), values), page),
+                    )
+                }),
+        )
+    }
+
+    /// Identifies what [`document_metadata_page`](Self::document_metadata_page) shows this
+    /// session of a document in the read cache, `None` when it is not there (as
+    /// [`document_metadata_page_if_cached`](Self::document_metadata_page_if_cached), it never
+    /// reads the store). Two versions are equal exactly when they name the same copy of the
+    /// document and the same values of it, so a face may keep what it made of a page (an
+    /// HTTP answer's bytes) with the version that page came with, and give it again, for the
+    /// same page, to any caller whose version is equal: the copy changes with every write,
+    /// and the values shown with the caller's permissions, checked here on every call. A
+    /// caller who may not view the document gets the error the page would give.
+    pub fn document_metadata_version_if_cached(
+        &self,
+        document: DocumentId,
+    ) -> Option<Result<MetadataPageVersion>> {
+        let cached = self.db.cached_document_with_metadata(document)?;
+        Some(
+            self.metadata_shown(document, Some(&cached))
+                .map(|(read, shown)| MetadataPageVersion::of(read, &shown)),
+        )
     }
 
     fn metadata_page_of(

@@ -17,22 +17,36 @@ pub struct Json<T>(pub T);
 /// The first buffer of a [`Json`] answer (a page of metadata values is about 3 KiB).
 const ANSWER_CAPACITY: usize = 4096;
 
+impl<T: serde::Serialize> Json<T> {
+    /// The answer's bytes.
+    pub fn to_bytes(&self) -> Result<Bytes, ApiError> {
+        let mut buf = Vec::with_capacity(ANSWER_CAPACITY);
+        serde_json::to_writer(&mut buf, &self.0).map_err(|e| {
+            tracing::error!(error = %e, "an answer could not be serialized");
+            ApiError::internal()
+        })?;
+        Ok(Bytes::from(buf))
+    }
+}
+
+/// A `200` answer of JSON `bytes`.
+pub fn json_answer(bytes: Bytes) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            axum::http::HeaderValue::from_static("application/json"),
+        )],
+        bytes,
+    )
+        .into_response()
+}
+
 impl<T: serde::Serialize> axum::response::IntoResponse for Json<T> {
     fn into_response(self) -> axum::response::Response {
-        let mut buf = Vec::with_capacity(ANSWER_CAPACITY);
-        match serde_json::to_writer(&mut buf, &self.0) {
-            Ok(()) => (
-                [(
-                    axum::http::header::CONTENT_TYPE,
-                    axum::http::HeaderValue::from_static("application/json"),
-                )],
-                buf,
-            )
-                .into_response(),
-            Err(e) => {
-                tracing::error!(error = %e, "an answer could not be serialized");
-                ApiError::internal().into_response()
-            }
+        match self.to_bytes() {
+            Ok(bytes) => json_answer(bytes),
+            Err(e) => e.into_response(),
         }
     }
 }

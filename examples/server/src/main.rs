@@ -1,5 +1,6 @@
 //! `docmeta`: the HTTP server of docmeta and its operational commands (spec 4.6, 8).
 
+mod answers;
 mod app;
 mod auth;
 mod body;

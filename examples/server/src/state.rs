@@ -2,7 +2,7 @@
 //! parameters, and how a handler runs core work (as a [`Session`], off the async workers,
 //! within the request's time limit). Handlers never see the root [`Docmeta`] handle.
 //!
-//! May import: `auth` (the credential cache), `streams`, `error`. Not `app` or `routes`.
+//! May import: `auth` (the credential cache), `answers`, `streams`, `error`. Not `app` or `routes`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,6 +13,7 @@ use axum::http::{header, request::Parts};
 use docmeta_core::{Docmeta, Session, UserId};
 use serde::de::DeserializeOwned;
 
+use crate::answers::MetadataAnswers;
 use crate::auth::Auth;
 use crate::conn::Conn;
 use crate::error::{ApiError, ApiResult};
@@ -27,6 +28,8 @@ pub struct AppState {
     pub openapi: Arc<serde_json::Value>,
     /// Downloads and uploads in progress, per user.
     pub streams: Arc<StreamCounter>,
+    /// Metadata pages' answers, by what the core says they show.
+    pub metadata_answers: Arc<MetadataAnswers>,
     /// Where uploads are received before they are stored.
     pub spool_dir: Arc<std::path::Path>,
 }
@@ -58,6 +61,7 @@ impl AppState {
             auth,
             openapi,
             streams,
+            metadata_answers: Arc::default(),
             spool_dir,
         }
     }

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use crate::body::Json;
+use crate::body::{Json, json_answer};
 use axum::extract::multipart::MultipartRejection;
 use axum::extract::{FromRequest, Multipart, Query, Request, State};
 use axum::http::{StatusCode, Uri, header};
@@ -387,14 +387,21 @@ async fn list_document_metadata(
     uri: Uri,
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
-    // A document in the core's read cache is answered here, with no blocking thread.
-    let cached = app
-        .session(user)
-        .document_metadata_page_if_cached(DocumentId(id), q.request());
-    if let Some(page) = cached {
-        return q
-            .page(&uri, page?, DocumentMetadataOut::from)
-            .map(IntoResponse::into_response);
+    // A document in the core's read cache is answered here, with no blocking thread: with
+    // the bytes sent before for the same target and what the core says is the same page
+    // (`answers`), or else made from the cached copy.
+    let session = app.session(user);
+    let target = uri.path_and_query().map_or(uri.path(), |p| p.as_str());
+    if let Some(version) = session.document_metadata_version_if_cached(DocumentId(id))
+        && let Some(bytes) = app.metadata_answers.get(&version?, target)
+    {
+        return Ok(json_answer(bytes));
+    }
+    if let Some(cached) = session.document_metadata_page_if_cached(DocumentId(id), q.request()) {
+        let (version, page) = cached?;
+        let bytes = Json(q.page(&uri, page, DocumentMetadataOut::from)?).to_bytes()?;
+        app.metadata_answers.keep(version, target, bytes.clone());
+        return Ok(json_answer(bytes));
     }
     app.run(user, move |s| {
         let page = s.document_metadata_page(DocumentId(id), q.request())?;
@@ -430,7 +437,7 @@ async fn get_document_metadata(
 ) -> ApiResult<Json<DocumentMetadataOut>> {
     app.run(user, move |s| {
         let v = s.metadata_value_view(DocumentId(doc), DocumentMetadataId(id))?;
-        Ok(Json(DocumentMetadataOut::from(&v)))
+        Ok(Json(DocumentMetadataOut::from(v)))
     })
     .await
 }
@@ -466,7 +473,7 @@ async fn edit_value(
             ));
         }
         Ok(Json(DocumentMetadataOut::from(
-            &s.edit_document_metadata_view(doc, id, &value)?,
+            s.edit_document_metadata_view(doc, id, &value)?,
         )))
     })
     .await
