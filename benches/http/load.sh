@@ -12,11 +12,15 @@
 #   5. PATCH of a metadata value with a date parser, as alice
 # Prints requests/s, p50/p99 latency, errors, and each scenario as a share of the floor measured
 # in the same run (absolute figures do not carry across machines; the ratio does).
+# FLOOR_EACH=1 measures the floor again right before each scenario and gives each scenario's
+# share against that one (on a shared machine whose speed drifts during a run, a share against
+# the floor of the run's first minute moves with the drift; the adjacent one does not).
 # SCENARIOS="metadata patch" runs only those of health, metadata, list, search, patch (the floor
 # always runs first, for the shares); default all.
 # DOCMETA_BIN=PATH runs that build of `docmeta` instead of building this tree (A/B comparisons).
 # PERF_DIR=DIR records a `perf record -F 999 -g` profile of the server during each scenario into
-# DIR/<n>.data (read with `perf report -i DIR/<n>.data --no-children --sort symbol --stdio`).
+# DIR/<n>.data (with FLOOR_EACH, the floor before scenario n in DIR/floor-<n>.data; read with
+# `perf report -i DIR/<n>.data --no-children --sort symbol --stdio`).
 # DATA_DIR=path keeps the data directory: built there (demo + DOCUMENTS documents) when it holds
 # no database yet, reused as it is otherwise, and never deleted; so a large set (DOCUMENTS=1000000
 # takes minutes to build) is built once and measured many times. Without it, a temporary
@@ -43,8 +47,9 @@ mkdir -p "$DATA"
 LOG="$SCRATCH/server.log"
 SERVER=""
 FLOOR=""
+FLOOR_SERVER=""
 cleanup() {
-  for pid in $SERVER $FLOOR; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+  for pid in $SERVER $FLOOR ${FLOOR_SERVER:-}; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
   rm -rf "$SCRATCH"
 }
 trap cleanup EXIT
@@ -110,7 +115,7 @@ run() { # name, wrk arguments...
     mkdir -p "$PERF_DIR"
     local target=$SERVER
     [ -n "$FLOOR" ] && target=$FLOOR
-    perf record -q -F 999 -g -p "$target" -o "$PERF_DIR/$SCENARIO.data" -- sleep $((DURATION > 3 ? DURATION - 2 : 1)) 2>/dev/null &
+    perf record -q -F 999 -g -p "$target" -o "$PERF_DIR/${RUN_TAG:-$SCENARIO}.data" -- sleep $((DURATION > 3 ? DURATION - 2 : 1)) 2>/dev/null &
     perf=$!
   fi
   wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$@" >"$out"
@@ -139,8 +144,22 @@ PY
 }
 
 echo "docmeta HTTP load: ${DURATION}s per scenario, $CONNECTIONS connections, 2 wrk threads, $(nproc) cores, demo + $DOCUMENTS documents"
-run "floor (constant ${METADATA_BYTES}-byte JSON, same middleware)" "http://127.0.0.1:$FLOOR_PORT/api/v4/documents/1/metadata/"
-kill "$FLOOR"; wait "$FLOOR" 2>/dev/null || true; FLOOR=""
+FLOOR_NAME="floor (constant ${METADATA_BYTES}-byte JSON, same middleware)"
+FLOOR_URL="http://127.0.0.1:$FLOOR_PORT/api/v4/documents/1/metadata/"
+run "$FLOOR_NAME" "$FLOOR_URL"
+if [ -n "${FLOOR_EACH:-}" ]; then
+  # The floor server stays up (idle between its runs); `floor_again` measures it once more.
+  floor_again() {
+    local keep=$SCENARIO
+    RUN_TAG="floor-$SCENARIO"; FLOOR=$FLOOR_SERVER; FLOOR_RPS=""
+    run "$FLOOR_NAME" "$FLOOR_URL"
+    SCENARIO=$keep; RUN_TAG=""; FLOOR=""
+  }
+  wanted() { case " $SCENARIOS " in *" $1 "*) floor_again; return 0;; *) SCENARIO=$((SCENARIO + 1)); return 1;; esac; }
+  FLOOR_SERVER=$FLOOR; FLOOR=""
+else
+  kill "$FLOOR"; wait "$FLOOR" 2>/dev/null || true; FLOOR=""
+fi
 wanted health && run "GET  /api/v4/health/" "$BASE/api/v4/health/"
 wanted metadata && run "GET  /api/v4/documents/1/metadata/ (alice, ACL)" -H "$AUTH" "$BASE/api/v4/documents/1/metadata/"
 wanted list && run "GET  /api/v4/documents/ page 1 (alice, ACL-filtered)" -H "$AUTH" "$BASE/api/v4/documents/"
