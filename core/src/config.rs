@@ -70,10 +70,12 @@ pub struct Config {
     /// How many documents' metadata (the document, its values and their types) are kept in
     /// memory after a read, so that reading them again touches neither the store nor, over
     /// HTTP, a blocking thread. Every write of this process empties it before it is
-    /// acknowledged; another process's writes reach it when the log is followed, within
-    /// `access_refresh_ms`. So the default is 10,000 on SQLite (where another process is a
-    /// command beside a server) and 0, off, on PostgreSQL (where a client may write through
-    /// one server and read through another at once). `0` turns it off.
+    /// acknowledged; another process's writes reach it when the worker follows the log, within
+    /// `access_refresh_ms`. So the default is 10,000 on SQLite with the worker running (where
+    /// another process is a command beside a server) or in memory, and 0, off, without the
+    /// worker (nothing would follow the log; set it and call `Docmeta::follow_access` to have
+    /// it anyway) and on PostgreSQL (where a client may write through one server and read
+    /// through another at once). `0` turns it off.
     pub read_cache_documents: Option<usize>,
 }
 
@@ -158,7 +160,8 @@ streams_per_user: 8
 postgres_pool_size: 32
 # Documents whose metadata stay in memory after a read. Every write here empties it; another
 # process's writes reach it within access_refresh_ms. Default: 10000 on SQLite, 0 (off) on
-# PostgreSQL, where a client may write through one server and read through another.
+# PostgreSQL, where a client may write through one server and read through another, and in a
+# process without the background worker (which is what follows the others' writes).
 # read_cache_documents: 10000
 ";
 

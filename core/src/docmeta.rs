@@ -319,6 +319,8 @@ impl Builder {
             None => None,
         };
         let data_dir = self.data_dir.clone();
+        // Nothing but this handle can write to a SQLite database it made in memory.
+        let private = data_dir.is_none() && self.store.is_none();
         let (store, secret_key, config) = match &data_dir {
             Some(dir) => {
                 for sub in ["", "document_file_storage"] {
@@ -350,12 +352,17 @@ impl Builder {
             }
         };
         store.migrate()?;
-        let read_cache = config
-            .read_cache_documents
-            .unwrap_or(match store.dialect() {
-                crate::store::Dialect::Sqlite => DEFAULT_READ_CACHE_DOCUMENTS,
-                crate::store::Dialect::Postgres => 0,
-            });
+        // Another process's writes reach the read cache when the worker follows the log: by
+        // default it is on where that happens or where no other process can write.
+        let sqlite = store.dialect() == crate::store::Dialect::Sqlite;
+        let read_cache =
+            config
+                .read_cache_documents
+                .unwrap_or(if sqlite && (self.worker || private) {
+                    DEFAULT_READ_CACHE_DOCUMENTS
+                } else {
+                    0
+                });
         let files = self.file_storage_for(&config, self.data_dir.as_deref())?;
         // A process with a worker takes the index writer at once if it is free; others take it
         // only when they first write the index (see `SearchHome::writable`).

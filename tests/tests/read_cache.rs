@@ -258,7 +258,8 @@ fn another_process_edit_reaches_a_cached_read_when_the_log_is_followed() -> Resu
             .worker(false)
             .open()
     };
-    let server = open(None)?;
+    // Without the worker, the cache is on only when configured; the test follows the log.
+    let server = open(Some(100))?;
     let w = world_on(server.clone())?;
     let command = open(None)?;
     let ann = server.session(w.ann);
@@ -269,6 +270,42 @@ fn another_process_edit_reaches_a_cached_read_when_the_log_is_followed() -> Resu
     server.follow_access()?;
     assert_eq!(note_of(&ann, w.doc)?.as_deref(), Some("from the command"));
     Ok(())
+}
+
+#[test]
+fn a_data_directory_opened_without_the_worker_has_no_read_cache_by_default() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Docmeta::builder()
+        .data_dir(dir.path())
+        .config(config(None))
+        .worker(false)
+        .open()?;
+    let w = world_on(db)?;
+    let ann = w.db.session(w.ann);
+    note_of(&ann, w.doc)?;
+    assert!(ann.document_metadata_version_if_cached(w.doc).is_none());
+    Ok(())
+}
+
+#[test]
+fn a_data_directory_opened_with_the_worker_has_a_read_cache_by_default() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Docmeta::builder()
+        .data_dir(dir.path())
+        .config(config(None))
+        .worker(true)
+        .open()?;
+    let w = world_on(db)?;
+    let ann = w.db.session(w.ann);
+    // The worker following the set-up's events empties the cache once: read until it holds.
+    for _ in 0..100 {
+        note_of(&ann, w.doc)?;
+        if ann.document_metadata_version_if_cached(w.doc).is_some() {
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("the document never stayed in the read cache");
 }
 
 #[test]
