@@ -65,6 +65,15 @@ fn world_on(db: Docmeta) -> Result<World> {
     })
 }
 
+/// A handle on the data directory `dir`, as a server (`worker`) or a command beside it.
+fn open_dir(dir: &std::path::Path, read_cache: Option<usize>, worker: bool) -> Result<Docmeta> {
+    Docmeta::builder()
+        .data_dir(dir)
+        .config(config(read_cache))
+        .worker(worker)
+        .open()
+}
+
 fn world() -> Result<World> {
     world_on(Docmeta::builder().config(config(None)).open()?)
 }
@@ -251,13 +260,7 @@ fn a_read_cache_of_zero_documents_caches_nothing() -> Result<()> {
 #[test]
 fn another_process_edit_reaches_a_cached_read_when_the_log_is_followed() -> Result<()> {
     let dir = tempfile::tempdir().expect("tempdir");
-    let open = |cache| {
-        Docmeta::builder()
-            .data_dir(dir.path())
-            .config(config(cache))
-            .worker(false)
-            .open()
-    };
+    let open = |cache| open_dir(dir.path(), cache, false);
     // Without the worker, the cache is on only when configured; the test follows the log.
     let server = open(Some(100))?;
     let w = world_on(server.clone())?;
@@ -275,11 +278,7 @@ fn another_process_edit_reaches_a_cached_read_when_the_log_is_followed() -> Resu
 #[test]
 fn a_data_directory_opened_without_the_worker_has_no_read_cache_by_default() -> Result<()> {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = Docmeta::builder()
-        .data_dir(dir.path())
-        .config(config(None))
-        .worker(false)
-        .open()?;
+    let db = open_dir(dir.path(), None, false)?;
     let w = world_on(db)?;
     let ann = w.db.session(w.ann);
     note_of(&ann, w.doc)?;
@@ -290,11 +289,7 @@ fn a_data_directory_opened_without_the_worker_has_no_read_cache_by_default() -> 
 #[test]
 fn a_data_directory_opened_with_the_worker_has_a_read_cache_by_default() -> Result<()> {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = Docmeta::builder()
-        .data_dir(dir.path())
-        .config(config(None))
-        .worker(true)
-        .open()?;
+    let db = open_dir(dir.path(), None, true)?;
     let w = world_on(db)?;
     let ann = w.db.session(w.ann);
     // The worker following the set-up's events empties the cache once: read until it holds.
@@ -311,13 +306,7 @@ fn a_data_directory_opened_with_the_worker_has_a_read_cache_by_default() -> Resu
 #[test]
 fn without_the_read_cache_another_process_edit_is_read_at_once() -> Result<()> {
     let dir = tempfile::tempdir().expect("tempdir");
-    let open = |cache| {
-        Docmeta::builder()
-            .data_dir(dir.path())
-            .config(config(cache))
-            .worker(false)
-            .open()
-    };
+    let open = |cache| open_dir(dir.path(), cache, false);
     let server = open(Some(0))?;
     let w = world_on(server.clone())?;
     let command = open(Some(0))?;

@@ -41,18 +41,7 @@ impl From<MetadataType> for MetadataTypeOut {
 
 impl From<&MetadataType> for MetadataTypeOut {
     fn from(t: &MetadataType) -> Self {
-        MetadataTypeOut {
-            id: t.id.0,
-            name: t.name.clone(),
-            label: t.label.clone(),
-            default: t.default.clone(),
-            lookup: t.lookup.clone(),
-            validation: t.validation.clone(),
-            validation_arguments: t.validation_arguments.clone(),
-            parser: t.parser.clone(),
-            parser_arguments: t.parser_arguments.clone(),
-            url: format!("/api/v4/metadata/metadata-types/{}/", t.id),
-        }
+        t.clone().into()
     }
 }
 
@@ -223,11 +212,7 @@ impl From<Document> for DocumentRef {
 
 impl From<&Document> for DocumentRef {
     fn from(d: &Document) -> Self {
-        DocumentRef {
-            id: d.id.0,
-            label: d.label.clone(),
-            url: format!("/api/v4/documents/{}/", d.id),
-        }
+        d.clone().into()
     }
 }
 
@@ -257,14 +242,7 @@ impl From<MetadataValueView> for DocumentMetadataOut {
 
 impl From<&MetadataValueView> for DocumentMetadataOut {
     fn from(v: &MetadataValueView) -> Self {
-        let (m, d, t) = (&v.value, &v.document, &v.metadata_type);
-        DocumentMetadataOut {
-            id: m.id.0,
-            document: d.into(),
-            metadata_type: t.into(),
-            value: m.value.clone(),
-            url: format!("/api/v4/documents/{}/metadata/{}/", d.id, m.id),
-        }
+        v.clone().into()
     }
 }
 

@@ -650,14 +650,19 @@ fn document_metadata_endpoints() {
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
 }
 
+/// The entry of a list answer's `results` whose `field` (a path of keys) is `value`.
+fn result_where<'a>(list: &'a Value, field: &[&str], value: &str) -> Option<&'a Value> {
+    list["results"]
+        .as_array()?
+        .iter()
+        .find(|r| field.iter().fold(*r, |v, k| &v[*k]) == value)
+}
+
 /// The `due_date` value of document 1 as `user` reads it (`None` when it is not shown).
 fn due_date_of_document_1(s: &Server, user: (&str, &str)) -> (u16, Option<String>) {
     let (status, values) = s.get("/api/v4/documents/1/metadata/", user);
-    let due = values["results"].as_array().and_then(|r| {
-        r.iter()
-            .find(|v| v["metadata_type"]["name"] == "due_date")
-            .and_then(|v| v["value"].as_str().map(str::to_owned))
-    });
+    let due = result_where(&values, &["metadata_type", "name"], "due_date")
+        .and_then(|v| v["value"].as_str().map(str::to_owned));
     (status, due)
 }
 
@@ -667,12 +672,8 @@ fn due_date_of_document_1(s: &Server, user: (&str, &str)) -> (u16, Option<String
 fn a_repeated_metadata_read_shows_the_latest_edit() {
     let Some(s) = Server::start() else { return };
     let (_, values) = s.get("/api/v4/documents/1/metadata/", ALICE);
-    let due = values["results"]
-        .as_array()
-        .expect("results")
-        .iter()
-        .find(|v| v["metadata_type"]["name"] == "due_date")
-        .expect("due date")["id"]
+    let due = result_where(&values, &["metadata_type", "name"], "due_date").expect("due date")
+        ["id"]
         .clone();
     let (status, first) = due_date_of_document_1(&s, ALICE);
     assert_eq!(status, 200);
@@ -711,13 +712,7 @@ fn a_repeated_metadata_read_is_refused_once_the_acl_is_deleted() {
 fn a_kept_metadata_answer_is_not_sent_to_a_caller_shown_fewer_values() {
     let Some(s) = Server::start() else { return };
     let (_, roles) = s.get("/api/v4/roles/?ordering=label", ADMIN);
-    let lawyer = roles["results"]
-        .as_array()
-        .expect("roles")
-        .iter()
-        .find(|r| r["label"] == "Lawyer")
-        .expect("Lawyer")["id"]
-        .clone();
+    let lawyer = result_where(&roles, &["label"], "Lawyer").expect("Lawyer")["id"].clone();
     let acls = "/api/v5/objects/documents/document/1/acls/";
     let (status, acl) = s.call("POST", acls, Some(ADMIN), Some(json!({"role_id": lawyer})));
     assert_eq!(status, 201, "{acl}");
