@@ -2,6 +2,7 @@
 //! Imports only `error`.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use crate::error::{DATA_DIRECTORY_IN_USE, Error, NON_FIELD_ERRORS, Result};
 
@@ -14,6 +15,26 @@ fn writer_pid(dir: &Path) -> Option<u32> {
         // Nobody holds it (released at once when `file` closes).
         Ok(()) => None,
         Err(_) => std::fs::read_to_string(&path).ok()?.trim().parse().ok(),
+    }
+}
+
+/// How long taking the lock waits for a holder to let go before it reports the directory in
+/// use.
+const PATIENCE: Duration = Duration::from_millis(500);
+
+/// `lock()`, retried for [`PATIENCE`] while it finds the lock taken. A holder may be gone in
+/// an instant: a child process that another thread of this process forks holds copies of every
+/// open descriptor, a directory's lock among them, until it executes its program (seen as a
+/// restore refused because its own, already closed, staging instance still held the lock).
+fn patiently<E>(lock: impl Fn() -> std::result::Result<(), E>) -> std::result::Result<(), E> {
+    let started = Instant::now();
+    loop {
+        match lock() {
+            Err(_) if started.elapsed() < PATIENCE => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            done => return done,
+        }
     }
 }
 
@@ -65,7 +86,7 @@ impl DataLock {
             file.unlock()
                 .map_err(|e| Error::storage("locking the data directory", e))?;
         }
-        file.try_lock_shared().map_err(|_| Error::Conflict {
+        patiently(|| file.try_lock_shared()).map_err(|_| Error::Conflict {
             field: NON_FIELD_ERRORS.to_owned(),
             message: format!(
                 "{} is being restored; try again when the restore has finished",
@@ -79,7 +100,7 @@ impl DataLock {
     /// open.
     pub(crate) fn exclusive(dir: &Path) -> Result<DataLock> {
         let file = Self::open_file(dir)?;
-        file.try_lock().map_err(|_| Error::Conflict {
+        patiently(|| file.try_lock()).map_err(|_| Error::Conflict {
             field: DATA_DIRECTORY_IN_USE.to_owned(),
             message: match writer_pid(dir) {
                 Some(pid) => {
@@ -113,5 +134,25 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         drop(DataLock::shared(dir.path()).expect("first"));
         assert!(DataLock::shared(dir.path()).expect("again").alone());
+    }
+
+    #[test]
+    fn a_lock_released_within_the_patience_is_waited_for() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let restore = DataLock::exclusive(dir.path()).expect("exclusive");
+        let released = std::thread::spawn(move || {
+            std::thread::sleep(super::PATIENCE / 5);
+            drop(restore);
+        });
+        DataLock::shared(dir.path()).expect("taken once the holder let go");
+        released.join().expect("join");
+    }
+
+    #[test]
+    fn a_lock_held_beyond_the_patience_is_reported_in_use() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let _server = DataLock::shared(dir.path()).expect("shared");
+        let err = DataLock::exclusive(dir.path()).expect_err("in use");
+        assert!(err.to_string().contains("in use"), "{err}");
     }
 }
