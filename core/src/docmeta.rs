@@ -399,11 +399,7 @@ impl Builder {
             reads: ReadCache::new(read_cache),
             shutdown: std::sync::atomic::AtomicBool::new(false),
         });
-        let mut db = Docmeta {
-            inner,
-            worker: None,
-            deadline: None,
-        };
+        let mut db = Docmeta::from_inner(inner);
         db.reload_access()?;
         // Tasks left `running` by a crashed process run again; while another process has the
         // data directory open (a server beside this command), they may be its, running now. So

@@ -31,7 +31,7 @@ use crate::events::{Event, EventObject, EventQuery};
 use crate::files::FileStorage;
 use crate::metadata::{ClassRegistry, CompiledMetadataType, TemplateEngine};
 use crate::model::*;
-use crate::store::{Mode, Store, Tx};
+use crate::store::{Mode, PendingCommit, Store, Tx};
 
 pub(crate) use lock::DataLock;
 pub(crate) use reads::{CachedDocument, ReadCache};
@@ -188,6 +188,9 @@ pub struct Docmeta {
     /// Units of work of this handle (and of its sessions) roll back instead of committing
     /// once this instant has passed (see [`Docmeta::with_deadline`]).
     pub(crate) deadline: Option<std::time::Instant>,
+    /// How many automatic workflow transitions led to the changes of this handle: the durable
+    /// trigger task that runs the next ones sets it (see `workflows::run_trigger`).
+    pub(crate) trigger_depth: u32,
 }
 
 impl std::fmt::Debug for Docmeta {
@@ -201,6 +204,21 @@ impl std::fmt::Debug for Docmeta {
 /// Attempts of one unit of work that render templates before the write lock is taken (see
 /// [`Docmeta::write`]); after that many, the rest render under the lock.
 const RENDER_ATTEMPTS: usize = 4;
+
+/// One attempt of a unit of work on the store's writer (see `Docmeta::attempt_unit`).
+enum Attempt<T> {
+    /// Rolled back: it needs template renders made with no transaction open.
+    Render,
+    /// Committed, or joined to a commit group: `commit` waits for the outcome.
+    Ran {
+        commit: PendingCommit,
+        events: Vec<Event>,
+        tasks_enqueued: bool,
+        invalidated: Vec<MetadataTypeId>,
+        unlink: Vec<String>,
+        out: T,
+    },
+}
 
 /// Attempts of a unit of work whose transaction conflicts with concurrent ones (see
 /// [`Docmeta::retrying`]).
@@ -319,6 +337,7 @@ impl Docmeta {
             inner,
             worker: None,
             deadline: None,
+            trigger_depth: 0,
         }
     }
 
@@ -706,11 +725,11 @@ impl Docmeta {
 
     /// Runs `f` as one transaction for `actor`, then commits it when `commit` is true and rolls
     /// it back otherwise (dry runs).
-    pub(crate) fn write_with<T>(
+    pub(crate) fn write_with<T: Send>(
         &self,
         actor: Actor,
         commit: bool,
-        mut f: impl FnMut(&mut Unit<'_>) -> Result<T>,
+        mut f: impl FnMut(&mut Unit<'_>) -> Result<T> + Send,
     ) -> Result<T> {
         if commit {
             return self.write(actor, f);
@@ -737,23 +756,28 @@ impl Docmeta {
     /// Runs `f` as one transaction for `actor`; after commit, applies access changes, drops
     /// stale compiled types, wakes the worker and notifies subscribers.
     ///
+    /// Each attempt runs where the store runs its units of work ([`Store::run_unit`]: on
+    /// SQLite, one writer thread for all of them), so `f` and its result must be `Send`.
+    ///
     /// Templates render before the write lock is taken, so that a slow template (bounded by the
     /// render budget) never stalls other writers: an attempt of `f` that needs a template
-    /// output not known yet is rolled back, the template is rendered with no transaction open
-    /// (from inputs read in that attempt), and `f` runs again; the output is used when the
-    /// template's inputs, read again under the lock, are equal (see `session::Renders`). On
-    /// PostgreSQL, where writers run at once, a unit whose transaction conflicted with a
-    /// concurrent one (a serialization failure or a deadlock: nothing of it was stored) runs
-    /// again as a whole (see [`Docmeta::retrying`]). `f` may therefore run more than once: it
-    /// must have no effect outside its unit.
-    pub(crate) fn write<T>(
+    /// output not known yet is rolled back, the template is rendered on the calling thread with
+    /// no transaction open (from inputs read in that attempt), and `f` runs again; the output
+    /// is used when the template's inputs, read again under the lock, are equal (see
+    /// `session::Renders`). On PostgreSQL, where writers run at once, a unit whose transaction
+    /// conflicted with a concurrent one (a serialization failure or a deadlock: nothing of it
+    /// was stored) runs again as a whole (see [`Docmeta::retrying`]). `f` may therefore run
+    /// more than once: it must have no effect outside its unit.
+    ///
+    /// [`Store::run_unit`]: crate::store::Store::run_unit
+    pub(crate) fn write<T: Send>(
         &self,
         actor: Actor,
-        mut f: impl FnMut(&mut Unit<'_>) -> Result<T>,
+        mut f: impl FnMut(&mut Unit<'_>) -> Result<T> + Send,
     ) -> Result<T> {
-        let renders = Renders::inline(self.now());
+        let mut renders = Renders::inline(self.now());
         let (events, tasks_enqueued, unlink, out) =
-            self.retrying(|| self.commit_unit(actor, &renders, &mut f))?;
+            self.retrying(|| self.commit_unit(actor, &mut renders, &mut f))?;
         self.after_commit(events, tasks_enqueued, unlink);
         Ok(out)
     }
@@ -761,51 +785,102 @@ impl Docmeta {
     /// One run of a unit of work, committed, its access changes applied: the part of
     /// [`Docmeta::write`] that runs again when its transaction conflicts with concurrent ones.
     #[allow(clippy::type_complexity)]
-    fn commit_unit<T>(
+    fn commit_unit<T: Send>(
+        &self,
+        actor: Actor,
+        renders: &mut Renders,
+        f: &mut (impl FnMut(&mut Unit<'_>) -> Result<T> + Send),
+    ) -> Result<(Vec<Event>, bool, Vec<String>, T)> {
+        for attempt in 1.. {
+            renders.set_defer(self.defers_renders() && attempt < RENDER_ATTEMPTS);
+            let unit_renders = &mut *renders;
+            let unit_f = &mut *f;
+            let ran = self.on_writer(move || self.attempt_unit(actor, unit_renders, unit_f))??;
+            let Attempt::Ran {
+                commit,
+                events,
+                tasks_enqueued,
+                invalidated,
+                unlink,
+                out,
+            } = ran
+            else {
+                // Rolled back: the renders it needs are made here, with no transaction open.
+                renders.render_pending(self.templates());
+                continue;
+            };
+            let committed = commit.wait();
+            // Again now that the commit is decided: a type compiled meanwhile, from the
+            // state before it (or from a commit that failed), must go too.
+            self.forget_compiled(&invalidated);
+            committed?;
+            // Before the unit is acknowledged: a read after it never gets an older cached copy.
+            self.inner.reads.invalidate();
+            return Ok((events, tasks_enqueued, unlink, out));
+        }
+        unreachable!("the attempts loop only ends by returning")
+    }
+
+    /// Runs `work` where the store runs its units of work (see [`Store::run_unit`]).
+    ///
+    /// [`Store::run_unit`]: crate::store::Store::run_unit
+    fn on_writer<R: Send>(&self, work: impl FnOnce() -> R + Send) -> Result<R> {
+        let mut work = Some(work);
+        let mut out = None;
+        self.inner.store.run_unit(&mut || {
+            if let Some(work) = work.take() {
+                out = Some(work());
+            }
+        });
+        out.ok_or_else(|| {
+            Error::storage(
+                "running a unit of work",
+                format!("{} did not run it", self.inner.store.describe()),
+            )
+        })
+    }
+
+    /// One attempt of a unit of work, on the store's writer: runs `f`, then commits (or joins
+    /// the open commit group, whose outcome the caller waits for off the writer). A unit that
+    /// changes access commits at once and applies its changes to the snapshot here, in commit
+    /// order.
+    fn attempt_unit<T>(
         &self,
         actor: Actor,
         renders: &Renders,
         f: &mut impl FnMut(&mut Unit<'_>) -> Result<T>,
-    ) -> Result<(Vec<Event>, bool, Vec<String>, T)> {
-        let mut attempt = 0;
-        let (tx, events, access, tasks_enqueued, invalidated, unlink, out) = loop {
-            attempt += 1;
-            renders.set_defer(self.defers_renders() && attempt < RENDER_ATTEMPTS);
-            // A unit's transaction: concurrent units may share one commit (see `begin_unit`).
-            let tx = Tx::new(self.inner.store.begin_unit()?);
-            // Waiting for the write lock may have used up the time: no work for nothing.
-            self.check_deadline()?;
-            let mut unit = Unit::new(tx, actor, renders, &self.inner.hooks);
-            let result = f(&mut unit).and_then(|out| {
-                (self.inner.hooks.before_commit)(self, &mut unit)?;
-                Ok(out)
-            });
-            if renders.has_pending() {
-                // Rolled back: the renders it needs are made with no lock held.
+    ) -> Result<Attempt<T>> {
+        // A unit's transaction: concurrent units may share one commit (see `begin_unit`).
+        let tx = Tx::new(self.inner.store.begin_unit()?);
+        // Waiting for the write lock may have used up the time: no work for nothing.
+        self.check_deadline()?;
+        let mut unit = Unit::new(tx, actor, renders, &self.inner.hooks);
+        let result = f(&mut unit).and_then(|out| {
+            (self.inner.hooks.before_commit)(self, &mut unit)?;
+            Ok(out)
+        });
+        if renders.has_pending() {
+            // Rolled back: the caller renders what it needs and runs it again.
+            self.forget_compiled(&unit.invalidated);
+            return Ok(Attempt::Render);
+        }
+        let out = match result {
+            Ok(out) => out,
+            Err(e) => {
+                // A compiled type cached from this (now rolled back) transaction must go.
                 self.forget_compiled(&unit.invalidated);
-                drop(unit);
-                renders.render_pending(self.templates());
-                continue;
+                return Err(e);
             }
-            let out = match result {
-                Ok(out) => out,
-                Err(e) => {
-                    // A compiled type cached from this (now rolled back) transaction must go.
-                    self.forget_compiled(&unit.invalidated);
-                    return Err(e);
-                }
-            };
-            let Unit {
-                tx,
-                events,
-                access,
-                tasks_enqueued,
-                invalidated,
-                unlink,
-                ..
-            } = unit;
-            break (tx, events, access, tasks_enqueued, invalidated, unlink, out);
         };
+        let Unit {
+            tx,
+            events,
+            access,
+            tasks_enqueued,
+            invalidated,
+            unlink,
+            ..
+        } = unit;
         // The last moment to give up: past the deadline the caller may already have been told
         // the change failed, so it must not happen (dropping `tx` rolls it back).
         if let Err(e) = self.check_deadline() {
@@ -815,24 +890,24 @@ impl Docmeta {
         // Access changes reach the snapshot in the order their transactions committed: two
         // units of this process editing one ACL at once must not leave the older permissions.
         // Such a unit commits now (`commit_now`: a SQLite commit group ends with it rather than
-        // waiting for the units behind it, which may wait for this lock).
+        // waiting for the units behind it).
         let local_events: Vec<i64> = events
             .iter()
             .filter(|e| changes_access(&e.name))
             .map(|e| e.id.0)
             .collect();
-        let changes = !access.is_empty() || !local_events.is_empty();
-        let order = changes.then(|| self.inner.access_order.lock());
-        let committed = if changes {
-            tx.commit_now()
+        let commit = if access.is_empty() && local_events.is_empty() {
+            let joined = tx.commit_pending();
+            // The units after this one in its commit group must not use a type compiled
+            // before its change.
+            self.forget_compiled(&invalidated);
+            joined?
         } else {
-            tx.commit()
-        };
-        self.forget_compiled(&invalidated);
-        committed?;
-        // Before the unit is acknowledged: a read after it never gets an older cached copy.
-        self.inner.reads.invalidate();
-        if changes {
+            let order = self.inner.access_order.lock();
+            let committed = tx.commit_now();
+            self.forget_compiled(&invalidated);
+            committed?;
+            self.inner.reads.invalidate();
             // Applied and remembered as local together, so a reload of the snapshot from the
             // store (`reload_access_at`) sees either both or neither.
             let mut snapshot = self.inner.access.write();
@@ -840,9 +915,18 @@ impl Docmeta {
                 apply(&mut snapshot, change);
             }
             self.inner.local_access_events.lock().extend(local_events);
-        }
-        drop(order);
-        Ok((events, tasks_enqueued, unlink, out))
+            drop(snapshot);
+            drop(order);
+            PendingCommit::done()
+        };
+        Ok(Attempt::Ran {
+            commit,
+            events,
+            tasks_enqueued,
+            invalidated,
+            unlink,
+            out,
+        })
     }
 
     /// What follows the commit of a unit of work: deletes the files it unlinked, wakes the

@@ -255,9 +255,9 @@ impl Session {
         }
     }
 
-    pub(crate) fn write<T>(
+    pub(crate) fn write<T: Send>(
         &self,
-        f: impl FnMut(&mut crate::kernel::Unit<'_>) -> Result<T>,
+        f: impl FnMut(&mut crate::kernel::Unit<'_>) -> Result<T> + Send,
     ) -> Result<T> {
         self.db.write(self.actor, f)
     }

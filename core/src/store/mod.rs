@@ -188,6 +188,16 @@ pub trait Store: Send + Sync + 'static {
         self.begin(Mode::Write)
     }
 
+    /// Runs `work`, one attempt of a unit of work (from [`Store::begin_unit`] to
+    /// [`Transaction::commit_pending`]), where this store runs its units. The SQLite store on a
+    /// file runs them all, one after another, on one writer thread, so that its writer
+    /// connection never waits for a thread to wake up between two units. `work` must not
+    /// wait for anything a later unit does (it commits with `commit_pending`, and whoever
+    /// called this waits for the outcome). The default runs `work` here, on the calling thread.
+    fn run_unit(&self, work: &mut (dyn FnMut() + Send)) {
+        work()
+    }
+
     /// The SQL dialect.
     fn dialect(&self) -> Dialect;
 
@@ -266,6 +276,45 @@ pub trait Transaction {
     fn commit_now(self: Box<Self>) -> Result<()> {
         self.commit()
     }
+
+    /// Commits the transaction, or (a store that groups commits) joins it to the open group and
+    /// returns at once: [`PendingCommit::wait`] then returns once the changes are durable, or
+    /// with the error that undid them. A store whose commit is decided here commits, as
+    /// [`commit`](Self::commit) does.
+    fn commit_pending(self: Box<Self>) -> Result<PendingCommit> {
+        self.commit().map(|()| PendingCommit::done())
+    }
+}
+
+/// The outcome of a commit that a store decides later (see [`Transaction::commit_pending`]).
+#[must_use = "the changes are only known to be stored once `wait` returned Ok"]
+pub struct PendingCommit(Option<Box<dyn FnOnce() -> Result<()> + Send>>);
+
+impl PendingCommit {
+    /// A commit that has succeeded.
+    pub fn done() -> PendingCommit {
+        PendingCommit(None)
+    }
+
+    /// A commit whose outcome `wait` waits for.
+    pub fn later(wait: impl FnOnce() -> Result<()> + Send + 'static) -> PendingCommit {
+        PendingCommit(Some(Box::new(wait)))
+    }
+
+    /// Waits for the commit: `Ok` once the changes are durable.
+    pub fn wait(self) -> Result<()> {
+        self.0.map_or(Ok(()), |wait| wait())
+    }
+}
+
+impl std::fmt::Debug for PendingCommit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "PendingCommit(waiting)"
+        } else {
+            "PendingCommit(done)"
+        })
+    }
 }
 
 /// The last line of defence against NUL characters: PostgreSQL cannot store them (an error
@@ -323,6 +372,11 @@ impl<'a> Tx<'a> {
     /// Commits now, ending a commit group with this unit (see [`Transaction::commit_now`]).
     pub fn commit_now(self) -> Result<()> {
         self.inner.commit_now()
+    }
+
+    /// Commits, or joins the open commit group (see [`Transaction::commit_pending`]).
+    pub fn commit_pending(self) -> Result<PendingCommit> {
+        self.inner.commit_pending()
     }
 
     /// Runs a statement.

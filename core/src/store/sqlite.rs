@@ -12,7 +12,7 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 mod group;
 use rusqlite::{Connection, ErrorCode, OpenFlags, ToSql, types::ToSqlOutput, types::ValueRef};
 
-use super::{Dialect, Mode, Param, Row, Store, Transaction, Value};
+use super::{Dialect, Mode, Param, PendingCommit, Row, Store, Transaction, Value};
 use crate::error::{Error, NON_FIELD_ERRORS, Result};
 
 /// Schema migrations, in order: (version, SQL).
@@ -178,7 +178,7 @@ impl SqliteStore {
             .pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)
             .map_err(|e| sqlite_error("configuring SQLite", e))?;
         let store = SqliteStore {
-            writer: group::Group::new(writer),
+            writer: group::Group::new(writer, true)?,
             readers: ReaderPool::default(),
             path: Some(path),
         };
@@ -189,7 +189,7 @@ impl SqliteStore {
     /// A private in-memory database, migrated; for tests and throw-away use.
     pub fn in_memory() -> Result<Self> {
         let store = SqliteStore {
-            writer: group::Group::new(open_connection(None)?),
+            writer: group::Group::new(open_connection(None)?, false)?,
             readers: ReaderPool::default(),
             path: None,
         };
@@ -374,18 +374,22 @@ impl Transaction for SqliteTx<'_> {
     }
 
     fn commit(self: Box<Self>) -> Result<()> {
-        (*self).finish(false)
+        (*self).finish(false)?.wait()
     }
 
     fn commit_now(self: Box<Self>) -> Result<()> {
-        (*self).finish(true)
+        (*self).finish(true)?.wait()
+    }
+
+    fn commit_pending(self: Box<Self>) -> Result<PendingCommit> {
+        (*self).finish(false)
     }
 }
 
 impl SqliteTx<'_> {
     /// Commits; a unit of work joins its group, and with `now` the group commits at once
     /// (this unit last) instead of waiting for the units queued behind it.
-    fn finish(mut self, now: bool) -> Result<()> {
+    fn finish(mut self, now: bool) -> Result<PendingCommit> {
         self.open = false;
         if let Some(unit) = self.unit.take() {
             let Some(w) = (match &mut self.conn {
@@ -397,12 +401,14 @@ impl SqliteTx<'_> {
                     "a unit of work without the writer connection",
                 ));
             };
-            return unit.commit(w, now);
+            return unit.join(w, now);
         }
-        run_cached(self.conn.get(), "COMMIT").map_err(|e| {
-            let _ = run_cached(self.conn.get(), "ROLLBACK");
-            sqlite_error("committing a transaction", e)
-        })
+        run_cached(self.conn.get(), "COMMIT")
+            .map(|()| PendingCommit::done())
+            .map_err(|e| {
+                let _ = run_cached(self.conn.get(), "ROLLBACK");
+                sqlite_error("committing a transaction", e)
+            })
     }
 }
 
@@ -453,6 +459,10 @@ impl Store for SqliteStore {
             open: true,
             unit: Some(unit),
         }))
+    }
+
+    fn run_unit(&self, work: &mut (dyn FnMut() + Send)) {
+        self.writer.run_unit(work)
     }
 
     fn dialect(&self) -> Dialect {

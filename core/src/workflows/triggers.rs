@@ -6,8 +6,6 @@
 //! Part of `workflows` (layer 7 of `scripts/check-structure`): it may import only what `workflows`
 //! may (see `workflows`'s module documentation).
 
-use std::cell::Cell;
-
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -17,11 +15,6 @@ use crate::model::*;
 
 use super::engine::{Labels, condition_allows_by, fire, run_actions};
 use super::*;
-
-thread_local! {
-    /// The chain depth before the durable trigger task running in this thread (0: none).
-    static DEPTH: Cell<u32> = const { Cell::new(0) };
-}
 
 /// Launches the workflows bound to `doc`'s type that it does not run yet (spec: a document of a
 /// bound type is created or changes type), entering their initial state.
@@ -75,7 +68,8 @@ struct TriggerTask {
 /// logged on its instance, and the change that triggered it commits all the same; a conflict
 /// with a concurrent transaction fails the whole unit, which is run again.
 pub(crate) fn run_triggers(db: &Docmeta, u: &mut Unit<'_>) -> Result<()> {
-    let mut depth = DEPTH.with(Cell::get) + 1;
+    // The chain depth before the durable trigger task this handle runs (0: none).
+    let mut depth = db.trigger_depth + 1;
     loop {
         let events = std::mem::take(&mut u.workflow_events);
         if events.is_empty() {
@@ -164,17 +158,18 @@ impl Trigger<'_> {
 pub(crate) fn run_trigger(db: &Docmeta, payload: &str) -> Result<()> {
     let task: TriggerTask = serde_json::from_str(payload)
         .map_err(|e| Error::InvalidInput(format!("workflow trigger task: {e}")))?;
-    let previous = DEPTH.with(|d| d.replace(task.depth.saturating_sub(1)));
-    let outcome = db.write(Actor::System, |u| {
+    let db = Docmeta {
+        trigger_depth: task.depth.saturating_sub(1),
+        ..db.clone()
+    };
+    db.write(Actor::System, |u| {
         u.workflow_events.push((
             EventId(task.event_id),
             DocumentId(task.document_id),
             task.event.clone(),
         ));
         Ok(())
-    });
-    DEPTH.with(|d| d.set(previous));
-    outcome
+    })
 }
 
 #[cfg(test)]
