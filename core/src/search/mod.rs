@@ -119,10 +119,28 @@ impl Docmeta {
         self.catch_up(true)
     }
 
+    /// Whether a SQLite store's index has applied the whole log, found in one read and without
+    /// the catch-up's lock: what a search finds when nothing was written since the last one.
+    /// Always `false` on PostgreSQL, whose followers wait for older transactions (see
+    /// `follow_horizon`), and in a process that does not hold the index's writer yet.
+    fn index_is_current(&self) -> Result<bool> {
+        if self.inner.store.dialect() != crate::store::Dialect::Sqlite
+            || !self.inner.search.holds_writer()
+        {
+            return Ok(false);
+        }
+        let key = self.cursor_key();
+        let (cursor, newest) = self.read(|tx| Ok((tx.setting(&key)?, tx.newest_event_id()?)))?;
+        Ok(cursor.and_then(|c| c.parse::<i64>().ok()).unwrap_or(0) >= newest)
+    }
+
     /// Applies pending events. Without `wait`, does nothing while a rebuild runs: searches then
     /// answer from the index in use instead of waiting for the rebuild.
     fn catch_up(&self, wait: bool) -> Result<usize> {
         if !wait && self.search_rebuilding() {
+            return Ok(0);
+        }
+        if !wait && self.index_is_current()? {
             return Ok(0);
         }
         let _one_at_a_time = self.inner.search_lock.lock();
@@ -458,6 +476,36 @@ impl Session {
         page: usize,
         page_size: usize,
     ) -> Result<SearchPage<Document>> {
+        let (count, ids) = self.document_hits(query, page, page_size)?;
+        // The page's documents in one query. One deleted since the index answered (its removal
+        // reaches the index right after) is left out of the page rather than failing it.
+        let raw: Vec<i64> = ids.iter().map(|d| d.0).collect();
+        let mut found: std::collections::HashMap<i64, Document> = self
+            .read(|tx| tx.documents_by_id(&raw))?
+            .into_iter()
+            .map(|d| (d.id.0, d))
+            .collect();
+        let results = raw
+            .iter()
+            .filter_map(|id| found.remove(id))
+            .filter(|d| {
+                self.can(
+                    Permission::DocumentView,
+                    ObjectRef::new(ObjectKind::DOCUMENT, d.id.0),
+                )
+            })
+            .collect();
+        Ok(SearchPage { count, results })
+    }
+
+    /// The visible documents matching `query` in all, and the ids of page `page`, best first
+    /// (what [`search_documents`](Self::search_documents) reads the documents of).
+    pub(crate) fn document_hits(
+        &self,
+        query: &str,
+        page: usize,
+        page_size: usize,
+    ) -> Result<(usize, Vec<DocumentId>)> {
         let expr = parse(query)?;
         let offset = page.saturating_sub(1).saturating_mul(page_size);
         if offset.saturating_add(page_size) > MAX_RESULT_WINDOW {
@@ -474,25 +522,10 @@ impl Session {
             offset,
             page_size,
         )?;
-        // The page's documents in one query. One deleted since the index answered (its removal
-        // reaches the index right after) is left out of the page rather than failing it.
-        let ids: Vec<i64> = hits.iter().map(|h| h.document_id).collect();
-        let mut found: std::collections::HashMap<i64, Document> = self
-            .read(|tx| tx.documents_by_id(&ids))?
-            .into_iter()
-            .map(|d| (d.id.0, d))
-            .collect();
-        let results = ids
-            .iter()
-            .filter_map(|id| found.remove(id))
-            .filter(|d| {
-                self.can(
-                    Permission::DocumentView,
-                    ObjectRef::new(ObjectKind::DOCUMENT, d.id.0),
-                )
-            })
-            .collect();
-        Ok(SearchPage { count, results })
+        Ok((
+            count,
+            hits.iter().map(|h| DocumentId(h.document_id)).collect(),
+        ))
     }
 
     /// Metadata values matching `query` (DocumentMetadataSearchResult) that this session may
@@ -542,5 +575,69 @@ struct RebuildFlag<'a>(&'a std::sync::atomic::AtomicBool);
 impl Drop for RebuildFlag<'_> {
     fn drop(&mut self) {
         self.0.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use crate::Docmeta;
+    use crate::error::Result;
+
+    /// Searches `text` as the system on another thread; the answer's document count arrives
+    /// on the returned channel.
+    fn search_elsewhere(db: &Docmeta, text: &'static str) -> mpsc::Receiver<Result<usize>> {
+        let (done, answer) = mpsc::channel();
+        let db = db.clone();
+        std::thread::spawn(move || {
+            let _ = done.send(
+                db.system()
+                    .search_documents(text, 1, 10)
+                    .map(|page| page.count),
+            );
+        });
+        answer
+    }
+
+    #[test]
+    fn a_search_with_the_log_applied_does_not_wait_for_a_running_catch_up() -> Result<()> {
+        let db = Docmeta::builder().worker(false).open()?;
+        let s = db.system();
+        let t = s.create_document_type("Memo")?;
+        s.create_document(t.id, "memo", &[])?;
+        assert_eq!(s.search_documents("memo", 1, 10)?.count, 1);
+        // A catch-up holds the lock (as one running for another search would).
+        let catching_up = db.inner.search_lock.lock();
+        let answer = search_elsewhere(&db, "memo");
+        let count = answer
+            .recv_timeout(Duration::from_secs(30))
+            .expect("answered while the catch-up runs")?;
+        drop(catching_up);
+        assert_eq!(count, 1);
+        Ok(())
+    }
+
+    #[test]
+    fn a_search_after_a_write_applies_it_before_answering() -> Result<()> {
+        let db = Docmeta::builder().worker(false).open()?;
+        let s = db.system();
+        let t = s.create_document_type("Memo")?;
+        s.create_document(t.id, "memo one", &[])?;
+        assert_eq!(s.search_documents("memo", 1, 10)?.count, 1);
+        let catching_up = db.inner.search_lock.lock();
+        s.create_document(t.id, "memo two", &[])?;
+        let answer = search_elsewhere(&db, "memo");
+        assert!(
+            answer.recv_timeout(Duration::from_millis(200)).is_err(),
+            "the search waits to apply the new document"
+        );
+        drop(catching_up);
+        let count = answer
+            .recv_timeout(Duration::from_secs(30))
+            .expect("answered once the catch-up is free")?;
+        assert_eq!(count, 2);
+        Ok(())
     }
 }

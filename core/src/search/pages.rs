@@ -17,13 +17,11 @@ impl Session {
         query: &str,
         page: PageRequest,
     ) -> Result<Page<DocumentView>> {
-        let found = self.search_documents(query, page.number, page.size)?;
-        let ids: Vec<DocumentId> = found.results.iter().map(|d| d.id).collect();
+        let (count, ids) = self.document_hits(query, page.number, page.size)?;
+        // One read for the documents and their types; one deleted since the index answered
+        // (its removal reaches the index right after) is left out of the page.
         let items = self.document_views(&ids)?;
-        Ok(Page {
-            count: found.count,
-            items,
-        })
+        Ok(Page { count, items })
     }
 
     /// A page of the metadata values matching a search query (spec 2.5), each with its document
