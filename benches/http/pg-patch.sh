@@ -11,6 +11,7 @@
 # as load.sh does: one row that every writer updates, whose row lock is held until the commit's
 # WAL flush, so no design can go faster than one write per flush there.
 #
+# POOL=N caps each process's PostgreSQL connections (config.yml's postgres_pool_size).
 # SOCKET=1 connects the servers through PostgreSQL's Unix socket instead of TCP on loopback.
 # LOGS=DIR keeps the servers' logs, wrk's outputs and PostgreSQL's log there.
 # BIN=path/to/docmeta runs that binary instead of building this tree's (an A/B comparison
@@ -68,6 +69,10 @@ DOCMETA_DATA="$WORK/data-0" "$BIN" demo >/dev/null
 DOCMETA_DATA="$WORK/data-0" "$BIN" bench-data --documents "$DOCUMENTS" 2>/dev/null
 # A copy must not share the index id (README: "Search work names its index").
 for n in 1 2 3; do cp -a "$WORK/data-0" "$WORK/data-$n"; rm -f "$WORK/data-$n/search/INSTANCE"; done
+# POOL=N: each process holds at most N PostgreSQL connections (`postgres_pool_size`, default 32).
+if [ -n "${POOL:-}" ]; then
+  for n in 1 2 3; do sed -i "s/^postgres_pool_size: .*/postgres_pool_size: $POOL/" "$WORK/data-$n/config.yml"; done
+fi
 
 # The due-date values alice may edit: (document, value) of every invoice.
 if [ "$HOT" = 1 ]; then
