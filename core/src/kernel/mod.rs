@@ -1171,3 +1171,36 @@ mod deadline_tests {
         );
     }
 }
+
+#[cfg(test)]
+mod writer_thread_tests {
+    use super::*;
+
+    #[test]
+    fn a_unit_that_panics_on_the_writer_thread_changes_nothing_and_the_next_unit_commits() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Docmeta::builder()
+            .data_dir(dir.path())
+            .worker(false)
+            .open()
+            .expect("open");
+        let session = db.system();
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            session.write(|u| {
+                session.create_role_in(u, "doomed")?;
+                panic!("a unit of work panicking on the writer thread");
+                #[allow(unreachable_code)]
+                Ok(())
+            })
+        }));
+        assert!(panicked.is_err(), "the panic reaches the caller");
+        session.create_role("kept").expect("the next unit commits");
+        let labels: Vec<String> = session
+            .roles()
+            .expect("roles")
+            .into_iter()
+            .map(|r| r.label)
+            .collect();
+        assert_eq!(labels, ["kept"]);
+    }
+}
