@@ -601,13 +601,19 @@ mod tests {
         answer
     }
 
-    #[test]
-    fn a_search_with_the_log_applied_does_not_wait_for_a_running_catch_up() -> Result<()> {
+    /// An instance with one memo, indexed by a first search; and the memo's type.
+    fn one_memo_searched() -> Result<(Docmeta, crate::model::DocumentTypeId)> {
         let db = Docmeta::builder().worker(false).open()?;
         let s = db.system();
         let t = s.create_document_type("Memo")?;
-        s.create_document(t.id, "memo", &[])?;
+        s.create_document(t.id, "memo one", &[])?;
         assert_eq!(s.search_documents("memo", 1, 10)?.count, 1);
+        Ok((db, t.id))
+    }
+
+    #[test]
+    fn a_search_with_the_log_applied_does_not_wait_for_a_running_catch_up() -> Result<()> {
+        let (db, _) = one_memo_searched()?;
         // A catch-up holds the lock (as one running for another search would).
         let catching_up = db.inner.search_lock.lock();
         let answer = search_elsewhere(&db, "memo");
@@ -621,13 +627,9 @@ mod tests {
 
     #[test]
     fn a_search_after_a_write_applies_it_before_answering() -> Result<()> {
-        let db = Docmeta::builder().worker(false).open()?;
-        let s = db.system();
-        let t = s.create_document_type("Memo")?;
-        s.create_document(t.id, "memo one", &[])?;
-        assert_eq!(s.search_documents("memo", 1, 10)?.count, 1);
+        let (db, memo) = one_memo_searched()?;
         let catching_up = db.inner.search_lock.lock();
-        s.create_document(t.id, "memo two", &[])?;
+        db.system().create_document(memo, "memo two", &[])?;
         let answer = search_elsewhere(&db, "memo");
         assert!(
             answer.recv_timeout(Duration::from_millis(200)).is_err(),

@@ -502,11 +502,11 @@ mod tests {
         Error::InvalidInput("refused".to_owned())
     }
 
-    #[test]
-    fn a_refused_unit_in_a_group_leaves_the_others_committed() {
+    /// Units `via` their threads or the writer thread, one refusing its change.
+    fn a_refused_unit_leaves_the_others_of_its_group_committed(via: Via) {
         let (_dir, store) = store("CREATE TABLE t (v TEXT)");
         let before = store.writer.ended();
-        let outcomes = group(
+        let outcomes = group_with(
             &store,
             Box::new(|tx| insert(tx, "a")),
             vec![
@@ -516,6 +516,8 @@ mod tests {
                 }),
                 Box::new(|tx| insert(tx, "c")),
             ],
+            false,
+            via,
         );
         assert!(outcomes[0].is_ok(), "{:?}", outcomes[0]);
         assert!(outcomes[1].is_err());
@@ -529,7 +531,16 @@ mod tests {
     }
 
     #[test]
-    fn each_member_of_a_group_sees_its_own_writes() {
+    fn a_refused_unit_in_a_group_leaves_the_others_committed() {
+        a_refused_unit_leaves_the_others_of_its_group_committed(Via::OwnThreads);
+    }
+
+    #[test]
+    fn a_refused_unit_on_the_writer_thread_leaves_the_others_of_its_group_committed() {
+        a_refused_unit_leaves_the_others_of_its_group_committed(Via::WriterThread);
+    }
+
+    fn each_member_sees_its_own_writes_and_the_group_commits_once(via: Via) {
         let (_dir, store) = store("CREATE TABLE t (v TEXT)");
         let sees_own = |value: &'static str| -> Work {
             Box::new(move |tx| {
@@ -541,7 +552,13 @@ mod tests {
             })
         };
         let before = store.writer.ended();
-        let outcomes = group(&store, sees_own("a"), vec![sees_own("b"), sees_own("c")]);
+        let outcomes = group_with(
+            &store,
+            sees_own("a"),
+            vec![sees_own("b"), sees_own("c")],
+            false,
+            via,
+        );
         for outcome in &outcomes {
             assert!(outcome.is_ok(), "{outcome:?}");
         }
@@ -554,7 +571,16 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_group_commit_fails_every_member() {
+    fn each_member_of_a_group_sees_its_own_writes() {
+        each_member_sees_its_own_writes_and_the_group_commits_once(Via::OwnThreads);
+    }
+
+    #[test]
+    fn units_queued_for_the_writer_thread_share_one_commit() {
+        each_member_sees_its_own_writes_and_the_group_commits_once(Via::WriterThread);
+    }
+
+    fn a_failed_group_commit_fails_every_member_and_the_writer_recovers(via: Via) {
         // A deferred foreign key is checked at COMMIT only: one member's dangling reference
         // makes the group's commit fail.
         let (_dir, store) = store(
@@ -562,13 +588,15 @@ mod tests {
              CREATE TABLE p (id INTEGER PRIMARY KEY);
              CREATE TABLE c (p INTEGER REFERENCES p (id) DEFERRABLE INITIALLY DEFERRED)",
         );
-        let outcomes = group(
+        let outcomes = group_with(
             &store,
             Box::new(|tx| insert(tx, "a")),
             vec![
                 Box::new(|tx| tx.execute("INSERT INTO c (p) VALUES (42)", &[]).map(drop)),
                 Box::new(|tx| insert(tx, "c")),
             ],
+            false,
+            via,
         );
         for outcome in &outcomes {
             assert!(
@@ -582,6 +610,16 @@ mod tests {
         insert(tx.as_mut(), "d").expect("insert");
         tx.commit().expect("commit");
         assert_eq!(values(&store), ["d"]);
+    }
+
+    #[test]
+    fn a_failed_group_commit_fails_every_member() {
+        a_failed_group_commit_fails_every_member_and_the_writer_recovers(Via::OwnThreads);
+    }
+
+    #[test]
+    fn a_failed_group_commit_on_the_writer_thread_fails_every_member() {
+        a_failed_group_commit_fails_every_member_and_the_writer_recovers(Via::WriterThread);
     }
 
     #[test]
@@ -605,8 +643,7 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_unit_committing_now_ends_its_group_with_units_queued_behind_it() {
+    fn a_unit_committing_now_ends_its_group(via: Via) {
         let (_dir, store) = store("CREATE TABLE t (v TEXT)");
         let before = store.writer.ended();
         let outcomes = group_with(
@@ -614,7 +651,7 @@ mod tests {
             Box::new(|tx| insert(tx, "a")),
             vec![Box::new(|tx| insert(tx, "b"))],
             true,
-            Via::OwnThreads,
+            via,
         );
         for outcome in &outcomes {
             assert!(outcome.is_ok(), "{outcome:?}");
@@ -628,98 +665,13 @@ mod tests {
     }
 
     #[test]
-    fn units_queued_for_the_writer_thread_share_one_commit() {
-        let (_dir, store) = store("CREATE TABLE t (v TEXT)");
-        let before = store.writer.ended();
-        let outcomes = group_with(
-            &store,
-            Box::new(|tx| insert(tx, "a")),
-            vec![
-                Box::new(|tx| insert(tx, "b")),
-                Box::new(|tx| insert(tx, "c")),
-            ],
-            false,
-            Via::WriterThread,
-        );
-        for outcome in &outcomes {
-            assert!(outcome.is_ok(), "{outcome:?}");
-        }
-        assert_eq!(values(&store), ["a", "b", "c"]);
-        assert_eq!(
-            store.writer.ended() - before,
-            1,
-            "the units shared one commit"
-        );
-    }
-
-    #[test]
-    fn a_refused_unit_on_the_writer_thread_leaves_the_others_of_its_group_committed() {
-        let (_dir, store) = store("CREATE TABLE t (v TEXT)");
-        let outcomes = group_with(
-            &store,
-            Box::new(|tx| insert(tx, "a")),
-            vec![
-                Box::new(|tx| {
-                    insert(tx, "b")?;
-                    Err(refused())
-                }),
-                Box::new(|tx| insert(tx, "c")),
-            ],
-            false,
-            Via::WriterThread,
-        );
-        assert!(outcomes[0].is_ok(), "{:?}", outcomes[0]);
-        assert!(outcomes[1].is_err());
-        assert!(outcomes[2].is_ok(), "{:?}", outcomes[2]);
-        assert_eq!(values(&store), ["a", "c"]);
-    }
-
-    #[test]
-    fn a_failed_group_commit_on_the_writer_thread_fails_every_member() {
-        let (_dir, store) = store(
-            "CREATE TABLE t (v TEXT);
-             CREATE TABLE p (id INTEGER PRIMARY KEY);
-             CREATE TABLE c (p INTEGER REFERENCES p (id) DEFERRABLE INITIALLY DEFERRED)",
-        );
-        let outcomes = group_with(
-            &store,
-            Box::new(|tx| insert(tx, "a")),
-            vec![
-                Box::new(|tx| tx.execute("INSERT INTO c (p) VALUES (42)", &[]).map(drop)),
-                Box::new(|tx| insert(tx, "c")),
-            ],
-            false,
-            Via::WriterThread,
-        );
-        for outcome in &outcomes {
-            assert!(
-                matches!(outcome, Err(Error::Storage { .. })),
-                "every member fails: {outcome:?}"
-            );
-        }
-        assert!(values(&store).is_empty(), "nothing was committed");
+    fn a_unit_committing_now_ends_its_group_with_units_queued_behind_it() {
+        a_unit_committing_now_ends_its_group(Via::OwnThreads);
     }
 
     #[test]
     fn a_unit_committing_now_on_the_writer_thread_ends_its_group() {
-        let (_dir, store) = store("CREATE TABLE t (v TEXT)");
-        let before = store.writer.ended();
-        let outcomes = group_with(
-            &store,
-            Box::new(|tx| insert(tx, "a")),
-            vec![Box::new(|tx| insert(tx, "b"))],
-            true,
-            Via::WriterThread,
-        );
-        for outcome in &outcomes {
-            assert!(outcome.is_ok(), "{outcome:?}");
-        }
-        assert_eq!(values(&store), ["a", "b"]);
-        assert_eq!(
-            store.writer.ended() - before,
-            2,
-            "the first committed without the unit queued behind it"
-        );
+        a_unit_committing_now_ends_its_group(Via::WriterThread);
     }
 
     #[test]
