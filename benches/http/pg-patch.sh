@@ -13,6 +13,8 @@
 #
 # POOL=N caps each process's PostgreSQL connections (config.yml's postgres_pool_size).
 # SOCKET=1 connects the servers through PostgreSQL's Unix socket instead of TCP on loopback.
+# STATS=1 loads pg_stat_statements and prints, after each run, the statements PostgreSQL ran
+# per write (calls / 2xx answers) and the transactions per write, busiest first.
 # LOGS=DIR keeps the servers' logs, wrk's outputs and PostgreSQL's log there.
 # BIN=path/to/docmeta runs that binary instead of building this tree's (an A/B comparison
 # under the same conditions). Prints, per run: writes/s (2xx answers), p50/p99 latency (the worst process's), non-2xx
@@ -49,9 +51,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
+PG_EXTRA=""
+if [ "${STATS:-0}" = 1 ]; then PG_EXTRA="-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all"; fi
 # scripts/postgres-up turns fsync off (for tests); restart the cluster with the defaults.
 DOCMETA_PG_PORT=$PG_PORT scripts/postgres-up "$PG_DIR" >/dev/null
-as_pg "'$PG_BIN/pg_ctl' -D '$PG_DIR/data' -w -o \"-p $PG_PORT -k '$PG_DIR' -c listen_addresses=127.0.0.1 -c max_connections=200\" -l '$PG_DIR/log' restart" >/dev/null
+as_pg "'$PG_BIN/pg_ctl' -D '$PG_DIR/data' -w -o \"-p $PG_PORT -k '$PG_DIR' -c listen_addresses=127.0.0.1 -c max_connections=200 $PG_EXTRA\" -l '$PG_DIR/log' restart" >/dev/null
 # SOCKET=1: the servers reach PostgreSQL through its Unix socket (a deployment on one machine)
 # instead of TCP on loopback (what separate machines use); psql always uses TCP.
 URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres"
@@ -120,6 +124,11 @@ for n in $PROCESSES; do
   for i in $(seq 0 $((n - 1))); do
     wrk -t1 -c"$CONNECTIONS" -d2s -s "$WORK/patch.lua" "http://127.0.0.1:$((PORT + i))" -- "$i" >/dev/null
   done
+  if [ "${STATS:-0}" = 1 ]; then
+    psql_q "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
+    psql_q "SELECT pg_stat_statements_reset(); SELECT pg_stat_reset()" >/dev/null
+    commits_before=$(psql_q "SELECT xact_commit FROM pg_stat_database WHERE datname = 'postgres'")
+  fi
   outs=()
   drivers=()
   for i in $(seq 0 $((n - 1))); do
@@ -156,6 +165,12 @@ print(f"{n} process(es) x {connections} connections: {rps:8,.0f} writes/s  p50 {
       f"p99 {p99:6.2f} ms  {total} requests, non-2xx {non2xx}, "
       f"socket errors {'; '.join(socket) if socket else 'none'}")
 PY
+  if [ "${STATS:-0}" = 1 ]; then
+    writes=$(cat "${outs[@]}" | awk '/requests in/ {n += $1} /Non-2xx/ {n -= $NF} END {print n}')
+    commits=$(psql_q "SELECT xact_commit FROM pg_stat_database WHERE datname = 'postgres'")
+    echo "  per write: $(python3 -c "print(f'{($commits - $commits_before) / $writes:.2f}')") transactions (all of the database's, the followers' too); statements, busiest first:"
+    psql_q "SELECT to_char(calls::float8 / $writes, 'FM990.000') || '  ' || to_char(total_exec_time / $writes * 1000, 'FM99990.0') || ' us  ' || left(regexp_replace(query, '\s+', ' ', 'g'), 110) FROM pg_stat_statements WHERE calls > $writes / 100 ORDER BY calls DESC LIMIT 25" | sed 's/^/    /'
+  fi
   for pid in "${SERVERS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
   for i in $(seq 0 $((n - 1))); do
     echo "  server $i: refused as busy (503): $(grep -c "conflicting concurrent" "$WORK/server-$i.log" || true)"

@@ -282,7 +282,8 @@ impl<'a> Unit<'a> {
             self.workflow_events.len(),
         );
         self.tx.savepoint(name)?;
-        let out = f(self);
+        // What `f` held back is sent before the savepoint ends, so that its failure is `f`'s.
+        let out = f(self).and_then(|v| self.tx.flush().map(|()| v));
         self.tx.end_savepoint(name, out.is_ok())?;
         if out.is_err() {
             self.events.truncate(marks.0);

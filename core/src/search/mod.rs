@@ -78,36 +78,36 @@ pub struct SearchPage<T> {
     pub results: Vec<T>,
 }
 
+/// What the index stores of the documents `ids` (one statement), and the ids of those that no
+/// longer exist.
 fn load_documents(tx: &mut Tx<'_>, ids: &[DocumentId]) -> Result<(Vec<IndexedDocument>, Vec<i64>)> {
-    let mut found = Vec::new();
-    let mut removed = Vec::new();
-    for id in ids {
-        let Some(d) = tx.document(*id)? else {
-            removed.push(id.0);
-            continue;
-        };
-        let document_type_label = tx
-            .document_type(d.document_type_id)?
-            .map(|t| t.label)
-            .unwrap_or_default();
-        let metadata = tx
-            .metadata_with_types_of_document(d.id)?
-            .into_iter()
-            .map(|(m, t)| IndexedValue {
-                id: m.id.0,
-                metadata_type_id: t.id.0,
-                metadata_type_name: t.name,
-                value: m.value,
-            })
-            .collect();
-        found.push(IndexedDocument {
+    let found: Vec<IndexedDocument> = tx
+        .documents_for_index(ids)?
+        .into_iter()
+        .map(|(d, document_type_label, values)| IndexedDocument {
             id: d.id.0,
             label: d.label,
             document_type_label,
-            metadata,
+            metadata: values
+                .into_iter()
+                .map(
+                    |(id, metadata_type_id, metadata_type_name, value)| IndexedValue {
+                        id: id.0,
+                        metadata_type_id: metadata_type_id.0,
+                        metadata_type_name,
+                        value,
+                    },
+                )
+                .collect(),
             document_type_id: d.document_type_id.0,
-        });
-    }
+        })
+        .collect();
+    let present: rustc_hash::FxHashSet<i64> = found.iter().map(|d| d.id).collect();
+    let removed = ids
+        .iter()
+        .map(|d| d.0)
+        .filter(|id| !present.contains(id))
+        .collect();
     Ok((found, removed))
 }
 

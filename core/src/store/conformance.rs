@@ -155,6 +155,62 @@ pub fn records_round_trip(make: Factory<'_>) -> Result<()> {
     })
 }
 
+/// Documents named by a list of ids, read in one statement whatever the list: the existing
+/// ones, each with its type's label and its values in value order; the missing ones left out.
+pub fn documents_are_read_by_lists_of_ids(make: Factory<'_>) -> Result<()> {
+    let store = make();
+    let s = store.as_ref();
+    let (dt, first, second, values) = write(s, |tx| {
+        let dt = tx.insert_document_type("Invoice")?;
+        let note = tx.insert_metadata_type(&MetadataTypeInput::new("note", "Note"))?;
+        let due = tx.insert_metadata_type(&MetadataTypeInput::new("due", "Due"))?;
+        let first = tx.insert_document("INV-1", dt.id, Utc::now())?;
+        let second = tx.insert_document("INV-2", dt.id, Utc::now())?;
+        let values = vec![
+            tx.insert_document_metadata(first.id, due.id, "a")?,
+            tx.insert_document_metadata(first.id, note.id, "b")?,
+            tx.insert_document_metadata(second.id, note.id, "c")?,
+        ];
+        Ok((dt, first, second, values))
+    })?;
+    let missing = DocumentId(second.id.0 + 1000);
+    read(s, |tx| {
+        let mut found: Vec<i64> = tx
+            .documents_by_id(&[missing.0, second.id.0, first.id.0])?
+            .iter()
+            .map(|d| d.id.0)
+            .collect();
+        found.sort_unstable();
+        ensure(found == vec![first.id.0, second.id.0], "documents by id")?;
+        ensure(tx.documents_by_id(&[])?.is_empty(), "no ids, no documents")?;
+        let indexed = tx.documents_for_index(&[second.id, missing, first.id])?;
+        ensure(indexed.len() == 2, "the missing document is left out")?;
+        for (doc, type_label, indexed_values) in &indexed {
+            ensure(
+                type_label == "Invoice" && doc.document_type_id == dt.id,
+                "type label",
+            )?;
+            let expected: Vec<(DocumentMetadataId, MetadataTypeId, &str)> = values
+                .iter()
+                .filter(|m| m.document_id == doc.id)
+                .map(|m| (m.id, m.metadata_type_id, m.value.as_str()))
+                .collect();
+            let got: Vec<(DocumentMetadataId, MetadataTypeId, &str)> = indexed_values
+                .iter()
+                .map(|v| (v.0, v.1, v.3.as_str()))
+                .collect();
+            ensure(got == expected, "each document's values, in order")?;
+            ensure(
+                indexed_values
+                    .iter()
+                    .all(|v| (v.2 == "due") == (v.3 == "a")),
+                "value type names",
+            )?;
+        }
+        Ok(())
+    })
+}
+
 /// Uniqueness rules are constraints: a second name, label, association or value conflicts.
 pub fn uniqueness_is_enforced(make: Factory<'_>) -> Result<()> {
     let store = make();
@@ -539,7 +595,7 @@ macro_rules! store_conformance_tests {
                 migrations_are_recorded, records_round_trip, uniqueness_is_enforced, rollback_on_drop,
                 foreign_keys_are_enforced, event_log, task_queue, targeted_tasks_are_claimed_by_their_target,
                 requeue_leaves_other_targets_running, retargeting_moves_only_open_targeted_tasks,
-                access_records, parameters_bind);
+                access_records, parameters_bind, documents_are_read_by_lists_of_ids);
         }
     };
     (@each $factory:expr; $($check:ident),*) => {$(

@@ -186,13 +186,13 @@ impl Tx<'_> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let list: Vec<String> = ids.iter().map(i64::to_string).collect();
+        let list = ids_param(ids.iter().copied());
         self.rows(
             &format!(
-                "SELECT id, label, document_type_id, created FROM documents WHERE id IN ({})",
-                list.join(", ")
+                "SELECT id, label, document_type_id, created FROM documents WHERE {}",
+                among_ids(self.dialect(), "id", 1)
             ),
-            &[],
+            &[list.as_str().into()],
             document,
         )
     }

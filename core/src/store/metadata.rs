@@ -247,20 +247,19 @@ impl Tx<'_> {
 
     /// Sets a stored value.
     pub fn update_document_metadata(&mut self, id: DocumentMetadataId, value: &str) -> Result<()> {
-        self.execute(
+        // Sent with the next statement (the edit's event): its failure fails the unit anyway.
+        self.execute_later(
             "UPDATE document_metadata SET value = ?1 WHERE id = ?2",
             &[value.into(), id.0.into()],
         )
-        .map(drop)
     }
 
     /// Deletes a value.
     pub fn delete_document_metadata(&mut self, id: DocumentMetadataId) -> Result<()> {
-        self.execute(
+        self.execute_later(
             "DELETE FROM document_metadata WHERE id = ?1",
             &[id.0.into()],
         )
-        .map(drop)
     }
 
     /// A document, with the value `id` when it is one of the document's (and whether the

@@ -252,6 +252,21 @@ pub trait Transaction {
     /// savepoint first.
     fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64>;
 
+    /// Runs a statement whose changed-row count nobody reads. A store may hold it back and send
+    /// it with the transaction's next statement (PostgreSQL: one round trip for both), so its
+    /// error may come from that statement, from [`flush`](Self::flush) or from the commit
+    /// instead: use it only where any error fails the unit of work anyway.
+    fn execute_later(&mut self, sql: &str, params: &[Param<'_>]) -> Result<()> {
+        self.execute(sql, params).map(drop)
+    }
+
+    /// Sends the statements [`execute_later`](Self::execute_later) held back, and returns the
+    /// first one's error: where the outcome of what came before must be known now (the end of
+    /// a savepoint's work).
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+
     /// The SQL dialect of the store (for the rare statement that differs).
     fn dialect(&self) -> Dialect {
         Dialect::Sqlite
@@ -383,6 +398,19 @@ impl<'a> Tx<'a> {
     pub fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64> {
         refuse_nul(params)?;
         self.inner.execute(sql, params)
+    }
+
+    /// Runs a statement whose changed-row count nobody reads, perhaps with the next one (see
+    /// [`Transaction::execute_later`]): only where any error fails the unit of work.
+    pub fn execute_later(&mut self, sql: &str, params: &[Param<'_>]) -> Result<()> {
+        refuse_nul(params)?;
+        self.inner.execute_later(sql, params)
+    }
+
+    /// Sends what [`execute_later`](Self::execute_later) held back (see
+    /// [`Transaction::flush`]).
+    pub fn flush(&mut self) -> Result<()> {
+        self.inner.flush()
     }
 
     /// Runs a query, mapping every row.

@@ -21,16 +21,26 @@
 //! The connection pool holds at most `postgres_pool_size` connections (see [`Config`]);
 //! a thread that needs one when all are in use waits, up to a bound, for one to come back.
 //!
+//! Statements are pipelined: the driver is `tokio-postgres`, run by the calling thread on a
+//! small runtime per connection, so a transaction's `BEGIN` is sent with its first statement,
+//! and writes whose answer nobody reads at once ([`Transaction::execute_later`]: the edit of a
+//! value, a setting) with the statement after them or the `COMMIT`. Each batch is one round
+//! trip; PostgreSQL still runs every statement in order, and the first failure among them is
+//! the batch's error.
+//!
 //! [`Config`]: crate::Config
 //!
 //! Part of `store` (layer 3): imports only `error`, `model`, `config`, `events` and its siblings.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use postgres::types::{IsNull, ToSql, Type};
-use postgres::{Client, NoTls};
+use tokio_postgres::types::{IsNull, ToSql, Type};
+use tokio_postgres::{NoTls, Statement};
 
 use super::sqlite::SCHEMA_VERSION;
 use super::{Dialect, Mode, Param, Row, Store, Transaction, Value};
@@ -85,19 +95,179 @@ thread_local! {
     static HELD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
+type PgError = tokio_postgres::Error;
+type PgResult<T> = std::result::Result<T, PgError>;
+
+/// One connection to PostgreSQL: `tokio-postgres`'s client and connection, driven by the thread
+/// that uses it on a small runtime of its own (what the synchronous `postgres` crate does
+/// inside). Driving it here lets a thread send several statements before it reads their
+/// answers ([`Conn::pipeline`]): one round trip for all of them.
+struct Conn {
+    runtime: tokio::runtime::Runtime,
+    client: tokio_postgres::Client,
+    /// The connection's own work (writing requests, reading answers); `None` once it ended.
+    connection: Option<Pin<Box<dyn Future<Output = PgResult<()>> + Send>>>,
+}
+
+/// A statement of a [`Conn::pipeline`].
+enum Op<'s> {
+    /// Statements without parameters, sent as text (`BEGIN ...`, `COMMIT`, a migration).
+    Simple(&'s str),
+    /// A prepared statement whose changed-row count is the answer.
+    Execute(Statement, Vec<Bound>),
+    /// A prepared statement whose rows are the answer.
+    Query(Statement, Vec<Bound>),
+}
+
+/// The answer to an [`Op`].
+enum Answer {
+    Done,
+    Count(u64),
+    Rows(Vec<tokio_postgres::Row>),
+}
+
+impl Conn {
+    fn connect(url: &str) -> Result<Conn> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Error::storage("starting the PostgreSQL connection's runtime", e))?;
+        let (client, connection) = runtime
+            .block_on(tokio_postgres::connect(url, NoTls))
+            .map_err(|e| pg_error(&format!("connecting to {}", redact(url)), e))?;
+        Ok(Conn {
+            runtime,
+            client,
+            connection: Some(Box::pin(connection)),
+        })
+    }
+
+    fn is_closed(&self) -> bool {
+        self.connection.is_none() || self.client.is_closed()
+    }
+
+    /// Runs `ops` in one round trip: every request is written before any answer is read, and
+    /// PostgreSQL runs them in order. Returns each one's outcome, in order (after a failure in
+    /// a transaction, the later statements fail too: the transaction is aborted), or the
+    /// connection's error when it failed.
+    fn pipeline(&mut self, ops: &[Op<'_>]) -> PgResult<Vec<PgResult<Answer>>> {
+        let Conn {
+            runtime,
+            client,
+            connection,
+        } = self;
+        let client = &*client;
+        let mut running: Vec<Pin<Box<dyn Future<Output = PgResult<Answer>> + '_>>> = ops
+            .iter()
+            .map(
+                |op| -> Pin<Box<dyn Future<Output = PgResult<Answer>> + '_>> {
+                    match op {
+                        Op::Simple(sql) => Box::pin(async move {
+                            client.batch_execute(sql).await.map(|()| Answer::Done)
+                        }),
+                        Op::Execute(statement, binds) => Box::pin(async move {
+                            client
+                                .execute(statement, &refs(binds))
+                                .await
+                                .map(Answer::Count)
+                        }),
+                        Op::Query(statement, binds) => Box::pin(async move {
+                            client
+                                .query(statement, &refs(binds))
+                                .await
+                                .map(Answer::Rows)
+                        }),
+                    }
+                },
+            )
+            .collect();
+        let mut answers: Vec<Option<PgResult<Answer>>> = ops.iter().map(|_| None).collect();
+        let all = std::future::poll_fn(|cx| {
+            // In order: each request is queued on its first poll, so they leave in order.
+            for (future, answer) in running.iter_mut().zip(answers.iter_mut()) {
+                if answer.is_none()
+                    && let Poll::Ready(a) = future.as_mut().poll(cx)
+                {
+                    *answer = Some(a);
+                }
+            }
+            if answers.iter().all(Option::is_some) {
+                Poll::Ready(Ok(()))
+            } else {
+                Poll::Pending
+            }
+        });
+        drive(runtime, connection, all)?;
+        drop(running);
+        Ok(answers.into_iter().flatten().collect())
+    }
+
+    /// Runs one statement given as text, with no parameters.
+    fn batch_execute(&mut self, sql: &str) -> PgResult<()> {
+        self.pipeline(&[Op::Simple(sql)])?.remove(0).map(drop)
+    }
+
+    /// Prepares `sql` (one round trip).
+    fn prepare(&mut self, sql: &str) -> PgResult<Statement> {
+        let Conn {
+            runtime,
+            client,
+            connection,
+        } = self;
+        drive(runtime, connection, client.prepare(sql))
+    }
+
+    /// The rows of `sql` (prepared, then run: two round trips), for the few statements run
+    /// outside transactions.
+    fn query(&mut self, sql: &str) -> PgResult<Vec<tokio_postgres::Row>> {
+        let statement = self.prepare(sql)?;
+        match self
+            .pipeline(&[Op::Query(statement, Vec::new())])?
+            .remove(0)?
+        {
+            Answer::Rows(rows) => Ok(rows),
+            _ => Ok(Vec::new()),
+        }
+    }
+}
+
+/// Runs `future` to its end on `runtime` while driving `connection` (which sends its requests
+/// and reads its answers); the connection's failure ends it early.
+fn drive<T>(
+    runtime: &tokio::runtime::Runtime,
+    connection: &mut Option<Pin<Box<dyn Future<Output = PgResult<()>> + Send>>>,
+    future: impl Future<Output = PgResult<T>>,
+) -> PgResult<T> {
+    let mut future = std::pin::pin!(future);
+    runtime.block_on(std::future::poll_fn(|cx| {
+        if let Some(c) = connection.as_mut() {
+            match c.as_mut().poll(cx) {
+                Poll::Pending => {}
+                Poll::Ready(Ok(())) => *connection = None,
+                Poll::Ready(Err(e)) => {
+                    *connection = None;
+                    return Poll::Ready(Err(e));
+                }
+            }
+        }
+        future.as_mut().poll(cx)
+    }))
+}
+
+/// The parameters of a statement as `tokio-postgres` takes them.
+fn refs(binds: &[Bound]) -> Vec<&(dyn ToSql + Sync)> {
+    binds.iter().map(|b| b as &(dyn ToSql + Sync)).collect()
+}
+
 /// A connection with the statements it has prepared (a statement is parsed once per
 /// connection, not once per use).
 struct Pooled {
-    client: Client,
-    statements: std::collections::HashMap<String, postgres::Statement>,
+    client: Conn,
+    statements: std::collections::HashMap<String, Statement>,
 }
 
 impl Pooled {
-    fn prepared(
-        &mut self,
-        sql: &str,
-        round_trips: &AtomicU64,
-    ) -> std::result::Result<postgres::Statement, postgres::Error> {
+    fn prepared(&mut self, sql: &str, round_trips: &AtomicU64) -> PgResult<Statement> {
         if let Some(s) = self.statements.get(sql) {
             return Ok(s.clone());
         }
@@ -240,7 +410,7 @@ fn is_contention(code: &str) -> bool {
     code == "40001" || code == "40P01"
 }
 
-fn pg_error(operation: &str, e: postgres::Error) -> Error {
+fn pg_error(operation: &str, e: PgError) -> Error {
     if let Some(db) = e.as_db_error() {
         return db_error(
             operation,
@@ -343,18 +513,15 @@ impl PostgresStore {
         self.data_statements.load(Ordering::Relaxed)
     }
 
-    /// A transaction started with `begin` (`BEGIN ISOLATION LEVEL ...`).
-    fn begin_with(&self, begin: &str) -> Result<Box<dyn Transaction + '_>> {
-        let mut client = self.client()?;
-        self.trip();
-        if let Err(e) = client.client.batch_execute(begin) {
-            self.discard(client);
-            return Err(pg_error("starting a transaction", e));
-        }
+    /// A transaction started with `begin` (`BEGIN ISOLATION LEVEL ...`), which is sent with
+    /// its first statement.
+    fn begin_with(&self, begin: &'static str) -> Result<Box<dyn Transaction + '_>> {
+        let client = self.client()?;
         Ok(Box::new(PgTx {
             store: self,
             client: Some(client),
-            open: true,
+            begun: false,
+            pending: vec![Op::Simple(begin)],
             failed: None,
         }))
     }
@@ -363,9 +530,8 @@ impl PostgresStore {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn connect(&self) -> Result<Client> {
-        Client::connect(&self.url, NoTls)
-            .map_err(|e| pg_error(&format!("connecting to {}", redact(&self.url)), e))
+    fn connect(&self) -> Result<Conn> {
+        Conn::connect(&self.url)
     }
 
     /// A connection: an idle one, a new one while fewer than the pool's size exist (or when
@@ -439,14 +605,15 @@ impl PostgresStore {
         self.returned.notify_one();
     }
 
-    fn version(client: &mut Client) -> Result<u32> {
+    fn version(client: &mut Conn) -> Result<u32> {
         client
             .batch_execute("CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)")
             .map_err(|e| pg_error("reading the schema version", e))?;
         let v: Option<i64> = client
-            .query_one("SELECT max(version) FROM schema_version", &[])
+            .query("SELECT max(version) FROM schema_version")
             .map_err(|e| pg_error("reading the schema version", e))?
-            .get(0);
+            .first()
+            .and_then(|r| r.get(0));
         Ok(u32::try_from(v.unwrap_or(0)).unwrap_or(0))
     }
 }
@@ -483,25 +650,40 @@ fn rewrite(sql: &str, params: &[Param<'_>]) -> String {
     out
 }
 
-/// A bound value that takes the type PostgreSQL expects for its placeholder.
+/// A bound value (owned: a statement may wait in the transaction's pipeline) that takes the
+/// type PostgreSQL expects for its placeholder.
 #[derive(Debug)]
-struct Bind<'a>(Param<'a>);
+enum Bound {
+    Null,
+    Int(i64),
+    Text(String),
+}
 
-impl ToSql for Bind<'_> {
+impl From<Param<'_>> for Bound {
+    fn from(p: Param<'_>) -> Bound {
+        match p {
+            Param::Null => Bound::Null,
+            Param::Int(v) => Bound::Int(v),
+            Param::Text(t) => Bound::Text(t.to_owned()),
+        }
+    }
+}
+
+impl ToSql for Bound {
     fn to_sql(
         &self,
         ty: &Type,
-        out: &mut postgres::types::private::BytesMut,
+        out: &mut tokio_postgres::types::private::BytesMut,
     ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
-        match self.0 {
-            Param::Null => Ok(IsNull::Yes),
-            Param::Int(v) => match *ty {
-                Type::INT2 => i16::try_from(v)?.to_sql(ty, out),
-                Type::INT4 => i32::try_from(v)?.to_sql(ty, out),
-                Type::BOOL => (v != 0).to_sql(ty, out),
+        match self {
+            Bound::Null => Ok(IsNull::Yes),
+            Bound::Int(v) => match *ty {
+                Type::INT2 => i16::try_from(*v)?.to_sql(ty, out),
+                Type::INT4 => i32::try_from(*v)?.to_sql(ty, out),
+                Type::BOOL => (*v != 0).to_sql(ty, out),
                 _ => v.to_sql(ty, out),
             },
-            Param::Text(s) => s.to_sql(ty, out),
+            Bound::Text(s) => s.as_str().to_sql(ty, out),
         }
     }
 
@@ -509,13 +691,24 @@ impl ToSql for Bind<'_> {
         true
     }
 
-    postgres::types::to_sql_checked!();
+    tokio_postgres::types::to_sql_checked!();
 }
 
+/// How many statements may wait in a transaction's pipeline before they are sent anyway.
+const PIPELINE_MAX: usize = 64;
+
+/// A transaction. Its `BEGIN` is not sent alone: it waits for the first statement and travels
+/// with it, and statements whose answer nobody reads now ([`Transaction::execute_later`]) wait
+/// for the next one, or the `COMMIT`: each batch is one round trip ([`Conn::pipeline`]). A
+/// transaction that ran no statement sends nothing at all.
 struct PgTx<'a> {
     store: &'a PostgresStore,
     client: Option<Pooled>,
-    open: bool,
+    /// `BEGIN` was sent: ending without a `COMMIT` needs a `ROLLBACK`.
+    begun: bool,
+    /// Statements not sent yet, in order: the `BEGIN` until a first statement goes, then the
+    /// statements of `execute_later`.
+    pending: Vec<Op<'static>>,
     /// The error of a statement that failed (PostgreSQL then refuses every statement until a
     /// `ROLLBACK TO SAVEPOINT`, and a `COMMIT` would silently roll back): the transaction
     /// refuses to commit with it.
@@ -529,30 +722,78 @@ impl PgTx<'_> {
             .ok_or_else(|| Error::storage("using a transaction", "the transaction is finished"))
     }
 
-    /// Runs `f` on the client (one round trip, plus one to prepare a statement this connection
-    /// has not seen). A failure is remembered (see `failed`); a caller's own `ROLLBACK TO
-    /// SAVEPOINT` that succeeds clears it, unless the failure was a conflict with concurrent
-    /// transactions, which only a run of the whole unit again can resolve.
-    fn statement<T>(
-        &mut self,
-        sql: &str,
-        f: impl FnOnce(&mut Pooled, &AtomicU64) -> std::result::Result<T, postgres::Error>,
-        operation: &str,
-    ) -> Result<T> {
+    /// A statement ready to run: `sql` prepared on this connection (one round trip the first
+    /// time the connection sees it) with its parameters.
+    fn bind(&mut self, sql: &str, params: &[Param<'_>]) -> Result<(Statement, Vec<Bound>)> {
         let store = self.store;
-        store.trip();
-        let first = sql.split_whitespace().next().unwrap_or("");
-        if ["insert", "update", "delete"]
-            .iter()
-            .any(|w| first.eq_ignore_ascii_case(w))
-        {
+        let is_data = {
+            let first = sql.split_whitespace().next().unwrap_or("");
+            ["insert", "update", "delete"]
+                .iter()
+                .any(|w| first.eq_ignore_ascii_case(w))
+        };
+        if is_data {
             store.data_statements.fetch_add(1, Ordering::Relaxed);
         }
-        let result = f(self.client()?, &store.round_trips).map_err(|e| pg_error(operation, e));
+        let rewritten = rewrite(sql, params);
+        let statement = self
+            .client()?
+            .prepared(&rewritten, &store.round_trips)
+            .map_err(|e| pg_error("preparing a statement", e))?;
+        Ok((statement, params.iter().copied().map(Bound::from).collect()))
+    }
+
+    /// Sends the waiting statements and then `last` (when given), in one round trip; returns
+    /// `last`'s answer. The first failure among them is the error (the statements after it
+    /// failed only because the transaction was aborted). A failure is remembered (see
+    /// `failed`); a caller's own `ROLLBACK TO SAVEPOINT` that succeeds clears it, unless the
+    /// failure was a conflict with concurrent transactions, which only a run of the whole unit
+    /// again can resolve. `sql` is `last`'s text.
+    fn send(&mut self, last: Option<Op<'static>>, sql: &str, operation: &str) -> Result<Answer> {
+        let store = self.store;
+        let mut ops = std::mem::take(&mut self.pending);
+        let has_last = last.is_some();
+        ops.extend(last);
+        if ops.is_empty() {
+            return Ok(Answer::Done);
+        }
+        store.trip();
+        if ops
+            .iter()
+            .any(|op| matches!(op, Op::Simple(s) if s.starts_with("BEGIN")))
+        {
+            self.begun = true;
+        }
+        let result = match self.client()?.client.pipeline(&ops) {
+            Err(e) => Err(pg_error(operation, e)),
+            Ok(answers) => {
+                let mut first_error = None;
+                let mut out = Answer::Done;
+                let count = answers.len();
+                for (i, answer) in answers.into_iter().enumerate() {
+                    match answer {
+                        Err(e) if first_error.is_none() => {
+                            let is_last = has_last && i + 1 == count;
+                            first_error = Some(pg_error(
+                                if is_last {
+                                    operation
+                                } else {
+                                    "writing to the database"
+                                },
+                                e,
+                            ));
+                        }
+                        Ok(a) if has_last && i + 1 == count => out = a,
+                        _ => {}
+                    }
+                }
+                first_error.map_or(Ok(out), Err)
+            }
+        };
         let contended = self.failed.as_ref().is_some_and(Error::is_busy);
         match &result {
             Err(e) if !contended => self.failed = Some(clone_error(e)),
-            Ok(_) if !contended && is_rollback_to_savepoint(sql) => self.failed = None,
+            Ok(_) if !contended && has_last && is_rollback_to_savepoint(sql) => self.failed = None,
             _ => {}
         }
         result
@@ -589,18 +830,34 @@ impl Transaction for PgTx<'_> {
     }
 
     fn execute(&mut self, sql: &str, params: &[Param<'_>]) -> Result<u64> {
-        let binds: Vec<Bind<'_>> = params.iter().copied().map(Bind).collect();
-        let refs: Vec<&(dyn ToSql + Sync)> =
-            binds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
-        let rewritten = rewrite(sql, params);
-        self.statement(
+        let (statement, binds) = self.bind(sql, params)?;
+        match self.send(
+            Some(Op::Execute(statement, binds)),
             sql,
-            |c, trips| {
-                let statement = c.prepared(&rewritten, trips)?;
-                c.client.execute(&statement, &refs)
-            },
             "writing to the database",
-        )
+        )? {
+            Answer::Count(n) => Ok(n),
+            _ => Ok(0),
+        }
+    }
+
+    fn execute_later(&mut self, sql: &str, params: &[Param<'_>]) -> Result<()> {
+        if let Some(e) = &self.failed {
+            return Err(clone_error(e));
+        }
+        let (statement, binds) = self.bind(sql, params)?;
+        self.pending.push(Op::Execute(statement, binds));
+        if self.pending.len() >= PIPELINE_MAX {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if self.pending.iter().any(|op| !matches!(op, Op::Simple(_))) {
+            self.send(None, "", "writing to the database")?;
+        }
+        Ok(())
     }
 
     fn query(
@@ -609,18 +866,15 @@ impl Transaction for PgTx<'_> {
         params: &[Param<'_>],
         each: &mut dyn FnMut(&Row) -> Result<()>,
     ) -> Result<()> {
-        let binds: Vec<Bind<'_>> = params.iter().copied().map(Bind).collect();
-        let refs: Vec<&(dyn ToSql + Sync)> =
-            binds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
-        let rewritten = rewrite(sql, params);
-        let rows = self.statement(
+        let (statement, binds) = self.bind(sql, params)?;
+        let rows = match self.send(
+            Some(Op::Query(statement, binds)),
             sql,
-            |c, trips| {
-                let statement = c.prepared(&rewritten, trips)?;
-                c.client.query(&statement, &refs)
-            },
             "querying the database",
-        )?;
+        )? {
+            Answer::Rows(rows) => rows,
+            _ => Vec::new(),
+        };
         let mut row = Row::default();
         for r in rows {
             row.0.clear();
@@ -650,15 +904,20 @@ impl Transaction for PgTx<'_> {
             // Dropping rolls back: PostgreSQL would answer this COMMIT with a ROLLBACK anyway.
             return Err(e);
         }
-        self.open = false;
-        self.store.trip();
+        if !self.begun && self.pending.iter().all(|op| matches!(op, Op::Simple(_))) {
+            // No statement ran: there is nothing to commit, and nothing was sent.
+            self.pending.clear();
+            return Ok(());
+        }
         let result = self
-            .client()?
-            .client
-            .batch_execute("COMMIT")
-            .map_err(|e| pg_error("committing a transaction", e));
-        if result.is_err() {
-            let _ = self.client()?.client.batch_execute("ROLLBACK");
+            .send(
+                Some(Op::Simple("COMMIT")),
+                "COMMIT",
+                "committing a transaction",
+            )
+            .map(drop);
+        if result.is_ok() {
+            self.begun = false;
         }
         result
     }
@@ -667,7 +926,7 @@ impl Transaction for PgTx<'_> {
 impl Drop for PgTx<'_> {
     fn drop(&mut self) {
         if let Some(mut client) = self.client.take() {
-            if self.open {
+            if self.begun {
                 self.store.trip();
                 if client.client.batch_execute("ROLLBACK").is_err() {
                     // A broken connection is not reused.
@@ -717,18 +976,26 @@ impl Store for PostgresStore {
                 ));
             }
             for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
-                let mut tx = client
-                    .transaction()
-                    .map_err(|e| pg_error("starting a migration", e))?;
-                tx.batch_execute(sql)
-                    .map_err(|e| pg_error(&format!("applying migration {version}"), e))?;
-                tx.execute(
-                    "INSERT INTO schema_version (version) VALUES ($1)",
-                    &[&i64::from(*version)],
-                )
-                .map_err(|e| pg_error("recording the schema version", e))?;
-                tx.commit()
-                    .map_err(|e| pg_error("committing a migration", e))?;
+                let applied_one = (|| {
+                    client
+                        .batch_execute("BEGIN")
+                        .map_err(|e| pg_error("starting a migration", e))?;
+                    client
+                        .batch_execute(sql)
+                        .map_err(|e| pg_error(&format!("applying migration {version}"), e))?;
+                    client
+                        .batch_execute(&format!(
+                            "INSERT INTO schema_version (version) VALUES ({version})"
+                        ))
+                        .map_err(|e| pg_error("recording the schema version", e))?;
+                    client
+                        .batch_execute("COMMIT")
+                        .map_err(|e| pg_error("committing a migration", e))
+                })();
+                if let Err(e) = applied_one {
+                    let _ = client.batch_execute("ROLLBACK");
+                    return Err(e);
+                }
                 applied.push(*version);
             }
             // A database restored into another cluster (`pg_dump`, `pg_restore`) keeps the
@@ -770,18 +1037,18 @@ impl Store for PostgresStore {
             c.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 .map_err(|e| pg_error("starting the backup snapshot", e))?;
             let snapshot: String = c
-                .query_one("SELECT pg_export_snapshot()", &[])
+                .query("SELECT pg_export_snapshot()")
                 .map_err(|e| pg_error("exporting the backup snapshot", e))?
-                .get(0);
+                .first()
+                .and_then(|r| r.get(0))
+                .ok_or_else(|| Error::storage("exporting the backup snapshot", "no snapshot"))?;
             let version: Option<i64> = c
-                .query_one("SELECT max(version) FROM schema_version", &[])
+                .query("SELECT max(version) FROM schema_version")
                 .map_err(|e| pg_error("reading the schema version", e))?
-                .get(0);
+                .first()
+                .and_then(|r| r.get(0));
             let names: Vec<String> = c
-                .query(
-                    "SELECT storage_name FROM document_files ORDER BY storage_name",
-                    &[],
-                )
+                .query("SELECT storage_name FROM document_files ORDER BY storage_name")
                 .map_err(|e| pg_error("listing the document files", e))?
                 .iter()
                 .map(|r| r.get(0))

@@ -191,6 +191,55 @@ impl Tx<'_> {
         )
     }
 
+    /// The documents among `ids` that exist, each with its type's label and its values (with
+    /// their type's id and name, in value order), in one statement: what the search index
+    /// stores of them. A document that is not found is left out.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn documents_for_index(
+        &mut self,
+        ids: &[DocumentId],
+    ) -> Result<
+        Vec<(
+            Document,
+            String,
+            Vec<(DocumentMetadataId, MetadataTypeId, String, String)>,
+        )>,
+    > {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list = super::records::ids_param(ids.iter().map(|d| d.0));
+        let among = super::records::among_ids(self.dialect(), "d.id", 1);
+        let rows = self.rows(
+            &format!(
+                "SELECT d.id, d.label, d.document_type_id, d.created, y.label, m.id, t.id, t.name, m.value FROM documents d JOIN document_types y ON y.id = d.document_type_id LEFT JOIN document_metadata m ON m.document_id = d.id LEFT JOIN metadata_types t ON t.id = m.metadata_type_id WHERE {among} ORDER BY d.id, m.id"
+            ),
+            &[list.as_str().into()],
+            |r| {
+                let value = match (r.opt_int(5)?, r.opt_int(6)?) {
+                    (Some(m), Some(t)) => Some((
+                        DocumentMetadataId(m),
+                        MetadataTypeId(t),
+                        r.text(7)?,
+                        r.text(8)?,
+                    )),
+                    _ => None,
+                };
+                Ok((super::records::document(r)?, r.text(4)?, value))
+            },
+        )?;
+        let mut out: Vec<(Document, String, Vec<_>)> = Vec::new();
+        for (doc, type_label, value) in rows {
+            if out.last().is_none_or(|(d, _, _)| d.id != doc.id) {
+                out.push((doc, type_label, Vec::new()));
+            }
+            if let (Some(value), Some((_, _, values))) = (value, out.last_mut()) {
+                values.push(value);
+            }
+        }
+        Ok(out)
+    }
+
     /// A document, its type's label and its metadata values (name, label, value, type), in one
     /// statement: what a workflow template sees of a document before filtering. `None`: no such
     /// document.

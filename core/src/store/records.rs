@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::Row;
+use super::{Dialect, Row};
 use crate::error::Result;
 use crate::events::{Event, EventObject};
 use crate::model::*;
@@ -216,4 +216,24 @@ pub struct AclRow {
 
 pub(super) fn id_list<T: From<i64>>(rows: Vec<i64>) -> Vec<T> {
     rows.into_iter().map(T::from).collect()
+}
+
+/// A filter: `column` is one of the ids that parameter `?n` lists, a text made by
+/// [`ids_param`]. The statement is the same whatever the ids, so PostgreSQL prepares it once
+/// (a list written into the statement would be a new statement, prepared again, every time).
+pub(super) fn among_ids(dialect: Dialect, column: &str, n: usize) -> String {
+    match dialect {
+        Dialect::Postgres => format!("{column} = ANY (string_to_array(?{n}, ',')::int8[])"),
+        _ => format!("{column} IN (SELECT value FROM json_each('[' || ?{n} || ']'))"),
+    }
+}
+
+/// The parameter of [`among_ids`]: the ids, comma-separated.
+pub(super) fn ids_param(ids: impl IntoIterator<Item = i64>) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    for (i, id) in ids.into_iter().enumerate() {
+        let _ = write!(out, "{}{id}", if i == 0 { "" } else { "," });
+    }
+    out
 }

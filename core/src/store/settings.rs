@@ -19,10 +19,10 @@ impl Tx<'_> {
 
     /// Stores a setting.
     pub fn set_setting(&mut self, key: &str, value: &str) -> Result<()> {
-        self.execute(
+        // Usually the last statement: it travels with the commit.
+        self.execute_later(
             "INSERT INTO settings (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             &[key.into(), value.into()],
         )
-        .map(drop)
     }
 }
