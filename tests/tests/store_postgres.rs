@@ -960,6 +960,28 @@ fn a_held_back_write_that_fails_with_the_commit_fails_the_commit() -> docmeta_co
 }
 
 #[test]
+fn a_statement_that_cannot_be_prepared_fails_the_commit() -> docmeta_core::Result<()> {
+    if base_url().is_none() {
+        eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
+        return Ok(());
+    }
+    use docmeta_core::store::{Mode, Param};
+    let store = fresh();
+    let mut tx = store.begin(Mode::Write)?;
+    tx.execute(
+        "INSERT INTO document_types (label) VALUES (?1)",
+        &[Param::Text("kept?")],
+    )?;
+    // Its Parse fails inside the transaction, which PostgreSQL then aborts.
+    let refused = tx.query("SELECT * FROM no_such_table", &[], &mut |_| Ok(()));
+    assert!(refused.is_err());
+    let commit = tx.commit();
+    assert!(commit.is_err(), "{commit:?}");
+    assert_eq!(document_type_count(&*store)?, 0, "nothing was stored");
+    Ok(())
+}
+
+#[test]
 fn held_back_writes_commit_with_the_commit_in_one_round_trip() -> docmeta_core::Result<()> {
     if base_url().is_none() {
         eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");

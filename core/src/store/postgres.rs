@@ -736,19 +736,33 @@ impl PgTx<'_> {
             store.data_statements.fetch_add(1, Ordering::Relaxed);
         }
         let rewritten = rewrite(sql, params);
-        let statement = self
+        let prepared = self
             .client()?
             .prepared(&rewritten, &store.round_trips)
-            .map_err(|e| pg_error("preparing a statement", e))?;
-        Ok((statement, params.iter().copied().map(Bound::from).collect()))
+            .map_err(|e| pg_error("preparing a statement", e));
+        // A statement that cannot be prepared inside the transaction aborts it as a failed
+        // statement does: it must not commit either.
+        self.remember(&prepared, "");
+        Ok((prepared?, params.iter().copied().map(Bound::from).collect()))
+    }
+
+    /// Records the outcome of a statement (see `failed`): a failure is kept, unless a conflict
+    /// with concurrent transactions is kept already; a `ROLLBACK TO SAVEPOINT` (`sql`) that
+    /// succeeded clears it, except such a conflict, which only a run of the whole unit again
+    /// can resolve.
+    fn remember<T>(&mut self, result: &Result<T>, sql: &str) {
+        let contended = self.failed.as_ref().is_some_and(Error::is_busy);
+        match result {
+            Err(e) if !contended => self.failed = Some(clone_error(e)),
+            Ok(_) if !contended && is_rollback_to_savepoint(sql) => self.failed = None,
+            _ => {}
+        }
     }
 
     /// Sends the waiting statements and then `last` (when given), in one round trip; returns
     /// `last`'s answer. The first failure among them is the error (the statements after it
-    /// failed only because the transaction was aborted). A failure is remembered (see
-    /// `failed`); a caller's own `ROLLBACK TO SAVEPOINT` that succeeds clears it, unless the
-    /// failure was a conflict with concurrent transactions, which only a run of the whole unit
-    /// again can resolve. `sql` is `last`'s text.
+    /// failed only because the transaction was aborted); it is remembered (see `remember`).
+    /// `sql` is `last`'s text.
     fn send(&mut self, last: Option<Op<'static>>, sql: &str, operation: &str) -> Result<Answer> {
         let store = self.store;
         let mut ops = std::mem::take(&mut self.pending);
@@ -790,12 +804,7 @@ impl PgTx<'_> {
                 first_error.map_or(Ok(out), Err)
             }
         };
-        let contended = self.failed.as_ref().is_some_and(Error::is_busy);
-        match &result {
-            Err(e) if !contended => self.failed = Some(clone_error(e)),
-            Ok(_) if !contended && has_last && is_rollback_to_savepoint(sql) => self.failed = None,
-            _ => {}
-        }
+        self.remember(&result, if has_last { sql } else { "" });
         result
     }
 }
