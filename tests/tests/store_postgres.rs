@@ -982,6 +982,32 @@ fn a_statement_that_cannot_be_prepared_fails_the_commit() -> docmeta_core::Resul
 }
 
 #[test]
+fn a_held_back_write_that_cannot_be_sent_keeps_the_commit_behind_it_unsent()
+-> docmeta_core::Result<()> {
+    if base_url().is_none() {
+        eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
+        return Ok(());
+    }
+    use docmeta_core::store::{Mode, Param};
+    let store = fresh();
+    let mut tx = store.begin(Mode::Write)?;
+    tx.execute(
+        "INSERT INTO document_types (label) VALUES (?1)",
+        &[Param::Text("kept?")],
+    )?;
+    // Two placeholders and one value: the driver refuses to encode it, so it is never sent.
+    tx.execute_later(
+        "INSERT INTO document_types (label) VALUES (?1 || ?2)",
+        &[Param::Text("a")],
+    )?;
+    let commit = tx.commit();
+    assert!(commit.is_err(), "{commit:?}");
+    // The COMMIT behind it was not sent either: the first insert is not stored.
+    assert_eq!(document_type_count(&*store)?, 0, "nothing was stored");
+    Ok(())
+}
+
+#[test]
 fn held_back_writes_commit_with_the_commit_in_one_round_trip() -> docmeta_core::Result<()> {
     if base_url().is_none() {
         eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");

@@ -282,8 +282,12 @@ impl<'a> Unit<'a> {
             self.workflow_events.len(),
         );
         self.tx.savepoint(name)?;
-        // What `f` held back is sent before the savepoint ends, so that its failure is `f`'s.
-        let out = f(self).and_then(|v| self.tx.flush().map(|()| v));
+        // What `f` held back is sent before the savepoint ends, whether `f` failed or not, so
+        // that its failure is `f`'s (undone by the rollback to the savepoint) and never the
+        // savepoint's end's.
+        let out = f(self);
+        let flushed = self.tx.flush();
+        let out = out.and_then(|v| flushed.map(|()| v));
         self.tx.end_savepoint(name, out.is_ok())?;
         if out.is_err() {
             self.events.truncate(marks.0);

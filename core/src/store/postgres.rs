@@ -149,7 +149,8 @@ impl Conn {
     /// Runs `ops` in one round trip: every request is written before any answer is read, and
     /// PostgreSQL runs them in order. Returns each one's outcome, in order (after a failure in
     /// a transaction, the later statements fail too: the transaction is aborted), or the
-    /// connection's error when it failed.
+    /// connection's error when it failed. The list is shorter than `ops` when a statement
+    /// could not be sent: it ends with that statement's error, and none after it was sent.
     fn pipeline(&mut self, ops: &[Op<'_>]) -> PgResult<Vec<PgResult<Answer>>> {
         let Conn {
             runtime,
@@ -182,16 +183,31 @@ impl Conn {
             )
             .collect();
         let mut answers: Vec<Option<PgResult<Answer>>> = ops.iter().map(|_| None).collect();
+        // The statements polled at least once (a prefix: they are polled in order), and where
+        // the batch ends: a statement that fails on its first poll (its parameters could not
+        // be encoded, or the connection is gone) was never sent, and nothing after it is sent
+        // either, so that a COMMIT never goes without the statements before it.
+        let mut polled = 0;
+        let mut end = ops.len();
         let all = std::future::poll_fn(|cx| {
             // In order: each request is queued on its first poll, so they leave in order.
-            for (future, answer) in running.iter_mut().zip(answers.iter_mut()) {
-                if answer.is_none()
-                    && let Poll::Ready(a) = future.as_mut().poll(cx)
-                {
+            for (i, (future, answer)) in running.iter_mut().zip(answers.iter_mut()).enumerate() {
+                if i >= end {
+                    break;
+                }
+                if answer.is_some() {
+                    continue;
+                }
+                let first = i >= polled;
+                polled = polled.max(i + 1);
+                if let Poll::Ready(a) = future.as_mut().poll(cx) {
+                    if first && a.is_err() {
+                        end = i + 1;
+                    }
                     *answer = Some(a);
                 }
             }
-            if answers.iter().all(Option::is_some) {
+            if answers[..end].iter().all(Option::is_some) {
                 Poll::Ready(Ok(()))
             } else {
                 Poll::Pending
@@ -199,6 +215,7 @@ impl Conn {
         });
         drive(runtime, connection, all)?;
         drop(running);
+        answers.truncate(end);
         Ok(answers.into_iter().flatten().collect())
     }
 
@@ -783,7 +800,9 @@ impl PgTx<'_> {
             Ok(answers) => {
                 let mut first_error = None;
                 let mut out = Answer::Done;
-                let count = answers.len();
+                // `answers` is shorter than `ops` when a statement could not be sent; it then
+                // holds that statement's error.
+                let count = ops.len();
                 for (i, answer) in answers.into_iter().enumerate() {
                     match answer {
                         Err(e) if first_error.is_none() => {
