@@ -13,6 +13,8 @@
 #
 # POOL=N caps each process's PostgreSQL connections (config.yml's postgres_pool_size).
 # SOCKET=1 connects the servers through PostgreSQL's Unix socket instead of TCP on loopback.
+# Each run also prints how busy the cores were and the CPU time per write, of the whole machine
+# (servers, PostgreSQL, wrk, kernel): what a write costs, whatever the machine's speed.
 # STATS=1 loads pg_stat_statements and prints, after each run, the statements PostgreSQL ran
 # per write (calls / 2xx answers) and the transactions per write, busiest first.
 # LOGS=DIR keeps the servers' logs, wrk's outputs and PostgreSQL's log there.
@@ -107,6 +109,10 @@ end
 LUA
 } >"$WORK/patch.lua"
 
+# CPU time spent by the whole machine (every process, kernel included), in clock ticks, and
+# how many ticks the cores could have spent: "busy idle+busy".
+busy_ticks() { awk '/^cpu / {busy = $2 + $3 + $4 + $7 + $8; print busy, busy + $5 + $6}' /proc/stat; }
+
 start_server() { # index
   local i=$1 port=$((PORT + $1))
   DOCMETA_DATA="$WORK/data-$i" DOCMETA_LOG="${DOCMETA_LOG:-warn}" "$BIN" serve --bind "127.0.0.1:$port" >>"$WORK/server-$i.log" 2>&1 &
@@ -129,6 +135,7 @@ for n in $PROCESSES; do
     psql_q "SELECT pg_stat_statements_reset(); SELECT pg_stat_reset()" >/dev/null
     commits_before=$(psql_q "SELECT xact_commit FROM pg_stat_database WHERE datname = 'postgres'")
   fi
+  cpu_before=$(busy_ticks)
   outs=()
   drivers=()
   for i in $(seq 0 $((n - 1))); do
@@ -138,6 +145,7 @@ for n in $PROCESSES; do
     drivers+=($!)
   done
   for pid in "${drivers[@]}"; do wait "$pid"; done
+  cpu_after=$(busy_ticks)
   python3 - "$n" "$CONNECTIONS" "${outs[@]}" <<'PY'
 import re, sys
 n, connections, paths = sys.argv[1], sys.argv[2], sys.argv[3:]
@@ -165,8 +173,13 @@ print(f"{n} process(es) x {connections} connections: {rps:8,.0f} writes/s  p50 {
       f"p99 {p99:6.2f} ms  {total} requests, non-2xx {non2xx}, "
       f"socket errors {'; '.join(socket) if socket else 'none'}")
 PY
+  writes_done=$(cat "${outs[@]}" | awk '/requests in/ {n += $1} /Non-2xx/ {n -= $NF} END {print n}')
+  read -r b0 t0 <<<"$cpu_before"; read -r b1 t1 <<<"$cpu_after"
+  python3 -c "
+busy, total, writes, hz = $b1 - $b0, $t1 - $t0, $writes_done, $(getconf CLK_TCK)
+print(f'  cores busy {100 * busy / max(total, 1):.0f}%, CPU per write {busy / hz / max(writes, 1) * 1e6:.0f} us (all processes, kernel included)')"
   if [ "${STATS:-0}" = 1 ]; then
-    writes=$(cat "${outs[@]}" | awk '/requests in/ {n += $1} /Non-2xx/ {n -= $NF} END {print n}')
+    writes=$writes_done
     commits=$(psql_q "SELECT xact_commit FROM pg_stat_database WHERE datname = 'postgres'")
     echo "  per write: $(python3 -c "print(f'{($commits - $commits_before) / $writes:.2f}')") transactions (all of the database's, the followers' too); statements, busiest first:"
     psql_q "SELECT to_char(calls::float8 / $writes, 'FM990.000') || '  ' || to_char(total_exec_time / $writes * 1000, 'FM99990.0') || ' us  ' || left(regexp_replace(query, '\s+', ' ', 'g'), 110) FROM pg_stat_statements WHERE calls > $writes / 100 ORDER BY calls DESC LIMIT 25" | sed 's/^/    /'
