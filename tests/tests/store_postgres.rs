@@ -1008,6 +1008,28 @@ fn a_held_back_write_that_cannot_be_sent_keeps_the_commit_behind_it_unsent()
 }
 
 #[test]
+fn a_store_call_from_async_code_on_a_runtime_worker_runs_instead_of_panicking()
+-> docmeta_core::Result<()> {
+    if base_url().is_none() {
+        eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
+        return Ok(());
+    }
+    let store = std::sync::Arc::new(fresh_store());
+    store.migrate()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .expect("runtime");
+    let on_worker = store.clone();
+    // Called straight from a task (not through spawn_blocking), as an application might.
+    let count = runtime
+        .block_on(runtime.spawn(async move { document_type_count(&*on_worker) }))
+        .expect("the task did not panic")?;
+    assert_eq!(count, 0);
+    Ok(())
+}
+
+#[test]
 fn held_back_writes_commit_with_the_commit_in_one_round_trip() -> docmeta_core::Result<()> {
     if base_url().is_none() {
         eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");

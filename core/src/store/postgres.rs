@@ -256,19 +256,31 @@ fn drive<T>(
     future: impl Future<Output = PgResult<T>>,
 ) -> PgResult<T> {
     let mut future = std::pin::pin!(future);
-    runtime.block_on(std::future::poll_fn(|cx| {
-        if let Some(c) = connection.as_mut() {
-            match c.as_mut().poll(cx) {
-                Poll::Pending => {}
-                Poll::Ready(Ok(())) => *connection = None,
-                Poll::Ready(Err(e)) => {
-                    *connection = None;
-                    return Poll::Ready(Err(e));
+    let mut run = || {
+        runtime.block_on(std::future::poll_fn(|cx| {
+            if let Some(c) = connection.as_mut() {
+                match c.as_mut().poll(cx) {
+                    Poll::Pending => {}
+                    Poll::Ready(Ok(())) => *connection = None,
+                    Poll::Ready(Err(e)) => {
+                        *connection = None;
+                        return Poll::Ready(Err(e));
+                    }
                 }
             }
+            future.as_mut().poll(cx)
+        }))
+    };
+    // A caller on a worker of an application's multi-thread tokio runtime (a blocking call
+    // made from async code) would make `block_on` panic; `block_in_place` lets it block there
+    // (costly for that runtime, but not a panic). Elsewhere, a blocking-pool thread included,
+    // it does nothing but run `run`.
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(run)
         }
-        future.as_mut().poll(cx)
-    }))
+        _ => run(),
+    }
 }
 
 /// The parameters of a statement as `tokio-postgres` takes them.
