@@ -146,6 +146,30 @@ impl Conn {
         self.connection.is_none() || self.client.is_closed()
     }
 
+    /// Whether the connection still works, as far as can be told without a round trip: what
+    /// the server sent while the connection sat idle in the pool is read (without waiting), so
+    /// a server that closed it (a restart, `pg_terminate_backend`, an idle timeout) is noticed
+    /// here rather than by a failed transaction.
+    fn is_usable(&mut self) -> bool {
+        if self.is_closed() {
+            return false;
+        }
+        let Conn {
+            runtime,
+            connection,
+            ..
+        } = self;
+        // One turn of the runtime's reactor (a poll of the socket that does not wait) before
+        // the connection is polled again: without it, what arrived while no one was polling
+        // would go unseen.
+        let turn = async {
+            tokio::task::yield_now().await;
+            Ok(())
+        };
+        let _ = drive(runtime, connection, turn);
+        !self.is_closed()
+    }
+
     /// Runs `ops` in one round trip: every request is written before any answer is read, and
     /// PostgreSQL runs them in order. Returns each one's outcome, in order (after a failure in
     /// a transaction, the later statements fail too: the transaction is aborted), or the
@@ -570,12 +594,14 @@ impl PostgresStore {
         let deadline = Instant::now() + POOL_WAIT;
         let mut pool = self.pool.lock();
         loop {
-            while let Some(c) = pool.idle.pop() {
-                if c.client.is_closed() {
+            while let Some(mut c) = pool.idle.pop() {
+                drop(pool);
+                if !c.client.is_usable() {
+                    drop(c);
+                    pool = self.pool.lock();
                     pool.open -= 1;
                     continue;
                 }
-                drop(pool);
                 HELD.with(|h| h.set(h.get() + 1));
                 return Ok(c);
             }
