@@ -173,13 +173,14 @@ print(f"{n} process(es) x {connections} connections: {rps:8,.0f} writes/s  p50 {
       f"p99 {p99:6.2f} ms  {total} requests, non-2xx {non2xx}, "
       f"socket errors {'; '.join(socket) if socket else 'none'}")
 PY
-  writes_done=$(cat "${outs[@]}" | awk '/requests in/ {n += $1} /Non-2xx/ {n -= $NF} END {print n}')
+  writes_done=$(awk '/requests in/ {n += $1} /Non-2xx/ {n -= $NF} END {print n + 0}' "${outs[@]}")
   read -r b0 t0 <<<"$cpu_before"; read -r b1 t1 <<<"$cpu_after"
   python3 -c "
 busy, total, writes, hz = $b1 - $b0, $t1 - $t0, $writes_done, $(getconf CLK_TCK)
 print(f'  cores busy {100 * busy / max(total, 1):.0f}%, CPU per write {busy / hz / max(writes, 1) * 1e6:.0f} us (all processes, kernel included)')"
   if [ "${STATS:-0}" = 1 ]; then
-    writes=$writes_done
+    writes=$(( writes_done > 0 ? writes_done : 1 ))  # every request refused: still print the rest
+    sleep 1.5  # each backend reports its transaction counts to pg_stat_database at most once a second
     commits=$(psql_q "SELECT xact_commit FROM pg_stat_database WHERE datname = 'postgres'")
     echo "  per write: $(python3 -c "print(f'{($commits - $commits_before) / $writes:.2f}')") transactions (all of the database's, the followers' too); statements, busiest first:"
     psql_q "SELECT to_char(calls::float8 / $writes, 'FM990.000') || '  ' || to_char(total_exec_time / $writes * 1000, 'FM99990.0') || ' us  ' || left(regexp_replace(query, '\s+', ' ', 'g'), 110) FROM pg_stat_statements WHERE calls > $writes / 100 ORDER BY calls DESC LIMIT 25" | sed 's/^/    /'

@@ -90,14 +90,12 @@ fn load_documents(tx: &mut Tx<'_>, ids: &[DocumentId]) -> Result<(Vec<IndexedDoc
             document_type_label,
             metadata: values
                 .into_iter()
-                .map(
-                    |(id, metadata_type_id, metadata_type_name, value)| IndexedValue {
-                        id: id.0,
-                        metadata_type_id: metadata_type_id.0,
-                        metadata_type_name,
-                        value,
-                    },
-                )
+                .map(|v| IndexedValue {
+                    id: v.id.0,
+                    metadata_type_id: v.metadata_type_id.0,
+                    metadata_type_name: v.metadata_type_name,
+                    value: v.value,
+                })
                 .collect(),
             document_type_id: d.document_type_id.0,
         })

@@ -160,20 +160,21 @@ pub fn records_round_trip(make: Factory<'_>) -> Result<()> {
 pub fn documents_are_read_by_lists_of_ids(make: Factory<'_>) -> Result<()> {
     let store = make();
     let s = store.as_ref();
-    let (dt, first, second, values) = write(s, |tx| {
+    let (dt, first, second, bare, values) = write(s, |tx| {
         let dt = tx.insert_document_type("Invoice")?;
         let note = tx.insert_metadata_type(&MetadataTypeInput::new("note", "Note"))?;
         let due = tx.insert_metadata_type(&MetadataTypeInput::new("due", "Due"))?;
         let first = tx.insert_document("INV-1", dt.id, Utc::now())?;
         let second = tx.insert_document("INV-2", dt.id, Utc::now())?;
+        let bare = tx.insert_document("INV-3", dt.id, Utc::now())?;
         let values = vec![
             tx.insert_document_metadata(first.id, due.id, "a")?,
             tx.insert_document_metadata(first.id, note.id, "b")?,
             tx.insert_document_metadata(second.id, note.id, "c")?,
         ];
-        Ok((dt, first, second, values))
+        Ok((dt, first, second, bare, values))
     })?;
-    let missing = DocumentId(second.id.0 + 1000);
+    let missing = DocumentId(bare.id.0 + 1000);
     read(s, |tx| {
         let mut found: Vec<i64> = tx
             .documents_by_id(&[missing.0, second.id.0, first.id.0])?
@@ -183,8 +184,14 @@ pub fn documents_are_read_by_lists_of_ids(make: Factory<'_>) -> Result<()> {
         found.sort_unstable();
         ensure(found == vec![first.id.0, second.id.0], "documents by id")?;
         ensure(tx.documents_by_id(&[])?.is_empty(), "no ids, no documents")?;
-        let indexed = tx.documents_for_index(&[second.id, missing, first.id])?;
-        ensure(indexed.len() == 2, "the missing document is left out")?;
+        let indexed = tx.documents_for_index(&[second.id, missing, bare.id, first.id])?;
+        ensure(indexed.len() == 3, "the missing document is left out")?;
+        ensure(
+            indexed
+                .iter()
+                .any(|(d, _, values)| d.id == bare.id && values.is_empty()),
+            "a document without values is read, with none",
+        )?;
         for (doc, type_label, indexed_values) in &indexed {
             ensure(
                 type_label == "Invoice" && doc.document_type_id == dt.id,
@@ -197,13 +204,13 @@ pub fn documents_are_read_by_lists_of_ids(make: Factory<'_>) -> Result<()> {
                 .collect();
             let got: Vec<(DocumentMetadataId, MetadataTypeId, &str)> = indexed_values
                 .iter()
-                .map(|v| (v.0, v.1, v.3.as_str()))
+                .map(|v| (v.id, v.metadata_type_id, v.value.as_str()))
                 .collect();
             ensure(got == expected, "each document's values, in order")?;
             ensure(
                 indexed_values
                     .iter()
-                    .all(|v| (v.2 == "due") == (v.3 == "a")),
+                    .all(|v| (v.metadata_type_name == "due") == (v.value == "a")),
                 "value type names",
             )?;
         }

@@ -23,8 +23,8 @@
 //!
 //! Statements are pipelined: the driver is `tokio-postgres`, run by the calling thread on a
 //! small runtime per connection, so a transaction's `BEGIN` is sent with its first statement,
-//! and writes whose answer nobody reads at once ([`Transaction::execute_later`]: the edit of a
-//! value, a setting) with the statement after them or the `COMMIT`. Each batch is one round
+//! and writes whose answer nobody reads at once ([`Transaction::execute_later`]: the edit or
+//! removal of a value, a setting) with the statement after them or the `COMMIT`. Each batch is one round
 //! trip; PostgreSQL still runs every statement in order, and the first failure among them is
 //! the batch's error.
 //!
@@ -97,16 +97,19 @@ thread_local! {
 
 type PgError = tokio_postgres::Error;
 type PgResult<T> = std::result::Result<T, PgError>;
+/// A connection's own work: writing the requests, reading the answers.
+type ConnectionWork = Pin<Box<dyn Future<Output = PgResult<()>> + Send>>;
 
 /// One connection to PostgreSQL: `tokio-postgres`'s client and connection, driven by the thread
 /// that uses it on a small runtime of its own (what the synchronous `postgres` crate does
 /// inside). Driving it here lets a thread send several statements before it reads their
 /// answers ([`Conn::pipeline`]): one round trip for all of them.
 struct Conn {
-    runtime: tokio::runtime::Runtime,
+    /// `None` only while the connection is dropped (see `Drop for Conn`).
+    runtime: Option<tokio::runtime::Runtime>,
     client: tokio_postgres::Client,
     /// The connection's own work (writing requests, reading answers); `None` once it ended.
-    connection: Option<Pin<Box<dyn Future<Output = PgResult<()>> + Send>>>,
+    connection: Option<ConnectionWork>,
 }
 
 /// A statement of a [`Conn::pipeline`].
@@ -132,14 +135,29 @@ impl Conn {
             .enable_all()
             .build()
             .map_err(|e| Error::storage("starting the PostgreSQL connection's runtime", e))?;
-        let (client, connection) = runtime
-            .block_on(tokio_postgres::connect(url, NoTls))
-            .map_err(|e| pg_error(&format!("connecting to {}", redact(url)), e))?;
+        let (client, connection) =
+            blocking(|| runtime.block_on(tokio_postgres::connect(url, NoTls)))
+                .map_err(|e| pg_error(&format!("connecting to {}", redact(url)), e))?;
         Ok(Conn {
-            runtime,
+            runtime: Some(runtime),
             client,
             connection: Some(Box::pin(connection)),
         })
+    }
+
+    /// The runtime, the client and the connection's own work, borrowed apart.
+    fn parts(
+        &mut self,
+    ) -> (
+        &tokio::runtime::Runtime,
+        &tokio_postgres::Client,
+        &mut Option<ConnectionWork>,
+    ) {
+        let runtime = self
+            .runtime
+            .as_ref()
+            .expect("a connection's runtime is only taken when it is dropped");
+        (runtime, &self.client, &mut self.connection)
     }
 
     fn is_closed(&self) -> bool {
@@ -154,11 +172,7 @@ impl Conn {
         if self.is_closed() {
             return false;
         }
-        let Conn {
-            runtime,
-            connection,
-            ..
-        } = self;
+        let (runtime, _, connection) = self.parts();
         // One turn of the runtime's reactor (a poll of the socket that does not wait) before
         // the connection is polled again: without it, what arrived while no one was polling
         // would go unseen.
@@ -176,12 +190,7 @@ impl Conn {
     /// connection's error when it failed. The list is shorter than `ops` when a statement
     /// could not be sent: it ends with that statement's error, and none after it was sent.
     fn pipeline(&mut self, ops: &[Op<'_>]) -> PgResult<Vec<PgResult<Answer>>> {
-        let Conn {
-            runtime,
-            client,
-            connection,
-        } = self;
-        let client = &*client;
+        let (runtime, client, connection) = self.parts();
         let mut running: Vec<Pin<Box<dyn Future<Output = PgResult<Answer>> + '_>>> = ops
             .iter()
             .map(
@@ -250,11 +259,7 @@ impl Conn {
 
     /// Prepares `sql` (one round trip).
     fn prepare(&mut self, sql: &str) -> PgResult<Statement> {
-        let Conn {
-            runtime,
-            client,
-            connection,
-        } = self;
+        let (runtime, client, connection) = self.parts();
         drive(runtime, connection, client.prepare(sql))
     }
 
@@ -276,11 +281,11 @@ impl Conn {
 /// and reads its answers); the connection's failure ends it early.
 fn drive<T>(
     runtime: &tokio::runtime::Runtime,
-    connection: &mut Option<Pin<Box<dyn Future<Output = PgResult<()>> + Send>>>,
+    connection: &mut Option<ConnectionWork>,
     future: impl Future<Output = PgResult<T>>,
 ) -> PgResult<T> {
     let mut future = std::pin::pin!(future);
-    let mut run = || {
+    let run = || {
         runtime.block_on(std::future::poll_fn(|cx| {
             if let Some(c) = connection.as_mut() {
                 match c.as_mut().poll(cx) {
@@ -295,15 +300,32 @@ fn drive<T>(
             future.as_mut().poll(cx)
         }))
     };
-    // A caller on a worker of an application's multi-thread tokio runtime (a blocking call
-    // made from async code) would make `block_on` panic; `block_in_place` lets it block there
-    // (costly for that runtime, but not a panic). Elsewhere, a blocking-pool thread included,
-    // it does nothing but run `run`.
+    blocking(run)
+}
+
+/// Runs `f`, which blocks its thread, from any thread. On a worker of an application's
+/// multi-thread tokio runtime (a blocking call made from async code), the `block_on` of a
+/// connection's runtime, or its drop, would panic; `block_in_place` lets it block there
+/// (costly for that runtime, but not a panic). Elsewhere, a blocking-pool thread included, `f`
+/// simply runs.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current() {
         Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(run)
+            tokio::task::block_in_place(f)
         }
-        _ => run(),
+        _ => f(),
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        // The socket closes first; then the runtime stops without waiting (a runtime's plain
+        // drop waits for its blocking threads, which panics on an async worker: this one has
+        // none to wait for).
+        self.connection = None;
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
     }
 }
 
@@ -550,9 +572,10 @@ impl PostgresStore {
         Ok(store)
     }
 
-    /// How many messages this store has sent to PostgreSQL and waited for the answer of
-    /// (statements, prepares, `BEGIN`/`COMMIT`), since it opened: for measuring the round trips
-    /// of an operation, not for applications.
+    /// How many times this store has sent PostgreSQL something and waited for the answer since
+    /// it opened: each batch of pipelined statements (with its `BEGIN` or `COMMIT`) counts
+    /// once, each prepare once. For measuring the round trips of an operation, not for
+    /// applications.
     #[doc(hidden)]
     pub fn round_trips(&self) -> u64 {
         self.round_trips.load(Ordering::Relaxed)

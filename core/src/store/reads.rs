@@ -3,6 +3,7 @@
 //!
 //! Part of `store` (layer 3): imports only `error`, `model`, `config`, `events` and its siblings.
 
+use super::records::IndexedValueRow;
 use super::{Dialect, Tx};
 use crate::error::Result;
 use crate::model::*;
@@ -194,17 +195,10 @@ impl Tx<'_> {
     /// The documents among `ids` that exist, each with its type's label and its values (with
     /// their type's id and name, in value order), in one statement: what the search index
     /// stores of them. A document that is not found is left out.
-    #[allow(clippy::type_complexity)]
     pub(crate) fn documents_for_index(
         &mut self,
         ids: &[DocumentId],
-    ) -> Result<
-        Vec<(
-            Document,
-            String,
-            Vec<(DocumentMetadataId, MetadataTypeId, String, String)>,
-        )>,
-    > {
+    ) -> Result<Vec<(Document, String, Vec<IndexedValueRow>)>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -217,12 +211,12 @@ impl Tx<'_> {
             &[list.as_str().into()],
             |r| {
                 let value = match (r.opt_int(5)?, r.opt_int(6)?) {
-                    (Some(m), Some(t)) => Some((
-                        DocumentMetadataId(m),
-                        MetadataTypeId(t),
-                        r.text(7)?,
-                        r.text(8)?,
-                    )),
+                    (Some(m), Some(t)) => Some(IndexedValueRow {
+                        id: DocumentMetadataId(m),
+                        metadata_type_id: MetadataTypeId(t),
+                        metadata_type_name: r.text(7)?,
+                        value: r.text(8)?,
+                    }),
                     _ => None,
                 };
                 Ok((super::records::document(r)?, r.text(4)?, value))

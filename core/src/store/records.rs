@@ -218,6 +218,19 @@ pub(super) fn id_list<T: From<i64>>(rows: Vec<i64>) -> Vec<T> {
     rows.into_iter().map(T::from).collect()
 }
 
+/// A metadata value as the search index stores it: with its type's id and name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexedValueRow {
+    /// The value's id.
+    pub id: DocumentMetadataId,
+    /// Its metadata type.
+    pub metadata_type_id: MetadataTypeId,
+    /// The metadata type's name.
+    pub metadata_type_name: String,
+    /// The value.
+    pub value: String,
+}
+
 /// A filter: `column` is one of the ids that parameter `?n` lists, a text made by
 /// [`ids_param`]. The statement is the same whatever the ids, so PostgreSQL prepares it once
 /// (a list written into the statement would be a new statement, prepared again, every time).
