@@ -903,6 +903,19 @@ fn document_type_count(store: &dyn Store) -> docmeta_core::Result<i64> {
     Ok(count)
 }
 
+/// A write transaction on `store` that holds back two inserts of the same label: the second
+/// one fails (a unique label) once it is sent.
+fn holding_back_a_duplicate(
+    store: &dyn Store,
+) -> docmeta_core::Result<Box<dyn docmeta_core::store::Transaction + '_>> {
+    use docmeta_core::store::{Mode, Param};
+    let mut tx = store.begin(Mode::Write)?;
+    let insert = "INSERT INTO document_types (label) VALUES (?1)";
+    tx.execute_later(insert, &[Param::Text("kept?")])?;
+    tx.execute_later(insert, &[Param::Text("kept?")])?;
+    Ok(tx)
+}
+
 #[test]
 fn a_held_back_write_that_fails_fails_the_next_statement_and_the_commit() -> docmeta_core::Result<()>
 {
@@ -910,12 +923,8 @@ fn a_held_back_write_that_fails_fails_the_next_statement_and_the_commit() -> doc
         eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
         return Ok(());
     }
-    use docmeta_core::store::{Mode, Param};
     let store = fresh();
-    let mut tx = store.begin(Mode::Write)?;
-    let insert = "INSERT INTO document_types (label) VALUES (?1)";
-    tx.execute_later(insert, &[Param::Text("kept?")])?;
-    tx.execute_later(insert, &[Param::Text("kept?")])?;
+    let mut tx = holding_back_a_duplicate(&*store)?;
     // The duplicate is only sent with this query, whose answer is then its error.
     let refused = tx.query("SELECT 1", &[], &mut |_| Ok(()));
     assert!(
@@ -937,12 +946,8 @@ fn a_held_back_write_that_fails_with_the_commit_fails_the_commit() -> docmeta_co
         eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
         return Ok(());
     }
-    use docmeta_core::store::{Mode, Param};
     let store = fresh();
-    let mut tx = store.begin(Mode::Write)?;
-    let insert = "INSERT INTO document_types (label) VALUES (?1)";
-    tx.execute_later(insert, &[Param::Text("kept?")])?;
-    tx.execute_later(insert, &[Param::Text("kept?")])?;
+    let tx = holding_back_a_duplicate(&*store)?;
     // PostgreSQL answers the COMMIT of an aborted transaction with a ROLLBACK, not an error:
     // the held-back statement's own error must come back.
     let commit = tx.commit();
