@@ -534,7 +534,7 @@ fn a_new_database_has_the_schema_older_versions_made() -> docmeta_core::Result<(
     }
     // Made the old way up to version 4, then PostgreSQL's own migrations from there.
     let before = migrated_as_before(SQLITE_MIGRATIONS.len());
-    assert_eq!(PostgresStore::open(&before)?.migrate()?, [5, 6]);
+    assert_eq!(PostgresStore::open(&before)?.migrate()?, [5, 6, 7]);
     let now = fresh_url();
     PostgresStore::open(&now)?.migrate()?;
     assert_same_schema(&schema_of(&now), &schema_of(&before));
@@ -549,11 +549,39 @@ fn an_older_database_migrates_to_the_schema_of_a_new_one() -> docmeta_core::Resu
     }
     let old = migrated_as_before(2);
     let store = PostgresStore::open(&old)?;
-    assert_eq!(store.migrate()?, [3, 4, 5, 6]);
+    assert_eq!(store.migrate()?, [3, 4, 5, 6, 7]);
     let fresh = fresh_url();
     PostgresStore::open(&fresh)?.migrate()?;
     assert_same_schema(&schema_of(&old), &schema_of(&fresh));
     Ok(())
+}
+
+#[path = "upgrade/template_shapers.rs"]
+mod template_shapers;
+
+#[test]
+fn templates_stored_before_shapers_were_recorded_get_every_author_of_their_type()
+-> docmeta_core::Result<()> {
+    if base_url().is_none() {
+        eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
+        return Ok(());
+    }
+    let url = fresh_url();
+    let dir = tempfile::tempdir().expect("dir");
+    let open = || -> docmeta_core::Result<docmeta_core::Docmeta> {
+        docmeta_core::Docmeta::builder()
+            .data_dir(dir.path())
+            .store(PostgresStore::open(&url)?)
+            .worker(false)
+            .open()
+    };
+    let staged = template_shapers::stage(&open()?)?;
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+    client
+        .batch_execute(template_shapers::BACK_TO_SCHEMA_6)
+        .expect("back to schema 6");
+    drop(client);
+    template_shapers::check(&open()?, &staged)
 }
 
 /// Opens the data directory `dir` on the database `url` without a worker (tasks run only when

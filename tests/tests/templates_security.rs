@@ -203,9 +203,24 @@ fn a_workflow_action_template_sees_what_its_author_may_view() -> Result<()> {
         f.admin.grant_global(p, editor_role)?;
     }
     // The action names the metadata type it edits: its author must see that type (not the
-    // secret one its template tries to read).
-    f.admin
-        .grant(Permission::MetadataTypeView, editor_role, mt_ref(f.note))?;
+    // secret one its template tries to read), and may edit its values (issue #32: an action does
+    // only what its author could do directly).
+    for p in [
+        Permission::DocumentView,
+        Permission::DocumentMetadataView,
+        Permission::DocumentMetadataAdd,
+        Permission::DocumentMetadataEdit,
+    ] {
+        f.admin.grant(p, editor_role, dt_ref(f.invoice))?;
+    }
+    for p in [
+        Permission::MetadataTypeView,
+        Permission::DocumentMetadataView,
+        Permission::DocumentMetadataAdd,
+        Permission::DocumentMetadataEdit,
+    ] {
+        f.admin.grant(p, editor_role, mt_ref(f.note))?;
+    }
     copying_workflow(&f, &f.db.session(editor))?;
     // The document is created by docmeta itself (which sees everything): the action still
     // renders with its author's view.

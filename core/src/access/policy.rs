@@ -592,6 +592,28 @@ impl AccessSnapshot {
         self.check_with(&mut SnapshotOnly, user, permission, object)
     }
 
+    /// [`check`](Self::check) on the document `document` as a document of `document_type`,
+    /// whatever type the snapshot links it to: a document created or retyped in a transaction
+    /// not yet committed is not linked (or still linked to its old type), and a check inside
+    /// that transaction must use the type it has there. A document inherits from its type only.
+    pub fn check_document(
+        &self,
+        user: UserId,
+        permission: Permission,
+        document: i64,
+        document_type: i64,
+    ) -> bool {
+        let Some(u) = self.user(user) else {
+            return false;
+        };
+        let doc = ObjectRef::new(ObjectKind::DOCUMENT, document);
+        let dt = ObjectRef::new(ObjectKind::DOCUMENT_TYPE, document_type);
+        u.superuser
+            || u.global.contains(permission)
+            || self.acl_grants(u, permission, &doc).is_some()
+            || self.granted_on(u, permission, &dt, 1, &mut SnapshotOnly)
+    }
+
     /// Whether `user` may do `permission` on `object` (spec 5.2): superuser, a global grant,
     /// or an ACL on `object` or on an object it inherits from (spec 5.3), the links of the
     /// stored kinds coming from `stored`.

@@ -1004,7 +1004,8 @@ impl Docmeta {
         let t = tx
             .metadata_type(id)?
             .ok_or_else(|| Error::not_found(format!("metadata type {id}")))?;
-        let c = Arc::new(CompiledMetadataType::new(t, &self.inner.classes)?);
+        let shapers = tx.metadata_type_shapers(id)?.unwrap_or_default();
+        let c = Arc::new(CompiledMetadataType::new(t, &self.inner.classes)?.shaped_by(shapers));
         let mut cache = self.inner.compiled.write();
         if self.inner.compiled_generation.load(Ordering::SeqCst) == generation {
             cache.insert(id, c.clone());

@@ -17,19 +17,25 @@ use crate::model::*;
 /// decide it). What the view hides is absent, as if it were not set: `None` in
 /// `metadata_value_of`, not iterated in `metadata.all`, not listed in `users` / `groups`.
 ///
-/// Who renders with which view:
-/// - a user's session: that user's view;
-/// - [`Docmeta::system`] called by the application: [`TemplateView::Everything`] (the
-///   application is the templates' author);
-/// - a workflow action (an `edit_metadata` value, and the defaults and lookups of the metadata
-///   its actions add or edit): the view of the action's author, the user who created it (stored
-///   with it); docmeta itself as author (an action created through `Docmeta::system`) sees
-///   everything; an action stored before authors were recorded sees nothing;
-/// - a transition's condition: the acting user's view, never wider than the transition's
-///   author's (both must see a value); for an automatic transition (a trigger), the author's;
+/// A template is code a user stores and someone else runs later (issue #32), so it sees only
+/// what every one of its *shapers* may view (its author and everyone who changed its text since,
+/// [`Shapers`]; docmeta itself, through `Docmeta::system`, sees everything; a template whose
+/// shapers are unknown sees nothing), intersected with the view of whoever it runs for:
+/// - a default or lookup: its shapers ∧ the acting user (a user's session; docmeta acting for
+///   someone: that one, below);
+/// - a transition's condition: its shapers ∧ the user who takes or lists the transition; for an
+///   automatic transition (a trigger), its shapers alone;
+/// - a workflow action (an `edit_metadata` value; the defaults and lookups of the metadata its
+///   actions add or edit, narrowed again by their own shapers): the action's author (who
+///   created it; actions cannot be edited); an action stored before authors were recorded sees
+///   nothing;
 /// - the lifecycle task that adds a required metadata type to existing documents (spec 2.4
-///   rule 1): the view of the user who saved the association, recorded with the task (a task
-///   recorded before that sees nothing).
+///   rule 1): the user who saved the association (recorded with the task; a task recorded
+///   before that sees nothing) ∧ the default's shapers;
+/// - [`Docmeta::system`] called by the application: the template's shapers alone.
+///
+/// A user who is deleted or deactivated sees nothing (the access snapshot refuses them), so a
+/// template one of whose shapers is gone sees nothing until someone saves it again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum TemplateView {
     /// Every value, user and group (docmeta itself for the application).
@@ -48,6 +54,24 @@ impl TemplateView {
             Some(id) => TemplateView::Only(vec![UserId(id)]),
             None => TemplateView::Nothing,
         }
+    }
+
+    /// What every one of `shapers` sees (none: nothing).
+    pub(crate) fn of_shapers(shapers: &Shapers) -> TemplateView {
+        if shapers.ids().is_empty() {
+            return TemplateView::Nothing;
+        }
+        if shapers.is_system_only() {
+            return TemplateView::Everything;
+        }
+        TemplateView::Only(
+            shapers
+                .ids()
+                .iter()
+                .filter(|id| **id != SYSTEM_AUTHOR)
+                .map(|id| UserId(*id))
+                .collect(),
+        )
     }
 
     /// The view of an actor.
@@ -74,9 +98,10 @@ impl TemplateView {
         }
     }
 
-    /// Whether the view sees `doc`'s value of `metadata_type`. The document's type is checked
-    /// besides the document: a document created or retyped in the running transaction is not
-    /// yet linked to its type in the access snapshot.
+    /// Whether the view sees `doc`'s value of `metadata_type`. The document is checked as a
+    /// document of the type it has in the running transaction (see
+    /// [`AccessSnapshot::check_document`]): one created or retyped in it is not yet linked to
+    /// that type in the access snapshot.
     pub(crate) fn sees_metadata(
         &self,
         snapshot: &AccessSnapshot,
@@ -90,12 +115,7 @@ impl TemplateView {
         };
         let p = Permission::DocumentMetadataView;
         users.iter().all(|u| {
-            (snapshot.check(*u, p, ObjectRef::new(ObjectKind::DOCUMENT, doc.id.0))
-                || snapshot.check(
-                    *u,
-                    p,
-                    ObjectRef::new(ObjectKind::DOCUMENT_TYPE, doc.document_type_id.0),
-                ))
+            snapshot.check_document(*u, p, doc.id.0, doc.document_type_id.0)
                 && snapshot.check(
                     *u,
                     p,

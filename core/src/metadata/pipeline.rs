@@ -15,7 +15,7 @@ use super::registry::ClassRegistry;
 use super::template::{MAX_TEMPLATE_LEN, TemplateEngine, TemplateError};
 use super::validators::Validator;
 use crate::error::{Error, Result};
-use crate::model::{MetadataType, MetadataTypeInput};
+use crate::model::{MetadataType, MetadataTypeInput, MetadataTypeShapers};
 
 /// Longest stored value, in characters.
 pub const MAX_VALUE_LEN: usize = 10_000;
@@ -31,6 +31,9 @@ pub struct CompiledMetadataType {
     pub metadata_type: MetadataType,
     validator: Option<Box<dyn Validator>>,
     parser: Option<Box<dyn Parser>>,
+    /// Who shaped its default and lookup (issue #32): their renders see no more than all of
+    /// them may view. Empty unless read from a store (see `Docmeta::compiled`).
+    pub(crate) shapers: MetadataTypeShapers,
 }
 
 impl std::fmt::Debug for CompiledMetadataType {
@@ -158,7 +161,13 @@ impl CompiledMetadataType {
             metadata_type,
             validator,
             parser,
+            shapers: MetadataTypeShapers::default(),
         })
+    }
+
+    /// This type with the shapers of its templates, as stored.
+    pub(crate) fn shaped_by(self, shapers: MetadataTypeShapers) -> Self {
+        CompiledMetadataType { shapers, ..self }
     }
 
     /// The allowed values of the lookup, in order, or `None` when the type has no lookup.

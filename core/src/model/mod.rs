@@ -5,11 +5,13 @@
 //! Layer 1 (with `config`): imports only `error`; everything else may import it.
 
 mod indexed;
+mod shapers;
 mod storage;
 mod task;
 mod workflow;
 
 pub use indexed::{IndexedDocument, IndexedValue};
+pub(crate) use shapers::{MetadataTypeShapers, Shapers};
 pub use storage::{DamagedFile, FileDamage, StorageReport};
 pub use task::{
     ADD_REQUIRED_METADATA_TYPE, REMOVE_METADATA_TYPE, SEARCH_REINDEX, SEARCH_TASKS, SEARCH_WORK,

@@ -168,6 +168,12 @@ impl Session {
         let t = u.tx.insert_metadata_type(&input).map_err(|e| {
             rename_conflict(e, "name", "A metadata type with this name already exists.")
         })?;
+        // Its templates will render for others: they see no more than their author (#32).
+        let shapers = MetadataTypeShapers {
+            default: Shapers::of(self.actor, &t.default),
+            lookup: Shapers::of(self.actor, &t.lookup),
+        };
+        u.tx.set_metadata_type_shapers(t.id, &shapers)?;
         u.event(names::METADATA_TYPE_CREATED, mt_event(&t), None)?;
         Ok(t)
     }
@@ -222,6 +228,16 @@ impl Session {
             u.tx.update_metadata_type(&t).map_err(|e| {
                 rename_conflict(e, "name", "A metadata type with this name already exists.")
             })?;
+            // Whoever changes a template becomes one of its shapers: it keeps seeing no more
+            // than each of them may (#32). Saving other fields shapes nothing.
+            let before = u.tx.metadata_type_shapers(id)?.unwrap_or_default();
+            let shapers = MetadataTypeShapers {
+                default: before.default.after(self.actor, &old.default, &t.default),
+                lookup: before.lookup.after(self.actor, &old.lookup, &t.lookup),
+            };
+            if shapers != before {
+                u.tx.set_metadata_type_shapers(id, &shapers)?;
+            }
             u.invalidated.push(id);
             u.event(names::METADATA_TYPE_EDITED, mt_event(&t), None)?;
             Ok(t)
@@ -280,6 +296,7 @@ impl Session {
                 tx,
                 document: doc.as_ref(),
                 view: &self.view,
+                shapers: &compiled.shapers,
                 renders: &renders,
             };
             compiled.lookup_choices(db.templates(), &mut inputs)
@@ -315,6 +332,7 @@ impl Session {
                 tx,
                 document: Some(&doc),
                 view: &self.view,
+                shapers: &compiled.shapers,
                 renders: &renders,
             };
             compiled.lookup_choices(db.templates(), &mut inputs)
@@ -945,6 +963,7 @@ impl Session {
             tx: &mut u.tx,
             document: Some(doc),
             view: &self.view,
+            shapers: &compiled.shapers,
             renders: u.renders,
         };
         compiled.process(value, required, self.db.templates(), &mut inputs)

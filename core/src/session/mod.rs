@@ -369,13 +369,15 @@ impl Session {
     }
 }
 
-/// Template contexts built from the current transaction, only when a template asks, with what
-/// `view` may see.
+/// Template contexts of a metadata type's default or lookup, built from the current
+/// transaction only when a template asks, with what both `view` (whoever it runs for) and the
+/// template's `shapers` may see (see [`TemplateView`]).
 pub(crate) struct Inputs<'a, 'b> {
     pub(crate) db: &'a Docmeta,
     pub(crate) tx: &'a mut Tx<'b>,
     pub(crate) document: Option<&'a Document>,
     pub(crate) view: &'a TemplateView,
+    pub(crate) shapers: &'a MetadataTypeShapers,
     pub(crate) renders: &'a Renders,
 }
 
@@ -427,24 +429,31 @@ pub(crate) fn document_context_of(
 }
 
 impl Inputs<'_, '_> {
-    fn document(&mut self) -> Result<Option<DocumentContext>> {
-        match self.document {
-            Some(doc) => document_context(self.db, self.tx, doc, self.view).map(Some),
-            None => Ok(None),
-        }
+    /// What the default (or the `lookup`) sees: the runner's view narrowed by its shapers'.
+    fn view(&self, lookup: bool) -> TemplateView {
+        let shapers = if lookup {
+            &self.shapers.lookup
+        } else {
+            &self.shapers.default
+        };
+        self.view.clone().and(TemplateView::of_shapers(shapers))
     }
 
     fn input(&mut self, lookup: bool) -> Result<RenderInput> {
-        let document = self.document()?;
+        let view = self.view(lookup);
+        let document = match self.document {
+            Some(doc) => Some(document_context(self.db, self.tx, doc, &view)?),
+            None => None,
+        };
         let people = if lookup {
             let (users, groups) = (self.tx.users()?, self.tx.groups()?);
             let snapshot = self.db.inner.access.read();
             let users = users
                 .into_iter()
-                .filter(|u| u.is_active && self.view.sees_user(&snapshot, u.id))
+                .filter(|u| u.is_active && view.sees_user(&snapshot, u.id))
                 .map(|u| (u.id.0, u.username))
                 .collect();
-            let groups = if self.view.sees_groups(&snapshot) {
+            let groups = if view.sees_groups(&snapshot) {
                 groups.into_iter().map(|(id, name)| (id.0, name)).collect()
             } else {
                 Vec::new()

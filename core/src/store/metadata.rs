@@ -29,6 +29,42 @@ impl Tx<'_> {
         .map(drop)
     }
 
+    /// Who shaped a metadata type's default and lookup (`None`: no such type).
+    pub(crate) fn metadata_type_shapers(
+        &mut self,
+        id: MetadataTypeId,
+    ) -> Result<Option<MetadataTypeShapers>> {
+        let Some((default, lookup)) = self.optional(
+            "SELECT default_shapers, lookup_shapers FROM metadata_types WHERE id = ?1",
+            &[id.0.into()],
+            |r| Ok((r.text(0)?, r.text(1)?)),
+        )?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(MetadataTypeShapers {
+            default: Shapers::parse(&default)?,
+            lookup: Shapers::parse(&lookup)?,
+        }))
+    }
+
+    /// Records who shaped a metadata type's default and lookup.
+    pub(crate) fn set_metadata_type_shapers(
+        &mut self,
+        id: MetadataTypeId,
+        shapers: &MetadataTypeShapers,
+    ) -> Result<()> {
+        self.execute(
+            "UPDATE metadata_types SET default_shapers = ?1, lookup_shapers = ?2 WHERE id = ?3",
+            &[
+                shapers.default.to_text().as_str().into(),
+                shapers.lookup.to_text().as_str().into(),
+                id.0.into(),
+            ],
+        )
+        .map(drop)
+    }
+
     /// Deletes a metadata type row (its values and associations must be gone).
     pub fn delete_metadata_type(&mut self, id: MetadataTypeId) -> Result<()> {
         self.execute("DELETE FROM metadata_types WHERE id = ?1", &[id.0.into()])

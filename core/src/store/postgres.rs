@@ -64,6 +64,10 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
         6,
         include_str!("migrations/postgres/0006_event_commit_order.sql"),
     ),
+    (
+        7,
+        include_str!("migrations/postgres/0007_template_shapers.sql"),
+    ),
 ];
 
 /// The session-level advisory lock `migrate` holds, so that one process migrates while the

@@ -29,10 +29,14 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
         6,
         include_str!("migrations/sqlite/0006_event_commit_order.sql"),
     ),
+    (
+        7,
+        include_str!("migrations/sqlite/0007_template_shapers.sql"),
+    ),
 ];
 
 /// Newest schema version this build knows.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// Reader connections kept open; more concurrent readers wait for one (opening a connection per
 /// read would cost more than the read).

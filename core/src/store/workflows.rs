@@ -143,7 +143,7 @@ impl Tx<'_> {
 
     /// The instances of `document` whose current state has transitions the event `name`
     /// triggers, each with the labels of its workflow and state and with those transitions (by
-    /// id, with their stored authors: `None` when recorded before authors were), instances by
+    /// id, with the shapers of their conditions), instances by
     /// id: what a trigger needs, in one statement. The transitions' `triggers` hold only `name`.
     #[allow(clippy::type_complexity)]
     pub(crate) fn workflow_triggered(
@@ -154,11 +154,11 @@ impl Tx<'_> {
         Vec<(
             WorkflowInstance,
             (String, String),
-            Vec<(WorkflowTransition, Option<i64>)>,
+            Vec<(WorkflowTransition, Shapers)>,
         )>,
     > {
         let rows = self.rows(
-            "SELECT i.id, i.workflow_id, i.document_id, i.state_id, i.context, t.id, t.workflow_id, t.label, t.origin_state_id, t.destination_state_id, t.condition, t.author_id, w.label, s.label FROM workflow_instances i JOIN workflow_transitions t ON t.workflow_id = i.workflow_id AND t.origin_state_id = i.state_id JOIN workflow_transition_triggers g ON g.transition_id = t.id JOIN workflows w ON w.id = i.workflow_id JOIN workflow_states s ON s.id = i.state_id WHERE i.document_id = ?1 AND g.event_name = ?2 ORDER BY i.id, t.id",
+            "SELECT i.id, i.workflow_id, i.document_id, i.state_id, i.context, t.id, t.workflow_id, t.label, t.origin_state_id, t.destination_state_id, t.condition, t.condition_shapers, w.label, s.label FROM workflow_instances i JOIN workflow_transitions t ON t.workflow_id = i.workflow_id AND t.origin_state_id = i.state_id JOIN workflow_transition_triggers g ON g.transition_id = t.id JOIN workflows w ON w.id = i.workflow_id JOIN workflow_states s ON s.id = i.state_id WHERE i.document_id = ?1 AND g.event_name = ?2 ORDER BY i.id, t.id",
             &[document.0.into(), name.into()],
             |r| {
                 let instance = instance_row(r)?;
@@ -166,18 +166,18 @@ impl Tx<'_> {
                     triggers: vec![name.to_owned()],
                     ..transition_at(r, 5)?
                 };
-                Ok((instance, t, r.opt_int(11)?, (r.text(12)?, r.text(13)?)))
+                Ok((instance, t, Shapers::parse(&r.text(11)?)?, (r.text(12)?, r.text(13)?)))
             },
         )?;
         let mut out: Vec<(
             WorkflowInstance,
             (String, String),
-            Vec<(WorkflowTransition, Option<i64>)>,
+            Vec<(WorkflowTransition, Shapers)>,
         )> = Vec::new();
-        for (instance, t, author, labels) in rows {
+        for (instance, t, shapers, labels) in rows {
             match out.last_mut() {
-                Some((last, _, ts)) if last.id == instance.id => ts.push((t, author)),
-                _ => out.push((instance, labels, vec![(t, author)])),
+                Some((last, _, ts)) if last.id == instance.id => ts.push((t, shapers)),
+                _ => out.push((instance, labels, vec![(t, shapers)])),
             }
         }
         Ok(out)
@@ -505,24 +505,26 @@ impl Tx<'_> {
         .map(drop)
     }
 
-    /// Creates a transition from `states.0` to `states.1`, with its author.
+    /// Creates a transition from `states.0` to `states.1`, with its author and the shapers of
+    /// its condition.
     pub(crate) fn insert_workflow_transition(
         &mut self,
         workflow: WorkflowId,
         label: &str,
         states: (WorkflowStateId, WorkflowStateId),
-        condition: &str,
+        condition: (&str, &Shapers),
         author: i64,
     ) -> Result<WorkflowTransitionId> {
         self.insert(
-            "INSERT INTO workflow_transitions (workflow_id, label, origin_state_id, destination_state_id, condition, author_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
+            "INSERT INTO workflow_transitions (workflow_id, label, origin_state_id, destination_state_id, condition, author_id, condition_shapers) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
             &[
                 workflow.0.into(),
                 label.into(),
                 states.0.0.into(),
                 states.1.0.into(),
-                condition.into(),
+                condition.0.into(),
                 author.into(),
+                condition.1.to_text().as_str().into(),
             ],
         )
         .map(WorkflowTransitionId)
@@ -579,18 +581,30 @@ impl Tx<'_> {
         )
     }
 
-    /// The stored author of a transition (`None`: recorded before authors were).
-    pub(crate) fn workflow_transition_author(
+    /// Who shaped a transition's condition (none: no such transition, or not recorded).
+    pub(crate) fn workflow_condition_shapers(
         &mut self,
         id: WorkflowTransitionId,
-    ) -> Result<Option<i64>> {
-        Ok(self
-            .optional(
-                "SELECT author_id FROM workflow_transitions WHERE id = ?1",
-                &[id.0.into()],
-                |r| r.opt_int(0),
-            )?
-            .flatten())
+    ) -> Result<Shapers> {
+        let text = self.optional(
+            "SELECT condition_shapers FROM workflow_transitions WHERE id = ?1",
+            &[id.0.into()],
+            |r| r.text(0),
+        )?;
+        Shapers::parse(text.as_deref().unwrap_or_default())
+    }
+
+    /// Records who shaped a transition's condition.
+    pub(crate) fn set_workflow_condition_shapers(
+        &mut self,
+        id: WorkflowTransitionId,
+        shapers: &Shapers,
+    ) -> Result<()> {
+        self.execute(
+            "UPDATE workflow_transitions SET condition_shapers = ?2 WHERE id = ?1",
+            &[id.0.into(), shapers.to_text().as_str().into()],
+        )
+        .map(drop)
     }
 
     /// The stored authors of a state's actions, by action id.

@@ -78,9 +78,10 @@ impl Session {
     }
 
     /// Renames a workflow and/or rebinds its document types. Needs
-    /// `document_states.workflow_template_edit`; binding a workflow that has grant or revoke
-    /// actions to another document type needs what adding them there would (see
-    /// [`create_workflow_action`](Self::create_workflow_action)).
+    /// `document_states.workflow_template_edit`; binding a workflow to another document type, or
+    /// unbinding it from one, also needs on that type what its actions do there (see
+    /// [`create_workflow_action`](Self::create_workflow_action)): binding runs them on more
+    /// documents, unbinding stops them (a revocation, say).
     pub fn update_workflow(
         &self,
         id: WorkflowId,
@@ -96,17 +97,20 @@ impl Session {
             }
             if let Some(types) = document_types {
                 self.check_document_types(&mut u.tx, types)?;
-                // Binding a new type extends the workflow's access actions to its documents.
+                // Binding a type runs the workflow's actions on its documents; unbinding one
+                // stops them there (#32): either needs what the actions do on that type.
                 let old =
                     u.tx.workflow(id)?
                         .map(|w| w.document_type_ids)
                         .unwrap_or_default();
-                let added: Vec<DocumentTypeId> =
-                    types.iter().copied().filter(|t| !old.contains(t)).collect();
-                if !added.is_empty() {
-                    for permission in self.access_actions_of(&mut u.tx, id)? {
-                        self.check_access_action(permission, &added)?;
-                    }
+                let changed: Vec<DocumentTypeId> = types
+                    .iter()
+                    .filter(|t| !old.contains(t))
+                    .chain(old.iter().filter(|t| !types.contains(t)))
+                    .copied()
+                    .collect();
+                if !changed.is_empty() {
+                    self.require_actions_rights(&mut u.tx, id, &changed)?;
                 }
                 u.tx.set_workflow_document_types(id, types)?;
             }
@@ -115,28 +119,51 @@ impl Session {
         })
     }
 
-    /// The permissions the grant and revoke actions of a workflow hand out.
-    fn access_actions_of(&self, tx: &mut Tx<'_>, workflow: WorkflowId) -> Result<Vec<Permission>> {
-        let mut out = Vec::new();
+    /// Refuses unless this session could do, on every document type of `types`, what every
+    /// action of `workflow` does there (see [`require_action_rights`](Self::require_action_rights)).
+    fn require_actions_rights(
+        &self,
+        tx: &mut Tx<'_>,
+        workflow: WorkflowId,
+        types: &[DocumentTypeId],
+    ) -> Result<()> {
+        if self.is_superuser() || types.is_empty() {
+            return Ok(());
+        }
         for state in tx.workflow_states(workflow)? {
             for a in tx.workflow_actions(state.id)? {
-                if let ActionKind::GrantDocumentAccess { permission, .. }
-                | ActionKind::RevokeDocumentAccess { permission, .. } = &a.action
-                    && let Ok(p) = Permission::from_key(permission)
-                    && !out.contains(&p)
-                {
-                    out.push(p);
-                }
+                self.require_action_rights(&a.action, types)
+                    .map_err(|e| match e {
+                        Error::PermissionDenied(m) => Error::PermissionDenied(format!(
+                            "changing how this workflow runs needs what its action '{}' does: {m}",
+                            a.label
+                        )),
+                        e => e,
+                    })?;
             }
         }
-        Ok(out)
+        Ok(())
+    }
+
+    /// The workflow's graph (states, transitions, triggers, conditions, bindings) decides when
+    /// its actions run: changing it needs what every action does on every document type the
+    /// workflow is bound to (issue #32), so an editor cannot make an action run where its
+    /// author's rights would be borrowed by someone who holds fewer.
+    fn require_workflow_rights(&self, tx: &mut Tx<'_>, workflow: WorkflowId) -> Result<()> {
+        let bound = tx
+            .workflow(workflow)?
+            .map(|w| w.document_type_ids)
+            .unwrap_or_default();
+        self.require_actions_rights(tx, workflow, &bound)
     }
 
     /// Deletes a workflow with its states, transitions, actions, instances and logs. Needs
-    /// `document_states.workflow_template_delete`.
+    /// `document_states.workflow_template_delete`, and what its actions do on the document types
+    /// it is bound to (deleting stops them: a revocation, say).
     pub fn delete_workflow(&self, id: WorkflowId) -> Result<()> {
         self.write(|u| {
             self.workflow_for(&mut u.tx, id, P::WorkflowTemplateDelete)?;
+            self.require_workflow_rights(&mut u.tx, id)?;
             u.forget_object("document_states.workflow", wf_ref(id))?;
             u.tx.delete_workflow_rows(id)?;
             Ok(())
@@ -144,7 +171,8 @@ impl Session {
     }
 
     /// Adds a state. `initial` makes it the one instances start in (replacing the previous
-    /// initial state). Needs `document_states.workflow_template_edit`.
+    /// initial state). Needs `document_states.workflow_template_edit` and what the workflow's
+    /// actions do on its document types (see [`update_workflow_transition`](Self::update_workflow_transition)).
     pub fn create_workflow_state(
         &self,
         workflow: WorkflowId,
@@ -154,6 +182,7 @@ impl Session {
         let label = check_label("label", label)?;
         self.write(|u| {
             self.workflow_for(&mut u.tx, workflow, P::WorkflowTemplateEdit)?;
+            self.require_workflow_rights(&mut u.tx, workflow)?;
             let id =
                 u.tx.insert_workflow_state(workflow, &label, initial)
                     .map_err(|e| unique(e, "label", "A state"))?;
@@ -197,7 +226,8 @@ impl Session {
     }
 
     /// Renames a state and/or makes it the initial one (`Some(true)` replaces the previous
-    /// initial state). Needs `document_states.workflow_template_edit`.
+    /// initial state). Needs `document_states.workflow_template_edit`; changing which state is
+    /// initial also needs what the workflow's actions do on its document types.
     pub fn update_workflow_state(
         &self,
         workflow: WorkflowId,
@@ -211,7 +241,10 @@ impl Session {
             if let Some(label) = &label {
                 state.label.clone_from(label);
             }
-            if let Some(initial) = initial {
+            if let Some(initial) = initial
+                && initial != state.initial
+            {
+                self.require_workflow_rights(&mut u.tx, workflow)?;
                 state.initial = initial;
             }
             u.tx.update_workflow_state(&state)
@@ -223,10 +256,12 @@ impl Session {
     /// Deletes a state with its actions. A state that instances are in, or that transitions
     /// start or end at, is refused (`Error::Validation` on `non_field_errors`, saying why):
     /// deleting it would silently change their history or their definition. Needs
-    /// `document_states.workflow_template_edit`.
+    /// `document_states.workflow_template_edit` and what the workflow's actions do on its
+    /// document types.
     pub fn delete_workflow_state(&self, workflow: WorkflowId, id: WorkflowStateId) -> Result<()> {
         self.write(|u| {
             self.state_for(&mut u.tx, workflow, id, P::WorkflowTemplateEdit)?;
+            self.require_workflow_rights(&mut u.tx, workflow)?;
             let (instances, transitions) = u.tx.workflow_state_usage(id)?;
             if instances > 0 {
                 return Err(Error::validation(
@@ -255,7 +290,15 @@ impl Session {
     }
 
     /// Changes a transition's label, states and/or condition (checked as at creation). Needs
-    /// `document_states.workflow_template_edit`.
+    /// `document_states.workflow_template_edit`. Changing its states or its condition changes
+    /// when the workflow's actions run, so it also needs what every action of the workflow does
+    /// on every document type the workflow is bound to (`acls.acl_edit` and the permission for a
+    /// grant or revoke action; the `metadata.document_metadata_*` permissions for a metadata
+    /// action: see [`create_workflow_action`](Self::create_workflow_action)), as do adding and
+    /// deleting states, transitions and triggers, changing the initial state and rebinding
+    /// document types (`PermissionDenied` otherwise; renaming needs nothing more). Whoever
+    /// changes the condition becomes one of its shapers: it then renders with no more than what
+    /// every one of them may view (issue #32); an emptied condition has none.
     pub fn update_workflow_transition(
         &self,
         workflow: WorkflowId,
@@ -290,6 +333,15 @@ impl Session {
                     ));
                 }
             }
+            let condition = update.condition.as_deref().map(str::trim);
+            let rewired = update.origin.is_some_and(|o| o != t.origin_state_id)
+                || update
+                    .destination
+                    .is_some_and(|d| d != t.destination_state_id)
+                || condition.is_some_and(|c| c != t.condition);
+            if rewired {
+                self.require_workflow_rights(&mut u.tx, workflow)?;
+            }
             if let Some(label) = &label {
                 t.label.clone_from(label);
             }
@@ -299,8 +351,16 @@ impl Session {
             if let Some(destination) = update.destination {
                 t.destination_state_id = destination;
             }
-            if let Some(condition) = &update.condition {
-                t.condition = condition.trim().to_owned();
+            if let Some(condition) = condition
+                && condition != t.condition
+            {
+                let shapers = u.tx.workflow_condition_shapers(t.id)?.after(
+                    self.actor,
+                    &t.condition,
+                    condition,
+                );
+                u.tx.set_workflow_condition_shapers(t.id, &shapers)?;
+                t.condition = condition.to_owned();
             }
             u.tx.update_workflow_transition(&t)
                 .map_err(|e| unique(e, "label", "A transition"))?;
@@ -310,7 +370,9 @@ impl Session {
 
     /// Deletes a transition with its triggers. A transition that instance logs record is
     /// refused (`Error::Validation` on `non_field_errors`, saying why): the log is the
-    /// instances' history. Needs `document_states.workflow_template_edit`.
+    /// instances' history. Needs `document_states.workflow_template_edit` and what the
+    /// workflow's actions do on its document types (see
+    /// [`update_workflow_transition`](Self::update_workflow_transition)).
     pub fn delete_workflow_transition(
         &self,
         workflow: WorkflowId,
@@ -318,6 +380,7 @@ impl Session {
     ) -> Result<()> {
         self.write(|u| {
             self.transition_for(&mut u.tx, workflow, id, P::WorkflowTemplateEdit)?;
+            self.require_workflow_rights(&mut u.tx, workflow)?;
             let logged = u.tx.workflow_transition_log_count(id)?;
             if logged > 0 {
                 return Err(Error::validation(
@@ -330,8 +393,11 @@ impl Session {
     }
 
     /// Adds a transition. `condition` is a template that allows it when it renders to `True`
-    /// (empty: always allowed); it is checked now. Needs
-    /// `document_states.workflow_template_edit`.
+    /// (empty: always allowed); it is checked now, and renders with no more than what this
+    /// session's user may view (its first shaper; see
+    /// [`update_workflow_transition`](Self::update_workflow_transition)). Needs
+    /// `document_states.workflow_template_edit` and what the workflow's actions do on its
+    /// document types.
     pub fn create_workflow_transition(
         &self,
         workflow: WorkflowId,
@@ -349,6 +415,7 @@ impl Session {
         }
         self.write(|u| {
             self.workflow_for(&mut u.tx, workflow, P::WorkflowTemplateEdit)?;
+            self.require_workflow_rights(&mut u.tx, workflow)?;
             for (field, state) in [
                 ("origin_state_id", origin),
                 ("destination_state_id", destination),
@@ -368,7 +435,7 @@ impl Session {
                     workflow,
                     &label,
                     (origin, destination),
-                    condition.trim(),
+                    (condition.trim(), &Shapers::of(self.actor, condition.trim())),
                     author_id(self.actor),
                 )
                 .map_err(|e| unique(e, "label", "A transition"))?;
@@ -400,7 +467,8 @@ impl Session {
     }
 
     /// Makes `event` (`document_metadata_added`, `_edited` or `_removed`) fire the transition
-    /// automatically (spec 6). Needs `document_states.workflow_template_edit`.
+    /// automatically (spec 6). Needs `document_states.workflow_template_edit` and what the
+    /// workflow's actions do on its document types: a trigger makes them run on others' edits.
     pub fn add_workflow_trigger(
         &self,
         workflow: WorkflowId,
@@ -410,7 +478,8 @@ impl Session {
         self.set_workflow_trigger(workflow, transition, event, true)
     }
 
-    /// Removes a trigger. Needs `document_states.workflow_template_edit`.
+    /// Removes a trigger. Needs `document_states.workflow_template_edit` and what the
+    /// workflow's actions do on its document types.
     pub fn remove_workflow_trigger(
         &self,
         workflow: WorkflowId,
@@ -430,6 +499,7 @@ impl Session {
         let event = trigger_name(event)?;
         self.write(|u| {
             self.transition_for(&mut u.tx, workflow, transition, P::WorkflowTemplateEdit)?;
+            self.require_workflow_rights(&mut u.tx, workflow)?;
             u.tx.set_workflow_trigger(transition, event, on)?;
             u.tx.workflow_transition(transition)?
                 .ok_or_else(|| Error::not_found("transition"))
@@ -438,10 +508,21 @@ impl Session {
 
     /// Adds an action to a state, run on entry (`on_entry`) or exit. Its metadata types, role
     /// and permission are checked now; an edit action's value template is compiled now. Needs
-    /// `document_states.workflow_template_edit`; a grant or revoke action also needs
-    /// `acls.acl_edit` and the permission it hands out on every document type the workflow is
-    /// bound to (`PermissionDenied` otherwise). The session's user is stored as the action's
-    /// author: its templates see what they may view.
+    /// `document_states.workflow_template_edit`, and what the action does, on every document type
+    /// the workflow is bound to (`PermissionDenied` otherwise; issue #32):
+    /// - grant or revoke: `acls.acl_edit` and the permission it hands out;
+    /// - add metadata: `documents.document_view` and `metadata.document_metadata_add` on the
+    ///   document type, `metadata.document_metadata_add` on each metadata type;
+    /// - edit metadata (which adds the value when a document lacks it): `document_view`,
+    ///   `document_metadata_view`, `document_metadata_add` and `document_metadata_edit` on the
+    ///   document type, the last three on the metadata type;
+    /// - remove metadata: `document_view`, `document_metadata_view` and
+    ///   `document_metadata_remove` on the document type, the last two on each metadata type.
+    ///
+    /// The session's user is stored as the action's author: its templates see what they may
+    /// view, and each time it runs it does only what they could do directly on that document
+    /// then (otherwise it fails as a failing action does: an error on the instance's log, or the
+    /// whole transition refused when it is critical).
     pub fn create_workflow_action(
         &self,
         workflow: WorkflowId,
@@ -483,6 +564,59 @@ impl Session {
                 action: action.clone(),
             })
         })
+    }
+
+    /// Refuses unless this session could do what `action` does on the documents of every type
+    /// of `types` (those its workflow is bound to): see
+    /// [`create_workflow_action`](Self::create_workflow_action). An action runs as docmeta on
+    /// the documents of those types, so nobody stores one doing more than they could.
+    fn require_action_rights(&self, action: &ActionKind, types: &[DocumentTypeId]) -> Result<()> {
+        use P::{DocumentMetadataAdd as Add, DocumentMetadataView as View, DocumentView};
+        let (on_type, on_metadata, metadata_types): (&[P], &[P], Vec<MetadataTypeId>) = match action
+        {
+            ActionKind::GrantDocumentAccess { permission, .. }
+            | ActionKind::RevokeDocumentAccess { permission, .. } => {
+                return match Permission::from_key(permission) {
+                    Ok(p) => self.check_access_action(p, types),
+                    // Refused when it was stored; it cannot run either.
+                    Err(_) => Ok(()),
+                };
+            }
+            ActionKind::AddMetadata { metadata_type_ids } => {
+                (&[DocumentView, Add], &[Add], metadata_type_ids.clone())
+            }
+            ActionKind::EditMetadata {
+                metadata_type_id, ..
+            } => (
+                &[DocumentView, View, Add, P::DocumentMetadataEdit],
+                &[View, Add, P::DocumentMetadataEdit],
+                vec![*metadata_type_id],
+            ),
+            ActionKind::RemoveMetadata { metadata_type_ids } => (
+                &[DocumentView, View, P::DocumentMetadataRemove],
+                &[View, P::DocumentMetadataRemove],
+                metadata_type_ids.clone(),
+            ),
+        };
+        for t in types {
+            let dt = ObjectRef::new(ObjectKind::DOCUMENT_TYPE, t.0);
+            if let Some(p) = on_type.iter().find(|p| !self.can(**p, dt)) {
+                return Err(Error::PermissionDenied(format!(
+                    "'{}' is needed on document type {t}, which the workflow is bound to",
+                    p.key()
+                )));
+            }
+        }
+        for t in metadata_types {
+            let mt = ObjectRef::new(ObjectKind::METADATA_TYPE, t.0);
+            if let Some(p) = on_metadata.iter().find(|p| !self.can(**p, mt)) {
+                return Err(Error::PermissionDenied(format!(
+                    "'{}' is needed on metadata type {t}",
+                    p.key()
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Whether this session could make the grant (or revocation) an access action makes on
@@ -555,7 +689,6 @@ impl Session {
                         format!("Role {role_id} does not exist."),
                     ));
                 }
-                self.check_access_action(p, bound)?;
                 Vec::new()
             }
         };
@@ -582,10 +715,12 @@ impl Session {
                 ));
             }
         }
-        Ok(())
+        self.require_action_rights(action, bound)
     }
 
-    /// Deletes an action of a state. Needs `document_states.workflow_template_edit`.
+    /// Deletes an action of a state. Needs `document_states.workflow_template_edit` and what the
+    /// action does on the workflow's document types, as creating it did (deleting a revocation
+    /// keeps access it would have removed).
     pub fn delete_workflow_action(
         &self,
         workflow: WorkflowId,
@@ -593,12 +728,19 @@ impl Session {
         action: WorkflowActionId,
     ) -> Result<()> {
         self.write(|u| {
-            self.workflow_for(&mut u.tx, workflow, P::WorkflowTemplateEdit)?;
+            let w = self.workflow_for(&mut u.tx, workflow, P::WorkflowTemplateEdit)?;
             if u.tx
                 .workflow_state(state)?
                 .is_none_or(|s| s.workflow_id != workflow)
             {
                 return Err(Error::not_found(format!("state {state}")));
+            }
+            if let Some(a) =
+                u.tx.workflow_actions(state)?
+                    .into_iter()
+                    .find(|a| a.id == action)
+            {
+                self.require_action_rights(&a.action, &w.document_type_ids)?;
             }
             let n = u.tx.delete_workflow_action(state, action)?;
             if n == 0 {

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::access::Permission;
+use crate::access::{ObjectKind, ObjectRef, Permission};
 use crate::error::{Error, NON_FIELD_ERRORS, Result};
 use crate::events::names;
 use crate::kernel::{Docmeta, Unit};
@@ -66,7 +66,7 @@ fn render(
 }
 
 /// Whether `t`'s condition allows it now, rendered with what both the acting user (`None`:
-/// docmeta itself, for a trigger) and the transition's author see.
+/// docmeta itself, for a trigger) and every shaper of the condition see.
 pub(super) fn condition_allows(
     db: &Docmeta,
     renders: &Renders,
@@ -78,25 +78,25 @@ pub(super) fn condition_allows(
     if t.condition.trim().is_empty() {
         return Ok(true);
     }
-    let author = tx.workflow_transition_author(t.id)?;
-    condition_allows_by(db, renders, tx, (instance, None), t, author, acting)
+    let shapers = tx.workflow_condition_shapers(t.id)?;
+    condition_allows_by(db, renders, tx, (instance, None), t, &shapers, acting)
 }
 
-/// [`condition_allows`] when the transition's stored `author` is known (read with it), and
-/// perhaps the instance's labels.
+/// [`condition_allows`] when the shapers of the transition's condition are known (read with
+/// it), and perhaps the instance's labels.
 pub(super) fn condition_allows_by(
     db: &Docmeta,
     renders: &Renders,
     tx: &mut Tx<'_>,
     (instance, labels): (&WorkflowInstance, Option<&Labels>),
     t: &WorkflowTransition,
-    author: Option<i64>,
+    shapers: &Shapers,
     acting: Option<UserId>,
 ) -> Result<bool> {
     if t.condition.trim().is_empty() {
         return Ok(true);
     }
-    let mut view = TemplateView::of_author(author);
+    let mut view = TemplateView::of_shapers(shapers);
     if let Some(user) = acting {
         view = view.and(TemplateView::Only(vec![user]));
     }
@@ -175,11 +175,12 @@ pub(super) fn run_actions(
         if action.on_entry != on_entry {
             continue;
         }
-        // docmeta acts for the action's author: its templates see what the author sees.
-        let author = authors.get(&action.id.0).copied().flatten();
-        let system = Session::system_for(db.clone(), TemplateView::of_author(author));
+        // docmeta acts for the action's author: its templates see what the author sees, and
+        // it does only what the author could do directly now (issue #32).
+        let author = Author(authors.get(&action.id.0).copied().flatten());
+        let system = Session::system_for(db.clone(), TemplateView::of_author(author.0));
         if let Err(e) = u.undoable("workflow_action", |u| {
-            run_action(db, &system, u, instance, &action.action)
+            run_action(db, &system, author, u, instance, &action.action)
         }) {
             let message = format!("Action '{}' failed: {e}", action.label);
             if action.critical {
@@ -194,14 +195,109 @@ pub(super) fn run_actions(
     Ok(())
 }
 
+/// The stored author of an action (`None`: stored before authors were recorded, issue #15).
+#[derive(Debug, Clone, Copy)]
+struct Author(Option<i64>);
+
+impl Author {
+    /// Refuses unless the author could do `what` on `doc` directly now: every permission of
+    /// `on_document` on the document (as a document of its current type: one created or
+    /// retyped in this unit is not yet linked to it in the access snapshot) and of `on_other`
+    /// on its object. docmeta itself may do anything; an unknown author nothing.
+    fn require(
+        self,
+        db: &Docmeta,
+        doc: &Document,
+        on_document: &[Permission],
+        on_other: &[(Permission, ObjectRef)],
+        what: &str,
+    ) -> Result<()> {
+        let user = match self.0 {
+            Some(SYSTEM_AUTHOR) => return Ok(()),
+            Some(id) => UserId(id),
+            None => {
+                return Err(Error::PermissionDenied(format!(
+                    "its author is unknown (it was stored before authors were recorded), so it may \
+                     not {what}; delete it and create it again"
+                )));
+            }
+        };
+        let snapshot = db.inner.access.read();
+        let missing = on_document
+            .iter()
+            .find(|p| !snapshot.check_document(user, **p, doc.id.0, doc.document_type_id.0))
+            .or_else(|| {
+                on_other
+                    .iter()
+                    .find(|(p, o)| !snapshot.check(user, *p, *o))
+                    .map(|(p, _)| p)
+            });
+        match missing {
+            None => Ok(()),
+            Some(p) => Err(Error::PermissionDenied(format!(
+                "its author may not {what} on this document now ('{}' is needed)",
+                p.key()
+            ))),
+        }
+    }
+
+    /// Adding a value of `t` directly (as `Session::add_document_metadata`).
+    fn require_add(self, db: &Docmeta, doc: &Document, t: MetadataTypeId) -> Result<()> {
+        self.require(
+            db,
+            doc,
+            &[Permission::DocumentView, Permission::DocumentMetadataAdd],
+            &[(Permission::DocumentMetadataAdd, mt_ref(t))],
+            "add this metadata",
+        )
+    }
+
+    /// Editing or removing (`permission`) a value of `t` directly (as
+    /// `Session::edit_document_metadata` and `remove_document_metadata`: seeing it first).
+    fn require_change(
+        self,
+        db: &Docmeta,
+        doc: &Document,
+        t: MetadataTypeId,
+        permission: Permission,
+        what: &str,
+    ) -> Result<()> {
+        self.require(
+            db,
+            doc,
+            &[
+                Permission::DocumentView,
+                Permission::DocumentMetadataView,
+                permission,
+            ],
+            &[
+                (Permission::DocumentMetadataView, mt_ref(t)),
+                (permission, mt_ref(t)),
+            ],
+            what,
+        )
+    }
+}
+
+fn mt_ref(t: MetadataTypeId) -> ObjectRef {
+    ObjectRef::new(ObjectKind::METADATA_TYPE, t.0)
+}
+
+/// Runs one action as docmeta acting for `author`: each change is made only when the author
+/// could make it directly now (checked here, as the session would check the author), then made
+/// through the session code as docmeta.
 fn run_action(
     db: &Docmeta,
     system: &Session,
+    author: Author,
     u: &mut Unit<'_>,
     instance: &WorkflowInstance,
     action: &ActionKind,
 ) -> Result<()> {
     let document = instance.document_id;
+    let doc =
+        u.tx.document(document)?
+            .ok_or_else(|| Error::not_found("document"))?;
     let current = |u: &mut Unit<'_>, t: MetadataTypeId| -> Result<Option<DocumentMetadata>> {
         Ok(u.tx
             .metadata_of_document(document)?
@@ -212,6 +308,7 @@ fn run_action(
         ActionKind::AddMetadata { metadata_type_ids } => {
             for t in metadata_type_ids {
                 if current(u, *t)?.is_none() {
+                    author.require_add(db, &doc, *t)?;
                     system.add_document_metadata_in(u, document, *t, "")?;
                 }
             }
@@ -220,6 +317,17 @@ fn run_action(
             metadata_type_id,
             value,
         } => {
+            let existing = current(u, *metadata_type_id)?;
+            match &existing {
+                Some(_) => author.require_change(
+                    db,
+                    &doc,
+                    *metadata_type_id,
+                    Permission::DocumentMetadataEdit,
+                    "edit this metadata",
+                )?,
+                None => author.require_add(db, &doc, *metadata_type_id)?,
+            }
             let value = render(
                 db,
                 u.renders,
@@ -230,7 +338,7 @@ fn run_action(
                 value,
                 "value",
             )?;
-            match current(u, *metadata_type_id)? {
+            match existing {
                 Some(m) => {
                     system.edit_document_metadata_in(u, document, m.id, &value)?;
                 }
@@ -242,6 +350,13 @@ fn run_action(
         ActionKind::RemoveMetadata { metadata_type_ids } => {
             for t in metadata_type_ids {
                 if let Some(m) = current(u, *t)? {
+                    author.require_change(
+                        db,
+                        &doc,
+                        *t,
+                        Permission::DocumentMetadataRemove,
+                        "remove this metadata",
+                    )?;
                     system.remove_document_metadata_in(u, document, m.id)?;
                 }
             }
@@ -253,6 +368,14 @@ fn run_action(
             let p = Permission::from_key(permission).map_err(|_| {
                 Error::validation("permission", format!("Unknown permission '{permission}'."))
             })?;
+            // As `Session::grant`: the ACL right, the role in view, and the permission held.
+            author.require(
+                db,
+                &doc,
+                &[Permission::AclEdit, p],
+                &[(Permission::RoleView, role_ref(*role_id))],
+                "grant this permission",
+            )?;
             system.grant_in(u, p, *role_id, doc_ref(document))?;
         }
         ActionKind::RevokeDocumentAccess {
@@ -262,8 +385,20 @@ fn run_action(
             let p = Permission::from_key(permission).map_err(|_| {
                 Error::validation("permission", format!("Unknown permission '{permission}'."))
             })?;
+            // As `Session::revoke`: the ACL right and the role in view.
+            author.require(
+                db,
+                &doc,
+                &[Permission::AclEdit],
+                &[(Permission::RoleView, role_ref(*role_id))],
+                "revoke this permission",
+            )?;
             system.revoke_in(u, p, *role_id, doc_ref(document))?;
         }
     }
     Ok(())
+}
+
+fn role_ref(r: RoleId) -> ObjectRef {
+    ObjectRef::new(ObjectKind::ROLE, r.0)
 }

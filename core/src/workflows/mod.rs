@@ -15,15 +15,20 @@
 //!   rolled back to a savepoint and logged on the instance; the change commits all the same.
 //!   Transitions fired by a transition's actions are counted; a chain longer than [`MAX_CHAIN`]
 //!   stops with an error logged on the instance.
-//! - Actions run as docmeta itself (no permission checks), through the same code as users: the
-//!   edit action's value goes through the metadata pipeline (spec 2.10), so a workflow cannot
-//!   store a value a user could not. docmeta acts for the action's author (stored with it): its
-//!   templates, and the defaults and lookups of the metadata it adds or edits, see what the
-//!   author may view (see `session::TemplateView`). Conditions see what both the acting user and
-//!   the transition's author may view (a trigger: the author).
-//! - An editor cannot hand out access they do not hold: a grant or revoke action needs
-//!   `acls.acl_edit` and the permission itself on every document type the workflow is bound to,
-//!   when it is added and when the workflow is bound to another type.
+//! - Actions run as docmeta itself, through the same code as users: the edit action's value goes
+//!   through the metadata pipeline (spec 2.10), so a workflow cannot store a value a user could
+//!   not. docmeta acts for the action's author (stored with it; actions cannot be edited): each
+//!   change is made only when the author could make it directly on that document at that moment
+//!   (else the action fails as any failing action does), and its templates, and the defaults and
+//!   lookups of the metadata it adds or edits, see what the author may view (narrowed by those
+//!   templates' own shapers; see `kernel::TemplateView`). Conditions see what both the acting
+//!   user and every shaper of the condition (its author and everyone who changed it) may view
+//!   (a trigger: the shapers).
+//! - Stored workflows lend nobody authority (issue #32): adding an action needs what it does on
+//!   every document type the workflow is bound to (a grant or revoke: `acls.acl_edit` and the
+//!   permission; a metadata action: the `metadata.document_metadata_*` permissions), and so does
+//!   every change of when actions run (states, transitions, conditions, triggers, the initial
+//!   state, bindings, deletions): it needs what every action of the workflow does.
 //!
 //! Layer 7 (with `tasks`, `search`, `backup`, `installation`): imports sessions, the kernel and the
 //! layers below, never another layer-7 module nor the facade; the kernel calls it only through

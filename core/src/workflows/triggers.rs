@@ -120,12 +120,12 @@ impl Trigger<'_> {
         db: &Docmeta,
         u: &mut Unit<'_>,
         (instance, labels): (&WorkflowInstance, &Labels),
-        transitions: Vec<(WorkflowTransition, Option<i64>)>,
+        transitions: Vec<(WorkflowTransition, Shapers)>,
     ) -> Result<()> {
         let mut chosen = None;
-        for (t, author) in transitions {
+        for (t, shapers) in transitions {
             let known = (instance, Some(labels));
-            if condition_allows_by(db, u.renders, &mut u.tx, known, &t, author, None)? {
+            if condition_allows_by(db, u.renders, &mut u.tx, known, &t, &shapers, None)? {
                 chosen = Some(t);
                 break;
             }
