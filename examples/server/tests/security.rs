@@ -3,6 +3,8 @@
 
 mod support;
 
+#[path = "security/authority.rs"]
+mod authority;
 #[path = "security/backup_files.rs"]
 mod backup_files;
 #[path = "security/escalation.rs"]
