@@ -313,11 +313,22 @@ pub struct TrM {
     pub triggers: BTreeSet<String>,
 }
 
+/// What a workflow action does, as far as access goes (issue #32).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ActM {
+    /// Grants or revokes this permission on the document.
+    Access(String),
+    /// `add_metadata`, `edit_metadata` or `remove_metadata` of these metadata types.
+    Metadata(String, Vec<i64>),
+}
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct WfM {
     pub dts: BTreeSet<i64>,
     /// State -> its actions.
     pub states: BTreeMap<i64, BTreeSet<i64>>,
+    /// Action -> what it does.
+    pub actions: BTreeMap<i64, ActM>,
     pub transitions: BTreeMap<i64, TrM>,
 }
 
@@ -461,6 +472,43 @@ impl Model {
                     m.get(&r)
                         .is_none_or(|a| a.perms.iter().all(|p| self.has(u, p, *o)))
                 }))
+    }
+
+    /// Whether `u` could do what action `a` does on the documents of every type of `dts` (issue
+    /// #32): what adding the action needs, and, for every action of a workflow, what changing
+    /// when they run needs. Nothing when `dts` is empty (the action runs nowhere).
+    pub fn may_do(&self, u: i64, a: &ActM, dts: &BTreeSet<i64>) -> bool {
+        if self.sup(u) || dts.is_empty() {
+            return true;
+        }
+        let on_types = |ps: &[&str]| {
+            dts.iter()
+                .all(|t| ps.iter().all(|p| self.has(u, p, (K::DocType, *t))))
+        };
+        let (on_type, on_mt, mts): (&[&str], &[&str], &Vec<i64>) = match a {
+            ActM::Access(p) => return on_types(&[ACL_EDIT, p.as_str()]),
+            ActM::Metadata(kind, mts) => match kind.as_str() {
+                "add_metadata" => (&[DOC_VIEW, DM_ADD], &[DM_ADD], mts),
+                "edit_metadata" => (
+                    &[DOC_VIEW, DM_VIEW, DM_ADD, DM_EDIT],
+                    &[DM_VIEW, DM_ADD, DM_EDIT],
+                    mts,
+                ),
+                _ => (&[DOC_VIEW, DM_VIEW, DM_REMOVE], &[DM_VIEW, DM_REMOVE], mts),
+            },
+        };
+        on_types(on_type)
+            && mts
+                .iter()
+                .all(|m| on_mt.iter().all(|p| self.has(u, p, (K::MetaType, *m))))
+    }
+
+    /// Whether `u` may change when the actions of workflow `w` run (its states, transitions,
+    /// triggers; deleting it): what every one of them does on every type it is bound to.
+    pub fn may_rewire(&self, u: i64, w: i64) -> bool {
+        self.wfs
+            .get(&w)
+            .is_none_or(|wf| wf.actions.values().all(|a| self.may_do(u, a, &wf.dts)))
     }
 
     pub fn user_visible(&self, u: i64, t: i64) -> bool {

@@ -289,6 +289,7 @@ fn build_world() -> Result<World> {
                     (start.id.0, BTreeSet::new()),
                     (done.id.0, BTreeSet::new()),
                 ]),
+                actions: BTreeMap::new(),
                 transitions,
             },
         );

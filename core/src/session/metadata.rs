@@ -145,7 +145,9 @@ impl Session {
 
     // ----- metadata types (spec 4.1) ---------------------------------------------------------
 
-    /// Creates a metadata type. Needs `metadata.metadata_type_create`.
+    /// Creates a metadata type. Needs `metadata.metadata_type_create`. The session's user is
+    /// recorded as the shaper of its default and lookup (issue #32): whoever those templates
+    /// render for later, they see no more than this user may view.
     pub fn create_metadata_type(&self, input: MetadataTypeInput) -> Result<MetadataType> {
         self.require_global(P::MetadataTypeCreate)?;
         let input = MetadataTypeInput {
@@ -203,6 +205,9 @@ impl Session {
     }
 
     /// Replaces every writable field of a metadata type. Needs `metadata.metadata_type_edit`.
+    /// Changing the default or the lookup adds the session's user to that template's shapers
+    /// (issue #32): it then renders with no more than what every one of them may view, whoever
+    /// runs it. Emptying a template clears its shapers; a template saved unchanged keeps them.
     pub fn update_metadata_type(
         &self,
         id: MetadataTypeId,
@@ -276,7 +281,8 @@ impl Session {
     }
 
     /// The allowed values of a metadata type's lookup (for drop-downs), rendered for `document`
-    /// when given; `None` when the type has no lookup. Needs `metadata.metadata_type_view`.
+    /// when given, with what both this session and the lookup's shapers may view; `None` when
+    /// the type has no lookup. Needs `metadata.metadata_type_view`.
     pub fn lookup_choices(
         &self,
         id: MetadataTypeId,

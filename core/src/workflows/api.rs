@@ -570,8 +570,12 @@ impl Session {
     /// of `types` (those its workflow is bound to): see
     /// [`create_workflow_action`](Self::create_workflow_action). An action runs as docmeta on
     /// the documents of those types, so nobody stores one doing more than they could.
+    /// A workflow bound to no type runs its actions nowhere: binding it checks them then.
     fn require_action_rights(&self, action: &ActionKind, types: &[DocumentTypeId]) -> Result<()> {
         use P::{DocumentMetadataAdd as Add, DocumentMetadataView as View, DocumentView};
+        if types.is_empty() {
+            return Ok(());
+        }
         let (on_type, on_metadata, metadata_types): (&[P], &[P], Vec<MetadataTypeId>) = match action
         {
             ActionKind::GrantDocumentAccess { permission, .. }

@@ -361,11 +361,11 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "PATCH /api/v4/workflow-templates/{workflow_id}/",
-        "workflow_template_edit (403/404)",
+        "workflow_template_edit (403/404); rebinding also needs what every action does on each type added or removed (403, issue #32)",
     ),
     (
         "DELETE /api/v4/workflow-templates/{workflow_id}/",
-        "workflow_template_delete (403/404)",
+        "workflow_template_delete (403/404); and what every action of the workflow does on its bound types (403, issue #32)",
     ),
     (
         "GET /api/v4/workflow-templates/{workflow_id}/states/",
@@ -373,7 +373,7 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "POST /api/v4/workflow-templates/{workflow_id}/states/",
-        "workflow_template_edit (403/404)",
+        "workflow_template_edit (403/404); and what every action of the workflow does on its bound types (403, issue #32)",
     ),
     (
         "GET /api/v4/workflow-templates/{workflow_id}/states/{state_id}/",
@@ -381,11 +381,11 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "PATCH /api/v4/workflow-templates/{workflow_id}/states/{state_id}/",
-        "workflow_template_edit on the workflow (403/404)",
+        "workflow_template_edit on the workflow (403/404); changing the initial state also needs what every action does on the bound types (403, issue #32)",
     ),
     (
         "DELETE /api/v4/workflow-templates/{workflow_id}/states/{state_id}/",
-        "workflow_template_edit on the workflow (403/404); a state still in use 400",
+        "workflow_template_edit on the workflow (403/404); and what every action of the workflow does on its bound types (403, issue #32); a state still in use 400",
     ),
     (
         "GET /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/",
@@ -393,11 +393,11 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "PATCH /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/",
-        "workflow_template_edit on the workflow (403/404)",
+        "workflow_template_edit on the workflow (403/404); changing its states or condition also needs what every action does on the bound types (403, issue #32)",
     ),
     (
         "DELETE /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/",
-        "workflow_template_edit on the workflow (403/404); a transition the logs record 400",
+        "workflow_template_edit on the workflow (403/404); and what every action of the workflow does on its bound types (403, issue #32); a transition the logs record 400",
     ),
     (
         "GET /api/v4/workflow-templates/{workflow_id}/transitions/",
@@ -405,7 +405,7 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "POST /api/v4/workflow-templates/{workflow_id}/transitions/",
-        "workflow_template_edit (403/404)",
+        "workflow_template_edit (403/404); and what every action of the workflow does on its bound types (403, issue #32)",
     ),
     (
         "GET /api/v4/workflow-templates/{workflow_id}/states/{state_id}/actions/",
@@ -413,11 +413,11 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "POST /api/v4/workflow-templates/{workflow_id}/states/{state_id}/actions/",
-        "workflow_template_edit (403/404)",
+        "workflow_template_edit (403/404); an unseen metadata type or role 400; what the action does on every bound type (403, issue #32)",
     ),
     (
         "DELETE /api/v4/workflow-templates/{workflow_id}/states/{state_id}/actions/{action_id}/",
-        "workflow_template_edit (403/404)",
+        "workflow_template_edit (403/404); what the action does on every bound type (403, issue #32)",
     ),
     (
         "GET /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/triggers/",
@@ -425,11 +425,11 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "POST /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/triggers/",
-        "workflow_template_edit (403/404)",
+        "workflow_template_edit (403/404); and what every action of the workflow does on its bound types (403, issue #32)",
     ),
     (
         "DELETE /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/triggers/{event_type}/",
-        "workflow_template_edit (403/404)",
+        "workflow_template_edit (403/404); and what every action of the workflow does on its bound types (403, issue #32)",
     ),
     (
         "GET /api/v4/cabinets/",
@@ -543,6 +543,26 @@ fn strs(v: &Value) -> BTreeSet<String> {
 
 fn set<I: IntoIterator<Item = i64>>(i: I) -> BTreeSet<String> {
     i.into_iter().map(|x| x.to_string()).collect()
+}
+
+/// What an action (its `action` object) does, as far as access goes.
+fn action_model(a: &Value) -> ActM {
+    let kind = a["type"].as_str().unwrap_or_default().to_owned();
+    match kind.as_str() {
+        "grant_document_access" | "revoke_document_access" => {
+            ActM::Access(a["permission"].as_str().unwrap_or_default().to_owned())
+        }
+        _ => {
+            let mts = match a.get("metadata_type_ids") {
+                Some(ids) => ids
+                    .as_array()
+                    .map(|v| v.iter().filter_map(Value::as_i64).collect())
+                    .unwrap_or_default(),
+                None => a["metadata_type_id"].as_i64().into_iter().collect(),
+            };
+            ActM::Metadata(kind, mts)
+        }
+    }
 }
 
 fn id_set(v: &Value) -> BTreeSet<i64> {
@@ -1204,6 +1224,9 @@ impl Ctx {
             let actions = self.admin_get(&format!(
                 "/api/v4/workflow-templates/{wf}/states/{state}/actions/?page_size=500"
             ));
+            for a in items(&actions) {
+                model.actions.insert(id(&a), action_model(&a["action"]));
+            }
             model.states.insert(state, id_set(&actions));
         }
         for t in items(&self.admin_get(&format!(
@@ -3374,8 +3397,13 @@ fn writes(x: &mut Ctx) {
         let base = format!("/api/v4/workflow-templates/{w}/");
         let n = x.next_seq();
         let edit = move |m: &Model, u: i64| m.act(u, WF_EDIT, o, 200);
-        let create = move |m: &Model, u: i64| m.act(u, WF_EDIT, o, 201);
-        let delete = move |m: &Model, u: i64| m.act(u, WF_EDIT, o, 204);
+        // Changing when the workflow's actions run needs what they do (issue #32).
+        let rewire = move |m: &Model, u: i64, ok: u16| match m.act(u, WF_EDIT, o, ok) {
+            Exp::Ok(_) if !m.may_rewire(u, w) => Exp::No(403),
+            e => e,
+        };
+        let create = move |m: &Model, u: i64| rewire(m, u, 201);
+        let delete = move |m: &Model, u: i64| rewire(m, u, 204);
         // The unreachable state (no transition leads to it) carries the actions and the trigger.
         let unreachable = *(wf.states.keys())
             .find(|s| !wf.transitions.values().any(|t| t.to == **s))
@@ -3427,6 +3455,15 @@ fn writes(x: &mut Ctx) {
         });
         let actions = format!("{base}states/{unreachable}/actions/");
         let mt = x.m.mts.iter().next().copied().unwrap_or_default();
+        // An action names its metadata types (unseen: like unknown ones, 400) and needs what it
+        // does on every bound type (issue #32).
+        let add = ActM::Metadata("add_metadata".into(), vec![mt]);
+        let dts = wf.dts.clone();
+        let create_action = move |m: &Model, u: i64| match m.act(u, WF_EDIT, o, 201) {
+            Exp::Ok(_) if !m.seen(u, (K::MetaType, mt)) => Exp::No(400),
+            Exp::Ok(_) if !m.may_do(u, &add, &dts) => Exp::No(403),
+            e => e,
+        };
         x.write(c, &Change {
             op: "POST /api/v4/workflow-templates/{workflow_id}/states/{state_id}/actions/",
             target: format!("workflow {w}, state {unreachable}"),
@@ -3436,7 +3473,7 @@ fn writes(x: &mut Ctx) {
             upload: false,
             probe: vec![actions.clone()],
             change: true,
-            exp: &create,
+            exp: &create_action,
             restore: &|x, b, a| { x.delete_new(&b[0], &a[0], &|i| format!("{actions}{i}/")); true },
         });
         let state = format!("{base}states/{unreachable}/");
@@ -3936,14 +3973,22 @@ fn deletions(x: &mut Ctx) {
                     &|m, u| {
                         let exists = (m.wfs.get(&w))
                             .is_some_and(|wf| wf.states.get(&s).is_some_and(|x| x.contains(&a)));
+                        // Deleting an action needs what it does (issue #32).
+                        let may = (m.wfs.get(&w)).is_none_or(|wf| {
+                            wf.actions.get(&a).is_none_or(|act| m.may_do(u, act, &wf.dts))
+                        });
                         match m.act(u, WF_EDIT, (K::Workflow, w), 204) {
                             Exp::Ok(_) if !exists => Exp::No(404),
+                            Exp::Ok(_) if !may => Exp::No(403),
                             e => e,
                         }
                     },
                     &|x| {
-                        if let Some(st) = x.m.wfs.get_mut(&w).and_then(|wf| wf.states.get_mut(&s)) {
-                            st.remove(&a);
+                        if let Some(wf) = x.m.wfs.get_mut(&w) {
+                            wf.actions.remove(&a);
+                            if let Some(st) = wf.states.get_mut(&s) {
+                                st.remove(&a);
+                            }
                         }
                     },
                 );
@@ -4098,7 +4143,11 @@ fn deletions(x: &mut Ctx) {
             format!("/api/v4/workflow-templates/{w}/"),
             None,
             &|m, u| match m.wfs.contains_key(&w) {
-                true => m.act(u, WF_DELETE, (K::Workflow, w), 204),
+                // Deleting it stops its actions: it needs what they do (issue #32).
+                true => match m.act(u, WF_DELETE, (K::Workflow, w), 204) {
+                    Exp::Ok(_) if !m.may_rewire(u, w) => Exp::No(403),
+                    e => e,
+                },
                 false => Exp::No(404),
             },
             &|x| x.m.remove_wf(w),

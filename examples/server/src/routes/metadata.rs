@@ -147,6 +147,7 @@ async fn update_metadata_type(
 }
 
 #[utoipa::path(patch, path = "/api/v4/metadata/metadata-types/{metadata_type_id}/", tag = "metadata", request_body = MetadataTypeIn,
+    description = "Changes a metadata type. Whoever changes its `default` or `lookup` becomes one of that template's shapers: it then renders, for anyone, with no more than what every shaper may view. An empty template has none.",
     params(("metadata_type_id" = i64, Path)), responses((status = 200, body = MetadataTypeOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
 async fn patch_metadata_type(
     State(app): State<AppState>,

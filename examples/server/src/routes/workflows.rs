@@ -436,6 +436,7 @@ async fn list_actions(
 }
 
 #[utoipa::path(post, path = "/api/v4/workflow-templates/{workflow_id}/states/{state_id}/actions/", tag = "workflows", request_body = ActionIn,
+    description = "Adds an action. Besides `workflow_template_edit`, the caller must hold, on every document type the workflow is bound to, what the action does (a grant or revoke: `acls.acl_edit` and the permission; a metadata action: the `metadata.document_metadata_*` permissions on the type and the metadata types): `403` otherwise. The caller is stored as its author: each time it runs, it does only what the author could do directly then.",
     params(("workflow_id" = i64, Path), ("state_id" = i64, Path)),
     responses((status = 201, body = ActionOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
 async fn create_action(
@@ -532,6 +533,7 @@ async fn list_triggers(
 }
 
 #[utoipa::path(post, path = "/api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/triggers/", tag = "workflows", request_body = TriggerIn,
+    description = "Makes an event fire the transition. Like every change of when the workflow's actions run (states, transitions, conditions, triggers), it needs, besides `workflow_template_edit`, what every action of the workflow does on its bound document types (`403` otherwise).",
     params(("workflow_id" = i64, Path), ("transition_id" = i64, Path)),
     responses((status = 201, body = TransitionOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
 async fn create_trigger(
@@ -732,6 +734,7 @@ async fn get_transition(
 }
 
 #[utoipa::path(patch, path = "/api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/", tag = "workflows", request_body = TransitionPatchIn,
+    description = "Changes a transition. Changing its states or condition needs, besides `workflow_template_edit`, what every action of the workflow does on its bound document types (`403` otherwise); renaming does not. The condition renders with no more than what its creator and everyone who changed it may view.",
     params(("workflow_id" = i64, Path), ("transition_id" = i64, Path)),
     responses((status = 200, body = TransitionOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
 async fn patch_transition(
