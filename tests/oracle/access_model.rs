@@ -503,8 +503,8 @@ impl Model {
                 .all(|m| on_mt.iter().all(|p| self.has(u, p, (K::MetaType, *m))))
     }
 
-    /// Whether `u` may change when the actions of workflow `w` run (its states, transitions,
-    /// triggers; deleting it): what every one of them does on every type it is bound to.
+    /// Whether `u` may change the definition of workflow `w` (its label, states, transitions,
+    /// triggers; deleting it): what every one of its actions does on every type it is bound to.
     pub fn may_rewire(&self, u: i64, w: i64) -> bool {
         self.wfs
             .get(&w)

@@ -333,8 +333,8 @@ fn a_rewritten_condition_renders_with_its_rewriters_view() -> Result<()> {
         .add_workflow_trigger(flow, t, "document_metadata_edited")?;
     let_eve_edit(&w, flow)?;
     let eve = w.db.session(w.eve);
-    // The workflow has no action, so rewiring it borrows no right: Eve may rewrite the
-    // condition into a probe of the salary ...
+    // The workflow has no action, so changing it borrows no right: Eve may rename it and
+    // rewrite the condition into a probe of the salary ...
     let probe = format!(
         "{{% if workflow_instance.document.metadata_value_of.salary == '{SALARY}' %}}True{{% endif %}}"
     );
@@ -346,6 +346,7 @@ fn a_rewritten_condition_renders_with_its_rewriters_view() -> Result<()> {
             ..TransitionUpdate::default()
         },
     )?;
+    eve.update_workflow(flow, Some("gate (Eve's)"), None)?;
     // ... but it renders with no more than she may view: the administrator's edit fires the
     // trigger, and the instance stays where it was whatever the salary.
     let doc =
@@ -451,15 +452,19 @@ fn rewiring_a_workflow_needs_the_rights_its_actions_exercise() -> Result<()> {
         "a state",
     );
     denied(eve.delete_workflow_transition(flow, publish), "a deletion");
-    // Renaming borrows nothing.
-    eve.update_workflow_transition(
-        flow,
-        publish,
-        TransitionUpdate {
-            label: Some("publish it".into()),
-            ..TransitionUpdate::default()
-        },
-    )?;
+    // Labels are inputs of the workflow's templates (`current_state.label`, `workflow.label`):
+    // renaming is a change of the definition too.
+    denied(
+        eve.update_workflow_state(flow, done, Some("draft2"), None)
+            .map(drop),
+        "a state's label",
+    );
+    denied(
+        eve.update_workflow(flow, Some("renamed"), None).map(drop),
+        "the workflow's label",
+    );
+    // Changing nothing needs nothing.
+    eve.update_workflow_state(flow, done, Some("done"), Some(false))?;
     assert!(
         w.root
             .workflow_transition(flow, publish)?

@@ -78,8 +78,10 @@ impl Session {
     }
 
     /// Renames a workflow and/or rebinds its document types. Needs
-    /// `document_states.workflow_template_edit`; binding a workflow to another document type, or
-    /// unbinding it from one, also needs on that type what its actions do there (see
+    /// `document_states.workflow_template_edit`. Renaming it also needs what its actions do on
+    /// its document types (its label is an input of its templates: see
+    /// [`update_workflow_transition`](Self::update_workflow_transition)); binding it to another
+    /// document type, or unbinding it from one, needs what its actions do on that type (see
     /// [`create_workflow_action`](Self::create_workflow_action)): binding runs them on more
     /// documents, unbinding stops them (a revocation, say).
     pub fn update_workflow(
@@ -90,8 +92,10 @@ impl Session {
     ) -> Result<Workflow> {
         let label = label.map(|l| check_label("label", l)).transpose()?;
         self.write(|u| {
-            self.workflow_for(&mut u.tx, id, P::WorkflowTemplateEdit)?;
-            if let Some(label) = &label {
+            let w = self.workflow_for(&mut u.tx, id, P::WorkflowTemplateEdit)?;
+            if let Some(label) = label.as_ref().filter(|l| **l != w.label) {
+                // Conditions and action values read `workflow_instance.workflow.label`.
+                self.require_workflow_rights(&mut u.tx, id)?;
                 u.tx.rename_workflow(id, label)
                     .map_err(|e| unique(e, "label", "A workflow"))?;
             }
@@ -145,10 +149,11 @@ impl Session {
         Ok(())
     }
 
-    /// The workflow's graph (states, transitions, triggers, conditions, bindings) decides when
-    /// its actions run: changing it needs what every action does on every document type the
-    /// workflow is bound to (issue #32), so an editor cannot make an action run where its
-    /// author's rights would be borrowed by someone who holds fewer.
+    /// A workflow's definition (states and their labels, transitions, conditions, triggers, its
+    /// label, bindings) decides when its actions run and what their templates read: changing it
+    /// needs what every action does on every document type the workflow is bound to (issue
+    /// #32), so an editor cannot make an action run where its author's rights would be borrowed
+    /// by someone who holds fewer.
     fn require_workflow_rights(&self, tx: &mut Tx<'_>, workflow: WorkflowId) -> Result<()> {
         let bound = tx
             .workflow(workflow)?
@@ -226,8 +231,9 @@ impl Session {
     }
 
     /// Renames a state and/or makes it the initial one (`Some(true)` replaces the previous
-    /// initial state). Needs `document_states.workflow_template_edit`; changing which state is
-    /// initial also needs what the workflow's actions do on its document types.
+    /// initial state). Needs `document_states.workflow_template_edit` and, for any change, what
+    /// the workflow's actions do on its document types (a state's label is an input of the
+    /// workflow's templates, its being initial decides which actions run at launch).
     pub fn update_workflow_state(
         &self,
         workflow: WorkflowId,
@@ -238,13 +244,15 @@ impl Session {
         let label = label.map(|l| check_label("label", l)).transpose()?;
         self.write(|u| {
             let mut state = self.state_for(&mut u.tx, workflow, id, P::WorkflowTemplateEdit)?;
+            if label.as_ref().is_some_and(|l| *l != state.label)
+                || initial.is_some_and(|i| i != state.initial)
+            {
+                self.require_workflow_rights(&mut u.tx, workflow)?;
+            }
             if let Some(label) = &label {
                 state.label.clone_from(label);
             }
-            if let Some(initial) = initial
-                && initial != state.initial
-            {
-                self.require_workflow_rights(&mut u.tx, workflow)?;
+            if let Some(initial) = initial {
                 state.initial = initial;
             }
             u.tx.update_workflow_state(&state)
@@ -290,15 +298,16 @@ impl Session {
     }
 
     /// Changes a transition's label, states and/or condition (checked as at creation). Needs
-    /// `document_states.workflow_template_edit`. Changing its states or its condition changes
-    /// when the workflow's actions run, so it also needs what every action of the workflow does
-    /// on every document type the workflow is bound to (`acls.acl_edit` and the permission for a
-    /// grant or revoke action; the `metadata.document_metadata_*` permissions for a metadata
-    /// action: see [`create_workflow_action`](Self::create_workflow_action)), as do adding and
-    /// deleting states, transitions and triggers, changing the initial state and rebinding
-    /// document types (`PermissionDenied` otherwise; renaming needs nothing more). Whoever
-    /// changes the condition becomes one of its shapers: it then renders with no more than what
-    /// every one of them may view (issue #32); an emptied condition has none.
+    /// `document_states.workflow_template_edit`. A workflow's definition decides when and how
+    /// its actions run, so every change of it (this one; adding, changing or deleting states,
+    /// transitions and triggers; renaming, rebinding or deleting the workflow) also needs what
+    /// every action of the workflow does on every document type the workflow is bound to
+    /// (`acls.acl_edit` and the permission for a grant or revoke action; the
+    /// `metadata.document_metadata_*` permissions for a metadata action: see
+    /// [`create_workflow_action`](Self::create_workflow_action)); `PermissionDenied` otherwise
+    /// (issue #32). A workflow without actions lends nothing, so its editors need nothing more.
+    /// Whoever changes the condition becomes one of its shapers: it then renders with no more
+    /// than what every one of them may view; an emptied condition has none.
     pub fn update_workflow_transition(
         &self,
         workflow: WorkflowId,
@@ -334,12 +343,13 @@ impl Session {
                 }
             }
             let condition = update.condition.as_deref().map(str::trim);
-            let rewired = update.origin.is_some_and(|o| o != t.origin_state_id)
+            let changed = label.as_ref().is_some_and(|l| *l != t.label)
+                || update.origin.is_some_and(|o| o != t.origin_state_id)
                 || update
                     .destination
                     .is_some_and(|d| d != t.destination_state_id)
                 || condition.is_some_and(|c| c != t.condition);
-            if rewired {
+            if changed {
                 self.require_workflow_rights(&mut u.tx, workflow)?;
             }
             if let Some(label) = &label {

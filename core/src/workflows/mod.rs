@@ -27,8 +27,9 @@
 //! - Stored workflows lend nobody authority (issue #32): adding an action needs what it does on
 //!   every document type the workflow is bound to (a grant or revoke: `acls.acl_edit` and the
 //!   permission; a metadata action: the `metadata.document_metadata_*` permissions), and so does
-//!   every change of when actions run (states, transitions, conditions, triggers, the initial
-//!   state, bindings, deletions): it needs what every action of the workflow does.
+//!   every change of the definition that decides when they run and what their templates read
+//!   (states and their labels, transitions, conditions, triggers, the workflow's label, bindings,
+//!   deletions): it needs what every action of the workflow does.
 //!
 //! Layer 7 (with `tasks`, `search`, `backup`, `installation`): imports sessions, the kernel and the
 //! layers below, never another layer-7 module nor the facade; the kernel calls it only through

@@ -361,7 +361,7 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "PATCH /api/v4/workflow-templates/{workflow_id}/",
-        "workflow_template_edit (403/404); rebinding also needs what every action does on each type added or removed (403, issue #32)",
+        "workflow_template_edit (403/404); renaming also needs what every action does on the bound types, rebinding on each type added or removed (403, issue #32)",
     ),
     (
         "DELETE /api/v4/workflow-templates/{workflow_id}/",
@@ -381,7 +381,7 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "PATCH /api/v4/workflow-templates/{workflow_id}/states/{state_id}/",
-        "workflow_template_edit on the workflow (403/404); changing the initial state also needs what every action does on the bound types (403, issue #32)",
+        "workflow_template_edit on the workflow (403/404); and what every action of the workflow does on its bound types (403, issue #32)",
     ),
     (
         "DELETE /api/v4/workflow-templates/{workflow_id}/states/{state_id}/",
@@ -393,7 +393,7 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "PATCH /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/",
-        "workflow_template_edit on the workflow (403/404); changing its states or condition also needs what every action does on the bound types (403, issue #32)",
+        "workflow_template_edit on the workflow (403/404); and what every action of the workflow does on its bound types (403, issue #32)",
     ),
     (
         "DELETE /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/",
@@ -3396,12 +3396,13 @@ fn writes(x: &mut Ctx) {
         let o = (K::Workflow, w);
         let base = format!("/api/v4/workflow-templates/{w}/");
         let n = x.next_seq();
-        let edit = move |m: &Model, u: i64| m.act(u, WF_EDIT, o, 200);
-        // Changing when the workflow's actions run needs what they do (issue #32).
+        // Every change of a workflow's definition (labels included: its templates read them)
+        // needs what its actions do (issue #32).
         let rewire = move |m: &Model, u: i64, ok: u16| match m.act(u, WF_EDIT, o, ok) {
             Exp::Ok(_) if !m.may_rewire(u, w) => Exp::No(403),
             e => e,
         };
+        let edit = move |m: &Model, u: i64| rewire(m, u, 200);
         let create = move |m: &Model, u: i64| rewire(m, u, 201);
         let delete = move |m: &Model, u: i64| rewire(m, u, 204);
         // The unreachable state (no transition leads to it) carries the actions and the trigger.

@@ -734,7 +734,7 @@ async fn get_transition(
 }
 
 #[utoipa::path(patch, path = "/api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/", tag = "workflows", request_body = TransitionPatchIn,
-    description = "Changes a transition. Changing its states or condition needs, besides `workflow_template_edit`, what every action of the workflow does on its bound document types (`403` otherwise); renaming does not. The condition renders with no more than what its creator and everyone who changed it may view.",
+    description = "Changes a transition. Like every change of a workflow's definition, it needs, besides `workflow_template_edit`, what every action of the workflow does on its bound document types (`403` otherwise). The condition renders with no more than what its creator and everyone who changed it may view.",
     params(("workflow_id" = i64, Path), ("transition_id" = i64, Path)),
     responses((status = 200, body = TransitionOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
 async fn patch_transition(
