@@ -678,3 +678,65 @@ fn templates_stored_before_shapers_were_recorded_get_every_author_of_their_type(
     drop(conn);
     template_shapers::check(&open()?, &staged)
 }
+
+#[test]
+fn an_action_stored_before_authors_were_recorded_does_nothing() -> Result<()> {
+    let dir = tempfile::tempdir().expect("dir");
+    let open = || {
+        Docmeta::builder()
+            .data_dir(dir.path())
+            .config(Config {
+                password_hash_memory_kib: 64,
+                password_hash_iterations: 1,
+                ..Config::default()
+            })
+            .worker(false)
+            .open()
+    };
+    let (employee, note, flow, go) = {
+        let db = open()?;
+        let system = db.system();
+        let employee = system.create_document_type("Employee")?.id;
+        let note = system
+            .create_metadata_type(MetadataTypeInput::new("note", "Note"))?
+            .id;
+        system.associate(employee, note, false)?;
+        let (flow, _, done, go) = gate(&system, "stamp", &[employee], "")?;
+        system.create_workflow_action(
+            flow,
+            done,
+            "stamp",
+            true,
+            false,
+            ActionKind::EditMetadata {
+                metadata_type_id: note,
+                value: "stamped".into(),
+            },
+        )?;
+        (employee, note, flow, go)
+    };
+    // As a database from before schema 4 (issue #15) holds it: no author.
+    let conn = rusqlite::Connection::open(dir.path().join("db.sqlite3")).expect("db");
+    conn.execute_batch("UPDATE workflow_state_actions SET author_id = NULL")
+        .expect("forget the author");
+    drop(conn);
+    let db = open()?;
+    let system = db.system();
+    let doc = system
+        .create_document(employee, "E-1", &[(note, "original")])?
+        .id;
+    let instance = system.workflow_instances(doc)?.remove(0);
+    assert_eq!(instance.workflow_id, flow);
+    system.transition_workflow(doc, instance.id, go, "")?;
+    assert_eq!(
+        system.metadata_value_of(doc, "note")?.as_deref(),
+        Some("original")
+    );
+    let log = system.workflow_log(doc, instance.id)?;
+    assert!(
+        log.iter()
+            .any(|e| e.error && e.comment.contains("author is unknown")),
+        "{log:?}"
+    );
+    Ok(())
+}
