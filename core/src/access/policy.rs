@@ -854,6 +854,27 @@ mod tests {
     }
 
     #[test]
+    fn a_document_is_checked_as_one_of_the_type_it_is_given() {
+        let p = Permission::DocumentMetadataEdit;
+        let mut s = snapshot(p);
+        // Document 1 is linked to type 1 (granted); it is being moved to type 2 (not granted).
+        assert!(s.check(USER, p, doc(1)));
+        assert!(
+            !s.check_document(USER, p, 1, 2),
+            "the old type's grant does not follow it"
+        );
+        assert!(s.check_document(USER, p, 1, 1));
+        // Document 5, not linked yet (created in the running transaction), of type 1.
+        assert!(!s.check(USER, p, doc(5)));
+        assert!(s.check_document(USER, p, 5, 1));
+        // An ACL on the document itself counts whatever its type; an inactive user has nothing.
+        s.set_acl(doc(1), AclId(2), ROLE, PermissionSet::of(&[p]));
+        assert!(s.check_document(USER, p, 1, 2));
+        s.set_user(USER, false, false);
+        assert!(!s.check_document(USER, p, 1, 1));
+    }
+
+    #[test]
     fn an_applications_own_links_replace_the_stored_ones() {
         let mut s = snapshot(Permission::DocumentFileParse);
         s.set_parents(file(7), vec![doc(2)]);
