@@ -485,6 +485,13 @@ impl Docmeta {
         run(py, || db.reload_access())
     }
 
+    /// Applies every change any process committed to the database before this call (sessions
+    /// do it before each call; for a cache of your own of docmeta's answers).
+    fn catch_up(&self, py: Python<'_>) -> PyResult<()> {
+        let db = self.db()?;
+        run(py, || db.catch_up())
+    }
+
     /// Picks up access changes other processes committed to the same database; returns
     /// whether there were any.
     fn follow_access(&self, py: Python<'_>) -> PyResult<bool> {

@@ -3,6 +3,7 @@ application kinds and their parents, and the single-record getters of users, gro
 
 from __future__ import annotations
 
+import pathlib
 from typing import Iterator, List, Tuple
 
 import pytest
@@ -235,3 +236,20 @@ def test_a_session_knows_its_actor(db: docmeta.Docmeta) -> None:
 def test_object_ref_checks_the_kind(db: docmeta.Docmeta) -> None:
     ref = db.system().object_ref("documents", "document", 3)
     assert (ref.kind, ref.id) == (DOCUMENT, 3)
+
+
+def test_another_process_grant_and_revoke_are_honoured_at_the_next_call(tmp_path: pathlib.Path) -> None:
+    """Two handles on one data directory, as a command beside a server: no follower runs, yet
+    each call of the second handle's session answers with the first's last change."""
+    with docmeta.Docmeta.open(tmp_path, worker=False) as server:
+        c = Clerk(server)
+        reader = server.session(c.user.id)
+        with docmeta.Docmeta.open(tmp_path, worker=False) as command:
+            admin = command.system()
+            acl = admin.create_acl(DOCUMENT, c.docs[0].id, c.role.id)
+            admin.acl_add_permission(DOCUMENT, c.docs[0].id, acl.id, VIEW)
+            assert reader.document(c.docs[0].id).label == "INV-0"
+            admin.acl_remove_permission(DOCUMENT, c.docs[0].id, acl.id, VIEW)
+            with pytest.raises(docmeta.NotFound):
+                reader.document(c.docs[0].id)
+            server.catch_up()

@@ -272,6 +272,12 @@ impl Docmeta {
         self.inner.credentials_epoch()
     }
 
+    /// Applies every change any process committed to the database before this call (sessions
+    /// do it before each call; for a cache of your own of docmeta's answers).
+    pub fn catch_up(&self) -> Result<()> {
+        Ok(self.inner.catch_up()?)
+    }
+
     /// Picks up the access changes other processes committed; returns whether there were any.
     pub fn follow_access(&self) -> Result<bool> {
         Ok(self.inner.follow_access()?)

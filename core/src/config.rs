@@ -45,8 +45,10 @@ pub struct Config {
     /// with an error instead of a download that breaks off. Larger files are checked as they
     /// stream; their last bytes are held back until the checksum matches.
     pub download_verify_max_bytes: u64,
-    /// With several processes on one PostgreSQL database: how often (milliseconds) each picks
-    /// up the access changes (grants, memberships) the others committed.
+    /// With several processes on one database: how often (milliseconds) the background worker
+    /// applies what the others committed (grants, memberships, documents, metadata types), so
+    /// that an idle process does not fall behind. Correctness does not depend on it: every call
+    /// of a session catches up first (see `Docmeta::catch_up`).
     pub access_refresh_ms: u64,
     /// The HTTP server's failed logins allowed per minute, per username and per client address;
     /// beyond it the server answers `429` until the minute is over.
@@ -70,12 +72,10 @@ pub struct Config {
     /// How many documents' metadata (the document, its values and their types) are kept in
     /// memory after a read, so that reading them again touches neither the store nor, over
     /// HTTP, a blocking thread. Every write of this process empties it before it is
-    /// acknowledged; another process's writes reach it when the worker follows the log, within
-    /// `access_refresh_ms`. So the default is 10,000 on SQLite with the worker running (where
-    /// another process is a command beside a server) or in memory, and 0, off, without the
-    /// worker (nothing would follow the log; set it and call `Docmeta::follow_access` to have
-    /// it anyway) and on PostgreSQL (where a client may write through one server and read
-    /// through another at once). `0` turns it off.
+    /// acknowledged, and every call first empties it when any process has committed anything
+    /// since the last look, so it never serves a copy older than a committed change. The
+    /// default is 10,000 on SQLite and 0, off, on PostgreSQL, where any transaction of the
+    /// cluster empties it, so under load it would hold little. `0` turns it off.
     pub read_cache_documents: Option<usize>,
 }
 
@@ -142,7 +142,8 @@ upload_max_bytes: 536870912
 # Document files up to this size are checked against their SHA-256 before a download starts
 # (8 MiB); larger ones are checked as they stream, their last bytes held back until it matches.
 download_verify_max_bytes: 8388608
-# Several processes on one PostgreSQL database: how often each picks up the others' grants (ms).
+# Several processes on one database: how often the worker applies what the others committed
+# (ms). Every request applies it first anyway; this keeps an idle process current.
 access_refresh_ms: 1000
 # The HTTP server's failed logins allowed per minute, per username and per client address.
 login_failures_per_minute: 10
@@ -158,10 +159,9 @@ streams_per_user: 8
 # On PostgreSQL: the most database connections this process holds open at once (beyond it,
 # units of work wait for one). Keep the sum over all processes below max_connections.
 postgres_pool_size: 32
-# Documents whose metadata stay in memory after a read. Every write here empties it; another
-# process's writes reach it within access_refresh_ms. Default: 10000 on SQLite, 0 (off) on
-# PostgreSQL, where a client may write through one server and read through another, and in a
-# process without the background worker (which is what follows the others' writes).
+# Documents whose metadata stay in memory after a read. Any write, by any process, empties it
+# before the next read. Default: 10000 on SQLite, 0 (off) on PostgreSQL, where any transaction
+# of the cluster empties it.
 # read_cache_documents: 10000
 ";
 

@@ -319,8 +319,6 @@ impl Builder {
             None => None,
         };
         let data_dir = self.data_dir.clone();
-        // Nothing but this handle can write to a SQLite database it made in memory.
-        let private = data_dir.is_none() && self.store.is_none();
         let (store, secret_key, config) = match &data_dir {
             Some(dir) => {
                 for sub in ["", "document_file_storage"] {
@@ -352,17 +350,15 @@ impl Builder {
             }
         };
         store.migrate()?;
-        // Another process's writes reach the read cache when the worker follows the log: by
-        // default it is on where that happens or where no other process can write.
+        // Every call first drops the read cache when anything committed since the last one
+        // (see `kernel::follow`), so it is exact everywhere; on PostgreSQL any transaction of
+        // the cluster counts, so under load it would hold nothing: off by default there.
         let sqlite = store.dialect() == crate::store::Dialect::Sqlite;
-        let read_cache =
-            config
-                .read_cache_documents
-                .unwrap_or(if sqlite && (self.worker || private) {
-                    DEFAULT_READ_CACHE_DOCUMENTS
-                } else {
-                    0
-                });
+        let read_cache = config.read_cache_documents.unwrap_or(if sqlite {
+            DEFAULT_READ_CACHE_DOCUMENTS
+        } else {
+            0
+        });
         let files = self.file_storage_for(&config, self.data_dir.as_deref())?;
         // A process with a worker takes the index writer at once if it is free; others take it
         // only when they first write the index (see `SearchHome::writable`).
@@ -388,8 +384,7 @@ impl Builder {
             files,
             _lock: lock,
             hooks: hooks(),
-            access_cursor: Mutex::new(0),
-            log_seen: std::sync::atomic::AtomicI64::new(0),
+            follow: crate::kernel::Follow::new(),
             local_access_events: Mutex::new(Vec::new()),
             credentials_epoch: AtomicU64::new(0),
             search_lock: Mutex::new(()),

@@ -60,6 +60,36 @@ pub mod names {
     pub const GROUP_EDITED: &str = "user_management.group_edited";
     /// A cabinet was created, edited or its documents changed.
     pub const CABINET_EDITED: &str = "cabinets.cabinet_edited";
+    /// The objects an application object inherits ACLs from were set
+    /// (`Docmeta::set_object_parents`; target: the object).
+    pub const OBJECT_PARENTS_SET: &str = "acls.object_parents_set";
+}
+
+/// Whether an event (by name) changes what every process keeps in memory, so that each process
+/// must apply it before it answers a request that started after its commit: principals, roles,
+/// ACLs, the parent links of documents and cabinets (the access snapshot and the login cache),
+/// and metadata types (their compiled form). These events are marked when they are written
+/// (`follow`), and followed by every process before it decides anything (see
+/// `Docmeta::catch_up`).
+pub(crate) fn changes_shared_state(name: &str) -> bool {
+    use names::*;
+    [
+        ACL_CREATED,
+        ACL_EDITED,
+        ACL_DELETED,
+        ROLE_EDITED,
+        USER_EDITED,
+        GROUP_EDITED,
+        CABINET_EDITED,
+        DOCUMENT_CREATED,
+        DOCUMENT_TYPE_CHANGED,
+        DOCUMENT_DELETED,
+        DOCUMENT_TYPE_DELETED,
+        METADATA_TYPE_EDITED,
+        METADATA_TYPE_DELETED,
+        OBJECT_PARENTS_SET,
+    ]
+    .contains(&name)
 }
 
 /// An object an event refers to, with its label at the time of the event.

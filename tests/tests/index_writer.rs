@@ -241,6 +241,78 @@ fn a_grant_made_by_another_process_on_the_same_sqlite_file_is_followed() -> Resu
     Ok(())
 }
 
+/// Security review, round two, point 15, on SQLite: a command beside a server (another
+/// process on the same file) grants and revokes; the server's sessions honour each at their
+/// next call, with no follower running (no worker, no `follow_access`).
+#[test]
+fn a_grant_and_a_revoke_by_another_process_on_the_same_sqlite_file_are_honoured_at_once()
+-> Result<()> {
+    use docmeta_core::access::Permission;
+    use docmeta_core::{ObjectKind, ObjectRef};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = writer_without_worker(dir.path())?;
+    let admin = server.system();
+    let t = admin.create_document_type("Secret")?;
+    let doc = admin.create_document(t.id, "payroll", &[])?;
+    let user = admin.create_user("eve", "eve's password", false)?;
+    let group = admin.create_group("Staff")?;
+    let role = admin.create_role("Readers")?;
+    admin.set_group_member(group, user.id, true)?;
+    admin.set_role_group(role, group, true)?;
+    let reader = server.session(user.id);
+    let cli = command(dir.path())?;
+    let on_doc = ObjectRef::new(ObjectKind::DOCUMENT, doc.id.0);
+    for round in 0..20 {
+        cli.system().grant(Permission::DocumentView, role, on_doc)?;
+        assert!(reader.document(doc.id).is_ok(), "round {round}: granted");
+        cli.system()
+            .revoke(Permission::DocumentView, role, on_doc)?;
+        assert!(
+            matches!(reader.document(doc.id), Err(Error::NotFound(_))),
+            "round {round}: revoked"
+        );
+    }
+    let other = cli.system().create_document(t.id, "another", &[])?;
+    cli.system().grant(
+        Permission::DocumentView,
+        role,
+        ObjectRef::new(ObjectKind::DOCUMENT_TYPE, t.id.0),
+    )?;
+    assert!(
+        reader.document(other.id).is_ok(),
+        "a document the command created"
+    );
+    Ok(())
+}
+
+/// Parent links an application records through one process are followed by the others at
+/// their next call (they used to write no event and were never followed).
+#[test]
+fn parent_links_set_by_another_process_are_followed_at_once() -> Result<()> {
+    use docmeta_core::access::Permission;
+    use docmeta_core::{ObjectKind, ObjectRef};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = writer_without_worker(dir.path())?;
+    let admin = server.system();
+    let t = admin.create_document_type("Memo")?;
+    let doc = admin.create_document(t.id, "minutes", &[])?;
+    let user = admin.create_user("eve", "eve's password", false)?;
+    let group = admin.create_group("Staff")?;
+    let role = admin.create_role("Readers")?;
+    admin.set_group_member(group, user.id, true)?;
+    admin.set_role_group(role, group, true)?;
+    let on_doc = ObjectRef::new(ObjectKind::DOCUMENT, doc.id.0);
+    admin.grant(Permission::DocumentCommentView, role, on_doc)?;
+    let comment = ObjectRef::new(ObjectKind::DOCUMENT_COMMENT, 5);
+    assert!(!server.check(user.id, Permission::DocumentCommentView, comment));
+    command(dir.path())?.set_object_parents(comment, &[on_doc])?;
+    assert!(
+        server.check(user.id, Permission::DocumentCommentView, comment),
+        "the comment inherits from its document in this process too"
+    );
+    Ok(())
+}
+
 #[test]
 fn a_validator_set_by_another_process_on_the_same_sqlite_file_is_followed() -> Result<()> {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -353,6 +353,35 @@ impl AccessSnapshot {
         }
     }
 
+    /// Takes everything from `other` but the documents' parent links (and their counts per
+    /// type), which stay: principals, roles, global grants, ACLs (on documents too), and the
+    /// parent links of every other kind. For a process that follows another's changes: the
+    /// documents are many and change one by one, the rest is small.
+    pub fn replace_all_but_documents(&mut self, other: AccessSnapshot) {
+        let AccessSnapshot {
+            users,
+            group_members,
+            group_roles,
+            role_groups,
+            role_global,
+            acls,
+            parents,
+            documents_of_type: _,
+        } = other;
+        self.users = users;
+        self.group_members = group_members;
+        self.group_roles = group_roles;
+        self.role_groups = role_groups;
+        self.role_global = role_global;
+        self.acls = acls;
+        self.parents.retain(|o, _| o.kind == ObjectKind::DOCUMENT);
+        self.parents.extend(
+            parents
+                .into_iter()
+                .filter(|(o, _)| o.kind != ObjectKind::DOCUMENT),
+        );
+    }
+
     /// Forgets an object: its parent links and its ACLs.
     pub fn remove_object(&mut self, object: ObjectRef) {
         let old = self.parents.remove(&object);

@@ -7,6 +7,7 @@
 //! `files` and `search::home`; never `session`, `workflows`, `tasks`, `backup` or the facade
 //! (`docmeta.rs`), which plug in through `Hooks` filled when an instance opens.
 
+mod follow;
 mod lock;
 mod reads;
 mod render;
@@ -33,31 +34,11 @@ use crate::metadata::{ClassRegistry, CompiledMetadataType, TemplateEngine};
 use crate::model::*;
 use crate::store::{Mode, PendingCommit, Store, Tx};
 
+pub(crate) use follow::{Follow, InTransaction};
 pub(crate) use lock::DataLock;
 pub(crate) use reads::{CachedDocument, ReadCache};
 pub(crate) use render::{RenderInput, Renders, TemplateView};
 pub(crate) use snapshot::load_access;
-
-/// Whether an event (by name) changes what the access snapshot holds: principals, roles,
-/// ACLs, or the parent links of documents and cabinets.
-fn changes_access(name: &str) -> bool {
-    use crate::events::names::*;
-    [
-        ACL_CREATED,
-        ACL_EDITED,
-        ACL_DELETED,
-        ROLE_EDITED,
-        USER_EDITED,
-        GROUP_EDITED,
-        CABINET_EDITED,
-        DOCUMENT_CREATED,
-        DOCUMENT_TYPE_CHANGED,
-        DOCUMENT_DELETED,
-        DOCUMENT_TYPE_DELETED,
-        METADATA_TYPE_DELETED,
-    ]
-    .contains(&name)
-}
 
 /// A handler of a durable task, by name: runs the task with its JSON payload.
 pub(crate) type TaskHandler = fn(&Docmeta, &str) -> Result<()>;
@@ -138,15 +119,12 @@ pub(crate) struct Inner {
     pub(crate) files: Arc<dyn FileStorage>,
     pub(crate) _lock: Option<DataLock>,
     pub(crate) hooks: Hooks,
-    /// The last event, in the followers' commit order, that the access snapshot reflects
-    /// (another process's later changes are picked up by `follow_access`). Held while
-    /// following or reloading, so one of them runs at a time.
-    pub(crate) access_cursor: Mutex<i64>,
-    /// The newest event `follow_if_moved` saw in the log (see there).
-    pub(crate) log_seen: std::sync::atomic::AtomicI64,
-    /// Access-changing events this process committed (already applied to `access`) that the
-    /// cursor has not passed yet. Changed only with `access` write-locked, so a reload that
-    /// replaces the snapshot and the list together never drops a local change.
+    /// How far this process has followed what other processes commit (see `follow`).
+    pub(crate) follow: Follow,
+    /// Followed events this process committed (already applied to `access` and the other
+    /// state) that no catch-up has read yet: it skips them. Changed only with `access_order`
+    /// held, so a reload that replaces the snapshot and the list together never drops a local
+    /// change.
     pub(crate) local_access_events: Mutex<Vec<i64>>,
     /// Bumped whenever a user is created, edited or deleted, here or (followed) in another
     /// process: see [`Docmeta::credentials_epoch`].
@@ -438,8 +416,21 @@ impl Docmeta {
 
     // ----- access ----------------------------------------------------------------------------
 
-    /// Whether `user` may do `permission` on `object` (the evaluator of `access::policy`).
+    /// Whether `user` may do `permission` on `object` (the evaluator of `access::policy`),
+    /// with every change committed before the call applied (see [`catch_up`](Self::catch_up));
+    /// a catch-up that fails refuses.
     pub fn check(&self, user: UserId, permission: Permission, object: ObjectRef) -> bool {
+        self.catch_up().is_ok() && self.check_now(user, permission, object)
+    }
+
+    /// [`check`](Self::check) on the state this process holds now, for an operation that
+    /// caught up when it began.
+    pub(crate) fn check_now(
+        &self,
+        user: UserId,
+        permission: Permission,
+        object: ObjectRef,
+    ) -> bool {
         let mut stored = self.stored_ancestors(&[object]);
         self.inner
             .access
@@ -447,13 +438,17 @@ impl Docmeta {
             .check_with(&mut stored, user, permission, object)
     }
 
-    /// The subset of `objects` on which `user` may do `permission`.
+    /// The subset of `objects` on which `user` may do `permission` (after a
+    /// [`catch_up`](Self::catch_up); none when it fails).
     pub fn filter(
         &self,
         user: UserId,
         permission: Permission,
         objects: &[ObjectRef],
     ) -> Vec<ObjectRef> {
+        if self.catch_up().is_err() {
+            return Vec::new();
+        }
         let mut stored = self.stored_ancestors(objects);
         self.inner
             .access
@@ -461,8 +456,11 @@ impl Docmeta {
             .filter_with(&mut stored, user, permission, objects)
     }
 
-    /// Why `user` may or may not do `permission` on `object`.
+    /// Why `user` may or may not do `permission` on `object`, with every change committed
+    /// before the call applied (a catch-up that fails is ignored: the explanation is then of
+    /// the state this process holds).
     pub fn explain(&self, user: UserId, permission: Permission, object: ObjectRef) -> Explanation {
+        let _ = self.catch_up();
         let mut stored = self.stored_ancestors(&[object]);
         self.inner
             .access
@@ -536,104 +534,6 @@ impl Docmeta {
         }
     }
 
-    /// Rebuilds the access snapshot from the store (done at open; also useful after another
-    /// process changed grants).
-    pub fn reload_access(&self) -> Result<()> {
-        let mut cursor = self.inner.access_cursor.lock();
-        self.reload_access_at(&mut cursor)
-    }
-
-    /// Reloads the snapshot; `cursor` is the held [`Inner::access_cursor`].
-    fn reload_access_at(&self, cursor: &mut i64) -> Result<()> {
-        let kinds = self.inner.kinds.read().clone();
-        // The cursor is read first: every event up to it is in the state read after it (a
-        // later change read too is only followed again, which reloads once more).
-        let (snapshot, newest) = self.read(|tx| {
-            let newest = tx.newest_event_id()?;
-            Ok((load_access(tx, &kinds)?, newest))
-        })?;
-        let mut access = self.inner.access.write();
-        *access = snapshot;
-        // A local change applied to the replaced snapshot may be missing from the one read:
-        // its event is now followed as another process's would be, and reloads again.
-        self.inner.local_access_events.lock().clear();
-        *cursor = newest;
-        Ok(())
-    }
-
-    /// A number that changes whenever a user is created, edited (password, name, activity,
-    /// superuser status) or deleted: at once for this process's changes, and within
-    /// `access_refresh_ms` for another process's on the same database. A cache of
-    /// verified credentials that remembers it can tell when its entries may be stale (the HTTP
-    /// server's login cache does).
-    pub fn credentials_epoch(&self) -> u64 {
-        self.inner.credentials_epoch.load(Ordering::SeqCst)
-    }
-
-    /// Picks up changes other processes committed to the same database (a PostgreSQL one, or
-    /// the data directory's SQLite file that a command shares with a running server): when the
-    /// event log holds an access-changing event this process did not write, the snapshot is
-    /// reloaded, and an edited or deleted metadata type is compiled again. The worker runs it
-    /// every `access_refresh_ms`; returns whether it reloaded the access snapshot.
-    pub fn follow_access(&self) -> Result<bool> {
-        let mut cursor = self.inner.access_cursor.lock();
-        let after = *cursor;
-        // In commit order and gap-free (`Tx::event_names_after`): with concurrent writers on
-        // PostgreSQL, an event with a smaller id that commits later is still read.
-        let events = self.read(|tx| tx.event_names_after(after, 10_000))?;
-        let Some(newest) = events.last().map(|(id, _)| *id) else {
-            return Ok(false);
-        };
-        // Whose they are is not recorded for every event: a new one may be another process's
-        // write, which the cached reads must not hide (this process's own already moved it).
-        self.inner.reads.invalidate();
-        let (foreign, foreign_user_edit) = {
-            let mut local = self.inner.local_access_events.lock();
-            let foreign: Vec<&str> = events
-                .iter()
-                .filter(|(id, name)| changes_access(name) && !local.contains(id))
-                .map(|(_, name)| name.as_str())
-                .collect();
-            local.retain(|id| !events.iter().any(|(seen, _)| seen == id));
-            let user_edit = foreign.contains(&crate::events::names::USER_EDITED);
-            (!foreign.is_empty(), user_edit)
-        };
-        if foreign_user_edit {
-            self.inner.credentials_epoch.fetch_add(1, Ordering::SeqCst);
-        }
-        // Which process edited a metadata type is not recorded: compiling this process's own
-        // edits again costs little.
-        if events.iter().any(|(_, name)| {
-            name == crate::events::names::METADATA_TYPE_EDITED
-                || name == crate::events::names::METADATA_TYPE_DELETED
-        }) {
-            self.inner
-                .compiled_generation
-                .fetch_add(1, Ordering::SeqCst);
-            self.inner.compiled.write().clear();
-        }
-        if foreign {
-            self.reload_access_at(&mut cursor)?;
-        } else {
-            *cursor = newest;
-        }
-        Ok(foreign)
-    }
-
-    /// Follows the log at once ([`follow_access`](Self::follow_access)) when it holds an event
-    /// this call has not seen: for answers computed from the access snapshot alone (a document
-    /// list's count), so that documents another process just created (a command beside the
-    /// server) are counted without waiting for the worker's next round. One indexed read when
-    /// nothing changed.
-    pub(crate) fn follow_if_moved(&self) -> Result<()> {
-        let newest = self.read(|tx| tx.newest_event_id())?;
-        if self.inner.log_seen.load(Ordering::SeqCst) != newest {
-            self.follow_access()?;
-            self.inner.log_seen.store(newest, Ordering::SeqCst);
-        }
-        Ok(())
-    }
-
     /// A document with its metadata values and their types (for any caller: the session
     /// decides what its caller is shown), from the read cache or else read and kept there;
     /// `None` when there is no such document.
@@ -668,9 +568,19 @@ impl Docmeta {
 
     /// Runs `f` in a read transaction.
     pub(crate) fn read<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        let _inside = InTransaction::enter();
         let mut tx = Tx::new(self.inner.store.begin(Mode::Read)?);
         let out = f(&mut tx)?;
         // Ending a read with COMMIT rather than ROLLBACK keeps SQLite's prepared statements valid.
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// Runs `f`, which runs one statement, as a read (see [`Store::begin_statement`]).
+    pub(crate) fn read_statement<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        let _inside = InTransaction::enter();
+        let mut tx = Tx::new(self.inner.store.begin_statement()?);
+        let out = f(&mut tx)?;
         tx.commit()?;
         Ok(out)
     }
@@ -743,6 +653,7 @@ impl Docmeta {
         self.retrying(|| {
             for attempt in 1.. {
                 renders.set_defer(self.defers_renders() && attempt < RENDER_ATTEMPTS);
+                let _inside = InTransaction::enter();
                 let tx = Tx::new(self.inner.store.begin(Mode::Write)?);
                 let mut unit = Unit::new(tx, actor, &renders, &self.inner.hooks);
                 let out = f(&mut unit);
@@ -855,6 +766,7 @@ impl Docmeta {
         renders: &Renders,
         f: &mut impl FnMut(&mut Unit<'_>) -> Result<T>,
     ) -> Result<Attempt<T>> {
+        let _inside = InTransaction::enter();
         // A unit's transaction: concurrent units may share one commit (see `begin_unit`).
         let tx = Tx::new(self.inner.store.begin_unit()?);
         // Waiting for the write lock may have used up the time: no work for nothing.
@@ -898,7 +810,7 @@ impl Docmeta {
         // waiting for the units behind it).
         let local_events: Vec<i64> = events
             .iter()
-            .filter(|e| changes_access(&e.name))
+            .filter(|e| crate::events::changes_shared_state(&e.name))
             .map(|e| e.id.0)
             .collect();
         let commit = if access.is_empty() && local_events.is_empty() {
@@ -1060,6 +972,16 @@ impl Docmeta {
             parents.iter().map(|p| (kinds.name(p.kind), p.id)).collect();
         self.write(Actor::System, |u| {
             u.tx.set_object_parents(&kinds.name(object.kind), object.id, &names)?;
+            // Followed by every other process on the database (see `follow`).
+            u.event(
+                crate::events::names::OBJECT_PARENTS_SET,
+                EventObject {
+                    kind: kinds.name(object.kind),
+                    id: object.id,
+                    label: String::new(),
+                },
+                None,
+            )?;
             u.access.push(AccessChange::Parents {
                 object,
                 parents: parents.to_vec(),

@@ -8,9 +8,10 @@
 //! tagged with the generation taken *before* its read transaction began, so a read that raced a
 //! commit is tagged with the older generation and never served after that commit's move.
 //! Another process's writes (a command beside a server on the SQLite file, or another server
-//! on a PostgreSQL database) move it when the worker follows the event log, within
-//! `access_refresh_ms`; which is why it is off by default on PostgreSQL (see
-//! `Config::read_cache_documents`).
+//! on a PostgreSQL database) move it too: every call of a session first catches up (see
+//! `follow`), which empties the cache whenever anything was committed since the last look. On
+//! PostgreSQL any transaction of the cluster counts, so under load it holds little: off by
+//! default there (see `Config::read_cache_documents`).
 //!
 //! A write anywhere empties the cache (by moving the generation; one atomic increment, no
 //! lock): under write load the reads go to the store as they would without it.

@@ -9,15 +9,20 @@ use crate::error::Result;
 use crate::model::*;
 use crate::store::Tx;
 
-/// Builds the access snapshot from the store. Rows naming an unknown kind or permission key
-/// (written by a newer build, or by an application kind not registered in this process) are
-/// left out: they grant nothing here.
-pub(crate) fn load_access(tx: &mut Tx<'_>, kinds: &KindRegistry) -> Result<AccessSnapshot> {
+/// Builds the access snapshot from the store; without the documents' links unless
+/// `documents` (see [`AccessSnapshot::replace_all_but_documents`]). Rows naming an unknown kind
+/// or permission key (written by a newer build, or by an application kind not registered in
+/// this process) are left out: they grant nothing here.
+pub(crate) fn load_access(
+    tx: &mut Tx<'_>,
+    kinds: &KindRegistry,
+    documents: bool,
+) -> Result<AccessSnapshot> {
     let mut s = AccessSnapshot::default();
     for u in tx.users()? {
         s.set_user(u.id, u.is_superuser, u.is_active);
     }
-    let links = tx.access_links()?;
+    let links = tx.access_links(documents)?;
     for (g, u) in links.members {
         s.set_membership(g, u, true);
     }

@@ -114,7 +114,7 @@ impl Docmeta {
     /// same reads reach); returns how many events were applied. It returns while writers keep
     /// adding events: what they add after its last read is the next call's.
     pub fn wait_for_index(&self) -> Result<usize> {
-        self.catch_up(true)
+        self.index_catch_up(true)
     }
 
     /// Whether a SQLite store's index has applied the whole log, found in one read and without
@@ -134,7 +134,7 @@ impl Docmeta {
 
     /// Applies pending events. Without `wait`, does nothing while a rebuild runs: searches then
     /// answer from the index in use instead of waiting for the rebuild.
-    fn catch_up(&self, wait: bool) -> Result<usize> {
+    fn index_catch_up(&self, wait: bool) -> Result<usize> {
         if !wait && self.search_rebuilding() {
             return Ok(0);
         }
@@ -511,7 +511,7 @@ impl Session {
                 "query: results beyond the first {MAX_RESULT_WINDOW} cannot be paged to; refine the query"
             )));
         }
-        self.db.catch_up(false)?;
+        self.db.index_catch_up(false)?;
         let scope = self.search_scope()?;
         let (count, hits) = self.db.inner.search.index().search_visible(
             RecordKind::Document,
@@ -537,7 +537,7 @@ impl Session {
         page_size: usize,
     ) -> Result<SearchPage<DocumentMetadata>> {
         let expr = parse(query)?;
-        self.db.catch_up(false)?;
+        self.db.index_catch_up(false)?;
         let scope = self.search_scope()?;
         let (count, hits) = self.db.inner.search.index().search_visible(
             RecordKind::Metadata,

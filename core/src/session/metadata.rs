@@ -1087,6 +1087,8 @@ impl Session {
         &self,
         document: DocumentId,
     ) -> Result<(Document, Vec<(DocumentMetadata, MetadataType)>)> {
+        // Before the cache is read: catching up drops copies another process's change made old.
+        self.catch_up()?;
         let read = self.db.document_with_metadata(document)?;
         self.metadata_details_shown(document, read.as_deref())
     }

@@ -42,13 +42,27 @@ pub use views::{
 };
 
 /// Operations of docmeta as one actor. Cheap to create; see [`Docmeta::session`].
+///
+/// Every call answers with every change committed before it started, by this process or any
+/// other on the same database (a second server on one PostgreSQL database, a command beside a
+/// server): before it decides anything, it applies what it has not seen yet (see
+/// [`Docmeta::catch_up`]), so no revoked permission is still honoured and no new grant or
+/// document is missing.
 #[derive(Debug, Clone)]
 pub struct Session {
     pub(crate) db: Docmeta,
     pub(crate) actor: Actor,
     /// What templates rendered by this session see (see [`TemplateView`]).
     pub(crate) view: TemplateView,
+    /// The request this session serves started then (see [`Session::consistent_from`]);
+    /// `None`: each call is its own request.
+    pub(crate) since: Option<std::time::Instant>,
 }
+
+/// What a session decides from when following the other processes' changes failed: nothing is
+/// granted (there is no deny, so an empty snapshot can only refuse).
+static REFUSE_ALL: std::sync::LazyLock<parking_lot::RwLock<AccessSnapshot>> =
+    std::sync::LazyLock::new(Default::default);
 
 pub(crate) fn obj(kind: ObjectKind, id: i64) -> ObjectRef {
     ObjectRef::new(kind, id)
@@ -82,6 +96,7 @@ impl Session {
             db,
             actor,
             view: TemplateView::of_actor(actor),
+            since: None,
         }
     }
 
@@ -92,7 +107,35 @@ impl Session {
             db,
             actor: Actor::System,
             view,
+            since: None,
         }
+    }
+
+    /// This session for one request that started at `started`: its calls answer with every
+    /// change committed before that instant (by any process), and a catch-up made for the
+    /// request (the server's, before it trusts a cached login) is not made again by each call.
+    /// Without it, each call catches up as of its own start. Never pass an instant later than
+    /// the request's start: a change committed before it could then be missed.
+    pub fn consistent_from(self, started: std::time::Instant) -> Session {
+        Session {
+            since: Some(started),
+            ..self
+        }
+    }
+
+    /// Whether what other processes committed before this call (or this session's request)
+    /// started is known to be applied, found without a round trip to a database server (see
+    /// [`Docmeta::caught_up_since`]).
+    pub(crate) fn caught_up_without_reading(&self) -> bool {
+        self.db
+            .caught_up_since(self.since.unwrap_or_else(std::time::Instant::now))
+    }
+
+    /// Applies what other processes committed before this call (or this session's request)
+    /// started (see [`Docmeta::catch_up`]).
+    pub(crate) fn catch_up(&self) -> Result<()> {
+        self.db
+            .catch_up_since(self.since.unwrap_or_else(std::time::Instant::now))
     }
 
     /// This session with a deadline: a change that would commit after `deadline` rolls back
@@ -109,8 +152,13 @@ impl Session {
         self.actor
     }
 
+    /// The access snapshot, with what other processes committed before this call applied;
+    /// when that cannot be read, an empty one, which refuses everything.
     fn snapshot(&self) -> parking_lot::RwLockReadGuard<'_, AccessSnapshot> {
-        self.db.inner.access.read()
+        match self.catch_up() {
+            Ok(()) => self.db.inner.access.read(),
+            Err(_) => REFUSE_ALL.read(),
+        }
     }
 
     /// Whether this session may do `permission` on `object` (spec 5.2-5.3): the same
@@ -120,7 +168,7 @@ impl Session {
     pub fn can(&self, permission: Permission, object: ObjectRef) -> bool {
         match self.actor {
             Actor::System => true,
-            Actor::User(u) => self.db.check(u, permission, object),
+            Actor::User(u) => self.catch_up().is_ok() && self.db.check_now(u, permission, object),
         }
     }
 
@@ -259,10 +307,12 @@ impl Session {
         &self,
         f: impl FnMut(&mut crate::kernel::Unit<'_>) -> Result<T> + Send,
     ) -> Result<T> {
+        self.catch_up()?;
         self.db.write(self.actor, f)
     }
 
     pub(crate) fn read<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        self.catch_up()?;
         self.db.read(f)
     }
 

@@ -289,7 +289,7 @@ impl Session {
     ) -> Result<Page<DocumentView>> {
         // The count comes from the access snapshot: it must know of documents other processes
         // committed before this call.
-        self.db.follow_if_moved()?;
+        self.catch_up()?;
         let (visible, count, types, documents, scan) = {
             let snapshot = self.snapshot();
             let visible = match self.actor {
@@ -521,6 +521,11 @@ impl Session {
         document: DocumentId,
         page: PageRequest,
     ) -> Option<Result<(MetadataPageVersion, Page<MetadataValueView>)>> {
+        // Only when what other processes committed is known to be applied without a read:
+        // otherwise the blocking call catches up first.
+        if !self.caught_up_without_reading() {
+            return None;
+        }
         let cached = self.db.cached_document_with_metadata(document)?;
         Some(
             self.metadata_shown(document, Some(&cached))
@@ -548,6 +553,9 @@ impl Session {
         &self,
         document: DocumentId,
     ) -> Option<Result<MetadataPageVersion>> {
+        if !self.caught_up_without_reading() {
+            return None;
+        }
         let cached = self.db.cached_document_with_metadata(document)?;
         Some(
             self.metadata_shown(document, Some(&cached))

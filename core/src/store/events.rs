@@ -45,7 +45,7 @@ impl Tx<'_> {
     ) -> Result<Event> {
         let timestamp = Utc::now();
         let id = self.insert(
-            "INSERT INTO events (timestamp, name, actor_id, target_kind, target_id, target_label, action_kind, action_id, action_label) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id",
+            "INSERT INTO events (timestamp, name, actor_id, target_kind, target_id, target_label, action_kind, action_id, action_label, follow) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
             &[
                 to_micros(timestamp).into(),
                 name.into(),
@@ -56,6 +56,7 @@ impl Tx<'_> {
                 action.map(|a| a.kind.as_str()).into(),
                 action.map(|a| a.id).into(),
                 action.map(|a| a.label.as_str()).into(),
+                crate::events::changes_shared_state(name).into(),
             ],
         )?;
         Ok(Event {

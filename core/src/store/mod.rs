@@ -33,6 +33,7 @@ mod workflows;
 
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
+pub(crate) use reads::FollowedEvent;
 pub use sqlite::{SCHEMA_VERSION, SqliteStore};
 
 /// A statement parameter.
@@ -167,6 +168,13 @@ pub trait Store: Send + Sync + 'static {
     /// Starts a transaction. Dropping it without [`Transaction::commit`] rolls back.
     fn begin(&self, mode: Mode) -> Result<Box<dyn Transaction + '_>>;
 
+    /// Starts a read that runs a single statement (one snapshot either way): a store may
+    /// send it outside an explicit transaction, saving the `BEGIN` and `COMMIT` (PostgreSQL:
+    /// one round trip instead of two). By default, [`Store::begin`] with [`Mode::Read`].
+    fn begin_statement(&self) -> Result<Box<dyn Transaction + '_>> {
+        self.begin(Mode::Read)
+    }
+
     /// Starts a write transaction for bookkeeping whose every statement is safe on its own
     /// whatever runs beside it (claiming a task by a conditional `UPDATE`, setting a task's
     /// state or a setting by key): a store that isolates writers more strictly than that needs
@@ -200,6 +208,15 @@ pub trait Store: Send + Sync + 'static {
 
     /// The SQL dialect.
     fn dialect(&self) -> Dialect;
+
+    /// A number that changes whenever a transaction has committed on this database, from any
+    /// connection of any process, if the store can tell that without a round trip to a server
+    /// (SQLite can); `None` otherwise (the default). A process that finds it unchanged knows
+    /// nothing was written since it last asked, and skips reading the event log before it
+    /// answers (see `Docmeta::catch_up`).
+    fn data_version(&self) -> Result<Option<u64>> {
+        Ok(None)
+    }
 
     /// Applies pending schema migrations; returns the versions applied.
     fn migrate(&self) -> Result<Vec<u32>>;

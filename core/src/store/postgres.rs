@@ -68,6 +68,11 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
         7,
         include_str!("migrations/postgres/0007_template_shapers.sql"),
     ),
+    (8, include_str!("migrations/postgres/0008_reserved.sql")),
+    (
+        9,
+        include_str!("migrations/postgres/0009_followed_events.sql"),
+    ),
 ];
 
 /// The session-level advisory lock `migrate` holds, so that one process migrates while the
@@ -606,6 +611,19 @@ impl PostgresStore {
         }))
     }
 
+    /// A read of one statement, sent alone: it runs in a transaction of its own (one snapshot),
+    /// with no `BEGIN` or `COMMIT` to send.
+    fn begin_alone(&self) -> Result<Box<dyn Transaction + '_>> {
+        let client = self.client()?;
+        Ok(Box::new(PgTx {
+            store: self,
+            client: Some(client),
+            begun: false,
+            pending: Vec::new(),
+            failed: None,
+        }))
+    }
+
     fn trip(&self) {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
     }
@@ -1038,6 +1056,10 @@ impl Store for PostgresStore {
             Mode::Write => "BEGIN ISOLATION LEVEL SERIALIZABLE",
             Mode::Read => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
         })
+    }
+
+    fn begin_statement(&self) -> Result<Box<dyn Transaction + '_>> {
+        self.begin_alone()
     }
 
     fn begin_bookkeeping(&self) -> Result<Box<dyn Transaction + '_>> {

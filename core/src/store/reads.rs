@@ -27,9 +27,110 @@ pub(crate) struct AccessLinks {
     pub(crate) object_parents: Vec<(String, i64, String, i64)>,
 }
 
+/// An event that changes what every process keeps in memory (see
+/// `events::changes_shared_state`), as a process catching up reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FollowedEvent {
+    pub(crate) id: i64,
+    pub(crate) name: String,
+    pub(crate) target_kind: String,
+    pub(crate) target_id: i64,
+}
+
+/// What [`Tx::followed_since`] read, in one statement (one snapshot).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FollowedSince {
+    /// The followed events at or after the mark passed in, in commit order. On PostgreSQL the
+    /// events of a transaction at the mark may come again in the next read: a caller keeps the
+    /// ids it has applied.
+    pub(crate) events: Vec<FollowedEvent>,
+    /// Where the next read starts: every followed event before it has been read by now. SQLite:
+    /// the newest event id (commits come one at a time, in id order). PostgreSQL: the oldest
+    /// transaction still running (`pg_snapshot_xmin`): every older one has finished, so its
+    /// events were visible to this read.
+    pub(crate) mark: i64,
+    /// Changes whenever any transaction has committed since the last read (the newest event id
+    /// on SQLite; the snapshot's `xmin:xmax:xip` text on PostgreSQL), for caches that must
+    /// drop what any write may have changed.
+    pub(crate) version: String,
+}
+
 impl Tx<'_> {
-    /// Everything the access snapshot is built from, besides the users.
-    pub(crate) fn access_links(&mut self) -> Result<AccessLinks> {
+    /// The followed events from `mark` on (see [`FollowedSince`]): one statement, and an index
+    /// range of followed events only, so a process that is current reads no row.
+    pub(crate) fn followed_since(&mut self, mark: i64) -> Result<FollowedSince> {
+        let sql = match self.dialect() {
+            Dialect::Postgres => {
+                "SELECT h.mark, h.version, e.id, e.name, e.target_kind, e.target_id FROM (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS mark, pg_current_snapshot()::text AS version) h LEFT JOIN events e ON e.follow = 1 AND e.tx >= ?1 ORDER BY e.tx, e.id"
+            }
+            _ => {
+                "SELECT h.mark, CAST(h.mark AS TEXT), e.id, e.name, e.target_kind, e.target_id FROM (SELECT COALESCE(max(id), 0) AS mark FROM events) h LEFT JOIN events e ON e.follow = 1 AND e.id > ?1 ORDER BY e.id"
+            }
+        };
+        self.followed(sql, &[mark.into()], mark)
+    }
+
+    /// Where following starts for a process that has just read the whole state in this
+    /// transaction: the mark of the state read, and on PostgreSQL the followed events of the
+    /// transactions at or after it that this state already holds (see [`FollowedSince`]).
+    pub(crate) fn followed_horizon(&mut self) -> Result<FollowedSince> {
+        let sql = match self.dialect() {
+            Dialect::Postgres => {
+                "SELECT h.mark, h.version, e.id, e.name, e.target_kind, e.target_id FROM (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS mark, pg_current_snapshot()::text AS version) h LEFT JOIN events e ON e.follow = 1 AND e.tx >= h.mark ORDER BY e.tx, e.id"
+            }
+            _ => {
+                "SELECT h.mark, CAST(h.mark AS TEXT), NULL, NULL, NULL, NULL FROM (SELECT COALESCE(max(id), 0) AS mark FROM events) h"
+            }
+        };
+        self.followed(sql, &[], 0)
+    }
+
+    fn followed(
+        &mut self,
+        sql: &str,
+        params: &[super::Param<'_>],
+        mark: i64,
+    ) -> Result<FollowedSince> {
+        let mut out = FollowedSince {
+            events: Vec::new(),
+            mark,
+            version: String::new(),
+        };
+        self.each(sql, params, &mut |r| {
+            out.mark = r.int(0)?;
+            out.version = r.text(1)?;
+            if let Some(id) = r.opt_int(2)? {
+                out.events.push(FollowedEvent {
+                    id,
+                    name: r.text(3)?,
+                    target_kind: r.text(4)?,
+                    target_id: r.int(5)?,
+                });
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// The document type of each of `documents` that exists now (a document missing from the
+    /// answer has been deleted).
+    pub(crate) fn types_of_documents(
+        &mut self,
+        documents: &[DocumentId],
+    ) -> Result<Vec<(DocumentId, DocumentTypeId)>> {
+        let filter = super::records::among_ids(self.dialect(), "id", 1);
+        let ids = super::records::ids_param(documents.iter().map(|d| d.0));
+        self.rows(
+            &format!("SELECT id, document_type_id FROM documents WHERE {filter}"),
+            &[ids.as_str().into()],
+            |r| Ok((DocumentId(r.int(0)?), DocumentTypeId(r.int(1)?))),
+        )
+    }
+
+    /// Everything the access snapshot is built from, besides the users; the documents' types
+    /// only when `documents` (the largest part by far, which a process following another's
+    /// changes keeps and updates document by document).
+    pub(crate) fn access_links(&mut self, documents: bool) -> Result<AccessLinks> {
         Ok(AccessLinks {
             members: self.rows("SELECT group_id, user_id FROM group_users", &[], |r| {
                 Ok((GroupId(r.int(0)?), UserId(r.int(1)?)))
@@ -47,9 +148,13 @@ impl Tx<'_> {
                 &[],
                 |r| Ok((AclId(r.int(0)?), r.text(1)?, r.int(2)?, RoleId(r.int(3)?), r.text(4)?)),
             )?,
-            document_types: self.rows("SELECT id, document_type_id FROM documents", &[], |r| {
-                Ok((DocumentId(r.int(0)?), DocumentTypeId(r.int(1)?)))
-            })?,
+            document_types: if documents {
+                self.rows("SELECT id, document_type_id FROM documents", &[], |r| {
+                    Ok((DocumentId(r.int(0)?), DocumentTypeId(r.int(1)?)))
+                })?
+            } else {
+                Vec::new()
+            },
             cabinet_parents: self.rows(
                 "SELECT id, parent_id FROM cabinets WHERE parent_id IS NOT NULL",
                 &[],
@@ -90,27 +195,6 @@ impl Tx<'_> {
             "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, COALESCE(max(tx), 0) FROM events",
             &[],
             |r| Ok((r.int(0)?, r.int(1)?)),
-        )
-    }
-
-    /// Ids and names of the events after `cursor`, in the followers' commit order, at most
-    /// `limit`.
-    pub(crate) fn event_names_after(
-        &mut self,
-        cursor: i64,
-        limit: u32,
-    ) -> Result<Vec<(i64, String)>> {
-        let dialect = self.dialect();
-        let filter = super::events::follow_after(dialect);
-        let order = if dialect == Dialect::Postgres {
-            "tx, id"
-        } else {
-            "id"
-        };
-        self.rows(
-            &format!("SELECT id, name FROM events WHERE {filter} ORDER BY {order} LIMIT ?2"),
-            &[cursor.into(), i64::from(limit).into()],
-            |r| Ok((r.int(0)?, r.text(1)?)),
         )
     }
 

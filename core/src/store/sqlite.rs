@@ -33,10 +33,15 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
         7,
         include_str!("migrations/sqlite/0007_template_shapers.sql"),
     ),
+    (8, include_str!("migrations/sqlite/0008_reserved.sql")),
+    (
+        9,
+        include_str!("migrations/sqlite/0009_followed_events.sql"),
+    ),
 ];
 
 /// Newest schema version this build knows.
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 9;
 
 /// Reader connections kept open; more concurrent readers wait for one (opening a connection per
 /// read would cost more than the read).
@@ -88,6 +93,8 @@ pub struct SqliteStore {
     writer: group::Group,
     readers: ReaderPool,
     path: Option<PathBuf>,
+    /// The connection that answers [`Store::data_version`] (opened on first use).
+    probe: Mutex<Option<Connection>>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -185,6 +192,7 @@ impl SqliteStore {
             writer: group::Group::new(writer, true)?,
             readers: ReaderPool::default(),
             path: Some(path),
+            probe: Mutex::new(None),
         };
         store.migrate()?;
         Ok(store)
@@ -196,6 +204,7 @@ impl SqliteStore {
             writer: group::Group::new(open_connection(None)?, false)?,
             readers: ReaderPool::default(),
             path: None,
+            probe: Mutex::new(None),
         };
         store.migrate()?;
         Ok(store)
@@ -471,6 +480,28 @@ impl Store for SqliteStore {
 
     fn dialect(&self) -> Dialect {
         Dialect::Sqlite
+    }
+
+    /// SQLite's `PRAGMA data_version` on a connection of its own: it changes whenever another
+    /// connection (this process's writer, or any connection of another process) has committed
+    /// since it was last asked. A read of the WAL index in shared memory: no I/O, no
+    /// transaction. In memory, no other process can write: always the same.
+    fn data_version(&self) -> Result<Option<u64>> {
+        let Some(path) = &self.path else {
+            return Ok(Some(0));
+        };
+        let mut probe = self.probe.lock();
+        if probe.is_none() {
+            *probe = Some(open_connection(Some(path))?);
+        }
+        let Some(conn) = probe.as_ref() else {
+            return Ok(None);
+        };
+        let version: i64 = conn
+            .prepare_cached("PRAGMA data_version")
+            .and_then(|mut s| s.query_row([], |r| r.get(0)))
+            .map_err(|e| sqlite_error("asking whether the database changed", e))?;
+        Ok(Some(version as u64))
     }
 
     fn migrate(&self) -> Result<Vec<u32>> {

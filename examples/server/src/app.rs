@@ -21,7 +21,7 @@ use crate::auth::Auth;
 use crate::conn::{Conn, GuardedListener};
 use crate::error::ApiError;
 use crate::routes;
-use crate::state::{AppState, REQUEST, RequestClock};
+use crate::state::{AppState, BEGAN, REQUEST, RequestClock};
 use crate::streams::{StreamCounter, StreamLimits, config_duration};
 
 /// Largest JSON request body.
@@ -94,6 +94,13 @@ async fn limits(
     request: Request,
     next: Next,
 ) -> Response {
+    BEGAN
+        .scope(Instant::now(), limited(limits, request, next))
+        .await
+}
+
+/// [`limits`], within the request's arrival time (`BEGAN`).
+async fn limited(limits: Limits, request: Request, next: Next) -> Response {
     let upload = is_upload(&request);
     let limit = if upload {
         limits.upload_max

@@ -174,6 +174,15 @@ impl Auth {
             .and_then(parse_basic)
             .ok_or_else(ApiError::unauthorized)?;
         let fingerprint = self.fingerprint(&username, &password);
+        // A password changed or a user deactivated by another process before this request
+        // arrived must stop the cached login: apply what was committed before trusting it.
+        let began = crate::state::request_began();
+        if !db.caught_up_since(began) {
+            let db = db.clone();
+            tokio::task::spawn_blocking(move || db.catch_up_since(began))
+                .await
+                .map_err(|_| ApiError::internal())??;
+        }
         // Read before verifying: a user edit committed meanwhile makes this entry stale.
         let epoch = db.credentials_epoch();
         if let Some(user) = self.cached(&fingerprint, epoch) {

@@ -37,6 +37,16 @@ pub struct AppState {
 tokio::task_local! {
     /// The time limit of the request being handled (absent for uploads, which have their own).
     pub static REQUEST: Arc<RequestClock>;
+    /// When the request being handled arrived: it is answered with every change committed
+    /// before then, by any process (see `Session::consistent_from`).
+    pub static BEGAN: Instant;
+}
+
+/// When the request being handled arrived (now, outside a request).
+pub fn request_began() -> Instant {
+    BEGAN
+        .try_with(|began| *began)
+        .unwrap_or_else(|_| Instant::now())
 }
 
 /// A request's time limit, and whether its handler has begun work in the core.
@@ -68,7 +78,7 @@ impl AppState {
 
     /// A session of `user`, for work that reads no stored data (object kinds, say).
     pub fn session(&self, user: UserId) -> Session {
-        self.db.session(user)
+        self.db.session(user).consistent_from(request_began())
     }
 
     /// Runs a blocking core call as `user` off the async workers. Within a request's time
@@ -79,12 +89,14 @@ impl AppState {
         T: Send + 'static,
         F: FnOnce(&Session) -> ApiResult<T> + Send + 'static,
     {
+        // The authentication caught up as of the request's arrival: each call need not again.
+        let session = self.db.session(user).consistent_from(request_began());
         let session = match REQUEST.try_with(Arc::clone) {
             Ok(clock) => {
                 clock.started.store(true, Ordering::SeqCst);
-                self.db.session(user).with_deadline(clock.deadline)
+                session.with_deadline(clock.deadline)
             }
-            Err(_) => self.db.session(user),
+            Err(_) => session,
         };
         tokio::task::spawn_blocking(move || f(&session))
             .await

@@ -9,10 +9,12 @@ use docmeta_core::{
     Result, UserId, WorkflowId,
 };
 
-/// Takes a database of this version back to schema 6 (the same SQL on SQLite and PostgreSQL).
+/// Takes a database of this version back to schema 6 (the same SQL on SQLite and PostgreSQL):
+/// what migration 7 and the later ones added goes.
 pub const BACK_TO_SCHEMA_6: &str = "ALTER TABLE metadata_types DROP COLUMN default_shapers; \
      ALTER TABLE metadata_types DROP COLUMN lookup_shapers; \
      ALTER TABLE workflow_transitions DROP COLUMN condition_shapers; \
+     DROP INDEX events_followed; ALTER TABLE events DROP COLUMN follow; \
      DELETE FROM schema_version WHERE version > 6;";
 
 const SALARY: &str = "73519";

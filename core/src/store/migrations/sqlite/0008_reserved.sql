@@ -1,0 +1,2 @@
+-- Reserved: its number is taken by a change that lands separately.
+SELECT 1;
