@@ -7,6 +7,7 @@
 mod indexed;
 mod storage;
 mod task;
+mod username;
 mod workflow;
 
 pub use indexed::{IndexedDocument, IndexedValue};
@@ -15,6 +16,7 @@ pub use task::{
     ADD_REQUIRED_METADATA_TYPE, REMOVE_METADATA_TYPE, SEARCH_REINDEX, SEARCH_TASKS, SEARCH_WORK,
 };
 pub(crate) use task::{SYSTEM_AUTHOR, TypePair, author_id};
+pub(crate) use username::username_key;
 pub use workflow::*;
 
 use chrono::{DateTime, Utc};
