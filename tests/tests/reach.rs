@@ -399,6 +399,15 @@ fn change_type_removes_the_values_the_new_type_lacks_with_their_events_and_trigg
         .create_metadata_type(MetadataTypeInput::new("code", "Code").default_value("NEW"))?
         .id;
     a.associate(t.public, code, true)?;
+    // The new type's workflow, started by the change, sees the same events when the change
+    // commits.
+    let intake = a.create_workflow("Intake", &[t.public])?.id;
+    let new = a.create_workflow_state(intake, "new", true)?.id;
+    let sorted = a.create_workflow_state(intake, "sorted", false)?.id;
+    let sort = a
+        .create_workflow_transition(intake, "sort", new, sorted, "")?
+        .id;
+    a.add_workflow_trigger(intake, sort, "document_metadata_removed")?;
     // A document created now, so that the workflow runs on it.
     let salary = a.metadata_types()?.into_iter().find(|m| m.name == "salary");
     let doc = a
@@ -408,9 +417,11 @@ fn change_type_removes_the_values_the_new_type_lacks_with_their_events_and_trigg
             &[(salary.expect("salary").id, "80000")],
         )?
         .id;
-    let instance =
-        |s: &Session| -> Result<WorkflowInstance> { Ok(s.workflow_instances(doc)?.remove(0)) };
-    assert_eq!(instance(a)?.state_id, Some(open));
+    let instance = |s: &Session, flow| -> Result<WorkflowInstance> {
+        let found = s.workflow_instances(doc)?.into_iter();
+        Ok(found.find(|i| i.workflow_id == flow).expect("an instance"))
+    };
+    assert_eq!(instance(a, flow)?.state_id, Some(open));
     let before = a.events(&EventQuery::default())?.first().map(|e| e.id);
     a.change_document_type(doc, t.public)?;
     let values = a.document_metadata_list(doc)?;
@@ -433,13 +444,19 @@ fn change_type_removes_the_values_the_new_type_lacks_with_their_events_and_trigg
             names::DOCUMENT_METADATA_ADDED,
             names::DOCUMENT_TYPE_CHANGED,
             names::WORKFLOW_INSTANCE_TRANSITIONED,
+            names::WORKFLOW_INSTANCE_TRANSITIONED,
         ],
         "{events:?}"
     );
     assert_eq!(
-        instance(a)?.state_id,
+        instance(a, flow)?.state_id,
         Some(closed),
         "the removal fired the trigger of the old type's workflow"
+    );
+    assert_eq!(
+        instance(a, intake)?.state_id,
+        Some(sorted),
+        "and of the new type's, started by the change"
     );
     Ok(())
 }

@@ -42,6 +42,8 @@ mod tests {
         }
         assert_eq!(username_key("Straße"), username_key("STRASSE"));
         assert_eq!(username_key("paypal"), username_key("\u{0440}aypal"));
+        assert_eq!(username_key("paypal"), username_key("раураl")); // Cyrillic р, а, у
+        assert_eq!(username_key("adm1n"), username_key("admln"));
     }
 
     #[test]
