@@ -418,7 +418,7 @@ fn change_type_removes_the_values_the_new_type_lacks_with_their_events_and_trigg
         )?
         .id;
     let instance = |s: &Session, flow| -> Result<WorkflowInstance> {
-        let found = s.workflow_instances(doc)?.into_iter();
+        let mut found = s.workflow_instances(doc)?.into_iter();
         Ok(found.find(|i| i.workflow_id == flow).expect("an instance"))
     };
     assert_eq!(instance(a, flow)?.state_id, Some(open));
