@@ -534,7 +534,7 @@ fn a_new_database_has_the_schema_older_versions_made() -> docmeta_core::Result<(
     }
     // Made the old way up to version 4, then PostgreSQL's own migrations from there.
     let before = migrated_as_before(SQLITE_MIGRATIONS.len());
-    assert_eq!(PostgresStore::open(&before)?.migrate()?, [5, 6]);
+    assert_eq!(PostgresStore::open(&before)?.migrate()?, [5, 6, 8]);
     let now = fresh_url();
     PostgresStore::open(&now)?.migrate()?;
     assert_same_schema(&schema_of(&now), &schema_of(&before));
@@ -549,7 +549,7 @@ fn an_older_database_migrates_to_the_schema_of_a_new_one() -> docmeta_core::Resu
     }
     let old = migrated_as_before(2);
     let store = PostgresStore::open(&old)?;
-    assert_eq!(store.migrate()?, [3, 4, 5, 6]);
+    assert_eq!(store.migrate()?, [3, 4, 5, 6, 8]);
     let fresh = fresh_url();
     PostgresStore::open(&fresh)?.migrate()?;
     assert_same_schema(&schema_of(&old), &schema_of(&fresh));
