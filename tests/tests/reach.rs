@@ -494,6 +494,46 @@ fn an_event_hides_an_actor_the_reader_may_not_view() -> Result<()> {
 }
 
 #[test]
+fn a_workflow_log_entry_hides_a_user_the_reader_may_not_view() -> Result<()> {
+    let w = world()?;
+    let a = &w.admin;
+    let dt = a.create_document_type("Requests")?;
+    let flow = a.create_workflow("Approval", &[dt.id])?.id;
+    let open = a.create_workflow_state(flow, "open", true)?.id;
+    let done = a.create_workflow_state(flow, "done", false)?.id;
+    let finish = a
+        .create_workflow_transition(flow, "finish", open, done, "")?
+        .id;
+    let doc = a.create_document(dt.id, "request", &[])?.id;
+    let instance = a.workflow_instances(doc)?.remove(0).id;
+    w.db.session(w.boss)
+        .transition_workflow(doc, instance, finish, "approved")?;
+    let dt_ref = ObjectRef::new(ObjectKind::DOCUMENT_TYPE, dt.id.0);
+    a.grant(P::DocumentView, w.staff, dt_ref)?;
+    a.grant(
+        P::WorkflowTemplateView,
+        w.staff,
+        ObjectRef::new(ObjectKind::WORKFLOW, flow.0),
+    )?;
+    let by = |s: &Session| -> Result<Vec<Option<UserId>>> {
+        Ok(s.workflow_log(doc, instance)?
+            .into_iter()
+            .filter(|e| e.transition_id == Some(finish))
+            .map(|e| e.user_id)
+            .collect())
+    };
+    assert_eq!(by(a)?, [Some(w.boss)]);
+    assert_eq!(
+        by(&w.mallory())?,
+        [None],
+        "boss is a user Mallory may not view"
+    );
+    w.admin.grant_global(P::UserView, w.staff)?;
+    assert_eq!(by(&w.mallory())?, [Some(w.boss)]);
+    Ok(())
+}
+
+#[test]
 fn a_reader_sees_themselves_as_the_actor_of_their_own_events() -> Result<()> {
     let w = world()?;
     w.staff_holds(&[P::DocumentTypeCreate, P::DocumentTypeView])?;

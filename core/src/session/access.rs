@@ -187,7 +187,7 @@ impl Session {
 
     /// Whether this session may view user `id`: itself, or `user_management.user_view`
     /// globally. The one rule for users, their names in events and their membership lists.
-    pub(super) fn may_view_user(&self, id: UserId) -> bool {
+    pub(crate) fn may_view_user(&self, id: UserId) -> bool {
         self.actor == Actor::User(id) || self.can_globally(P::UserView)
     }
 
