@@ -110,8 +110,8 @@ record!(
         base: Option<String>, kept: bool, kept_because: Option<String> });
 record!(
     /// An entry of the event log (spec 6).
-    /// `actor_username` is set when a session listed the event (it shows the actor's name to
-    /// whoever may see the event).
+    /// `actor_username` is set when a session listed the event and may view its actor; a
+    /// session that may not view the actor sees `actor_id` and `actor_username` as `None`.
     Event { id: i64, timestamp: DateTime<Utc>, name: String, actor_id: Option<i64>,
         target_kind: String, target_id: i64, target_label: String,
         action_object_kind: Option<String>, action_object_id: Option<i64> }

@@ -112,7 +112,8 @@ pub struct Event {
     pub timestamp: DateTime<Utc>,
     /// The event name, e.g. `metadata.document_metadata_added`.
     pub name: String,
-    /// The user who caused it; `None` for docmeta itself (tasks, workflows, tools).
+    /// The user who caused it; `None` for docmeta itself (tasks, workflows, tools), and in
+    /// [`Session::events`](crate::Session::events) for a user the reader may not view.
     pub actor: Option<UserId>,
     /// The object the event is about.
     pub target: EventObject,

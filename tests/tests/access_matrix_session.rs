@@ -174,7 +174,7 @@ fn build_world() -> Result<World> {
         regular.push(add_user(&mut m, &format!("user{n}"), false)?);
     }
     callers.extend(&regular);
-    add_user(&mut m, "target", false)?;
+    let target = add_user(&mut m, "target", false)?;
     let sleeper = add_user(&mut m, "sleeper", false)?;
     admin.update_user(
         UserId(sleeper),
@@ -204,6 +204,9 @@ fn build_world() -> Result<World> {
     for g in dice.sample(&groups, 2) {
         membership.insert((g, regular[5]));
     }
+    // The target of user edits holds what group1's roles grant: editing it needs holding that
+    // too (issue #32).
+    membership.insert((groups[0], target));
     for (g, u) in membership {
         admin.set_group_member(GroupId(g), UserId(u), true)?;
         m.groups.entry(g).or_default().insert(u);
@@ -230,6 +233,16 @@ fn build_world() -> Result<World> {
             }
         }
         m.roles.insert(r, role);
+    }
+    // role5 administers principals (user5 holds it), so that holding everything a user, group
+    // or role holds (issue #32) decides some of its edits.
+    for p in [
+        USER_VIEW, USER_EDIT, GROUP_VIEW, GROUP_EDIT, ROLE_VIEW, ROLE_EDIT,
+    ] {
+        admin.grant_global(perm(p), RoleId(roles[4]))?;
+        if let Some(role) = m.roles.get_mut(&roles[4]) {
+            role.global.insert(p.to_owned());
+        }
     }
     let spare = admin.create_role("spare")?.0;
     m.roles.insert(spare, RoleM::default());
@@ -394,7 +407,8 @@ fn build_world() -> Result<World> {
     // The last caller holds only corner cases, through a role of its own: seeing groups without
     // editing them; a root cabinet's view and an intermediate cabinet's edit; metadata values
     // it may see but not edit; ACL rights on documents it may not see; ACL view on a document
-    // type, which its documents' files inherit (spec 5.3).
+    // type, which its documents' files inherit (spec 5.3); changing the type of documents to a
+    // type it sees but may not create documents of.
     let edge = *world.callers.last().expect("callers");
     let (group, role) = (
         admin_group(&world, "edge")?,
@@ -414,8 +428,13 @@ fn build_world() -> Result<World> {
     let edge_acls: [(Obj, &[&str]); 7] = [
         ((K::Cabinet, c1), &[CAB_VIEW]),
         ((K::Cabinet, c2), &[CAB_EDIT]),
-        ((K::DocType, dts[0]), &[DOC_VIEW, DM_VIEW, ACL_VIEW]),
-        ((K::DocType, dts[1]), &[ACL_EDIT, DM_EDIT]),
+        // Moving documents of type 1 to type 2, which it sees but may not create documents
+        // of (issue #32).
+        (
+            (K::DocType, dts[0]),
+            &[DOC_VIEW, DM_VIEW, ACL_VIEW, DOC_CHANGE_TYPE],
+        ),
+        ((K::DocType, dts[1]), &[ACL_EDIT, DM_EDIT, DT_VIEW]),
         ((K::MetaType, mts[0]), &[DM_VIEW]),
         ((K::MetaType, mts[1]), &[DM_VIEW, DM_EDIT]),
         (
@@ -973,10 +992,15 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
     }
     for role in m.roles.keys().copied() {
         let old = a.role(RoleId(role))?;
+        // Renaming a role needs holding everything it grants (issue #32).
+        let want = match m.act(u, ROLE_EDIT, (K::Role, role), 200) {
+            Exp::Ok(_) if !m.holds_role(u, role) => Out::Denied,
+            e => expected(e),
+        };
         write(
             r,
             format!("{who} rename_role {role}"),
-            expected(m.act(u, ROLE_EDIT, (K::Role, role), 200)),
+            want,
             || a.role(RoleId(role)),
             || s.rename_role(RoleId(role), &new),
             || a.rename_role(RoleId(role), &old.label),
@@ -986,7 +1010,8 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
         let old = a.group(GroupId(g))?;
         let want = if !m.glob(u, GROUP_VIEW) {
             Out::NotFound
-        } else if !m.glob(u, GROUP_EDIT) {
+        } else if !m.glob(u, GROUP_EDIT) || !m.holds_group(u, g) {
+            // Renaming a group needs holding what its roles grant (issue #32).
             Out::Denied
         } else {
             Out::Ok
@@ -1001,13 +1026,17 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
         )?;
     }
     // Users: another user's account needs seeing it (404), then user_edit (403); a superuser's
-    // only a superuser changes (403).
+    // only a superuser changes (403); another user's, holding everything they hold (403, issue
+    // #32).
     for (t, tm) in &m.users {
         let id = UserId(*t);
         let old = tm.name.clone();
         let want = if !m.user_visible(u, *t) {
             Out::NotFound
-        } else if !m.glob(u, USER_EDIT) || (tm.superuser && !m.sup(u)) {
+        } else if !m.glob(u, USER_EDIT)
+            || (tm.superuser && !m.sup(u))
+            || (*t != u && !m.holds_user(u, *t))
+        {
             Out::Denied
         } else {
             Out::Ok
@@ -1030,7 +1059,7 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
         )?;
     }
     // Group members: group_view (404) then group_edit (403); the user must be visible (400);
-    // adding needs holding what the group's roles grant (issue #15).
+    // adding (issue #15) and removing (issue #32) need holding what the group's roles grant.
     for (g, members) in &m.groups {
         let gid = GroupId(*g);
         let outside = m.users.keys().copied().find(|t| !members.contains(t));
@@ -1043,11 +1072,7 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
                 Out::Denied
             } else if !m.user_visible(u, t) {
                 Out::Invalid
-            } else if add
-                && !(m.roles.iter())
-                    .filter(|(_, role)| role.groups.contains(g))
-                    .all(|(role, _)| m.holds_role(u, *role))
-            {
+            } else if !m.holds_group(u, *g) {
                 Out::Denied
             } else {
                 Out::Ok
@@ -1122,7 +1147,8 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
     }
 
     // Roles: their groups and global permissions (issue #15: linking a role needs holding
-    // what it grants; a global grant needs role_edit and the permission globally).
+    // what it grants, and unlinking it too since issue #32; a global grant needs role_edit and
+    // the permission globally).
     for (role, rm) in &m.roles {
         let rid = RoleId(*role);
         let edit = m.act(u, ROLE_EDIT, (K::Role, *role), 200);
@@ -1132,7 +1158,7 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
             let Some(g) = g else { continue };
             let want = match edit {
                 Exp::Ok(_) if !m.glob(u, GROUP_VIEW) => Out::Invalid,
-                Exp::Ok(_) if add && !m.holds_role(u, *role) => Out::Denied,
+                Exp::Ok(_) if !m.holds_role(u, *role) => Out::Denied,
                 e => expected(e),
             };
             write(
@@ -1175,8 +1201,8 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
         }
     }
     // Adding or removing a key through an ACL id: acl_edit on the object (403/404), the ACL's
-    // role visible (400), and adding needs holding the key there (403); an ACL of another
-    // object is not found.
+    // role visible (400), and adding (issue #15) or removing (issue #32) needs holding the key
+    // there (403); an ACL of another object is not found.
     let all_acls: Vec<(Obj, i64, i64)> = (m.acls.iter())
         .flat_map(|(o, x)| x.iter().map(move |(role, acl)| (*o, *role, acl.id)))
         .collect();
@@ -1204,7 +1230,7 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
             } else {
                 match edit {
                     Exp::Ok(_) if !m.seen(u, (K::Role, role)) => Out::Invalid,
-                    Exp::Ok(_) if add && !m.has(u, key, o) => Out::Denied,
+                    Exp::Ok(_) if !m.has(u, key, o) => Out::Denied,
                     e => expected(e),
                 }
             };
@@ -1322,6 +1348,8 @@ fn fingerprint(w: &World) -> Result<Vec<(String, BTreeSet<i64>)>> {
         ),
     ];
     for d in a.document_ids(None)? {
+        let of_type = BTreeSet::from([a.document(d)?.document_type_id.0]);
+        out.push((format!("type of {d}"), of_type));
         let files = a.files(d)?.iter().map(|f| f.id.0).collect();
         out.push((format!("files of {d}"), files));
         let values = a
@@ -1350,6 +1378,7 @@ fn deletions(w: &mut World, r: &mut Report) -> Result<()> {
         K::MetaType,
         K::DocType,
     ];
+    change_types(w, r, &order)?;
     for k in kinds {
         let targets: Vec<Obj> = w.objects(k).into_iter().step_by(2).collect();
         for o in targets {
@@ -1415,6 +1444,57 @@ fn deletions(w: &mut World, r: &mut Report) -> Result<()> {
                 r.same(|| format!("{what}: took effect"), left != before, true);
                 break;
             }
+        }
+    }
+    Ok(())
+}
+
+/// Moves every document to the next type: each caller tries in turn, a refused try must change
+/// nothing, and the first allowed one moves it (issue #32: viewing the document, change_type on
+/// it, viewing the new type and creating documents of it); the model then drops the values the
+/// new type lacks (spec 2.4 rule 4) and reads the document's instances again (the new type's
+/// workflows start).
+fn change_types(w: &mut World, r: &mut Report, order: &[i64]) -> Result<()> {
+    let docs: Vec<i64> = w.model.docs.keys().copied().collect();
+    for d in docs {
+        let current = w.model.docs[&d];
+        let new = (w.model.dts.iter())
+            .find(|t| **t > current)
+            .or_else(|| w.model.dts.iter().next())
+            .copied()
+            .expect("a type");
+        for u in order {
+            let want = expected(w.model.change_type(*u, d, new));
+            let before = fingerprint(w)?;
+            let got =
+                w.db.session(UserId(*u))
+                    .change_document_type(DocumentId(d), DocumentTypeId(new));
+            let outcome = out(&got);
+            let what = format!("{} change_document_type {d} to {new}", name(w, *u));
+            r.same(|| what.clone(), outcome, want);
+            r.outcomes
+                .entry("change_document_type".into())
+                .or_default()
+                .insert(outcome);
+            let after = fingerprint(w)?;
+            if outcome != Out::Ok {
+                r.same(|| format!("{what}: changed nothing"), &after, &before);
+                continue;
+            }
+            r.same(|| format!("{what}: took effect"), after != before, true);
+            w.model.move_doc(d, new);
+            for i in w.admin.workflow_instances(DocumentId(d))? {
+                w.model.insts.insert(
+                    i.id.0,
+                    InstM {
+                        doc: d,
+                        wf: i.workflow_id.0,
+                        state: i.state_id.map(|s| s.0),
+                    },
+                );
+                w.inst_doc.insert(i.id.0, d);
+            }
+            break;
         }
     }
     Ok(())

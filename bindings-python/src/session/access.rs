@@ -30,6 +30,8 @@ impl Session {
     }
 
     /// Changes a user's username, password, superuser status or activity, all or nothing.
+    /// Another user's changes need `user_edit` and holding everything that user holds; a name
+    /// that looks like another user's (confusable skeleton) is a conflict on `username`.
     #[pyo3(signature = (id, *, username = None, password = None, is_superuser = None, is_active = None))]
     fn update_user(
         &self,

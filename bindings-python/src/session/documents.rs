@@ -146,7 +146,9 @@ impl Session {
         .map(Into::into)
     }
 
-    /// Changes a document's type (spec 2.4 rule 4).
+    /// Changes a document's type (spec 2.4 rule 4): values the new type lacks are removed (each
+    /// with its event), its required ones added. Needs viewing the document,
+    /// `document_change_type` on it, and viewing and `document_create` on the new type.
     fn change_document_type(
         &self,
         py: Python<'_>,

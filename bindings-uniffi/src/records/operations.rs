@@ -13,7 +13,8 @@ pub struct Event {
     pub id: i64,
     /// Name, e.g. `metadata.document_metadata_added`.
     pub name: String,
-    /// The acting user, if any.
+    /// The acting user, if any; in `Session.events`, `null` too when the reader may not view
+    /// that user.
     pub actor_id: Option<i64>,
     /// The acting user's name, when the reader may know it (`Session.events`; never in a
     /// listener's events).

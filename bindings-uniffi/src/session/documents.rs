@@ -119,8 +119,9 @@ impl Session {
             .into())
     }
 
-    /// Gives a document another type: values the new type does not have are removed, its
-    /// required ones added.
+    /// Gives a document another type: values the new type does not have are removed (each with
+    /// its event), its required ones added. Needs viewing the document, `document_change_type`
+    /// on it, and viewing and `document_create` on the new type.
     pub fn change_document_type(&self, id: i64, document_type: i64) -> Result<Document> {
         Ok(self
             .inner

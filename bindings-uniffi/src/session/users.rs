@@ -31,7 +31,9 @@ impl Session {
         Ok(all(self.inner.users()?))
     }
 
-    /// Changes a user: each given field of `update` replaces the stored one.
+    /// Changes a user: each given field of `update` replaces the stored one. Another user's
+    /// changes need `user_edit` and holding everything that user holds; a name that looks like
+    /// another user's (confusable skeleton) is a conflict on `username`.
     pub fn update_user(&self, id: i64, update: UserUpdate) -> Result<User> {
         Ok(self
             .inner

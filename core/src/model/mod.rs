@@ -8,6 +8,7 @@ mod indexed;
 mod shapers;
 mod storage;
 mod task;
+mod username;
 mod workflow;
 
 pub use indexed::{IndexedDocument, IndexedValue};
@@ -17,6 +18,7 @@ pub use task::{
     ADD_REQUIRED_METADATA_TYPE, REMOVE_METADATA_TYPE, SEARCH_REINDEX, SEARCH_TASKS, SEARCH_WORK,
 };
 pub(crate) use task::{SYSTEM_AUTHOR, TypePair, author_id};
+pub(crate) use username::username_key;
 pub use workflow::*;
 
 use chrono::{DateTime, Utc};

@@ -149,7 +149,8 @@ pub struct WorkflowLogEntry {
     pub instance_id: WorkflowInstanceId,
     /// The transition taken (none for an error entry).
     pub transition_id: Option<WorkflowTransitionId>,
-    /// Who took it (none: docmeta itself, e.g. a trigger).
+    /// Who took it (none: docmeta itself, e.g. a trigger; and, as read through a session, a user
+    /// the reader may not view, as an event's actor).
     pub user_id: Option<UserId>,
     /// The comment, or the error.
     pub comment: String,

@@ -185,7 +185,9 @@ impl Session {
         })
     }
 
-    fn may_view_user(&self, id: UserId) -> bool {
+    /// Whether this session may view user `id`: itself, or `user_management.user_view`
+    /// globally. The one rule for users, their names in events and their membership lists.
+    pub(crate) fn may_view_user(&self, id: UserId) -> bool {
         self.actor == Actor::User(id) || self.can_globally(P::UserView)
     }
 
@@ -214,9 +216,16 @@ impl Session {
     /// - a user may set their own password without any permission;
     /// - every other change (another user's password, any username or activity) needs
     ///   `user_management.user_edit` globally;
+    /// - changing another user needs holding everything that user holds: each global
+    ///   permission of each of their roles globally, each permission of their roles' ACLs on
+    ///   that ACL's object (whether or not they are active: reactivating them gives it back).
+    ///   `user_edit` must not be a way to take over an account stronger than its holder's
+    ///   (reset its password, then log in as it);
     /// - only a superuser may change superuser status, and only a superuser may change a
-    ///   superuser at all (password, name, activity): `user_edit` must not be a way to take
-    ///   over an account that holds every permission.
+    ///   superuser at all (password, name, activity).
+    ///
+    /// A new username whose [`username_key`](crate::model::username_key) (its confusable
+    /// skeleton) equals another user's is a `Conflict` on `username`.
     pub fn update_user(&self, id: UserId, update: UserUpdate) -> Result<User> {
         let own = self.actor == Actor::User(id);
         if !own && !self.may_view_user(id) {
@@ -252,6 +261,9 @@ impl Session {
                     "only a superuser may change a superuser".into(),
                 ));
             }
+            if !own {
+                self.require_holds_user(&mut u.tx, id)?;
+            }
             user.username = update.username.clone().unwrap_or(user.username);
             user.is_superuser = update.is_superuser.unwrap_or(user.is_superuser);
             user.is_active = update.is_active.unwrap_or(user.is_active);
@@ -276,8 +288,8 @@ impl Session {
     }
 
     /// Sets a user's password: [`update_user`](Self::update_user) with only a password (a user
-    /// may set their own; others need `user_management.user_edit`, and a superuser's only a
-    /// superuser).
+    /// may set their own; another's needs `user_management.user_edit` and holding everything
+    /// that user holds, and a superuser's only a superuser).
     pub fn set_password(&self, id: UserId, password: &str) -> Result<()> {
         self.update_user(
             id,
@@ -289,7 +301,8 @@ impl Session {
         .map(|_| ())
     }
 
-    /// Deletes a user. Needs `user_management.user_delete`.
+    /// Deletes a user. Needs `user_management.user_delete` and holding everything that user
+    /// holds (see [`update_user`](Self::update_user)); a superuser only a superuser.
     pub fn delete_user(&self, id: UserId) -> Result<()> {
         self.write(|u| {
             // A user that does not exist is a 404 for everyone, a user the caller may not see
@@ -304,6 +317,7 @@ impl Session {
                     "only a superuser may delete a superuser".into(),
                 ));
             }
+            self.require_holds_user(&mut u.tx, id)?;
             u.tx.delete_user(id)?;
             u.access.push(AccessChange::UserRemoved(id));
             u.event(
@@ -366,11 +380,14 @@ impl Session {
         Ok(name)
     }
 
-    /// Renames a group. Needs `user_management.group_edit`.
+    /// Renames a group. Needs `user_management.group_edit` and holding everything the group's
+    /// roles grant (nobody acts on a principal stronger than themselves: renaming the
+    /// administrators' group could mislead whoever adds members to it).
     pub fn rename_group(&self, id: GroupId, name: &str) -> Result<()> {
         check_name("name", name)?;
         self.write(|u| {
             self.load_group(&mut u.tx, id, P::GroupEdit)?;
+            self.require_holds_group(&mut u.tx, id)?;
             u.tx.update_group(id, name.trim()).map_err(|e| {
                 rename_conflict(e, "name", "A group with that name already exists.")
             })?;
@@ -378,20 +395,23 @@ impl Session {
         })
     }
 
-    /// Deletes a group. Needs `user_management.group_delete`.
+    /// Deletes a group. Needs `user_management.group_delete` and holding everything the group's
+    /// roles grant (its members lose them).
     pub fn delete_group(&self, id: GroupId) -> Result<()> {
         self.write(|u| {
             let name = self.load_group(&mut u.tx, id, P::GroupDelete)?;
+            self.require_holds_group(&mut u.tx, id)?;
             u.tx.delete_group(id)?;
             u.access.push(AccessChange::GroupRemoved(id));
             u.event(names::GROUP_EDITED, event_object(GROUP, id.0, &name), None)
         })
     }
 
-    /// Adds (`true`) or removes a user from a group. Needs `user_management.group_edit`, and to
-    /// add: seeing the user, and holding everything the group's roles grant (a member gains
-    /// them, so `group_edit` must not hand anyone, the editor included, more than the editor
-    /// holds).
+    /// Adds (`true`) or removes a user from a group. Needs `user_management.group_edit`, seeing
+    /// the user, and holding everything the group's roles grant: a member gains them, so
+    /// `group_edit` must not hand anyone, the editor included, more than the editor holds; and
+    /// a member removed loses them, so it must not strip anyone of authority the editor does
+    /// not hold either (emptying the administrators' group).
     pub fn set_group_member(&self, group: GroupId, user: UserId, member: bool) -> Result<()> {
         self.write(|u| {
             let name = self.load_group(&mut u.tx, group, P::GroupEdit)?;
@@ -403,11 +423,7 @@ impl Session {
                         Error::validation("user_id", format!("User {user} does not exist."))
                     })?
                     .username;
-            if member {
-                for role in u.tx.roles_of_group(group)? {
-                    self.require_holds_role(&mut u.tx, role)?;
-                }
-            }
+            self.require_holds_group(&mut u.tx, group)?;
             if u.tx.set_group_member(group, user, member)? {
                 u.access.push(AccessChange::Membership {
                     group,
@@ -424,17 +440,48 @@ impl Session {
         })
     }
 
+    /// Refuses unless this session holds everything `user` holds: everything each role of
+    /// each of their groups grants (see [`require_holds_role`](Self::require_holds_role)).
+    /// Nobody acts on a principal stronger than themselves.
+    fn require_holds_user(&self, tx: &mut Tx<'_>, user: UserId) -> Result<()> {
+        if self.is_superuser() {
+            return Ok(());
+        }
+        for role in tx.roles_of_user(user)? {
+            self.require_holds(tx, role, &format!("user {user} holds"))?;
+        }
+        Ok(())
+    }
+
+    /// Refuses unless this session holds everything the roles of `group` grant.
+    fn require_holds_group(&self, tx: &mut Tx<'_>, group: GroupId) -> Result<()> {
+        if self.is_superuser() {
+            return Ok(());
+        }
+        for role in tx.roles_of_group(group)? {
+            self.require_holds(tx, role, &format!("group {group} holds"))?;
+        }
+        Ok(())
+    }
+
     /// Refuses unless this session holds everything `role` grants: each of its global
     /// permissions globally and each permission of its ACLs on that ACL's object. Linking the
     /// role to a group, or a user to a group holding the role, must never give anyone more than
-    /// the actor holds.
+    /// the actor holds; unlinking, renaming or deleting it must never take from anyone what
+    /// the actor does not hold.
     fn require_holds_role(&self, tx: &mut Tx<'_>, role: RoleId) -> Result<()> {
+        self.require_holds(tx, role, &format!("role {role} grants"))
+    }
+
+    /// [`require_holds_role`](Self::require_holds_role), its refusal starting with `subject`
+    /// ("user 4 holds", "role 2 grants").
+    fn require_holds(&self, tx: &mut Tx<'_>, role: RoleId, subject: &str) -> Result<()> {
         if self.is_superuser() {
             return Ok(());
         }
         let refuse = |what: String| {
             Err(Error::PermissionDenied(format!(
-                "role {role} grants {what}, which you do not hold"
+                "{subject} {what}, which you do not hold"
             )))
         };
         for key in tx.role_permissions(role)? {
@@ -452,9 +499,11 @@ impl Session {
             for key in &acl.permissions {
                 match Permission::from_key(key) {
                     Ok(p) if self.can_in(tx, p, object) => {}
-                    _ => {
+                    // An object the actor may not view is not named (no existence probe).
+                    _ if self.can_in(tx, view_permission(kind), object) => {
                         return refuse(format!("'{key}' on {} {}", acl.object_kind, acl.object_id));
                     }
+                    _ => return refuse("permissions on an object you may not view".into()),
                 }
             }
         }
@@ -542,11 +591,12 @@ impl Session {
         Ok(Role { id, label })
     }
 
-    /// Renames a role. Needs `permissions.role_edit`.
+    /// Renames a role. Needs `permissions.role_edit` on it and holding everything it grants.
     pub fn rename_role(&self, id: RoleId, label: &str) -> Result<()> {
         check_name("label", label)?;
         self.write(|u| {
             self.load_role(&mut u.tx, id, P::RoleEdit)?;
+            self.require_holds_role(&mut u.tx, id)?;
             u.tx.update_role(id, label.trim()).map_err(|e| {
                 rename_conflict(e, "label", "A role with that label already exists.")
             })?;
@@ -554,10 +604,12 @@ impl Session {
         })
     }
 
-    /// Deletes a role with its global permissions and ACLs. Needs `permissions.role_delete`.
+    /// Deletes a role with its global permissions and ACLs. Needs `permissions.role_delete` on
+    /// it and holding everything it grants (everyone holding it loses it).
     pub fn delete_role(&self, id: RoleId) -> Result<()> {
         self.write(|u| {
             let label = self.load_role(&mut u.tx, id, P::RoleDelete)?;
+            self.require_holds_role(&mut u.tx, id)?;
             u.tx.delete_role(id)?;
             u.forget_object(ROLE, role_ref(id))?;
             u.access.push(AccessChange::RoleRemoved(id));
@@ -566,8 +618,8 @@ impl Session {
     }
 
     /// Assigns (`true`) or removes a role from a group. Needs `permissions.role_edit` on the
-    /// role and seeing the group (`user_management.group_view`); to assign, holding everything
-    /// the role grants (its members gain it: see [`set_group_member`](Self::set_group_member)).
+    /// role, seeing the group (`user_management.group_view`) and holding everything the role
+    /// grants (its members gain it, or lose it: see [`set_group_member`](Self::set_group_member)).
     pub fn set_role_group(&self, role: RoleId, group: GroupId, assigned: bool) -> Result<()> {
         self.write(|u| {
             let label = self.load_role(&mut u.tx, role, P::RoleEdit)?;
@@ -581,9 +633,7 @@ impl Session {
                     .ok_or_else(|| {
                         Error::validation("group_id", format!("Group {group} does not exist."))
                     })?;
-            if assigned {
-                self.require_holds_role(&mut u.tx, role)?;
-            }
+            self.require_holds_role(&mut u.tx, role)?;
             if u.tx.set_role_group(role, group, assigned)? {
                 u.access.push(AccessChange::RoleGroup {
                     role,
@@ -803,7 +853,9 @@ impl Session {
     }
 
     /// Revokes `permission` from `role` on `object` (spec 5.2 rule 1). An ACL left with no
-    /// permission is deleted (spec 2.11): then `None` is returned. Needs `acls.acl_edit`.
+    /// permission is deleted (spec 2.11): then `None` is returned. Needs `acls.acl_edit` on the
+    /// object, seeing the role, and holding `permission` on the object, as granting does:
+    /// nobody takes from a role what they do not hold themselves.
     pub fn revoke(
         &self,
         permission: Permission,
@@ -825,6 +877,14 @@ impl Session {
         {
             let target = self.acl_target(&mut u.tx, object, P::AclEdit)?;
             let role_label = self.visible_role_label(&mut u.tx, role, "role_id")?;
+            // Checked whether or not the ACL exists and holds the permission: the answer must
+            // not tell a caller without `acl_view` what the ACL holds.
+            if !self.can_in(&mut u.tx, permission, object) {
+                return Err(Error::PermissionDenied(format!(
+                    "'{}' can only be revoked on this object by someone who holds it there",
+                    permission.key()
+                )));
+            }
             let Some(acl) = u.tx.acl_for(&kind, object.id, role)? else {
                 return Ok(None);
             };
@@ -885,7 +945,8 @@ impl Session {
         self.revoke(permission, row.role_id, object)
     }
 
-    /// Deletes an ACL. Needs `acls.acl_edit` on the object.
+    /// Deletes an ACL. Needs `acls.acl_edit` on the object and holding every permission of the
+    /// ACL there (see [`revoke`](Self::revoke)).
     pub fn delete_acl(&self, object: ObjectRef, acl: AclId) -> Result<()> {
         let kind = self.db.kinds().name(object.kind);
         self.write(|u| {
@@ -894,6 +955,17 @@ impl Session {
                 u.tx.acl(acl)?
                     .filter(|a| a.object_kind == kind && a.object_id == object.id)
                     .ok_or_else(|| Error::not_found(format!("ACL {acl}")))?;
+            // The refusal names no key: a caller without `acl_view` must not learn what it holds.
+            for key in &row.permissions {
+                match Permission::from_key(key) {
+                    Ok(p) if self.can_in(&mut u.tx, p, object) => {}
+                    _ => {
+                        return Err(Error::PermissionDenied(
+                            "this ACL grants permissions you do not hold on this object".into(),
+                        ));
+                    }
+                }
+            }
             u.tx.delete_acl(acl)?;
             u.access.push(AccessChange::Acl {
                 object,

@@ -839,21 +839,47 @@ impl Session {
         })
     }
 
-    /// Changes a document's type (spec 2.4 rule 4): values whose type is not associated with
-    /// the new type are removed; required types of the new type are added with their default.
-    /// Needs `documents.document_change_type` on the document and
-    /// `documents.document_type_view` on the new type.
+    /// Changes a document's type (spec 2.4 rule 4, which the specification leaves "not shown";
+    /// `api.md` fixes it): every value whose metadata type is not associated with the new type
+    /// is removed, each with its `metadata.document_metadata_removed` event (which fires the
+    /// workflow triggers of the document's instances as any removal does); each required type
+    /// of the new type that the document lacks is added with its default (or empty), with its
+    /// `metadata.document_metadata_added` event; then `documents.document_type_changed`, and the
+    /// workflows bound to the new type start.
+    ///
+    /// Moving a document puts it under the new type's ACLs, so it needs what creating a
+    /// document of that type and holding this one need: viewing the document (`NotFound`
+    /// otherwise), `documents.document_change_type` on it (`PermissionDenied`), viewing the new
+    /// type (`documents.document_type_view`; a `Validation` error on `document_type_id`
+    /// otherwise, as for any reference in a body) and `documents.document_create` on it
+    /// (`PermissionDenied`). Values removed need no permission of their own (the move is
+    /// what removes them, and spec 2.4 rule 4 removes them for everyone); their events name the
+    /// metadata type only to readers who may view it, like every event.
     pub fn change_document_type(
         &self,
         id: DocumentId,
         new_type: DocumentTypeId,
     ) -> Result<Document> {
         self.write(|u| {
-            let mut d = self.load_document(&mut u.tx, id, P::DocumentChangeType)?;
+            // Viewing first: `document_change_type` alone used to move a document its holder
+            // could not see into a type whose ACLs they enjoy (issue #32).
+            let mut d = self.load_document(&mut u.tx, id, P::DocumentView)?;
+            self.require_with(
+                &mut u.tx,
+                P::DocumentChangeType,
+                doc_ref(id),
+                format!("document {id}"),
+            )?;
             let dt = body_reference(
                 "document_type_id",
                 new_type,
                 self.load_document_type(&mut u.tx, new_type, P::DocumentTypeView),
+            )?;
+            self.require_with(
+                &mut u.tx,
+                P::DocumentCreate,
+                dt_ref(dt.id),
+                format!("document type {}", dt.id),
             )?;
             if d.document_type_id == dt.id {
                 return Ok(d);
@@ -869,13 +895,14 @@ impl Session {
                     .any(|a| a.metadata_type_id == m.metadata_type_id)
                 {
                     u.tx.delete_document_metadata(m.id)?;
-                    if let Some(t) = u.tx.metadata_type(m.metadata_type_id)? {
-                        u.event(
-                            names::DOCUMENT_METADATA_REMOVED,
-                            doc_event(&d),
-                            Some(mt_event(&t)),
-                        )?;
-                    }
+                    let t =
+                        u.tx.metadata_type(m.metadata_type_id)?
+                            .ok_or_else(|| Error::not_found("metadata type"))?;
+                    u.event(
+                        names::DOCUMENT_METADATA_REMOVED,
+                        doc_event(&d),
+                        Some(mt_event(&t)),
+                    )?;
                 }
             }
             for a in associations.iter().filter(|a| a.required) {

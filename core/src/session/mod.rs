@@ -320,7 +320,10 @@ impl Session {
 
     /// Events of the log whose target this session may view, newest first (unless
     /// `query.oldest_first`). An event's action object that this session may not view is
-    /// redacted to `None`: the event is shown, the hidden object is not.
+    /// redacted to `None`: the event is shown, the hidden object is not. So is its actor, unless
+    /// this session may view that user (itself, or `user_management.user_view`, as
+    /// [`user`](Self::user) decides): who did something is a user like any other, and a user
+    /// one may not look up must not be named by the log either.
     pub fn events(&self, query: &EventQuery) -> Result<Vec<Event>> {
         let limit = query.limit.unwrap_or(100).clamp(1, 1000) as usize;
         if self.actor == Actor::System || self.is_superuser() {
@@ -351,6 +354,9 @@ impl Session {
                     {
                         e.action_object = None;
                     }
+                    if e.actor.is_some_and(|a| !self.may_view_user(a)) {
+                        e.actor = None;
+                    }
                     out.push(e);
                     if out.len() == limit {
                         return Ok(out);
@@ -379,10 +385,7 @@ impl Session {
                 Actor::System => true,
             },
             Err(_) => match target.kind.as_str() {
-                "user_management.user" => {
-                    self.actor.user().is_some_and(|u| u.0 == target.id)
-                        || self.can_globally(Permission::UserView)
-                }
+                "user_management.user" => self.may_view_user(UserId(target.id)),
                 "user_management.group" => self.can_globally(Permission::GroupView),
                 _ => self.is_superuser(),
             },

@@ -149,8 +149,8 @@ pub struct EventActor {
     pub username: String,
 }
 
-/// An event with its actor's name (shown with the event: seeing an event is enough to see who
-/// did it; `None` for docmeta itself or a user deleted since).
+/// An event with its actor's name: `None` for docmeta itself, a user deleted since, or a user
+/// the reader may not view (see [`Session::events`](super::Session::events)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventView {
     /// The event.

@@ -12,16 +12,19 @@ use crate::model::*;
 impl Tx<'_> {
     // ----- users, groups, roles ---------------------------------------------------------
 
-    /// Inserts a user.
+    /// Inserts a user. A username whose key (see `model::username_key`) equals another
+    /// user's is an [`Error::Conflict`], as an equal username is.
     pub fn insert_user(
         &mut self,
         username: &str,
         password_hash: &str,
         superuser: bool,
     ) -> Result<UserRow> {
+        let key = username_key(username);
+        self.refuse_username_key(&key, None)?;
         let id = self.insert(
-            "INSERT INTO users (username, password_hash, is_superuser, is_active, created) VALUES (?1, ?2, ?3, 1, ?4) RETURNING id",
-            &[username.into(), password_hash.into(), superuser.into(), to_micros(Utc::now()).into()],
+            "INSERT INTO users (username, password_hash, is_superuser, is_active, created, username_key) VALUES (?1, ?2, ?3, 1, ?4, ?5) RETURNING id",
+            &[username.into(), password_hash.into(), superuser.into(), to_micros(Utc::now()).into(), (&key).into()],
         )?;
         Ok(UserRow {
             id: UserId(id),
@@ -32,13 +35,46 @@ impl Tx<'_> {
         })
     }
 
-    /// Updates a user.
+    /// Updates a user. A new username whose key equals another user's is an
+    /// [`Error::Conflict`]; keeping one's name is never refused, even where users from before
+    /// the key existed collide.
     pub fn update_user(&mut self, u: &UserRow) -> Result<()> {
+        let renamed = self
+            .optional(
+                "SELECT username FROM users WHERE id = ?1",
+                &[u.id.0.into()],
+                |r| r.text(0),
+            )?
+            .is_some_and(|old| old != u.username);
+        if renamed {
+            let key = username_key(&u.username);
+            self.refuse_username_key(&key, Some(u.id))?;
+            self.execute(
+                "UPDATE users SET username_key = ?1 WHERE id = ?2",
+                &[(&key).into(), u.id.0.into()],
+            )?;
+        }
         self.execute(
             "UPDATE users SET username = ?1, password_hash = ?2, is_superuser = ?3, is_active = ?4 WHERE id = ?5",
             &[(&u.username).into(), (&u.password_hash).into(), u.is_superuser.into(), u.is_active.into(), u.id.0.into()],
         )
         .map(drop)
+    }
+
+    /// Refuses a username key that another user than `except` has.
+    fn refuse_username_key(&mut self, key: &str, except: Option<UserId>) -> Result<()> {
+        let taken = self.optional(
+            "SELECT id FROM users WHERE username_key = ?1 AND id <> ?2 LIMIT 1",
+            &[key.into(), except.map_or(0, |u| u.0).into()],
+            |r| r.int(0),
+        )?;
+        match taken {
+            Some(_) => Err(Error::conflict(
+                "username",
+                "A user with a username that looks the same already exists.",
+            )),
+            None => Ok(()),
+        }
     }
 
     /// Deletes a user and their memberships.
@@ -172,6 +208,17 @@ impl Tx<'_> {
         self.rows("SELECT id, label FROM roles ORDER BY id", &[], |r| {
             Ok((RoleId(r.int(0)?), r.text(1)?))
         })
+    }
+
+    /// The roles a user holds through the groups they belong to (whether or not they are
+    /// active), by id.
+    pub fn roles_of_user(&mut self, user: UserId) -> Result<Vec<RoleId>> {
+        self.rows(
+            "SELECT DISTINCT rg.role_id FROM role_groups rg JOIN group_users gu ON gu.group_id = rg.group_id WHERE gu.user_id = ?1 ORDER BY rg.role_id",
+            &[user.0.into()],
+            |r| r.int(0),
+        )
+        .map(id_list)
     }
 
     /// Assigns (`true`) or removes a role from a group; returns whether anything changed.

@@ -8,7 +8,10 @@
 //! on a crate-private transaction wrapper, so an embedder cannot write past sessions' checks,
 //! events and tasks through them; [`Store`] and [`Transaction`] stay public for implementing a
 //! store (and for tools that need raw access, which bypasses every rule). Uniqueness rules are schema constraints, so they
-//! hold under concurrent writers; a violated constraint surfaces as [`Error::Conflict`].
+//! hold under concurrent writers; a violated constraint surfaces as [`Error::Conflict`]. The
+//! one exception, usernames that look alike (`users.username_key`, not unique because users
+//! from before it may collide), is checked by a query in the inserting transaction, which
+//! both stores serialise (one SQLite writer; PostgreSQL `SERIALIZABLE`).
 //!
 //! Layer 3: imports only `error`, `model`, `config` and `events`; the only module with SQL
 //! (`scripts/check-structure` checks both).
@@ -35,6 +38,10 @@ mod workflows;
 pub use postgres::PostgresStore;
 pub(crate) use reads::FollowedEvent;
 pub use sqlite::{SCHEMA_VERSION, SqliteStore};
+
+/// The migration that adds `users.username_key`; each store fills it for existing users in
+/// Rust, in the migration's transaction (the key is not something SQL can compute).
+pub(crate) const USERNAME_KEYS_MIGRATION: u32 = 8;
 
 /// A statement parameter.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -68,7 +68,10 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
         7,
         include_str!("migrations/postgres/0007_template_shapers.sql"),
     ),
-    (8, include_str!("migrations/postgres/0008_reserved.sql")),
+    (
+        super::USERNAME_KEYS_MIGRATION,
+        include_str!("migrations/postgres/0008_username_keys.sql"),
+    ),
     (
         9,
         include_str!("migrations/postgres/0009_followed_events.sql"),
@@ -718,6 +721,37 @@ impl PostgresStore {
     }
 }
 
+/// The data half of migration 8: each existing user's username key (computed in Rust: SQL
+/// cannot), in the migration's transaction, the updates pipelined.
+fn fill_username_keys(client: &mut Conn) -> Result<()> {
+    let failed = |e| pg_error("filling the username keys (migration 8)", e);
+    let users = client
+        .query("SELECT id, username FROM users WHERE username_key IS NULL")
+        .map_err(failed)?;
+    let update = client
+        .prepare("UPDATE users SET username_key = $1::text WHERE id = $2::int8")
+        .map_err(failed)?;
+    if users.is_empty() {
+        return Ok(());
+    }
+    let mut ops = Vec::with_capacity(users.len());
+    for row in &users {
+        let id: i64 = row.try_get(0).map_err(failed)?;
+        let username: String = row.try_get(1).map_err(failed)?;
+        ops.push(Op::Execute(
+            update.clone(),
+            vec![
+                Bound::Text(crate::model::username_key(&username)),
+                Bound::Int(id),
+            ],
+        ));
+    }
+    for answer in client.pipeline(&ops).map_err(failed)? {
+        answer.map_err(failed)?;
+    }
+    Ok(())
+}
+
 /// `?N` placeholders to `$N` with the bound value's type, outside string literals.
 fn rewrite(sql: &str, params: &[Param<'_>]) -> String {
     let mut out = String::with_capacity(sql.len() + 16);
@@ -1098,6 +1132,9 @@ impl Store for PostgresStore {
                     client
                         .batch_execute(sql)
                         .map_err(|e| pg_error(&format!("applying migration {version}"), e))?;
+                    if *version == super::USERNAME_KEYS_MIGRATION {
+                        fill_username_keys(client)?;
+                    }
                     client
                         .batch_execute(&format!(
                             "INSERT INTO schema_version (version) VALUES ({version})"

@@ -33,7 +33,10 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
         7,
         include_str!("migrations/sqlite/0007_template_shapers.sql"),
     ),
-    (8, include_str!("migrations/sqlite/0008_reserved.sql")),
+    (
+        super::USERNAME_KEYS_MIGRATION,
+        include_str!("migrations/sqlite/0008_username_keys.sql"),
+    ),
     (
         9,
         include_str!("migrations/sqlite/0009_followed_events.sql"),
@@ -237,6 +240,28 @@ impl SqliteStore {
             .map_err(|e| sqlite_error("reading the schema version", e))?;
         Ok(u32::try_from(v.unwrap_or(0)).unwrap_or(0))
     }
+}
+
+/// The data half of migration 8: each existing user's username key (computed in Rust: SQL
+/// cannot), in the migration's transaction.
+fn fill_username_keys(tx: &rusqlite::Transaction<'_>) -> Result<()> {
+    let failed = |e| sqlite_error("filling the username keys (migration 8)", e);
+    let users: Vec<(i64, String)> = tx
+        .prepare("SELECT id, username FROM users WHERE username_key IS NULL")
+        .and_then(|mut stmt| {
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<_>>()
+        })
+        .map_err(failed)?;
+    let mut update = tx
+        .prepare("UPDATE users SET username_key = ?1 WHERE id = ?2")
+        .map_err(failed)?;
+    for (id, username) in users {
+        update
+            .execute(rusqlite::params![crate::model::username_key(&username), id])
+            .map_err(failed)?;
+    }
+    Ok(())
 }
 
 /// Checks a database file before it replaces anything (the staging copy of a restore): SQLite's
@@ -523,6 +548,9 @@ impl Store for SqliteStore {
                 .map_err(|e| sqlite_error("starting a migration", e))?;
             tx.execute_batch(sql)
                 .map_err(|e| sqlite_error(&format!("applying migration {version}"), e))?;
+            if *version == super::USERNAME_KEYS_MIGRATION {
+                fill_username_keys(&tx)?;
+            }
             tx.execute(
                 "INSERT INTO schema_version (version) VALUES (?1)",
                 [i64::from(*version)],

@@ -843,16 +843,25 @@ impl Session {
         self.read(|tx| self.instance_for(tx, document, id))
     }
 
-    /// An instance's log, oldest first.
+    /// An instance's log, oldest first. An entry's `user_id` is `None` when this session may not
+    /// view that user (see [`Session::events`]).
     pub fn workflow_log(
         &self,
         document: DocumentId,
         id: WorkflowInstanceId,
     ) -> Result<Vec<WorkflowLogEntry>> {
-        self.read(|tx| {
+        let mut log = self.read(|tx| {
             self.instance_for(tx, document, id)?;
             tx.workflow_log(id)
-        })
+        })?;
+        // Who took a transition is a user like an event's actor: named only to readers who
+        // may view that user (issue #32).
+        for entry in &mut log {
+            if entry.user_id.is_some_and(|u| !self.may_view_user(u)) {
+                entry.user_id = None;
+            }
+        }
+        Ok(log)
     }
 
     /// The transitions the instance may take now: leaving its current state, with a condition

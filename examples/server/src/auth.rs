@@ -7,16 +7,23 @@
 //! created, edited (password, activity, name) or deleted, in this process or in another one on
 //! the same PostgreSQL database, the epoch moves and every entry is verified again.
 //!
-//! Failed logins are limited three ways (`429` with `Retry-After`):
-//! - per client address: `login_failures_per_minute` failures, then that address waits for the
-//!   rest of the minute;
+//! Failed logins are limited three ways (`429` with `Retry-After`). A client's "address" is its
+//! IPv4 address, or the /64 network of its IPv6 address (one host usually has a whole /64, so
+//! counting single IPv6 addresses would give a guesser billions of them):
+//! - per address: `login_failures_per_minute` failures, across all usernames, then that
+//!   address waits for the rest of the minute;
 //! - per username *and* address: the same, so guessing one user's password from one address
 //!   stops there, and locks out nobody else;
-//! - per username across all addresses, progressively: only after four times
-//!   `login_failures_per_minute` failures (a guesser with many addresses), each further failure
-//!   locks the username for twice as long as the one before, from 1 s up to 5 minutes; a quiet
-//!   quarter of an hour forgets it. So nobody can lock a known user out for a minute with a few
-//!   wrong passwords, and a distributed guesser's rate still drops exponentially.
+//! - a username under attack: once it has failed more than four times
+//!   `login_failures_per_minute` from all addresses together (within 15 minutes of each
+//!   other; a quiet quarter of an hour forgets it), each address that has failed for it in
+//!   those 15 minutes gets one attempt per minute for it. An address that has not failed for
+//!   that username is not limited by the attack at all: nobody can lock a user out of an
+//!   address they have never guessed from, and a guesser with many addresses still gets only
+//!   one guess per address per minute.
+//!
+//! The limiter is kept in each process's memory: two `docmeta serve` processes behind one
+//! balancer count separately, and a restart forgets.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -34,31 +41,87 @@ use crate::error::ApiError;
 const WINDOW: Duration = Duration::from_secs(60);
 /// A cached verification is trusted this long before Argon2 runs again.
 const CACHE_TTL: Duration = Duration::from_secs(600);
-/// How many times `login_failures_per_minute` a username may fail, from any addresses, before
-/// its progressive lockout starts.
+/// How many times `login_failures_per_minute` a username may fail, from all addresses, before
+/// it is under attack.
 const USER_FAILURES_FACTOR: u32 = 4;
-/// The longest progressive lockout of a username.
-const MAX_USER_LOCKOUT: Duration = Duration::from_secs(300);
-/// A username's failures are forgotten after this long without one.
+/// A username's failures, and which addresses failed for it, are forgotten after this long
+/// without one.
 const USER_FAILURES_MEMORY: Duration = Duration::from_secs(900);
+/// Past this many entries, a failure map drops what it no longer needs (bounded memory).
+const MAX_ENTRIES: usize = 100_000;
 
-/// Failures of one key in the current window.
+/// Failures of one address, or of one username from one address, in the current window.
 #[derive(Debug)]
 struct Failures {
     count: u32,
     since: Instant,
+    /// The latest failure (outlives the window: see [`Auth::under_attack`]).
+    last: Instant,
 }
 
-/// Failures of one username from every address, for the progressive lockout.
+impl Failures {
+    fn new(now: Instant) -> Failures {
+        Failures {
+            count: 0,
+            since: now,
+            last: now,
+        }
+    }
+
+    /// Counts a failure at `now`, starting a new window when the last one is over.
+    fn add(&mut self, now: Instant) {
+        if now.duration_since(self.since) >= WINDOW {
+            self.count = 0;
+            self.since = now;
+        }
+        self.count = self.count.saturating_add(1);
+        self.last = now;
+    }
+
+    /// Seconds left in the window once `max` failures are reached in it.
+    fn wait(&self, max: u32, now: Instant) -> Option<u64> {
+        let elapsed = now.duration_since(self.since);
+        (self.count >= max && elapsed < WINDOW).then(|| rounded_up(WINDOW - elapsed))
+    }
+}
+
+/// Failures of one username from all addresses, to tell when it is under attack.
 #[derive(Debug)]
 struct UserFailures {
     count: u32,
     last: Instant,
-    locked_until: Option<Instant>,
+}
+
+/// Where a login comes from, as the limiter counts it: an IPv4 address, an IPv6 /64 network
+/// (an IPv4-mapped IPv6 address is its IPv4 address), or nothing known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Origin {
+    V4(std::net::Ipv4Addr),
+    V6Net(u64),
+    Unknown,
+}
+
+impl Origin {
+    fn of(client: Option<IpAddr>) -> Origin {
+        match client.map(|c| c.to_canonical()) {
+            Some(IpAddr::V4(a)) => Origin::V4(a),
+            Some(IpAddr::V6(a)) => Origin::V6Net((u128::from(a) >> 64) as u64),
+            None => Origin::Unknown,
+        }
+    }
 }
 
 /// A verified credential: the user, when it was verified, and the credentials epoch then.
 type CacheEntry = (UserId, Instant, u64);
+
+/// The failure limiter's counts (see the module documentation).
+#[derive(Default)]
+struct Limiter {
+    addresses: HashMap<Origin, Failures>,
+    /// Per username and address.
+    pairs: HashMap<(String, Origin), Failures>,
+    users: HashMap<String, UserFailures>,
+}
 
 /// The credential cache and the failure limiter.
 pub struct Auth {
@@ -70,8 +133,12 @@ pub struct Auth {
     /// of logins queues here instead of exhausting memory.
     verifying: tokio::sync::Semaphore,
     cache: RwLock<HashMap<[u8; TOKEN_LEN], CacheEntry>>,
-    failures: Mutex<HashMap<String, Failures>>,
-    user_failures: Mutex<HashMap<String, UserFailures>>,
+    limiter: Mutex<Limiter>,
+}
+
+fn rounded_up(d: Duration) -> u64 {
+    // A client that waits what Retry-After says is let through.
+    (d.as_secs() + u64::from(d.subsec_nanos() > 0)).max(1)
 }
 
 impl Auth {
@@ -82,8 +149,7 @@ impl Auth {
             max_failures: db.config().login_failures_per_minute,
             verifying: tokio::sync::Semaphore::new(parallel),
             cache: RwLock::new(HashMap::new()),
-            failures: Mutex::new(HashMap::new()),
-            user_failures: Mutex::new(HashMap::new()),
+            limiter: Mutex::new(Limiter::default()),
         })
     }
 
@@ -101,66 +167,84 @@ impl Auth {
             .map(|(user, _, _)| *user)
     }
 
-    /// Seconds to wait when `key` has failed too often in the current window.
-    fn blocked(&self, key: &str) -> Option<u64> {
-        let failures = self.failures.lock();
-        let f = failures.get(key)?;
-        let elapsed = f.since.elapsed();
-        (f.count >= self.max_failures && elapsed < WINDOW)
-            .then(|| (WINDOW - elapsed).as_secs().max(1))
+    /// Whether `username` has failed more than its budget from all addresses lately.
+    fn under_attack(&self, limiter: &Limiter, username: &str, now: Instant) -> bool {
+        limiter.users.get(username).is_some_and(|f| {
+            now.duration_since(f.last) < USER_FAILURES_MEMORY
+                && f.count > self.max_failures.saturating_mul(USER_FAILURES_FACTOR)
+        })
     }
 
-    /// Seconds to wait while `username` is under its progressive lockout.
-    fn user_locked(&self, username: &str) -> Option<u64> {
-        let failures = self.user_failures.lock();
-        let until = failures.get(username)?.locked_until?;
-        let left = until.checked_duration_since(Instant::now())?;
-        // Rounded up: a client that waits what Retry-After says is let through.
-        Some(left.as_secs() + u64::from(left.subsec_nanos() > 0))
-    }
-
-    fn record_failure(&self, keys: &[String], username: &str) {
-        {
-            let mut failures = self.failures.lock();
-            if failures.len() > 100_000 {
-                failures.retain(|_, f| f.since.elapsed() < WINDOW);
-            }
-            for key in keys {
-                let f = failures.entry(key.clone()).or_insert(Failures {
-                    count: 0,
-                    since: Instant::now(),
-                });
-                if f.since.elapsed() >= WINDOW {
-                    *f = Failures {
-                        count: 0,
-                        since: Instant::now(),
-                    };
-                }
-                f.count += 1;
-            }
-        }
-        let mut users = self.user_failures.lock();
-        if users.len() > 100_000 {
-            users.retain(|_, f| f.last.elapsed() < USER_FAILURES_MEMORY);
-        }
+    /// Seconds `username` must wait before trying from `origin`, if any.
+    fn wait(&self, username: &str, origin: Origin) -> Option<u64> {
         let now = Instant::now();
-        let f = users.entry(username.to_owned()).or_insert(UserFailures {
-            count: 0,
-            last: now,
-            locked_until: None,
-        });
-        if f.last.elapsed() >= USER_FAILURES_MEMORY {
-            f.count = 0;
-            f.locked_until = None;
+        let limiter = self.limiter.lock();
+        let address = limiter
+            .addresses
+            .get(&origin)
+            .and_then(|f| f.wait(self.max_failures, now));
+        let pair = limiter.pairs.get(&(username.to_owned(), origin));
+        let pair_wait = pair.and_then(|f| f.wait(self.max_failures, now));
+        // Under attack, only the addresses that have failed for this username are slowed, to
+        // one attempt per window each; any other address logs in as usual.
+        let attack = pair
+            .filter(|_| self.under_attack(&limiter, username, now))
+            .and_then(|f| {
+                let since = now.duration_since(f.last);
+                (since < WINDOW).then(|| rounded_up(WINDOW - since))
+            });
+        [address, pair_wait, attack].into_iter().flatten().max()
+    }
+
+    fn record_failure(&self, username: &str, origin: Origin) {
+        let now = Instant::now();
+        let mut limiter = self.limiter.lock();
+        if limiter.addresses.len() > MAX_ENTRIES {
+            limiter
+                .addresses
+                .retain(|_, f| now.duration_since(f.since) < WINDOW);
         }
-        f.count = f.count.saturating_add(1);
-        f.last = now;
-        let threshold = self.max_failures.saturating_mul(USER_FAILURES_FACTOR);
-        if f.count > threshold {
-            let doublings = (f.count - threshold - 1).min(16);
-            let lockout = Duration::from_secs(1 << doublings).min(MAX_USER_LOCKOUT);
-            f.locked_until = Some(now + lockout);
+        if limiter.pairs.len() > MAX_ENTRIES {
+            limiter
+                .pairs
+                .retain(|_, f| now.duration_since(f.last) < USER_FAILURES_MEMORY);
         }
+        if limiter.users.len() > MAX_ENTRIES {
+            limiter
+                .users
+                .retain(|_, f| now.duration_since(f.last) < USER_FAILURES_MEMORY);
+        }
+        limiter
+            .addresses
+            .entry(origin)
+            .or_insert_with(|| Failures::new(now))
+            .add(now);
+        limiter
+            .pairs
+            .entry((username.to_owned(), origin))
+            .or_insert_with(|| Failures::new(now))
+            .add(now);
+        let user = limiter
+            .users
+            .entry(username.to_owned())
+            .or_insert(UserFailures {
+                count: 0,
+                last: now,
+            });
+        if now.duration_since(user.last) >= USER_FAILURES_MEMORY {
+            user.count = 0;
+        }
+        user.count = user.count.saturating_add(1);
+        user.last = now;
+    }
+
+    /// A login that succeeded from `origin`: its earlier failures for `username` no longer
+    /// count against that address (the user mistyped, then got it right).
+    fn record_success(&self, username: &str, origin: Origin) {
+        self.limiter
+            .lock()
+            .pairs
+            .remove(&(username.to_owned(), origin));
     }
 
     /// Authenticates `Authorization: Basic ...` from `client`.
@@ -188,16 +272,8 @@ impl Auth {
         if let Some(user) = self.cached(&fingerprint, epoch) {
             return Ok(user);
         }
-        let keys: Vec<String> = match client {
-            Some(c) => vec![format!("addr:{c}"), format!("user:{username}@{c}")],
-            None => vec![format!("user:{username}")],
-        };
-        let wait = keys
-            .iter()
-            .filter_map(|k| self.blocked(k))
-            .chain(self.user_locked(&username))
-            .max();
-        if let Some(wait) = wait {
+        let origin = Origin::of(client);
+        if let Some(wait) = self.wait(&username, origin) {
             let mut e = ApiError::detail(
                 StatusCode::TOO_MANY_REQUESTS,
                 "Too many failed login attempts; try again later.",
@@ -226,10 +302,12 @@ impl Auth {
                     cache.clear();
                 }
                 cache.insert(fingerprint, (u.id, Instant::now(), epoch));
+                drop(cache);
+                self.record_success(&username, origin);
                 Ok(u.id)
             }
             None => {
-                self.record_failure(&keys, &username);
+                self.record_failure(&username, origin);
                 Err(ApiError::unauthorized())
             }
         }
@@ -257,11 +335,12 @@ mod tests {
         Auth::new(&db)
     }
 
+    fn at(address: &str) -> Origin {
+        Origin::of(Some(address.parse().expect("an address")))
+    }
+
     fn fail(auth: &Auth, user: &str, address: &str) {
-        auth.record_failure(
-            &[format!("addr:{address}"), format!("user:{user}@{address}")],
-            user,
-        );
+        auth.record_failure(user, at(address));
     }
 
     #[test]
@@ -288,39 +367,58 @@ mod tests {
     }
 
     #[test]
-    fn a_few_failures_from_many_addresses_do_not_lock_a_user() {
+    fn a_few_failures_from_many_addresses_slow_down_no_address() {
         let auth = auth();
         for i in 0..auth.max_failures * USER_FAILURES_FACTOR {
             fail(&auth, "ann", &format!("10.0.0.{i}"));
         }
-        assert_eq!(auth.user_locked("ann"), None);
+        assert_eq!(auth.wait("ann", at("10.0.0.1")), None);
     }
 
     #[test]
-    fn the_user_lockout_doubles_with_each_failure_past_the_threshold() {
+    fn under_attack_each_failing_address_waits_and_a_fresh_one_does_not() {
         let auth = auth();
-        for i in 0..auth.max_failures * USER_FAILURES_FACTOR {
+        for i in 0..=auth.max_failures * USER_FAILURES_FACTOR {
             fail(&auth, "ann", &format!("10.0.0.{i}"));
         }
-        fail(&auth, "ann", "10.0.1.1");
-        assert_eq!(auth.user_locked("ann"), Some(1));
-        fail(&auth, "ann", "10.0.1.2");
-        fail(&auth, "ann", "10.0.1.3");
-        assert_eq!(auth.user_locked("ann"), Some(4));
+        let wait = auth
+            .wait("ann", at("10.0.0.3"))
+            .expect("a failing address waits");
+        assert!((59..=60).contains(&wait), "{wait}");
+        assert_eq!(auth.wait("ann", at("10.0.1.1")), None, "a fresh address");
         assert_eq!(
-            auth.user_locked("bob"),
+            auth.wait("bob", at("10.0.0.3")),
             None,
             "other users are not affected"
         );
     }
 
     #[test]
-    fn the_user_lockout_never_exceeds_five_minutes() {
+    fn a_success_forgets_that_address_s_failures_for_that_user() {
         let auth = auth();
-        for i in 0..200 {
-            fail(&auth, "ann", &format!("10.0.{}.{}", i / 250, i % 250));
+        for _ in 0..auth.max_failures {
+            fail(&auth, "ann", "10.0.0.1");
         }
-        let locked = auth.user_locked("ann").expect("locked");
-        assert!(locked <= MAX_USER_LOCKOUT.as_secs(), "{locked}");
+        auth.record_success("ann", at("10.0.0.1"));
+        // The address itself stays limited (it failed ten times in this minute).
+        assert!(auth.wait("bob", at("10.0.0.1")).is_some());
+        assert!(
+            !auth
+                .limiter
+                .lock()
+                .pairs
+                .contains_key(&("ann".into(), at("10.0.0.1")))
+        );
+    }
+
+    #[test]
+    fn ipv6_addresses_of_one_64_network_count_as_one() {
+        let auth = auth();
+        for i in 0..auth.max_failures {
+            fail(&auth, &format!("user{i}"), &format!("2001:db8:1:2::{i:x}"));
+        }
+        assert!(auth.wait("anyone", at("2001:db8:1:2:ffff::9")).is_some());
+        assert_eq!(auth.wait("anyone", at("2001:db8:1:3::1")), None);
+        assert_eq!(at("::ffff:10.0.0.1"), at("10.0.0.1"));
     }
 }

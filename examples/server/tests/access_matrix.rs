@@ -95,11 +95,11 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "PATCH /api/v4/users/{user_id}/",
-        "not the caller and no user_view: 404; own password: allowed; else global user_edit (403); is_superuser only by a superuser (403)",
+        "not the caller and no user_view: 404; own password: allowed; else global user_edit (403); is_superuser only by a superuser (403); another user only by one holding everything they hold (403)",
     ),
     (
         "DELETE /api/v4/users/{user_id}/",
-        "not the caller and no user_view: 404; global user_delete (403); a superuser only by a superuser (403)",
+        "not the caller and no user_view: 404; global user_delete (403); a superuser only by a superuser (403); holding everything the user holds (403)",
     ),
     (
         "GET /api/v4/groups/",
@@ -112,11 +112,11 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "PATCH /api/v4/groups/{group_id}/",
-        "group_view (404) then group_edit (403), global only",
+        "group_view (404) then group_edit (403), global only; holding what the group's roles grant (403)",
     ),
     (
         "DELETE /api/v4/groups/{group_id}/",
-        "group_view (404) then group_delete (403)",
+        "group_view (404) then group_delete (403); holding what the group's roles grant (403)",
     ),
     (
         "GET /api/v4/groups/{group_id}/users/",
@@ -124,11 +124,11 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "POST /api/v4/groups/{group_id}/users/add/",
-        "group_view (404) then group_edit (403)",
+        "group_view (404) then group_edit (403); the user visible (400); holding what the group's roles grant (403)",
     ),
     (
         "POST /api/v4/groups/{group_id}/users/remove/",
-        "group_view (404) then group_edit (403)",
+        "group_view (404) then group_edit (403); the user visible (400); holding what the group's roles grant (403)",
     ),
     (
         "GET /api/v4/roles/",
@@ -141,11 +141,11 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "PATCH /api/v4/roles/{role_id}/",
-        "role_edit on the role (403/404)",
+        "role_edit on the role (403/404); holding what the role grants (403)",
     ),
     (
         "DELETE /api/v4/roles/{role_id}/",
-        "role_delete on the role (403/404)",
+        "role_delete on the role (403/404); holding what the role grants (403)",
     ),
     (
         "GET /api/v4/roles/{role_id}/groups/",
@@ -153,11 +153,11 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "POST /api/v4/roles/{role_id}/groups/add/",
-        "role_edit on the role (403/404)",
+        "role_edit on the role (403/404); the group visible (400); holding what the role grants (403)",
     ),
     (
         "POST /api/v4/roles/{role_id}/groups/remove/",
-        "role_edit on the role (403/404)",
+        "role_edit on the role (403/404); the group visible (400); holding what the role grants (403)",
     ),
     (
         "GET /api/v4/roles/{role_id}/permissions/",
@@ -165,11 +165,11 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "POST /api/v4/roles/{role_id}/permissions/add/",
-        "role_edit on the role (403/404)",
+        "role_edit on the role (403/404); role_edit globally and the permission globally (403)",
     ),
     (
         "POST /api/v4/roles/{role_id}/permissions/remove/",
-        "role_edit on the role (403/404)",
+        "role_edit on the role (403/404); role_edit globally and the permission globally (403)",
     ),
     (
         "GET /api/v4/metadata/metadata-types/",
@@ -269,7 +269,7 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "POST /api/v4/documents/{document_id}/type/change/",
-        "document_change_type on the document (403/404), document_type_view on the new type (a body reference: 400)",
+        "document_view (404), document_change_type on the document (403), document_type_view on the new type (a body reference: 400), document_create on the new type (403)",
     ),
     (
         "GET /api/v4/documents/{document_id}/metadata/",
@@ -325,7 +325,7 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "GET /api/v4/events/",
-        "list: events whose target the caller may view",
+        "list: events whose target the caller may view; the actor shown only to the actor and user_view holders",
     ),
     (
         "GET /api/v4/documents/{document_id}/workflows/",
@@ -485,15 +485,15 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "DELETE /api/v5/objects/{app_label}/{model_name}/{object_id}/acls/{acl_id}/",
-        "acls.acl_edit on the object (403/404)",
+        "acls.acl_edit on the object (403/404); holding each of its permissions there (403)",
     ),
     (
         "POST /api/v5/objects/{app_label}/{model_name}/{object_id}/acls/{acl_id}/permissions/add/",
-        "acls.acl_edit on the object (403/404); an ACL of another object 404",
+        "acls.acl_edit on the object (403/404); an ACL of another object 404; the role visible (400); holding the permission there (403)",
     ),
     (
         "POST /api/v5/objects/{app_label}/{model_name}/{object_id}/acls/{acl_id}/permissions/remove/",
-        "acls.acl_edit on the object (403/404); an ACL of another object 404",
+        "acls.acl_edit on the object (403/404); an ACL of another object 404; the role visible (400); holding the permission there (403)",
     ),
 ];
 
@@ -1415,12 +1415,14 @@ fn build_world(x: &mut Ctx) {
         });
     }
     // Targets of user edits and deletions (never callers).
+    let mut targets = Vec::new();
     for n in 1..=4 {
-        x.admin(
+        let t = x.admin(
             "POST",
             "/api/v4/users/",
             Some(json!({"username": format!("target{n}"), "password": format!("password-of-target{n}")})),
         );
+        targets.push(id(&t));
     }
     x.admin(
         "POST",
@@ -1474,6 +1476,10 @@ fn build_world(x: &mut Ctx) {
     for g in x.dice.sample(&groups, 2) {
         membership.insert((g, regular[5]));
     }
+    // target2 and target3 hold what group1's roles grant: editing or deleting them needs
+    // holding that too (issue #32); target1 and target4 hold nothing.
+    membership.insert((groups[0], targets[1]));
+    membership.insert((groups[0], targets[2]));
     for (g, u) in membership {
         x.admin(
             "POST",
@@ -2759,6 +2765,29 @@ fn events(x: &mut Ctx) {
                     Err(st) => x.judge(op, &c, "-", Exp::Ok(200), st),
                     Ok(list) => {
                         x.judge(op, &c, "-", Exp::Ok(200), 200);
+                        // The actor is named only to the actor and to user_view holders, as
+                        // GET /api/v4/users/{id}/ would show them (issue #32).
+                        for e in &list {
+                            let actor = (all.iter())
+                                .find(|a| a["id"] == e["id"])
+                                .and_then(|a| a["actor"]["id"].as_i64());
+                            let shown = e["actor"]["id"].as_i64();
+                            let want = actor.filter(|a| *a == u || x.m.glob(u, USER_VIEW));
+                            if shown != want {
+                                x.problem(
+                                    if shown.is_some() {
+                                        Cat::ListShowsHidden
+                                    } else {
+                                        Cat::ListMissesVisible
+                                    },
+                                    op,
+                                    format!(
+                                        "{} sees actor {shown:?} in event {} (expected {want:?})",
+                                        c.name, e["id"]
+                                    ),
+                                );
+                            }
+                        }
                         // A second object is named only when the reader may view it (issue #15).
                         for e in &list {
                             let o = &e["action_object"];
@@ -2987,8 +3016,10 @@ fn writes(x: &mut Ctx) {
                         } else if !m.glob(u, USER_EDIT)
                             || (flag && !m.sup(u))
                             || (m.users.get(&t).is_some_and(|x| x.superuser) && !m.sup(u))
+                            || (u != t && !m.holds_user(u, t))
                         {
-                            // Only a superuser changes a superuser (issue #15).
+                            // Only a superuser changes a superuser (issue #15), and only one
+                            // holding everything another user holds changes them (issue #32).
                             Exp::No(403)
                         } else {
                             Exp::Ok(200)
@@ -3671,6 +3702,12 @@ fn writes(x: &mut Ctx) {
             let n = x.next_seq();
             let path = format!("/api/v4/roles/{r}/");
             let edit = move |m: &Model, u: i64| m.act(u, ROLE_EDIT, o, 200);
+            // Renaming, and linking or unlinking groups, need holding what the role grants
+            // (issue #32).
+            let rename = move |m: &Model, u: i64| match edit(m, u) {
+                Exp::Ok(_) if !m.holds_role(u, r) => Exp::No(403),
+                e => e,
+            };
             x.write(
                 c,
                 &Change {
@@ -3682,7 +3719,7 @@ fn writes(x: &mut Ctx) {
                     upload: false,
                     probe: vec![path.clone()],
                     change: true,
-                    exp: &edit,
+                    exp: &rename,
                     restore: &label_back("label"),
                 },
             );
@@ -3698,10 +3735,10 @@ fn writes(x: &mut Ctx) {
             ] {
                 let Some(g) = g else { continue };
                 // The group must be visible (an invisible one answers like an unknown one), and
-                // assigning needs holding what the role grants (issue #15).
+                // assigning (issue #15) or removing (issue #32) needs holding what the role grants.
                 let link = move |m: &Model, u: i64| match edit(m, u) {
                     Exp::Ok(_) if !m.glob(u, GROUP_VIEW) => Exp::No(400),
-                    Exp::Ok(_) if verb == "add" && !m.holds_role(u, r) => Exp::No(403),
+                    Exp::Ok(_) if !m.holds_role(u, r) => Exp::No(403),
                     e => e,
                 };
                 x.toggle(
@@ -3760,14 +3797,19 @@ fn writes(x: &mut Ctx) {
         |x, c, (g, members)| {
             let n = x.next_seq();
             let path = format!("/api/v4/groups/{g}/");
-            let edit = |m: &Model, u: i64| {
+            // Every change to a group needs holding what its roles grant (issue #32).
+            let edit = move |m: &Model, u: i64| {
                 if !m.glob(u, GROUP_VIEW) {
                     Exp::No(404)
-                } else if m.glob(u, GROUP_EDIT) {
-                    Exp::Ok(200)
-                } else {
+                } else if !m.glob(u, GROUP_EDIT) {
                     Exp::No(403)
+                } else {
+                    Exp::Ok(200)
                 }
+            };
+            let rename = move |m: &Model, u: i64| match edit(m, u) {
+                Exp::Ok(_) if !m.holds_group(u, g) => Exp::No(403),
+                e => e,
             };
             x.write(
                 c,
@@ -3780,7 +3822,7 @@ fn writes(x: &mut Ctx) {
                     upload: false,
                     probe: vec![path.clone()],
                     change: true,
-                    exp: &edit,
+                    exp: &rename,
                     restore: &label_back("name"),
                 },
             );
@@ -3796,17 +3838,11 @@ fn writes(x: &mut Ctx) {
             ] {
                 let Some(t) = t else { continue };
                 // The user must be visible (an invisible one answers like an unknown one), and
-                // adding needs holding what the group's roles grant (issue #15).
+                // adding (issue #15) or removing (issue #32) needs holding what the group's
+                // roles grant.
                 let member = move |m: &Model, u: i64| match edit(m, u) {
                     Exp::Ok(_) if !m.user_visible(u, t) => Exp::No(400),
-                    Exp::Ok(_)
-                        if verb == "add"
-                            && !(m.roles.iter())
-                                .filter(|(_, role)| role.groups.contains(&g))
-                                .all(|(r, _)| m.holds_role(u, *r)) =>
-                    {
-                        Exp::No(403)
-                    }
+                    Exp::Ok(_) if !m.holds_group(u, g) => Exp::No(403),
                     e => e,
                 };
                 x.toggle(
@@ -3874,11 +3910,12 @@ fn writes(x: &mut Ctx) {
         }
         for (acl, verb, p, own, role) in cases {
             // Through this object's ACL: the role must be visible (else it answers like an
-            // unknown one), and adding needs holding the permission there (issue #15).
+            // unknown one), and adding (issue #15) or removing (issue #32) needs holding the
+            // permission there.
             let key = p.clone();
             let own_exp = move |m: &Model, u: i64| match edit(m, u) {
                 Exp::Ok(_) if !m.seen(u, (K::Role, role)) => Exp::No(400),
-                Exp::Ok(_) if verb == "add" && !m.has(u, &key, o) => Exp::No(403),
+                Exp::Ok(_) if !m.has(u, &key, o) => Exp::No(403),
                 e => e,
             };
             let op = if verb == "add" {
@@ -4015,13 +4052,7 @@ fn deletions(x: &mut Ctx) {
                     .find(|t| **t != current && **t > current)
                     .or_else(|| x.m.dts.iter().find(|t| **t != current))
                     .expect("another type");
-            let exp = x.expect(
-                &c,
-                &|m, u| match m.act(u, DOC_CHANGE_TYPE, (K::Doc, d), 200) {
-                    Exp::Ok(_) if !m.seen(u, (K::DocType, new)) => Exp::No(400),
-                    e => e,
-                },
-            );
+            let exp = x.expect(&c, &|m, u| m.change_type(u, d, new));
             let probe = vec![
                 format!("/api/v4/documents/{d}/"),
                 format!("/api/v4/documents/{d}/metadata/"),
@@ -4099,6 +4130,10 @@ fn deletions(x: &mut Ctx) {
                     (m.acls.get(&o)).is_some_and(|a| a.get(&role).is_some_and(|a| a.id == acl));
                 match m.act(u, ACL_EDIT, o, 204) {
                     Exp::Ok(_) if !exists => Exp::No(404),
+                    // Holding each of its permissions there (issue #32).
+                    Exp::Ok(_) if !(m.acls[&o][&role].perms.iter()).all(|p| m.has(u, p, o)) => {
+                        Exp::No(403)
+                    }
                     e => e,
                 }
             },
@@ -4199,7 +4234,10 @@ fn deletions(x: &mut Ctx) {
             &|m, u| {
                 if !m.user_visible(u, t) {
                     Exp::No(404)
-                } else if !m.glob(u, USER_DELETE) || (m.users[&t].superuser && !m.sup(u)) {
+                } else if !m.glob(u, USER_DELETE)
+                    || (m.users[&t].superuser && !m.sup(u))
+                    || (u != t && !m.holds_user(u, t))
+                {
                     Exp::No(403)
                 } else {
                     Exp::Ok(204)
@@ -4215,7 +4253,10 @@ fn deletions(x: &mut Ctx) {
             format!("/api/v4/roles/{r}/"),
             None,
             &|m, u| match m.roles.contains_key(&r) {
-                true => m.act(u, ROLE_DELETE, (K::Role, r), 204),
+                true => match m.act(u, ROLE_DELETE, (K::Role, r), 204) {
+                    Exp::Ok(_) if !m.holds_role(u, r) => Exp::No(403),
+                    e => e,
+                },
                 false => Exp::No(404),
             },
             &|x| x.m.remove_role(r),
@@ -4230,7 +4271,7 @@ fn deletions(x: &mut Ctx) {
             &|m, u| {
                 if !m.groups.contains_key(&g) || !m.glob(u, GROUP_VIEW) {
                     Exp::No(404)
-                } else if m.glob(u, GROUP_DELETE) {
+                } else if m.glob(u, GROUP_DELETE) && m.holds_group(u, g) {
                     Exp::Ok(204)
                 } else {
                     Exp::No(403)

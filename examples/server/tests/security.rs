@@ -13,6 +13,8 @@ mod escalation;
 mod http_edges;
 #[path = "security/leaks.rs"]
 mod leaks;
+#[path = "security/reach.rs"]
+mod reach;
 #[path = "security/search.rs"]
 mod search;
 #[path = "security/streaming.rs"]

@@ -14,6 +14,7 @@ use docmeta_core::{
 pub const BACK_TO_SCHEMA_6: &str = "ALTER TABLE metadata_types DROP COLUMN default_shapers; \
      ALTER TABLE metadata_types DROP COLUMN lookup_shapers; \
      ALTER TABLE workflow_transitions DROP COLUMN condition_shapers; \
+     DROP INDEX users_by_username_key; ALTER TABLE users DROP COLUMN username_key; \
      DROP INDEX events_followed; ALTER TABLE events DROP COLUMN follow; \
      DELETE FROM schema_version WHERE version > 6;";
 

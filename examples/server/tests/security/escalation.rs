@@ -229,7 +229,7 @@ fn acl_edit_cannot_grant_a_permission_its_holder_lacks_there() {
 
 /// `GET /api/v4/users/current/` as `user`, sent from the loopback address `from` (127.0.0.x);
 /// returns the status.
-fn login_from(s: &Server, from: [u8; 4], user: (&str, &str)) -> u16 {
+pub fn login_from(s: &Server, from: [u8; 4], user: (&str, &str)) -> u16 {
     use std::io::{Read, Write};
     let server: std::net::SocketAddr = s
         .base
