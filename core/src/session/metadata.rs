@@ -691,6 +691,37 @@ impl Session {
         self.add_value(u, doc, mt, value, a.required).map(drop)
     }
 
+    /// Refuses, as [`create_document`](Self::create_document) would (and, `with_file`,
+    /// [`create_document_with_file`](Self::create_document_with_file)), a caller who may not
+    /// create a document of `document_type`, without creating anything: a type that does not
+    /// exist or that the caller may not see is `Error::Validation` on `document_type_id`;
+    /// without `documents.document_create` on it (or, `with_file`,
+    /// `documents.document_file_new`), `Error::PermissionDenied`. The label and values are not
+    /// checked. For a face that receives a document's content as a stream: it checks this
+    /// before reading the content, so a caller who may not create the document never makes it
+    /// receive (or store) a byte of it.
+    pub fn check_create_document(
+        &self,
+        document_type: DocumentTypeId,
+        with_file: bool,
+    ) -> Result<()> {
+        self.read(|tx| {
+            let dt = body_reference(
+                "document_type_id",
+                document_type,
+                self.load_document_type(tx, document_type, P::DocumentCreate),
+            )?;
+            if with_file {
+                self.require(
+                    P::DocumentFileNew,
+                    dt_ref(dt.id),
+                    format!("document type {}", dt.id),
+                )?;
+            }
+            Ok(())
+        })
+    }
+
     /// Creates a document as [`create_document`](Self::create_document) does, with its first
     /// file, all or nothing: the bytes are stored first (streaming), then the document, its
     /// values and the file's record commit in one transaction; if anything is refused the
@@ -707,18 +738,7 @@ impl Session {
     ) -> Result<(Document, DocumentFile)> {
         let label = crate::model::check_text("label", label, MAX_LABEL_LEN)?;
         // Refused before the content is stored, as the transaction would refuse after.
-        self.read(|tx| {
-            let dt = body_reference(
-                "document_type_id",
-                document_type,
-                self.load_document_type(tx, document_type, P::DocumentCreate),
-            )?;
-            self.require(
-                P::DocumentFileNew,
-                dt_ref(dt.id),
-                format!("document type {}", dt.id),
-            )
-        })?;
+        self.check_create_document(document_type, true)?;
         let filename = crate::files::clean_filename(filename);
         let storage = &self.db.inner.files;
         let mut hashing = crate::files::Hashing::new(content);

@@ -24,8 +24,7 @@ use crate::routes;
 use crate::state::{AppState, REQUEST, RequestClock};
 use crate::streams::{StreamCounter, StreamLimits, config_duration};
 
-/// Largest JSON request body.
-pub const MAX_BODY: usize = 1 << 20;
+pub use crate::body::MAX_BODY;
 /// Longest request target (path and query) the server reads; longer is `414`.
 pub const MAX_URI: usize = 8 * 1024;
 /// Most request header fields; more is `431`.

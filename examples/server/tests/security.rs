@@ -7,6 +7,8 @@ mod support;
 mod backup_files;
 #[path = "security/escalation.rs"]
 mod escalation;
+#[path = "security/forms.rs"]
+mod forms;
 #[path = "security/http_edges.rs"]
 mod http_edges;
 #[path = "security/leaks.rs"]
