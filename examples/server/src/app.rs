@@ -18,7 +18,7 @@ use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::Auth;
-use crate::conn::{Conn, GuardedListener};
+use crate::conn::ConnLimits;
 use crate::error::ApiError;
 use crate::routes;
 use crate::state::{AppState, REQUEST, RequestClock};
@@ -170,9 +170,9 @@ async fn limits(
 }
 
 /// Refuses a request whose target or header section is larger than the server reads (`414`,
-/// `431`), with a JSON body like every other error. (Past hyper's own parser limits, a URI over
-/// 64 KiB or more than 100 header fields, hyper answers the same statuses itself, without a
-/// body, before any of this code runs.)
+/// `431`), with a JSON body like every other error. (Past hyper's own parser limits, a head over
+/// [`MAX_HEAD_BYTES`](crate::conn::MAX_HEAD_BYTES) or more than 100 header fields, hyper answers
+/// `431` itself, without a body, before any of this code runs.)
 async fn head_limits(request: Request, next: Next) -> Response {
     let target = request
         .uri()
@@ -318,8 +318,13 @@ pub async fn serve_floor(
         }
     };
     let router = with_middleware(axum::Router::new().fallback(constant), limits);
-    let write_idle = config_duration(config.stream_idle_timeout_ms);
-    listen(router, bind, write_idle, "docmeta floor").await
+    listen(
+        router,
+        bind,
+        ConnLimits::from_config(config),
+        "docmeta floor",
+    )
+    .await
 }
 
 /// A JSON object of exactly `len` bytes (at least `{"p":""}`'s 8).
@@ -405,30 +410,22 @@ fn document_common_responses(doc: &mut serde_json::Value) {
 
 /// Serves until SIGINT or SIGTERM, then finishes in-flight requests.
 pub async fn serve(db: Docmeta, bind: SocketAddr) -> std::io::Result<()> {
-    let write_idle = config_duration(db.config().stream_idle_timeout_ms);
+    let limits = ConnLimits::from_config(db.config());
     let (router, _) = router(db);
-    listen(router, bind, write_idle, "docmeta").await
+    listen(router, bind, limits, "docmeta").await
 }
 
 async fn listen(
     router: axum::Router,
     bind: SocketAddr,
-    write_idle: Duration,
+    limits: ConnLimits,
     name: &str,
 ) -> std::io::Result<()> {
-    let listener = GuardedListener {
-        inner: tokio::net::TcpListener::bind(bind).await?,
-        write_idle,
-    };
-    let local = axum::serve::Listener::local_addr(&listener)?;
+    let listener = tokio::net::TcpListener::bind(bind).await?;
+    let local = listener.local_addr()?;
     tracing::info!(%local, "{name} listening");
     println!("{name} listening on http://{local}");
-    axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<Conn>(),
-    )
-    .with_graceful_shutdown(shutdown_signal())
-    .await
+    crate::conn::serve(listener, router, limits, shutdown_signal()).await
 }
 
 async fn shutdown_signal() {

@@ -5,6 +5,8 @@ mod support;
 
 #[path = "security/backup_files.rs"]
 mod backup_files;
+#[path = "security/connections.rs"]
+mod connections;
 #[path = "security/escalation.rs"]
 mod escalation;
 #[path = "security/forms.rs"]
