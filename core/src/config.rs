@@ -78,6 +78,15 @@ pub struct Config {
     /// IPv6 client's /64 network counts as one address); further ones are closed as soon as
     /// they are accepted. Behind a reverse proxy every connection comes from the proxy: raise it.
     pub max_connections_per_address: usize,
+    /// Template renders (defaults, lookups, workflow conditions and values) one user's requests
+    /// may have in progress at once in this process; beyond it a call that must render is
+    /// refused with [`Error::Throttled`](crate::Error::Throttled) (HTTP `429`). docmeta itself
+    /// (the application through `Docmeta::system`, the lifecycle tasks) is not counted.
+    pub renders_per_user: usize,
+    /// Template renders all users together may have in progress at once in this process;
+    /// beyond it, [`Error::Throttled`](crate::Error::Throttled) too. The HTTP server has this
+    /// many blocking threads more than its reads need, so renders never take a read's thread.
+    pub renders_at_once: usize,
     /// On PostgreSQL: the most connections one process holds open at once. Each concurrent
     /// unit of work (an HTTP request that reads or writes) uses one; beyond it they wait for one
     /// to come back (up to 10 seconds, then fail). Keep the sum over all processes below the
@@ -132,6 +141,8 @@ impl Default for Config {
             keep_alive_timeout_ms: 5_000,
             max_connections: 4096,
             max_connections_per_address: 256,
+            renders_per_user: 2,
+            renders_at_once: 4,
             postgres_pool_size: 32,
             read_cache_documents: None,
         }
@@ -183,6 +194,11 @@ keep_alive_timeout_ms: 5000
 # one address); further ones are closed at once. Behind a reverse proxy, raise the second.
 max_connections: 4096
 max_connections_per_address: 256
+# Template renders (defaults, lookups, workflow conditions) in progress at once per user and in
+# all; beyond either, a call that must render is refused (HTTP 429). Each change (or lookup) may
+# render for 2 seconds in all.
+renders_per_user: 2
+renders_at_once: 4
 # On PostgreSQL: the most database connections this process holds open at once (beyond it,
 # units of work wait for one). Keep the sum over all processes below max_connections.
 postgres_pool_size: 32

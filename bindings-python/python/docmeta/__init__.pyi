@@ -62,6 +62,9 @@ class Busy(StorageError):
 class DeadlineExceeded(Error):
     """The operation's deadline passed before it committed: nothing was changed."""
 
+class Throttled(Error):
+    """Too much work of this kind is in progress (this user's template renders, or everyone's): nothing was done; the same call may succeed once some of it has finished."""
+
 @final
 class MetadataType:
     """A metadata type (spec 2.1)."""
@@ -873,6 +876,7 @@ __all__ = [
     "StorageError",
     "StorageFull",
     "Task",
+    "Throttled",
     "User",
     "ValidationError",
     "Workflow",

@@ -112,7 +112,7 @@ fn python_replacement(replacement: &str) -> String {
 
 impl Parser for RegularExpressionParser {
     /// Replaces every match, refusing (before building more) an output longer than the value
-    /// limit ([`MAX_VALUE_LEN`](super::pipeline::MAX_VALUE_LEN) characters): a replacement
+    /// limit (`MAX_VALUE_LEN`, 10,000 characters): a replacement
     /// repeating `$0` thousands of times over thousands of matches would otherwise build
     /// hundreds of MiB for a value that is then refused anyway.
     fn parse(&self, value: &str) -> Result<String, String> {

@@ -13,8 +13,8 @@ use super::{
 use crate::access::{ObjectKind, Permission as P};
 use crate::error::{Error, NON_FIELD_ERRORS, Result};
 use crate::events::names;
+use crate::kernel::CachedDocument;
 use crate::kernel::Unit;
-use crate::kernel::{CachedDocument, Renders};
 use crate::metadata::names::check_label;
 use crate::metadata::{CompiledMetadataType, check_definition};
 use crate::model::*;
@@ -267,20 +267,19 @@ impl Session {
         document: Option<DocumentId>,
     ) -> Result<Option<Vec<String>>> {
         let db = self.db.clone();
-        self.read(|tx| {
+        db.read_rendering(self.actor, |tx, renders| {
             self.load_metadata_type(tx, id, P::MetadataTypeView)?;
             let doc = match document {
                 Some(d) => Some(self.load_document(tx, d, P::DocumentView)?),
                 None => None,
             };
             let compiled = db.compiled(tx, id)?;
-            let renders = Renders::inline(db.now());
             let mut inputs = Inputs {
                 db: &db,
                 tx,
                 document: doc.as_ref(),
                 view: &self.view,
-                renders: &renders,
+                renders,
             };
             compiled.lookup_choices(db.templates(), &mut inputs)
         })
@@ -298,7 +297,7 @@ impl Session {
         metadata_type: MetadataTypeId,
     ) -> Result<Option<Vec<String>>> {
         let db = self.db.clone();
-        self.read(|tx| {
+        db.read_rendering(self.actor, |tx, renders| {
             let doc = self.load_document(tx, document, P::DocumentView)?;
             let missing = || Error::not_found(format!("metadata type {metadata_type}"));
             tx.association_of(doc.document_type_id, metadata_type)?
@@ -309,13 +308,12 @@ impl Session {
                 return Err(missing());
             }
             let compiled = db.compiled(tx, metadata_type)?;
-            let renders = Renders::inline(db.now());
             let mut inputs = Inputs {
                 db: &db,
                 tx,
                 document: Some(&doc),
                 view: &self.view,
-                renders: &renders,
+                renders,
             };
             compiled.lookup_choices(db.templates(), &mut inputs)
         })
@@ -600,15 +598,24 @@ impl Session {
             })
             .collect::<Result<Vec<&str>>>()?;
         self.write(|u| {
-            documents
-                .iter()
-                .zip(&labels)
-                .enumerate()
-                .map(|(i, (d, label))| {
-                    self.create_document_in(u, d.document_type, label, d.values)
-                        .map_err(|e| e.in_entry("documents", i))
-                })
-                .collect()
+            let mut created = Vec::with_capacity(documents.len());
+            let mut refused = None;
+            for (i, (d, label)) in documents.iter().zip(&labels).enumerate() {
+                match self.create_document_in(u, d.document_type, label, d.values) {
+                    Ok(doc) => created.push(doc),
+                    // An entry that needs a template rendered first: the attempt will be rolled
+                    // back to render it, so the later entries go on to ask for theirs in the same
+                    // attempt (one attempt per link of a chain of defaults, not one per entry).
+                    Err(e) if u.renders.has_pending() => {
+                        refused.get_or_insert(e.in_entry("documents", i));
+                    }
+                    Err(e) => return Err(refused.unwrap_or(e.in_entry("documents", i))),
+                }
+            }
+            match refused {
+                Some(e) => Err(e),
+                None => Ok(created),
+            }
         })
     }
 
@@ -640,8 +647,33 @@ impl Session {
                 .filter(|a| a.required && !values.iter().any(|(mt, _)| *mt == a.metadata_type_id))
             {
                 let added = self.add_default_value(u, &doc, a.metadata_type_id)?;
+                if u.renders.has_pending() {
+                    // Its default must be rendered first (the attempt is rolled back to render
+                    // it): the next defaults may read its value, so they wait for the next
+                    // attempt rather than render from a document without it.
+                    return Err(Error::validation(
+                        "metadata",
+                        "a default is rendered before the change is written",
+                    ));
+                }
                 if added.is_some_and(|m| m.value.is_empty()) {
                     let t = self.db.compiled(&mut u.tx, a.metadata_type_id)?;
+                    // A default that failed to render (too slow, past the change's render
+                    // budget, ...) says so, rather than that there is no default. (Its render
+                    // was made or refused already: this asks the unit's renders again.)
+                    if !t.metadata_type.default.is_empty()
+                        && let Err(Error::Validation { message, .. }) =
+                            self.process(u, &t, &doc, "", false)
+                    {
+                        return Err(Error::validation(
+                            "metadata",
+                            format!(
+                                "'{}' is required for documents of type '{}' and its default \
+                                 failed: {message}",
+                                t.metadata_type.name, dt.label
+                            ),
+                        ));
+                    }
                     return Err(Error::validation(
                         "metadata",
                         format!(

@@ -341,8 +341,9 @@ fn floor_body(len: usize) -> Vec<u8> {
 /// find every status the server sends documented: `400` (a malformed parameter or body), `404`
 /// (an unknown or invisible object), `413` (a body over the limit), `408` (too slow), `414` and
 /// `431` (a request target or headers larger than the server reads), and for
-/// operations behind authentication `401` (no or wrong credentials), `403` and `429` (too many
-/// failed logins). Each answer is an `ErrorOut`.
+/// operations behind authentication `401` (no or wrong credentials), `403`, `429` (too many
+/// failed logins, streams or template renders) and, for changes, `503` (busy: conflicting
+/// concurrent changes). Each answer is an `ErrorOut`.
 fn document_common_responses(doc: &mut serde_json::Value) {
     use serde_json::json;
     let error = |description: &str| {
@@ -393,7 +394,9 @@ fn document_common_responses(doc: &mut serde_json::Value) {
             add(
                 "429",
                 "Too many failed logins from this client or for this user (or, for file \
-                 uploads and downloads, too many of them in progress for this user).",
+                 uploads and downloads, too many of them in progress for this user; or too \
+                 many template renders in progress for this user or in all: renders_per_user, \
+                 renders_at_once). Retry-After says when to try again.",
             );
             if path.contains('{') || paged {
                 add(
@@ -403,6 +406,14 @@ fn document_common_responses(doc: &mut serde_json::Value) {
             }
             if method != "get" && method != "delete" {
                 add("413", "The body is larger than the server accepts.");
+            }
+            if method != "get" {
+                add(
+                    "503",
+                    "The change kept conflicting with concurrent ones (PostgreSQL), or the \
+                     values its templates read kept changing while it was written: nothing was \
+                     changed. Retry-After says when to try again.",
+                );
             }
         }
     }

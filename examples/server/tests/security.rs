@@ -15,6 +15,8 @@ mod forms;
 mod http_edges;
 #[path = "security/leaks.rs"]
 mod leaks;
+#[path = "security/renders.rs"]
+mod renders;
 #[path = "security/search.rs"]
 mod search;
 #[path = "security/streaming.rs"]
