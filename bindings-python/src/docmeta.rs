@@ -570,6 +570,12 @@ impl Docmeta {
         d.set_item("stream_idle_timeout_ms", c.stream_idle_timeout_ms)?;
         d.set_item("stream_total_timeout_ms", c.stream_total_timeout_ms)?;
         d.set_item("streams_per_user", c.streams_per_user)?;
+        d.set_item("header_read_timeout_ms", c.header_read_timeout_ms)?;
+        d.set_item("keep_alive_timeout_ms", c.keep_alive_timeout_ms)?;
+        d.set_item("max_connections", c.max_connections)?;
+        d.set_item("max_connections_per_address", c.max_connections_per_address)?;
+        d.set_item("renders_per_user", c.renders_per_user)?;
+        d.set_item("renders_at_once", c.renders_at_once)?;
         d.set_item("postgres_pool_size", c.postgres_pool_size)?;
         d.set_item("read_cache_documents", c.read_cache_documents)?;
         Ok(d)

@@ -57,6 +57,12 @@ create_exception!(
 );
 create_exception!(
     docmeta,
+    Throttled,
+    Error,
+    "Too much work of this kind is in progress (this user's template renders, or everyone's): nothing was done; the same call may succeed once some of it has finished."
+);
+create_exception!(
+    docmeta,
     StorageError,
     Error,
     "The database, the file system or another backing service failed."
@@ -95,6 +101,7 @@ pub(crate) fn py_err(e: core::Error) -> PyErr {
         ErrorKind::Storage => StorageError::new_err(message),
         ErrorKind::StorageFull => StorageFull::new_err(message),
         ErrorKind::Timeout => DeadlineExceeded::new_err(message),
+        ErrorKind::Throttled => Throttled::new_err(message),
         _ => Error::new_err(message),
     };
     Python::attach(|py| {

@@ -87,5 +87,6 @@ fn _docmeta(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("StorageFull", py.get_type::<StorageFull>())?;
     m.add("Busy", py.get_type::<Busy>())?;
     m.add("DeadlineExceeded", py.get_type::<DeadlineExceeded>())?;
+    m.add("Throttled", py.get_type::<Throttled>())?;
     Ok(())
 }

@@ -304,6 +304,16 @@ def test_check_add_file_refuses_a_user_without_permission(db: docmeta.Docmeta) -
         db.session(ann.id).check_add_file(doc.id)
 
 
+def test_check_create_document_refuses_before_any_content(db: docmeta.Docmeta) -> None:
+    admin, invoice, _ = invoice_with_due(db)
+    admin.check_create_document(invoice.id, with_file=True)
+    ann = admin.create_user("ann", "a long password")
+    with pytest.raises(docmeta.ValidationError) as e:
+        db.session(ann.id).check_create_document(invoice.id, with_file=True)
+    assert e.value.field == "document_type_id"
+    assert len(list(admin.documents())) == 0
+
+
 def test_prune_backups_keeps_the_newest_of_the_day(tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()

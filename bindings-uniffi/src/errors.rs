@@ -53,6 +53,13 @@ pub enum DocmetaError {
         /// What ran out of time.
         reason: String,
     },
+    /// Too much work of this kind is in progress (this user's template renders, or
+    /// everyone's): nothing was done; the same call may succeed once some of it has finished.
+    #[error("{reason}")]
+    Throttled {
+        /// What is busy.
+        reason: String,
+    },
     /// The database, the file system or another backing service failed.
     #[error("{reason}")]
     Storage {
@@ -93,6 +100,7 @@ impl From<core::Error> for DocmetaError {
                 ErrorKind::InvalidInput => DocmetaError::InvalidInput { reason: message },
                 ErrorKind::Decryption => DocmetaError::Decryption { reason: message },
                 ErrorKind::Timeout => DocmetaError::DeadlineExceeded { reason: message },
+                ErrorKind::Throttled => DocmetaError::Throttled { reason: message },
                 ErrorKind::StorageFull => DocmetaError::StorageFull { reason: message },
                 ErrorKind::Storage if other.is_busy() => DocmetaError::Busy { reason: message },
                 _ => DocmetaError::Storage { reason: message },

@@ -64,6 +64,31 @@ pub struct Config {
     /// Downloads and uploads one user may have in progress at once; beyond it the server
     /// answers `429`.
     pub streams_per_user: u32,
+    /// The HTTP server's limit, in milliseconds, on receiving a request's head (its request
+    /// line and headers) from its first byte: a client that sends its headers slower, or stops
+    /// half-way, is disconnected.
+    pub header_read_timeout_ms: u64,
+    /// How long (milliseconds) the HTTP server keeps a connection open with no request in
+    /// progress and no byte of the next one received: a new connection, or one whose last answer
+    /// was sent. Then it is closed.
+    pub keep_alive_timeout_ms: u64,
+    /// The most connections the HTTP server keeps open at once (further ones are closed as
+    /// soon as they are accepted). Never more than the process's open-file limit allows (the
+    /// server raises its soft limit to the hard one at start and keeps 512 files for itself).
+    pub max_connections: usize,
+    /// The most connections the HTTP server keeps open at once from one client address (an
+    /// IPv6 client's /64 network counts as one address); further ones are closed as soon as
+    /// they are accepted. Behind a reverse proxy every connection comes from the proxy: raise it.
+    pub max_connections_per_address: usize,
+    /// Template renders (defaults, lookups, workflow conditions and values) one user's requests
+    /// may have in progress at once in this process; beyond it a call that must render is
+    /// refused with [`Error::Throttled`](crate::Error::Throttled) (HTTP `429`). docmeta itself
+    /// (the application through `Docmeta::system`, the lifecycle tasks) is not counted.
+    pub renders_per_user: usize,
+    /// Template renders all users together may have in progress at once in this process;
+    /// beyond it, [`Error::Throttled`](crate::Error::Throttled) too. The HTTP server has this
+    /// many blocking threads more than its reads need, so renders never take a read's thread.
+    pub renders_at_once: usize,
     /// On PostgreSQL: the most connections one process holds open at once. Each concurrent
     /// unit of work (an HTTP request that reads or writes) uses one; beyond it they wait for one
     /// to come back (up to 10 seconds, then fail). Keep the sum over all processes below the
@@ -112,6 +137,12 @@ impl Default for Config {
             stream_idle_timeout_ms: 60_000,
             stream_total_timeout_ms: 3_600_000,
             streams_per_user: 8,
+            header_read_timeout_ms: 10_000,
+            keep_alive_timeout_ms: 5_000,
+            max_connections: 4096,
+            max_connections_per_address: 256,
+            renders_per_user: 2,
+            renders_at_once: 4,
             postgres_pool_size: 32,
             read_cache_documents: None,
         }
@@ -156,6 +187,19 @@ stream_idle_timeout_ms: 60000
 stream_total_timeout_ms: 3600000
 # and one user may have this many in progress at once (beyond it: 429).
 streams_per_user: 8
+# A request's head (request line and headers) must arrive within this long of its first byte (ms),
+header_read_timeout_ms: 10000
+# and a connection with no request in progress is closed after this long without a byte (ms).
+keep_alive_timeout_ms: 5000
+# The most connections open at once, in all and from one client address (an IPv6 /64 counts as
+# one address); further ones are closed at once. Behind a reverse proxy, raise the second.
+max_connections: 4096
+max_connections_per_address: 256
+# Template renders (defaults, lookups, workflow conditions) in progress at once per user and in
+# all; beyond either, a call that must render is refused (HTTP 429). Each change (or lookup) may
+# render for 2 seconds in all.
+renders_per_user: 2
+renders_at_once: 4
 # On PostgreSQL: the most database connections this process holds open at once (beyond it,
 # units of work wait for one). Keep the sum over all processes below max_connections.
 postgres_pool_size: 32

@@ -366,12 +366,15 @@ impl Builder {
             self.data_dir.as_ref().map(|d| d.join("search")).as_deref(),
             self.worker,
         )?;
+        let render_gate =
+            crate::kernel::RenderGate::new(config.renders_per_user, config.renders_at_once);
         let inner = Arc::new(Inner {
             store,
             data_dir: self.data_dir,
             config,
             secret_key,
             templates: TemplateEngine::new(),
+            render_gate,
             classes: self.classes,
             kinds: RwLock::new(self.kinds),
             access: RwLock::new(AccessSnapshot::default()),

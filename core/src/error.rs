@@ -58,6 +58,12 @@ pub enum Error {
     /// was rolled back: nothing changed, and it may be tried again.
     #[error("timed out: {0}")]
     Timeout(String),
+    /// Refused before it started because too much work of its kind is in progress: the caller's
+    /// own (`renders_per_user` template renders at once) or everyone's (`renders_at_once`).
+    /// Nothing was done, and the same call may succeed once some of that work has finished (the
+    /// HTTP server answers `429` with `Retry-After`).
+    #[error("too busy: {0}")]
+    Throttled(String),
     /// The database, the file system or another backing service failed.
     #[error("{operation} failed: {source}")]
     Storage {
@@ -180,13 +186,40 @@ impl Error {
     pub(crate) fn contended(operation: impl Into<String>, source: impl fmt::Display) -> Self {
         Error::Storage {
             operation: operation.into(),
-            source: Box::new(Contended(source.to_string())),
+            source: Box::new(Contended {
+                what: source.to_string(),
+                retry: true,
+            }),
         }
+    }
+
+    /// A unit of work that gave up because concurrent changes kept changing what it read
+    /// (see `Docmeta::write`): [`Error::is_busy`] for callers, but not run again as a whole by
+    /// the unit itself (it already tried as long as it made progress).
+    pub(crate) fn contended_finally(
+        operation: impl Into<String>,
+        source: impl fmt::Display,
+    ) -> Self {
+        Error::Storage {
+            operation: operation.into(),
+            source: Box::new(Contended {
+                what: source.to_string(),
+                retry: false,
+            }),
+        }
+    }
+
+    /// Whether a unit of work runs again as a whole after this error (see
+    /// `Docmeta::retrying`): a conflict the database reported, not a unit that gave up.
+    pub(crate) fn retries_unit(&self) -> bool {
+        matches!(self, Error::Storage { source, .. }
+            if source.downcast_ref::<Contended>().is_some_and(|c| c.retry))
     }
 
     /// Whether this error is the database's refusal of a change that conflicted with
     /// concurrent changes (several processes or threads writing the same records on
-    /// PostgreSQL), after docmeta retried it a few times: nothing was changed, and the same
+    /// PostgreSQL), after docmeta retried it a few times, or a change that gave up because the
+    /// values its templates read kept changing under it: nothing was changed, and the same
     /// request may succeed if tried again shortly. Its kind is [`ErrorKind::Storage`]; the HTTP
     /// server answers it `503` with `Retry-After`.
     pub fn is_busy(&self) -> bool {
@@ -209,6 +242,7 @@ impl Error {
             Error::InvalidInput(_) => ErrorKind::InvalidInput,
             Error::Decryption(_) => ErrorKind::Decryption,
             Error::Timeout(_) => ErrorKind::Timeout,
+            Error::Throttled(_) => ErrorKind::Throttled,
             Error::Storage { .. } => ErrorKind::Storage,
             Error::StorageFull { .. } => ErrorKind::StorageFull,
         }
@@ -217,11 +251,15 @@ impl Error {
 
 /// The source of a [`Error::contended`] error (crate-private: callers ask [`Error::is_busy`]).
 #[derive(Debug)]
-struct Contended(String);
+struct Contended {
+    what: String,
+    /// Whether the unit of work runs again as a whole (see [`Error::retries_unit`]).
+    retry: bool,
+}
 
 impl fmt::Display for Contended {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "conflicted with concurrent changes: {}", self.0)
+        write!(f, "conflicted with concurrent changes: {}", self.what)
     }
 }
 
@@ -256,6 +294,8 @@ pub enum ErrorKind {
     Storage,
     /// See [`Error::Timeout`].
     Timeout,
+    /// See [`Error::Throttled`].
+    Throttled,
     /// See [`Error::StorageFull`].
     StorageFull,
 }

@@ -228,6 +228,8 @@ pub fn export(db: &Docmeta) -> Result<Schema> {
 /// changes, in order.
 pub fn apply(db: &Docmeta, schema: &Schema, dry_run: bool) -> Result<Vec<Change>> {
     let s = db.system();
+    // Compared with the state every process committed before this call.
+    db.catch_up()?;
     db.write_with(Actor::System, !dry_run, |u| apply_in(&s, u, schema))
 }
 

@@ -62,6 +62,9 @@ class Busy(StorageError):
 class DeadlineExceeded(Error):
     """The operation's deadline passed before it committed: nothing was changed."""
 
+class Throttled(Error):
+    """Too much work of this kind is in progress (this user's template renders, or everyone's): nothing was done; the same call may succeed once some of it has finished."""
+
 @final
 class MetadataType:
     """A metadata type (spec 2.1)."""
@@ -613,6 +616,7 @@ class Session:
     def files(self, document: int) -> List[DocumentFile]: ...
     def file(self, id: int) -> DocumentFile: ...
     def check_add_file(self, document: int) -> None: ...
+    def check_create_document(self, document_type: int, *, with_file: bool = ...) -> None: ...
     def read_file(self, id: int) -> bytes: ...
     def save_file(self, id: int, path: _Path) -> int: ...
     def delete_file(self, id: int) -> None: ...
@@ -873,6 +877,7 @@ __all__ = [
     "StorageError",
     "StorageFull",
     "Task",
+    "Throttled",
     "User",
     "ValidationError",
     "Workflow",

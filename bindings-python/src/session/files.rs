@@ -60,6 +60,21 @@ impl Session {
         run(py, || self.inner.check_add_file(core::DocumentId(document)))
     }
 
+    /// Raises unless this session may create a document of `document_type` (with a file:
+    /// `with_file`), before sending its content; nothing is created.
+    #[pyo3(signature = (document_type, *, with_file = false))]
+    fn check_create_document(
+        &self,
+        py: Python<'_>,
+        document_type: i64,
+        with_file: bool,
+    ) -> PyResult<()> {
+        run(py, || {
+            self.inner
+                .check_create_document(core::DocumentTypeId(document_type), with_file)
+        })
+    }
+
     /// The files of a document.
     fn files(&self, py: Python<'_>, document: i64) -> PyResult<Vec<DocumentFile>> {
         run(py, || self.inner.files(core::DocumentId(document))).map(all)

@@ -13,6 +13,14 @@ impl Session {
         Ok(self.inner.check_add_file(core::DocumentId(document))?)
     }
 
+    /// Checks that this session may create a document of `document_type` (with a first file:
+    /// `with_file`), before sending its content; nothing is created.
+    pub fn check_create_document(&self, document_type: i64, with_file: bool) -> Result<()> {
+        Ok(self
+            .inner
+            .check_create_document(core::DocumentTypeId(document_type), with_file)?)
+    }
+
     /// Stores bytes as a new file of a document.
     pub fn add_file(&self, document: i64, filename: String, data: Vec<u8>) -> Result<DocumentFile> {
         Ok(self

@@ -299,6 +299,11 @@ fun filesAndBackup() {
     val (db, admin) = inv.db to inv.admin
     val doc = inv.invoice("INV-1")
     admin.checkAddFile(doc.id)
+    admin.checkCreateDocument(inv.type.id, true)
+    val nobody = admin.createUser("nobody", "a long password", false)
+    refused<DocmetaException.Validation>("a document of a type the user may not see") {
+        db.session(nobody.id).checkCreateDocument(inv.type.id, true)
+    }
     val file = admin.addFile(doc.id, "scan.txt", "hello".toByteArray())
     expect(file.size == 5uL && file.mimetype == "text/plain", "file record $file")
     expect(admin.readFile(file.id).toString(Charsets.UTF_8) == "hello", "file bytes")

@@ -37,7 +37,7 @@ use crate::store::{Mode, PendingCommit, Store, Tx};
 pub(crate) use follow::{Follow, InTransaction};
 pub(crate) use lock::DataLock;
 pub(crate) use reads::{CachedDocument, ReadCache};
-pub(crate) use render::{RenderInput, Renders, TemplateView};
+pub(crate) use render::{RenderGate, RenderInput, Renders, TemplateView};
 pub(crate) use snapshot::load_access;
 
 /// A handler of a durable task, by name: runs the task with its JSON payload.
@@ -107,6 +107,8 @@ pub(crate) struct Inner {
     pub(crate) config: Config,
     pub(crate) secret_key: Vec<u8>,
     pub(crate) templates: TemplateEngine,
+    /// Template renders in progress, per user and in all (see [`RenderGate`]).
+    pub(crate) render_gate: Arc<RenderGate>,
     pub(crate) classes: ClassRegistry,
     pub(crate) kinds: RwLock<KindRegistry>,
     pub(crate) access: RwLock<AccessSnapshot>,
@@ -179,9 +181,42 @@ impl std::fmt::Debug for Docmeta {
     }
 }
 
-/// Attempts of one unit of work that render templates before the write lock is taken (see
-/// [`Docmeta::write`]); after that many, the rest render under the lock.
-const RENDER_ATTEMPTS: usize = 4;
+/// Attempts in a row of one unit of work that need renders without getting further than the
+/// attempt before (the values its templates read keep changing under it) before it gives up
+/// (see [`Docmeta::write`]).
+const STALLED_RENDER_ATTEMPTS: usize = 4;
+
+/// How far the attempts of one unit of work got (see [`Docmeta::write`]): a unit whose last
+/// attempt was rolled back to render may try again while each attempt gets further than the
+/// one before (answers more renders from those made), or has not stalled
+/// [`STALLED_RENDER_ATTEMPTS`] times in a row.
+#[derive(Debug, Default)]
+struct RenderProgress {
+    attempts: usize,
+    best: usize,
+    stalled: usize,
+}
+
+impl RenderProgress {
+    /// Notes an attempt rolled back to render; fails once the unit has stalled too long.
+    fn rolled_back(&mut self, renders: &Renders) -> Result<()> {
+        self.attempts += 1;
+        if self.attempts == 1 || renders.hits() > self.best {
+            self.best = self.best.max(renders.hits());
+            self.stalled = 0;
+            return Ok(());
+        }
+        self.stalled += 1;
+        if self.stalled >= STALLED_RENDER_ATTEMPTS {
+            return Err(Error::contended_finally(
+                "rendering the templates of a change",
+                "the values its templates read kept changing while it was written; nothing \
+                 was changed",
+            ));
+        }
+        Ok(())
+    }
+}
 
 /// One attempt of a unit of work on the store's writer (see `Docmeta::attempt_unit`).
 enum Attempt<T> {
@@ -617,7 +652,7 @@ impl Docmeta {
             let result = attempt();
             drop(gate.take());
             match result {
-                Err(e) if e.is_busy() && tries < CONTENDED_ATTEMPTS => {
+                Err(e) if e.retries_unit() && tries < CONTENDED_ATTEMPTS => {
                     self.check_deadline()?;
                     std::thread::sleep(contention_pause(tries));
                     gate = self
@@ -633,9 +668,44 @@ impl Docmeta {
     /// Whether units of work render their templates before taking the write lock. Not on
     /// PostgreSQL: its sequences are not rolled back with an attempt, so a document created in
     /// the unit gets a new id each time, its templates' inputs never match, and every attempt
-    /// would only burn ids; there templates render under the lock, within their time budget.
+    /// would only burn ids. There writers run at once (there is no write lock: see
+    /// [`Docmeta::retrying`]) and templates render inside the unit's transaction, within the
+    /// unit's budget and the [`RenderGate`].
     fn defers_renders(&self) -> bool {
         self.inner.store.dialect() != crate::store::Dialect::Postgres
+    }
+
+    /// The renders of a new unit of work of `actor` (see [`Renders`]).
+    pub(crate) fn renders(&self, actor: Actor) -> Renders {
+        Renders::new(
+            self.now(),
+            actor,
+            self.inner.render_gate.clone(),
+            self.inner.templates.budget(),
+        )
+    }
+
+    /// Runs `f` in read transactions for `actor`, rendering the templates it needs between
+    /// them, with no transaction open (on every store): an attempt that needs a render not made
+    /// yet ends, the render is made, and `f` runs again in a new transaction (see
+    /// [`Docmeta::write`] for the budget and the attempts).
+    pub(crate) fn read_rendering<T>(
+        &self,
+        actor: Actor,
+        mut f: impl FnMut(&mut Tx<'_>, &Renders) -> Result<T>,
+    ) -> Result<T> {
+        let renders = self.renders(actor);
+        let mut progress = RenderProgress::default();
+        loop {
+            renders.begin_attempt(true);
+            let out = self.read(|tx| f(tx, &renders));
+            if renders.has_pending() {
+                progress.rolled_back(&renders)?;
+                renders.render_pending(self.templates())?;
+                continue;
+            }
+            return out.map_err(|e| renders.take_refusal().unwrap_or(e));
+        }
     }
 
     /// Runs `f` as one transaction for `actor`, then commits it when `commit` is true and rolls
@@ -649,23 +719,26 @@ impl Docmeta {
         if commit {
             return self.write(actor, f);
         }
-        let renders = Renders::inline(self.now());
+        let renders = self.renders(actor);
         self.retrying(|| {
-            for attempt in 1.. {
-                renders.set_defer(self.defers_renders() && attempt < RENDER_ATTEMPTS);
+            let mut progress = RenderProgress::default();
+            loop {
+                renders.begin_attempt(self.defers_renders());
                 let _inside = InTransaction::enter();
+                let started = std::time::Instant::now();
                 let tx = Tx::new(self.inner.store.begin(Mode::Write)?);
                 let mut unit = Unit::new(tx, actor, &renders, &self.inner.hooks);
                 let out = f(&mut unit);
                 self.forget_compiled(&unit.invalidated);
                 drop(unit);
                 if renders.has_pending() {
-                    renders.render_pending(self.templates());
+                    renders.charge(started.elapsed());
+                    progress.rolled_back(&renders)?;
+                    renders.render_pending(self.templates())?;
                     continue;
                 }
-                return out;
+                return out.map_err(|e| renders.take_refusal().unwrap_or(e));
             }
-            unreachable!("the attempts loop only ends by returning")
         })
     }
 
@@ -675,15 +748,23 @@ impl Docmeta {
     /// Each attempt runs where the store runs its units of work ([`Store::run_unit`]: on
     /// SQLite, one writer thread for all of them), so `f` and its result must be `Send`.
     ///
-    /// Templates render before the write lock is taken, so that a slow template (bounded by the
-    /// render budget) never stalls other writers: an attempt of `f` that needs a template
-    /// output not known yet is rolled back, the template is rendered on the calling thread with
-    /// no transaction open (from inputs read in that attempt), and `f` runs again; the output
-    /// is used when the template's inputs, read again under the lock, are equal (see
-    /// `session::Renders`). On PostgreSQL, where writers run at once, a unit whose transaction
-    /// conflicted with a concurrent one (a serialization failure or a deadlock: nothing of it
-    /// was stored) runs again as a whole (see [`Docmeta::retrying`]). `f` may therefore run
-    /// more than once: it must have no effect outside its unit.
+    /// No template renders under the write lock (issue #32): an attempt of `f` that needs a
+    /// template output not known yet is rolled back, the template is rendered on the calling
+    /// thread with no transaction open (from inputs read in that attempt), and `f` runs again;
+    /// the output is used when the template's inputs, read again under the lock, are equal (see
+    /// [`Renders`]). A chain of templates (a default reading the value another default gives)
+    /// takes one attempt per link. The unit goes on while each attempt gets further than the
+    /// one before (answers more renders from those made); after [`STALLED_RENDER_ATTEMPTS`] in
+    /// a row that do not (the values its templates read keep changing under it) it fails as a
+    /// change that conflicted with concurrent ones ([`Error::is_busy`]), and every render and
+    /// every attempt rolled back to render count against the unit's one render budget (2 s),
+    /// past which its templates fail as too slow: so a unit holds the write lock only for its
+    /// attempts, never for a render, and for no more than its budget in all. Each render takes
+    /// a place of the [`RenderGate`] ([`Error::Throttled`] when there is none). On PostgreSQL
+    /// templates render inside the transaction (see `defers_renders`), and a unit whose
+    /// transaction conflicted with a concurrent one (a serialization failure or a deadlock:
+    /// nothing of it was stored) runs again as a whole (see [`Docmeta::retrying`]). `f` may
+    /// therefore run more than once: it must have no effect outside its unit.
     ///
     /// [`Store::run_unit`]: crate::store::Store::run_unit
     pub(crate) fn write<T: Send>(
@@ -691,7 +772,7 @@ impl Docmeta {
         actor: Actor,
         mut f: impl FnMut(&mut Unit<'_>) -> Result<T> + Send,
     ) -> Result<T> {
-        let mut renders = Renders::inline(self.now());
+        let mut renders = self.renders(actor);
         let (events, tasks_enqueued, unlink, out) =
             self.retrying(|| self.commit_unit(actor, &mut renders, &mut f))?;
         self.after_commit(events, tasks_enqueued, unlink);
@@ -707,11 +788,22 @@ impl Docmeta {
         renders: &mut Renders,
         f: &mut (impl FnMut(&mut Unit<'_>) -> Result<T> + Send),
     ) -> Result<(Vec<Event>, bool, Vec<String>, T)> {
-        for attempt in 1.. {
-            renders.set_defer(self.defers_renders() && attempt < RENDER_ATTEMPTS);
+        let mut progress = RenderProgress::default();
+        loop {
+            renders.begin_attempt(self.defers_renders());
             let unit_renders = &mut *renders;
             let unit_f = &mut *f;
-            let ran = self.on_writer(move || self.attempt_unit(actor, unit_renders, unit_f))??;
+            // The attempt's own time on the writer (what it held the write lock for), not the
+            // wait for its turn.
+            let (ran, took) = self.on_writer(move || {
+                let started = std::time::Instant::now();
+                let ran = self.attempt_unit(actor, unit_renders, unit_f);
+                (ran, started.elapsed())
+            })?;
+            let ran = match ran {
+                Ok(ran) => ran,
+                Err(e) => return Err(renders.take_refusal().unwrap_or(e)),
+            };
             let Attempt::Ran {
                 commit,
                 events,
@@ -722,7 +814,9 @@ impl Docmeta {
             } = ran
             else {
                 // Rolled back: the renders it needs are made here, with no transaction open.
-                renders.render_pending(self.templates());
+                renders.charge(took);
+                progress.rolled_back(renders)?;
+                renders.render_pending(self.templates())?;
                 continue;
             };
             let committed = commit.wait();
@@ -734,7 +828,6 @@ impl Docmeta {
             self.inner.reads.invalidate();
             return Ok((events, tasks_enqueued, unlink, out));
         }
-        unreachable!("the attempts loop only ends by returning")
     }
 
     /// Runs `work` where the store runs its units of work (see [`Store::run_unit`]).

@@ -1,11 +1,13 @@
 //! What templates see and when they render: [`TemplateView`] (whose permissions decide what a
-//! template sees), [`RenderInput`] (everything a render depends on, as data) and [`Renders`]
-//! (the renders of one unit of work, made before the write lock is taken). Imports only the
+//! template sees), [`RenderInput`] (everything a render depends on, as data), [`Renders`] (the
+//! renders of one unit of work, made with no transaction open, within one budget) and
+//! [`RenderGate`] (how many renders may run at once, per user and in all). Imports only the
 //! layers below the kernel.
 
 use minijinja::Value;
 
 use crate::access::{AccessSnapshot, ObjectKind, ObjectRef, Permission};
+use crate::error::{Error, Result};
 use crate::metadata::template::{group_value, is_literal, json_value, user_value};
 use crate::metadata::{DocumentContext, Moment, TemplateEngine, TemplateError};
 use crate::model::*;
@@ -219,35 +221,134 @@ impl RenderInput {
 /// A template render that a unit of work asked for before it was done.
 type RenderKey = (String, usize, RenderInput);
 
+/// Template renders in progress in this process, per user and in all (`renders_per_user`,
+/// `renders_at_once`): a render beyond either is refused with [`Error::Throttled`], never
+/// queued, so that a user looping a slow template holds at most `renders_per_user` threads and
+/// all users together at most `renders_at_once` (the HTTP server keeps that many threads beyond
+/// what its reads need). docmeta itself (`Actor::System`: the application, the lifecycle tasks)
+/// is not counted.
+#[derive(Debug)]
+pub(crate) struct RenderGate {
+    per_user: usize,
+    at_once: usize,
+    running: parking_lot::Mutex<(usize, rustc_hash::FxHashMap<UserId, usize>)>,
+}
+
+/// A render in progress; dropping it frees its place.
+#[derive(Debug)]
+pub(crate) struct RenderSlot {
+    gate: std::sync::Arc<RenderGate>,
+    user: UserId,
+}
+
+impl RenderGate {
+    pub(crate) fn new(per_user: usize, at_once: usize) -> std::sync::Arc<RenderGate> {
+        std::sync::Arc::new(RenderGate {
+            per_user: per_user.max(1),
+            at_once: at_once.max(1),
+            running: parking_lot::Mutex::new((0, Default::default())),
+        })
+    }
+
+    /// A place for one render of `actor`, or why there is none.
+    pub(crate) fn enter(self: &std::sync::Arc<Self>, actor: Actor) -> Result<Option<RenderSlot>> {
+        let Actor::User(user) = actor else {
+            return Ok(None);
+        };
+        let mut running = self.running.lock();
+        let own = running.1.get(&user).copied().unwrap_or(0);
+        if own >= self.per_user {
+            return Err(Error::Throttled(format!(
+                "this user already has {own} template renders in progress (renders_per_user)"
+            )));
+        }
+        if running.0 >= self.at_once {
+            return Err(Error::Throttled(format!(
+                "{} template renders are in progress (renders_at_once)",
+                running.0
+            )));
+        }
+        running.0 += 1;
+        running.1.insert(user, own + 1);
+        Ok(Some(RenderSlot {
+            gate: self.clone(),
+            user,
+        }))
+    }
+}
+
+impl Drop for RenderSlot {
+    fn drop(&mut self) {
+        let mut running = self.gate.running.lock();
+        running.0 = running.0.saturating_sub(1);
+        if let Some(n) = running.1.get_mut(&self.user) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                running.1.remove(&self.user);
+            }
+        }
+    }
+}
+
 /// The renders of one unit of work, kept across its attempts (see [`Docmeta::write`]): a
-/// template whose output is not known yet is not rendered under the write lock; the attempt
-/// notes it, is rolled back, the template is rendered with no lock held, and the unit runs
-/// again, using the output when the inputs are still equal (checked under the lock). A unit
-/// whose inputs keep changing renders under the lock after a few attempts (still bounded by
-/// the render budget). `now` is fixed for all attempts.
+/// template whose output is not known yet is not rendered inside a transaction; the attempt
+/// notes it, is rolled back (a read simply ends), the template is rendered with no transaction
+/// open, and the unit runs again, using the output when the inputs are still equal (checked in
+/// the new transaction). `now` is fixed for all attempts.
+///
+/// All the renders of the unit share one budget (the template engine's, 2 s): the time spent
+/// rendering, and the attempts rolled back to render, count against it; past it a template
+/// fails as one that ran too long does. Each render takes a place of the [`RenderGate`].
 #[derive(Debug)]
 pub(crate) struct Renders {
     pub(crate) now: chrono::DateTime<chrono::Utc>,
+    actor: Actor,
+    gate: std::sync::Arc<RenderGate>,
+    budget: std::time::Duration,
+    spent: std::cell::Cell<std::time::Duration>,
     done: std::cell::RefCell<
         rustc_hash::FxHashMap<RenderKey, std::result::Result<String, TemplateError>>,
     >,
     pending: std::cell::RefCell<Vec<RenderKey>>,
     defer: std::cell::Cell<bool>,
+    /// Renders of the current attempt answered from `done`: how far it got.
+    hits: std::cell::Cell<usize>,
+    /// A render the gate refused (the unit fails with it, whatever its template error became).
+    refused: std::cell::RefCell<Option<Error>>,
 }
 
 impl Renders {
-    /// Renders made inline (read transactions hold no write lock).
-    pub(crate) fn inline(now: chrono::DateTime<chrono::Utc>) -> Renders {
+    /// The renders of a unit of work of `actor` (`defer`: rendered between attempts, with no
+    /// transaction open).
+    pub(crate) fn new(
+        now: chrono::DateTime<chrono::Utc>,
+        actor: Actor,
+        gate: std::sync::Arc<RenderGate>,
+        budget: std::time::Duration,
+    ) -> Renders {
         Renders {
             now,
+            actor,
+            gate,
+            budget,
+            spent: Default::default(),
             done: Default::default(),
             pending: Default::default(),
             defer: std::cell::Cell::new(false),
+            hits: Default::default(),
+            refused: Default::default(),
         }
     }
 
-    pub(crate) fn set_defer(&self, defer: bool) {
+    /// Starts an attempt of the unit: its renders are deferred (`defer`) or made at once.
+    pub(crate) fn begin_attempt(&self, defer: bool) {
         self.defer.set(defer);
+        self.hits.set(0);
+    }
+
+    /// Renders of the last attempt answered from those already made.
+    pub(crate) fn hits(&self) -> usize {
+        self.hits.get()
     }
 
     /// Whether the last attempt asked for renders not done yet.
@@ -255,16 +356,60 @@ impl Renders {
         !self.pending.borrow().is_empty()
     }
 
-    /// Renders what the last attempt asked for (call it with no transaction open).
-    pub(crate) fn render_pending(&self, templates: &TemplateEngine) {
+    /// Counts `time` (an attempt rolled back to render) against the unit's budget.
+    pub(crate) fn charge(&self, time: std::time::Duration) {
+        self.spent.set(self.spent.get() + time);
+    }
+
+    /// The refusal of a render by the gate, if there was one: the unit's outcome.
+    pub(crate) fn take_refusal(&self) -> Option<Error> {
+        self.refused.borrow_mut().take()
+    }
+
+    /// Renders what the last attempt asked for (call it with no transaction open); fails only
+    /// when the gate refuses a render (a template's own failure is its output, met by the next
+    /// attempt).
+    pub(crate) fn render_pending(&self, templates: &TemplateEngine) -> Result<()> {
         let pending = std::mem::take(&mut *self.pending.borrow_mut());
         for key in pending {
             if self.done.borrow().contains_key(&key) {
                 continue;
             }
-            let out = templates.render(&key.0, key.2.to_value(), key.1);
+            let out = self.render_now(templates, &key);
+            if let Some(refused) = self.take_refusal() {
+                return Err(refused);
+            }
             self.done.borrow_mut().insert(key, out);
         }
+        Ok(())
+    }
+
+    /// Renders `key` now, within what is left of the unit's budget and with a place of the
+    /// gate.
+    fn render_now(
+        &self,
+        templates: &TemplateEngine,
+        key: &RenderKey,
+    ) -> std::result::Result<String, TemplateError> {
+        let left = self.budget.saturating_sub(self.spent.get());
+        if left.is_zero() {
+            return Err(TemplateError(format!(
+                "the templates of this change ran past the render budget ({} ms for all of them)",
+                self.budget.as_millis()
+            )));
+        }
+        let _slot = match self.gate.enter(self.actor) {
+            Ok(slot) => slot,
+            Err(e) => {
+                let message = e.to_string();
+                *self.refused.borrow_mut() = Some(e);
+                return Err(TemplateError(message));
+            }
+        };
+        let started = std::time::Instant::now();
+        let out = templates.render_until(&key.0, key.2.to_value(), key.1, started + left);
+        self.charge(started.elapsed());
+        out
     }
 
     /// The output of `source` with `input`: known, rendered now, or (deferring) noted for
@@ -281,6 +426,7 @@ impl Renders {
         }
         let key = (source.to_owned(), max_output, input);
         if let Some(out) = self.done.borrow().get(&key) {
+            self.hits.set(self.hits.get() + 1);
             return out.clone();
         }
         if self.defer.get() {
@@ -289,7 +435,7 @@ impl Renders {
                 "rendered before the change is written".to_owned(),
             ));
         }
-        let out = templates.render(&key.0, key.2.to_value(), key.1);
+        let out = self.render_now(templates, &key);
         self.done.borrow_mut().insert(key, out.clone());
         out
     }

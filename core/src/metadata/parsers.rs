@@ -3,13 +3,12 @@
 //! Part of `metadata` (layer 4 of `scripts/check-structure`): it may import only what `metadata`
 //! may (see `metadata`'s module documentation).
 
-use std::borrow::Cow;
-
 use regex::Regex;
 use serde::Deserialize;
 
 use super::arguments::{NoArguments, compile_pattern, yaml_arguments};
 use super::calendar;
+use crate::model::MAX_VALUE_CHARS;
 
 /// Transforms a value after validation (spec 2.10 step 5). Implement it to add a parser of your
 /// own and register it with [`ClassRegistry::register_parser`](super::ClassRegistry::register_parser).
@@ -112,13 +111,89 @@ fn python_replacement(replacement: &str) -> String {
 }
 
 impl Parser for RegularExpressionParser {
+    /// Replaces every match, refusing (before building more) an output longer than the value
+    /// limit (`MAX_VALUE_LEN`, 10,000 characters): a replacement
+    /// repeating `$0` thousands of times over thousands of matches would otherwise build
+    /// hundreds of MiB for a value that is then refused anyway.
     fn parse(&self, value: &str) -> Result<String, String> {
-        Ok(
-            match self.regex.replace_all(value, self.replacement.as_str()) {
-                Cow::Borrowed(_) => value.to_owned(),
-                Cow::Owned(s) => s,
-            },
-        )
+        let mut text = String::new();
+        let mut length = Length::new(MAX_VALUE_CHARS);
+        let (mut last, mut matched) = (0, false);
+        for caps in self.regex.captures_iter(value) {
+            let Some(whole) = caps.get(0) else {
+                continue;
+            };
+            matched = true;
+            length.push(&mut text, &value[last..whole.start()])?;
+            last = whole.end();
+            // The regex crate's own interpolation (`$1`, `${name}`, `$$`; an unknown group is
+            // empty), every group checked against the limit before it is appended; the literal
+            // text between references is at most the replacement's own length.
+            let mut refused = None;
+            regex_automata::util::interpolate::string(
+                &self.replacement,
+                |index, dst| {
+                    let group = caps.get(index).map_or("", |m| m.as_str());
+                    if refused.is_none() {
+                        match length.fits(dst, group) {
+                            Ok(()) => dst.push_str(group),
+                            Err(e) => refused = Some(e),
+                        }
+                    }
+                },
+                |name| self.regex.capture_names().position(|n| n == Some(name)),
+                &mut text,
+            );
+            if let Some(e) = refused {
+                return Err(e);
+            }
+            length.fits(&text, "")?;
+        }
+        if !matched {
+            return Ok(value.to_owned());
+        }
+        length.push(&mut text, &value[last..])?;
+        Ok(text)
+    }
+}
+
+/// The length of a parser's output being built, refused once it passes `max` characters.
+struct Length {
+    max: usize,
+    /// Characters of the output's first `counted` bytes.
+    chars: usize,
+    counted: usize,
+}
+
+impl Length {
+    fn new(max: usize) -> Self {
+        Length {
+            max,
+            chars: 0,
+            counted: 0,
+        }
+    }
+
+    /// Whether `more` fits after `text` (the output so far, grown since the last call).
+    fn fits(&mut self, text: &str, more: &str) -> Result<(), String> {
+        self.chars += text.get(self.counted..).map_or(0, |t| t.chars().count());
+        self.counted = text.len();
+        // Bytes bound characters from above: most pieces are decided without counting them.
+        if self.chars + more.len() <= self.max || self.chars + more.chars().count() <= self.max {
+            return Ok(());
+        }
+        Err(format!(
+            "Ensure this field has no more than {} characters (the parser's output would be \
+             longer).",
+            self.max
+        ))
+    }
+
+    /// Appends `more` to `text` if it fits.
+    fn push(&mut self, text: &mut String, more: &str) -> Result<(), String> {
+        self.fits(text, more)?;
+        text.push_str(more);
+        Ok(())
     }
 }
 
@@ -161,6 +236,33 @@ pub(super) fn builtins() -> Vec<(String, &'static str, BuildParser)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn replacements_as_the_regex_crate_makes_them() {
+        let cases = [
+            ("x*", "-", "abc"),
+            ("x*", "<$0>", ""),
+            (
+                r"(\w+)@(\w+)",
+                "${2}$$1 at $1 $missing ${9}",
+                "ann@home, bob@work",
+            ),
+            (r"(?<u>\w)(?<v>\d)?", "[$v|$u]", "a1bc2"),
+            ("é", "$0$0", "café é"),
+            ("$", "!", "end"),
+        ];
+        for (pattern, replacement, value) in cases {
+            let expected = Regex::new(pattern)
+                .map(|r| r.replace_all(value, replacement).into_owned())
+                .ok();
+            let parser = RegularExpressionParser::new(pattern, replacement).ok();
+            assert_eq!(
+                parser.and_then(|p| p.parse(value).ok()),
+                expected,
+                "{pattern} -> {replacement} on {value}"
+            );
+        }
+    }
 
     #[test]
     fn python_group_references() {

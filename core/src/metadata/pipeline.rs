@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::model::{MetadataType, MetadataTypeInput, MetadataTypeShapers};
 
 /// Longest stored value, in characters.
-pub const MAX_VALUE_LEN: usize = 10_000;
+pub const MAX_VALUE_LEN: usize = crate::model::MAX_VALUE_CHARS;
 /// Longest lookup output, in bytes.
 const MAX_LOOKUP_OUTPUT: usize = 1 << 20;
 

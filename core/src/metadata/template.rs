@@ -44,7 +44,8 @@ pub const MAX_TEMPLATE_LEN: usize = 10_000;
 pub const MAX_TEMPLATE_STRING: usize = 256 * 1024;
 /// Most items a sequence built by a template may have.
 pub const MAX_TEMPLATE_ITEMS: usize = 100_000;
-/// Wall-clock time one render may take.
+/// Wall-clock time the renders of one unit of work (a change, a lookup) may take in all, across
+/// all its templates and attempts (see `Docmeta::write`).
 pub const RENDER_BUDGET: Duration = Duration::from_secs(2);
 /// Instructions one render may execute.
 const FUEL: u64 = 100_000;
@@ -132,7 +133,7 @@ fn too_many() -> JinjaError {
 fn check_deadline() -> Result<(), JinjaError> {
     BUDGET.with(|b| match &*b.borrow() {
         Some(b) if Instant::now() > b.deadline => Err(refuse(format!(
-            "the template ran longer than {} ms",
+            "the template ran past the render budget ({} ms for all the templates of one change)",
             b.budget.as_millis()
         ))),
         _ => Ok(()),
@@ -652,6 +653,11 @@ impl TemplateEngine {
         Ok(compiled)
     }
 
+    /// The wall-clock time the renders of one unit of work may take in all.
+    pub fn budget(&self) -> Duration {
+        self.budget
+    }
+
     /// Renders `source` with `context`; output beyond `max_output` bytes, a value beyond
     /// [`MAX_TEMPLATE_STRING`] or a render beyond the time budget is an error.
     pub fn render(
@@ -659,6 +665,18 @@ impl TemplateEngine {
         source: &str,
         context: Value,
         max_output: usize,
+    ) -> Result<String, TemplateError> {
+        self.render_until(source, context, max_output, Instant::now() + self.budget)
+    }
+
+    /// [`render`](Self::render), stopped at `deadline` (what is left of the budget of the unit
+    /// of work it renders for).
+    pub fn render_until(
+        &self,
+        source: &str,
+        context: Value,
+        max_output: usize,
+        deadline: Instant,
     ) -> Result<String, TemplateError> {
         if is_literal(source) {
             return Ok(source.to_owned());
@@ -675,7 +693,7 @@ impl TemplateEngine {
         let instructions = sandbox(minijinja::machinery::get_compiled_template(&template))?;
         let previous = BUDGET.with(|b| {
             b.borrow_mut().replace(Budget {
-                deadline: Instant::now() + self.budget,
+                deadline: deadline.min(Instant::now() + self.budget),
                 budget: self.budget,
                 emitted: 0,
                 max_output,
@@ -1360,7 +1378,7 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(1));
         assert!(
             out.as_ref()
-                .is_err_and(|e| e.0.contains("longer than 50 ms") || e.0.contains("fuel")),
+                .is_err_and(|e| e.0.contains("render budget (50 ms") || e.0.contains("fuel")),
             "{out:?}"
         );
     }

@@ -316,6 +316,10 @@ pub(crate) fn check_text<'a>(
     Ok(text)
 }
 
+/// Longest stored metadata value, in characters (`metadata::pipeline::MAX_VALUE_LEN`; here so
+/// that the parsers can bound what they build without importing the pipeline that uses them).
+pub(crate) const MAX_VALUE_CHARS: usize = 10_000;
+
 /// Refuses text holding the NUL character. SQLite would store it but PostgreSQL cannot, so
 /// both stores refuse it alike, as a validation error naming `field`.
 pub(crate) fn check_no_nul(field: &str, text: &str) -> crate::error::Result<()> {

@@ -13,8 +13,8 @@ use super::{
 use crate::access::{ObjectKind, Permission as P};
 use crate::error::{Error, NON_FIELD_ERRORS, Result};
 use crate::events::names;
+use crate::kernel::CachedDocument;
 use crate::kernel::Unit;
-use crate::kernel::{CachedDocument, Renders};
 use crate::metadata::names::check_label;
 use crate::metadata::{CompiledMetadataType, check_definition};
 use crate::model::*;
@@ -288,22 +288,22 @@ impl Session {
         id: MetadataTypeId,
         document: Option<DocumentId>,
     ) -> Result<Option<Vec<String>>> {
+        self.catch_up()?;
         let db = self.db.clone();
-        self.read(|tx| {
+        db.read_rendering(self.actor, |tx, renders| {
             self.load_metadata_type(tx, id, P::MetadataTypeView)?;
             let doc = match document {
                 Some(d) => Some(self.load_document(tx, d, P::DocumentView)?),
                 None => None,
             };
             let compiled = db.compiled(tx, id)?;
-            let renders = Renders::inline(db.now());
             let mut inputs = Inputs {
                 db: &db,
                 tx,
                 document: doc.as_ref(),
                 view: &self.view,
                 shapers: &compiled.shapers,
-                renders: &renders,
+                renders,
             };
             compiled.lookup_choices(db.templates(), &mut inputs)
         })
@@ -320,8 +320,9 @@ impl Session {
         document: DocumentId,
         metadata_type: MetadataTypeId,
     ) -> Result<Option<Vec<String>>> {
+        self.catch_up()?;
         let db = self.db.clone();
-        self.read(|tx| {
+        db.read_rendering(self.actor, |tx, renders| {
             let doc = self.load_document(tx, document, P::DocumentView)?;
             let missing = || Error::not_found(format!("metadata type {metadata_type}"));
             tx.association_of(doc.document_type_id, metadata_type)?
@@ -332,14 +333,13 @@ impl Session {
                 return Err(missing());
             }
             let compiled = db.compiled(tx, metadata_type)?;
-            let renders = Renders::inline(db.now());
             let mut inputs = Inputs {
                 db: &db,
                 tx,
                 document: Some(&doc),
                 view: &self.view,
                 shapers: &compiled.shapers,
-                renders: &renders,
+                renders,
             };
             compiled.lookup_choices(db.templates(), &mut inputs)
         })
@@ -624,15 +624,24 @@ impl Session {
             })
             .collect::<Result<Vec<&str>>>()?;
         self.write(|u| {
-            documents
-                .iter()
-                .zip(&labels)
-                .enumerate()
-                .map(|(i, (d, label))| {
-                    self.create_document_in(u, d.document_type, label, d.values)
-                        .map_err(|e| e.in_entry("documents", i))
-                })
-                .collect()
+            let mut created = Vec::with_capacity(documents.len());
+            let mut refused = None;
+            for (i, (d, label)) in documents.iter().zip(&labels).enumerate() {
+                match self.create_document_in(u, d.document_type, label, d.values) {
+                    Ok(doc) => created.push(doc),
+                    // An entry that needs a template rendered first: the attempt will be rolled
+                    // back to render it, so the later entries go on to ask for theirs in the same
+                    // attempt (one attempt per link of a chain of defaults, not one per entry).
+                    Err(e) if u.renders.has_pending() => {
+                        refused.get_or_insert(e.in_entry("documents", i));
+                    }
+                    Err(e) => return Err(refused.unwrap_or(e.in_entry("documents", i))),
+                }
+            }
+            match refused {
+                Some(e) => Err(e),
+                None => Ok(created),
+            }
         })
     }
 
@@ -664,8 +673,33 @@ impl Session {
                 .filter(|a| a.required && !values.iter().any(|(mt, _)| *mt == a.metadata_type_id))
             {
                 let added = self.add_default_value(u, &doc, a.metadata_type_id)?;
+                if u.renders.has_pending() {
+                    // Its default must be rendered first (the attempt is rolled back to render
+                    // it): the next defaults may read its value, so they wait for the next
+                    // attempt rather than render from a document without it.
+                    return Err(Error::validation(
+                        "metadata",
+                        "a default is rendered before the change is written",
+                    ));
+                }
                 if added.is_some_and(|m| m.value.is_empty()) {
                     let t = self.db.compiled(&mut u.tx, a.metadata_type_id)?;
+                    // A default that failed to render (too slow, past the change's render
+                    // budget, ...) says so, rather than that there is no default. (Its render
+                    // was made or refused already: this asks the unit's renders again.)
+                    if !t.metadata_type.default.is_empty()
+                        && let Err(Error::Validation { message, .. }) =
+                            self.process(u, &t, &doc, "", false)
+                    {
+                        return Err(Error::validation(
+                            "metadata",
+                            format!(
+                                "'{}' is required for documents of type '{}' and its default \
+                                 failed: {message}",
+                                t.metadata_type.name, dt.label
+                            ),
+                        ));
+                    }
                     return Err(Error::validation(
                         "metadata",
                         format!(
@@ -715,6 +749,37 @@ impl Session {
         self.add_value(u, doc, mt, value, a.required).map(drop)
     }
 
+    /// Refuses, as [`create_document`](Self::create_document) would (and, `with_file`,
+    /// [`create_document_with_file`](Self::create_document_with_file)), a caller who may not
+    /// create a document of `document_type`, without creating anything: a type that does not
+    /// exist or that the caller may not see is `Error::Validation` on `document_type_id`;
+    /// without `documents.document_create` on it (or, `with_file`,
+    /// `documents.document_file_new`), `Error::PermissionDenied`. The label and values are not
+    /// checked. For a face that receives a document's content as a stream: it checks this
+    /// before reading the content, so a caller who may not create the document never makes it
+    /// receive (or store) a byte of it.
+    pub fn check_create_document(
+        &self,
+        document_type: DocumentTypeId,
+        with_file: bool,
+    ) -> Result<()> {
+        self.read(|tx| {
+            let dt = body_reference(
+                "document_type_id",
+                document_type,
+                self.load_document_type(tx, document_type, P::DocumentCreate),
+            )?;
+            if with_file {
+                self.require(
+                    P::DocumentFileNew,
+                    dt_ref(dt.id),
+                    format!("document type {}", dt.id),
+                )?;
+            }
+            Ok(())
+        })
+    }
+
     /// Creates a document as [`create_document`](Self::create_document) does, with its first
     /// file, all or nothing: the bytes are stored first (streaming), then the document, its
     /// values and the file's record commit in one transaction; if anything is refused the
@@ -731,18 +796,7 @@ impl Session {
     ) -> Result<(Document, DocumentFile)> {
         let label = crate::model::check_text("label", label, MAX_LABEL_LEN)?;
         // Refused before the content is stored, as the transaction would refuse after.
-        self.read(|tx| {
-            let dt = body_reference(
-                "document_type_id",
-                document_type,
-                self.load_document_type(tx, document_type, P::DocumentCreate),
-            )?;
-            self.require(
-                P::DocumentFileNew,
-                dt_ref(dt.id),
-                format!("document type {}", dt.id),
-            )
-        })?;
+        self.check_create_document(document_type, true)?;
         let filename = crate::files::clean_filename(filename);
         let storage = &self.db.inner.files;
         let mut hashing = crate::files::Hashing::new(content);

@@ -4,7 +4,6 @@
 
 use crate::access::{KnownParents, ObjectKind, ObjectRef, Permission as P, Permission};
 use crate::error::{Error, NON_FIELD_ERRORS, Result};
-use crate::kernel::Renders;
 use crate::model::*;
 use crate::session::Session;
 use crate::store::Tx;
@@ -871,15 +870,15 @@ impl Session {
         document: DocumentId,
         id: WorkflowInstanceId,
     ) -> Result<Vec<WorkflowTransition>> {
-        self.read(|tx| {
+        self.catch_up()?;
+        self.db.read_rendering(self.actor, |tx, renders| {
             let instance = self.instance_for(tx, document, id)?;
             let Some(state) = instance.state_id else {
                 return Ok(Vec::new());
             };
             let mut out = Vec::new();
-            let renders = Renders::inline(self.db.now());
             for t in tx.workflow_transitions(instance.workflow_id, Some(state))? {
-                if condition_allows(&self.db, &renders, tx, &instance, &t, self.actor.user())? {
+                if condition_allows(&self.db, renders, tx, &instance, &t, self.actor.user())? {
                     out.push(t);
                 }
             }

@@ -18,14 +18,14 @@ use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::auth::Auth;
-use crate::conn::{Conn, GuardedListener};
+use crate::clock::{BEGAN, REQUEST, RequestClock};
+use crate::conn::ConnLimits;
 use crate::error::ApiError;
 use crate::routes;
-use crate::state::{AppState, BEGAN, REQUEST, RequestClock};
+use crate::state::AppState;
 use crate::streams::{StreamCounter, StreamLimits, config_duration};
 
-/// Largest JSON request body.
-pub const MAX_BODY: usize = 1 << 20;
+pub use crate::body::MAX_BODY;
 /// Longest request target (path and query) the server reads; longer is `414`.
 pub const MAX_URI: usize = 8 * 1024;
 /// Most request header fields; more is `431`.
@@ -178,9 +178,9 @@ async fn limited(limits: Limits, request: Request, next: Next) -> Response {
 }
 
 /// Refuses a request whose target or header section is larger than the server reads (`414`,
-/// `431`), with a JSON body like every other error. (Past hyper's own parser limits, a URI over
-/// 64 KiB or more than 100 header fields, hyper answers the same statuses itself, without a
-/// body, before any of this code runs.)
+/// `431`), with a JSON body like every other error. (Past hyper's own parser limits, a head over
+/// [`MAX_HEAD_BYTES`](crate::conn::MAX_HEAD_BYTES) or more than 100 header fields, hyper answers
+/// `431` itself, without a body, before any of this code runs.)
 async fn head_limits(request: Request, next: Next) -> Response {
     let target = request
         .uri()
@@ -326,8 +326,13 @@ pub async fn serve_floor(
         }
     };
     let router = with_middleware(axum::Router::new().fallback(constant), limits);
-    let write_idle = config_duration(config.stream_idle_timeout_ms);
-    listen(router, bind, write_idle, "docmeta floor").await
+    listen(
+        router,
+        bind,
+        ConnLimits::from_config(config),
+        "docmeta floor",
+    )
+    .await
 }
 
 /// A JSON object of exactly `len` bytes (at least `{"p":""}`'s 8).
@@ -344,8 +349,9 @@ fn floor_body(len: usize) -> Vec<u8> {
 /// find every status the server sends documented: `400` (a malformed parameter or body), `404`
 /// (an unknown or invisible object), `413` (a body over the limit), `408` (too slow), `414` and
 /// `431` (a request target or headers larger than the server reads), and for
-/// operations behind authentication `401` (no or wrong credentials), `403` and `429` (too many
-/// failed logins). Each answer is an `ErrorOut`.
+/// operations behind authentication `401` (no or wrong credentials), `403`, `429` (too many
+/// failed logins, streams or template renders) and, for changes, `503` (busy: conflicting
+/// concurrent changes). Each answer is an `ErrorOut`.
 fn document_common_responses(doc: &mut serde_json::Value) {
     use serde_json::json;
     let error = |description: &str| {
@@ -396,7 +402,9 @@ fn document_common_responses(doc: &mut serde_json::Value) {
             add(
                 "429",
                 "Too many failed logins from this client or for this user (or, for file \
-                 uploads and downloads, too many of them in progress for this user).",
+                 uploads and downloads, too many of them in progress for this user; or too \
+                 many template renders in progress for this user or in all: renders_per_user, \
+                 renders_at_once). Retry-After says when to try again.",
             );
             if path.contains('{') || paged {
                 add(
@@ -407,36 +415,36 @@ fn document_common_responses(doc: &mut serde_json::Value) {
             if method != "get" && method != "delete" {
                 add("413", "The body is larger than the server accepts.");
             }
+            if method != "get" {
+                add(
+                    "503",
+                    "The change kept conflicting with concurrent ones (PostgreSQL), or the \
+                     values its templates read kept changing while it was written: nothing was \
+                     changed. Retry-After says when to try again.",
+                );
+            }
         }
     }
 }
 
 /// Serves until SIGINT or SIGTERM, then finishes in-flight requests.
 pub async fn serve(db: Docmeta, bind: SocketAddr) -> std::io::Result<()> {
-    let write_idle = config_duration(db.config().stream_idle_timeout_ms);
+    let limits = ConnLimits::from_config(db.config());
     let (router, _) = router(db);
-    listen(router, bind, write_idle, "docmeta").await
+    listen(router, bind, limits, "docmeta").await
 }
 
 async fn listen(
     router: axum::Router,
     bind: SocketAddr,
-    write_idle: Duration,
+    limits: ConnLimits,
     name: &str,
 ) -> std::io::Result<()> {
-    let listener = GuardedListener {
-        inner: tokio::net::TcpListener::bind(bind).await?,
-        write_idle,
-    };
-    let local = axum::serve::Listener::local_addr(&listener)?;
+    let listener = tokio::net::TcpListener::bind(bind).await?;
+    let local = listener.local_addr()?;
     tracing::info!(%local, "{name} listening");
     println!("{name} listening on http://{local}");
-    axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<Conn>(),
-    )
-    .with_graceful_shutdown(shutdown_signal())
-    .await
+    crate::conn::serve(listener, router, limits, shutdown_signal()).await
 }
 
 async fn shutdown_signal() {

@@ -260,7 +260,7 @@ impl Auth {
         let fingerprint = self.fingerprint(&username, &password);
         // A password changed or a user deactivated by another process before this request
         // arrived must stop the cached login: apply what was committed before trusting it.
-        let began = crate::state::request_began();
+        let began = crate::clock::request_began();
         if !db.caught_up_since(began) {
             let db = db.clone();
             tokio::task::spawn_blocking(move || db.catch_up_since(began))

@@ -63,6 +63,13 @@ impl From<Error> for ApiError {
                 StatusCode::REQUEST_TIMEOUT,
                 "The request took too long; nothing was changed.",
             ),
+            Error::Throttled(message) => ApiError {
+                retry_after: Some(1),
+                ..ApiError::detail(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    &format!("Too busy; nothing was done. Try again shortly: {message}."),
+                )
+            },
             full @ Error::StorageFull { .. } => {
                 tracing::error!(error = %full, "request failed: disk full");
                 ApiError::detail(

@@ -4,6 +4,7 @@ mod answers;
 mod app;
 mod auth;
 mod body;
+mod clock;
 mod conn;
 mod demo;
 mod dto;
@@ -339,13 +340,20 @@ enum SchemaCommand {
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// The runtime of `serve` (and of the benchmark's floor, which must match it).
-fn server_runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    // Few blocking threads: each takes a reader connection, and more threads than connections
-    // only add context switches (measured with benches/http/load.sh).
+/// Blocking threads of the server for its reads and writes: each takes a reader connection,
+/// and more threads than connections only add context switches (measured with
+/// benches/http/load.sh).
+const READ_THREADS: usize = 8;
+
+/// The runtime of `serve` (and of the benchmark's floor, which must match it): its blocking
+/// threads are [`READ_THREADS`] and one per template render that may run at once
+/// (`renders_at_once`): a render holds no reader connection (it runs between transactions) but
+/// does hold its thread, so renders, however slow, never take the threads reads need (issue
+/// #32: 96 requests looping a 2 s lookup made `health` wait 23.7 s behind them).
+fn server_runtime(config: &docmeta_core::Config) -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .max_blocking_threads(8)
+        .max_blocking_threads(READ_THREADS + config.renders_at_once.max(1))
         .build()
 }
 
@@ -763,7 +771,7 @@ fn run(cli: Cli) -> Result<(), AnyError> {
         Command::Serve { data, bind } => {
             let db = open(&data, true)?;
             ensure_admin(&db)?;
-            server_runtime()?.block_on(app::serve(db, bind))?;
+            server_runtime(db.config())?.block_on(app::serve(db, bind))?;
         }
         Command::BenchData { data, documents } => {
             let db = open(&data, false)?;
@@ -773,7 +781,7 @@ fn run(cli: Cli) -> Result<(), AnyError> {
         }
         Command::BenchFloor { bind, body_bytes } => {
             let config = docmeta_core::Config::default();
-            server_runtime()?.block_on(app::serve_floor(&config, bind, body_bytes))?;
+            server_runtime(&config)?.block_on(app::serve_floor(&config, bind, body_bytes))?;
         }
         Command::Migrate { data, check: true } => {
             let builder = Docmeta::builder().data_dir(&data.data);

@@ -2,11 +2,10 @@
 //! parameters, and how a handler runs core work (as a [`Session`], off the async workers,
 //! within the request's time limit). Handlers never see the root [`Docmeta`] handle.
 //!
-//! May import: `auth` (the credential cache), `answers`, `streams`, `error`. Not `app` or `routes`.
+//! May import: `auth` (the credential cache), `clock`, `answers`, `streams`, `error`. Not `app` or `routes`.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::sync::atomic::Ordering;
 
 use axum::extract::{ConnectInfo, FromRequestParts, Path};
 use axum::http::{header, request::Parts};
@@ -15,6 +14,7 @@ use serde::de::DeserializeOwned;
 
 use crate::answers::MetadataAnswers;
 use crate::auth::Auth;
+use crate::clock::{REQUEST, request_began};
 use crate::conn::Conn;
 use crate::error::{ApiError, ApiResult};
 use crate::streams::StreamCounter;
@@ -32,30 +32,6 @@ pub struct AppState {
     pub metadata_answers: Arc<MetadataAnswers>,
     /// Where uploads are received before they are stored.
     pub spool_dir: Arc<std::path::Path>,
-}
-
-tokio::task_local! {
-    /// The time limit of the request being handled (absent for uploads, which have their own).
-    pub static REQUEST: Arc<RequestClock>;
-    /// When the request being handled arrived: it is answered with every change committed
-    /// before then, by any process (see `Session::consistent_from`).
-    pub static BEGAN: Instant;
-}
-
-/// When the request being handled arrived (now, outside a request).
-pub fn request_began() -> Instant {
-    BEGAN
-        .try_with(|began| *began)
-        .unwrap_or_else(|_| Instant::now())
-}
-
-/// A request's time limit, and whether its handler has begun work in the core.
-#[derive(Debug)]
-pub struct RequestClock {
-    pub deadline: Instant,
-    /// Set when the handler hands work to the core: from then on the core's deadline check
-    /// decides the outcome, and the answer waits for it.
-    pub started: AtomicBool,
 }
 
 impl AppState {

@@ -1,10 +1,11 @@
 //! Documents, their metadata (spec 4.2) and events.
 
 use std::collections::HashMap;
+use std::time::Instant;
 
 use crate::body::{Json, json_answer};
-use axum::extract::multipart::MultipartRejection;
-use axum::extract::{FromRequest, Multipart, Query, Request, State};
+use axum::extract::multipart::Field;
+use axum::extract::{FromRequest, Query, Request, State};
 use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use docmeta_core::{
@@ -16,13 +17,13 @@ use utoipa_axum::routes;
 
 use serde_json::Value;
 
-use crate::body::Body;
+use crate::body::{Body, MAX_BODY};
 use crate::dto::*;
 use crate::error::{ApiError, ApiResult};
 use crate::page::ListQuery;
-use crate::routes::files::{multipart_error, receive, within};
+use crate::routes::files::{FormGate, receive, within};
 use crate::state::{AppState, CurrentUser, Ids};
-use crate::streams::StreamPermit;
+use crate::streams::{StreamLimits, StreamPermit};
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
     router
@@ -68,7 +69,7 @@ async fn list_documents(
 }
 
 #[utoipa::path(post, path = "/api/v4/documents/", tag = "documents",
-    description = "Creates a document from JSON `{document_type_id, label, metadata}` or from a multipart form (`document_type_id`, `label`, `file`, and `metadata` as a JSON text). `metadata` lists initial values `{metadata_type_id, value}`; each runs through the value pipeline, and the document, its values and its file are created all or nothing. A required metadata type of the document type without a value and without a default refuses the document (`400` under `metadata`, naming the type). A `document_type_id` or `metadata_type_id` that does not exist, or that the caller may not see, is a `400` naming the field. A refused entry of `metadata` (its `metadata_type_id` or its `value`) is reported in that entry, as Django REST framework reports a nested list: `{\"metadata\": [{}, {\"value\": [\"...\"]}]}` when the second entry's value is refused (one object per entry up to the refused one; later entries are not checked).",
+    description = "Creates a document from JSON `{document_type_id, label, metadata}` or from a multipart form (`document_type_id`, `label`, `file`, and `metadata` as a JSON text). `metadata` lists initial values `{metadata_type_id, value}`; each runs through the value pipeline, and the document, its values and its file are created all or nothing. A required metadata type of the document type without a value and without a default refuses the document (`400` under `metadata`, naming the type). A `document_type_id` or `metadata_type_id` that does not exist, or that the caller may not see, is a `400` naming the field. A refused entry of `metadata` (its `metadata_type_id` or its `value`) is reported in that entry, as Django REST framework reports a nested list: `{\"metadata\": [{}, {\"value\": [\"...\"]}]}` when the second entry's value is refused (one object per entry up to the refused one; later entries are not checked). In a form, `document_type_id` must come before `file`: the permission is checked before the file is read (a file part first is `400` under `file`); the text fields hold at most 1 MiB together and at most 2 MiB of the form is read before the check (`413`).",
     request_body(content((DocumentIn = "application/json"), (DocumentForm = "multipart/form-data"))),
     responses((status = 201, body = DocumentOut), (status = 400, body = DocumentErrorOut), (status = 403, body = ErrorOut),
         (status = 413, body = ErrorOut), (status = 507, body = ErrorOut)))]
@@ -83,8 +84,7 @@ async fn create_document(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("multipart/form-data"));
     if multipart {
-        let form = Multipart::from_request(request, &app).await;
-        return create_document_from_form(app, user, form).await;
+        return create_document_from_form(app, user, request).await;
     }
     let body = Body::from_request(request, &app).await?;
     let document_type = body.id("document_type_id")?;
@@ -225,43 +225,92 @@ fn initial_values(raw: Option<&Value>) -> ApiResult<Vec<(MetadataTypeId, String)
         .collect()
 }
 
-/// Reads the multipart form of a document creation: the text fields, and the file spooled as
-/// an upload is (`upload_max_bytes`, stream time limits), then creates it all at once.
+/// Reads a text field of a form, whose text fields together may hold at most [`MAX_BODY`]
+/// bytes (`413` beyond, naming the field): `text` counts what the form's text fields read.
+async fn bounded_text(
+    field: &mut Field<'_>,
+    name: &str,
+    text: &mut usize,
+    gate: &FormGate,
+    limits: StreamLimits,
+    deadline: Instant,
+) -> ApiResult<Vec<u8>> {
+    let mut bytes = Vec::new();
+    while let Some(chunk) = within(limits, deadline, field.chunk())
+        .await?
+        .map_err(|e| gate.error(e))?
+    {
+        *text = text.saturating_add(chunk.len());
+        if *text > MAX_BODY {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                serde_json::json!({ name: [format!(
+                    "The form's text fields are larger than {MAX_BODY} bytes together."
+                )] }),
+            ));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}
+
+/// Reads the multipart form of a document creation and creates it all at once. Nothing of it
+/// costs more than its bytes before the caller's permission is checked: the text fields are
+/// bounded (at most [`MAX_BODY`] together), the file part is read only after the caller was
+/// found allowed to create the document with a file (so `document_type_id` must come before
+/// it: a file part first is `400`), and `metadata` is parsed as JSON only once the caller may
+/// create the document. The file is spooled as an upload is (`upload_max_bytes`, stream time
+/// limits).
 async fn create_document_from_form(
     app: AppState,
     user: docmeta_core::UserId,
-    form: Result<Multipart, MultipartRejection>,
+    request: Request,
 ) -> ApiResult<(StatusCode, Json<DocumentOut>)> {
     let _permit: StreamPermit = app.streams.start(user)?;
     let limits = app.streams.limits();
     let deadline = limits.deadline();
-    let mut form = form.map_err(|e| {
-        ApiError::new(
-            e.status(),
-            serde_json::json!({ "non_field_errors": [e.body_text()] }),
-        )
-    })?;
-    let mut text: HashMap<String, String> = HashMap::new();
+    let gate = FormGate::new();
+    let mut form = gate.form(request, &app, "non_field_errors").await?;
+    let mut text: HashMap<String, Vec<u8>> = HashMap::new();
+    let mut text_bytes = 0usize;
+    let mut checked: Option<DocumentTypeId> = None;
     let mut file = None;
     while let Some(mut field) = within(limits, deadline, form.next_field())
         .await?
-        .map_err(multipart_error)?
+        .map_err(|e| gate.error(e))?
     {
         let name = field.name().unwrap_or_default().to_owned();
-        match name.as_str() {
-            "file" => {
-                let filename = field.file_name().unwrap_or("file").to_owned();
-                let spooled = receive(&app.spool_dir, &mut field, limits, deadline).await?;
-                file = Some((filename, spooled));
-            }
-            "document_type_id" | "label" | "metadata" => {
-                let value = within(limits, deadline, field.text())
-                    .await?
-                    .map_err(|_| ApiError::field(&name, "Not a valid string."))?;
+        if name != "file" {
+            // Unknown fields are read (and dropped) under the same bound as the known ones.
+            let value =
+                bounded_text(&mut field, &name, &mut text_bytes, &gate, limits, deadline).await?;
+            if matches!(name.as_str(), "document_type_id" | "label" | "metadata") {
                 text.insert(name, value);
             }
-            _ => {}
+            continue;
         }
+        if file.is_some() {
+            return Err(ApiError::field("file", "Send one file only."));
+        }
+        let Some(document_type) = text.get("document_type_id") else {
+            return Err(ApiError::field(
+                "file",
+                "The file must come after document_type_id in the form: the permission to \
+                 create the document is checked before the file is received.",
+            ));
+        };
+        let document_type = document_type_id(document_type)?;
+        // Checked before a byte of the file is read: a caller who may not create the document
+        // (with a file) never makes the server receive or spool it.
+        app.run(user, move |s| {
+            Ok(s.check_create_document(document_type, true)?)
+        })
+        .await?;
+        checked = Some(document_type);
+        gate.open();
+        let filename = field.file_name().unwrap_or("file").to_owned();
+        let spooled = receive(&app.spool_dir, &mut field, limits, deadline).await?;
+        file = Some((filename, spooled));
     }
     let document_type = match text.get("document_type_id") {
         None => {
@@ -270,24 +319,23 @@ async fn create_document_from_form(
                 "This field is required.",
             ));
         }
-        Some(t) => t
-            .trim()
-            .parse::<i64>()
-            .ok()
-            .filter(|id| *id > 0)
-            .ok_or_else(|| ApiError::field("document_type_id", "A valid integer is required."))?,
+        Some(t) => document_type_id(t)?,
     };
+    if checked != Some(document_type) {
+        app.run(user, move |s| {
+            Ok(s.check_create_document(document_type, false)?)
+        })
+        .await?;
+    }
     let label = text
         .remove("label")
         .ok_or_else(|| ApiError::field("label", "This field is required."))?;
-    let metadata = match text.get("metadata").filter(|m| !m.trim().is_empty()) {
-        None => None,
-        Some(m) => Some(
-            serde_json::from_str::<Value>(m)
-                .map_err(|_| ApiError::field("metadata", "Not valid JSON."))?,
-        ),
+    let label =
+        String::from_utf8(label).map_err(|_| ApiError::field("label", "Not a valid string."))?;
+    let values = match text.get("metadata") {
+        None => Vec::new(),
+        Some(m) => form_values(m)?,
     };
-    let values = initial_values(metadata.as_ref())?;
     app.run(user, move |s| {
         let values: Vec<(MetadataTypeId, &str)> =
             values.iter().map(|(t, v)| (*t, v.as_str())).collect();
@@ -297,19 +345,66 @@ async fn create_document_from_form(
                     ApiError::from(docmeta_core::Error::storage("reading a spooled upload", e))
                 })?;
                 s.create_document_with_view(
-                    DocumentTypeId(document_type),
+                    document_type,
                     &label,
                     &values,
                     Some((&filename, &mut content)),
                 )?
             }
-            None => {
-                s.create_document_with_view(DocumentTypeId(document_type), &label, &values, None)?
-            }
+            None => s.create_document_with_view(document_type, &label, &values, None)?,
         };
         Ok((StatusCode::CREATED, Json(DocumentOut::from(&d))))
     })
     .await
+}
+
+/// A form's `document_type_id`.
+fn document_type_id(text: &[u8]) -> ApiResult<DocumentTypeId> {
+    std::str::from_utf8(text)
+        .ok()
+        .and_then(|t| t.trim().parse::<i64>().ok())
+        .filter(|id| *id > 0)
+        .map(DocumentTypeId)
+        .ok_or_else(|| ApiError::field("document_type_id", "A valid integer is required."))
+}
+
+/// One entry of a form's `metadata` (JSON text), read directly into its fields: no JSON tree
+/// is built, so the entries cost about what their text does.
+#[derive(serde::Deserialize)]
+struct FormValue {
+    metadata_type_id: i64,
+    #[serde(default)]
+    value: Option<String>,
+}
+
+/// A form's `metadata`: the JSON text of `[{"metadata_type_id", "value"}]` (blank: none), read
+/// as [`initial_values`] reads a JSON body's.
+fn form_values(text: &[u8]) -> ApiResult<Vec<(MetadataTypeId, String)>> {
+    if text.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Vec::new());
+    }
+    let invalid = || {
+        ApiError::field(
+            "metadata",
+            "Expected a list of {\"metadata_type_id\": <id>, \"value\": <text>} items.",
+        )
+    };
+    if serde_json::from_slice::<serde::de::IgnoredAny>(text).is_err() {
+        return Err(ApiError::field("metadata", "Not valid JSON."));
+    }
+    let entries: Vec<FormValue> = serde_json::from_slice(text).map_err(|_| invalid())?;
+    entries
+        .into_iter()
+        .map(|e| {
+            if e.metadata_type_id <= 0 {
+                return Err(invalid());
+            }
+            Ok((
+                MetadataTypeId(e.metadata_type_id),
+                e.value.unwrap_or_default(),
+            ))
+        })
+        .collect()
 }
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/", tag = "documents",

@@ -13,18 +13,22 @@
 use std::collections::HashMap;
 use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 use crate::body::Json;
 use axum::body::Bytes;
-use axum::extract::multipart::{Field, MultipartError, MultipartRejection};
-use axum::extract::{Multipart, Query, State};
+use axum::extract::multipart::{Field, MultipartError};
+use axum::extract::{FromRequest, Multipart, Query, Request, State};
 use axum::http::{HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use docmeta_core::{DocumentFile, DocumentFileId, DocumentId};
+use futures_util::StreamExt as _;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::body::MAX_BODY;
 use crate::conn::{DeadlineGuard, MaybeConn};
 use crate::dto::{DocumentFileOut, PageOut};
 use crate::error::{ApiError, ApiResult};
@@ -85,7 +89,7 @@ async fn upload_file(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    form: Result<Multipart, MultipartRejection>,
+    request: Request,
 ) -> ApiResult<(StatusCode, Json<DocumentFileOut>)> {
     let _permit: StreamPermit = app.streams.start(user)?;
     let limits = app.streams.limits();
@@ -93,16 +97,17 @@ async fn upload_file(
     // Refused before a byte is received, as the core would refuse after.
     app.run(user, move |s| Ok(s.check_add_file(DocumentId(id))?))
         .await?;
-    // A body that is not multipart (or has no boundary) is a JSON error like every other.
-    let mut form = form
-        .map_err(|e| ApiError::new(e.status(), serde_json::json!({ "file": [e.body_text()] })))?;
+    // Parts before the file (ignored) are bounded as a document form's fields are.
+    let gate = FormGate::new();
+    let mut form = gate.form(request, &app, "file").await?;
     while let Some(mut field) = within(limits, deadline, form.next_field())
         .await?
-        .map_err(multipart_error)?
+        .map_err(|e| gate.error(e))?
     {
         if field.name() != Some("file") {
             continue;
         }
+        gate.open();
         let filename = field.file_name().unwrap_or("file").to_owned();
         let spooled = receive(&app.spool_dir, &mut field, limits, deadline).await?;
         let file = app
@@ -119,6 +124,79 @@ async fn upload_file(
         "file",
         "No file was submitted (a multipart field named \"file\").",
     ))
+}
+
+/// The most bytes of a form read before its permission is checked: its text fields (at most
+/// [`MAX_BODY`] together, as a JSON body), the framing of its parts and the headers of its file
+/// part.
+pub const FORM_BEFORE_CHECK: u64 = 2 * MAX_BODY as u64;
+
+/// Counts the bytes of a form as they are read, failing the body once they pass `limit` (so that
+/// the multipart parser never buffers more: a part's headers, a text field), and tells the
+/// handler it did. The handler raises the limit once the caller's permission is checked.
+#[derive(Debug)]
+pub(crate) struct FormGate {
+    limit: AtomicU64,
+    tripped: AtomicBool,
+}
+
+impl FormGate {
+    pub(crate) fn new() -> Arc<FormGate> {
+        Arc::new(FormGate {
+            limit: AtomicU64::new(FORM_BEFORE_CHECK),
+            tripped: AtomicBool::new(false),
+        })
+    }
+
+    /// The multipart form of `request`, read through the gate; a body that is not multipart (or
+    /// has no boundary) is a JSON error naming `field`, like every other.
+    pub(crate) async fn form(
+        self: &Arc<FormGate>,
+        request: Request,
+        state: &AppState,
+        field: &str,
+    ) -> ApiResult<Multipart> {
+        Multipart::from_request(self.guard(request), state)
+            .await
+            .map_err(|e| ApiError::new(e.status(), serde_json::json!({ field: [e.body_text()] })))
+    }
+
+    /// Lifts the limit: the caller may send the file (`upload_max_bytes` still bounds it).
+    pub(crate) fn open(&self) {
+        self.limit.store(u64::MAX, Ordering::SeqCst);
+    }
+
+    /// `request` with a body that fails past the gate's limit.
+    fn guard(self: &Arc<FormGate>, request: Request) -> Request {
+        let gate = self.clone();
+        request.map(|body| {
+            let mut read = 0u64;
+            axum::body::Body::from_stream(body.into_data_stream().map(move |chunk| {
+                let chunk = chunk?;
+                read = read.saturating_add(chunk.len() as u64);
+                if read > gate.limit.load(Ordering::SeqCst) {
+                    gate.tripped.store(true, Ordering::SeqCst);
+                    return Err(axum::Error::new(std::io::Error::other(
+                        "the form is larger than it may be before its permission check",
+                    )));
+                }
+                Ok(chunk)
+            }))
+        })
+    }
+
+    /// The error of a form whose reading failed: `413` when the gate stopped it.
+    pub(crate) fn error(&self, e: MultipartError) -> ApiError {
+        if self.tripped.load(Ordering::SeqCst) {
+            return ApiError::detail(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!(
+                    "The form's fields before its file are larger than {FORM_BEFORE_CHECK} bytes."
+                ),
+            );
+        }
+        multipart_error(e)
+    }
 }
 
 /// Awaits `step` of an upload: `408` when the client sent nothing for the idle limit, or the

@@ -343,3 +343,26 @@ pub fn fresh_postgres_database(prefix: &str) -> Option<(String, String, postgres
     );
     Some((url, name, admin))
 }
+
+/// A `/proc/<pid>/status` figure of a process in KiB (`VmHWM`, `VmRSS`, ...); `None` off Linux.
+pub fn process_kib(pid: u32, key: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status
+        .lines()
+        .find(|l| l.strip_prefix(key).is_some_and(|r| r.starts_with(':')))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Resets a process's peak resident size (`VmHWM`) to its current one; whether it could.
+pub fn reset_peak(pid: u32) -> bool {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok()
+}
+
+/// A `/proc/<pid>/io` counter of a process (`rchar`: bytes it read, sockets included; `wchar`).
+pub fn process_io(pid: u32, key: &str) -> Option<u64> {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+    let line = io
+        .lines()
+        .find(|l| l.strip_prefix(key).is_some_and(|r| r.starts_with(':')))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
