@@ -346,6 +346,7 @@ pub fn verify_backup_from(archive: impl Read + Send + 'static) -> Result<Manifes
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     /// A format-2 archive whose `db.sqlite3` entry holds `actual` zero bytes while
     /// `contents.json` declares 100.

@@ -158,7 +158,7 @@ pub fn restore_to_storage(
         // Held across the swap: once renamed, this is `data/.lock`, so nothing opens the new
         // directory before the restore has finished.
         let _staged_lock = DataLock::exclusive(&staging)?;
-        replace_dir(&staging, data, &previous, existed)?;
+        replace_dir(&staging, data, &previous)?;
         Ok(report)
     })();
     let _ = fs::remove_dir_all(&staging);
@@ -333,13 +333,11 @@ fn open_and_verify(builder: crate::Builder, manifest: Manifest) -> Result<Restor
 /// `staged` renamed to `data`, and `previous` removed only once the new directory is in place
 /// (if the second rename fails, `previous` is renamed back). Both are in one parent directory,
 /// so each step is one atomic rename.
-fn replace_dir(staged: &Path, data: &Path, previous: &Path, existed: bool) -> Result<()> {
-    if existed {
-        // The operator's choice of access to the data directory carries over.
-        if let Ok(meta) = fs::metadata(data) {
-            let _ = fs::set_permissions(staged, meta.permissions());
-        }
-    }
+///
+/// The restored directory stays owner-only (`0700`, as the staging directory was made): the
+/// old directory's mode is not carried over, since every open makes a data directory
+/// owner-only again anyway (see `owner_only`).
+fn replace_dir(staged: &Path, data: &Path, previous: &Path) -> Result<()> {
     let in_use = |e: io::Error| {
         Error::storage(
             format!(

@@ -170,9 +170,16 @@ fn open_connection(path: Option<&Path>) -> Result<Connection> {
 }
 
 impl SqliteStore {
-    /// Opens (or creates) the database file at `path` and applies pending migrations.
+    /// Opens (or creates) the database file at `path` and applies pending migrations. A new
+    /// database file is created owner-only (`0600`) before SQLite opens it, and SQLite gives its
+    /// `-wal` and `-shm` files the database file's mode: it holds password hashes and every value.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
+        match crate::owner_only::create_new(&path) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(Error::storage("creating the SQLite database", e)),
+        }
         let writer = open_connection(Some(&path))?;
         writer
             .pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)
