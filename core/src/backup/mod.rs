@@ -24,8 +24,11 @@
 //! from the start: they hold the secret key and the users' password hashes.
 //!
 //! Restoring builds the new data directory in a staging directory beside the target: every
-//! entry verified, the database checked (integrity, schema version) and opened there, and only
-//! then is the target replaced, by renames: a restore that fails leaves the target as it was.
+//! entry verified, the database checked (integrity, schema version) as soon as it is written,
+//! then only the document files its records name (anything else is refused before it is
+//! written), nothing written before the free space was found to hold it, and the staged
+//! directory opened; only then is the target replaced, by renames: a restore that fails leaves
+//! the target as it was.
 //!
 //! Layer 7 (with `workflows`, `tasks`, `search`, `installation`): imports the kernel and the layers
 //! below; each store writes its own database dump ([`crate::store::Store::dump_for_backup`]).
