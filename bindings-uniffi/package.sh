@@ -59,7 +59,7 @@ SWIFT
 echo "-- kotlin jar: $out/docmeta.jar"
 jna=${JNA_JAR:-/usr/share/java/jna.jar}
 if ! command -v kotlinc > /dev/null || [ ! -f "$jna" ]; then
-  reason="kotlinc not on PATH or JNA missing at $jna (npm install -g kotlin-compiler; apt-get install libjna-java)"
+  reason="kotlinc not on PATH or JNA missing at $jna (the pinned kotlin-compiler of scripts/pins/kotlin/, as .ci/run installs it; apt-get install libjna-java)"
   if [ "${DOCMETA_REQUIRE_KOTLIN:-0}" = 1 ]; then echo "error: $reason"; exit 1; fi
   echo "skipped: $reason"
   exit 0

@@ -40,6 +40,14 @@ if [ ! -f "$out/docmeta.jar" ]; then
   # package.sh said why (and failed when DOCMETA_REQUIRE_KOTLIN=1).
   exit 0
 fi
+# The compiler the tests passed with is pinned (scripts/pins/kotlin; .ci/run installs it into
+# target/kotlin-compiler): another one is named, and refused when DOCMETA_REQUIRE_KOTLIN=1.
+pinned=$(sed -n 's/.*"kotlin-compiler": "\([^"]*\)".*/\1/p' scripts/pins/kotlin/package.json | head -1)
+found=$(kotlinc -version 2>&1 | sed -n 's/.*kotlinc-jvm \([^ ]*\).*/\1/p')
+if [ "$found" != "$pinned" ]; then
+  echo "kotlinc ${found:-(unknown version)} is not the pinned $pinned (scripts/pins/kotlin/)"
+  if [ "${DOCMETA_REQUIRE_KOTLIN:-0}" = 1 ]; then exit 1; fi
+fi
 # The README's example (bindings-uniffi/examples/Example.kt) is compiled and run too.
 kotlinc bindings-uniffi/tests/kotlin/DocmetaTest.kt bindings-uniffi/examples/Example.kt \
   -cp "$out/docmeta.jar:$jna" -d "$out/test.jar" 2> >(grep -v '^warning:' >&2)

@@ -218,11 +218,12 @@ impl Config {
         serde_saphyr::from_str(text).map_err(|e| Error::InvalidInput(format!("config.yml: {e}")))
     }
 
-    /// Reads `config.yml` in `dir`, writing the default file first if it is missing.
+    /// Reads `config.yml` in `dir`, writing the default file (owner-only, `0600`) first if it is
+    /// missing.
     pub fn load_or_create(dir: &Path) -> Result<Config> {
         let path = dir.join("config.yml");
         if !path.exists() {
-            fs::write(&path, DEFAULT_CONFIG)
+            crate::owner_only::write(&path, DEFAULT_CONFIG.as_bytes())
                 .map_err(|e| Error::storage("writing config.yml", e))?;
         }
         let text =
@@ -231,10 +232,12 @@ impl Config {
     }
 }
 
-/// Reads `system/SECRET_KEY`, creating it (32 random bytes, hex, mode 0600) on first start.
+/// Reads `system/SECRET_KEY`, creating it (32 random bytes, hex, mode 0600, in a 0700
+/// `system/`) on first start.
 pub fn load_or_create_secret_key(dir: &Path) -> Result<Vec<u8>> {
     let system = dir.join("system");
-    fs::create_dir_all(&system).map_err(|e| Error::storage("creating the system directory", e))?;
+    crate::owner_only::create_dir_all(&system)
+        .map_err(|e| Error::storage("creating the system directory", e))?;
     let path = system.join("SECRET_KEY");
     if let Ok(text) = fs::read_to_string(&path) {
         let key = decode_hex(text.trim())
@@ -250,15 +253,7 @@ pub fn load_or_create_secret_key(dir: &Path) -> Result<Vec<u8>> {
     let mut key = vec![0u8; 32];
     getrandom::fill(&mut key)
         .map_err(|e| Error::storage("generating the secret key", e.to_string()))?;
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options
-        .open(&path)
+    let mut file = crate::owner_only::create_new(&path)
         .map_err(|e| Error::storage("creating SECRET_KEY", e))?;
     file.write_all(encode_hex(&key).as_bytes())
         .and_then(|()| file.sync_all())

@@ -53,7 +53,11 @@ impl std::fmt::Debug for Builder {
 }
 
 impl Builder {
-    /// Uses `dir` as the data directory (MEDIA_ROOT), created if missing.
+    /// Uses `dir` as the data directory (MEDIA_ROOT), created if missing. Everything docmeta
+    /// creates there is owner-only (directories `0700`, files `0600`); opening an existing
+    /// directory removes group and other access from it and from its first level every time,
+    /// and from its whole tree once (recorded in `DATA/.owner-only`). The process's umask is
+    /// left to the application.
     pub fn data_dir(mut self, dir: impl AsRef<Path>) -> Self {
         self.data_dir = Some(dir.as_ref().to_path_buf());
         self
@@ -214,7 +218,7 @@ impl Builder {
             }
         }
         std::fs::remove_dir_all(&staged).map_err(failed)?;
-        std::fs::create_dir_all(&staged).map_err(failed)?;
+        crate::owner_only::create_dir_all(&staged).map_err(failed)?;
         Ok(written)
     }
 
@@ -322,10 +326,22 @@ impl Builder {
         let (store, secret_key, config) = match &data_dir {
             Some(dir) => {
                 for sub in ["", "document_file_storage"] {
-                    std::fs::create_dir_all(dir.join(sub)).map_err(|e| {
+                    crate::owner_only::create_dir_all(&dir.join(sub)).map_err(|e| {
                         Error::storage(format!("creating the data directory {}", dir.display()), e)
                     })?;
                 }
+                // Before anything is read or created in it: an installation made before docmeta
+                // created everything owner-only is tightened here (see `owner_only`).
+                crate::owner_only::restrict_data_dir(dir).map_err(|e| {
+                    Error::storage(
+                        format!(
+                            "making the data directory {} owner-only (run docmeta as its owner, \
+                             or chmod 700 it)",
+                            dir.display()
+                        ),
+                        e,
+                    )
+                })?;
                 let key = load_or_create_secret_key(dir)?;
                 let config = match self.config.clone() {
                     Some(c) => c,

@@ -50,6 +50,7 @@ pub mod installation;
 mod kernel;
 pub mod metadata;
 pub mod model;
+mod owner_only;
 pub mod search;
 mod session;
 pub mod store;

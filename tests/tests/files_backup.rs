@@ -1021,3 +1021,241 @@ fn search_work_queued_in_a_backup_runs_on_the_restored_index() -> Result<()> {
     );
     Ok(())
 }
+
+/// A copy of the real backup `src` with one more entry, `path`, holding `size` zero bytes
+/// (streamed, never in memory), declared in `contents.json` and listed in the manifest with its
+/// true size and SHA-256: a consistent archive, as an attacker who can write one makes it. With
+/// `truncate`, the archive ends right after the new entry's tar header (its bytes are never
+/// there: a restore that reads any of them fails as a truncated archive instead).
+fn with_extra_entry(src: &Path, dst: &Path, path: &str, size: u64, truncate: bool) {
+    use std::io::Write;
+    let zeros = || std::io::Read::take(std::io::repeat(0), size);
+    let (_, sha) = docmeta_core::files::sha256(&mut zeros()).expect("hash");
+    let mut entries = read_entries(src);
+    for (p, bytes) in entries.iter_mut() {
+        let list = match p.as_str() {
+            "contents.json" => "entries",
+            "manifest.json" => "files",
+            _ => continue,
+        };
+        let mut json: serde_json::Value = serde_json::from_slice(bytes).expect("json");
+        let item = if list == "files" {
+            serde_json::json!({"path": path, "size": size, "sha256": sha, "in_base": false})
+        } else {
+            serde_json::json!({"path": path, "size": size})
+        };
+        json[list].as_array_mut().expect("list").push(item);
+        *bytes = serde_json::to_vec(&json).expect("json");
+    }
+    let file = std::fs::File::create(dst).expect("create");
+    let mut tar = tar::Builder::new(zstd::Encoder::new(file, 1).expect("zstd").auto_finish());
+    let append = |tar: &mut tar::Builder<_>, p: &str, size: u64, data: &mut dyn Read| {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(size);
+        h.set_mode(0o600);
+        tar.append_data(&mut h, p, data).expect("append");
+    };
+    for (p, bytes) in &entries {
+        if p == "manifest.json" {
+            if truncate {
+                let mut h = tar::Header::new_gnu();
+                h.set_size(size);
+                h.set_mode(0o600);
+                h.set_path(path).expect("path");
+                h.set_cksum();
+                tar.get_mut().write_all(h.as_bytes()).expect("header");
+                // Dropping the builder ends the tar (two zero blocks) and the zstd frame: the
+                // entry's 1 GiB is simply not there.
+                return;
+            }
+            append(&mut tar, path, size, &mut zeros());
+        }
+        append(&mut tar, p, bytes.len() as u64, &mut &bytes[..]);
+    }
+    tar.into_inner().expect("finish");
+}
+
+/// Issue #32 point 14: a restore took an archive entry of 1 GiB (33 KB compressed) that no
+/// record references. It is refused by its declaration, before a byte of it is read or
+/// written, and the target stays as it was.
+#[test]
+fn a_document_file_no_record_names_is_refused_before_it_is_written() -> Result<()> {
+    let out = tempfile::tempdir().expect("out");
+    let (target, before, archive) = target_and_backup(out.path())?;
+    let orphan = "document_file_storage/ab/0123456789abcdef0123456789abcd";
+    let bomb = out.path().join("orphan.tar.zst");
+    with_extra_entry(&archive, &bomb, orphan, 1 << 30, false);
+    assert!(
+        std::fs::metadata(&bomb).expect("meta").len() < 1 << 20,
+        "1 GiB in a small archive"
+    );
+    verify_backup(&bomb).expect("the archive itself is consistent");
+    let err = restore(&[bomb], &target, None).expect_err("an unreferenced entry");
+    assert!(matches!(err, Error::InvalidInput(_)), "{err}");
+    assert!(
+        err.to_string().contains(orphan) && err.to_string().contains("no record"),
+        "{err}"
+    );
+    assert_untouched(out.path(), &target, &before)?;
+    // Refused before its bytes are read: the same entry with none of its bytes in the archive
+    // gets the same answer, not a truncated-archive error.
+    let cut = out.path().join("orphan-cut.tar.zst");
+    with_extra_entry(&archive, &cut, orphan, 1 << 30, true);
+    let err = restore(&[cut], &target, None).expect_err("an unreferenced entry");
+    assert!(err.to_string().contains("no record"), "{err}");
+    assert_untouched(out.path(), &target, &before)
+}
+
+/// Issue #32 point 14: anything else outside what a backup holds, a system file larger than
+/// docmeta writes, is refused at its declaration.
+#[test]
+fn an_oversized_system_file_is_refused() -> Result<()> {
+    let out = tempfile::tempdir().expect("out");
+    let (target, before, archive) = target_and_backup(out.path())?;
+    let entries: Vec<(String, Vec<u8>)> = read_entries(&archive)
+        .into_iter()
+        .filter(|(p, _)| p != "config.yml")
+        .collect();
+    let stripped = out.path().join("stripped.tar.zst");
+    // The real archive without its config.yml, then the bomb as its config.yml.
+    write_entries(&stripped, &entries);
+    let mut fixed = Vec::new();
+    for (p, mut bytes) in read_entries(&stripped) {
+        if p == "contents.json" || p == "manifest.json" {
+            let mut json: serde_json::Value = serde_json::from_slice(&bytes).expect("json");
+            for list in ["entries", "files"] {
+                if let Some(items) = json.get_mut(list).and_then(|l| l.as_array_mut()) {
+                    items.retain(|it| it["path"] != "config.yml");
+                }
+            }
+            bytes = serde_json::to_vec(&json).expect("json");
+        }
+        fixed.push((p, bytes));
+    }
+    write_entries(&stripped, &fixed);
+    let bomb = out.path().join("config-bomb.tar.zst");
+    with_extra_entry(&stripped, &bomb, "config.yml", 64 << 20, false);
+    let err = verify_backup(&bomb).expect_err("refused");
+    assert!(err.to_string().contains("config.yml holds"), "{err}");
+    let err = restore(&[bomb], &target, None).expect_err("refused");
+    assert!(err.to_string().contains("config.yml holds"), "{err}");
+    assert_untouched(out.path(), &target, &before)
+}
+
+/// A tmpfs of `size` mounted on a fresh directory, unmounted on drop; `None` (saying why) where
+/// this process may not mount (root or CAP_SYS_ADMIN; `DOCMETA_REQUIRE_FAULTS=1` makes that a
+/// failure).
+struct Tmpfs(PathBuf, #[allow(dead_code)] tempfile::TempDir);
+
+impl Tmpfs {
+    fn mount(size: &str) -> Option<Tmpfs> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("mnt");
+        std::fs::create_dir(&path).expect("mount point");
+        let out = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&path)
+            .output();
+        match out {
+            Ok(o) if o.status.success() => Some(Tmpfs(path, dir)),
+            other => {
+                let why = match other {
+                    Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_owned(),
+                    Err(e) => e.to_string(),
+                };
+                assert!(
+                    std::env::var("DOCMETA_REQUIRE_FAULTS").map_or(true, |v| v != "1"),
+                    "DOCMETA_REQUIRE_FAULTS=1 but a tmpfs cannot be mounted: {why}"
+                );
+                eprintln!("skipped: cannot mount a tmpfs ({why}); needs root or CAP_SYS_ADMIN");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// Issue #32 point 14: a restore is bounded by the free space beside its target. One that needs
+/// more than a 48 MiB disk holds is refused before it writes (`StorageFull`, saying how much it
+/// needs), the target as it was; a small one restores onto the same disk.
+#[test]
+fn a_restore_needing_more_space_than_is_free_is_refused_before_it_writes() -> Result<()> {
+    let Some(disk) = Tmpfs::mount("48m") else {
+        return Ok(());
+    };
+    let out = tempfile::tempdir().expect("out");
+    let target = disk.0.join("live");
+    write_config(&target, false);
+    populate(&open(&target, None)?)?;
+    let before = dump(&target);
+    // Another installation with a 60 MiB document file (a small archive: it compresses).
+    let src = out.path().join("big");
+    write_config(&src, false);
+    let db = open(&src, None)?;
+    let admin = db.system();
+    let t = admin.create_document_type("Scan")?;
+    let d = admin.create_document(t.id, "Large scan", &[])?;
+    admin.add_file(d.id, "scan.tiff", &mut &bytes(60 << 20, 3)[..])?;
+    let archive = out.path().join("big.tar.zst");
+    db.backup(&archive, None, |_, _| {})?;
+    drop((admin, db));
+    let err = restore(&[archive], &target, None).expect_err("too large for the disk");
+    assert_eq!(err.kind(), docmeta_core::ErrorKind::StorageFull, "{err}");
+    assert!(
+        err.to_string().contains("needs") && err.to_string().contains("free"),
+        "{err}"
+    );
+    assert_untouched(&disk.0, &target, &before)?;
+    // The bound refuses only what does not fit.
+    let (_, _, small) = target_and_backup(out.path())?;
+    restore(&[small], &disk.0.join("fresh"), None)?;
+    Ok(())
+}
+
+/// Issue #32 point 14, across a chain: an incremental backup whose manifest leaves to its base a
+/// document file its database does not name (the base crafted to hold it) is refused too.
+#[test]
+fn a_chain_cannot_bring_in_a_document_file_no_record_names() -> Result<()> {
+    let out = tempfile::tempdir().expect("out");
+    let (target, before, _) = target_and_backup(out.path())?;
+    let src = out.path().join("chain-source");
+    write_config(&src, false);
+    let db = open(&src, None)?;
+    populate(&db)?;
+    let full = out.path().join("full.tar.zst");
+    db.backup(&full, None, |_, _| {})?;
+    let inc = out.path().join("inc.tar.zst");
+    db.backup(&inc, Some(&full), |_, _| {})?;
+    drop(db);
+    let orphan = "document_file_storage/cd/0123456789abcdef0123456789abcd";
+    let size = 1u64 << 20;
+    let full_bomb = out.path().join("full-orphan.tar.zst");
+    with_extra_entry(&full, &full_bomb, orphan, size, false);
+    let (_, sha) = docmeta_core::files::sha256(&mut std::io::Read::take(std::io::repeat(0), size))
+        .expect("hash");
+    let mut entries = read_entries(&inc);
+    for (p, bytes) in entries.iter_mut().filter(|(p, _)| p == "manifest.json") {
+        let mut json: serde_json::Value = serde_json::from_slice(bytes).expect("json");
+        json["files"].as_array_mut().expect("files").push(
+            serde_json::json!({"path": orphan, "size": size, "sha256": sha, "in_base": true}),
+        );
+        *bytes = serde_json::to_vec(&json).expect("json");
+        let _ = p;
+    }
+    let inc_bomb = out.path().join("inc-orphan.tar.zst");
+    write_entries(&inc_bomb, &entries);
+    let err = restore(&[full_bomb, inc_bomb], &target, None).expect_err("refused");
+    assert!(
+        err.to_string().contains(orphan) && err.to_string().contains("no record"),
+        "{err}"
+    );
+    assert_untouched(out.path(), &target, &before)
+}

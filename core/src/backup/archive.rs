@@ -4,7 +4,7 @@
 //! Part of `backup` (layer 7 of `scripts/check-structure`): it may import only what `backup`
 //! may (see `backup`'s module documentation).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::Path;
@@ -78,25 +78,101 @@ pub fn read_info(archive: &Path) -> Result<BackupInfo> {
 /// Sizes entries may not exceed, by path.
 pub(super) type Bounds = BTreeMap<String, u64>;
 
+/// The storage names the restored database's records name, each as the 128-bit number its 32
+/// hex digits spell: the only document files a restore writes (a million take 16 MB).
+pub(super) type Referenced = HashSet<u128>;
+
+/// The number a document file's archive path (`document_file_storage/ab/cdef…`) spells, or
+/// `None` for any other path.
+pub(super) fn document_key(path: &str) -> Option<u128> {
+    let name = path.strip_prefix("document_file_storage/")?;
+    check_name(name).ok()?;
+    u128::from_str_radix(&name.replace('/', ""), 16).ok()
+}
+
+/// The most a system file (`config.yml`, `system/SECRET_KEY`, `system/storage_key`) may hold:
+/// docmeta writes a few kilobytes at most, so anything larger is not a backup's.
+pub(super) const SYSTEM_FILE_MAX: u64 = 1 << 20;
+
+/// How [`scan`] writes what it reads, and what a restore checks before any byte is written.
+pub(super) struct Extract<'a> {
+    /// Where the entries are written.
+    pub root: &'a Path,
+    /// Only these paths are written (the files an incremental backup leaves to this base).
+    pub wanted: Option<&'a BTreeMap<String, ManifestEntry>>,
+    /// The document files the restored database names: known before a base is read (from the
+    /// newest backup's database), filled in when this archive's database has been written and
+    /// checked. A document file no record names is refused, never written.
+    pub referenced: Option<Referenced>,
+    /// Checks the database entry once it is written (intact, not newer than this build, the
+    /// right kind) and returns what it holds.
+    pub check_database: &'a dyn Fn(&Path) -> Result<crate::store::DatabaseDump>,
+    /// Refuses, before they are written, entries that need more bytes than are free beside the
+    /// target.
+    pub room: &'a dyn Fn(u64) -> Result<()>,
+}
+
+impl Extract<'_> {
+    /// Whether `path` is written (all of them, or the ones `wanted`).
+    fn keeps(&self, path: &str) -> bool {
+        self.wanted.is_none_or(|w| w.contains_key(path))
+    }
+
+    /// Once the database's records are known: every document file `declared` for writing must
+    /// be one of them (refused by its declaration, before a byte of it is read), and together
+    /// they must fit in the free space.
+    fn check_documents(&self, declared: &Bounds) -> Result<()> {
+        let Some(names) = &self.referenced else {
+            return Ok(());
+        };
+        let mut bytes = 0u64;
+        for (path, size) in declared.iter().filter(|(p, _)| self.keeps(p)) {
+            if let Some(key) = document_key(path) {
+                if !names.contains(&key) {
+                    return Err(unreferenced(path));
+                }
+                bytes = bytes.saturating_add(*size);
+            }
+        }
+        (self.room)(bytes)
+    }
+}
+
+/// The refusal of a document file no record of the backup's database names.
+fn unreferenced(path: &str) -> Error {
+    invalid(format!(
+        "refusing {path}: no record of the backup's database names this document file (a \
+         backup holds only the files its database references)"
+    ))
+}
+
+/// Refuses a system file (`config.yml`, `system/…`) larger than [`SYSTEM_FILE_MAX`].
+fn check_system_file(path: &str, size: u64) -> Result<()> {
+    if SYSTEM_FILES.contains(&path) && size > SYSTEM_FILE_MAX {
+        return Err(invalid(format!(
+            "{path} holds {size} bytes; a backup's {path} is at most {SYSTEM_FILE_MAX}"
+        )));
+    }
+    Ok(())
+}
+
 /// Reads a whole archive, checking every entry's path and every checksum against the manifest
-/// (`backup verify`). With `extract_to`, also writes the entries there (and keeps only
-/// `wanted` paths when given). Every entry is bounded by its declared size: format 2 declares
-/// them in `contents.json`; for a format-1 archive `bounds` gives them (from its manifest,
-/// verified by an earlier pass). Returns the manifest.
+/// (`backup verify`). With `extract`, also writes the entries (see [`Extract`]). Every entry is
+/// bounded by its declared size: format 2 declares them in `contents.json`; for a format-1
+/// archive `bounds` gives them (from its manifest, verified by an earlier pass). Returns the
+/// manifest.
 pub(super) fn scan(
     archive: &Path,
-    extract_to: Option<&Path>,
-    wanted: Option<&BTreeMap<String, ManifestEntry>>,
+    extract: Option<&mut Extract<'_>>,
     bounds: Option<&Bounds>,
 ) -> Result<Manifest> {
     let file = File::open(archive).map_err(io_err("opening the backup archive"))?;
-    scan_reader(file, extract_to, wanted, bounds)
+    scan_reader(file, extract, bounds)
 }
 
 fn scan_reader(
     archive: impl Read + Send + 'static,
-    extract_to: Option<&Path>,
-    wanted: Option<&BTreeMap<String, ManifestEntry>>,
+    extract: Option<&mut Extract<'_>>,
     bounds: Option<&Bounds>,
 ) -> Result<Manifest> {
     let mut decoder = zstd::Decoder::new(archive).map_err(io_err("reading the backup archive"))?;
@@ -123,7 +199,7 @@ fn scan_reader(
         chunk: Vec::new(),
         at: 0,
     };
-    let scanned = scan_entries(tar::Archive::new(reader), extract_to, wanted, bounds);
+    let scanned = scan_entries(tar::Archive::new(reader), extract, bounds);
     let decompressed = decompress
         .join()
         .unwrap_or_else(|_| Err(io::Error::other("the decompression thread panicked")));
@@ -159,18 +235,21 @@ impl Read for ChunkReader {
 
 fn scan_entries(
     mut tar: tar::Archive<impl Read>,
-    extract_to: Option<&Path>,
-    wanted: Option<&BTreeMap<String, ManifestEntry>>,
+    mut extract: Option<&mut Extract<'_>>,
     bounds: Option<&Bounds>,
 ) -> Result<Manifest> {
     let mut seen: BTreeMap<String, (u64, String)> = BTreeMap::new();
     let mut info: Option<BackupInfo> = None;
     let mut contents: Option<Bounds> = None;
     let mut manifest: Option<Manifest> = None;
-    // Bytes written to `extract_to` so far, and the most the declared sizes allow.
+    // Bytes written so far, and the most the declared sizes allow.
     let mut written = 0u64;
     let sum = |d: &Bounds| d.values().fold(0u64, |a, b| a.saturating_add(*b));
     let mut declared_total = bounds.map_or(u64::MAX, sum);
+    // Whether the free space was checked for the entries other than document files, and
+    // whether a database entry was written.
+    let mut room_checked = false;
+    let mut database_written = false;
     let corrupt = |e: io::Error| invalid(format!("the archive is damaged or truncated: {e}"));
     for entry in tar.entries().map_err(corrupt)? {
         let mut entry = entry.map_err(corrupt)?;
@@ -214,6 +293,7 @@ fn scan_entries(
                     if !allowed_path(&e.path) {
                         return Err(invalid(format!("contents.json lists {:?}", e.path)));
                     }
+                    check_system_file(&e.path, e.size)?;
                     if map.insert(e.path.clone(), e.size).is_some() {
                         return Err(invalid(format!("contents.json lists {:?} twice", e.path)));
                     }
@@ -246,7 +326,8 @@ fn scan_entries(
         }
         // What this entry may hold: refused at its header, before any byte is read, if it
         // claims more (a small archive that would expand to gigabytes).
-        let limit = match contents.as_ref().or(bounds) {
+        let declared = contents.as_ref().or(bounds);
+        let limit = match declared {
             Some(declared) => *declared.get(&path).ok_or_else(|| {
                 invalid(format!(
                     "{path:?} is not declared at the start of the archive"
@@ -260,25 +341,85 @@ fn scan_entries(
                 "{path} holds {claimed} bytes but {limit} are declared"
             )));
         }
+        check_system_file(&path, claimed)?;
         // Whatever the header says, never more than the declared size (one byte over is
         // enough to refuse).
         let mut bounded = (&mut entry).take(limit.saturating_add(1));
-        let keep = extract_to.filter(|_| wanted.is_none_or(|w| w.contains_key(&path)));
+        let keep = extract
+            .as_deref_mut()
+            .filter(|x| x.wanted.is_none_or(|w| w.contains_key(&path)));
         let got = match keep {
-            Some(root) => {
-                let target = root.join(&path);
+            Some(x) => {
+                // Extraction always has declared sizes: format 2's contents.json, or the
+                // bounds a first pass over a format-1 archive read from its manifest.
+                let declared = declared.ok_or_else(|| invalid("its sizes are not declared"))?;
+                if !room_checked {
+                    room_checked = true;
+                    let others = declared
+                        .iter()
+                        .filter(|(p, _)| document_key(p).is_none() && x.keeps(p))
+                        .fold(0u64, |a, (_, size)| a.saturating_add(*size));
+                    (x.room)(others)?;
+                    if x.referenced.is_some() {
+                        x.check_documents(declared)?;
+                    }
+                }
+                if let Some(key) = document_key(&path) {
+                    match &x.referenced {
+                        None => {
+                            return Err(invalid(format!(
+                                "{path} comes before the database, whose records say which \
+                                 document files a backup holds"
+                            )));
+                        }
+                        Some(names) if !names.contains(&key) => return Err(unreferenced(&path)),
+                        Some(_) => {}
+                    }
+                }
+                let target = x.root.join(&path);
                 if let Some(parent) = target.parent() {
                     create_private_dir(parent).map_err(io_err("restoring"))?;
                 }
                 let mut out = create_private(&target).map_err(io_err("restoring"))?;
                 let mut hashing = Hashing::new(&mut bounded);
-                io::copy(&mut hashing, &mut out).map_err(corrupt)?;
+                io::copy(&mut hashing, &mut out).map_err(|e| {
+                    // A full disk is the disk's, not the archive's.
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+                    ) {
+                        crate::files::content_error("restoring", e)
+                    } else {
+                        corrupt(e)
+                    }
+                })?;
+                drop(out);
                 let got = hashing.finish();
                 written = written.saturating_add(got.0);
                 // Each path appears once, so the per-entry bounds already cap the total; this
                 // states the invariant where the bytes are written.
                 if written > declared_total {
                     return Err(invalid("the archive expands beyond its declared size"));
+                }
+                if got.0 <= limit && (path == DB || path == PG_DUMP) {
+                    if std::mem::replace(&mut database_written, true) {
+                        return Err(invalid("it holds two databases"));
+                    }
+                    // Checked as soon as it is written: its records say which document files
+                    // the rest of the archive may hold.
+                    let dump = (x.check_database)(&target)?;
+                    let mut names = Referenced::with_capacity(dump.storage_names.len());
+                    for name in &dump.storage_names {
+                        let key = document_key(&format!("{STORAGE}/{name}")).ok_or_else(|| {
+                            invalid(format!(
+                                "its database names the document file {name:?}, which is not \
+                                 a storage name"
+                            ))
+                        })?;
+                        names.insert(key);
+                    }
+                    x.referenced = Some(names);
+                    x.check_documents(declared)?;
                 }
                 got
             }
@@ -335,17 +476,18 @@ fn scan_entries(
 /// Checks an archive without restoring it: every entry's path, every size and SHA-256 against
 /// the manifest (`docmeta backup verify`). Returns the manifest.
 pub fn verify_backup(archive: &Path) -> Result<Manifest> {
-    scan(archive, None, None, None)
+    scan(archive, None, None)
 }
 
 /// [`verify_backup`] of an archive read from `archive` (a stream instead of a file).
 pub fn verify_backup_from(archive: impl Read + Send + 'static) -> Result<Manifest> {
-    scan_reader(archive, None, None, None)
+    scan_reader(archive, None, None)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     /// A format-2 archive whose `db.sqlite3` entry holds `actual` zero bytes while
     /// `contents.json` declares 100.
@@ -378,6 +520,23 @@ mod tests {
         tar.into_inner().expect("finish");
     }
 
+    /// Extracts `archive` into `staging` with every restore check passing (a database is never
+    /// reached here), as a restore of these bombs would.
+    fn extract_into(archive: &Path, staging: &Path, bounds: Option<&Bounds>) -> Result<Manifest> {
+        let check = |_: &Path| -> Result<crate::store::DatabaseDump> {
+            Err(invalid("the bomb's database is never checked"))
+        };
+        let room = |_: u64| Ok(());
+        let mut x = Extract {
+            root: staging,
+            wanted: None,
+            referenced: None,
+            check_database: &check,
+            room: &room,
+        };
+        scan(archive, Some(&mut x), bounds)
+    }
+
     fn bytes_under(dir: &Path) -> u64 {
         let mut total = 0;
         for entry in fs::read_dir(dir).expect("read_dir").flatten() {
@@ -398,7 +557,7 @@ mod tests {
         bomb(&archive, 2, 64 << 20);
         let staging = dir.path().join("staging");
         fs::create_dir(&staging).expect("staging");
-        let err = scan(&archive, Some(&staging), None, None).expect_err("refused");
+        let err = extract_into(&archive, &staging, None).expect_err("refused");
         assert!(err.to_string().contains("declared"), "{err}");
         assert_eq!(bytes_under(&staging), 0);
     }
@@ -411,7 +570,7 @@ mod tests {
         let staging = dir.path().join("staging");
         fs::create_dir(&staging).expect("staging");
         let bounds = Bounds::from([(DB.to_owned(), 100)]);
-        let err = scan(&archive, Some(&staging), None, Some(&bounds)).expect_err("refused");
+        let err = extract_into(&archive, &staging, Some(&bounds)).expect_err("refused");
         assert!(err.to_string().contains("declared"), "{err}");
         assert_eq!(bytes_under(&staging), 0);
     }

@@ -51,7 +51,7 @@ impl Docmeta {
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        fs::create_dir_all(dir).map_err(io_err("creating the backup directory"))?;
+        create_private_dir(dir).map_err(io_err("creating the backup directory"))?;
         let id = random_id()?;
         let temp = dir.join(format!(
             ".{}.{id}.partial",

@@ -24,13 +24,16 @@
 //! from the start: they hold the secret key and the users' password hashes.
 //!
 //! Restoring builds the new data directory in a staging directory beside the target: every
-//! entry verified, the database checked (integrity, schema version) and opened there, and only
-//! then is the target replaced, by renames: a restore that fails leaves the target as it was.
+//! entry verified, the database checked (integrity, schema version) as soon as it is written,
+//! then only the document files its records name (anything else is refused before it is
+//! written), nothing written before the free space was found to hold it, and the staged
+//! directory opened; only then is the target replaced, by renames: a restore that fails leaves
+//! the target as it was.
 //!
 //! Layer 7 (with `workflows`, `tasks`, `search`, `installation`): imports the kernel and the layers
 //! below; each store writes its own database dump ([`crate::store::Store::dump_for_backup`]).
 
-use std::fs::{self, File};
+use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -146,26 +149,13 @@ struct DeclaredEntry {
 /// Creates a new file only its owner may read or write: `0600` from the first byte, since a
 /// backup holds the secret key and password hashes (a `chmod` after writing leaves a window).
 pub(crate) fn create_private(path: &Path) -> io::Result<File> {
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    options.open(path)
+    crate::owner_only::create_new(path)
 }
 
-/// Creates `path` and its missing parents, `0700` (a restore's staging directory).
+/// Creates `path` and its missing parents, `0700` (a restore's staging directory, a backup
+/// directory).
 fn create_private_dir(path: &Path) -> io::Result<()> {
-    let mut builder = fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(path)
+    crate::owner_only::create_dir_all(path)
 }
 
 fn invalid(why: impl std::fmt::Display) -> Error {

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::kernel::{DataLock, Docmeta};
 use crate::model::{DocumentFileId, DocumentId, TaskId};
 
-use super::archive::{Bounds, scan};
+use super::archive::{Bounds, Extract, document_key, scan};
 use super::*;
 
 /// What a restore did and the spec's verification (8.1 item 4), for a report.
@@ -42,8 +42,12 @@ pub struct RestoreReport {
 ///
 /// Order: refuse if any docmeta has `data` open (its lock file); read and verify every archive
 /// into a staging directory beside `data` (same file system; `0700`, files `0600`), each entry
-/// bounded by its declared size; check the staged database (SQLite: `PRAGMA integrity_check`
-/// and a schema version not newer than this build's); if the backup uses the encrypted
+/// bounded by its declared size; the database first, checked as soon as it is written
+/// (SQLite: `PRAGMA integrity_check` and a schema version not newer than this build's), then
+/// only the document files its records name (an entry no record names, or outside the layout
+/// of a backup, is refused before a byte of it is written), and nothing before the free space
+/// beside `data` was found to hold it with 16 MiB to spare (else [`Error::StorageFull`]); if
+/// the backup uses the encrypted
 /// storage, check `password` against it; open the staged directory as a docmeta, running
 /// migrations when the backup is older, queue a search rebuild without waiting for it, and
 /// verify: a document opens, a file downloads and matches its checksum, search answers. Only
@@ -94,6 +98,40 @@ pub fn restore_to_storage(
     database_url: Option<&str>,
     file_storage: Option<&str>,
 ) -> Result<RestoreReport> {
+    let target = Target {
+        data,
+        password,
+        database_url,
+        file_storage,
+    };
+    restore_with(archives, &target, &|dir| fs4::available_space(dir))
+}
+
+/// Where and how a restore writes (the arguments of [`restore_to_storage`]).
+struct Target<'a> {
+    data: &'a Path,
+    password: Option<&'a [u8]>,
+    database_url: Option<&'a str>,
+    file_storage: Option<&'a str>,
+}
+
+/// Room a restore keeps free beyond what the archives declare, for what opening and verifying
+/// the restored directory writes (the database's write-ahead log, the first search segments).
+pub(super) const HEADROOM: u64 = 16 << 20;
+
+/// [`restore_to_storage`], with the free space beside the target measured by `free_space` (the
+/// file system's, `statvfs`, outside tests).
+fn restore_with(
+    archives: &[PathBuf],
+    target: &Target<'_>,
+    free_space: &dyn Fn(&Path) -> io::Result<u64>,
+) -> Result<RestoreReport> {
+    let Target {
+        data,
+        password,
+        database_url,
+        file_storage,
+    } = *target;
     #[cfg(not(feature = "postgres"))]
     if database_url.is_some() {
         return Err(Error::InvalidInput(
@@ -127,8 +165,9 @@ pub fn restore_to_storage(
     let previous = parent.join(format!(".docmeta-restore-{id}-previous"));
     let result = (|| {
         create_private_dir(&staging).map_err(io_err("creating the staging directory"))?;
-        let manifest = stage(archives, &staging)?;
-        check_staged_database(&staging, database_url)?;
+        let check_database = |path: &Path| check_database_entry(path, database_url);
+        let room = |bytes: u64| room_for(bytes, &staging, free_space);
+        let manifest = stage(archives, &staging, &check_database, &room)?;
         // Everything staged reaches the disk before the target is touched: one file-system
         // sync instead of an fsync per file.
         sync_tree(&staging)?;
@@ -158,7 +197,7 @@ pub fn restore_to_storage(
         // Held across the swap: once renamed, this is `data/.lock`, so nothing opens the new
         // directory before the restore has finished.
         let _staged_lock = DataLock::exclusive(&staging)?;
-        replace_dir(&staging, data, &previous, existed)?;
+        replace_dir(&staging, data, &previous)?;
         Ok(report)
     })();
     let _ = fs::remove_dir_all(&staging);
@@ -173,8 +212,16 @@ pub fn restore_to_storage(
 }
 
 /// Extracts the newest of `archives` and, for an incremental backup, the files it leaves to
-/// its bases, into `staging`. Returns the newest backup's manifest.
-fn stage(archives: &[PathBuf], staging: &Path) -> Result<Manifest> {
+/// its bases, into `staging`: the database first, checked by `check_database` as soon as it is
+/// written; then only the document files its records name (any other is refused before a
+/// byte of it is written), each archive's entries only after `room` found space for them.
+/// Returns the newest backup's manifest.
+fn stage(
+    archives: &[PathBuf],
+    staging: &Path,
+    check_database: &dyn Fn(&Path) -> Result<crate::store::DatabaseDump>,
+    room: &dyn Fn(u64) -> Result<()>,
+) -> Result<Manifest> {
     // The newest archive decides; its bases provide the files marked `in_base`.
     let mut infos = Vec::new();
     for a in archives {
@@ -193,13 +240,30 @@ fn stage(archives: &[PathBuf], staging: &Path) -> Result<Manifest> {
             "give one full backup, or an incremental backup with every backup it builds on",
         ));
     };
-    let manifest = extract(&tip.0, &tip.1, staging, None)?;
+    let mut newest = Extract {
+        root: staging,
+        wanted: None,
+        referenced: None,
+        check_database,
+        room,
+    };
+    let manifest = extract(&tip.0, &tip.1, &mut newest)?;
+    let referenced = newest
+        .referenced
+        .ok_or_else(|| invalid("it holds no database (db.sqlite3, or db.pgdump for PostgreSQL)"))?;
     let mut needed: BTreeMap<String, ManifestEntry> = manifest
         .files
         .iter()
         .filter(|f| f.in_base)
         .map(|f| (f.path.clone(), f.clone()))
         .collect();
+    // What the bases provide is the newest database's too: only files its records name.
+    for path in needed.keys() {
+        if document_key(path).is_none_or(|key| !referenced.contains(&key)) {
+            return Err(unreferenced_in_base(path));
+        }
+    }
+    let referenced = Some(referenced);
     let mut next_base = manifest.info.base.clone();
     while let Some(base_id) = next_base.take() {
         let (path, info) = infos
@@ -207,7 +271,14 @@ fn stage(archives: &[PathBuf], staging: &Path) -> Result<Manifest> {
             .find(|(_, i)| i.id == base_id)
             .ok_or_else(|| invalid(format!("the base backup {base_id} was not given")))?;
         let wanted = needed.clone();
-        let base = extract(path, info, staging, Some(&wanted))?;
+        let mut from_base = Extract {
+            root: staging,
+            wanted: Some(&wanted),
+            referenced: referenced.clone(),
+            check_database,
+            room,
+        };
+        let base = extract(path, info, &mut from_base)?;
         for f in base.files.iter().filter(|f| !f.in_base) {
             if let Some(want) = needed.get(&f.path) {
                 if want.sha256 != f.sha256 || want.size != f.size {
@@ -226,33 +297,40 @@ fn stage(archives: &[PathBuf], staging: &Path) -> Result<Manifest> {
     Ok(manifest)
 }
 
-/// Extracts one archive into `staging` (only `wanted` paths when given), never writing more
-/// than the archive declares for an entry.
-fn extract(
-    archive: &Path,
-    info: &BackupInfo,
-    staging: &Path,
-    wanted: Option<&BTreeMap<String, ManifestEntry>>,
-) -> Result<Manifest> {
+/// Extracts one archive as `extract` says, never writing more than the archive declares for an
+/// entry.
+fn extract(archive: &Path, info: &BackupInfo, extract: &mut Extract<'_>) -> Result<Manifest> {
     if info.format >= 2 {
-        return scan(archive, Some(staging), wanted, None);
+        return scan(archive, Some(extract), None);
     }
     // A format-1 archive declares its sizes only in its manifest, at the end: a first pass
     // verifies the whole archive writing nothing, then its sizes bound the extraction.
-    let verified = scan(archive, None, None, None)?;
+    let verified = scan(archive, None, None)?;
     let bounds: Bounds = verified
         .files
         .iter()
         .filter(|f| !f.in_base)
         .map(|f| (f.path.clone(), f.size))
         .collect();
-    scan(archive, Some(staging), wanted, Some(&bounds))
+    scan(archive, Some(extract), Some(&bounds))
 }
 
-/// Checks the staged database before anything else happens with it: the right kind for
-/// `database_url`, readable, intact, and not from a newer docmeta.
-fn check_staged_database(staging: &Path, database_url: Option<&str>) -> Result<()> {
-    match (staging.join(PG_DUMP).exists(), database_url) {
+/// A file an incremental backup leaves to its base that the newest database does not name.
+fn unreferenced_in_base(path: &str) -> Error {
+    invalid(format!(
+        "its manifest leaves {path} to a base backup, but no record of its database names it"
+    ))
+}
+
+/// Checks the database entry as soon as it is written to the staging directory, before any
+/// document file is: the right kind for `database_url`, readable, intact, and not from a newer
+/// docmeta. Returns its schema version and the document files its records name.
+fn check_database_entry(
+    path: &Path,
+    database_url: Option<&str>,
+) -> Result<crate::store::DatabaseDump> {
+    let dump = path.file_name().is_some_and(|n| n == PG_DUMP);
+    match (dump, database_url) {
         (true, None) => Err(Error::InvalidInput(
             "this backup holds a PostgreSQL database: restore it with the URL of the database \
              to load it into (--database-url)"
@@ -261,14 +339,55 @@ fn check_staged_database(staging: &Path, database_url: Option<&str>) -> Result<(
         (false, Some(_)) => Err(Error::InvalidInput(
             "this backup holds a SQLite database: restore it without a database URL".into(),
         )),
-        (false, None) => crate::store::sqlite::check_database_file(&staging.join(DB)).map(drop),
+        (false, None) => crate::store::sqlite::check_database_file(path),
         #[cfg(feature = "postgres")]
-        (true, Some(_)) => crate::store::postgres::check_dump(&staging.join(PG_DUMP)).map(drop),
+        (true, Some(_)) => crate::store::postgres::check_dump(path),
         #[cfg(not(feature = "postgres"))]
         (true, Some(_)) => Err(Error::InvalidInput(
             "this docmeta was built without PostgreSQL support (cargo feature `postgres`)".into(),
         )),
     }
+}
+
+/// Refuses to write `bytes` more into `staging` unless they fit, with [`HEADROOM`] to spare,
+/// in the space `free_space` finds there: a restore that would fill the disk stops before it
+/// writes, with a [`Error::StorageFull`] and the target untouched.
+fn room_for(
+    bytes: u64,
+    staging: &Path,
+    free_space: &dyn Fn(&Path) -> io::Result<u64>,
+) -> Result<()> {
+    let free = free_space(staging)
+        .map_err(|e| Error::storage("measuring the free space for the restore", e))?;
+    let needed = bytes.saturating_add(HEADROOM);
+    if needed > free {
+        return Err(Error::storage_full(
+            "restoring the backup",
+            format!(
+                "it needs {} more in {} ({} of files and {} to open them) but {} are free; \
+                 nothing was replaced",
+                size(needed),
+                staging
+                    .parent()
+                    .map_or_else(|| staging.display(), |p| p.display()),
+                size(bytes),
+                size(HEADROOM),
+                size(free)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `bytes` for people: `1.5 GiB`, `12.0 MiB`, `800 bytes`.
+fn size(bytes: u64) -> String {
+    const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    for (unit, scale) in UNITS {
+        if bytes >= scale {
+            return format!("{:.1} {unit}", bytes as f64 / scale as f64);
+        }
+    }
+    format!("{bytes} bytes")
 }
 
 /// Opens the staged directory as the restored instance (running migrations), queues the search
@@ -333,13 +452,11 @@ fn open_and_verify(builder: crate::Builder, manifest: Manifest) -> Result<Restor
 /// `staged` renamed to `data`, and `previous` removed only once the new directory is in place
 /// (if the second rename fails, `previous` is renamed back). Both are in one parent directory,
 /// so each step is one atomic rename.
-fn replace_dir(staged: &Path, data: &Path, previous: &Path, existed: bool) -> Result<()> {
-    if existed {
-        // The operator's choice of access to the data directory carries over.
-        if let Ok(meta) = fs::metadata(data) {
-            let _ = fs::set_permissions(staged, meta.permissions());
-        }
-    }
+///
+/// The restored directory stays owner-only (`0700`, as the staging directory was made): the
+/// old directory's mode is not carried over, since every open makes a data directory
+/// owner-only again anyway (see `owner_only`).
+fn replace_dir(staged: &Path, data: &Path, previous: &Path) -> Result<()> {
     let in_use = |e: io::Error| {
         Error::storage(
             format!(
@@ -389,4 +506,163 @@ fn sync_tree(dir: &Path) -> Result<()> {
         File::open(dir)?.sync_all()
     }
     walk(dir).map_err(io_err("syncing the restored files"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+    use std::io::Read;
+
+    fn open(dir: &Path) -> Docmeta {
+        let config = crate::Config {
+            password_hash_memory_kib: 64,
+            password_hash_iterations: 1,
+            ..crate::Config::default()
+        };
+        Docmeta::builder()
+            .data_dir(dir)
+            .config(config)
+            .open()
+            .expect("open")
+    }
+
+    /// A backup (into `dir`) of an installation whose one document holds a `size`-byte file.
+    fn backup_with_file(dir: &Path, size: u64) -> PathBuf {
+        let db = open(&dir.join("source"));
+        let s = db.system();
+        let t = s.create_document_type("Letter").expect("type");
+        let d = s.create_document(t.id, "A letter", &[]).expect("document");
+        s.add_file(d.id, "big.bin", &mut io::repeat(7).take(size))
+            .expect("file");
+        let archive = dir.join("backup.tar.zst");
+        db.backup(&archive, None, |_, _| {}).expect("backup");
+        archive
+    }
+
+    fn target(data: &Path) -> Target<'_> {
+        Target {
+            data,
+            password: None,
+            database_url: None,
+            file_storage: None,
+        }
+    }
+
+    /// Bytes of the document files under `dir` (the staging directory's).
+    fn document_bytes(dir: &Path) -> u64 {
+        let Ok(entries) = fs::read_dir(dir) else {
+            return 0;
+        };
+        entries
+            .flatten()
+            .map(|e| match e.metadata() {
+                Ok(m) if m.is_dir() => document_bytes(&e.path()),
+                Ok(m) => m.len(),
+                Err(_) => 0,
+            })
+            .sum()
+    }
+
+    #[test]
+    fn the_free_space_is_measured_before_the_files_that_need_it_are_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let archive = backup_with_file(dir.path(), 4 << 20);
+        let data = dir.path().join("restored");
+        // What was staged each time the space was measured.
+        let calls = std::sync::Mutex::new(Vec::new());
+        // Room for the database and system files, not for the 4 MiB document file.
+        let free = |staging: &Path| {
+            let staged = document_bytes(&staging.join(STORAGE));
+            calls.lock().expect("calls").push(staged);
+            Ok(HEADROOM + (2 << 20))
+        };
+        let err = restore_with(&[archive], &target(&data), &free).expect_err("no room");
+        assert_eq!(err.kind(), ErrorKind::StorageFull, "{err}");
+        assert!(err.to_string().contains("4.0 MiB of files"), "{err}");
+        assert_eq!(
+            *calls.lock().expect("calls"),
+            vec![0, 0],
+            "measured before the database and before the document files, none of them written"
+        );
+        assert!(!data.exists(), "nothing left where nothing was");
+    }
+
+    /// A tmpfs of `size` on a fresh directory, unmounted on drop; `None` (saying why) where
+    /// this process may not mount.
+    struct Tmpfs(PathBuf, #[allow(dead_code)] tempfile::TempDir);
+
+    impl Tmpfs {
+        fn mount(size: &str) -> Option<Tmpfs> {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("mnt");
+            fs::create_dir(&path).expect("mount point");
+            let out = std::process::Command::new("mount")
+                .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+                .arg(&path)
+                .output();
+            match out {
+                Ok(o) if o.status.success() => Some(Tmpfs(path, dir)),
+                other => {
+                    let why = match other {
+                        Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_owned(),
+                        Err(e) => e.to_string(),
+                    };
+                    assert!(
+                        std::env::var("DOCMETA_REQUIRE_FAULTS").map_or(true, |v| v != "1"),
+                        "DOCMETA_REQUIRE_FAULTS=1 but a tmpfs cannot be mounted: {why}"
+                    );
+                    eprintln!(
+                        "skipped: cannot mount a tmpfs to fill a disk ({why}); needs root or \
+                         CAP_SYS_ADMIN"
+                    );
+                    None
+                }
+            }
+        }
+    }
+
+    impl Drop for Tmpfs {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount")
+                .arg("-l")
+                .arg(&self.0)
+                .status();
+        }
+    }
+
+    #[test]
+    fn a_disk_that_fills_while_restoring_fails_cleanly() {
+        let Some(disk) = Tmpfs::mount("24m") else {
+            return;
+        };
+        let dir = tempfile::tempdir().expect("tempdir");
+        let archive = backup_with_file(dir.path(), 32 << 20);
+        let data = disk.0.join("live");
+        {
+            let s = open(&data).system();
+            let t = s.create_document_type("Memo").expect("type");
+            s.create_document(t.id, "Still here", &[])
+                .expect("document");
+        }
+        // The space is measured as plentiful (as when another writer fills the disk after the
+        // check): the write runs out instead, and the restore fails as cleanly.
+        let plenty = |_: &Path| Ok(u64::MAX / 2);
+        let err = restore_with(&[archive], &target(&data), &plenty).expect_err("disk full");
+        assert_eq!(err.kind(), ErrorKind::StorageFull, "{err}");
+        let db = open(&data);
+        let docs = db
+            .read(|tx| tx.documents(None, DocumentId(0), 10))
+            .expect("documents");
+        assert_eq!(docs.len(), 1);
+        assert_eq!(docs[0].label, "Still here");
+        drop(db);
+        let left: Vec<_> = fs::read_dir(&disk.0)
+            .expect("read_dir")
+            .flatten()
+            .map(|e| e.file_name())
+            .filter(|n| n != "live")
+            .collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
+    }
 }

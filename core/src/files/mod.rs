@@ -8,7 +8,7 @@
 //!
 //! Everything streams: memory use does not grow with the file size.
 //!
-//! Layer 4 (with `access` and `metadata`): imports only `error` and `config`.
+//! Layer 4 (with `access` and `metadata`): imports only `error`, `owner_only` and `config`.
 
 pub mod menc;
 #[cfg(feature = "s3")]
@@ -172,17 +172,18 @@ fn remove_older_than(dir: &Path, age: std::time::Duration) {
 }
 
 impl PlainStorage {
-    /// Opens (creating) the storage at `root` and removes incomplete files a crash left.
+    /// Opens (creating, owner-only) the storage at `root` and removes incomplete files a crash
+    /// left. Every directory it creates is `0700` and every file `0600`.
     pub fn open(root: impl Into<PathBuf>) -> Result<PlainStorage> {
         let root = root.into();
         let incoming = root.join(INCOMING);
-        fs::create_dir_all(&incoming)
+        crate::owner_only::create_dir_all(&incoming)
             .map_err(|e| Error::storage(format!("creating {}", incoming.display()), e))?;
         // Temporary files a crash left behind, but not the uploads another process (a server
         // while `docmeta backup` opens the same directory) is writing right now.
         remove_older_than(&incoming, INCOMING_STALE);
         let deleted = root.join(DELETED);
-        fs::create_dir_all(&deleted)
+        crate::owner_only::create_dir_all(&deleted)
             .map_err(|e| Error::storage(format!("creating {}", deleted.display()), e))?;
         remove_older_than(&deleted, DELETED_KEPT);
         Ok(PlainStorage { root })
@@ -228,7 +229,8 @@ fn copy_into(content: &mut dyn Read, file: &mut File) -> io::Result<u64> {
 }
 
 /// Writes `content` to a temporary file in `dir`, fsyncs it and renames it to `target`, then
-/// fsyncs the target's directory. Removes the temporary file on failure.
+/// fsyncs the target's directory. Removes the temporary file on failure. The file is `0600`
+/// from its first byte, and a missing directory of `target` is created `0700`.
 pub(crate) fn write_atomically(
     dir: &Path,
     target: &Path,
@@ -238,11 +240,11 @@ pub(crate) fn write_atomically(
     getrandom::fill(&mut suffix).map_err(|e| io::Error::other(e.to_string()))?;
     let temp = dir.join(format!("tmp-{}", crate::config::encode_hex(&suffix)));
     let result = (|| {
-        let mut file = File::create_new(&temp)?;
+        let mut file = crate::owner_only::create_new(&temp)?;
         let n = copy_into(content, &mut file)?;
         file.sync_all()?;
         if let Some(parent) = target.parent() {
-            fs::create_dir_all(parent)?;
+            crate::owner_only::create_dir_all(parent)?;
         }
         fs::rename(&temp, target)?;
         if let Some(parent) = target.parent() {

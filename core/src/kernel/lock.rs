@@ -1,5 +1,5 @@
 //! `DATA/.lock`, the lock that keeps a restore from replacing a data directory in use.
-//! Imports only `error`.
+//! Imports only `error` and `owner_only` (the directory and the lock file are created owner-only).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -45,10 +45,10 @@ pub(crate) struct DataLock(#[allow(dead_code)] std::fs::File, bool);
 
 impl DataLock {
     fn open_file(dir: &Path) -> Result<std::fs::File> {
-        std::fs::create_dir_all(dir).map_err(|e| {
+        crate::owner_only::create_dir_all(dir).map_err(|e| {
             Error::storage(format!("creating the data directory {}", dir.display()), e)
         })?;
-        std::fs::OpenOptions::new()
+        crate::owner_only::options()
             .create(true)
             .truncate(false)
             .write(true)

@@ -36,7 +36,7 @@ pub(crate) const WRITER_FILE: &str = "WRITER";
 /// The lock is the operating system's (`flock`): a crashed holder releases it.
 fn take_writer_lock(root: &Path) -> Result<Option<std::fs::File>> {
     use std::io::{Seek, Write};
-    let mut file = std::fs::OpenOptions::new()
+    let mut file = crate::owner_only::options()
         .create(true)
         .truncate(false)
         .read(true)
@@ -98,7 +98,7 @@ fn instance_id(root: &Path) -> Result<String> {
     }
     let id = random_id()?;
     let tmp = root.join(format!("{INSTANCE_FILE}.{id}.tmp"));
-    std::fs::write(&tmp, &id)
+    crate::owner_only::write(&tmp, id.as_bytes())
         .and_then(|()| std::fs::File::open(&tmp)?.sync_all())
         .map_err(io("writing the search index id"))?;
     let linked = std::fs::hard_link(&tmp, &path);
@@ -142,8 +142,11 @@ fn read_current(root: &Path) -> Option<(u64, u32)> {
 
 fn write_current(root: &Path, generation: u64, schema: u32) -> Result<()> {
     let tmp = root.join("CURRENT.tmp");
-    std::fs::write(&tmp, format!("generation {generation}\nschema {schema}\n"))
-        .map_err(io("writing the search index pointer"))?;
+    crate::owner_only::write(
+        &tmp,
+        format!("generation {generation}\nschema {schema}\n").as_bytes(),
+    )
+    .map_err(io("writing the search index pointer"))?;
     std::fs::File::open(&tmp)
         .and_then(|f| f.sync_all())
         .map_err(io("syncing the search index pointer"))?;
@@ -175,7 +178,7 @@ impl SearchHome {
                 writer_lock: Mutex::new(None),
             });
         };
-        std::fs::create_dir_all(root).map_err(io("creating the search directory"))?;
+        crate::owner_only::create_dir_all(root).map_err(io("creating the search directory"))?;
         let writer_lock = if take_writer {
             take_writer_lock(root)?
         } else {

@@ -352,9 +352,11 @@ impl SearchIndex {
         })
     }
 
-    /// Opens the index in `dir`, creating it when empty.
+    /// Opens the index in `dir`, creating it when empty (a missing `dir` is created `0700`:
+    /// tantivy creates its files with the process's umask, and this directory keeps everyone
+    /// but its owner from reaching them).
     pub fn open(dir: &Path) -> Result<Self> {
-        std::fs::create_dir_all(dir)
+        crate::owner_only::create_dir_all(dir)
             .map_err(|e| Error::storage("creating the search directory", e))?;
         let (schema, fields) = schema();
         let index = match Index::open_in_dir(dir) {

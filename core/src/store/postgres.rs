@@ -412,8 +412,10 @@ pub(crate) fn run_tool(tool: &str, url: &str, args: &[&str]) -> Result<()> {
 /// `pg_restore` converts the whole dump to SQL text (discarded), which reads back and
 /// decompresses every entry (a damaged dump fails here), and the rows of `schema_version` are
 /// read from that text: a version newer than this build's ([`SCHEMA_VERSION`]) is refused.
-/// Returns the dump's schema version. Problems are [`Error::InvalidInput`].
-pub(crate) fn check_dump(path: &std::path::Path) -> Result<u32> {
+/// Returns the dump's schema version and the storage names of the document files its rows of
+/// `document_files` name (a restore writes no other document file). Problems are
+/// [`Error::InvalidInput`].
+pub(crate) fn check_dump(path: &std::path::Path) -> Result<super::DatabaseDump> {
     use std::io::BufRead;
     let mut child = std::process::Command::new("pg_restore")
         // The SQL text on stdout, read below (recent versions insist on naming it).
@@ -433,7 +435,15 @@ pub(crate) fn check_dump(path: &std::path::Path) -> Result<u32> {
         })
     });
     let mut version: Option<i64> = None;
-    let mut in_versions = false;
+    let mut storage_names = Vec::new();
+    // The table whose `COPY` rows are being read: the versions, or the document files with the
+    // position of their `storage_name` column.
+    enum Copying {
+        Nothing,
+        Versions,
+        Files(usize),
+    }
+    let mut copying = Copying::Nothing;
     if let Some(out) = child.stdout.take() {
         let mut out = std::io::BufReader::new(out);
         let mut line = Vec::new();
@@ -445,14 +455,37 @@ pub(crate) fn check_dump(path: &std::path::Path) -> Result<u32> {
             }
             let text = String::from_utf8_lossy(&line);
             let text = text.trim_end();
-            if in_versions {
-                if text == "\\." {
-                    in_versions = false;
-                } else if let Ok(v) = text.trim().parse::<i64>() {
-                    version = Some(version.map_or(v, |m| m.max(v)));
+            match copying {
+                _ if text == "\\." => copying = Copying::Nothing,
+                Copying::Versions => {
+                    if let Ok(v) = text.trim().parse::<i64>() {
+                        version = Some(version.map_or(v, |m| m.max(v)));
+                    }
                 }
-            } else if text.starts_with("COPY ") && text.contains("schema_version (version)") {
-                in_versions = true;
+                Copying::Files(column) => {
+                    if let Some(name) = text.split('\t').nth(column) {
+                        storage_names.push(name.to_owned());
+                    }
+                }
+                Copying::Nothing => {
+                    // `COPY public.document_files (id, …, storage_name, …) FROM stdin;`
+                    let Some((table, columns)) = text
+                        .strip_prefix("COPY ")
+                        .and_then(|rest| rest.split_once(" ("))
+                        .and_then(|(t, rest)| Some((t, rest.split_once(')')?.0)))
+                    else {
+                        continue;
+                    };
+                    let table = table.rsplit('.').next().unwrap_or(table).trim_matches('"');
+                    let mut columns = columns.split(',').map(|c| c.trim().trim_matches('"'));
+                    copying = match table {
+                        "schema_version" => Copying::Versions,
+                        "document_files" => columns
+                            .position(|c| c == "storage_name")
+                            .map_or(Copying::Nothing, Copying::Files),
+                        _ => Copying::Nothing,
+                    };
+                }
             }
         }
     }
@@ -476,7 +509,11 @@ pub(crate) fn check_dump(path: &std::path::Path) -> Result<u32> {
              ({SCHEMA_VERSION}); restore it with the docmeta that made it, or a newer one"
         )));
     }
-    Ok(version)
+    Ok(super::DatabaseDump {
+        entry: "db.pgdump",
+        schema_version: version,
+        storage_names,
+    })
 }
 
 /// The URL without its password.

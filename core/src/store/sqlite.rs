@@ -184,9 +184,16 @@ fn open_connection(path: Option<&Path>) -> Result<Connection> {
 }
 
 impl SqliteStore {
-    /// Opens (or creates) the database file at `path` and applies pending migrations.
+    /// Opens (or creates) the database file at `path` and applies pending migrations. A new
+    /// database file is created owner-only (`0600`) before SQLite opens it, and SQLite gives its
+    /// `-wal` and `-shm` files the database file's mode: it holds password hashes and every value.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
+        match crate::owner_only::create_new(&path) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(Error::storage("creating the SQLite database", e)),
+        }
         let writer = open_connection(Some(&path))?;
         writer
             .pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)
@@ -266,9 +273,10 @@ fn fill_username_keys(tx: &rusqlite::Transaction<'_>) -> Result<()> {
 
 /// Checks a database file before it replaces anything (the staging copy of a restore): SQLite's
 /// `PRAGMA integrity_check` must answer `ok`, and the schema version must not be newer than this
-/// build's ([`SCHEMA_VERSION`]). Returns the schema version. A file that fails is
-/// [`Error::InvalidInput`] naming what is wrong.
-pub(crate) fn check_database_file(path: &Path) -> Result<u32> {
+/// build's ([`SCHEMA_VERSION`]). Returns its schema version and the storage names of the
+/// document files its records name (a restore writes no other document file). A file that
+/// fails is [`Error::InvalidInput`] naming what is wrong.
+pub(crate) fn check_database_file(path: &Path) -> Result<super::DatabaseDump> {
     let unusable = |e: rusqlite::Error| {
         Error::InvalidInput(format!("the backup's database cannot be read: {e}"))
     };
@@ -298,10 +306,15 @@ pub(crate) fn check_database_file(path: &Path) -> Result<u32> {
     let version = u32::try_from(version.unwrap_or(0)).unwrap_or(u32::MAX);
     if version > SCHEMA_VERSION {
         return Err(Error::InvalidInput(format!(
-            "the backup's database has schema version {version}, newer than this docmeta              ({SCHEMA_VERSION}); restore it with the docmeta that made it, or a newer one"
+            "the backup's database has schema version {version}, newer than this docmeta \
+             ({SCHEMA_VERSION}); restore it with the docmeta that made it, or a newer one"
         )));
     }
-    Ok(version)
+    Ok(super::DatabaseDump {
+        entry: "db.sqlite3",
+        schema_version: version,
+        storage_names: storage_names(&conn).map_err(unusable)?,
+    })
 }
 
 enum Conn<'a> {
@@ -602,26 +615,25 @@ fn snapshot_files(snapshot: &Path) -> Result<(u32, Vec<String>)> {
     let version: i64 = conn
         .query_row("SELECT max(version) FROM schema_version", [], |r| r.get(0))
         .map_err(|e| Error::storage("reading the snapshot's schema version", e))?;
-    let has_files: bool = conn
-        .query_row(
-            "SELECT count(*) > 0 FROM sqlite_master WHERE name = 'document_files'",
-            [],
-            |r| r.get(0),
-        )
-        .map_err(|e| Error::storage("reading the database snapshot", e))?;
-    let mut names = Vec::new();
-    if has_files {
-        let mut stmt = conn
-            .prepare("SELECT storage_name FROM document_files ORDER BY storage_name")
-            .map_err(|e| Error::storage("reading the database snapshot", e))?;
-        let rows = stmt
-            .query_map([], |r| r.get::<_, String>(0))
-            .map_err(|e| Error::storage("reading the database snapshot", e))?;
-        for name in rows {
-            names.push(name.map_err(|e| Error::storage("reading the database snapshot", e))?);
-        }
-    }
+    let names =
+        storage_names(&conn).map_err(|e| Error::storage("reading the database snapshot", e))?;
     Ok((u32::try_from(version).unwrap_or(0), names))
+}
+
+/// The storage names of every document file the database's records name (none in a database
+/// from before document files).
+fn storage_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let has_files: bool = conn.query_row(
+        "SELECT count(*) > 0 FROM sqlite_master WHERE name = 'document_files'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_files {
+        return Ok(Vec::new());
+    }
+    let mut stmt = conn.prepare("SELECT storage_name FROM document_files ORDER BY storage_name")?;
+    let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+    rows.collect()
 }
 
 #[cfg(test)]

@@ -358,6 +358,12 @@ fn server_runtime(config: &docmeta_core::Config) -> std::io::Result<tokio::runti
 }
 
 fn main() -> ExitCode {
+    // Everything this process writes holds secrets or documents (the data directory's database,
+    // index files, spooled uploads; backups): owner-only, whatever umask it was started with. The
+    // library sets the modes of what it creates and leaves the umask to its host; this binary
+    // is its own host, so files other code creates here (tantivy's) are 0600 too.
+    #[cfg(unix)]
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
     // Log lines are written by a background thread, so a slow terminal or disk never adds to a
     // request's latency; not lossy: under pressure requests wait rather than lines being lost.
     let (writer, _flush_on_exit) = tracing_appender::non_blocking::NonBlockingBuilder::default()

@@ -348,9 +348,17 @@ pub(crate) async fn receive(
     }
 }
 
-/// A new spool file in `dir` (created with the directory).
+/// A new spool file in `dir` (created with the directory): `0600` in a `0700` directory, since
+/// an upload holds a document's bytes.
 fn create_spool(dir: &Path) -> io::Result<SpoolFile> {
-    std::fs::create_dir_all(dir)?;
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)?;
     let mut suffix = [0u8; 12];
     getrandom::fill(&mut suffix).map_err(|e| io::Error::other(e.to_string()))?;
     let name: String = suffix.iter().map(|b| format!("{b:02x}")).collect();

@@ -331,3 +331,82 @@ fn docmeta_backup_writes_an_archive_only_its_owner_can_read() {
     assert!(status.success());
     assert_eq!(mode(&inc), 0o600, "an incremental archive too");
 }
+
+/// Every path below `dir` that the group or others may read, write or enter (links not
+/// followed): its path and mode.
+#[cfg(unix)]
+fn open_to_others(dir: &Path) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(p) = pending.pop() {
+        let Ok(meta) = std::fs::symlink_metadata(&p) else {
+            continue; // removed meanwhile
+        };
+        let mode = meta.permissions().mode() & 0o7777;
+        if mode & 0o077 != 0 {
+            out.push(format!("{} {mode:o}", p.display()));
+        }
+        if meta.is_dir() {
+            pending.extend(
+                std::fs::read_dir(&p)
+                    .expect("read_dir")
+                    .map(|e| e.expect("entry").path()),
+            );
+        }
+    }
+    out
+}
+
+/// Issue #32 point 11: a data directory that an operator made with the shell's umask (0755,
+/// config.yml 0644), served, uploaded into (a large upload goes through `.spool/`), searched,
+/// with a file deleted and a backup taken beside the server: nothing in it is open to the group
+/// or others, tantivy's segment files included (`docmeta` runs with umask 077).
+#[cfg(unix)]
+#[test]
+fn a_served_data_directory_is_owner_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let (server, [mine, _]) = two_documents_with_same_size_files(&data, "", 600_000);
+    let (status, answer) = server.call(
+        "DELETE",
+        &format!("/api/v4/documents/{}/files/{}/", mine.document, mine.file),
+        Some(ADMIN),
+        None,
+    );
+    assert_eq!(status, 204, "{answer}");
+    // Indexed by the server's worker: wait until search finds the documents.
+    let mut found = false;
+    for _ in 0..200 {
+        let (status, page) = server.get("/api/v4/search/documents/?q=Theirs", ADMIN);
+        if status == 200 && page["count"].as_u64().is_some_and(|n| n > 0) {
+            found = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(found, "the index never answered");
+    assert!(
+        data.join(".spool").is_dir(),
+        "the large uploads were spooled"
+    );
+    let status = docmeta(&data)
+        .arg("backup")
+        .arg("--out")
+        .arg(dir.path().join("backups/full.tar.zst"))
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("docmeta backup");
+    assert!(status.success());
+    assert_eq!(open_to_others(&data), Vec::<String>::new(), "while served");
+    assert_eq!(
+        open_to_others(&dir.path().join("backups")),
+        Vec::<String>::new()
+    );
+    drop(server);
+    assert_eq!(
+        open_to_others(&data),
+        Vec::<String>::new(),
+        "after the server stopped"
+    );
+}

@@ -249,13 +249,21 @@ fn openapi_describes_every_route_and_every_route_answers() {
 }
 
 /// Validates the document against the OpenAPI 3 specification with `openapi-spec-validator`
-/// (PyPI; `.ci/run` installs it). Without it the check is skipped, and says so.
+/// (PyPI), run by the Python `DOCMETA_OPENAPI_PYTHON` names (`.ci/run` sets it to a virtual
+/// environment holding the pinned validator: then it must be there) or else by `python3`
+/// (without the module there, the check is skipped, and says so).
 fn validate_with_openapi_spec_validator(doc: &Value) {
-    let available = Command::new("python3")
+    let pinned = std::env::var("DOCMETA_OPENAPI_PYTHON").ok();
+    let python = pinned.as_deref().unwrap_or("python3");
+    let available = Command::new(python)
         .args(["-c", "import openapi_spec_validator"])
         .status()
         .is_ok_and(|s| s.success());
     if !available {
+        assert!(
+            pinned.is_none(),
+            "DOCMETA_OPENAPI_PYTHON={python} cannot import openapi_spec_validator"
+        );
         eprintln!(
             "SKIPPED OpenAPI validation: python3 module openapi_spec_validator is not installed (pip install openapi-spec-validator)"
         );
@@ -263,7 +271,7 @@ fn validate_with_openapi_spec_validator(doc: &Value) {
     }
     let file = tempfile::NamedTempFile::new().expect("temp file");
     std::fs::write(file.path(), doc.to_string()).expect("write");
-    let out = Command::new("python3")
+    let out = Command::new(python)
         .args(["-m", "openapi_spec_validator"])
         .arg(file.path())
         .output()
