@@ -212,7 +212,7 @@ impl CompiledMetadataType {
             if required {
                 return Err(Error::validation(
                     VALUE_FIELD,
-                    format!("'{}' is required for this document type.", t.label),
+                    format!("'{}' is required for this document type.", t.name),
                 ));
             }
             // An optional metadata without a value is stored empty: "no value" is not malformed.

@@ -694,17 +694,17 @@ impl Session {
                         return Err(Error::validation(
                             "metadata",
                             format!(
-                                "'{}' is required for documents of type '{}' and its default \
+                                "'{}' is required for documents of this type and its default \
                                  failed: {message}",
-                                t.metadata_type.name, dt.label
+                                t.metadata_type.name
                             ),
                         ));
                     }
                     return Err(Error::validation(
                         "metadata",
                         format!(
-                            "'{}' is required for documents of type '{}' and has no default: give it a value.",
-                            t.metadata_type.name, dt.label
+                            "'{}' is required for documents of this type and has no default: give it a value.",
+                            t.metadata_type.name
                         ),
                     ));
                 }

@@ -138,8 +138,8 @@ impl Session {
                 self.require_action_rights(&a.action, types)
                     .map_err(|e| match e {
                         Error::PermissionDenied(m) => Error::PermissionDenied(format!(
-                            "changing how this workflow runs needs what its action '{}' does: {m}",
-                            a.label
+                            "changing how this workflow runs needs what its action {} does: {m}",
+                            a.id.0
                         )),
                         e => e,
                     })?;
