@@ -46,7 +46,17 @@ pub(crate) struct Follow {
     /// When the newest completed catch-up started, in nanoseconds after `epoch` (0: none yet).
     covered: AtomicU64,
     epoch: Instant,
+    /// `FollowState::data_version` (`UNKNOWN` for none), readable without the state's lock:
+    /// a request on an async worker compares the store's data version with it and, when they
+    /// are equal, knows without waiting that nothing was committed since the last read.
+    applied_version: AtomicU64,
+    /// Taken around one such comparison: requests arriving together wait for the one running
+    /// (microseconds) and are covered by it when it started after they arrived, so a busy
+    /// process asks the store once per comparison rather than once per request.
+    probing: Mutex<()>,
 }
+
+const UNKNOWN: u64 = u64::MAX;
 
 #[derive(Default)]
 struct FollowState {
@@ -67,6 +77,8 @@ impl Follow {
             state: Mutex::new(FollowState::default()),
             covered: AtomicU64::new(0),
             epoch: Instant::now(),
+            applied_version: AtomicU64::new(UNKNOWN),
+            probing: Mutex::new(()),
         }
     }
 
@@ -80,6 +92,13 @@ impl Follow {
     /// Whether a catch-up that started at or after `at` has completed.
     fn covers(&self, at: Instant) -> bool {
         self.covered.load(Ordering::SeqCst) >= self.nanos(at)
+    }
+
+    /// Records the store's data version before the read just applied (held state lock).
+    fn applied(&self, state: &mut FollowState, data_version: Option<u64>) {
+        state.data_version = data_version;
+        self.applied_version
+            .store(data_version.unwrap_or(UNKNOWN), Ordering::SeqCst);
     }
 }
 
@@ -192,12 +211,21 @@ impl Docmeta {
         if follow.covers(since) {
             return true;
         }
-        let Some(state) = follow.state.try_lock() else {
+        // Not the state's lock, which a catch-up holds while it reads: the applied version is
+        // stored once everything committed before it was applied, so equal versions mean
+        // nothing is missing.
+        if follow.applied_version.load(Ordering::SeqCst) == UNKNOWN {
             return false;
-        };
+        }
+        let _probing = follow.probing.lock();
+        // One that started after `since` may have completed while this call waited.
+        if follow.covers(since) {
+            return true;
+        }
+        let applied = follow.applied_version.load(Ordering::SeqCst);
         let started = Instant::now();
         match self.inner.store.data_version() {
-            Ok(Some(version)) if state.data_version == Some(version) => {
+            Ok(Some(version)) if version == applied => {
                 follow
                     .covered
                     .fetch_max(follow.nanos(started), Ordering::SeqCst);
@@ -258,7 +286,7 @@ impl Docmeta {
             state.mark = read.mark;
             state.applied = read.events.iter().map(|e| e.id).collect();
             state.version = read.version;
-            state.data_version = data_version;
+            self.inner.follow.applied(state, data_version);
             return Ok(false);
         }
         // Something to apply. Read again, together with what it changed, in one transaction
@@ -309,7 +337,7 @@ impl Docmeta {
         state.mark = read.mark;
         state.applied = read.events.iter().map(|e| e.id).collect();
         state.version = read.version;
-        state.data_version = data_version;
+        self.inner.follow.applied(state, data_version);
         Ok(effects.reload)
     }
 
@@ -356,7 +384,7 @@ impl Docmeta {
         state.mark = read.mark;
         state.applied = read.events.iter().map(|e| e.id).collect();
         state.version = read.version;
-        state.data_version = None;
+        self.inner.follow.applied(state, None);
         Ok(())
     }
 }
