@@ -71,8 +71,10 @@
 //! Runs: `DOCMETA_CANARY_OPS` (default 6,000) operations in all, spread over the roster of narrow
 //! users (every permission key of `Permission`, globally and through an ACL on every kind whose
 //! pool holds it), a chunk of five per world, on up to four threads; before them, every case of
-//! `tests/proptest-regressions/canary_hunt.cases` (the doors found so far, one line each) and the
-//! seeds proptest kept in `canary_hunt.txt`. `DOCMETA_CANARY_SURVEY=1` runs every case to the
+//! `tests/proptest-regressions/canary_hunt.cases` (the doors found so far, one line each, with
+//! the narrow users they need: a failure prints its line). proptest keeps no seeds of its own
+//! here: a seed replays only with the roster chunk it failed in, and would be replayed in every
+//! chunk. `DOCMETA_CANARY_SURVEY=1` runs every case to the
 //! end instead of stopping at the first failure, sorts what it found into classes, shortens one
 //! case of each and prints them all; `DOCMETA_CANARY_CHUNK=<k>` runs one chunk of the roster,
 //! `DOCMETA_CANARY_TRACE=1` prints every operation as it runs.
@@ -98,9 +100,7 @@ use docmeta_core::{
 };
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
-use proptest::test_runner::{
-    Config as RunnerConfig, FileFailurePersistence, TestCaseError, TestError, TestRunner,
-};
+use proptest::test_runner::{Config as RunnerConfig, TestCaseError, TestError, TestRunner};
 
 // ----- the roster of narrow users ---------------------------------------------------------------
 
@@ -265,6 +265,12 @@ fn edits(m: &Model, u: i64, home: Home) -> bool {
     }
 }
 
+/// What a user's list operations show: the ids, by list.
+type Visible = BTreeMap<String, BTreeSet<i64>>;
+/// An answer a narrow user got: its index, the channel (`answer:<operation> -> <outcome>`), the
+/// answer's text.
+type Answer = (usize, String, String);
+
 const CANARY_PREFIX: &str = "cnry";
 const CANARY_LEN: usize = 13;
 /// The serial of canaries that exist nowhere (search probes).
@@ -403,11 +409,12 @@ const VALIDATIONS: &[(&str, &str, &str, &str)] = &[
 
 // ----- actors and what they do ------------------------------------------------------------------
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
 enum Who {
     /// `Docmeta::session` of the superuser account.
     Root,
     /// `Docmeta::system()` (and the lifecycle tasks).
+    #[default]
     System,
     Narrow(usize),
 }
@@ -1539,7 +1546,7 @@ impl World {
         i: usize,
         step: usize,
         view: u64,
-    ) -> Result<(BTreeMap<String, BTreeSet<i64>>, Vec<(String, String)>)> {
+    ) -> Result<(Visible, Vec<(String, String)>)> {
         let u = self.narrow[i].user;
         let s = self.db.session(UserId(u));
         let m = &self.m;
@@ -2426,15 +2433,9 @@ struct Effects {
     backfills: BTreeSet<i64>,
 }
 
-impl Default for Who {
-    fn default() -> Self {
-        Who::System
-    }
-}
-
 impl World {
     /// Runs one operation; returns what it did and the answers narrow users got.
-    fn run(&mut self, op: &Op) -> Result<(Effects, Vec<(usize, String, String)>)> {
+    fn run(&mut self, op: &Op) -> Result<(Effects, Vec<Answer>)> {
         self.serial += 1;
         match *op {
             Op::Tasks => {
@@ -2492,7 +2493,7 @@ impl World {
     /// The narrow user's target if it is of kind `k` (two times in three), else any object of
     /// that kind.
     fn target(&self, i: usize, k: K, sel: u8) -> Option<i64> {
-        if sel % 3 != 0
+        if !sel.is_multiple_of(3)
             && let Some((tk, id)) = self.narrow[i].target
             && tk == k
             && objects(&self.m, k).contains(&id)
@@ -2504,7 +2505,7 @@ impl World {
 
     /// A document: the target, one of the target type's, or any.
     fn target_doc(&self, i: usize, sel: u8) -> Option<i64> {
-        if sel % 3 != 0
+        if !sel.is_multiple_of(3)
             && let Some((K::DocType, t)) = self.narrow[i].target
         {
             let docs: Vec<i64> = (self.m.docs.iter())
@@ -2621,7 +2622,7 @@ impl World {
                 let tpl = template(b);
                 let mut input =
                     MetadataTypeInput::new(format!("n{i}_{}", self.serial), text.clone());
-                if c % 2 == 0 {
+                if c.is_multiple_of(2) {
                     input.default = tpl.into();
                 } else {
                     input.lookup = tpl.into();
@@ -2643,7 +2644,7 @@ impl World {
                 ) else {
                     done!("nothing to associate", Ok(()))
                 };
-                let required = c % 2 == 0;
+                let required = c.is_multiple_of(2);
                 e.backfills.insert(mt);
                 let existing = (self.m.assocs.iter())
                     .find(|(_, x)| x.dt == dt && x.mt == mt)
@@ -2755,7 +2756,7 @@ impl World {
                     WorkflowId(wf),
                     WorkflowStateId(st),
                     &text,
-                    c % 2 == 0,
+                    c.is_multiple_of(2),
                     false,
                     action,
                 );
@@ -2771,8 +2772,8 @@ impl World {
                     done!("no workflow", Ok(()))
                 };
                 let states = self.x.states.get(&wf).cloned().unwrap_or_default();
-                let (line, r) = if b % 2 == 0 || states.is_empty() {
-                    let initial = c % 3 == 0;
+                let (line, r) = if b.is_multiple_of(2) || states.is_empty() {
+                    let initial = c.is_multiple_of(3);
                     (
                         format!("create_workflow_state({wf}, initial {initial})"),
                         s.create_workflow_state(WorkflowId(wf), &text, initial)
@@ -2895,7 +2896,7 @@ impl World {
                 let other = self.narrow[(i + 1) % self.narrow.len()].group;
                 let g =
                     [f.keepers, f.staff, f.spare, self.narrow[i].group, other][usize::from(a) % 5];
-                let t = if b % 3 != 0 {
+                let t = if !b.is_multiple_of(3) {
                     me
                 } else {
                     self.victim(i, b / 3)
@@ -2918,7 +2919,7 @@ impl World {
                 )
             }
             Act::GrantGlobal => {
-                let r = if b % 2 == 0 {
+                let r = if b.is_multiple_of(2) {
                     self.narrow[i].role
                 } else {
                     f.baseline
@@ -2940,14 +2941,14 @@ impl World {
             }
             Act::AclGrant => {
                 let k = match self.narrow[i].target {
-                    Some((k, _)) if a % 3 != 0 => k,
+                    Some((k, _)) if !a.is_multiple_of(3) => k,
                     _ => ACL_KINDS[usize::from(a) % ACL_KINDS.len()],
                 };
                 let Some(id) = self.target(i, k, a) else {
                     done!("no object", Ok(()))
                 };
                 let o = (k, id);
-                let r = if b % 2 == 0 {
+                let r = if b.is_multiple_of(2) {
                     self.narrow[i].role
                 } else {
                     f.baseline
@@ -2988,7 +2989,7 @@ impl World {
                     .map(|x| x.mt)
                     .collect();
                 let mt = match self.narrow[i].target {
-                    Some((K::MetaType, t)) if b % 3 != 0 && mts.contains(&t) => t,
+                    Some((K::MetaType, t)) if !b.is_multiple_of(3) && mts.contains(&t) => t,
                     _ => pick(&mts, b).unwrap_or(0),
                 };
                 let existing = self.x.values.get(&(d, mt)).copied();
@@ -3002,7 +3003,7 @@ impl World {
                         s.remove_document_metadata(DocumentId(d), DocumentMetadataId(v))
                     )
                 }
-                let value = if c % 2 == 0 {
+                let value = if c.is_multiple_of(2) {
                     String::new()
                 } else {
                     format!("n{i}v{}", self.serial)
@@ -3054,7 +3055,7 @@ impl World {
                 done!(format!("create_document({dt})"), r)
             }
             Act::Cabinet => {
-                if c % 2 == 0 {
+                if c.is_multiple_of(2) {
                     let (Some(cab), Some(d)) =
                         (self.target(i, K::Cabinet, a), self.target_doc(i, b))
                     else {
@@ -3065,7 +3066,7 @@ impl World {
                         s.set_cabinet_document(CabinetId(cab), DocumentId(d), true)
                     )
                 }
-                let parent = if b % 2 == 0 {
+                let parent = if b.is_multiple_of(2) {
                     None
                 } else {
                     self.target(i, K::Cabinet, a).map(CabinetId)
@@ -3078,7 +3079,7 @@ impl World {
             Act::Rename => {
                 let kinds = [K::Doc, K::DocType, K::Cabinet, K::Role, K::Workflow];
                 let k = match self.narrow[i].target {
-                    Some((k, _)) if a % 3 != 0 && kinds.contains(&k) => k,
+                    Some((k, _)) if !a.is_multiple_of(3) && kinds.contains(&k) => k,
                     _ => {
                         if a % 7 == 6 {
                             let g = pick(&self.m.groups.keys().copied().collect::<Vec<_>>(), b)
@@ -3114,7 +3115,7 @@ impl World {
             }
             Act::Delete => {
                 let kind = delete_kind(self.narrow[i].pair.perm)
-                    .filter(|_| a % 3 != 0)
+                    .filter(|_| !a.is_multiple_of(3))
                     .unwrap_or(a % 10);
                 let line;
                 let r: Result<()> = match kind {
@@ -3198,7 +3199,7 @@ impl World {
             }
             Act::CreatePrincipal => match c % 3 {
                 0 => {
-                    let superuser = b % 4 == 0;
+                    let superuser = b.is_multiple_of(4);
                     let r = s.create_user(
                         &format!("n{i}u{}", self.serial),
                         "a long password 4",
@@ -3262,14 +3263,14 @@ impl World {
             docs.sort_by_key(|d| w.m.docs.get(d) != public.as_ref());
             Some((
                 pick(&docs, a / 2)
-                    .filter(|_| a % 2 == 0)
+                    .filter(|_| a.is_multiple_of(2))
                     .or(docs.first().copied())?,
                 mt,
             ))
         };
         // A document with an instance of a workflow a narrow user changed.
         let hot_doc = |w: &World| -> Option<i64> {
-            let wf = pick(&w.hot_wfs, c).filter(|_| c % 3 != 0)?;
+            let wf = pick(&w.hot_wfs, c).filter(|_| !c.is_multiple_of(3))?;
             let docs: Vec<i64> = (w.m.insts.values())
                 .filter(|x| x.wf == wf)
                 .map(|x| x.doc)
@@ -3356,7 +3357,7 @@ impl World {
                 else {
                     done!(format!("workflow {id} runs nowhere"), Ok(()))
                 };
-                if c % 2 == 0 {
+                if c.is_multiple_of(2) {
                     let dt = self.m.docs[&x.doc];
                     let mts: Vec<i64> = (self.m.assocs.values())
                         .filter(|y| y.dt == dt)
@@ -3664,7 +3665,7 @@ impl World {
                 // another object of the same kind, or the baseline group.
                 let i = usize::from(a) % self.narrow.len();
                 let n = &self.narrow[i];
-                if let (Scope::Acl(k), false) = (n.pair.scope, b % 3 == 0) {
+                if let (Scope::Acl(k), false) = (n.pair.scope, b.is_multiple_of(3)) {
                     let Some(id) = pick(&objects(&self.m, k), c) else {
                         done!("nothing", Ok(()))
                     };
@@ -4049,10 +4050,7 @@ fn no_narrow_user_reads_a_canary_or_gains_authority_it_was_not_granted() {
         }
         let mut runner = TestRunner::new(RunnerConfig {
             cases: u32::try_from(plan.cases).unwrap_or(u32::MAX),
-            failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/proptest-regressions/canary_hunt.txt"
-            )))),
+            failure_persistence: None,
             // A failing case is shortened by `shrink`, which knows that nothing after the
             // failing step matters and keeps the class of the failure.
             max_shrink_iters: 0,
