@@ -12,8 +12,9 @@
 //! state the store holds now, never replayed from the event, so applying one twice or out of
 //! order leaves the same result.
 //!
-//! It costs nothing when nothing changed: on SQLite a `PRAGMA data_version` (no I/O) tells that
-//! no connection committed since the last look; on PostgreSQL the statement reads no row. Many
+//! It costs nothing when nothing changed: on SQLite one read of the WAL index's commit counter
+//! (no lock, no transaction: `store::sqlite::wal_index`) tells that no connection committed
+//! since the last look; on PostgreSQL the statement reads no row. Many
 //! callers at once share one read: a catch-up that *started* after a caller's request covers
 //! that caller, so a caller waits for the one running only if it started too early.
 //!
@@ -49,11 +50,9 @@ pub(crate) struct Follow {
     /// `FollowState::data_version` (`UNKNOWN` for none), readable without the state's lock:
     /// a request on an async worker compares the store's data version with it and, when they
     /// are equal, knows without waiting that nothing was committed since the last read.
+    /// Each request compares on its own: the store's answer takes no lock (one `pread` on
+    /// SQLite), and requests waiting for each other's comparison cost more than their own.
     applied_version: AtomicU64,
-    /// Taken around one such comparison: requests arriving together wait for the one running
-    /// (microseconds) and are covered by it when it started after they arrived, so a busy
-    /// process asks the store once per comparison rather than once per request.
-    probing: Mutex<()>,
 }
 
 const UNKNOWN: u64 = u64::MAX;
@@ -78,7 +77,6 @@ impl Follow {
             covered: AtomicU64::new(0),
             epoch: Instant::now(),
             applied_version: AtomicU64::new(UNKNOWN),
-            probing: Mutex::new(()),
         }
     }
 
@@ -214,15 +212,10 @@ impl Docmeta {
         // Not the state's lock, which a catch-up holds while it reads: the applied version is
         // stored once everything committed before it was applied, so equal versions mean
         // nothing is missing.
-        if follow.applied_version.load(Ordering::SeqCst) == UNKNOWN {
+        let applied = follow.applied_version.load(Ordering::SeqCst);
+        if applied == UNKNOWN {
             return false;
         }
-        let _probing = follow.probing.lock();
-        // One that started after `since` may have completed while this call waited.
-        if follow.covers(since) {
-            return true;
-        }
-        let applied = follow.applied_version.load(Ordering::SeqCst);
         let started = Instant::now();
         match self.inner.store.data_version() {
             Ok(Some(version)) if version == applied => {

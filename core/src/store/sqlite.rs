@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 mod group;
+mod wal_index;
 use rusqlite::{Connection, ErrorCode, OpenFlags, ToSql, types::ToSqlOutput, types::ValueRef};
 
 use super::{Dialect, Mode, Param, PendingCommit, Row, Store, Transaction, Value};
@@ -96,7 +97,9 @@ pub struct SqliteStore {
     writer: group::Group,
     readers: ReaderPool,
     path: Option<PathBuf>,
-    /// The connection that answers [`Store::data_version`] (opened on first use).
+    /// What answers [`Store::data_version`] where it can: the database's WAL index.
+    wal_index: Option<wal_index::WalIndex>,
+    /// What answers it elsewhere: a connection of its own (opened on first use).
     probe: Mutex<Option<Connection>>,
 }
 
@@ -198,13 +201,16 @@ impl SqliteStore {
         writer
             .pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES)
             .map_err(|e| sqlite_error("configuring SQLite", e))?;
-        let store = SqliteStore {
+        let mut store = SqliteStore {
             writer: group::Group::new(writer, true)?,
             readers: ReaderPool::default(),
             path: Some(path),
+            wal_index: None,
             probe: Mutex::new(None),
         };
         store.migrate()?;
+        // After the writer has committed: the WAL index exists and its header is written.
+        store.wal_index = store.path.as_deref().and_then(wal_index::WalIndex::open);
         Ok(store)
     }
 
@@ -214,6 +220,7 @@ impl SqliteStore {
             writer: group::Group::new(open_connection(None)?, false)?,
             readers: ReaderPool::default(),
             path: None,
+            wal_index: None,
             probe: Mutex::new(None),
         };
         store.migrate()?;
@@ -520,14 +527,18 @@ impl Store for SqliteStore {
         Dialect::Sqlite
     }
 
-    /// SQLite's `PRAGMA data_version` on a connection of its own: it changes whenever another
-    /// connection (this process's writer, or any connection of another process) has committed
-    /// since it was last asked. A read of the WAL index in shared memory: no I/O, no
-    /// transaction. In memory, no other process can write: always the same.
+    /// The commit counter of the WAL index's header (see [`wal_index`]): one `pread`, no
+    /// lock, no transaction. Where that file cannot be read so, SQLite's `PRAGMA data_version`
+    /// on a connection of its own, which changes whenever another connection (this process's
+    /// writer, or any connection of another process) has committed since it was last asked.
+    /// In memory, no other process can write: always the same.
     fn data_version(&self) -> Result<Option<u64>> {
         let Some(path) = &self.path else {
             return Ok(Some(0));
         };
+        if let Some(index) = &self.wal_index {
+            return Ok(index.change_counter());
+        }
         let mut probe = self.probe.lock();
         if probe.is_none() {
             *probe = Some(open_connection(Some(path))?);
