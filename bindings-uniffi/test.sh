@@ -6,7 +6,8 @@
 # - Kotlin: compiles tests/kotlin/DocmetaTest.kt against docmeta.jar and runs it from the JAR
 #   alone (`java -cp docmeta.jar:test.jar:jna.jar:kotlin-stdlib.jar`, no -Djna.library.path:
 #   JNA loads the native library out of the JAR). Needs `kotlinc` on PATH and JNA, e.g.
-#   Debian's libjna-java. The README's example, examples/Example.kt, runs the same way.
+#   Debian's libjna-java. The example of bindings-uniffi/README.md, examples/Example.kt, runs
+#   the same way.
 # Without kotlinc or JNA the Kotlin part is skipped with the reason, unless
 # DOCMETA_REQUIRE_KOTLIN=1 (set by .ci/run), which makes it a failure.
 set -euo pipefail
@@ -48,7 +49,8 @@ if [ "$found" != "$pinned" ]; then
   echo "kotlinc ${found:-(unknown version)} is not the pinned $pinned (scripts/pins/kotlin/)"
   if [ "${DOCMETA_REQUIRE_KOTLIN:-0}" = 1 ]; then exit 1; fi
 fi
-# The README's example (bindings-uniffi/examples/Example.kt) is compiled and run too.
+# The example of bindings-uniffi/README.md (bindings-uniffi/examples/Example.kt) is compiled and
+# run too.
 kotlinc bindings-uniffi/tests/kotlin/DocmetaTest.kt bindings-uniffi/examples/Example.kt \
   -cp "$out/docmeta.jar:$jna" -d "$out/test.jar" 2> >(grep -v '^warning:' >&2)
 stdlib="$(dirname "$(command -v kotlinc)")/../lib/kotlin-stdlib.jar"

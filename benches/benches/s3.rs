@@ -6,7 +6,7 @@
 //! `DOCMETA_TEST_S3_ENDPOINT=$(scripts/s3-up) cargo bench -p docmeta-benches --bench s3`
 //!
 //! A plain timing loop rather than criterion: each run moves 64 MiB, and the median of a few
-//! is what the README quotes.
+//! is what docs/benchmarks.md quotes.
 
 use std::io::Read;
 use std::sync::Arc;

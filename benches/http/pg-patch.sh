@@ -73,7 +73,7 @@ esac
 export DOCMETA_ADMIN_PASSWORD=admin-password DOCMETA_DATABASE_URL="$SERVER_URL"
 DOCMETA_DATA="$WORK/data-0" "$BIN" demo >/dev/null
 DOCMETA_DATA="$WORK/data-0" "$BIN" bench-data --documents "$DOCUMENTS" 2>/dev/null
-# A copy must not share the index id (README: "Search work names its index").
+# A copy must not share the index id (docs/postgresql.md, "Search work names its index").
 for n in 1 2 3; do cp -a "$WORK/data-0" "$WORK/data-$n"; rm -f "$WORK/data-$n/search/INSTANCE"; done
 # POOL=N: each process holds at most N PostgreSQL connections (`postgres_pool_size`, default 32).
 if [ -n "${POOL:-}" ]; then

@@ -1,5 +1,6 @@
-//! The example every face shows (README, issue #18): an application's own validator, checked
-//! offline first, then a value through the pipeline of spec 2.10, a grant and its `explain`.
+//! The example every face shows (docs/metadata.md, "Validators and parsers"): an application's
+//! own validator, checked offline first, then a value through the pipeline of spec 2.10, a grant
+//! and its `explain`.
 //!
 //! ```text
 //! cargo run -p docmeta-core --example own_validator

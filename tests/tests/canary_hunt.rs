@@ -646,8 +646,8 @@ fn holds_user(m: &Model, u: i64, t: i64) -> bool {
     }) && roles.iter().all(|r| m.holds_role(u, *r))
 }
 
-/// Whether the model lets `who` make `grant` directly (README "Nobody grants more than they
-/// hold", issue #32 point 5), judged on the world before the step.
+/// Whether the model lets `who` make `grant` directly (docs/access-control.md, "Administrative
+/// reach": nobody grants more than they hold), judged on the world before the step.
 fn may_grant(m: &Model, who: Who, user: Option<i64>, grant: &Grant) -> bool {
     let Some(u) = user else {
         return true; // the administrator and docmeta itself
@@ -2274,7 +2274,8 @@ impl World {
             }
             // The answer to a change that succeeded shows the object changed: documents,
             // document types, cabinets, roles and workflows may be changed with the change
-            // permission alone (README, Known limitations), so their holder reads what it wrote.
+            // permission alone (docs/operations.md, Known limitations), so their holder reads
+            // what it wrote.
             if channel.starts_with("answer:")
                 && channel.ends_with("-> Ok")
                 && edits(&self.m, u, *home)

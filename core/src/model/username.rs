@@ -14,7 +14,7 @@ use unicode_normalization::UnicodeNormalization;
 /// one prototype (`аdmin`, `admın`, `adm1n`/`admln`, `rn`/`m`). Two names with equal keys are
 /// confusable; the converse does not hold (the skeleton is not a complete list of everything
 /// that looks alike, and it is computed after case folding, so an upper-case letter that only
-/// resembles another script's upper-case letter is not caught: see the README).
+/// resembles another script's upper-case letter is not caught: see docs/access-control.md).
 pub(crate) fn username_key(username: &str) -> String {
     let folded = caseless::default_case_fold_str(&username.nfkc().collect::<String>());
     let normal: String = folded.nfkc().collect();

@@ -336,7 +336,7 @@ enum SchemaCommand {
 
 /// mimalloc instead of glibc's allocator: a request allocates and frees many small buffers
 /// (rows, records, JSON), and glibc's `malloc`/`free`/`malloc_consolidate` took about 12% of a
-/// metadata GET's samples (benches/README.md, issue #20).
+/// metadata GET's samples (benches/README.md, "Every scenario profiled").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -9,8 +9,8 @@
 //! permission, ACL edit without ACL view, an ACL on an intermediate cabinet, metadata view on
 //! documents they may not see...). Then every operation of the server's own `openapi.json` is
 //! called as every user and without credentials, on every relevant object, and each answer is
-//! compared with a small reference evaluator written from the specification (service-spec
-//! 5.2-5.4, api.md, the README's access-control section), not from the server's code:
+//! compared with a small reference evaluator written from the specification (5.2-5.4 and the
+//! HTTP contract in docs/specification.md, and docs/access-control.md), not from the server's code:
 //!
 //! * `has(user, permission, object)`: the user is a superuser; or a role of one of the user's
 //!   groups holds the permission globally; or an ACL of such a role grants it on the object or on

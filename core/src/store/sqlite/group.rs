@@ -24,9 +24,10 @@
 //!
 //! The writer thread is there for speed, not correctness: units queued behind one another run
 //! back to back on one thread with the connection and its statement cache warm, instead of
-//! each caller's thread being woken in turn to take the connection (measured in the README:
-//! PATCH throughput up 15%). Its work must be `Send`; a store in memory has no writer
-//! thread and runs each unit on its caller's thread, taking the connection in turn.
+//! each caller's thread being woken in turn to take the connection (measured in docs/storage.md,
+//! "Group commit on SQLite": PATCH throughput up 15%). Its work must be `Send`; a store in
+//! memory has no writer thread and runs each unit on its caller's thread, taking the connection
+//! in turn.
 //!
 //! Anything else that takes the writer connection (system writes, migrations, backups, the
 //! health check) first commits an open group ([`Group::lock_writer`]), so no group waits on
