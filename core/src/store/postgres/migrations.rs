@@ -102,7 +102,10 @@ pub(super) fn migrate(store: &PostgresStore) -> Result<Vec<u32>> {
         // is foreign history, all committed: it goes first (tx 0), in id order.
         client
             .batch_execute(
-                "UPDATE events SET tx = 0 WHERE tx <> 0 AND (SELECT max(tx) FROM events) >= (pg_snapshot_xmax(pg_current_snapshot())::text::bigint)",
+                "UPDATE events SET tx = 0 \
+                 WHERE tx <> 0 \
+                 AND (SELECT max(tx) FROM events) \
+                     >= (pg_snapshot_xmax(pg_current_snapshot())::text::bigint)",
             )
             .map_err(|e| pg_error("checking the event log's transaction ids", e))?;
         Ok(applied)
