@@ -41,8 +41,8 @@
 
 pub mod access;
 pub mod backup;
+mod builder;
 pub mod config;
-mod docmeta;
 pub mod error;
 pub mod events;
 pub mod files;
@@ -64,8 +64,8 @@ pub use access::{
 pub use backup::{
     BackupInfo, BackupReport, DamagedEntry, Manifest, ManifestEntry, PruneDecision, RestoreReport,
 };
+pub use builder::{Builder, PASSWORD_VARIABLE};
 pub use config::Config;
-pub use docmeta::{Builder, PASSWORD_VARIABLE};
 pub use error::{DATA_DIRECTORY_IN_USE, Error, ErrorKind, FieldStep, Result};
 pub use events::{Event, EventObject, EventQuery};
 pub use files::{EncryptedStorage, FileStorage, MemoryStorage, PlainStorage};

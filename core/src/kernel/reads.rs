@@ -22,6 +22,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::RwLock;
 use rustc_hash::FxHashMap;
 
+use super::Docmeta;
+use crate::error::Result;
 use crate::model::{Document, DocumentId, DocumentMetadata, MetadataType};
 
 /// A document with its metadata values, each with its type, in value order.
@@ -112,6 +114,38 @@ impl ReadCache {
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.entries.read().len()
+    }
+}
+
+impl Docmeta {
+    /// A document with its metadata values and their types (for any caller: the session
+    /// decides what its caller is shown), from the read cache or else read and kept there;
+    /// `None` when there is no such document.
+    pub(crate) fn document_with_metadata(
+        &self,
+        id: DocumentId,
+    ) -> Result<Option<Arc<CachedDocument>>> {
+        if let Some(entry) = self.inner.reads.get(id) {
+            return Ok(Some(entry));
+        }
+        // Taken before the read begins (see `reads`).
+        let generation = self.inner.reads.generation();
+        let read = self.read(|tx| {
+            let Some(document) = tx.document(id)? else {
+                return Ok(None);
+            };
+            Ok(Some((document, tx.metadata_with_types_of_document(id)?)))
+        })?;
+        Ok(read.map(|(document, values)| self.inner.reads.insert(generation, document, values)))
+    }
+
+    /// [`document_with_metadata`](Self::document_with_metadata) when it is in the read cache;
+    /// never reads the store (so it may run on an async runtime's workers).
+    pub(crate) fn cached_document_with_metadata(
+        &self,
+        id: DocumentId,
+    ) -> Option<Arc<CachedDocument>> {
+        self.inner.reads.get(id)
     }
 }
 

@@ -1,6 +1,6 @@
-//! The access snapshot and the store: loading the snapshot, and answering the evaluator's
-//! questions about the parent links the snapshot does not hold. Imports only the layers below
-//! the kernel.
+//! The access snapshot and the store: loading the snapshot, applying to it the changes a unit
+//! of work made once it has committed, and answering the evaluator's questions about the parent
+//! links the snapshot does not hold. Imports only the layers below the kernel.
 
 use crate::access::{
     AccessSnapshot, KindRegistry, ObjectKind, ObjectRef, ParentSource, Permission, PermissionSet,
@@ -8,6 +8,79 @@ use crate::access::{
 use crate::error::Result;
 use crate::model::*;
 use crate::store::Tx;
+
+/// A change to the access snapshot, applied right after the transaction that made it commits.
+#[derive(Debug, Clone)]
+pub(crate) enum AccessChange {
+    User {
+        id: UserId,
+        superuser: bool,
+        active: bool,
+    },
+    UserRemoved(UserId),
+    Membership {
+        group: GroupId,
+        user: UserId,
+        member: bool,
+    },
+    RoleGroup {
+        role: RoleId,
+        group: GroupId,
+        assigned: bool,
+    },
+    RolePermissions {
+        role: RoleId,
+        permissions: PermissionSet,
+    },
+    RoleRemoved(RoleId),
+    GroupRemoved(GroupId),
+    Acl {
+        object: ObjectRef,
+        acl: AclId,
+        role: RoleId,
+        permissions: PermissionSet,
+    },
+    Parents {
+        object: ObjectRef,
+        parents: Vec<ObjectRef>,
+    },
+    ObjectRemoved(ObjectRef),
+}
+
+/// Applies one change of a committed unit of work to the snapshot.
+pub(super) fn apply(s: &mut AccessSnapshot, change: AccessChange) {
+    match change {
+        AccessChange::User {
+            id,
+            superuser,
+            active,
+        } => s.set_user(id, superuser, active),
+        AccessChange::UserRemoved(id) => s.remove_user(id),
+        AccessChange::Membership {
+            group,
+            user,
+            member,
+        } => s.set_membership(group, user, member),
+        AccessChange::RoleGroup {
+            role,
+            group,
+            assigned,
+        } => s.set_role_group(role, group, assigned),
+        AccessChange::RolePermissions { role, permissions } => {
+            s.set_role_permissions(role, permissions)
+        }
+        AccessChange::RoleRemoved(role) => s.remove_role(role),
+        AccessChange::GroupRemoved(group) => s.remove_group(group),
+        AccessChange::Acl {
+            object,
+            acl,
+            role,
+            permissions,
+        } => s.set_acl(object, acl, role, permissions),
+        AccessChange::Parents { object, parents } => s.set_parents(object, parents),
+        AccessChange::ObjectRemoved(object) => s.remove_object(object),
+    }
+}
 
 /// Builds the access snapshot from the store; without the documents' links unless
 /// `documents` (see [`AccessSnapshot::replace_all_but_documents`]). Rows naming an unknown kind

@@ -425,12 +425,13 @@ impl Docmeta {
 }
 
 impl Session {
-    /// What this session may see of the index, by the rules `session/metadata.rs` applies to
-    /// each object: documents with `documents.document_view`; a value when, in addition,
-    /// `metadata.document_metadata_view` is held on its document (directly, through its document
-    /// type, or globally) and on its metadata type (an ACL, or globally). Every answer comes
-    /// from the access policy (`document_visibility`, exact since a document inherits from its
-    /// type only; `check_global` and `filter_each` on every metadata type).
+    /// What this session may see of the index, by the rules `session/documents.rs` and
+    /// `session/values.rs` apply to each object: documents with `documents.document_view`; a
+    /// value when, in addition, `metadata.document_metadata_view` is held on its document
+    /// (directly, through its document type, or globally) and on its metadata type (an ACL, or
+    /// globally). Every answer comes from the access policy (`document_visibility`, exact since
+    /// a document inherits from its type only; `check_global` and `filter_each` on every
+    /// metadata type).
     fn search_scope(&self) -> Result<SearchScope> {
         let Actor::User(user) = self.actor else {
             return Ok(SearchScope::everything());

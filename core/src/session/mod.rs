@@ -9,10 +9,15 @@
 //! `backup`, `installation` or the facade, which build on sessions.
 
 mod access;
+mod associations;
 mod cabinets;
+mod document_types;
+mod documents;
 mod files;
-mod metadata;
+mod metadata_types;
+mod objects;
 mod records;
+mod values;
 mod views;
 
 use std::fmt::Display;
@@ -34,7 +39,7 @@ use crate::store::Tx;
 
 pub use access::UserUpdate;
 pub(crate) use access::permission_set;
-pub use metadata::{MAX_DOCUMENT_BATCH, NewDocument};
+pub use documents::{MAX_DOCUMENT_BATCH, NewDocument};
 pub use records::{Acl, Group, Role, Task, TaskState, User};
 pub use views::{
     AclView, AssociationView, DocumentView, EventActor, EventView, MetadataPageVersion,

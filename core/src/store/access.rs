@@ -23,8 +23,17 @@ impl Tx<'_> {
         let key = username_key(username);
         self.refuse_username_key(&key, None)?;
         let id = self.insert(
-            "INSERT INTO users (username, password_hash, is_superuser, is_active, created, username_key) VALUES (?1, ?2, ?3, 1, ?4, ?5) RETURNING id",
-            &[username.into(), password_hash.into(), superuser.into(), to_micros(Utc::now()).into(), (&key).into()],
+            "INSERT INTO users (username, password_hash, is_superuser, is_active, created, \
+                 username_key) \
+             VALUES (?1, ?2, ?3, 1, ?4, ?5) \
+             RETURNING id",
+            &[
+                username.into(),
+                password_hash.into(),
+                superuser.into(),
+                to_micros(Utc::now()).into(),
+                (&key).into(),
+            ],
         )?;
         Ok(UserRow {
             id: UserId(id),
@@ -55,8 +64,15 @@ impl Tx<'_> {
             )?;
         }
         self.execute(
-            "UPDATE users SET username = ?1, password_hash = ?2, is_superuser = ?3, is_active = ?4 WHERE id = ?5",
-            &[(&u.username).into(), (&u.password_hash).into(), u.is_superuser.into(), u.is_active.into(), u.id.0.into()],
+            "UPDATE users SET username = ?1, password_hash = ?2, is_superuser = ?3, is_active = ?4 \
+             WHERE id = ?5",
+            &[
+                (&u.username).into(),
+                (&u.password_hash).into(),
+                u.is_superuser.into(),
+                u.is_active.into(),
+                u.id.0.into(),
+            ],
         )
         .map(drop)
     }
@@ -95,7 +111,13 @@ impl Tx<'_> {
 
     /// One user by username.
     pub fn user_by_username(&mut self, username: &str) -> Result<Option<UserRow>> {
-        self.optional("SELECT id, username, password_hash, is_superuser, is_active FROM users WHERE username = ?1", &[username.into()], user)
+        self.optional(
+            "SELECT id, username, password_hash, is_superuser, is_active \
+             FROM users \
+             WHERE username = ?1",
+            &[username.into()],
+            user,
+        )
     }
 
     /// Every user, by id.
@@ -149,7 +171,12 @@ impl Tx<'_> {
     /// Adds (`true`) or removes a user from a group; returns whether anything changed.
     pub fn set_group_member(&mut self, group: GroupId, user: UserId, member: bool) -> Result<bool> {
         let n = if member {
-            self.execute("INSERT INTO group_users (group_id, user_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING", &[group.0.into(), user.0.into()])?
+            self.execute(
+                "INSERT INTO group_users (group_id, user_id) \
+                 VALUES (?1, ?2) \
+                 ON CONFLICT DO NOTHING",
+                &[group.0.into(), user.0.into()],
+            )?
         } else {
             self.execute(
                 "DELETE FROM group_users WHERE group_id = ?1 AND user_id = ?2",
@@ -214,7 +241,11 @@ impl Tx<'_> {
     /// active), by id.
     pub fn roles_of_user(&mut self, user: UserId) -> Result<Vec<RoleId>> {
         self.rows(
-            "SELECT DISTINCT rg.role_id FROM role_groups rg JOIN group_users gu ON gu.group_id = rg.group_id WHERE gu.user_id = ?1 ORDER BY rg.role_id",
+            "SELECT DISTINCT rg.role_id \
+             FROM role_groups rg \
+             JOIN group_users gu ON gu.group_id = rg.group_id \
+             WHERE gu.user_id = ?1 \
+             ORDER BY rg.role_id",
             &[user.0.into()],
             |r| r.int(0),
         )
@@ -224,7 +255,12 @@ impl Tx<'_> {
     /// Assigns (`true`) or removes a role from a group; returns whether anything changed.
     pub fn set_role_group(&mut self, role: RoleId, group: GroupId, assigned: bool) -> Result<bool> {
         let n = if assigned {
-            self.execute("INSERT INTO role_groups (role_id, group_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING", &[role.0.into(), group.0.into()])?
+            self.execute(
+                "INSERT INTO role_groups (role_id, group_id) \
+                 VALUES (?1, ?2) \
+                 ON CONFLICT DO NOTHING",
+                &[role.0.into(), group.0.into()],
+            )?
         } else {
             self.execute(
                 "DELETE FROM role_groups WHERE role_id = ?1 AND group_id = ?2",
@@ -262,7 +298,12 @@ impl Tx<'_> {
         granted: bool,
     ) -> Result<bool> {
         let n = if granted {
-            self.execute("INSERT INTO role_permissions (role_id, permission) VALUES (?1, ?2) ON CONFLICT DO NOTHING", &[role.0.into(), permission.into()])?
+            self.execute(
+                "INSERT INTO role_permissions (role_id, permission) \
+                 VALUES (?1, ?2) \
+                 ON CONFLICT DO NOTHING",
+                &[role.0.into(), permission.into()],
+            )?
         } else {
             self.execute(
                 "DELETE FROM role_permissions WHERE role_id = ?1 AND permission = ?2",
@@ -373,7 +414,12 @@ impl Tx<'_> {
         granted: bool,
     ) -> Result<bool> {
         let n = if granted {
-            self.execute("INSERT INTO acl_permissions (acl_id, permission) VALUES (?1, ?2) ON CONFLICT DO NOTHING", &[acl.0.into(), permission.into()])?
+            self.execute(
+                "INSERT INTO acl_permissions (acl_id, permission) \
+                 VALUES (?1, ?2) \
+                 ON CONFLICT DO NOTHING",
+                &[acl.0.into(), permission.into()],
+            )?
         } else {
             self.execute(
                 "DELETE FROM acl_permissions WHERE acl_id = ?1 AND permission = ?2",
@@ -414,7 +460,10 @@ impl Tx<'_> {
     pub fn object_declared(&mut self, kind: &str, id: i64) -> Result<bool> {
         Ok(self
             .optional(
-                "SELECT 1 FROM object_parents WHERE (object_kind = ?1 AND object_id = ?2) OR (parent_kind = ?1 AND parent_id = ?2) LIMIT 1",
+                "SELECT 1 \
+                 FROM object_parents \
+                 WHERE (object_kind = ?1 AND object_id = ?2) \
+                     OR (parent_kind = ?1 AND parent_id = ?2) LIMIT 1",
                 &[kind.into(), id.into()],
                 |r| r.int(0),
             )?
@@ -433,7 +482,9 @@ impl Tx<'_> {
         )?;
         for (pk, pid) in parents {
             self.execute(
-                "INSERT INTO object_parents (object_kind, object_id, parent_kind, parent_id) VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
+                "INSERT INTO object_parents (object_kind, object_id, parent_kind, parent_id) \
+                 VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT DO NOTHING",
                 &[kind.into(), id.into(), pk.as_str().into(), (*pid).into()],
             )?;
         }

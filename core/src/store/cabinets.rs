@@ -81,7 +81,12 @@ impl Tx<'_> {
         member: bool,
     ) -> Result<bool> {
         let n = if member {
-            self.execute("INSERT INTO cabinet_documents (cabinet_id, document_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING", &[c.0.into(), d.0.into()])?
+            self.execute(
+                "INSERT INTO cabinet_documents (cabinet_id, document_id) \
+                 VALUES (?1, ?2) \
+                 ON CONFLICT DO NOTHING",
+                &[c.0.into(), d.0.into()],
+            )?
         } else {
             self.execute(
                 "DELETE FROM cabinet_documents WHERE cabinet_id = ?1 AND document_id = ?2",

@@ -20,8 +20,14 @@ impl Tx<'_> {
         created: DateTime<Utc>,
     ) -> Result<Document> {
         let id = self.insert(
-            "INSERT INTO documents (label, document_type_id, created) VALUES (?1, ?2, ?3) RETURNING id",
-            &[label.into(), document_type.0.into(), to_micros(created).into()],
+            "INSERT INTO documents (label, document_type_id, created) \
+             VALUES (?1, ?2, ?3) \
+             RETURNING id",
+            &[
+                label.into(),
+                document_type.0.into(),
+                to_micros(created).into(),
+            ],
         )?;
         Ok(Document {
             id: DocumentId(id),
@@ -53,7 +59,10 @@ impl Tx<'_> {
         encrypted: bool,
     ) -> Result<DocumentFile> {
         let id = self.insert(
-            "INSERT INTO document_files (document_id, filename, size, checksum, mimetype, created, storage_name, encrypted) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id",
+            "INSERT INTO document_files (document_id, filename, size, checksum, mimetype, created, \
+                 storage_name, encrypted) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+             RETURNING id",
             &[
                 file.document_id.0.into(),
                 file.filename.as_str().into(),
@@ -101,12 +110,22 @@ impl Tx<'_> {
     ) -> Result<Vec<StoredFile>> {
         match encrypted {
             Some(e) => self.rows(
-                &format!("SELECT {FILE_COLUMNS} FROM document_files WHERE id > ?1 AND encrypted = ?2 ORDER BY id LIMIT ?3"),
+                &format!(
+                    "SELECT {FILE_COLUMNS} \
+                     FROM document_files \
+                     WHERE id > ?1 AND encrypted = ?2 \
+                     ORDER BY id LIMIT ?3"
+                ),
                 &[after.0.into(), i64::from(e).into(), i64::from(limit).into()],
                 stored_file,
             ),
             None => self.rows(
-                &format!("SELECT {FILE_COLUMNS} FROM document_files WHERE id > ?1 ORDER BY id LIMIT ?2"),
+                &format!(
+                    "SELECT {FILE_COLUMNS} \
+                     FROM document_files \
+                     WHERE id > ?1 \
+                     ORDER BY id LIMIT ?2"
+                ),
                 &[after.0.into(), i64::from(limit).into()],
                 stored_file,
             ),
@@ -169,12 +188,18 @@ impl Tx<'_> {
     ) -> Result<Vec<Document>> {
         match of_type {
             Some(t) => self.rows(
-                "SELECT id, label, document_type_id, created FROM documents WHERE document_type_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
+                "SELECT id, label, document_type_id, created \
+                 FROM documents \
+                 WHERE document_type_id = ?1 AND id > ?2 \
+                 ORDER BY id LIMIT ?3",
                 &[t.0.into(), after.0.into(), i64::from(limit).into()],
                 document,
             ),
             None => self.rows(
-                "SELECT id, label, document_type_id, created FROM documents WHERE id > ?1 ORDER BY id LIMIT ?2",
+                "SELECT id, label, document_type_id, created \
+                 FROM documents \
+                 WHERE id > ?1 \
+                 ORDER BY id LIMIT ?2",
                 &[after.0.into(), i64::from(limit).into()],
                 document,
             ),
@@ -206,9 +231,15 @@ impl Tx<'_> {
         limit: u32,
     ) -> Result<Vec<Document>> {
         let sql = if newest_first {
-            "SELECT id, label, document_type_id, created FROM documents WHERE id < ?1 ORDER BY id DESC LIMIT ?2"
+            "SELECT id, label, document_type_id, created \
+             FROM documents \
+             WHERE id < ?1 \
+             ORDER BY id DESC LIMIT ?2"
         } else {
-            "SELECT id, label, document_type_id, created FROM documents WHERE id > ?1 ORDER BY id LIMIT ?2"
+            "SELECT id, label, document_type_id, created \
+             FROM documents \
+             WHERE id > ?1 \
+             ORDER BY id LIMIT ?2"
         };
         self.rows(sql, &[from.0.into(), i64::from(limit).into()], document)
     }
@@ -259,7 +290,9 @@ impl Tx<'_> {
         let order = if newest_first { "DESC" } else { "ASC" };
         self.rows(
             &format!(
-                "SELECT id, label, document_type_id, created FROM documents {filter} ORDER BY id {order} LIMIT ?1 OFFSET ?2"
+                "SELECT id, label, document_type_id, created \
+                 FROM documents {filter} \
+                 ORDER BY id {order} LIMIT ?1 OFFSET ?2"
             ),
             &[
                 i64::try_from(limit).unwrap_or(i64::MAX).into(),

@@ -22,7 +22,9 @@ use crate::model::*;
 /// later appear before the last event read, and every transaction still running (or yet to
 /// start) has a larger `tx`. The position of event `?1` is its own `tx`; for an id that is not
 /// in the log, that of the nearest earlier event (`-1` when there is none).
-const FOLLOW_AFTER: &str = "(tx, id) > (COALESCE((SELECT p.tx FROM events p WHERE p.id <= ?1 ORDER BY p.id DESC LIMIT 1), -1), ?1) AND tx < (pg_snapshot_xmin(pg_current_snapshot())::text::bigint)";
+const FOLLOW_AFTER: &str = "(tx, id) > \
+    (COALESCE((SELECT p.tx FROM events p WHERE p.id <= ?1 ORDER BY p.id DESC LIMIT 1), -1), ?1) \
+    AND tx < (pg_snapshot_xmin(pg_current_snapshot())::text::bigint)";
 
 /// The follower's filter of events after `?1` in `dialect` (see [`FOLLOW_AFTER`]).
 pub(crate) fn follow_after(dialect: Dialect) -> &'static str {
@@ -45,7 +47,10 @@ impl Tx<'_> {
     ) -> Result<Event> {
         let timestamp = Utc::now();
         let id = self.insert(
-            "INSERT INTO events (timestamp, name, actor_id, target_kind, target_id, target_label, action_kind, action_id, action_label, follow) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
+            "INSERT INTO events (timestamp, name, actor_id, target_kind, target_id, target_label, \
+                 action_kind, action_id, action_label, follow) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+             RETURNING id",
             &[
                 to_micros(timestamp).into(),
                 name.into(),
@@ -74,7 +79,10 @@ impl Tx<'_> {
     /// misses one.
     pub fn events(&mut self, q: &EventQuery) -> Result<Vec<Event>> {
         let mut sql = String::from(
-            "SELECT id, timestamp, name, actor_id, target_kind, target_id, target_label, action_kind, action_id, action_label FROM events WHERE ",
+            "SELECT id, timestamp, name, actor_id, target_kind, target_id, target_label, \
+                 action_kind, action_id, action_label \
+             FROM events \
+             WHERE ",
         );
         sql.push_str(if q.oldest_first {
             follow_after(self.dialect())
@@ -87,7 +95,10 @@ impl Tx<'_> {
         let limit = i64::from(q.limit.unwrap_or(100));
         let (kind, id) = q.object.clone().unwrap_or_default();
         if q.object.is_some() {
-            sql.push_str(" AND ((target_kind = ?3 AND target_id = ?4) OR (action_kind = ?3 AND action_id = ?4))");
+            sql.push_str(
+                " AND ((target_kind = ?3 AND target_id = ?4) \
+                 OR (action_kind = ?3 AND action_id = ?4))",
+            );
         } else {
             sql.push_str(" AND ?3 = ?3 AND ?4 = ?4");
         }

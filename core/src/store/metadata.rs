@@ -13,8 +13,20 @@ impl Tx<'_> {
     /// Inserts a metadata type.
     pub fn insert_metadata_type(&mut self, t: &MetadataTypeInput) -> Result<MetadataType> {
         let id = self.insert(
-            "INSERT INTO metadata_types (name, label, default_value, lookup, validation, validation_arguments, parser, parser_arguments) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id",
-            &[(&t.name).into(), (&t.label).into(), (&t.default).into(), (&t.lookup).into(), (&t.validation).into(), (&t.validation_arguments).into(), (&t.parser).into(), (&t.parser_arguments).into()],
+            "INSERT INTO metadata_types (name, label, default_value, lookup, validation, \
+                 validation_arguments, parser, parser_arguments) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+             RETURNING id",
+            &[
+                (&t.name).into(),
+                (&t.label).into(),
+                (&t.default).into(),
+                (&t.lookup).into(),
+                (&t.validation).into(),
+                (&t.validation_arguments).into(),
+                (&t.parser).into(),
+                (&t.parser_arguments).into(),
+            ],
         )?;
         self.metadata_type(MetadataTypeId(id))?
             .ok_or_else(|| Error::not_found("metadata type"))
@@ -23,8 +35,20 @@ impl Tx<'_> {
     /// Updates every field of a metadata type.
     pub fn update_metadata_type(&mut self, t: &MetadataType) -> Result<()> {
         self.execute(
-            "UPDATE metadata_types SET name = ?1, label = ?2, default_value = ?3, lookup = ?4, validation = ?5, validation_arguments = ?6, parser = ?7, parser_arguments = ?8 WHERE id = ?9",
-            &[(&t.name).into(), (&t.label).into(), (&t.default).into(), (&t.lookup).into(), (&t.validation).into(), (&t.validation_arguments).into(), (&t.parser).into(), (&t.parser_arguments).into(), t.id.0.into()],
+            "UPDATE metadata_types SET name = ?1, label = ?2, default_value = ?3, lookup = ?4, \
+                 validation = ?5, validation_arguments = ?6, parser = ?7, parser_arguments = ?8 \
+             WHERE id = ?9",
+            &[
+                (&t.name).into(),
+                (&t.label).into(),
+                (&t.default).into(),
+                (&t.lookup).into(),
+                (&t.validation).into(),
+                (&t.validation_arguments).into(),
+                (&t.parser).into(),
+                (&t.parser_arguments).into(),
+                t.id.0.into(),
+            ],
         )
         .map(drop)
     }
@@ -156,11 +180,17 @@ impl Tx<'_> {
     ) -> Result<DocumentTypeMetadataType> {
         let id = self
             .insert(
-                "INSERT INTO document_type_metadata_types (document_type_id, metadata_type_id, required) VALUES (?1, ?2, ?3) RETURNING id",
+                "INSERT INTO document_type_metadata_types \
+                     (document_type_id, metadata_type_id, required) \
+                 VALUES (?1, ?2, ?3) \
+                 RETURNING id",
                 &[dt.0.into(), mt.0.into(), required.into()],
             )
             .map_err(|e| match e {
-                Error::Conflict { .. } => Error::conflict("metadata_type_id", "This metadata type is already associated with the document type."),
+                Error::Conflict { .. } => Error::conflict(
+                    "metadata_type_id",
+                    "This metadata type is already associated with the document type.",
+                ),
                 e => e,
             })?;
         Ok(DocumentTypeMetadataType {
@@ -192,7 +222,9 @@ impl Tx<'_> {
     /// One association.
     pub fn association(&mut self, id: AssociationId) -> Result<Option<DocumentTypeMetadataType>> {
         self.optional(
-            "SELECT id, document_type_id, metadata_type_id, required FROM document_type_metadata_types WHERE id = ?1",
+            "SELECT id, document_type_id, metadata_type_id, required \
+             FROM document_type_metadata_types \
+             WHERE id = ?1",
             &[id.0.into()],
             association,
         )
@@ -205,7 +237,9 @@ impl Tx<'_> {
         mt: MetadataTypeId,
     ) -> Result<Option<DocumentTypeMetadataType>> {
         self.optional(
-            "SELECT id, document_type_id, metadata_type_id, required FROM document_type_metadata_types WHERE document_type_id = ?1 AND metadata_type_id = ?2",
+            "SELECT id, document_type_id, metadata_type_id, required \
+             FROM document_type_metadata_types \
+             WHERE document_type_id = ?1 AND metadata_type_id = ?2",
             &[dt.0.into(), mt.0.into()],
             association,
         )
@@ -217,7 +251,10 @@ impl Tx<'_> {
         dt: DocumentTypeId,
     ) -> Result<Vec<DocumentTypeMetadataType>> {
         self.rows(
-            "SELECT id, document_type_id, metadata_type_id, required FROM document_type_metadata_types WHERE document_type_id = ?1 ORDER BY id",
+            "SELECT id, document_type_id, metadata_type_id, required \
+             FROM document_type_metadata_types \
+             WHERE document_type_id = ?1 \
+             ORDER BY id",
             &[dt.0.into()],
             association,
         )
@@ -229,7 +266,10 @@ impl Tx<'_> {
         mt: MetadataTypeId,
     ) -> Result<Vec<DocumentTypeMetadataType>> {
         self.rows(
-            "SELECT id, document_type_id, metadata_type_id, required FROM document_type_metadata_types WHERE metadata_type_id = ?1 ORDER BY id",
+            "SELECT id, document_type_id, metadata_type_id, required \
+             FROM document_type_metadata_types \
+             WHERE metadata_type_id = ?1 \
+             ORDER BY id",
             &[mt.0.into()],
             association,
         )
@@ -246,11 +286,16 @@ impl Tx<'_> {
     ) -> Result<DocumentMetadata> {
         let id = self
             .insert(
-                "INSERT INTO document_metadata (document_id, metadata_type_id, value) VALUES (?1, ?2, ?3) RETURNING id",
+                "INSERT INTO document_metadata (document_id, metadata_type_id, value) \
+                 VALUES (?1, ?2, ?3) \
+                 RETURNING id",
                 &[doc.0.into(), mt.0.into(), value.into()],
             )
             .map_err(|e| match e {
-                Error::Conflict { .. } => Error::conflict("metadata_type_id", "The document already has a value of this metadata type."),
+                Error::Conflict { .. } => Error::conflict(
+                    "metadata_type_id",
+                    "The document already has a value of this metadata type.",
+                ),
                 e => e,
             })?;
         Ok(DocumentMetadata {
@@ -269,7 +314,10 @@ impl Tx<'_> {
         value: &str,
     ) -> Result<Option<DocumentMetadata>> {
         let id = self.optional(
-            "INSERT INTO document_metadata (document_id, metadata_type_id, value) VALUES (?1, ?2, ?3) ON CONFLICT (document_id, metadata_type_id) DO NOTHING RETURNING id",
+            "INSERT INTO document_metadata (document_id, metadata_type_id, value) \
+             VALUES (?1, ?2, ?3) \
+             ON CONFLICT (document_id, metadata_type_id) DO NOTHING \
+             RETURNING id",
             &[doc.0.into(), mt.0.into(), value.into()],
             |r| r.int(0),
         )?;
@@ -308,7 +356,13 @@ impl Tx<'_> {
         id: DocumentMetadataId,
     ) -> Result<Option<(Document, Option<(DocumentMetadata, bool)>)>> {
         self.optional(
-            "SELECT d.id, d.label, d.document_type_id, d.created, m.id, m.document_id, m.metadata_type_id, m.value, a.required FROM documents d LEFT JOIN document_metadata m ON m.id = ?2 AND m.document_id = d.id LEFT JOIN document_type_metadata_types a ON a.document_type_id = d.document_type_id AND a.metadata_type_id = m.metadata_type_id WHERE d.id = ?1",
+            "SELECT d.id, d.label, d.document_type_id, d.created, m.id, m.document_id, \
+                 m.metadata_type_id, m.value, a.required \
+             FROM documents d \
+             LEFT JOIN document_metadata m ON m.id = ?2 AND m.document_id = d.id \
+             LEFT JOIN document_type_metadata_types a ON a.document_type_id = d.document_type_id \
+                 AND a.metadata_type_id = m.metadata_type_id \
+             WHERE d.id = ?1",
             &[document.0.into(), id.0.into()],
             |r| {
                 let value = match r.opt_int(4)? {
@@ -343,7 +397,10 @@ impl Tx<'_> {
     /// The values of a document, by id.
     pub fn metadata_of_document(&mut self, doc: DocumentId) -> Result<Vec<DocumentMetadata>> {
         self.rows(
-            "SELECT id, document_id, metadata_type_id, value FROM document_metadata WHERE document_id = ?1 ORDER BY id",
+            "SELECT id, document_id, metadata_type_id, value \
+             FROM document_metadata \
+             WHERE document_id = ?1 \
+             ORDER BY id",
             &[doc.0.into()],
             document_metadata,
         )
@@ -355,7 +412,13 @@ impl Tx<'_> {
         doc: DocumentId,
     ) -> Result<Vec<(DocumentMetadata, MetadataType)>> {
         self.rows(
-            "SELECT m.id, m.document_id, m.metadata_type_id, m.value, t.id, t.name, t.label, t.default_value, t.lookup, t.validation, t.validation_arguments, t.parser, t.parser_arguments FROM document_metadata m JOIN metadata_types t ON t.id = m.metadata_type_id WHERE m.document_id = ?1 ORDER BY m.id",
+            "SELECT m.id, m.document_id, m.metadata_type_id, m.value, t.id, t.name, t.label, \
+                 t.default_value, t.lookup, t.validation, t.validation_arguments, t.parser, \
+                 t.parser_arguments \
+             FROM document_metadata m \
+             JOIN metadata_types t ON t.id = m.metadata_type_id \
+             WHERE m.document_id = ?1 \
+             ORDER BY m.id",
             &[doc.0.into()],
             |r| {
                 let t = MetadataType {
@@ -383,12 +446,19 @@ impl Tx<'_> {
     ) -> Result<Vec<DocumentMetadata>> {
         match dt {
             Some(dt) => self.rows(
-                "SELECT m.id, m.document_id, m.metadata_type_id, m.value FROM document_metadata m JOIN documents d ON d.id = m.document_id WHERE m.metadata_type_id = ?1 AND d.document_type_id = ?2 ORDER BY m.id LIMIT ?3",
+                "SELECT m.id, m.document_id, m.metadata_type_id, m.value \
+                 FROM document_metadata m \
+                 JOIN documents d ON d.id = m.document_id \
+                 WHERE m.metadata_type_id = ?1 AND d.document_type_id = ?2 \
+                 ORDER BY m.id LIMIT ?3",
                 &[mt.0.into(), dt.0.into(), i64::from(limit).into()],
                 document_metadata,
             ),
             None => self.rows(
-                "SELECT id, document_id, metadata_type_id, value FROM document_metadata WHERE metadata_type_id = ?1 ORDER BY id LIMIT ?2",
+                "SELECT id, document_id, metadata_type_id, value \
+                 FROM document_metadata \
+                 WHERE metadata_type_id = ?1 \
+                 ORDER BY id LIMIT ?2",
                 &[mt.0.into(), i64::from(limit).into()],
                 document_metadata,
             ),
@@ -403,7 +473,11 @@ impl Tx<'_> {
         limit: u32,
     ) -> Result<Vec<Document>> {
         self.rows(
-            "SELECT d.id, d.label, d.document_type_id, d.created FROM documents d WHERE d.document_type_id = ?1 AND NOT EXISTS (SELECT 1 FROM document_metadata m WHERE m.document_id = d.id AND m.metadata_type_id = ?2) ORDER BY d.id LIMIT ?3",
+            "SELECT d.id, d.label, d.document_type_id, d.created \
+             FROM documents d \
+             WHERE d.document_type_id = ?1 AND NOT EXISTS (SELECT 1 FROM document_metadata m \
+                 WHERE m.document_id = d.id AND m.metadata_type_id = ?2) \
+             ORDER BY d.id LIMIT ?3",
             &[dt.0.into(), mt.0.into(), i64::from(limit).into()],
             document,
         )

@@ -13,6 +13,9 @@
 //! from before it may collide), is checked by a query in the inserting transaction, which
 //! both stores serialise (one SQLite writer; PostgreSQL `SERIALIZABLE`).
 //!
+//! A statement too long for one line is written one clause a line, each line ending in a space
+//! and a `\` line continuation, so the text the database receives is the one-line statement.
+//!
 //! Layer 3: imports only `error`, `model`, `config` and `events`; the only module with SQL
 //! (`scripts/check-structure` checks both).
 

@@ -61,10 +61,17 @@ impl Tx<'_> {
     pub(crate) fn followed_since(&mut self, mark: i64) -> Result<FollowedSince> {
         let sql = match self.dialect() {
             Dialect::Postgres => {
-                "SELECT h.mark, h.version, e.id, e.name, e.target_kind, e.target_id FROM (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS mark, pg_current_snapshot()::text AS version) h LEFT JOIN events e ON e.follow = 1 AND e.tx >= ?1 ORDER BY e.tx, e.id"
+                "SELECT h.mark, h.version, e.id, e.name, e.target_kind, e.target_id \
+                 FROM (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS mark, \
+                     pg_current_snapshot()::text AS version) h \
+                 LEFT JOIN events e ON e.follow = 1 AND e.tx >= ?1 \
+                 ORDER BY e.tx, e.id"
             }
             _ => {
-                "SELECT h.mark, CAST(h.mark AS TEXT), e.id, e.name, e.target_kind, e.target_id FROM (SELECT COALESCE(max(id), 0) AS mark FROM events) h LEFT JOIN events e ON e.follow = 1 AND e.id > ?1 ORDER BY e.id"
+                "SELECT h.mark, CAST(h.mark AS TEXT), e.id, e.name, e.target_kind, e.target_id \
+                 FROM (SELECT COALESCE(max(id), 0) AS mark FROM events) h \
+                 LEFT JOIN events e ON e.follow = 1 AND e.id > ?1 \
+                 ORDER BY e.id"
             }
         };
         self.followed(sql, &[mark.into()], mark)
@@ -76,10 +83,15 @@ impl Tx<'_> {
     pub(crate) fn followed_horizon(&mut self) -> Result<FollowedSince> {
         let sql = match self.dialect() {
             Dialect::Postgres => {
-                "SELECT h.mark, h.version, e.id, e.name, e.target_kind, e.target_id FROM (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS mark, pg_current_snapshot()::text AS version) h LEFT JOIN events e ON e.follow = 1 AND e.tx >= h.mark ORDER BY e.tx, e.id"
+                "SELECT h.mark, h.version, e.id, e.name, e.target_kind, e.target_id \
+                 FROM (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS mark, \
+                     pg_current_snapshot()::text AS version) h \
+                 LEFT JOIN events e ON e.follow = 1 AND e.tx >= h.mark \
+                 ORDER BY e.tx, e.id"
             }
             _ => {
-                "SELECT h.mark, CAST(h.mark AS TEXT), NULL, NULL, NULL, NULL FROM (SELECT COALESCE(max(id), 0) AS mark FROM events) h"
+                "SELECT h.mark, CAST(h.mark AS TEXT), NULL, NULL, NULL, NULL \
+                 FROM (SELECT COALESCE(max(id), 0) AS mark FROM events) h"
             }
         };
         self.followed(sql, &[], 0)
@@ -144,9 +156,19 @@ impl Tx<'_> {
                 Ok((RoleId(r.int(0)?), GroupId(r.int(1)?)))
             })?,
             acl_permissions: self.rows(
-                "SELECT a.id, a.object_kind, a.object_id, a.role_id, p.permission FROM acls a JOIN acl_permissions p ON p.acl_id = a.id",
+                "SELECT a.id, a.object_kind, a.object_id, a.role_id, p.permission \
+                 FROM acls a \
+                 JOIN acl_permissions p ON p.acl_id = a.id",
                 &[],
-                |r| Ok((AclId(r.int(0)?), r.text(1)?, r.int(2)?, RoleId(r.int(3)?), r.text(4)?)),
+                |r| {
+                    Ok((
+                        AclId(r.int(0)?),
+                        r.text(1)?,
+                        r.int(2)?,
+                        RoleId(r.int(3)?),
+                        r.text(4)?,
+                    ))
+                },
             )?,
             document_types: if documents {
                 self.rows("SELECT id, document_type_id FROM documents", &[], |r| {
@@ -174,7 +196,10 @@ impl Tx<'_> {
     pub(crate) fn newest_event_id(&mut self) -> Result<i64> {
         let sql = match self.dialect() {
             Dialect::Postgres => {
-                "SELECT id FROM events WHERE tx < (pg_snapshot_xmin(pg_current_snapshot())::text::bigint) ORDER BY tx DESC, id DESC LIMIT 1"
+                "SELECT id \
+                 FROM events \
+                 WHERE tx < (pg_snapshot_xmin(pg_current_snapshot())::text::bigint) \
+                 ORDER BY tx DESC, id DESC LIMIT 1"
             }
             _ => "SELECT max(id) FROM events",
         };
@@ -192,7 +217,8 @@ impl Tx<'_> {
             return Ok(None);
         }
         self.optional(
-            "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, COALESCE(max(tx), 0) FROM events",
+            "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, COALESCE(max(tx), 0) \
+             FROM events",
             &[],
             |r| Ok((r.int(0)?, r.int(1)?)),
         )
@@ -202,13 +228,29 @@ impl Tx<'_> {
     /// rebuild's bulk path: two queries for the whole range).
     pub(crate) fn indexed_documents(&mut self, lo: i64, hi: i64) -> Result<Vec<IndexedDocument>> {
         let mut docs: Vec<IndexedDocument> = self.rows(
-            "SELECT d.id, d.label, t.label, t.id FROM documents d JOIN document_types t ON t.id = d.document_type_id WHERE d.id BETWEEN ?1 AND ?2 ORDER BY d.id",
+            "SELECT d.id, d.label, t.label, t.id \
+             FROM documents d \
+             JOIN document_types t ON t.id = d.document_type_id \
+             WHERE d.id BETWEEN ?1 AND ?2 \
+             ORDER BY d.id",
             &[lo.into(), hi.into()],
-            |r| Ok(IndexedDocument { id: r.int(0)?, label: r.text(1)?, document_type_label: r.text(2)?, metadata: Vec::new(), document_type_id: r.int(3)? }),
+            |r| {
+                Ok(IndexedDocument {
+                    id: r.int(0)?,
+                    label: r.text(1)?,
+                    document_type_label: r.text(2)?,
+                    metadata: Vec::new(),
+                    document_type_id: r.int(3)?,
+                })
+            },
         )?;
         let mut at = 0;
         self.each(
-            "SELECT m.document_id, m.id, t.id, t.name, m.value FROM document_metadata m JOIN metadata_types t ON t.id = m.metadata_type_id WHERE m.document_id BETWEEN ?1 AND ?2 ORDER BY m.document_id, m.id",
+            "SELECT m.document_id, m.id, t.id, t.name, m.value \
+             FROM document_metadata m \
+             JOIN metadata_types t ON t.id = m.metadata_type_id \
+             WHERE m.document_id BETWEEN ?1 AND ?2 \
+             ORDER BY m.document_id, m.id",
             &[lo.into(), hi.into()],
             &mut |r| {
                 let document = r.int(0)?;
@@ -270,9 +312,20 @@ impl Tx<'_> {
         document: DocumentId,
     ) -> Result<Vec<(String, String, String, MetadataTypeId)>> {
         self.rows(
-            "SELECT t.name, t.label, m.value, t.id FROM document_metadata m JOIN metadata_types t ON t.id = m.metadata_type_id WHERE m.document_id = ?1 ORDER BY m.id",
+            "SELECT t.name, t.label, m.value, t.id \
+             FROM document_metadata m \
+             JOIN metadata_types t ON t.id = m.metadata_type_id \
+             WHERE m.document_id = ?1 \
+             ORDER BY m.id",
             &[document.0.into()],
-            |r| Ok((r.text(0)?, r.text(1)?, r.text(2)?, MetadataTypeId(r.int(3)?))),
+            |r| {
+                Ok((
+                    r.text(0)?,
+                    r.text(1)?,
+                    r.text(2)?,
+                    MetadataTypeId(r.int(3)?),
+                ))
+            },
         )
     }
 
@@ -290,7 +343,14 @@ impl Tx<'_> {
         let among = super::records::among_ids(self.dialect(), "d.id", 1);
         let rows = self.rows(
             &format!(
-                "SELECT d.id, d.label, d.document_type_id, d.created, y.label, m.id, t.id, t.name, m.value FROM documents d JOIN document_types y ON y.id = d.document_type_id LEFT JOIN document_metadata m ON m.document_id = d.id LEFT JOIN metadata_types t ON t.id = m.metadata_type_id WHERE {among} ORDER BY d.id, m.id"
+                "SELECT d.id, d.label, d.document_type_id, d.created, y.label, m.id, t.id, t.name, \
+                     m.value \
+                 FROM documents d \
+                 JOIN document_types y ON y.id = d.document_type_id \
+                 LEFT JOIN document_metadata m ON m.document_id = d.id \
+                 LEFT JOIN metadata_types t ON t.id = m.metadata_type_id \
+                 WHERE {among} \
+                 ORDER BY d.id, m.id"
             ),
             &[list.as_str().into()],
             |r| {
@@ -333,7 +393,14 @@ impl Tx<'_> {
         )>,
     > {
         let rows = self.rows(
-            "SELECT d.id, d.label, d.document_type_id, d.created, y.label, t.name, t.label, m.value, t.id FROM documents d JOIN document_types y ON y.id = d.document_type_id LEFT JOIN document_metadata m ON m.document_id = d.id LEFT JOIN metadata_types t ON t.id = m.metadata_type_id WHERE d.id = ?1 ORDER BY m.id",
+            "SELECT d.id, d.label, d.document_type_id, d.created, y.label, t.name, t.label, \
+                 m.value, t.id \
+             FROM documents d \
+             JOIN document_types y ON y.id = d.document_type_id \
+             LEFT JOIN document_metadata m ON m.document_id = d.id \
+             LEFT JOIN metadata_types t ON t.id = m.metadata_type_id \
+             WHERE d.id = ?1 \
+             ORDER BY m.id",
             &[document.0.into()],
             |r| {
                 let entry = match r.opt_int(8)? {
@@ -360,7 +427,11 @@ impl Tx<'_> {
         t: MetadataTypeId,
     ) -> Result<Vec<(DocumentMetadataId, i64, String)>> {
         self.rows(
-            "SELECT m.id, d.id, d.label FROM document_metadata m JOIN documents d ON d.id = m.document_id WHERE m.metadata_type_id = ?1 ORDER BY m.id",
+            "SELECT m.id, d.id, d.label \
+             FROM document_metadata m \
+             JOIN documents d ON d.id = m.document_id \
+             WHERE m.metadata_type_id = ?1 \
+             ORDER BY m.id",
             &[t.0.into()],
             |r| Ok((DocumentMetadataId(r.int(0)?), r.int(1)?, r.text(2)?)),
         )

@@ -20,7 +20,8 @@ pub fn from_micros(us: i64) -> DateTime<Utc> {
     DateTime::from_timestamp_micros(us).unwrap_or_default()
 }
 
-pub(super) const METADATA_TYPE_COLUMNS: &str = "id, name, label, default_value, lookup, validation, validation_arguments, parser, parser_arguments";
+pub(super) const METADATA_TYPE_COLUMNS: &str = "id, name, label, default_value, lookup, \
+    validation, validation_arguments, parser, parser_arguments";
 
 pub(super) fn metadata_type(r: &Row) -> Result<MetadataType> {
     Ok(MetadataType {

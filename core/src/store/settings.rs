@@ -21,7 +21,9 @@ impl Tx<'_> {
     pub fn set_setting(&mut self, key: &str, value: &str) -> Result<()> {
         // Usually the last statement: it travels with the commit.
         self.execute_later(
-            "INSERT INTO settings (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            "INSERT INTO settings (key, value) \
+             VALUES (?1, ?2) \
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             &[key.into(), value.into()],
         )
     }

@@ -160,7 +160,10 @@ fn open_connection(path: Option<&Path>) -> Result<Connection> {
     conn.busy_timeout(std::time::Duration::from_secs(10))
         .map_err(|e| sqlite_error("configuring SQLite", e))?;
     conn.execute_batch(
-        "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -65536;",
+        "PRAGMA foreign_keys = ON; \
+         PRAGMA synchronous = NORMAL; \
+         PRAGMA temp_store = MEMORY; \
+         PRAGMA cache_size = -65536;",
     )
     .map_err(|e| sqlite_error("configuring SQLite", e))?;
     if path.is_some() {
@@ -689,7 +692,11 @@ mod tests {
         let path = dir.path().join("db.sqlite3");
         drop(SqliteStore::open(&path)?);
         let conn = open_connection(Some(&path))?;
-        let sql = "SELECT m.id FROM document_metadata m JOIN metadata_types t ON t.id = m.metadata_type_id WHERE m.document_id = ?1 ORDER BY m.id";
+        let sql = "SELECT m.id \
+                   FROM document_metadata m \
+                   JOIN metadata_types t ON t.id = m.metadata_type_id \
+                   WHERE m.document_id = ?1 \
+                   ORDER BY m.id";
         for i in 0..20 {
             run_cached(&conn, "BEGIN").map_err(|e| sqlite_error("begin", e))?;
             let mut stmt = conn

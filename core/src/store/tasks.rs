@@ -31,7 +31,10 @@ impl Tx<'_> {
     ) -> Result<TaskId> {
         let now = to_micros(Utc::now());
         self.insert(
-            "INSERT INTO tasks (name, payload, state, attempts, error, run_after, created, updated, target) VALUES (?1, ?2, 'pending', 0, '', ?3, ?3, ?3, ?4) RETURNING id",
+            "INSERT INTO tasks (name, payload, state, attempts, error, run_after, created, \
+                 updated, target) \
+             VALUES (?1, ?2, 'pending', 0, '', ?3, ?3, ?3, ?4) \
+             RETURNING id",
             &[name.into(), payload.into(), now.into(), target.into()],
         )
         .map(TaskId)
@@ -47,7 +50,10 @@ impl Tx<'_> {
     ) -> Result<TaskId> {
         let now = Utc::now();
         self.insert(
-            "INSERT INTO tasks (name, payload, state, attempts, error, run_after, created, updated) VALUES (?1, ?2, 'pending', 0, '', ?3, ?4, ?4) RETURNING id",
+            "INSERT INTO tasks (name, payload, state, attempts, error, run_after, created, \
+                 updated) \
+             VALUES (?1, ?2, 'pending', 0, '', ?3, ?4, ?4) \
+             RETURNING id",
             &[
                 name.into(),
                 payload.into(),
@@ -91,12 +97,19 @@ impl Tx<'_> {
             super::Dialect::Sqlite => "",
         };
         let sql = format!(
-            "SELECT {TASK_COLUMNS} FROM tasks WHERE state = 'pending' AND run_after <= ?1{skipped}{targeted} ORDER BY id LIMIT 1{lock}"
+            "SELECT {TASK_COLUMNS} \
+             FROM tasks \
+             WHERE state = 'pending' AND run_after <= ?1{skipped}{targeted} \
+             ORDER BY id LIMIT 1{lock}"
         );
         let Some(t) = self.optional(&sql, &params, task)? else {
             return Ok(None);
         };
-        self.execute("UPDATE tasks SET state = 'running', attempts = attempts + 1, updated = ?1 WHERE id = ?2", &[now.into(), t.id.0.into()])?;
+        self.execute(
+            "UPDATE tasks SET state = 'running', attempts = attempts + 1, updated = ?1 \
+             WHERE id = ?2",
+            &[now.into(), t.id.0.into()],
+        )?;
         Ok(Some(TaskRow {
             state: "running".into(),
             attempts: t.attempts + 1,
@@ -108,7 +121,8 @@ impl Tx<'_> {
     /// enqueued it); `None` when another runner has it.
     pub fn claim_task_by_id(&mut self, id: TaskId, now: DateTime<Utc>) -> Result<Option<TaskRow>> {
         let n = self.execute(
-            "UPDATE tasks SET state = 'running', attempts = attempts + 1, updated = ?1 WHERE id = ?2 AND state = 'pending'",
+            "UPDATE tasks SET state = 'running', attempts = attempts + 1, updated = ?1 \
+             WHERE id = ?2 AND state = 'pending'",
             &[to_micros(now).into(), id.0.into()],
         )?;
         if n == 0 {
@@ -152,7 +166,8 @@ impl Tx<'_> {
     /// process's, which may be running it).
     pub fn requeue_running_tasks(&mut self, target: &str) -> Result<u64> {
         self.execute(
-            "UPDATE tasks SET state = 'pending' WHERE state = 'running' AND (target IS NULL OR target = ?1)",
+            "UPDATE tasks SET state = 'pending' \
+             WHERE state = 'running' AND (target IS NULL OR target = ?1)",
             &[target.into()],
         )
     }
@@ -161,7 +176,8 @@ impl Tx<'_> {
     /// indexes those tasks were for belong to the database the restore replaced).
     pub fn retarget_open_tasks(&mut self, target: &str) -> Result<u64> {
         self.execute(
-            "UPDATE tasks SET target = ?1 WHERE state <> 'done' AND target IS NOT NULL AND target <> ?1",
+            "UPDATE tasks SET target = ?1 \
+             WHERE state <> 'done' AND target IS NOT NULL AND target <> ?1",
             &[target.into()],
         )
     }

@@ -74,7 +74,10 @@ impl Tx<'_> {
             return Ok(None);
         };
         let document_type_ids = self.rows(
-            "SELECT document_type_id FROM workflow_document_types WHERE workflow_id = ?1 ORDER BY document_type_id",
+            "SELECT document_type_id \
+             FROM workflow_document_types \
+             WHERE workflow_id = ?1 \
+             ORDER BY document_type_id",
             &[id.0.into()],
             |r| Ok(DocumentTypeId(r.int(0)?)),
         )?;
@@ -95,7 +98,10 @@ impl Tx<'_> {
     /// The states of a workflow.
     pub fn workflow_states(&mut self, workflow: WorkflowId) -> Result<Vec<WorkflowState>> {
         self.rows(
-            "SELECT id, workflow_id, label, initial FROM workflow_states WHERE workflow_id = ?1 ORDER BY id",
+            "SELECT id, workflow_id, label, initial \
+             FROM workflow_states \
+             WHERE workflow_id = ?1 \
+             ORDER BY id",
             &[workflow.0.into()],
             state_row,
         )
@@ -112,7 +118,10 @@ impl Tx<'_> {
 
     fn with_triggers(&mut self, mut t: WorkflowTransition) -> Result<WorkflowTransition> {
         t.triggers = self.rows(
-            "SELECT event_name FROM workflow_transition_triggers WHERE transition_id = ?1 ORDER BY id",
+            "SELECT event_name \
+             FROM workflow_transition_triggers \
+             WHERE transition_id = ?1 \
+             ORDER BY id",
             &[t.id.0.into()],
             |r| r.text(0),
         )?;
@@ -128,12 +137,22 @@ impl Tx<'_> {
     ) -> Result<Vec<WorkflowTransition>> {
         let rows = match origin {
             Some(o) => self.rows(
-                &format!("SELECT {TRANSITION_COLUMNS} FROM workflow_transitions WHERE workflow_id = ?1 AND origin_state_id = ?2 ORDER BY id"),
+                &format!(
+                    "SELECT {TRANSITION_COLUMNS} \
+                     FROM workflow_transitions \
+                     WHERE workflow_id = ?1 AND origin_state_id = ?2 \
+                     ORDER BY id"
+                ),
                 &[workflow.0.into(), o.0.into()],
                 transition_row,
             )?,
             None => self.rows(
-                &format!("SELECT {TRANSITION_COLUMNS} FROM workflow_transitions WHERE workflow_id = ?1 ORDER BY id"),
+                &format!(
+                    "SELECT {TRANSITION_COLUMNS} \
+                     FROM workflow_transitions \
+                     WHERE workflow_id = ?1 \
+                     ORDER BY id"
+                ),
                 &[workflow.0.into()],
                 transition_row,
             )?,
@@ -158,7 +177,17 @@ impl Tx<'_> {
         )>,
     > {
         let rows = self.rows(
-            "SELECT i.id, i.workflow_id, i.document_id, i.state_id, i.context, t.id, t.workflow_id, t.label, t.origin_state_id, t.destination_state_id, t.condition, t.condition_shapers, w.label, s.label FROM workflow_instances i JOIN workflow_transitions t ON t.workflow_id = i.workflow_id AND t.origin_state_id = i.state_id JOIN workflow_transition_triggers g ON g.transition_id = t.id JOIN workflows w ON w.id = i.workflow_id JOIN workflow_states s ON s.id = i.state_id WHERE i.document_id = ?1 AND g.event_name = ?2 ORDER BY i.id, t.id",
+            "SELECT i.id, i.workflow_id, i.document_id, i.state_id, i.context, t.id, \
+                 t.workflow_id, t.label, t.origin_state_id, t.destination_state_id, t.condition, \
+                 t.condition_shapers, w.label, s.label \
+             FROM workflow_instances i \
+             JOIN workflow_transitions t ON t.workflow_id = i.workflow_id \
+                 AND t.origin_state_id = i.state_id \
+             JOIN workflow_transition_triggers g ON g.transition_id = t.id \
+             JOIN workflows w ON w.id = i.workflow_id \
+             JOIN workflow_states s ON s.id = i.state_id \
+             WHERE i.document_id = ?1 AND g.event_name = ?2 \
+             ORDER BY i.id, t.id",
             &[document.0.into(), name.into()],
             |r| {
                 let instance = instance_row(r)?;
@@ -166,7 +195,12 @@ impl Tx<'_> {
                     triggers: vec![name.to_owned()],
                     ..transition_at(r, 5)?
                 };
-                Ok((instance, t, Shapers::parse(&r.text(11)?)?, (r.text(12)?, r.text(13)?)))
+                Ok((
+                    instance,
+                    t,
+                    Shapers::parse(&r.text(11)?)?,
+                    (r.text(12)?, r.text(13)?),
+                ))
             },
         )?;
         let mut out: Vec<(
@@ -192,9 +226,15 @@ impl Tx<'_> {
     ) -> Result<(String, String)> {
         Ok(self
             .optional(
-                "SELECT (SELECT label FROM workflows WHERE id = ?1), (SELECT label FROM workflow_states WHERE id = ?2)",
+                "SELECT (SELECT label FROM workflows WHERE id = ?1), \
+                 (SELECT label FROM workflow_states WHERE id = ?2)",
                 &[workflow.0.into(), state.map(|s| s.0).into()],
-                |r| Ok((r.opt_text(0)?.unwrap_or_default(), r.opt_text(1)?.unwrap_or_default())),
+                |r| {
+                    Ok((
+                        r.opt_text(0)?.unwrap_or_default(),
+                        r.opt_text(1)?.unwrap_or_default(),
+                    ))
+                },
             )?
             .unwrap_or_default())
     }
@@ -217,9 +257,21 @@ impl Tx<'_> {
     /// The actions of a state, in order.
     pub fn workflow_actions(&mut self, state: WorkflowStateId) -> Result<Vec<WorkflowAction>> {
         let rows = self.rows(
-            "SELECT id, state_id, label, on_entry, critical, action FROM workflow_state_actions WHERE state_id = ?1 ORDER BY id",
+            "SELECT id, state_id, label, on_entry, critical, action \
+             FROM workflow_state_actions \
+             WHERE state_id = ?1 \
+             ORDER BY id",
             &[state.0.into()],
-            |r| Ok((r.int(0)?, r.int(1)?, r.text(2)?, r.int(3)? != 0, r.int(4)? != 0, r.text(5)?)),
+            |r| {
+                Ok((
+                    r.int(0)?,
+                    r.int(1)?,
+                    r.text(2)?,
+                    r.int(3)? != 0,
+                    r.int(4)? != 0,
+                    r.text(5)?,
+                ))
+            },
         )?;
         rows.into_iter()
             .map(|(id, state, label, on_entry, critical, action)| {
@@ -239,7 +291,12 @@ impl Tx<'_> {
     /// The workflow instances of a document.
     pub fn workflow_instances_of(&mut self, document: DocumentId) -> Result<Vec<WorkflowInstance>> {
         self.rows(
-            &format!("SELECT {INSTANCE_COLUMNS} FROM workflow_instances WHERE document_id = ?1 ORDER BY id"),
+            &format!(
+                "SELECT {INSTANCE_COLUMNS} \
+                 FROM workflow_instances \
+                 WHERE document_id = ?1 \
+                 ORDER BY id"
+            ),
             &[document.0.into()],
             instance_row,
         )
@@ -290,7 +347,10 @@ impl Tx<'_> {
     ) -> Result<WorkflowLogEntry> {
         let created = Utc::now();
         let id = self.insert(
-            "INSERT INTO workflow_instance_log (instance_id, transition_id, user_id, comment, error, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
+            "INSERT INTO workflow_instance_log (instance_id, transition_id, user_id, comment, \
+                 error, created) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+             RETURNING id",
             &[
                 instance.0.into(),
                 transition.map(|t| t.0).into(),
@@ -313,10 +373,13 @@ impl Tx<'_> {
 
     pub(crate) fn delete_workflow_rows(&mut self, id: WorkflowId) -> Result<()> {
         for sql in [
-            "DELETE FROM workflow_instance_log WHERE instance_id IN (SELECT id FROM workflow_instances WHERE workflow_id = ?1)",
+            "DELETE FROM workflow_instance_log \
+             WHERE instance_id IN (SELECT id FROM workflow_instances WHERE workflow_id = ?1)",
             "DELETE FROM workflow_instances WHERE workflow_id = ?1",
-            "DELETE FROM workflow_state_actions WHERE state_id IN (SELECT id FROM workflow_states WHERE workflow_id = ?1)",
-            "DELETE FROM workflow_transition_triggers WHERE transition_id IN (SELECT id FROM workflow_transitions WHERE workflow_id = ?1)",
+            "DELETE FROM workflow_state_actions \
+             WHERE state_id IN (SELECT id FROM workflow_states WHERE workflow_id = ?1)",
+            "DELETE FROM workflow_transition_triggers \
+             WHERE transition_id IN (SELECT id FROM workflow_transitions WHERE workflow_id = ?1)",
             "DELETE FROM workflow_transitions WHERE workflow_id = ?1",
             "DELETE FROM workflow_states WHERE workflow_id = ?1",
             "DELETE FROM workflow_document_types WHERE workflow_id = ?1",
@@ -330,7 +393,8 @@ impl Tx<'_> {
     /// Deletes the workflow instances of a document with their logs.
     pub fn delete_workflow_instances_of(&mut self, document: DocumentId) -> Result<()> {
         self.execute(
-            "DELETE FROM workflow_instance_log WHERE instance_id IN (SELECT id FROM workflow_instances WHERE document_id = ?1)",
+            "DELETE FROM workflow_instance_log \
+             WHERE instance_id IN (SELECT id FROM workflow_instances WHERE document_id = ?1)",
             &[document.0.into()],
         )?;
         self.execute(
@@ -379,7 +443,9 @@ impl Tx<'_> {
         )?;
         for t in types {
             self.execute(
-                "INSERT INTO workflow_document_types (workflow_id, document_type_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+                "INSERT INTO workflow_document_types (workflow_id, document_type_id) \
+                 VALUES (?1, ?2) \
+                 ON CONFLICT DO NOTHING",
                 &[id.0.into(), t.0.into()],
             )?;
         }
@@ -400,7 +466,9 @@ impl Tx<'_> {
             )?;
         }
         self.insert(
-            "INSERT INTO workflow_states (workflow_id, label, initial) VALUES (?1, ?2, ?3) RETURNING id",
+            "INSERT INTO workflow_states (workflow_id, label, initial) \
+             VALUES (?1, ?2, ?3) \
+             RETURNING id",
             &[workflow.0.into(), label.into(), initial.into()],
         )
         .map(WorkflowStateId)
@@ -440,7 +508,9 @@ impl Tx<'_> {
             )?,
             count(
                 self,
-                "SELECT COUNT(*) FROM workflow_transitions WHERE origin_state_id = ?1 OR destination_state_id = ?1",
+                "SELECT COUNT(*) \
+                 FROM workflow_transitions \
+                 WHERE origin_state_id = ?1 OR destination_state_id = ?1",
             )?,
         ))
     }
@@ -462,7 +532,9 @@ impl Tx<'_> {
     /// Saves a transition's label, states and condition (not its triggers).
     pub(crate) fn update_workflow_transition(&mut self, t: &WorkflowTransition) -> Result<()> {
         self.execute(
-            "UPDATE workflow_transitions SET label = ?2, origin_state_id = ?3, destination_state_id = ?4, condition = ?5 WHERE id = ?1",
+            "UPDATE workflow_transitions SET label = ?2, origin_state_id = ?3, \
+                 destination_state_id = ?4, condition = ?5 \
+             WHERE id = ?1",
             &[
                 t.id.0.into(),
                 t.label.as_str().into(),
@@ -516,7 +588,10 @@ impl Tx<'_> {
         author: i64,
     ) -> Result<WorkflowTransitionId> {
         self.insert(
-            "INSERT INTO workflow_transitions (workflow_id, label, origin_state_id, destination_state_id, condition, author_id, condition_shapers) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
+            "INSERT INTO workflow_transitions (workflow_id, label, origin_state_id, \
+                 destination_state_id, condition, author_id, condition_shapers) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+             RETURNING id",
             &[
                 workflow.0.into(),
                 label.into(),
@@ -538,7 +613,9 @@ impl Tx<'_> {
         on: bool,
     ) -> Result<()> {
         let sql = if on {
-            "INSERT INTO workflow_transition_triggers (transition_id, event_name) VALUES (?1, ?2) ON CONFLICT DO NOTHING"
+            "INSERT INTO workflow_transition_triggers (transition_id, event_name) \
+             VALUES (?1, ?2) \
+             ON CONFLICT DO NOTHING"
         } else {
             "DELETE FROM workflow_transition_triggers WHERE transition_id = ?1 AND event_name = ?2"
         };
@@ -556,7 +633,10 @@ impl Tx<'_> {
         author: i64,
     ) -> Result<WorkflowActionId> {
         self.insert(
-            "INSERT INTO workflow_state_actions (state_id, label, on_entry, critical, action, author_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
+            "INSERT INTO workflow_state_actions \
+                 (state_id, label, on_entry, critical, action, author_id) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+             RETURNING id",
             &[
                 state.0.into(),
                 label.into(),
@@ -638,7 +718,11 @@ impl Tx<'_> {
     /// The workflows bound to `doc`'s type that it has no instance of yet.
     pub(crate) fn workflows_to_launch(&mut self, doc: &Document) -> Result<Vec<WorkflowId>> {
         self.rows(
-            "SELECT w.workflow_id FROM workflow_document_types w WHERE w.document_type_id = ?1 AND NOT EXISTS (SELECT 1 FROM workflow_instances i WHERE i.workflow_id = w.workflow_id AND i.document_id = ?2) ORDER BY w.workflow_id",
+            "SELECT w.workflow_id \
+             FROM workflow_document_types w \
+             WHERE w.document_type_id = ?1 AND NOT EXISTS (SELECT 1 FROM workflow_instances i \
+                 WHERE i.workflow_id = w.workflow_id AND i.document_id = ?2) \
+             ORDER BY w.workflow_id",
             &[doc.document_type_id.0.into(), doc.id.0.into()],
             |r| Ok(WorkflowId(r.int(0)?)),
         )
@@ -652,8 +736,14 @@ impl Tx<'_> {
         initial: Option<WorkflowStateId>,
     ) -> Result<WorkflowInstanceId> {
         self.insert(
-            "INSERT INTO workflow_instances (workflow_id, document_id, state_id, context) VALUES (?1, ?2, ?3, '{}') RETURNING id",
-            &[workflow.0.into(), document.0.into(), initial.map(|s| s.0).into()],
+            "INSERT INTO workflow_instances (workflow_id, document_id, state_id, context) \
+             VALUES (?1, ?2, ?3, '{}') \
+             RETURNING id",
+            &[
+                workflow.0.into(),
+                document.0.into(),
+                initial.map(|s| s.0).into(),
+            ],
         )
         .map(WorkflowInstanceId)
     }

@@ -2,7 +2,8 @@
 //! with the layers above it (workflows, tasks, search), the entry points to sessions, and the
 //! operations that span layers (converting and verifying the file storage).
 //!
-//! Layer 8, the top of the crate: it may import every module; no module imports it.
+//! Layer 8 of `scripts/check-structure`: it may import every module but `backup` and
+//! `installation`, which open data directories with it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,0 +1,223 @@
+//! Associations of metadata types with document types (spec 2.2, 4.3), and the durable tasks
+//! that bring the documents of a type in line when one changes (spec 2.4 rules 1-2).
+//!
+//! Part of `session` (layer 6 of `scripts/check-structure`): it may import only what `session`
+//! may (see `session`'s module documentation).
+
+use super::objects::{doc_event, dt_event, dt_ref, mt_event, mt_ref};
+use super::{Session, body_reference};
+use crate::access::Permission as P;
+use crate::error::{Error, Result};
+use crate::events::names;
+use crate::kernel::Unit;
+use crate::model::*;
+use crate::model::{ADD_REQUIRED_METADATA_TYPE, REMOVE_METADATA_TYPE, TypePair};
+
+impl Session {
+    /// Associates a metadata type with a document type. When `required`, the durable task of
+    /// spec 2.4 rule 1 adds it to every existing document of the type. Needs
+    /// `documents.document_type_edit` on the document type and `metadata.metadata_type_view` on
+    /// the metadata type.
+    pub fn associate(
+        &self,
+        document_type: DocumentTypeId,
+        metadata_type: MetadataTypeId,
+        required: bool,
+    ) -> Result<DocumentTypeMetadataType> {
+        self.write(|u| self.associate_in(u, document_type, metadata_type, required))
+    }
+
+    pub(crate) fn associate_in(
+        &self,
+        u: &mut Unit<'_>,
+        document_type: DocumentTypeId,
+        metadata_type: MetadataTypeId,
+        required: bool,
+    ) -> Result<DocumentTypeMetadataType> {
+        let dt = self.load_document_type(&mut u.tx, document_type, P::DocumentTypeEdit)?;
+        let mt = body_reference(
+            "metadata_type_id",
+            metadata_type,
+            self.load_metadata_type(&mut u.tx, metadata_type, P::MetadataTypeView),
+        )?;
+        let a = u.tx.insert_association(dt.id, mt.id, required)?;
+        self.after_association_saved(u, &dt, &mt, required)?;
+        Ok(a)
+    }
+
+    fn after_association_saved(
+        &self,
+        u: &mut Unit<'_>,
+        dt: &DocumentType,
+        mt: &MetadataType,
+        required: bool,
+    ) -> Result<()> {
+        u.event(
+            names::METADATA_TYPE_RELATIONSHIP_UPDATED,
+            dt_event(dt),
+            Some(mt_event(mt)),
+        )?;
+        if required {
+            u.task(
+                ADD_REQUIRED_METADATA_TYPE,
+                &TypePair::new(dt.id, mt.id, self.actor).json(),
+            )?;
+        }
+        Ok(())
+    }
+
+    fn load_association(
+        &self,
+        tx: &mut crate::store::Tx<'_>,
+        document_type: DocumentTypeId,
+        id: AssociationId,
+        permission: P,
+    ) -> Result<(DocumentTypeMetadataType, DocumentType, MetadataType)> {
+        let dt = self.load_document_type(tx, document_type, P::DocumentTypeView)?;
+        let a = tx
+            .association(id)?
+            .filter(|a| a.document_type_id == document_type)
+            .ok_or_else(|| Error::not_found(format!("association {id}")))?;
+        let mt = self.load_metadata_type(tx, a.metadata_type_id, P::MetadataTypeView)?;
+        if permission != P::DocumentTypeView {
+            self.require(
+                permission,
+                dt_ref(document_type),
+                format!("document type {document_type}"),
+            )?;
+        }
+        Ok((a, dt, mt))
+    }
+
+    /// One association of a document type. Needs view on both types.
+    pub fn association(
+        &self,
+        document_type: DocumentTypeId,
+        id: AssociationId,
+    ) -> Result<DocumentTypeMetadataType> {
+        self.read(|tx| {
+            self.load_association(tx, document_type, id, P::DocumentTypeView)
+                .map(|(a, _, _)| a)
+        })
+    }
+
+    /// The associations of a document type whose metadata type this session may view.
+    pub fn associations(
+        &self,
+        document_type: DocumentTypeId,
+    ) -> Result<Vec<DocumentTypeMetadataType>> {
+        let all = self.read(|tx| {
+            self.load_document_type(tx, document_type, P::DocumentTypeView)?;
+            tx.associations_of_document_type(document_type)
+        })?;
+        Ok(self.visible(P::MetadataTypeView, all, |a| mt_ref(a.metadata_type_id)))
+    }
+
+    /// Changes whether an association is required (true runs spec 2.4 rule 1 again).
+    pub fn update_association(
+        &self,
+        document_type: DocumentTypeId,
+        id: AssociationId,
+        required: bool,
+    ) -> Result<DocumentTypeMetadataType> {
+        self.write(|u| self.update_association_in(u, document_type, id, required))
+    }
+
+    pub(crate) fn update_association_in(
+        &self,
+        u: &mut Unit<'_>,
+        document_type: DocumentTypeId,
+        id: AssociationId,
+        required: bool,
+    ) -> Result<DocumentTypeMetadataType> {
+        let (mut a, dt, mt) =
+            self.load_association(&mut u.tx, document_type, id, P::DocumentTypeEdit)?;
+        a.required = required;
+        u.tx.update_association(&a)?;
+        self.after_association_saved(u, &dt, &mt, required)?;
+        Ok(a)
+    }
+
+    /// Deletes an association; the durable task of spec 2.4 rule 2 removes the type's values
+    /// from the documents of that type.
+    pub fn delete_association(
+        &self,
+        document_type: DocumentTypeId,
+        id: AssociationId,
+    ) -> Result<()> {
+        self.write(|u| {
+            let (a, dt, mt) =
+                self.load_association(&mut u.tx, document_type, id, P::DocumentTypeEdit)?;
+            u.tx.delete_association(a.id)?;
+            u.event(
+                names::METADATA_TYPE_RELATIONSHIP_UPDATED,
+                dt_event(&dt),
+                Some(mt_event(&mt)),
+            )?;
+            u.task(
+                REMOVE_METADATA_TYPE,
+                &TypePair::new(dt.id, mt.id, self.actor).json(),
+            )
+        })
+    }
+
+    // ----- lifecycle task batches (spec 2.4 rules 1-2) ---------------------------------------
+
+    /// Rule 1, one batch: adds `mt` to up to `limit` documents of `dt` that lack it. Returns
+    /// how many were added (0: done, or the association is gone or no longer required).
+    pub(crate) fn add_required_metadata_batch(
+        &self,
+        dt: DocumentTypeId,
+        mt: MetadataTypeId,
+        limit: u32,
+    ) -> Result<usize> {
+        self.write(|u| {
+            if !u.tx.association_of(dt, mt)?.is_some_and(|a| a.required) {
+                return Ok(0);
+            }
+            let docs = u.tx.documents_missing_metadata(dt, mt, limit)?;
+            for d in &docs {
+                self.add_default_value(u, d, mt)?;
+            }
+            Ok(docs.len())
+        })
+    }
+
+    /// Rule 2, one batch: removes up to `limit` values of `mt` from documents of `dt`. Does
+    /// nothing when the association exists again.
+    pub(crate) fn remove_metadata_type_batch(
+        &self,
+        dt: DocumentTypeId,
+        mt: MetadataTypeId,
+        limit: u32,
+    ) -> Result<usize> {
+        self.write(|u| {
+            if u.tx.association_of(dt, mt)?.is_some() {
+                return Ok(0);
+            }
+            let Some(t) = u.tx.metadata_type(mt)? else {
+                return Ok(0);
+            };
+            let values = u.tx.metadata_of_type(mt, Some(dt), limit)?;
+            for m in &values {
+                u.tx.delete_document_metadata(m.id)?;
+                if let Some(d) = u.tx.document(m.document_id)? {
+                    u.event(
+                        names::DOCUMENT_METADATA_REMOVED,
+                        doc_event(&d),
+                        Some(mt_event(&t)),
+                    )?;
+                }
+            }
+            Ok(values.len())
+        })
+    }
+}
+
+/// The refusal of a value whose metadata type the document's type is not associated with.
+pub(super) fn not_associated(mt: MetadataTypeId) -> Error {
+    Error::validation(
+        "metadata_type_id",
+        format!("Metadata type {mt} is not associated with the document's type."),
+    )
+}

@@ -1,0 +1,250 @@
+//! Metadata types (spec 4.1): creating, reading, editing and deleting them, and the choices
+//! of their lookups.
+//!
+//! Part of `session` (layer 6 of `scripts/check-structure`): it may import only what `session`
+//! may (see `session`'s module documentation).
+
+use super::objects::{DOC, MT, dt_event, mt_event, mt_ref};
+use super::{Inputs, Session, event_object, rename_conflict};
+use crate::access::Permission as P;
+use crate::error::{Error, Result};
+use crate::events::names;
+use crate::kernel::Unit;
+use crate::metadata::check_definition;
+use crate::model::*;
+
+impl Session {
+    /// The metadata type `id`, read in `tx`, when this session has `permission` on it (see
+    /// [`checked`](Self::checked) for the refusals).
+    pub(super) fn load_metadata_type(
+        &self,
+        tx: &mut crate::store::Tx<'_>,
+        id: MetadataTypeId,
+        permission: P,
+    ) -> Result<MetadataType> {
+        self.checked(
+            tx.metadata_type(id)?,
+            permission,
+            mt_ref(id),
+            format!("metadata type {id}"),
+        )
+    }
+
+    /// `permission` on a metadata type: `403` when the caller knows the type (may view it or
+    /// its values), not found otherwise.
+    pub(super) fn require_on_metadata_type(&self, permission: P, mt: MetadataTypeId) -> Result<()> {
+        if self.can(permission, mt_ref(mt)) {
+            return Ok(());
+        }
+        if self.can(P::MetadataTypeView, mt_ref(mt))
+            || self.can(P::DocumentMetadataView, mt_ref(mt))
+        {
+            Err(Error::PermissionDenied(format!(
+                "'{}' is needed on metadata type {mt}",
+                permission.key()
+            )))
+        } else {
+            Err(Error::not_found(format!("metadata type {mt}")))
+        }
+    }
+
+    /// Creates a metadata type. Needs `metadata.metadata_type_create`. The session's user is
+    /// recorded as the shaper of its default and lookup (issue #32): whoever those templates
+    /// render for later, they see no more than this user may view.
+    pub fn create_metadata_type(&self, input: MetadataTypeInput) -> Result<MetadataType> {
+        self.require_global(P::MetadataTypeCreate)?;
+        let input = MetadataTypeInput {
+            name: input.name.trim().to_owned(),
+            ..input
+        };
+        self.write(|u| self.create_metadata_type_in(u, input.clone()))
+    }
+
+    pub(crate) fn create_metadata_type_in(
+        &self,
+        u: &mut Unit<'_>,
+        input: MetadataTypeInput,
+    ) -> Result<MetadataType> {
+        let input = MetadataTypeInput {
+            name: input.name.trim().to_owned(),
+            ..input
+        };
+        check_definition(&input, self.db.classes(), self.db.templates())?;
+        let t = u.tx.insert_metadata_type(&input).map_err(|e| {
+            rename_conflict(e, "name", "A metadata type with this name already exists.")
+        })?;
+        // Its templates will render for others: they see no more than their author (#32).
+        let shapers = MetadataTypeShapers {
+            default: Shapers::of(self.actor, &t.default),
+            lookup: Shapers::of(self.actor, &t.lookup),
+        };
+        u.tx.set_metadata_type_shapers(t.id, &shapers)?;
+        u.event(names::METADATA_TYPE_CREATED, mt_event(&t), None)?;
+        Ok(t)
+    }
+
+    /// One metadata type. Needs `metadata.metadata_type_view`.
+    pub fn metadata_type(&self, id: MetadataTypeId) -> Result<MetadataType> {
+        self.read(|tx| self.load_metadata_type(tx, id, P::MetadataTypeView))
+    }
+
+    /// A metadata type by name. Needs `metadata.metadata_type_view`.
+    pub fn metadata_type_by_name(&self, name: &str) -> Result<MetadataType> {
+        let t = self
+            .read(|tx| tx.metadata_type_by_name(name))?
+            .ok_or_else(|| Error::not_found(format!("metadata type '{name}'")))?;
+        self.require(
+            P::MetadataTypeView,
+            mt_ref(t.id),
+            format!("metadata type '{name}'"),
+        )?;
+        Ok(t)
+    }
+
+    /// The metadata types this session may view.
+    pub fn metadata_types(&self) -> Result<Vec<MetadataType>> {
+        let all = self.read(|tx| tx.metadata_types())?;
+        Ok(self.visible(P::MetadataTypeView, all, |t| mt_ref(t.id)))
+    }
+
+    /// Replaces every writable field of a metadata type. Needs `metadata.metadata_type_edit`.
+    /// Changing the default or the lookup adds the session's user to that template's shapers
+    /// (issue #32): it then renders with no more than what every one of them may view, whoever
+    /// runs it. Emptying a template clears its shapers; a template saved unchanged keeps them.
+    pub fn update_metadata_type(
+        &self,
+        id: MetadataTypeId,
+        input: MetadataTypeInput,
+    ) -> Result<MetadataType> {
+        self.write(|u| self.update_metadata_type_in(u, id, input.clone()))
+    }
+
+    pub(crate) fn update_metadata_type_in(
+        &self,
+        u: &mut Unit<'_>,
+        id: MetadataTypeId,
+        input: MetadataTypeInput,
+    ) -> Result<MetadataType> {
+        let input = MetadataTypeInput {
+            name: input.name.trim().to_owned(),
+            ..input
+        };
+        check_definition(&input, self.db.classes(), self.db.templates())?;
+        {
+            let old = self.load_metadata_type(&mut u.tx, id, P::MetadataTypeEdit)?;
+            let t = input.into_record(old.id);
+            u.tx.update_metadata_type(&t).map_err(|e| {
+                rename_conflict(e, "name", "A metadata type with this name already exists.")
+            })?;
+            // Whoever changes a template becomes one of its shapers: it keeps seeing no more
+            // than each of them may (#32). Saving other fields shapes nothing.
+            let before = u.tx.metadata_type_shapers(id)?.unwrap_or_default();
+            let shapers = MetadataTypeShapers {
+                default: before.default.after(self.actor, &old.default, &t.default),
+                lookup: before.lookup.after(self.actor, &old.lookup, &t.lookup),
+            };
+            if shapers != before {
+                u.tx.set_metadata_type_shapers(id, &shapers)?;
+            }
+            u.invalidated.push(id);
+            u.event(names::METADATA_TYPE_EDITED, mt_event(&t), None)?;
+            Ok(t)
+        }
+    }
+
+    /// Deletes a metadata type (spec 2.4 rule 3): its associations and every value of it are
+    /// deleted in the same transaction, with their events. Needs `metadata.metadata_type_delete`.
+    pub fn delete_metadata_type(&self, id: MetadataTypeId) -> Result<()> {
+        self.write(|u| {
+            let t = self.load_metadata_type(&mut u.tx, id, P::MetadataTypeDelete)?;
+            for a in u.tx.associations_of_metadata_type(id)? {
+                u.tx.delete_association(a.id)?;
+                if let Some(dt) = u.tx.document_type(a.document_type_id)? {
+                    u.event(
+                        names::METADATA_TYPE_RELATIONSHIP_UPDATED,
+                        dt_event(&dt),
+                        Some(mt_event(&t)),
+                    )?;
+                }
+            }
+            let values = u.tx.values_of_metadata_type(id)?;
+            for (dm, doc, label) in values {
+                u.tx.delete_document_metadata(dm)?;
+                u.event(
+                    names::DOCUMENT_METADATA_REMOVED,
+                    event_object(DOC, doc, &label),
+                    Some(mt_event(&t)),
+                )?;
+            }
+            u.forget_object(MT, mt_ref(id))?;
+            u.tx.delete_metadata_type(id)?;
+            u.invalidated.push(id);
+            u.event(names::METADATA_TYPE_DELETED, mt_event(&t), None)
+        })
+    }
+
+    /// The allowed values of a metadata type's lookup (for drop-downs), rendered for `document`
+    /// when given, with what both this session and the lookup's shapers may view; `None` when
+    /// the type has no lookup. Needs `metadata.metadata_type_view`.
+    pub fn lookup_choices(
+        &self,
+        id: MetadataTypeId,
+        document: Option<DocumentId>,
+    ) -> Result<Option<Vec<String>>> {
+        self.catch_up()?;
+        let db = self.db.clone();
+        db.read_rendering(self.actor, |tx, renders| {
+            self.load_metadata_type(tx, id, P::MetadataTypeView)?;
+            let doc = match document {
+                Some(d) => Some(self.load_document(tx, d, P::DocumentView)?),
+                None => None,
+            };
+            let compiled = db.compiled(tx, id)?;
+            let mut inputs = Inputs {
+                db: &db,
+                tx,
+                document: doc.as_ref(),
+                view: &self.view,
+                shapers: &compiled.shapers,
+                renders,
+            };
+            compiled.lookup_choices(db.templates(), &mut inputs)
+        })
+    }
+
+    /// The choices of a metadata type's lookup rendered for one document (spec 2.7), so that
+    /// a client can offer a drop-down while adding or editing its value; `None` when the type
+    /// has no lookup (any value is accepted). Needs `documents.document_view` on the document;
+    /// the type must be associated with the document's type and known to the caller
+    /// (`metadata.metadata_type_view` or `metadata.document_metadata_view` on it), else it is
+    /// not found.
+    pub fn document_lookup_choices(
+        &self,
+        document: DocumentId,
+        metadata_type: MetadataTypeId,
+    ) -> Result<Option<Vec<String>>> {
+        self.catch_up()?;
+        let db = self.db.clone();
+        db.read_rendering(self.actor, |tx, renders| {
+            let doc = self.load_document(tx, document, P::DocumentView)?;
+            let missing = || Error::not_found(format!("metadata type {metadata_type}"));
+            tx.association_of(doc.document_type_id, metadata_type)?
+                .ok_or_else(missing)?;
+            if !self.can(P::MetadataTypeView, mt_ref(metadata_type))
+                && !self.can(P::DocumentMetadataView, mt_ref(metadata_type))
+            {
+                return Err(missing());
+            }
+            let compiled = db.compiled(tx, metadata_type)?;
+            let mut inputs = Inputs {
+                db: &db,
+                tx,
+                document: Some(&doc),
+                view: &self.view,
+                shapers: &compiled.shapers,
+                renders,
+            };
+            compiled.lookup_choices(db.templates(), &mut inputs)
+        })
+    }
+}

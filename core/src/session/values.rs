@@ -1,0 +1,375 @@
+//! The metadata values of documents (spec 2.3, 4.2): adding them through the pipeline of spec
+//! 2.10 (one, a batch, or a required type's default), reading what a session may see of them,
+//! editing and removing them.
+//!
+//! Part of `session` (layer 6 of `scripts/check-structure`): it may import only what `session`
+//! may (see `session`'s module documentation).
+
+use std::sync::Arc;
+
+use super::associations::not_associated;
+use super::objects::{doc_event, doc_ref, mt_event, mt_ref};
+use super::views::MetadataValueView;
+use super::{Inputs, Session, body_reference};
+use crate::access::Permission as P;
+use crate::error::{Error, NON_FIELD_ERRORS, Result};
+use crate::events::names;
+use crate::kernel::{CachedDocument, Unit};
+use crate::metadata::CompiledMetadataType;
+use crate::model::*;
+
+/// A document with its metadata values, each with its type.
+type DocumentWithMetadata = (Document, Vec<(DocumentMetadata, MetadataType)>);
+
+/// One value to add in a batch: the document, the metadata type, the submitted value.
+pub type NewValue<'a> = (DocumentId, MetadataTypeId, &'a str);
+
+impl Session {
+    /// Checks a document-metadata permission on both the document and the metadata type.
+    fn require_metadata_permission(
+        &self,
+        permission: P,
+        doc: &Document,
+        mt: MetadataTypeId,
+    ) -> Result<()> {
+        self.require(permission, doc_ref(doc.id), format!("document {}", doc.id))?;
+        self.require_on_metadata_type(permission, mt)
+    }
+
+    /// Runs the pipeline and inserts the value, with its event.
+    pub(super) fn add_value(
+        &self,
+        u: &mut Unit<'_>,
+        doc: &Document,
+        mt: MetadataTypeId,
+        value: &str,
+        required: bool,
+    ) -> Result<DocumentMetadata> {
+        let compiled = self.db.compiled(&mut u.tx, mt)?;
+        let value = self.process(u, &compiled, doc, value, required)?;
+        let m = u.tx.insert_document_metadata(doc.id, mt, &value)?;
+        u.event(
+            names::DOCUMENT_METADATA_ADDED,
+            doc_event(doc),
+            Some(mt_event(&compiled.metadata_type)),
+        )?;
+        Ok(m)
+    }
+
+    /// Adds a required type with its rendered default, or empty when the default does not
+    /// pass the pipeline; does nothing when the document already has the type.
+    pub(super) fn add_default_value(
+        &self,
+        u: &mut Unit<'_>,
+        doc: &Document,
+        mt: MetadataTypeId,
+    ) -> Result<Option<DocumentMetadata>> {
+        let compiled = self.db.compiled(&mut u.tx, mt)?;
+        let value = self
+            .process(u, &compiled, doc, "", false)
+            .unwrap_or_default();
+        let added =
+            u.tx.insert_document_metadata_if_absent(doc.id, mt, &value)?;
+        if added.is_some() {
+            u.event(
+                names::DOCUMENT_METADATA_ADDED,
+                doc_event(doc),
+                Some(mt_event(&compiled.metadata_type)),
+            )?;
+        }
+        Ok(added)
+    }
+
+    pub(super) fn process(
+        &self,
+        u: &mut Unit<'_>,
+        compiled: &Arc<CompiledMetadataType>,
+        doc: &Document,
+        value: &str,
+        required: bool,
+    ) -> Result<String> {
+        let mut inputs = Inputs {
+            db: &self.db,
+            tx: &mut u.tx,
+            document: Some(doc),
+            view: &self.view,
+            shapers: &compiled.shapers,
+            renders: u.renders,
+        };
+        compiled.process(value, required, self.db.templates(), &mut inputs)
+    }
+
+    /// Adds a metadata value to a document (spec 2.10). The type must be associated with the
+    /// document's type; a second value of the same type is a conflict. Needs
+    /// `metadata.document_metadata_add` on the document and on the metadata type.
+    pub fn add_document_metadata(
+        &self,
+        document: DocumentId,
+        metadata_type: MetadataTypeId,
+        value: &str,
+    ) -> Result<DocumentMetadata> {
+        self.write(|u| self.add_document_metadata_in(u, document, metadata_type, value))
+    }
+
+    pub(crate) fn add_document_metadata_in(
+        &self,
+        u: &mut Unit<'_>,
+        document: DocumentId,
+        metadata_type: MetadataTypeId,
+        value: &str,
+    ) -> Result<DocumentMetadata> {
+        let doc = self.load_document(&mut u.tx, document, P::DocumentView)?;
+        self.require(
+            P::DocumentMetadataAdd,
+            doc_ref(doc.id),
+            format!("document {}", doc.id),
+        )?;
+        body_reference(
+            "metadata_type_id",
+            metadata_type,
+            self.require_on_metadata_type(P::DocumentMetadataAdd, metadata_type),
+        )?;
+        let a =
+            u.tx.association_of(doc.document_type_id, metadata_type)?
+                .ok_or_else(|| not_associated(metadata_type))?;
+        self.add_value(u, &doc, metadata_type, value, a.required)
+    }
+
+    /// Adds many values in one transaction (all or nothing): the batch form of
+    /// [`add_document_metadata`](Self::add_document_metadata), for imports.
+    pub fn add_document_metadata_batch(
+        &self,
+        values: &[NewValue<'_>],
+    ) -> Result<Vec<DocumentMetadata>> {
+        self.write(|u| {
+            values
+                .iter()
+                .map(|(d, t, v)| self.add_document_metadata_in(u, *d, *t, v))
+                .collect()
+        })
+    }
+
+    /// The document (which the session must be able to view), its value `id` (likewise) and
+    /// whether the document's type requires that value's type, read in one statement; then
+    /// `permission` on both the document and the value's type.
+    fn load_value(
+        &self,
+        tx: &mut crate::store::Tx<'_>,
+        document: DocumentId,
+        id: DocumentMetadataId,
+        permission: P,
+    ) -> Result<(Document, DocumentMetadata, bool)> {
+        let (doc, value) = match tx.document_and_value(document, id)? {
+            Some((doc, value)) => (Some(doc), value),
+            None => (None, None),
+        };
+        let doc = self.checked(
+            doc,
+            P::DocumentView,
+            doc_ref(document),
+            format!("document {document}"),
+        )?;
+        let (m, required) = value.ok_or_else(|| Error::not_found(format!("metadata {id}")))?;
+        if !self.can(P::DocumentMetadataView, doc_ref(doc.id))
+            || !self.can(P::DocumentMetadataView, mt_ref(m.metadata_type_id))
+        {
+            return Err(Error::not_found(format!("metadata {id}")));
+        }
+        self.require_metadata_permission(permission, &doc, m.metadata_type_id)?;
+        Ok((doc, m, required))
+    }
+
+    /// One metadata value of a document. Needs `metadata.document_metadata_view` on the
+    /// document and on the metadata type.
+    pub fn document_metadata(
+        &self,
+        document: DocumentId,
+        id: DocumentMetadataId,
+    ) -> Result<DocumentMetadata> {
+        self.read(|tx| {
+            self.load_value(tx, document, id, P::DocumentMetadataView)
+                .map(|(_, m, _)| m)
+        })
+    }
+
+    /// The metadata values of a document this session may view (spec 2.3 `metadata.all`).
+    /// A document the session may not view is `NotFound`; without
+    /// `metadata.document_metadata_view` on the document the list is empty.
+    pub fn document_metadata_list(&self, document: DocumentId) -> Result<Vec<DocumentMetadata>> {
+        Ok(self
+            .document_metadata_details(document)?
+            .1
+            .into_iter()
+            .map(|(m, _)| m)
+            .collect())
+    }
+
+    /// The document and its visible metadata values, each with its metadata type, read in one
+    /// transaction (what a face shows). Answered from the read cache when the document is in
+    /// it (see `Config::read_cache_documents`); what this session may see is checked either way.
+    pub fn document_metadata_details(
+        &self,
+        document: DocumentId,
+    ) -> Result<(Document, Vec<(DocumentMetadata, MetadataType)>)> {
+        // Before the cache is read: catching up drops copies another process's change made old.
+        self.catch_up()?;
+        let read = self.db.document_with_metadata(document)?;
+        self.metadata_details_shown(document, read.as_deref())
+    }
+
+    /// What this session is shown of a document read with its metadata: `NotFound` (or
+    /// `PermissionDenied`) without view on the document, no values without
+    /// `metadata.document_metadata_view` on it, and only the values whose type it may view.
+    fn metadata_details_shown(
+        &self,
+        document: DocumentId,
+        read: Option<&CachedDocument>,
+    ) -> Result<DocumentWithMetadata> {
+        let (read, shown) = self.metadata_shown(document, read)?;
+        Ok((read.document.clone(), shown.into_iter().cloned().collect()))
+    }
+
+    /// [`metadata_details_shown`](Self::metadata_details_shown) without copying anything: the
+    /// read and the values of it this session is shown.
+    pub(crate) fn metadata_shown<'r>(
+        &self,
+        document: DocumentId,
+        read: Option<&'r CachedDocument>,
+    ) -> Result<(
+        &'r CachedDocument,
+        Vec<&'r (DocumentMetadata, MetadataType)>,
+    )> {
+        let read = read.ok_or_else(|| Error::not_found(format!("document {document}")))?;
+        self.require(
+            P::DocumentView,
+            doc_ref(document),
+            format_args!("document {document}"),
+        )?;
+        let values = if self.can(P::DocumentMetadataView, doc_ref(document)) {
+            self.visible(
+                P::DocumentMetadataView,
+                read.values.iter().collect(),
+                |(m, _)| mt_ref(m.metadata_type_id),
+            )
+        } else {
+            Vec::new()
+        };
+        Ok((read, values))
+    }
+
+    /// `document.metadata_value_of.<name>` (spec 2.3): the stored value, or `None` when the
+    /// document has no metadata of that name (or this session may not view it).
+    pub fn metadata_value_of(&self, document: DocumentId, name: &str) -> Result<Option<String>> {
+        let Some(t) = self.read(|tx| tx.metadata_type_by_name(name))? else {
+            return Ok(None);
+        };
+        Ok(self
+            .document_metadata_list(document)?
+            .into_iter()
+            .find(|m| m.metadata_type_id == t.id)
+            .map(|m| m.value))
+    }
+
+    /// Sets a metadata value (spec 2.10); an empty value re-applies the default. Needs
+    /// `metadata.document_metadata_edit` on the document and on the metadata type.
+    pub fn edit_document_metadata(
+        &self,
+        document: DocumentId,
+        id: DocumentMetadataId,
+        value: &str,
+    ) -> Result<DocumentMetadata> {
+        self.write(|u| self.edit_document_metadata_in(u, document, id, value))
+    }
+
+    /// [`edit_document_metadata`](Self::edit_document_metadata) answered with the stored value,
+    /// its document and its type, as [`metadata_value_view`](Self::metadata_value_view) shows
+    /// them: taken from the edit's own transaction (which checked the same view permissions),
+    /// so nothing is read back.
+    pub fn edit_document_metadata_view(
+        &self,
+        document: DocumentId,
+        id: DocumentMetadataId,
+        value: &str,
+    ) -> Result<MetadataValueView> {
+        self.write(|u| self.edit_value(u, document, id, value)).map(
+            |(document, value, metadata_type)| MetadataValueView {
+                value,
+                document,
+                metadata_type,
+            },
+        )
+    }
+
+    pub(crate) fn edit_document_metadata_in(
+        &self,
+        u: &mut Unit<'_>,
+        document: DocumentId,
+        id: DocumentMetadataId,
+        value: &str,
+    ) -> Result<DocumentMetadata> {
+        self.edit_value(u, document, id, value).map(|(_, m, _)| m)
+    }
+
+    /// The edit of a value in `u`: the document, the value as stored and its type.
+    fn edit_value(
+        &self,
+        u: &mut Unit<'_>,
+        document: DocumentId,
+        id: DocumentMetadataId,
+        value: &str,
+    ) -> Result<(Document, DocumentMetadata, MetadataType)> {
+        {
+            let (doc, mut m, required) =
+                self.load_value(&mut u.tx, document, id, P::DocumentMetadataEdit)?;
+            let compiled = self.db.compiled(&mut u.tx, m.metadata_type_id)?;
+            let value = self.process(u, &compiled, &doc, value, required)?;
+            if value != m.value {
+                u.tx.update_document_metadata(m.id, &value)?;
+                m.value = value;
+                u.event(
+                    names::DOCUMENT_METADATA_EDITED,
+                    doc_event(&doc),
+                    Some(mt_event(&compiled.metadata_type)),
+                )?;
+            }
+            Ok((doc, m, compiled.metadata_type.clone()))
+        }
+    }
+
+    /// Removes a metadata value from a document; a type required by the document's type cannot
+    /// be removed. Needs `metadata.document_metadata_remove` on the document and the type.
+    pub fn remove_document_metadata(
+        &self,
+        document: DocumentId,
+        id: DocumentMetadataId,
+    ) -> Result<()> {
+        self.write(|u| self.remove_document_metadata_in(u, document, id))
+    }
+
+    pub(crate) fn remove_document_metadata_in(
+        &self,
+        u: &mut Unit<'_>,
+        document: DocumentId,
+        id: DocumentMetadataId,
+    ) -> Result<()> {
+        {
+            let (doc, m, required) =
+                self.load_value(&mut u.tx, document, id, P::DocumentMetadataRemove)?;
+            if required {
+                return Err(Error::validation(
+                    NON_FIELD_ERRORS,
+                    "This metadata is required for the document type and cannot be removed.",
+                ));
+            }
+            u.tx.delete_document_metadata(m.id)?;
+            let t =
+                u.tx.metadata_type(m.metadata_type_id)?
+                    .ok_or_else(|| Error::not_found("metadata type"))?;
+            u.event(
+                names::DOCUMENT_METADATA_REMOVED,
+                doc_event(&doc),
+                Some(mt_event(&t)),
+            )
+        }
+    }
+}
