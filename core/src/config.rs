@@ -82,11 +82,11 @@ pub struct Config {
     pub max_connections_per_address: usize,
     /// Template renders (defaults, lookups, workflow conditions and values) one user's requests
     /// may have in progress at once in this process; beyond it a call that must render is
-    /// refused with [`Error::Throttled`](crate::Error::Throttled) (HTTP `429`). docmeta itself
+    /// refused with [`Error::Throttled`] (HTTP `429`). docmeta itself
     /// (the application through `Docmeta::system`, the lifecycle tasks) is not counted.
     pub renders_per_user: usize,
     /// Template renders all users together may have in progress at once in this process;
-    /// beyond it, [`Error::Throttled`](crate::Error::Throttled) too. The HTTP server has this
+    /// beyond it, [`Error::Throttled`] too. The HTTP server has this
     /// many blocking threads more than its reads need, so renders never take a read's thread.
     pub renders_at_once: usize,
     /// On PostgreSQL: the most connections one process holds open at once. Each concurrent

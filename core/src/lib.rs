@@ -39,6 +39,8 @@
 //!
 //! This file only declares the modules and re-exports what a user needs; it owns no logic.
 
+#![deny(missing_docs)]
+
 pub mod access;
 pub mod backup;
 mod builder;
@@ -74,9 +76,9 @@ pub use metadata::{ClassRegistry, MetadataProcessor};
 pub use model::*;
 pub use search::{Hit, RecordKind};
 pub use session::{
-    Acl, AclView, AssociationView, DocumentView, EventActor, EventView, Group, MAX_DOCUMENT_BATCH,
-    MetadataPageVersion, MetadataValueView, NewDocument, Page, PageRequest, Role, Session, Task,
-    TaskState, User, UserUpdate,
+    Acl, AclView, AssociationView, DocumentView, EventActor, EventView, FileContent, Group,
+    MAX_DOCUMENT_BATCH, MetadataPageVersion, MetadataValueView, NewDocument, Page, PageRequest,
+    Role, Session, Task, TaskState, User, UserUpdate,
 };
 pub use store::records::Cabinet;
 pub use store::{SqliteStore, Store};

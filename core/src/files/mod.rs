@@ -3,7 +3,7 @@
 //! user's file name), written to a temporary file, fsynced and renamed into place, so a crash
 //! never leaves a half file under a real name. [`EncryptedStorage`] wraps the plain storage and
 //! writes the MENC format ([`menc`], `docs/menc.md`). With the cargo feature `s3`, the files
-//! may instead be objects of an S3-compatible bucket ([`s3::S3Storage`], chosen with
+//! may instead be objects of an S3-compatible bucket (`S3Storage`, chosen with
 //! `documents_file_storage_location: s3://bucket/prefix`), encrypted the same way.
 //!
 //! Everything streams: memory use does not grow with the file size.

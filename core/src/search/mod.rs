@@ -467,7 +467,7 @@ impl Session {
 
     /// Documents matching `query` (spec 2.5 syntax) that this session may view, best first;
     /// `page` counts from 1. Metadata terms match only values this session may view
-    /// (see [`search_scope`](Self::search_scope)): a hidden value never changes the results,
+    /// (the search scope): a hidden value never changes the results,
     /// their count or their order.
     pub fn search_documents(
         &self,

@@ -224,8 +224,8 @@ impl Session {
     /// - only a superuser may change superuser status, and only a superuser may change a
     ///   superuser at all (password, name, activity).
     ///
-    /// A new username whose [`username_key`](crate::model::username_key) (its confusable
-    /// skeleton) equals another user's is a `Conflict` on `username`.
+    /// A new username whose key (its case-folded confusable skeleton, Unicode Technical
+    /// Standard 39) equals another user's is a `Conflict` on `username`.
     pub fn update_user(&self, id: UserId, update: UserUpdate) -> Result<User> {
         let own = self.actor == Actor::User(id);
         if !own && !self.may_view_user(id) {

@@ -40,6 +40,7 @@ use crate::store::Tx;
 pub use access::UserUpdate;
 pub(crate) use access::permission_set;
 pub use documents::{MAX_DOCUMENT_BATCH, NewDocument};
+pub use files::FileContent;
 pub use records::{Acl, Group, Role, Task, TaskState, User};
 pub use views::{
     AclView, AssociationView, DocumentView, EventActor, EventView, MetadataPageVersion,

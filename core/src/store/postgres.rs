@@ -1,17 +1,17 @@
 //! The PostgreSQL store (cargo feature `postgres`), for deployments that outgrow one machine.
 //!
-//! The same statements as SQLite ([`super::records`]): `?N` placeholders become `$N` with a cast
+//! The same statements as SQLite (`store/records.rs`): `?N` placeholders become `$N` with a cast
 //! from the bound value (`$1::int8`, `$2::text`), so PostgreSQL never guesses a parameter's
 //! type. The schema has its own numbered migrations (`migrations/postgres/`), the same versions
 //! as SQLite's, written with `BIGINT` integers and identity keys. Events record the
 //! transaction that wrote them, so that followers read the log gap-free in commit order
-//! ([`super::events`]).
+//! (`store/events.rs`).
 //!
 //! Writers of every process and thread run at once: a write transaction is `SERIALIZABLE`, so
 //! every rule a unit of work checks by reading (the last permission of an ACL, required
 //! metadata, a workflow's current state, ...) holds as if the units had run one after the other.
 //! When PostgreSQL cannot guarantee that it aborts one of them (SQLSTATE 40001, or 40P01 for a
-//! deadlock); that error is [`Error::contended`], and the kernel runs the whole unit again (see
+//! deadlock); that error is contended (`Error::contended`), and the kernel runs the whole unit again (see
 //! `Docmeta::write`). Uniqueness rules are constraints. Read transactions are
 //! `REPEATABLE READ READ ONLY`: one snapshot, and they never wait or abort writers.
 //!
@@ -29,7 +29,6 @@
 //! the batch's error.
 //!
 //! [`Config`]: crate::Config
-//! [`Error::contended`]: crate::error::Error::contended
 //!
 //! This file holds the store itself; its parts live in `postgres/`, one job a file: `conn`
 //! (a connection and its pipeline), `pool`, `transaction`, `dialect` (statements and values in

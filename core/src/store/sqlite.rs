@@ -530,7 +530,7 @@ impl Store for SqliteStore {
         Dialect::Sqlite
     }
 
-    /// The commit counter of the WAL index's header (see [`wal_index`]): one `pread`, no
+    /// The commit counter of the WAL index's header (see `store/sqlite/wal_index.rs`): one `pread`, no
     /// lock, no transaction. Where that file cannot be read so, SQLite's `PRAGMA data_version`
     /// on a connection of its own, which changes whenever another connection (this process's
     /// writer, or any connection of another process) has committed since it was last asked.
