@@ -1,4 +1,4 @@
-//! Backup and restore against `tar --zstd` on the same data (issue #6 target: docmeta at ≥ 80%
+//! Backup and restore against `tar --zstd` on the same data (the target: docmeta at ≥ 80%
 //! of tar's speed both ways). Not a criterion benchmark: each step is one whole command timed
 //! once, on a generated data directory of FILES document files totalling BYTES (defaults:
 //! 10,000 files, 2 GiB; half of each file random, half repetitive text). BENCH_DIR chooses where

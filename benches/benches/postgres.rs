@@ -1,4 +1,4 @@
-//! Metadata value adds per second through PostgreSQL vs SQLite (issue #10), one transaction
+//! Metadata value adds per second through PostgreSQL vs SQLite, one transaction
 //! per add (the HTTP PATCH/POST pattern), with a date parser and validator, on a file-backed
 //! SQLite database and on the PostgreSQL database at `DOCMETA_TEST_POSTGRES_URL` (a fresh
 //! database is created; `scripts/postgres-up` starts a local cluster).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# HTTP load benchmark (issues #4 and #20): builds the server in release mode, loads the demo plus
+# HTTP load benchmark: builds the server in release mode, loads the demo plus
 # DOCUMENTS generated documents (default 1,000: alternately invoices, which alice may view, and
 # contracts, which she may not), and drives it with wrk on loopback for DURATION seconds per
 # scenario (default 30), CONNECTIONS connections (default 16) and 2 wrk threads:

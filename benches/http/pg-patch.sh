@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Concurrent writers on PostgreSQL over HTTP (issue #19): the metadata PATCH of load.sh (a
+# Concurrent writers on PostgreSQL over HTTP: the metadata PATCH of load.sh (a
 # date-parsed value, as alice) driven by wrk against N `docmeta serve` processes on one
 # PostgreSQL database at default durability (fsync = on, synchronous_commit = on), for N = 1
 # and N = 2 (PROCESSES="1 2"), CONNECTIONS connections per process (default 16), DURATION
