@@ -77,6 +77,7 @@ fn main() {
                 admin
                     .create_document(kind.id, &format!("Invoice {i}"), &[])
                     .expect("document")
+                    .document
                     .id,
             );
         }

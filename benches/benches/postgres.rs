@@ -24,7 +24,7 @@ fn adds_per_second(db: &Docmeta, n: i64) -> docmeta_core::Result<f64> {
         .map(|i| {
             admin
                 .create_document(t, &format!("doc {i}"), &[])
-                .map(|d| d.id)
+                .map(|d| d.document.id)
         })
         .collect::<Result<_, _>>()?;
     let started = Instant::now();

@@ -33,7 +33,7 @@ fn main() -> docmeta_core::Result<()> {
         .map(|i| {
             admin
                 .create_document(t, &format!("doc {i}"), &[])
-                .map(|d| d.id)
+                .map(|d| d.document.id)
         })
         .collect::<Result<_, _>>()?;
     let started = Instant::now();
@@ -42,8 +42,8 @@ fn main() -> docmeta_core::Result<()> {
     }
     let add_ns = started.elapsed().as_nanos() as f64 / n as f64;
     let user = admin.create_user("ann", "a long password", false)?.id;
-    let group = admin.create_group("g")?;
-    let role = admin.create_role("r")?;
+    let group = admin.create_group("g")?.id;
+    let role = admin.create_role("r")?.id;
     admin.set_group_member(group, user, true)?;
     admin.set_role_group(role, group, true)?;
     admin.grant(

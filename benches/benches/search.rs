@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use docmeta_core::store::{Mode, Param};
-use docmeta_core::{Docmeta, ObjectKind, ObjectRef, Permission as P};
+use docmeta_core::{Docmeta, ObjectKind, ObjectRef, PageRequest, Permission as P};
 
 const TYPES: i64 = 500;
 const STATUSES: [&str; 4] = ["draft", "review", "approved", "paid"];
@@ -142,7 +142,9 @@ fn bench(c: &mut Criterion) {
         "metadata_type__name:number metadata_value:0000042",
         "metadata_value:[1000 TO 2000]",
     ] {
-        let page = clerk.search_documents(query, 1, 20).expect("search");
+        let page = clerk
+            .search_documents(query, PageRequest::new(1, 20))
+            .expect("search");
         eprintln!("'{query}': {} visible hits for the clerk", page.count);
     }
     let mut group = c.benchmark_group("search");
@@ -154,8 +156,7 @@ fn bench(c: &mut Criterion) {
                     clerk
                         .search_documents(
                             black_box("metadata_type__name:party metadata_value:globex"),
-                            1,
-                            20,
+                            PageRequest::new(1, 20),
                         )
                         .expect("search")
                         .count,
@@ -171,8 +172,7 @@ fn bench(c: &mut Criterion) {
                     clerk
                         .search_documents(
                             black_box("metadata_type__name:number metadata_value:0000042"),
-                            1,
-                            20,
+                            PageRequest::new(1, 20),
                         )
                         .expect("search")
                         .count,
@@ -184,7 +184,10 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             black_box(
                 clerk
-                    .search_documents(black_box("metadata_value:[1000 TO 2000]"), 1, 20)
+                    .search_documents(
+                        black_box("metadata_value:[1000 TO 2000]"),
+                        PageRequest::new(1, 20),
+                    )
                     .expect("search")
                     .count,
             )

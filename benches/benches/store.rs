@@ -33,6 +33,7 @@ fn bench(c: &mut Criterion) {
                     .map(|i| {
                         s.create_document(dt.id, &format!("d{i}"), &[])
                             .expect("doc")
+                            .document
                             .id
                     })
                     .collect::<Vec<_>>()

@@ -30,7 +30,7 @@ def python_side() -> "tuple[float, float]":
     docs = [admin.create_document(t, f"doc {i}").id for i in range(N)]
     started = time.perf_counter()
     for d in docs:
-        admin.add_metadata(d, due, "31/12/2024")
+        admin.add_document_metadata(d, due, "31/12/2024")
     add_ns = (time.perf_counter() - started) * 1e9 / N
     user = admin.create_user("ann", "a long password").id
     group = admin.create_group("g").id

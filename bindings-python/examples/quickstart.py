@@ -30,6 +30,6 @@ with docmeta.Docmeta.in_memory() as db:
     page = db.session(ann.id).search_documents("metadata_value:2024")
     print("search:", page.count, [d.label for d in page.results])
     try:
-        admin.add_metadata(doc.id, due.id, "01/01/2025")
+        admin.add_document_metadata(doc.id, due.id, "01/01/2025")
     except docmeta.Conflict as e:
         print("refused:", e.field, "-", e.message)

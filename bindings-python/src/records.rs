@@ -46,9 +46,8 @@ record!(
     /// A document type.
     DocumentType { id: i64, label: String });
 record!(
-    /// A document. `document_type` is its type's record when the call read it (a document's
-    /// viewer sees its type's label): every call returning one document, search results and
-    /// cabinet contents; None from the `documents()` iterator and `document_metadata_details`.
+    /// A document. `document_type` is its type's record (a document's viewer sees its type's
+    /// label), from every call that returns documents; None only in a `DocumentDetails`.
     Document { id: i64, label: String, document_type_id: i64, created: DateTime<Utc> }
         related { document_type: Option<DocumentType> });
 record!(
@@ -56,9 +55,9 @@ record!(
     DocumentWithFile { document: Document, file: DocumentFile });
 record!(
     /// A metadata value of a document (one per document and type). `metadata_type` is its
-    /// type's record when the call read it (`metadata`, `document_metadata`, `search_metadata`);
-    /// None from the writes (`add_metadata`, `edit_metadata`, the batch), which stay one
-    /// transaction with nothing read back.
+    /// type's record, from every call that returns values (the writes included: they take it
+    /// from their own transaction); None only in a `MetadataValueDetail`, which holds the type
+    /// beside the value.
     DocumentMetadata { id: i64, document_id: i64, metadata_type_id: i64, value: String }
         related { metadata_type: Option<MetadataType> });
 record!(
@@ -69,10 +68,10 @@ record!(
     /// A user (never with its password hash).
     User { id: i64, username: String, is_superuser: bool, is_active: bool });
 record!(
-    /// An access-control list: a role's permissions on one object. `role` is the role's record
-    /// when the call that returned the ACL read it (every ACL call but `grant` / `revoke`).
+    /// An access-control list: a role's permissions on one object, with the role's record
+    /// (shown to whoever may view the ACL).
     Acl { id: i64, object_kind: String, object_id: i64, role_id: i64, permissions: Vec<String> }
-        related { role: Option<Role> });
+        related { role: Role });
 record!(
     /// A group of users.
     Group { id: i64, name: String });
@@ -245,27 +244,23 @@ impl From<core::User> for User {
     }
 }
 impl Acl {
-    /// The ACL `a` on an object of `kind` (`app_label.model_name`, as the caller named it and
-    /// the kind registry parsed it); permission keys sorted, as stored.
-    pub(crate) fn of(a: core::Acl, kind: &str) -> Self {
-        let mut permissions: Vec<String> =
-            a.permissions.iter().map(|p| p.key().to_owned()).collect();
+    /// The ACL of a view on an object of `kind` (`app_label.model_name`, as the caller named it
+    /// and the kind registry parsed it), with its role; permission keys sorted, as stored.
+    pub(crate) fn of_view(v: core::AclView, kind: &str) -> Self {
+        let mut permissions: Vec<String> = v
+            .acl
+            .permissions
+            .iter()
+            .map(|p| p.key().to_owned())
+            .collect();
         permissions.sort();
         Acl {
-            id: a.id.0,
+            id: v.acl.id.0,
             object_kind: kind.to_owned(),
-            object_id: a.object.id,
-            role_id: a.role_id.0,
+            object_id: v.acl.object.id,
+            role_id: v.acl.role_id.0,
             permissions,
-            role: None,
-        }
-    }
-
-    /// The ACL of a view, with its role.
-    pub(crate) fn of_view(v: core::AclView, kind: &str) -> Self {
-        Acl {
-            role: Some(v.role.into()),
-            ..Acl::of(v.acl, kind)
+            role: v.role.into(),
         }
     }
 }

@@ -63,30 +63,30 @@ def test_the_registered_classes_are_listed(classes: docmeta.Classes) -> None:
     assert classes.parsers()[UPPER] == "Upper case"
 
 
-def test_a_python_validator_refuses_a_value_through_add_metadata(db: docmeta.Docmeta) -> None:
+def test_a_python_validator_refuses_a_value_through_add_document_metadata(db: docmeta.Docmeta) -> None:
     admin, doc, field = document_with(db, validation=EVEN)
     with pytest.raises(docmeta.ValidationError) as refused:
-        admin.add_metadata(doc, field, "3")
+        admin.add_document_metadata(doc, field, "3")
     assert refused.value.field == "value"
 
 
 def test_the_refusal_carries_the_exception_text(db: docmeta.Docmeta) -> None:
     admin, doc, field = document_with(db, validation=EVEN)
     with pytest.raises(docmeta.ValidationError) as refused:
-        admin.add_metadata(doc, field, "3")
+        admin.add_document_metadata(doc, field, "3")
     assert "3 is not even" in refused.value.message
 
 
 def test_a_python_validator_accepts_a_value(db: docmeta.Docmeta) -> None:
     admin, doc, field = document_with(db, validation=EVEN)
-    assert admin.add_metadata(doc, field, "4").value == "4"
+    assert admin.add_document_metadata(doc, field, "4").value == "4"
 
 
 def test_any_exception_of_a_validator_is_a_refusal(db: docmeta.Docmeta) -> None:
     # int("four") raises ValueError inside the validator: a refusal, not a crash.
     admin, doc, field = document_with(db, validation=EVEN)
     with pytest.raises(docmeta.ValidationError) as refused:
-        admin.add_metadata(doc, field, "four")
+        admin.add_document_metadata(doc, field, "four")
     assert refused.value.field == "value"
 
 
@@ -98,7 +98,7 @@ def test_a_validator_returning_false_refuses(classes: docmeta.Classes) -> None:
 
 def test_a_python_parser_rewrites_the_stored_value(db: docmeta.Docmeta) -> None:
     admin, doc, field = document_with(db, parser=UPPER)
-    admin.add_metadata(doc, field, "inv-7")
+    admin.add_document_metadata(doc, field, "inv-7")
     assert admin.metadata_value_of(doc, "field") == "INV-7"
 
 
@@ -114,7 +114,7 @@ def test_a_parser_exception_is_a_refusal_of_the_value(classes: docmeta.Classes) 
 
 def test_the_factory_receives_the_yaml_arguments(db: docmeta.Docmeta) -> None:
     admin, doc, field = document_with(db, validation=EVEN, validation_arguments="offset: 1")
-    assert admin.add_metadata(doc, field, "3").value == "3"
+    assert admin.add_document_metadata(doc, field, "3").value == "3"
 
 
 def test_a_factory_refusing_its_arguments_refuses_the_type(db: docmeta.Docmeta) -> None:
@@ -162,7 +162,7 @@ def test_two_python_threads_run_python_validators_without_deadlock(
             for i in range(40):
                 doc = s.create_document(t.id, f"doc {n}-{i}")
                 try:
-                    s.add_metadata(doc.id, field, str(i))
+                    s.add_document_metadata(doc.id, field, str(i))
                 except docmeta.ValidationError:
                     refused.append(i)
         except BaseException as e:  # reported below
@@ -198,7 +198,7 @@ user = admin.create_user("ann", "a long password").id
 
 def write():
     for i in range(20):
-        admin.add_metadata(admin.create_document(t.id, f"d{i}").id, field.id, "x")
+        admin.add_document_metadata(admin.create_document(t.id, f"d{i}").id, field.id, "x")
 
 writer = threading.Thread(target=write)
 writer.start()

@@ -40,16 +40,16 @@ def test_value_pipeline_rows(db: docmeta.Docmeta) -> None:
     assert admin.metadata_value_of(doc.id, "due") == "2024-12-31"
     assert isinstance(doc.created, datetime) and doc.created.tzinfo is not None
     with pytest.raises(docmeta.ValidationError) as bad:
-        admin.add_metadata(doc.id, number.id, "nope")
+        admin.add_document_metadata(doc.id, number.id, "nope")
     assert bad.value.field == "value"
     assert "nope" not in (admin.metadata_value_of(doc.id, "number") or "")
-    value = admin.add_metadata(doc.id, number.id, "INV-42")
+    value = admin.add_document_metadata(doc.id, number.id, "INV-42")
     with pytest.raises(docmeta.Conflict):
-        admin.add_metadata(doc.id, number.id, "INV-43")
-    edited = admin.edit_metadata(doc.id, value.id, "INV-7")
+        admin.add_document_metadata(doc.id, number.id, "INV-43")
+    edited = admin.edit_document_metadata(doc.id, value.id, "INV-7")
     assert edited.value == "INV-7" and edited.id == value.id
     assert repr(edited).startswith("DocumentMetadata(id=")
-    assert edited == admin.metadata(doc.id)[1]
+    assert edited == admin.document_metadata(doc.id)[1]
 
 
 def test_required_association_is_a_durable_task(db: docmeta.Docmeta) -> None:
@@ -131,8 +131,8 @@ def test_files_search_and_workflow(db: docmeta.Docmeta, tmp_path: Path) -> None:
     assert page.count == 1 and page.results[0].id == doc.id
     with pytest.raises(docmeta.InvalidInput):
         admin.search_documents("label:(")
-    value = admin.metadata(doc.id)[0]
-    admin.edit_metadata(doc.id, value.id, "ok")
+    value = admin.document_metadata(doc.id)[0]
+    admin.edit_document_metadata(doc.id, value.id, "ok")
     instance = admin.workflow_instances(doc.id)[0]
     assert instance.state_id == done.id
     assert admin.workflow_log(doc.id, instance.id)[0].transition_id == go.id

@@ -110,7 +110,7 @@ def test_processor_refuses_what_the_pipeline_refuses() -> None:
         admin.associate(invoice.id, number.id)
         doc = admin.create_document(invoice.id, "INV-1")
         with pytest.raises(docmeta.ValidationError) as with_db:
-            admin.add_metadata(doc.id, number.id, "nope")
+            admin.add_document_metadata(doc.id, number.id, "nope")
     assert (without_db.value.field, without_db.value.message) == (
         with_db.value.field,
         with_db.value.message,

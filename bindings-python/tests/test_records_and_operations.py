@@ -69,7 +69,7 @@ def test_a_refused_batch_stores_nothing(db: docmeta.Docmeta) -> None:
     docs = [admin.create_document(invoice.id, f"INV-{i}").id for i in range(2)]
     with pytest.raises(docmeta.ValidationError):
         admin.add_document_metadata_batch([(docs[0], due.id, "31/12/2024"), (docs[1], due.id, "soon")])
-    assert admin.metadata(docs[0]) == []
+    assert admin.document_metadata(docs[0]) == []
 
 
 def test_a_batch_of_documents_is_created_in_order_with_its_values(db: docmeta.Docmeta) -> None:
@@ -105,9 +105,33 @@ def test_a_single_value_is_read_with_its_type(db: docmeta.Docmeta) -> None:
     admin, invoice, due = invoice_with_due(db)
     admin.associate(invoice.id, due.id)
     doc = admin.create_document(invoice.id, "INV-1")
-    value = admin.add_metadata(doc.id, due.id, "01/02/2025")
-    read = admin.document_metadata(doc.id, value.id)
+    value = admin.add_document_metadata(doc.id, due.id, "01/02/2025")
+    read = admin.metadata_value(doc.id, value.id)
     assert (read, read.metadata_type) == (value, due)
+
+
+def test_a_write_answers_the_value_with_its_type(db: docmeta.Docmeta) -> None:
+    admin, invoice, due = invoice_with_due(db)
+    admin.associate(invoice.id, due.id)
+    doc = admin.create_document(invoice.id, "INV-1")
+    added = admin.add_document_metadata(doc.id, due.id, "01/02/2025")
+    edited = admin.edit_document_metadata(doc.id, added.id, "03/04/2026")
+    assert (added.metadata_type, edited.metadata_type) == (due, due)
+    assert [v.value for v in admin.document_metadata(doc.id)] == ["2026-04-03"]
+
+
+def test_a_value_keeps_its_metadata_type(db: docmeta.Docmeta) -> None:
+    admin, invoice, due = invoice_with_due(db)
+    admin.associate(invoice.id, due.id)
+    other = admin.create_metadata_type("other", "Other")
+    doc = admin.create_document(invoice.id, "INV-1", values={due.id: "01/02/2025"})
+    value = admin.document_metadata(doc.id)[0]
+    with pytest.raises(docmeta.ValidationError) as refused:
+        admin.edit_document_metadata(doc.id, value.id, "03/04/2026", metadata_type=other.id)
+    assert refused.value.field == "metadata_type_id"
+    assert admin.metadata_value(doc.id, value.id).value == "2025-02-01"
+    same = admin.edit_document_metadata(doc.id, value.id, "03/04/2026", metadata_type=due.id)
+    assert same.value == "2026-04-03"
 
 
 def test_document_metadata_details_pairs_values_with_types(db: docmeta.Docmeta) -> None:
@@ -125,7 +149,7 @@ def test_document_metadata_details_shows_an_edit_made_after_a_read(db: docmeta.D
     admin.associate(invoice.id, due.id)
     doc = admin.create_document(invoice.id, "INV-1", values={due.id: "01/02/2025"})
     value = admin.document_metadata_details(doc.id).values[0].value
-    admin.edit_metadata(doc.id, value.id, "03/04/2026")
+    admin.edit_document_metadata(doc.id, value.id, "03/04/2026")
     assert [d.value.value for d in admin.document_metadata_details(doc.id).values] == ["2026-04-03"]
 
 

@@ -4,7 +4,7 @@
 //! invoice. Run it: `cargo run -p docmeta-core --example invoice_workflow`.
 
 use docmeta_core::workflows::ActionKind;
-use docmeta_core::{Docmeta, MetadataTypeInput, Permission};
+use docmeta_core::{Docmeta, MetadataTypeInput, PageRequest, Permission};
 
 fn main() -> docmeta_core::Result<()> {
     let db = Docmeta::in_memory()?;
@@ -54,7 +54,7 @@ fn main() -> docmeta_core::Result<()> {
             value: "approved {{ workflow_instance.document.metadata_value_of.amount }} EUR in '{{ workflow_instance.workflow.label }}'".into(),
         },
     )?;
-    let auditors = admin.create_role("Auditors")?;
+    let auditors = admin.create_role("Auditors")?.id;
     admin.create_workflow_action(
         flow,
         approved,
@@ -67,11 +67,13 @@ fn main() -> docmeta_core::Result<()> {
         },
     )?;
     let audrey = admin.create_user("audrey", "a long password", false)?.id;
-    let group = admin.create_group("Audit")?;
+    let group = admin.create_group("Audit")?.id;
     admin.set_group_member(group, audrey, true)?;
     admin.set_role_group(auditors, group, true)?;
 
-    let doc = admin.create_document(invoice, "INV-2024-0042", &[(amount, "1250.00")])?;
+    let doc = admin
+        .create_document(invoice, "INV-2024-0042", &[(amount, "1250.00")])?
+        .document;
     let state = |label: &str| -> docmeta_core::Result<()> {
         let instance = admin.workflow_instances(doc.id)?.remove(0);
         let states = admin.workflow_states(flow)?;
@@ -87,13 +89,14 @@ fn main() -> docmeta_core::Result<()> {
     };
     state("created")?;
     let status_value = admin
-        .document_metadata_list(doc.id)?
+        .document_metadata(doc.id, PageRequest::ALL)
+        .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?
         .into_iter()
         .find(|m| m.metadata_type_id == status)
         .map(|m| m.id)
         .expect("a required status is added with its default");
     for next in ["review", "approved"] {
-        admin.edit_document_metadata(doc.id, status_value, next)?;
+        admin.edit_document_metadata(doc.id, status_value, next, None)?;
         state(&format!("status edited to {next}"))?;
     }
     println!(

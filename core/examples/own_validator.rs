@@ -50,7 +50,9 @@ fn main() -> Result<(), Error> {
     let box_type = admin.create_document_type("Box")?;
     let pairs = admin.create_metadata_type(pairs)?;
     admin.associate(box_type.id, pairs.id, true)?;
-    let doc = admin.create_document(box_type.id, "Box 1", &[(pairs.id, "12")])?;
+    let doc = admin
+        .create_document(box_type.id, "Box 1", &[(pairs.id, "12")])?
+        .document;
     println!(
         "stored: {:?}",
         admin
@@ -65,8 +67,8 @@ fn main() -> Result<(), Error> {
 
     // A grant, and why it applies.
     let clerk = admin.create_user("clerk", "correct horse battery", false)?;
-    let role = admin.create_role("Box readers")?;
-    let group = admin.create_group("Warehouse")?;
+    let role = admin.create_role("Box readers")?.id;
+    let group = admin.create_group("Warehouse")?.id;
     admin.set_group_member(group, clerk.id, true)?;
     admin.set_role_group(role, group, true)?;
     let box_ref = ObjectRef::new(ObjectKind::DOCUMENT_TYPE, box_type.id.0);

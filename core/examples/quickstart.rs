@@ -6,7 +6,8 @@
 //! ```
 
 use docmeta_core::{
-    Docmeta, Error, EventQuery, MetadataTypeInput, ObjectKind, ObjectRef, Permission,
+    Docmeta, DocumentQuery, Error, EventQuery, MetadataTypeInput, ObjectKind, ObjectRef,
+    PageRequest, Permission,
 };
 
 fn main() -> Result<(), Error> {
@@ -40,13 +41,21 @@ fn main() -> Result<(), Error> {
     };
 
     let count = admin
-        .documents(Some(invoice.id), docmeta_core::DocumentId(0), u32::MAX)?
-        .len();
-    let doc = admin.create_document(
-        invoice.id,
-        &format!("Invoice {}", count + 1),
-        &[(due.id, "31/12/2024")],
-    )?;
+        .documents(
+            DocumentQuery {
+                document_type: Some(invoice.id),
+                ..Default::default()
+            },
+            PageRequest::new(1, 1),
+        )?
+        .count;
+    let doc = admin
+        .create_document(
+            invoice.id,
+            &format!("Invoice {}", count + 1),
+            &[(due.id, "31/12/2024")],
+        )?
+        .document;
     println!(
         "created {:?} with due_date = {:?}",
         doc.label,
@@ -59,7 +68,9 @@ fn main() -> Result<(), Error> {
         rejected.err().map(|e| e.to_string()).unwrap_or_default()
     );
 
-    let defaulted = admin.create_document(invoice.id, "Invoice due today", &[])?;
+    let defaulted = admin
+        .create_document(invoice.id, "Invoice due today", &[])?
+        .document;
     println!(
         "an empty required value takes the default: {:?}",
         admin.metadata_value_of(defaulted.id, "due_date")?
@@ -67,8 +78,10 @@ fn main() -> Result<(), Error> {
 
     let username = format!("clerk{}", count + 1);
     let clerk = admin.create_user(&username, "correct horse battery", false)?;
-    let role = admin.create_role(&format!("Invoice readers {}", count + 1))?;
-    let group = admin.create_group(&format!("Accounting {}", count + 1))?;
+    let role = admin
+        .create_role(&format!("Invoice readers {}", count + 1))?
+        .id;
+    let group = admin.create_group(&format!("Accounting {}", count + 1))?.id;
     admin.set_group_member(group, clerk.id, true)?;
     admin.set_role_group(role, group, true)?;
     admin.grant(

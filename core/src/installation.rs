@@ -18,7 +18,7 @@ use crate::access::Permission;
 use crate::error::{Error, Result};
 use crate::kernel::Docmeta;
 use crate::model::{Actor, MetadataTypeInput};
-use crate::session::Session;
+use crate::session::{PageRequest, Session};
 
 fn is_empty(s: &str) -> bool {
     s.is_empty()
@@ -201,7 +201,7 @@ pub fn export(db: &Docmeta) -> Result<Schema> {
     };
     for dt in s.document_types()? {
         let metadata_types = s
-            .associations(dt.id)?
+            .visible_associations(dt.id)?
             .into_iter()
             .map(|a| AssociationSpec {
                 name: name_of(a.metadata_type_id),
@@ -215,7 +215,8 @@ pub fn export(db: &Docmeta) -> Result<Schema> {
     }
     for crate::session::Role { id, label } in s.roles()? {
         let permissions = s
-            .role_permissions(id)?
+            .role_permissions(id, PageRequest::ALL)?
+            .items
             .iter()
             .map(|p| p.key().to_owned())
             .collect();

@@ -22,7 +22,7 @@
 //!     ),
 //! )?;
 //! admin.associate(invoice.id, number.id, false)?;
-//! let doc = admin.create_document(invoice.id, "March invoice", &[])?;
+//! let doc = admin.create_document(invoice.id, "March invoice", &[])?.document;
 //! assert!(admin.add_document_metadata(doc.id, number.id, "nope").is_err());
 //! admin.add_document_metadata(doc.id, number.id, "INV-42")?;
 //!
@@ -30,10 +30,12 @@
 //! let clerk = admin.create_user("clerk", "a long password", false)?;
 //! let group = admin.create_group("Accounting")?;
 //! let role = admin.create_role("Clerks")?;
-//! admin.set_group_member(group, clerk.id, true)?;
-//! admin.set_role_group(role, group, true)?;
-//! admin.grant(Permission::DocumentView, role, ObjectRef::new(ObjectKind::DOCUMENT_TYPE, invoice.id.0))?;
-//! assert_eq!(db.session(clerk.id).document(doc.id)?.label, "March invoice");
+//! admin.set_group_member(group.id, clerk.id, true)?;
+//! admin.set_role_group(role.id, group.id, true)?;
+//! admin.grant(Permission::DocumentView, role.id, ObjectRef::new(ObjectKind::DOCUMENT_TYPE, invoice.id.0))?;
+//! // Each operation answers with what the caller may see: here the document with its type.
+//! let seen = db.session(clerk.id).document(doc.id)?;
+//! assert_eq!((seen.document.label.as_str(), seen.document_type.label.as_str()), ("March invoice", "Invoice"));
 //! # Ok::<(), docmeta_core::Error>(())
 //! ```
 //!
@@ -76,9 +78,9 @@ pub use metadata::{ClassRegistry, MetadataProcessor};
 pub use model::*;
 pub use search::{Hit, RecordKind};
 pub use session::{
-    Acl, AclView, AssociationView, DocumentView, EventActor, EventView, FileContent, Group,
-    MAX_DOCUMENT_BATCH, MetadataPageVersion, MetadataValueView, NewDocument, Page, PageRequest,
-    Role, Session, Task, TaskState, User, UserUpdate,
+    Acl, AclView, AssociationView, DocumentQuery, DocumentView, EventActor, EventView, FileContent,
+    Group, MAX_DOCUMENT_BATCH, MetadataPageVersion, MetadataValueView, NewDocument, Page,
+    PageRequest, Role, Session, Task, TaskState, User, UserUpdate,
 };
 pub use store::records::Cabinet;
 pub use store::{SqliteStore, Store};

@@ -38,9 +38,9 @@ use std::fmt::Debug;
 
 use access_model::*;
 use docmeta_core::{
-    CabinetId, Docmeta, DocumentId, DocumentMetadataId, DocumentTypeId, Error, GroupId,
-    MetadataTypeId, MetadataTypeInput, ObjectKind, ObjectRef, Permission, Result, RoleId, Session,
-    UserId, UserUpdate, WorkflowId, WorkflowInstanceId,
+    CabinetId, Docmeta, DocumentId, DocumentMetadataId, DocumentQuery, DocumentTypeId, Error,
+    GroupId, MetadataTypeId, MetadataTypeInput, ObjectKind, ObjectRef, PageRequest, Permission,
+    Result, RoleId, Session, UserId, UserUpdate, WorkflowId, WorkflowInstanceId,
 };
 
 const SEED: u64 = 0x5E55_10AC_CE55;
@@ -190,7 +190,7 @@ fn build_world() -> Result<World> {
     // Groups: user(k) in group(k), sometimes in another; user6 in two; user7 in none.
     let mut groups = Vec::new();
     for n in 1..=5 {
-        let g = admin.create_group(&format!("group{n}"))?.0;
+        let g = admin.create_group(&format!("group{n}"))?.id.0;
         groups.push(g);
         m.groups.insert(g, BTreeSet::new());
     }
@@ -215,7 +215,7 @@ fn build_world() -> Result<World> {
     // Roles: role(k) in group(k), sometimes another; a few global permissions each.
     let mut roles = Vec::new();
     for n in 1..=5 {
-        let r = admin.create_role(&format!("role{n}"))?.0;
+        let r = admin.create_role(&format!("role{n}"))?.id.0;
         roles.push(r);
         let mut to = BTreeSet::from([groups[n - 1]]);
         if dice.chance(25) {
@@ -244,7 +244,7 @@ fn build_world() -> Result<World> {
             role.global.insert(p.to_owned());
         }
     }
-    let spare = admin.create_role("spare")?.0;
+    let spare = admin.create_role("spare")?.id.0;
     m.roles.insert(spare, RoleM::default());
 
     // The protected objects.
@@ -264,7 +264,9 @@ fn build_world() -> Result<World> {
     for dt in &dts {
         for mt in &mts {
             if dice.chance(60) {
-                let a = admin.associate(DocumentTypeId(*dt), MetadataTypeId(*mt), false)?;
+                let a = admin
+                    .associate(DocumentTypeId(*dt), MetadataTypeId(*mt), false)?
+                    .association;
                 m.assocs.insert(
                     a.id.0,
                     AssocM {
@@ -311,16 +313,19 @@ fn build_world() -> Result<World> {
         let dt = dts[dice.below(dts.len())];
         let d = admin
             .create_document(DocumentTypeId(dt), &format!("doc{n}"), &[])?
+            .document
             .id
             .0;
         m.docs.insert(d, dt);
         for a in m.assocs.values().filter(|a| a.dt == dt) {
             if dice.chance(70) {
-                let v = admin.add_document_metadata(
-                    DocumentId(d),
-                    MetadataTypeId(a.mt),
-                    &format!("value{n}"),
-                )?;
+                let v = admin
+                    .add_document_metadata(
+                        DocumentId(d),
+                        MetadataTypeId(a.mt),
+                        &format!("value{n}"),
+                    )?
+                    .value;
                 m.values.insert(v.id.0, ValM { doc: d, mt: a.mt });
             }
         }
@@ -412,7 +417,7 @@ fn build_world() -> Result<World> {
     let edge = *world.callers.last().expect("callers");
     let (group, role) = (
         admin_group(&world, "edge")?,
-        world.admin.create_role("edge")?,
+        world.admin.create_role("edge")?.id,
     );
     world.admin.set_group_member(group, UserId(edge), true)?;
     world.admin.set_role_group(role, group, true)?;
@@ -455,7 +460,7 @@ fn build_world() -> Result<World> {
 
 /// Grants `key` to role `r` on `o` as the system, and records the ACL in the model.
 fn grant_acl(admin: &Session, m: &mut Model, r: i64, o: Obj, key: &str) -> Result<()> {
-    let acl = admin.grant(perm(key), RoleId(r), oref(o))?;
+    let acl = admin.grant(perm(key), RoleId(r), oref(o))?.acl;
     m.acls
         .entry(o)
         .or_default()
@@ -470,7 +475,7 @@ fn grant_acl(admin: &Session, m: &mut Model, r: i64, o: Obj, key: &str) -> Resul
 }
 
 fn admin_group(w: &World, name: &str) -> Result<GroupId> {
-    w.admin.create_group(name)
+    w.admin.create_group(name).map(|g| g.id)
 }
 
 /// Differences between core and the reference evaluator.
@@ -573,7 +578,9 @@ fn reads(w: &World, r: &mut Report, u: i64) -> Result<()> {
                 .collect();
             r.same(|| format!("{who} file list of document {d}"), got, want);
         }
-        let values = s.document_metadata_list(DocumentId(*d));
+        let values = s
+            .document_metadata(DocumentId(*d), PageRequest::ALL)
+            .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>());
         r.same(
             || format!("{who} metadata of document {d}"),
             out(&values),
@@ -603,9 +610,10 @@ fn reads(w: &World, r: &mut Report, u: i64) -> Result<()> {
         }
     }
     let listed: BTreeSet<i64> = s
-        .documents(None, DocumentId(0), 1000)?
+        .documents(DocumentQuery::default(), PageRequest::new(1, 1000))?
+        .items
         .iter()
-        .map(|d| d.id.0)
+        .map(|d| d.document.id.0)
         .collect();
     let want: BTreeSet<i64> = m
         .docs
@@ -615,7 +623,7 @@ fn reads(w: &World, r: &mut Report, u: i64) -> Result<()> {
         .collect();
     r.same(|| format!("{who} document list"), listed, want);
     for (v, x) in &m.values {
-        let got = s.document_metadata(DocumentId(x.doc), DocumentMetadataId(*v));
+        let got = s.metadata_value(DocumentId(x.doc), DocumentMetadataId(*v));
         r.same(
             || format!("{who} metadata value {v}"),
             out(&got),
@@ -696,14 +704,14 @@ fn reads(w: &World, r: &mut Report, u: i64) -> Result<()> {
             out(&got),
             seen_or_404(visible),
         );
-        let docs = s.cabinet_documents(CabinetId(*c));
+        let docs = s.cabinet_documents(CabinetId(*c), PageRequest::ALL);
         r.same(
             || format!("{who} documents of cabinet {c}"),
             out(&docs),
             seen_or_404(visible),
         );
         if let Ok(docs) = docs {
-            let got: BTreeSet<i64> = docs.iter().map(|d| d.0).collect();
+            let got: BTreeSet<i64> = docs.items.iter().map(|d| d.document.id.0).collect();
             let want: BTreeSet<i64> = cab
                 .docs
                 .iter()
@@ -774,14 +782,14 @@ fn reads(w: &World, r: &mut Report, u: i64) -> Result<()> {
 
     // What a group or a role holds: its members, groups and global permissions.
     for (g, members) in &m.groups {
-        let got = s.group_members(GroupId(*g));
+        let got = s.group_members(GroupId(*g), PageRequest::ALL);
         r.same(
             || format!("{who} members of group {g}"),
             out(&got),
             seen_or_404(group_view),
         );
         if let Ok(got) = got {
-            let got: BTreeSet<i64> = got.iter().map(|x| x.0).collect();
+            let got: BTreeSet<i64> = got.items.iter().map(|x| x.id.0).collect();
             let want: BTreeSet<i64> = members
                 .iter()
                 .copied()
@@ -792,14 +800,14 @@ fn reads(w: &World, r: &mut Report, u: i64) -> Result<()> {
     }
     for (role, rm) in &m.roles {
         let visible = m.seen(u, (K::Role, *role));
-        let got = s.role_groups(RoleId(*role));
+        let got = s.role_groups(RoleId(*role), PageRequest::ALL);
         r.same(
             || format!("{who} groups of role {role}"),
             out(&got),
             seen_or_404(visible),
         );
         if let Ok(got) = got {
-            let got: BTreeSet<i64> = got.iter().map(|x| x.0).collect();
+            let got: BTreeSet<i64> = got.items.iter().map(|x| x.id.0).collect();
             let want = if group_view {
                 rm.groups.clone()
             } else {
@@ -807,14 +815,14 @@ fn reads(w: &World, r: &mut Report, u: i64) -> Result<()> {
             };
             r.same(|| format!("{who} group list of role {role}"), got, want);
         }
-        let got = s.role_permissions(RoleId(*role));
+        let got = s.role_permissions(RoleId(*role), PageRequest::ALL);
         r.same(
             || format!("{who} permissions of role {role}"),
             out(&got),
             seen_or_404(visible),
         );
         if let Ok(got) = got {
-            let got: BTreeSet<String> = got.iter().map(|p| p.key().to_owned()).collect();
+            let got: BTreeSet<String> = got.items.iter().map(|p| p.key().to_owned()).collect();
             r.same(
                 || format!("{who} permission list of role {role}"),
                 got,
@@ -871,14 +879,14 @@ fn reads(w: &World, r: &mut Report, u: i64) -> Result<()> {
     // ACLs of every object: acl_view on it (403/404); the list is all its ACLs.
     for k in ALL_KINDS {
         for o in w.objects(k) {
-            let got = s.acls(oref(o));
+            let got = s.acls(oref(o), PageRequest::ALL);
             r.same(
                 || format!("{who} ACLs of {o:?}"),
                 out(&got),
                 expected(m.act(u, ACL_VIEW, o, 200)),
             );
             if let Ok(acls) = got {
-                let got: BTreeSet<i64> = acls.iter().map(|a| a.id.0).collect();
+                let got: BTreeSet<i64> = acls.items.iter().map(|a| a.acl.id.0).collect();
                 let want: BTreeSet<i64> = m
                     .acls
                     .get(&o)
@@ -934,12 +942,12 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
     let new = format!("renamed by {who}");
 
     for d in m.docs.keys().copied() {
-        let old = a.document(DocumentId(d))?.label;
+        let old = a.document(DocumentId(d))?.document.label;
         write(
             r,
             format!("{who} update_document {d}"),
             expected(m.act(u, DOC_EDIT, (K::Doc, d), 200)),
-            || Ok(a.document(DocumentId(d))?.label),
+            || Ok(a.document(DocumentId(d))?.document.label),
             || s.update_document(DocumentId(d), &new),
             || a.update_document(DocumentId(d), &old).map(drop),
         )?;
@@ -984,7 +992,7 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
                 r,
                 format!("{who} set_cabinet_document {c} +{d}"),
                 expected(want),
-                || a.cabinet_documents(CabinetId(c)),
+                || a.cabinet_documents(CabinetId(c), PageRequest::ALL),
                 || s.set_cabinet_document(CabinetId(c), DocumentId(d), true),
                 || a.set_cabinet_document(CabinetId(c), DocumentId(d), false),
             )?;
@@ -1003,7 +1011,7 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
             want,
             || a.role(RoleId(role)),
             || s.rename_role(RoleId(role), &new),
-            || a.rename_role(RoleId(role), &old.label),
+            || a.rename_role(RoleId(role), &old.label).map(drop),
         )?;
     }
     for g in m.groups.keys().copied() {
@@ -1022,7 +1030,7 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
             want,
             || a.group(GroupId(g)),
             || s.rename_group(GroupId(g), &new),
-            || a.rename_group(GroupId(g), &old.name),
+            || a.rename_group(GroupId(g), &old.name).map(drop),
         )?;
     }
     // Users: another user's account needs seeing it (404), then user_edit (403); a superuser's
@@ -1081,15 +1089,15 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
                 r,
                 format!("{who} set_group_member {g} {t} {add}"),
                 want,
-                || a.group_members(gid),
+                || a.group_members(gid, PageRequest::ALL),
                 || s.set_group_member(gid, UserId(t), add),
-                || a.set_group_member(gid, UserId(t), !add),
+                || a.set_group_member(gid, UserId(t), !add).map(drop),
             )?;
         }
     }
     for (v, x) in &m.values {
         let (d, id) = (DocumentId(x.doc), DocumentMetadataId(*v));
-        let old = a.document_metadata(d, id)?.value;
+        let old = a.metadata_value(d, id)?.value.value;
         let want = if !m.value_visible(u, *v) {
             Out::NotFound
         } else if m.has(u, DM_EDIT, (K::Doc, x.doc)) && m.has(u, DM_EDIT, (K::MetaType, x.mt)) {
@@ -1101,9 +1109,9 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
             r,
             format!("{who} edit_document_metadata {v}"),
             want,
-            || Ok(a.document_metadata(d, id)?.value),
-            || s.edit_document_metadata(d, id, &new),
-            || a.edit_document_metadata(d, id, &old).map(drop),
+            || Ok(a.metadata_value(d, id)?.value.value),
+            || s.edit_document_metadata(d, id, &new, None),
+            || a.edit_document_metadata(d, id, &old, None).map(drop),
         )?;
     }
 
@@ -1165,9 +1173,9 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
                 r,
                 format!("{who} set_role_group {role} {g} {add}"),
                 want,
-                || a.role_groups(rid),
+                || a.role_groups(rid, PageRequest::ALL),
                 || s.set_role_group(rid, GroupId(g), add),
-                || a.set_role_group(rid, GroupId(g), !add),
+                || a.set_role_group(rid, GroupId(g), !add).map(drop),
             )?;
         }
         let missing = GLOBAL_POOL.iter().find(|p| !rm.global.contains(**p));
@@ -1182,7 +1190,7 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
                 r,
                 format!("{who} grant_global {role} {key} {add}"),
                 want,
-                || a.role_permissions(rid),
+                || a.role_permissions(rid, PageRequest::ALL),
                 || {
                     if add {
                         s.grant_global(perm(key), rid)
@@ -1244,9 +1252,10 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
                     let mut seen = Vec::new();
                     for x in [o, foreign.map_or(o, |(other, _, _)| *other)] {
                         seen.extend(
-                            a.acls(oref(x))?
+                            a.acls(oref(x), PageRequest::ALL)?
+                                .items
                                 .into_iter()
-                                .map(|x| (x.id.0, x.permissions)),
+                                .map(|x| (x.acl.id.0, x.acl.permissions)),
                         );
                     }
                     Ok(seen)
@@ -1273,12 +1282,17 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
     // role must be visible (400 otherwise), then a granted key must be held there (403).
     let spare = RoleId(w.spare);
     let spare_seen = m.seen(u, (K::Role, w.spare));
-    let acls_of =
-        |o: Obj| -> Result<Vec<i64>> { Ok(a.acls(oref(o))?.iter().map(|x| x.id.0).collect()) };
+    let acls_of = |o: Obj| -> Result<Vec<i64>> {
+        Ok(a.acls(oref(o), PageRequest::ALL)?
+            .items
+            .iter()
+            .map(|x| x.acl.id.0)
+            .collect())
+    };
     let drop_spare = |o: Obj| -> Result<()> {
-        for acl in a.acls(oref(o))? {
-            if acl.role_id == spare {
-                a.delete_acl(oref(o), acl.id)?;
+        for acl in a.acls(oref(o), PageRequest::ALL)?.items {
+            if acl.acl.role_id == spare {
+                a.delete_acl(oref(o), acl.acl.id)?;
             }
         }
         Ok(())
@@ -1307,9 +1321,10 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
                 format!("{who} grant {key} on {o:?}"),
                 want,
                 || {
-                    Ok(a.acls(oref(o))?
+                    Ok(a.acls(oref(o), PageRequest::ALL)?
+                        .items
                         .into_iter()
-                        .map(|x| (x.id.0, x.permissions))
+                        .map(|x| (x.acl.id.0, x.acl.permissions))
                         .collect::<Vec<_>>())
                 },
                 || s.grant(perm(key), spare, oref(o)),
@@ -1348,12 +1363,13 @@ fn fingerprint(w: &World) -> Result<Vec<(String, BTreeSet<i64>)>> {
         ),
     ];
     for d in a.document_ids(None)? {
-        let of_type = BTreeSet::from([a.document(d)?.document_type_id.0]);
+        let of_type = BTreeSet::from([a.document(d)?.document.document_type_id.0]);
         out.push((format!("type of {d}"), of_type));
         let files = a.files(d)?.iter().map(|f| f.id.0).collect();
         out.push((format!("files of {d}"), files));
         let values = a
-            .document_metadata_list(d)?
+            .document_metadata(d, PageRequest::ALL)
+            .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?
             .iter()
             .map(|v| v.id.0)
             .collect();

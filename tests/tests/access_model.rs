@@ -104,10 +104,10 @@ proptest! {
         let db = Docmeta::builder().config(fast_hashing()).open().expect("open");
         let s = db.system();
         let users: Vec<UserId> = (0..4).map(|i| s.create_user(&format!("u{i}"), "a long password", false).expect("user").id).collect();
-        let groups: Vec<GroupId> = (0..3).map(|i| s.create_group(&format!("g{i}")).expect("group")).collect();
-        let roles: Vec<RoleId> = (0..3).map(|i| s.create_role(&format!("r{i}")).expect("role")).collect();
+        let groups: Vec<GroupId> = (0..3).map(|i| s.create_group(&format!("g{i}")).expect("group").id).collect();
+        let roles: Vec<RoleId> = (0..3).map(|i| s.create_role(&format!("r{i}")).expect("role").id).collect();
         let types: Vec<DocumentTypeId> = (0..2).map(|i| s.create_document_type(&format!("t{i}")).expect("type").id).collect();
-        let docs: Vec<DocumentId> = [0, 0, 1, 1].iter().enumerate().map(|(i, t)| s.create_document(types[*t], &format!("d{i}"), &[]).expect("doc").id).collect();
+        let docs: Vec<DocumentId> = [0, 0, 1, 1].iter().enumerate().map(|(i, t)| s.create_document(types[*t], &format!("d{i}"), &[]).expect("doc").document.id).collect();
         let root = s.create_cabinet("root", None).expect("cabinet").id;
         let child = s.create_cabinet("child", Some(root)).expect("cabinet").id;
         let grandchild = s.create_cabinet("grandchild", Some(child)).expect("cabinet").id;

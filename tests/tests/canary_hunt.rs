@@ -87,16 +87,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::{Debug, Write as _};
 
 use access_model::{
-    ACL_EDIT, ACL_KINDS, ACL_VIEW, AclM, ActM, AssocM, CAB_EDIT, CabM, DM_VIEW, DOC_EDIT, DT_EDIT,
-    Dice, GROUP_EDIT, GROUP_VIEW, InstM, K, Model, Obj, ROLE_EDIT, RoleM, TrM, USER_EDIT,
-    USER_VIEW, UserM, ValM, WF_EDIT, WfM,
+    ACL_EDIT, ACL_KINDS, ACL_VIEW, AclM, ActM, AssocM, CAB_EDIT, CabM, DM_VIEW, DOC_CREATE,
+    DOC_EDIT, DT_EDIT, Dice, GROUP_EDIT, GROUP_VIEW, InstM, K, Model, Obj, ROLE_EDIT, RoleM, TrM,
+    USER_EDIT, USER_VIEW, UserM, ValM, WF_EDIT, WfM,
 };
 use docmeta_core::workflows::TransitionUpdate;
 use docmeta_core::{
     AclId, ActionKind, CabinetId, Docmeta, DocumentFileId, DocumentId, DocumentMetadataId,
-    DocumentTypeId, EventQuery, GroupId, MetadataTypeId, MetadataTypeInput, ObjectKind, ObjectRef,
-    PageRequest, Permission, Result, RoleId, Session, UserId, UserUpdate, WorkflowId,
-    WorkflowInstanceId, WorkflowStateId, WorkflowTransitionId,
+    DocumentQuery, DocumentTypeId, EventQuery, GroupId, MetadataTypeId, MetadataTypeInput,
+    ObjectKind, ObjectRef, PageRequest, Permission, Result, RoleId, Session, UserId, UserUpdate,
+    WorkflowId, WorkflowInstanceId, WorkflowStateId, WorkflowTransitionId,
 };
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -257,7 +257,14 @@ fn entitled(m: &Model, u: i64, home: Home) -> bool {
 fn edits(m: &Model, u: i64, home: Home) -> bool {
     match home {
         Home::DocLabel(d) => m.has(u, DOC_EDIT, (K::Doc, d)),
-        Home::DocTypeLabel(t) => m.has(u, DT_EDIT, (K::DocType, t)),
+        // The answer to the creation or a change of a document shows the document as a view
+        // does, with its type (docs/server.md: a creator gets the new record even without the
+        // view permission on it).
+        Home::DocTypeLabel(t) => {
+            m.has(u, DT_EDIT, (K::DocType, t))
+                || m.has(u, DOC_CREATE, (K::DocType, t))
+                || (m.docs.iter()).any(|(d, dt)| *dt == t && m.has(u, DOC_EDIT, (K::Doc, *d)))
+        }
         Home::Cabinet(c) => m.has(u, CAB_EDIT, (K::Cabinet, c)),
         Home::Role(r) => m.has(u, ROLE_EDIT, (K::Role, r)),
         Home::Workflow(w) => m.has(u, WF_EDIT, (K::Workflow, w)),
@@ -1011,13 +1018,13 @@ impl World {
         )?;
         let group = |w: &mut World| -> Result<i64> {
             let name = w.canary();
-            let id = s.create_group(&name)?.0;
+            let id = s.create_group(&name)?.id.0;
             w.canaries.register(&name, Home::Group(id));
             Ok(id)
         };
         let role = |w: &mut World| -> Result<i64> {
             let name = format!("role {}", w.canary());
-            let id = s.create_role(&name)?.0;
+            let id = s.create_role(&name)?.id.0;
             w.canaries.register(&name[5..], Home::Role(id));
             Ok(id)
         };
@@ -1184,7 +1191,11 @@ impl World {
                 if t == public {
                     values.push((MetadataTypeId(code), code_value.as_str()));
                 }
-                let d = s.create_document(DocumentTypeId(t), &label, &values)?.id.0;
+                let d = s
+                    .create_document(DocumentTypeId(t), &label, &values)?
+                    .document
+                    .id
+                    .0;
                 w.canaries.register(&label, Home::DocLabel(d));
                 w.canaries.register(&salary_value, Home::Value(d, salary));
                 w.canaries.register(&note_value, Home::Value(d, note));
@@ -1324,13 +1335,23 @@ impl World {
             );
         }
         for g in s.groups()? {
-            let members = s.group_members(g.id)?.iter().map(|u| u.0).collect();
+            let members = s
+                .group_members(g.id, PageRequest::ALL)?
+                .items
+                .iter()
+                .map(|u| u.id.0)
+                .collect();
             m.groups.insert(g.id.0, members);
         }
         for r in s.roles()? {
             let role = RoleM {
-                groups: s.role_groups(r.id)?.iter().map(|g| g.0).collect(),
-                global: (s.role_permissions(r.id)?.iter())
+                groups: s
+                    .role_groups(r.id, PageRequest::ALL)?
+                    .items
+                    .iter()
+                    .map(|g| g.id.0)
+                    .collect(),
+                global: (s.role_permissions(r.id, PageRequest::ALL)?.items.iter())
                     .map(|p| p.key().to_owned())
                     .collect(),
             };
@@ -1338,13 +1359,13 @@ impl World {
         }
         for t in s.document_types()? {
             m.dts.insert(t.id.0);
-            for a in s.associations(t.id)? {
+            for a in s.associations(t.id, PageRequest::ALL)?.items {
                 m.assocs.insert(
-                    a.id.0,
+                    a.association.id.0,
                     AssocM {
                         dt: t.id.0,
-                        mt: a.metadata_type_id.0,
-                        required: a.required,
+                        mt: a.association.metadata_type_id.0,
+                        required: a.association.required,
                     },
                 );
             }
@@ -1354,27 +1375,35 @@ impl World {
             x.mt_names.insert(t.id.0, t.name.clone());
             x.mt_defs.insert(t.id.0, t);
         }
-        for d in s.documents(None, DocumentId(0), 1000)? {
-            m.docs.insert(d.id.0, d.document_type_id.0);
-            for v in s.document_metadata_list(d.id)? {
+        for d in s
+            .documents(DocumentQuery::default(), PageRequest::new(1, 1000))?
+            .items
+        {
+            m.docs
+                .insert(d.document.id.0, d.document.document_type_id.0);
+            for v in s
+                .document_metadata(d.document.id, PageRequest::ALL)
+                .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?
+            {
                 m.values.insert(
                     v.id.0,
                     ValM {
-                        doc: d.id.0,
+                        doc: d.document.id.0,
                         mt: v.metadata_type_id.0,
                     },
                 );
-                x.values.insert((d.id.0, v.metadata_type_id.0), v.id.0);
+                x.values
+                    .insert((d.document.id.0, v.metadata_type_id.0), v.id.0);
                 x.texts.insert(v.id.0, v.value.clone());
             }
-            for f in s.files(d.id)? {
-                m.files.insert(f.id.0, d.id.0);
+            for f in s.files(d.document.id)? {
+                m.files.insert(f.id.0, d.document.id.0);
             }
-            for i in s.workflow_instances(d.id)? {
+            for i in s.workflow_instances(d.document.id)? {
                 m.insts.insert(
                     i.id.0,
                     InstM {
-                        doc: d.id.0,
+                        doc: d.document.id.0,
                         wf: i.workflow_id.0,
                         state: i.state_id.map(|s| s.0),
                     },
@@ -1382,7 +1411,12 @@ impl World {
             }
         }
         for c in s.cabinets()? {
-            let docs = s.cabinet_documents(c.id)?.iter().map(|d| d.0).collect();
+            let docs = s
+                .cabinet_documents(c.id, PageRequest::ALL)?
+                .items
+                .iter()
+                .map(|d| d.document.id.0)
+                .collect();
             m.cabs.insert(
                 c.id.0,
                 CabM {
@@ -1450,17 +1484,22 @@ impl World {
         }
         for k in ALL_KINDS {
             for id in objects(&m, k) {
-                let acls = s.acls(oref((k, id)))?;
+                let acls = s.acls(oref((k, id)), PageRequest::ALL)?.items;
                 if acls.is_empty() {
                     continue;
                 }
                 let by_role = m.acls.entry((k, id)).or_default();
                 for a in acls {
                     by_role.insert(
-                        a.role_id.0,
+                        a.acl.role_id.0,
                         AclM {
-                            id: a.id.0,
-                            perms: a.permissions.iter().map(|p| p.key().to_owned()).collect(),
+                            id: a.acl.id.0,
+                            perms: a
+                                .acl
+                                .permissions
+                                .iter()
+                                .map(|p| p.key().to_owned())
+                                .collect(),
                         },
                     );
                 }
@@ -1510,8 +1549,14 @@ impl World {
         let mut list = |name: String, ids: BTreeSet<i64>| {
             r.lists.insert(name, ids);
         };
-        if let Ok(x) = see!("documents".into(), s.documents(None, DocumentId(0), 1000)) {
-            list("documents".into(), x.iter().map(|d| d.id.0).collect());
+        if let Ok(x) = see!(
+            "documents".into(),
+            s.documents(DocumentQuery::default(), PageRequest::new(1, 1000))
+        ) {
+            list(
+                "documents".into(),
+                x.items.iter().map(|d| d.document.id.0).collect(),
+            );
         }
         if let Ok(x) = see!("document_types".into(), s.document_types()) {
             list("document types".into(), x.iter().map(|t| t.id.0).collect());
@@ -1574,12 +1619,12 @@ impl World {
         for d in m.docs.keys() {
             let doc = DocumentId(*d);
             if let Ok(x) = see!(
-                format!("document_metadata_list({d})"),
-                s.document_metadata_list(doc)
+                format!("document_metadata({d})"),
+                s.document_metadata(doc, PageRequest::ALL)
             ) {
                 lists.insert(
                     format!("values of document {d}"),
-                    x.iter().map(|v| v.id.0).collect(),
+                    x.items.iter().map(|v| v.value.id.0).collect(),
                 );
             }
             if let Ok(x) = see!(format!("files({d})"), s.files(doc)) {
@@ -1599,17 +1644,12 @@ impl World {
             }
         }
         see!(
-            "documents_page".into(),
-            s.documents_page(None, false, PageRequest::new(1, 500))
+            "documents".into(),
+            s.documents(DocumentQuery::default(), PageRequest::new(1, 500))
         );
         for d in choose(objects(m, K::Doc), &|d| m.seen(u, (K::Doc, d))) {
             let doc = DocumentId(d);
             see!(format!("document({d})"), s.document(doc));
-            see!(format!("document_view({d})"), s.document_view(doc));
-            see!(
-                format!("document_metadata_page({d})"),
-                s.document_metadata_page(doc, PageRequest::new(1, 500))
-            );
             let dt = m.docs[&d];
             for a in m.assocs.values().filter(|a| a.dt == dt) {
                 see!(
@@ -1633,14 +1673,7 @@ impl World {
         }) {
             let x = &m.values[&v];
             let (doc, id) = (DocumentId(x.doc), DocumentMetadataId(v));
-            see!(
-                format!("document_metadata({v})"),
-                s.document_metadata(doc, id)
-            );
-            see!(
-                format!("metadata_value_view({v})"),
-                s.metadata_value_view(doc, id)
-            );
+            see!(format!("metadata_value({v})"), s.metadata_value(doc, id));
         }
         for f in choose(objects(m, K::File), &|f| m.seen(u, (K::File, f))) {
             see!(format!("file({f})"), s.file(DocumentFileId(f)));
@@ -1669,10 +1702,9 @@ impl World {
         for t in choose(objects(m, K::DocType), &|t| m.seen(u, (K::DocType, t))) {
             let id = DocumentTypeId(t);
             see!(format!("document_type({t})"), s.document_type(id));
-            see!(format!("associations({t})"), s.associations(id));
             see!(
-                format!("associations_page({t})"),
-                s.associations_page(id, PageRequest::new(1, 500))
+                format!("associations({t})"),
+                s.associations(id, PageRequest::ALL)
             );
         }
         for t in choose(objects(m, K::MetaType), &|t| m.seen(u, (K::MetaType, t))) {
@@ -1698,10 +1730,9 @@ impl World {
         for c in choose(objects(m, K::Cabinet), &|c| m.seen(u, (K::Cabinet, c))) {
             let id = CabinetId(c);
             see!(format!("cabinet({c})"), s.cabinet(id));
-            see!(format!("cabinet_documents({c})"), s.cabinet_documents(id));
             see!(
-                format!("cabinet_documents_page({c})"),
-                s.cabinet_documents_page(id, PageRequest::new(1, 500))
+                format!("cabinet_documents({c})"),
+                s.cabinet_documents(id, PageRequest::ALL)
             );
         }
         for t in choose(m.users.keys().copied().collect(), &|t| m.user_visible(u, t)) {
@@ -1712,21 +1743,22 @@ impl World {
         }) {
             let id = GroupId(g);
             see!(format!("group({g})"), s.group(id));
-            see!(format!("group_members({g})"), s.group_members(id));
             see!(
-                format!("group_users_page({g})"),
-                s.group_users_page(id, PageRequest::new(1, 500))
+                format!("group_members({g})"),
+                s.group_members(id, PageRequest::ALL)
             );
         }
         for role in choose(objects(m, K::Role), &|r| m.seen(u, (K::Role, r))) {
             let id = RoleId(role);
             see!(format!("role({role})"), s.role(id));
-            see!(format!("role_groups({role})"), s.role_groups(id));
             see!(
-                format!("role_groups_page({role})"),
-                s.role_groups_page(id, PageRequest::new(1, 500))
+                format!("role_groups({role})"),
+                s.role_groups(id, PageRequest::ALL)
             );
-            see!(format!("role_permissions({role})"), s.role_permissions(id));
+            see!(
+                format!("role_permissions({role})"),
+                s.role_permissions(id, PageRequest::ALL)
+            );
         }
         // ACLs: of every object the user may view them on, and of one other.
         let all: Vec<Obj> = ALL_KINDS
@@ -1740,11 +1772,7 @@ impl World {
         }
         for (k, id) in shown {
             let o = oref((k, id));
-            see!(format!("acls({k:?} {id})"), s.acls(o));
-            see!(
-                format!("acls_page({k:?} {id})"),
-                s.acls_page(o, PageRequest::new(1, 500))
-            );
+            see!(format!("acls({k:?} {id})"), s.acls(o, PageRequest::ALL));
             for acl in m.acls.get(&(k, id)).into_iter().flat_map(|x| x.values()) {
                 see!(
                     format!("acl({k:?} {id}, {})", acl.id),
@@ -1777,13 +1805,12 @@ impl World {
             },
         };
         let events = see!("events".into(), s.events(&query));
-        see!("event_views".into(), s.event_views(&query));
         let newest = self.db.system().events(&EventQuery {
             limit: Some(1),
             ..Default::default()
         })?;
         let _ = events;
-        self.event_cursor[i] = newest.first().map(|e| (view, e.id));
+        self.event_cursor[i] = newest.first().map(|e| (view, e.event.id));
         Ok((lists, texts))
     }
 
@@ -2313,16 +2340,16 @@ impl World {
             (
                 format!(
                     "{:?}",
-                    s.search_documents(q, 1, 50).map(|p| (
+                    s.search_documents(q, PageRequest::new(1, 50)).map(|p| (
                         p.count,
-                        p.results.iter().map(|d| d.id.0).collect::<Vec<_>>()
+                        p.items.iter().map(|d| d.document.id.0).collect::<Vec<_>>()
                     ))
                 ),
                 format!(
                     "{:?}",
-                    s.search_metadata(q, 1, 50).map(|p| (
+                    s.search_metadata(q, PageRequest::new(1, 50)).map(|p| (
                         p.count,
-                        p.results.iter().map(|v| v.id.0).collect::<Vec<_>>()
+                        p.items.iter().map(|v| v.value.id.0).collect::<Vec<_>>()
                     ))
                 ),
             )
@@ -2347,8 +2374,8 @@ impl World {
             // What the pages hold is read like any answer.
             let pages = format!(
                 "{:?} {:?}",
-                s.search_documents_page(&q, PageRequest::new(1, 50)),
-                s.search_metadata_page(&q, PageRequest::new(1, 50))
+                s.search_documents(&q, PageRequest::new(1, 50)),
+                s.search_metadata(&q, PageRequest::new(1, 50))
             );
             self.scan(step, i, &format!("search_pages({q})"), &pages, out);
             // Nothing is the answer for a canary that exists nowhere, unless the partial value
@@ -2396,7 +2423,7 @@ fn grant_kind(g: &Grant) -> &'static str {
     }
 }
 
-/// A channel without its ids: `document_metadata_list(3)` -> `document_metadata_list`.
+/// A channel without its ids: `document_metadata(3)` -> `document_metadata`.
 fn channel_family(channel: &str) -> String {
     let (prefix, rest) = match channel.strip_prefix("answer:") {
         Some(rest) => ("the answer to ", rest),
@@ -2973,7 +3000,7 @@ impl World {
                     Some(acl) => s.acl_add_permission(oref(o), AclId(acl), perm(p)),
                     None => s
                         .create_acl(oref(o), RoleId(r))
-                        .and_then(|acl| s.acl_add_permission(oref(o), acl.id, perm(p))),
+                        .and_then(|acl| s.acl_add_permission(oref(o), acl.acl.id, perm(p))),
                 };
                 done!(
                     format!("create_acl/acl_add_permission({p}, role {r}, {k:?} {id})"),
@@ -3012,7 +3039,12 @@ impl World {
                 match existing {
                     Some(v) => done!(
                         format!("edit_document_metadata({d}, value {v} [mt {mt}], {value:?})"),
-                        s.edit_document_metadata(DocumentId(d), DocumentMetadataId(v), &value)
+                        s.edit_document_metadata(
+                            DocumentId(d),
+                            DocumentMetadataId(v),
+                            &value,
+                            None
+                        )
                     ),
                     None => done!(
                         format!("add_document_metadata({d}, {mt}, {value:?})"),
@@ -3051,7 +3083,7 @@ impl World {
                 };
                 let r = s.create_document(DocumentTypeId(dt), &text, &[]);
                 if let Ok(d) = &r {
-                    e.rewrites.insert(d.id.0);
+                    e.rewrites.insert(d.document.id.0);
                 }
                 done!(format!("create_document({dt})"), r)
             }
@@ -3318,7 +3350,8 @@ impl World {
                                     s.edit_document_metadata(
                                         DocumentId(d),
                                         DocumentMetadataId(*v),
-                                        ""
+                                        "",
+                                        None
                                     )
                                 ),
                                 None => done!(
@@ -3379,7 +3412,8 @@ impl World {
                             s.edit_document_metadata(
                                 DocumentId(x.doc),
                                 DocumentMetadataId(*v),
-                                &value
+                                &value,
+                                None
                             )
                         ),
                         None => done!(
@@ -3432,7 +3466,7 @@ impl World {
                 match self.x.values.get(&(d, mt)) {
                     Some(v) => done!(
                         format!("edit_document_metadata({d}, value {v} [mt {mt}], \"\")"),
-                        s.edit_document_metadata(DocumentId(d), DocumentMetadataId(*v), "")
+                        s.edit_document_metadata(DocumentId(d), DocumentMetadataId(*v), "", None)
                     ),
                     None => done!(
                         format!("add_document_metadata({d}, {mt}, \"\")"),
@@ -3523,7 +3557,12 @@ impl World {
                 match self.x.values.get(&(d, mt)) {
                     Some(v) => done!(
                         format!("edit_document_metadata({d}, value {v} [mt {mt}], {value})"),
-                        s.edit_document_metadata(DocumentId(d), DocumentMetadataId(*v), &value)
+                        s.edit_document_metadata(
+                            DocumentId(d),
+                            DocumentMetadataId(*v),
+                            &value,
+                            None
+                        )
                     ),
                     None => done!(
                         format!("add_document_metadata({d}, {mt}, {value})"),
@@ -3547,11 +3586,13 @@ impl World {
                     .collect();
                 let r = s.create_document(DocumentTypeId(dt), &label, &values);
                 if let Ok(d) = &r {
-                    self.canaries.register(&label, Home::DocLabel(d.id.0));
-                    e.rewrites.insert(d.id.0);
+                    self.canaries
+                        .register(&label, Home::DocLabel(d.document.id.0));
+                    e.rewrites.insert(d.document.id.0);
                     if let Some(mt) = salary {
-                        self.canaries.register(&value, Home::Value(d.id.0, mt));
-                        e.writes.push((d.id.0, mt));
+                        self.canaries
+                            .register(&value, Home::Value(d.document.id.0, mt));
+                        e.writes.push((d.document.id.0, mt));
                     }
                 }
                 done!(format!("create_document({dt}, {label})"), r)
@@ -3597,7 +3638,7 @@ impl World {
                         };
                         (
                             format!("rename_role({r}, {label})"),
-                            s.rename_role(RoleId(r), &label),
+                            s.rename_role(RoleId(r), &label).map(drop),
                             Some(Home::Role(r)),
                         )
                     }
@@ -3608,7 +3649,7 @@ impl World {
                         };
                         (
                             format!("rename_group({g}, {label})"),
-                            s.rename_group(GroupId(g), &label),
+                            s.rename_group(GroupId(g), &label).map(drop),
                             Some(Home::Group(g)),
                         )
                     }

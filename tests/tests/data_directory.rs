@@ -6,7 +6,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use docmeta_core::{Docmeta, DocumentId, MetadataTypeInput, Result};
+use docmeta_core::{Docmeta, DocumentQuery, MetadataTypeInput, PageRequest, Result};
 
 /// Opens `data` as a server would (with the worker), after writing its `config.yml` the way an
 /// operator does (with the shell's umask: `0644`) when `operator_config`.
@@ -79,14 +79,21 @@ fn populate(db: &Docmeta) -> Result<()> {
     admin.associate(t.id, number.id, false)?;
     admin.create_user("ann", "a long password", false)?;
     for i in 0..3 {
-        let d = admin.create_document(t.id, &format!("Invoice {i}"), &[(number.id, "INV-1")])?;
+        let d = admin
+            .create_document(t.id, &format!("Invoice {i}"), &[(number.id, "INV-1")])?
+            .document;
         let f = admin.add_file(d.id, "scan.pdf", &mut &vec![7u8; 300_000][..])?;
         if i == 0 {
             admin.delete_file(f.id)?;
         }
     }
     db.search_reindex(|_, _| {})?;
-    assert!(admin.search_documents("Invoice", 1, 10)?.count > 0);
+    assert!(
+        admin
+            .search_documents("Invoice", PageRequest::new(1, 10))?
+            .count
+            > 0
+    );
     Ok(())
 }
 
@@ -142,7 +149,10 @@ fn after_uploads_search_deletes_backup_and_restore_nothing_is_open_to_others() -
     let db = Docmeta::builder().data_dir(&restored).open()?;
     db.run_pending_tasks()?;
     assert_eq!(
-        db.system().documents(None, DocumentId(0), 10)?.len(),
+        db.system()
+            .documents(DocumentQuery::default(), PageRequest::new(1, 10))?
+            .items
+            .len(),
         3,
         "restored"
     );
@@ -169,7 +179,13 @@ fn an_installation_left_world_readable_is_made_owner_only_when_opened() -> Resul
     let db = open(&data, false)?;
     // Everything, tantivy's files and every stored or deleted document file included.
     assert_eq!(exposed(&data, true), Vec::<String>::new());
-    assert_eq!(db.system().documents(None, DocumentId(0), 10)?.len(), 3);
+    assert_eq!(
+        db.system()
+            .documents(DocumentQuery::default(), PageRequest::new(1, 10))?
+            .items
+            .len(),
+        3
+    );
     drop(db);
     // An operator (or `cp -r`) loosening the directory again: the next open closes it.
     std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).expect("chmod");

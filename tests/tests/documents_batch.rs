@@ -68,12 +68,12 @@ fn a_batch_creates_every_document_in_the_order_given_with_its_values() -> Result
             values: &[],
         },
     ])?;
-    let labels: Vec<&str> = created.iter().map(|d| d.label.as_str()).collect();
+    let labels: Vec<&str> = created.iter().map(|d| d.document.label.as_str()).collect();
     assert_eq!(labels, ["first", "second"]);
-    assert!(created[0].id < created[1].id);
+    assert!(created[0].document.id < created[1].document.id);
     assert_eq!(
         f.admin
-            .metadata_value_of(created[0].id, "status")?
+            .metadata_value_of(created[0].document.id, "status")?
             .as_deref(),
         Some("paid")
     );
@@ -89,7 +89,7 @@ fn a_batch_runs_the_pipeline_and_adds_required_defaults() -> Result<()> {
         label: "parsed",
         values: &values,
     }])?;
-    let doc = created[0].id;
+    let doc = created[0].document.id;
     assert_eq!(
         f.admin.metadata_value_of(doc, "due")?.as_deref(),
         Some("2030-01-31"),
@@ -187,8 +187,8 @@ fn a_batch_needs_document_create_on_every_type_it_names() -> Result<()> {
     let f = fixture()?;
     let other = f.admin.create_document_type("Contract")?.id;
     let user = f.admin.create_user("ann", "a long password", false)?.id;
-    let group = f.admin.create_group("Clerks")?;
-    let role = f.admin.create_role("Clerk")?;
+    let group = f.admin.create_group("Clerks")?.id;
+    let role = f.admin.create_role("Clerk")?.id;
     f.admin.set_group_member(group, user, true)?;
     f.admin.set_role_group(role, group, true)?;
     f.admin.grant(
@@ -241,7 +241,7 @@ fn a_batch_records_the_events_of_one_by_one_creation() -> Result<()> {
             ..Default::default()
         })?
         .into_iter()
-        .map(|e| e.name)
+        .map(|e| e.event.name)
         .collect())
     };
     assert_eq!(names(&f.admin)?, names(&one_by_one.admin)?);

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use docmeta_core::backup::{prune_backups, restore, verify_backup};
 use docmeta_core::config::StorageBackend;
 use docmeta_core::{
-    Config, Docmeta, DocumentId, Error, MetadataTypeInput, ObjectKind, ObjectRef, Permission,
-    Result,
+    Config, Docmeta, DocumentId, DocumentQuery, Error, MetadataTypeInput, ObjectKind, ObjectRef,
+    PageRequest, Permission, Result,
 };
 
 fn config(encrypted: bool) -> Config {
@@ -56,17 +56,19 @@ fn populate(db: &Docmeta) -> Result<Vec<(DocumentId, Vec<u8>)>> {
     let number = admin.create_metadata_type(MetadataTypeInput::new("number", "Number"))?;
     admin.associate(invoice.id, number.id, false)?;
     let user = admin.create_user("ann", "a long password", false)?.id;
-    let group = admin.create_group("G")?;
-    let role = admin.create_role("R")?;
+    let group = admin.create_group("G")?.id;
+    let role = admin.create_role("R")?.id;
     admin.set_group_member(group, user, true)?;
     admin.set_role_group(role, group, true)?;
     let mut out = Vec::new();
     for i in 0..4u8 {
-        let d = admin.create_document(
-            invoice.id,
-            &format!("Invoice {i}"),
-            &[(number.id, &format!("INV-{i}"))],
-        )?;
+        let d = admin
+            .create_document(
+                invoice.id,
+                &format!("Invoice {i}"),
+                &[(number.id, &format!("INV-{i}"))],
+            )?
+            .document;
         let content = bytes(100_000 * usize::from(i) + 7, i);
         admin.add_file(d.id, &format!("scan-{i}.pdf"), &mut &content[..])?;
         out.push((d.id, content));
@@ -315,7 +317,12 @@ fn backup_restore_round_trip_is_identical() -> Result<()> {
     }
     // The queued rebuild makes search find the restored documents.
     db.run_pending_tasks()?;
-    assert_eq!(db.system().search_documents("invoice", 1, 10)?.count, 4);
+    assert_eq!(
+        db.system()
+            .search_documents("invoice", PageRequest::new(1, 10))?
+            .count,
+        4
+    );
     Ok(())
 }
 
@@ -581,10 +588,13 @@ fn a_backup_from_an_older_schema_is_migrated_on_restore() -> Result<()> {
     let since_1: Vec<u32> = (2..=docmeta_core::store::SCHEMA_VERSION).collect();
     assert_eq!((r.migrations, r.documents), (since_1, 1));
     let db = open(&target, None)?;
-    let docs = db.system().documents(None, DocumentId(0), 10)?;
-    assert_eq!(docs[0].label, "Dear reader");
+    let docs = db
+        .system()
+        .documents(DocumentQuery::default(), PageRequest::new(1, 10))?
+        .items;
+    assert_eq!(docs[0].document.label, "Dear reader");
     assert!(
-        db.system().files(docs[0].id)?.is_empty(),
+        db.system().files(docs[0].document.id)?.is_empty(),
         "the new table exists"
     );
     Ok(())
@@ -686,7 +696,13 @@ fn target_and_backup(out: &Path) -> Result<(PathBuf, Vec<String>, PathBuf)> {
 fn assert_untouched(out: &Path, target: &Path, before: &[String]) -> Result<()> {
     assert_eq!(dump(target), before, "the target's database changed");
     let db = open(target, None)?;
-    assert_eq!(db.system().documents(None, DocumentId(0), 10)?.len(), 4);
+    assert_eq!(
+        db.system()
+            .documents(DocumentQuery::default(), PageRequest::new(1, 10))?
+            .items
+            .len(),
+        4
+    );
     let leftovers: Vec<_> = std::fs::read_dir(out)
         .expect("read_dir")
         .filter_map(|e| e.ok())
@@ -758,9 +774,12 @@ fn a_successful_restore_replaces_the_target_and_removes_the_old_one() -> Result<
     let (target, _, archive) = target_and_backup(out.path())?;
     restore(&[archive], &target, None)?;
     let db = open(&target, None)?;
-    let docs = db.system().documents(None, DocumentId(0), 10)?;
+    let docs = db
+        .system()
+        .documents(DocumentQuery::default(), PageRequest::new(1, 10))?
+        .items;
     assert_eq!(docs.len(), 1);
-    assert_eq!(docs[0].label, "From the backup");
+    assert_eq!(docs[0].document.label, "From the backup");
     let names: Vec<String> = std::fs::read_dir(out.path())
         .expect("read_dir")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
@@ -871,7 +890,7 @@ fn two_same_size_files(
     let t = admin.create_document_type("Contract")?;
     let mut out = Vec::new();
     for (label, seed) in [("Mine", 1u8), ("Theirs", 2u8)] {
-        let d = admin.create_document(t.id, label, &[])?;
+        let d = admin.create_document(t.id, label, &[])?.document;
         let content = bytes(size, seed);
         let f = admin.add_file(d.id, &format!("{label}.pdf"), &mut &content[..])?;
         out.push((f.id, content));
@@ -1202,7 +1221,7 @@ fn a_restore_needing_more_space_than_is_free_is_refused_before_it_writes() -> Re
     let db = open(&src, None)?;
     let admin = db.system();
     let t = admin.create_document_type("Scan")?;
-    let d = admin.create_document(t.id, "Large scan", &[])?;
+    let d = admin.create_document(t.id, "Large scan", &[])?.document;
     admin.add_file(d.id, "scan.tiff", &mut &bytes(60 << 20, 3)[..])?;
     let archive = out.path().join("big.tar.zst");
     db.backup(&archive, None, |_, _| {})?;

@@ -32,10 +32,12 @@ fn concurrent_edits_with_refused_ones_commit_and_publish_all_the_others() {
         .map(|i| {
             let doc = admin
                 .create_document(invoices.id, &format!("INV-{i}"), &[])
-                .expect("document");
+                .expect("document")
+                .document;
             let value = admin
                 .add_document_metadata(doc.id, due.id, "01/01/2030")
-                .expect("value");
+                .expect("value")
+                .value;
             (doc.id, value.id)
         })
         .collect();
@@ -62,7 +64,7 @@ fn concurrent_edits_with_refused_ones_commit_and_publish_all_the_others() {
                         } else {
                             format!("{:02}/{:02}/2031", n + 1, i + 1)
                         };
-                        match session.edit_document_metadata(doc, value, &text) {
+                        match session.edit_document_metadata(doc, value, &text, None) {
                             Ok(_) => {}
                             Err(Error::Validation { .. }) if i == 0 => refused += 1,
                             Err(e) => panic!("writer {i}, edit {n}: {e}"),

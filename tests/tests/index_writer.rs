@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use docmeta_core::search::{SearchTicket, SearchWork, SearchWorkRun, SearchWorkState};
-use docmeta_core::{DATA_DIRECTORY_IN_USE, Docmeta, Error, Result};
+use docmeta_core::{DATA_DIRECTORY_IN_USE, Docmeta, Error, PageRequest, Result};
 
 /// Opens `dir` as a server would (its worker takes the index writer at once).
 fn server(dir: &Path) -> Result<Docmeta> {
@@ -53,8 +53,13 @@ fn a_process_without_the_writer_writes_the_database() -> Result<()> {
     let other = command(dir.path())?;
     let s = other.system();
     let t = s.create_document_type("Memo")?;
-    let d = s.create_document(t.id, "written beside the writer", &[])?;
-    assert_eq!(s.document(d.id)?.label, "written beside the writer");
+    let d = s
+        .create_document(t.id, "written beside the writer", &[])?
+        .document;
+    assert_eq!(
+        s.document(d.id)?.document.label,
+        "written beside the writer"
+    );
     assert_eq!(other.wait_for_index()?, 0, "the holder applies the events");
     Ok(())
 }
@@ -67,11 +72,15 @@ fn a_reader_sees_what_the_writer_indexed() -> Result<()> {
     assert!(!reader.writes_search_index()?);
     let s = reader.system();
     let t = s.create_document_type("Memo")?;
-    let d = s.create_document(t.id, "quarterly figures", &[])?;
+    let d = s.create_document(t.id, "quarterly figures", &[])?.document;
     writer.wait_for_index()?;
-    let found = s.search_documents("quarterly", 1, 10)?;
+    let found = s.search_documents("quarterly", PageRequest::new(1, 10))?;
     assert_eq!(
-        found.results.iter().map(|d| d.id).collect::<Vec<_>>(),
+        found
+            .items
+            .iter()
+            .map(|d| d.document.id)
+            .collect::<Vec<_>>(),
         [d.id]
     );
     assert_eq!(reader.search_status()?.events_behind, 0);
@@ -227,8 +236,8 @@ fn a_grant_made_by_another_process_on_the_same_sqlite_file_is_followed() -> Resu
     let user = admin.create_user("bob", "bob's password", false)?;
     let cli = command(dir.path())?;
     let cli_admin = cli.system();
-    let role = cli_admin.create_role("Readers")?;
-    let group = cli_admin.create_group("Staff")?;
+    let role = cli_admin.create_role("Readers")?.id;
+    let group = cli_admin.create_group("Staff")?.id;
     cli_admin.set_group_member(group, user.id, true)?;
     cli_admin.set_role_group(role, group, true)?;
     cli_admin.grant_global(docmeta_core::access::Permission::DocumentTypeView, role)?;
@@ -253,10 +262,10 @@ fn a_grant_and_a_revoke_by_another_process_on_the_same_sqlite_file_are_honoured_
     let server = writer_without_worker(dir.path())?;
     let admin = server.system();
     let t = admin.create_document_type("Secret")?;
-    let doc = admin.create_document(t.id, "payroll", &[])?;
+    let doc = admin.create_document(t.id, "payroll", &[])?.document;
     let user = admin.create_user("eve", "eve's password", false)?;
-    let group = admin.create_group("Staff")?;
-    let role = admin.create_role("Readers")?;
+    let group = admin.create_group("Staff")?.id;
+    let role = admin.create_role("Readers")?.id;
     admin.set_group_member(group, user.id, true)?;
     admin.set_role_group(role, group, true)?;
     let reader = server.session(user.id);
@@ -272,7 +281,7 @@ fn a_grant_and_a_revoke_by_another_process_on_the_same_sqlite_file_are_honoured_
             "round {round}: revoked"
         );
     }
-    let other = cli.system().create_document(t.id, "another", &[])?;
+    let other = cli.system().create_document(t.id, "another", &[])?.document;
     cli.system().grant(
         Permission::DocumentView,
         role,
@@ -295,10 +304,10 @@ fn parent_links_set_by_another_process_are_followed_at_once() -> Result<()> {
     let server = writer_without_worker(dir.path())?;
     let admin = server.system();
     let t = admin.create_document_type("Memo")?;
-    let doc = admin.create_document(t.id, "minutes", &[])?;
+    let doc = admin.create_document(t.id, "minutes", &[])?.document;
     let user = admin.create_user("eve", "eve's password", false)?;
-    let group = admin.create_group("Staff")?;
-    let role = admin.create_role("Readers")?;
+    let group = admin.create_group("Staff")?.id;
+    let role = admin.create_role("Readers")?.id;
     admin.set_group_member(group, user.id, true)?;
     admin.set_role_group(role, group, true)?;
     let on_doc = ObjectRef::new(ObjectKind::DOCUMENT, doc.id.0);

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use docmeta_core::events::names;
-use docmeta_core::{Config, Docmeta, Error, EventQuery, MetadataTypeInput, Result};
+use docmeta_core::{Config, Docmeta, Error, EventQuery, MetadataTypeInput, PageRequest, Result};
 
 fn names_of(db: &Docmeta) -> Result<Vec<String>> {
     Ok(db
@@ -27,7 +27,7 @@ fn rule_1_required_association_adds_the_rendered_default_to_existing_documents()
     let docs: Vec<_> = (0..1200)
         .map(|i| s.create_document(invoice.id, &format!("inv {i}"), &[]))
         .collect::<Result<_>>()?;
-    let untouched = s.create_document(other.id, "other", &[])?;
+    let untouched = s.create_document(other.id, "other", &[])?.document;
     let status = s.create_metadata_type(
         MetadataTypeInput::new("status", "Status").default_value("{{ document.label|upper }}"),
     )?;
@@ -36,22 +36,28 @@ fn rule_1_required_association_adds_the_rendered_default_to_existing_documents()
     s.associate(invoice.id, plain.id, true)?;
     s.associate(other.id, plain.id, false)?;
     // The work is a task: nothing happened yet.
-    assert!(s.document_metadata_list(docs[0].id)?.is_empty());
+    assert!(
+        s.document_metadata(docs[0].document.id, PageRequest::ALL)
+            .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?
+            .is_empty()
+    );
     assert_eq!(db.open_tasks()?.len(), 2);
     assert_eq!(db.run_pending_tasks()?, 2);
     for (i, d) in docs.iter().enumerate() {
         assert_eq!(
-            s.metadata_value_of(d.id, "status")?,
+            s.metadata_value_of(d.document.id, "status")?,
             Some(format!("INV {i}"))
         );
         assert_eq!(
-            s.metadata_value_of(d.id, "note")?.as_deref(),
+            s.metadata_value_of(d.document.id, "note")?.as_deref(),
             Some(""),
             "no default: empty value"
         );
     }
     assert!(
-        s.document_metadata_list(untouched.id)?.is_empty(),
+        s.document_metadata(untouched.id, PageRequest::ALL)
+            .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?
+            .is_empty(),
         "other types untouched (optional)"
     );
     let added = names_of(&db)?
@@ -63,13 +69,19 @@ fn rule_1_required_association_adds_the_rendered_default_to_existing_documents()
     let rerun = db.system().associate(invoice.id, status.id, true);
     assert!(matches!(rerun, Err(Error::Conflict { .. })));
     let a = s
-        .associations(invoice.id)?
+        .associations(invoice.id, PageRequest::ALL)?
+        .items
         .into_iter()
-        .find(|a| a.metadata_type_id == status.id)
+        .find(|a| a.association.metadata_type_id == status.id)
         .expect("association");
-    s.update_association(invoice.id, a.id, true)?;
+    s.update_association(invoice.id, a.association.id, true)?;
     db.run_pending_tasks()?;
-    assert_eq!(s.document_metadata_list(docs[0].id)?.len(), 2);
+    assert_eq!(
+        s.document_metadata(docs[0].document.id, PageRequest::ALL)
+            .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?
+            .len(),
+        2
+    );
     Ok(())
 }
 
@@ -78,9 +90,9 @@ fn rule_1_when_an_association_becomes_required() -> Result<()> {
     let db = Docmeta::in_memory()?;
     let s = db.system();
     let dt = s.create_document_type("T")?;
-    let d = s.create_document(dt.id, "d", &[])?;
+    let d = s.create_document(dt.id, "d", &[])?.document;
     let mt = s.create_metadata_type(MetadataTypeInput::new("m", "M").default_value("x"))?;
-    let a = s.associate(dt.id, mt.id, false)?;
+    let a = s.associate(dt.id, mt.id, false)?.association;
     assert!(db.open_tasks()?.is_empty(), "optional: no task");
     s.update_association(dt.id, a.id, true)?;
     db.run_pending_tasks()?;
@@ -95,10 +107,10 @@ fn rule_2_deleting_an_association_removes_values_of_that_document_type_only() ->
     let a_type = s.create_document_type("A")?;
     let b_type = s.create_document_type("B")?;
     let mt = s.create_metadata_type(MetadataTypeInput::new("m", "M"))?;
-    let assoc_a = s.associate(a_type.id, mt.id, false)?;
+    let assoc_a = s.associate(a_type.id, mt.id, false)?.association;
     s.associate(b_type.id, mt.id, false)?;
-    let a = s.create_document(a_type.id, "a", &[(mt.id, "1")])?;
-    let b = s.create_document(b_type.id, "b", &[(mt.id, "2")])?;
+    let a = s.create_document(a_type.id, "a", &[(mt.id, "1")])?.document;
+    let b = s.create_document(b_type.id, "b", &[(mt.id, "2")])?.document;
     s.delete_association(a_type.id, assoc_a.id)?;
     assert_eq!(
         s.metadata_value_of(a.id, "m")?.as_deref(),
@@ -117,8 +129,8 @@ fn rule_2_task_skips_a_type_that_was_associated_again() -> Result<()> {
     let s = db.system();
     let dt = s.create_document_type("A")?;
     let mt = s.create_metadata_type(MetadataTypeInput::new("m", "M"))?;
-    let a = s.associate(dt.id, mt.id, false)?;
-    let d = s.create_document(dt.id, "a", &[(mt.id, "1")])?;
+    let a = s.associate(dt.id, mt.id, false)?.association;
+    let d = s.create_document(dt.id, "a", &[(mt.id, "1")])?.document;
     s.delete_association(dt.id, a.id)?;
     s.associate(dt.id, mt.id, false)?;
     db.run_pending_tasks()?;
@@ -133,8 +145,8 @@ fn rule_3_deleting_a_metadata_type_cascades_with_events() -> Result<()> {
     let dt = s.create_document_type("A")?;
     let mt = s.create_metadata_type(MetadataTypeInput::new("m", "M"))?;
     s.associate(dt.id, mt.id, true)?;
-    let d1 = s.create_document(dt.id, "1", &[(mt.id, "x")])?;
-    let d2 = s.create_document(dt.id, "2", &[(mt.id, "y")])?;
+    let d1 = s.create_document(dt.id, "1", &[(mt.id, "x")])?.document;
+    let d2 = s.create_document(dt.id, "2", &[(mt.id, "y")])?.document;
     let before = names_of(&db)?.len();
     s.delete_metadata_type(mt.id)?;
     let after: Vec<String> = names_of(&db)?.split_off(before);
@@ -147,9 +159,14 @@ fn rule_3_deleting_a_metadata_type_cascades_with_events() -> Result<()> {
             names::METADATA_TYPE_DELETED
         ]
     );
-    assert!(s.associations(dt.id)?.is_empty());
+    assert!(s.associations(dt.id, PageRequest::ALL)?.items.is_empty());
     assert!(
-        s.document_metadata_list(d1.id)?.is_empty() && s.document_metadata_list(d2.id)?.is_empty()
+        s.document_metadata(d1.id, PageRequest::ALL)
+            .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?
+            .is_empty()
+            && s.document_metadata(d2.id, PageRequest::ALL)
+                .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?
+                .is_empty()
     );
     assert!(matches!(s.metadata_type(mt.id), Err(Error::NotFound(_))));
     Ok(())
@@ -171,12 +188,14 @@ fn rule_4_changing_a_document_type() -> Result<()> {
     s.associate(old.id, only_old.id, false)?;
     s.associate(new.id, shared.id, false)?;
     s.associate(new.id, required_new.id, true)?;
-    let d = s.create_document(
-        old.id,
-        "d",
-        &[(shared.id, "kept"), (only_old.id, "dropped")],
-    )?;
-    let changed = s.change_document_type(d.id, new.id)?;
+    let d = s
+        .create_document(
+            old.id,
+            "d",
+            &[(shared.id, "kept"), (only_old.id, "dropped")],
+        )?
+        .document;
+    let changed = s.change_document_type(d.id, new.id)?.document;
     assert_eq!(changed.document_type_id, new.id);
     assert_eq!(
         s.metadata_value_of(d.id, "shared")?.as_deref(),
@@ -203,11 +222,11 @@ fn events_of_spec_6_with_targets_and_subscribers() -> Result<()> {
     let mt = s.create_metadata_type(MetadataTypeInput::new("m", "M"))?;
     let mut input = MetadataTypeInput::new("m", "M2");
     s.update_metadata_type(mt.id, input.clone())?;
-    let a = s.associate(dt.id, mt.id, false)?;
-    let d = s.create_document(dt.id, "d", &[])?;
-    let v = s.add_document_metadata(d.id, mt.id, "1")?;
-    s.edit_document_metadata(d.id, v.id, "2")?;
-    s.edit_document_metadata(d.id, v.id, "2")?;
+    let a = s.associate(dt.id, mt.id, false)?.association;
+    let d = s.create_document(dt.id, "d", &[])?.document;
+    let v = s.add_document_metadata(d.id, mt.id, "1")?.value;
+    s.edit_document_metadata(d.id, v.id, "2", None)?;
+    s.edit_document_metadata(d.id, v.id, "2", None)?;
     s.remove_document_metadata(d.id, v.id)?;
     s.update_association(dt.id, a.id, false)?;
     s.delete_association(dt.id, a.id)?;
@@ -274,7 +293,7 @@ fn the_data_directory_and_task_durability_across_restarts() -> Result<()> {
             .open()?;
         let s = db.system();
         let dt = s.create_document_type("T")?;
-        let d = s.create_document(dt.id, "d", &[])?;
+        let d = s.create_document(dt.id, "d", &[])?.document;
         let mt = s.create_metadata_type(MetadataTypeInput::new("m", "M").default_value("v"))?;
         s.associate(dt.id, mt.id, true)?;
         (dt, mt, d)
@@ -346,7 +365,7 @@ fn one_value_per_document_and_type_under_concurrent_writers() -> Result<()> {
     let dt = s.create_document_type("T")?;
     let mt = s.create_metadata_type(MetadataTypeInput::new("m", "M"))?;
     s.associate(dt.id, mt.id, false)?;
-    let d = s.create_document(dt.id, "d", &[])?;
+    let d = s.create_document(dt.id, "d", &[])?.document;
     let results: Vec<Result<_>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..8)
             .map(|i| {
@@ -366,7 +385,12 @@ fn one_value_per_document_and_type_under_concurrent_writers() -> Result<()> {
             .filter_map(|r| r.as_ref().err())
             .all(|e| matches!(e, Error::Conflict { .. }))
     );
-    assert_eq!(s.document_metadata_list(d.id)?.len(), 1);
+    assert_eq!(
+        s.document_metadata(d.id, PageRequest::ALL)
+            .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?
+            .len(),
+        1
+    );
     Ok(())
 }
 
@@ -377,14 +401,20 @@ fn required_metadata_cannot_be_removed_and_empty_edit_reapplies_default() -> Res
     let dt = s.create_document_type("T")?;
     let mt = s.create_metadata_type(MetadataTypeInput::new("m", "M").default_value("dflt"))?;
     s.associate(dt.id, mt.id, true)?;
-    let d = s.create_document(dt.id, "d", &[(mt.id, "given")])?;
-    let v = s.document_metadata_list(d.id)?.remove(0);
+    let d = s.create_document(dt.id, "d", &[(mt.id, "given")])?.document;
+    let v = s
+        .document_metadata(d.id, PageRequest::ALL)
+        .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?
+        .remove(0);
     assert_eq!(v.value, "given");
     let err = s
         .remove_document_metadata(d.id, v.id)
         .expect_err("required");
     assert!(matches!(err, Error::Validation { ref field, .. } if field == "non_field_errors"));
-    assert_eq!(s.edit_document_metadata(d.id, v.id, "")?.value, "dflt");
+    assert_eq!(
+        s.edit_document_metadata(d.id, v.id, "", None)?.value.value,
+        "dflt"
+    );
     let doc_type_with_docs = s.delete_document_type(dt.id).expect_err("has documents");
     assert!(matches!(doc_type_with_docs, Error::Validation { .. }));
     Ok(())
@@ -401,7 +431,7 @@ fn schema_export_apply_round_trip_dry_run_and_atomicity() -> Result<()> {
             .parser("svc.apps.metadata.metadata_parsers.DateParser", ""),
     )?;
     s.associate(dt.id, mt.id, true)?;
-    let role = s.create_role("Clerks")?;
+    let role = s.create_role("Clerks")?.id;
     s.grant_global(docmeta_core::Permission::DocumentView, role)?;
     let yaml = export(&source)?.to_yaml()?;
     let schema = Schema::from_yaml(&yaml)?;

@@ -36,7 +36,7 @@ fn a_replacement_expansion_is_refused_while_it_is_built() -> Result<()> {
         format!("pattern: '.'\nreplacement: '{replacement}'"),
     ))?;
     s.associate(dt.id, mt.id, false)?;
-    let doc = s.create_document(dt.id, "doc", &[])?;
+    let doc = s.create_document(dt.id, "doc", &[])?.document;
 
     let before = peak_kib();
     for _ in 0..3 {

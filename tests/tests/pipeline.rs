@@ -6,7 +6,7 @@ use docmeta_core::metadata::parsers::{
 use docmeta_core::metadata::validators::{
     DateAndTimeValidator, DateValidator, RegularExpressionValidator, TimeValidator, Validator,
 };
-use docmeta_core::{Docmeta, DocumentId, Error, MetadataTypeInput, Result, Session};
+use docmeta_core::{Docmeta, DocumentId, Error, MetadataTypeInput, PageRequest, Result, Session};
 
 const V: &str = "svc.apps.metadata.metadata_validators.";
 const P: &str = "svc.apps.metadata.metadata_parsers.";
@@ -25,12 +25,13 @@ fn fixture(
     let doc = s.create_document(dt.id, "doc", &[])?;
     s.associate(dt.id, mt.id, required)?;
     db.run_pending_tasks()?;
-    Ok((s, doc.id, mt.id))
+    Ok((s, doc.document.id, mt.id))
 }
 
 fn add(input: MetadataTypeInput, value: &str) -> Result<String> {
     let (s, doc, mt) = fixture(input, false)?;
-    s.add_document_metadata(doc, mt, value).map(|m| m.value)
+    s.add_document_metadata(doc, mt, value)
+        .map(|m| m.value.value)
 }
 
 fn validation_field(r: Result<String>) -> Option<String> {
@@ -129,21 +130,25 @@ fn step_1_empty_value_takes_the_rendered_default() -> Result<()> {
 fn step_2_required_and_still_empty_is_a_validation_error() -> Result<()> {
     let (s, doc, mt) = fixture(MetadataTypeInput::new("number", "Number"), true)?;
     // The required type was added to the new document empty (spec 2.4 rule 1 semantics).
-    let existing = s.document_metadata_list(doc)?;
+    let existing = s
+        .document_metadata(doc, PageRequest::ALL)
+        .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?;
     assert_eq!(existing.len(), 1);
     let err = s
-        .edit_document_metadata(doc, existing[0].id, "")
+        .edit_document_metadata(doc, existing[0].id, "", None)
         .expect_err("required");
     assert!(
         matches!(err, Error::Validation { ref field, .. } if field == "value"),
         "{err}"
     );
     let err = s
-        .edit_document_metadata(doc, existing[0].id, "   ")
+        .edit_document_metadata(doc, existing[0].id, "   ", None)
         .expect_err("blank is empty");
     assert!(matches!(err, Error::Validation { .. }));
     assert_eq!(
-        s.edit_document_metadata(doc, existing[0].id, "42")?.value,
+        s.edit_document_metadata(doc, existing[0].id, "42", None)?
+            .value
+            .value,
         "42"
     );
     let _ = mt;
@@ -196,7 +201,7 @@ fn step_3_lookup() -> Result<()> {
     let (s, doc, mt) = fixture(users, false)?;
     s.create_user("ann", "long enough pw", false)?;
     assert_eq!(s.lookup_choices(mt, None)?, Some(vec!["ann".to_string()]));
-    assert_eq!(s.add_document_metadata(doc, mt, "ann")?.value, "ann");
+    assert_eq!(s.add_document_metadata(doc, mt, "ann")?.value.value, "ann");
     let groups = MetadataTypeInput::new("team", "Team").lookup("{{ groups|join(',') }}");
     let (s, doc, mt) = fixture(groups, false)?;
     s.create_group("Sales")?;
@@ -398,9 +403,11 @@ fn document_accessors_in_templates() -> Result<()> {
     ))?;
     s.associate(dt.id, party.id, false)?;
     s.associate(dt.id, summary.id, false)?;
-    let doc = s.create_document(dt.id, "c", &[(party.id, "ACME")])?;
+    let doc = s
+        .create_document(dt.id, "c", &[(party.id, "ACME")])?
+        .document;
     assert_eq!(
-        s.add_document_metadata(doc.id, summary.id, "")?.value,
+        s.add_document_metadata(doc.id, summary.id, "")?.value.value,
         "ACME/True/party/Contract"
     );
     assert_eq!(
@@ -515,7 +522,9 @@ fn a_new_document_without_a_value_for_a_required_type_without_default_is_refused
     );
     assert!(s.document_ids(None)?.is_empty(), "nothing was created");
     assert_eq!(
-        s.create_document(dt.id, "doc", &[(number.id, "42")])?.label,
+        s.create_document(dt.id, "doc", &[(number.id, "42")])?
+            .document
+            .label,
         "doc"
     );
     Ok(())
@@ -529,7 +538,7 @@ fn a_new_document_takes_the_default_of_a_required_type_not_given() -> Result<()>
     let status =
         s.create_metadata_type(MetadataTypeInput::new("status", "Status").default_value("draft"))?;
     s.associate(dt.id, status.id, true)?;
-    let doc = s.create_document(dt.id, "doc", &[])?;
+    let doc = s.create_document(dt.id, "doc", &[])?.document;
     assert_eq!(
         s.metadata_value_of(doc.id, "status")?.as_deref(),
         Some("draft")
@@ -549,7 +558,7 @@ fn a_refused_initial_value_creates_no_document() -> Result<()> {
     assert_eq!(
         validation_field(
             s.create_document(dt.id, "doc", &[(due.id, "soon")])
-                .map(|d| d.label)
+                .map(|d| d.document.label)
         ),
         Some("metadata[0].value".into())
     );
@@ -597,10 +606,10 @@ fn a_document_created_with_a_file_and_values_has_both() -> Result<()> {
         "scan.pdf",
         &mut &b"%PDF"[..],
     )?;
-    assert_eq!(file.document_id, doc.id);
+    assert_eq!(file.document_id, doc.document.id);
     assert_eq!(s.read_file(file.id)?, b"%PDF");
     assert_eq!(
-        s.metadata_value_of(doc.id, "number")?.as_deref(),
+        s.metadata_value_of(doc.document.id, "number")?.as_deref(),
         Some("42")
     );
     Ok(())
@@ -629,12 +638,12 @@ fn a_documents_lookup_choices_are_rendered_for_that_document() -> Result<()> {
         MetadataTypeInput::new("copy", "Copy").lookup("{{ document.label }},none"),
     )?;
     s.associate(dt.id, mt.id, false)?;
-    let doc = s.create_document(dt.id, "INV-1", &[])?;
+    let doc = s.create_document(dt.id, "INV-1", &[])?.document;
     assert_eq!(
         s.document_lookup_choices(doc.id, mt.id)?,
         Some(vec!["INV-1".to_string(), "none".to_string()])
     );
-    let stray = s.create_document(other.id, "x", &[])?;
+    let stray = s.create_document(other.id, "x", &[])?.document;
     assert!(
         matches!(
             s.document_lookup_choices(stray.id, mt.id),

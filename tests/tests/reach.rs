@@ -8,7 +8,7 @@ use docmeta_core::events::names;
 use docmeta_core::workflows::WorkflowInstance;
 use docmeta_core::{
     Docmeta, DocumentId, Error, EventQuery, GroupId, MetadataTypeInput, ObjectKind, ObjectRef,
-    Permission as P, Result, RoleId, Session, UserId, UserUpdate,
+    PageRequest, Permission as P, Result, RoleId, Session, UserId, UserUpdate,
 };
 
 /// A superuser `root`; `mallory`, a member of group `Staff` holding role `Staff` (to which each
@@ -39,13 +39,13 @@ fn world() -> Result<World> {
     let admin = db.system();
     admin.create_user("root", "root password", true)?;
     let mallory = admin.create_user("mallory", "mallory password", false)?.id;
-    let staff_group = admin.create_group("Staff")?;
-    let staff = admin.create_role("Staff")?;
+    let staff_group = admin.create_group("Staff")?.id;
+    let staff = admin.create_role("Staff")?.id;
     admin.set_group_member(staff_group, mallory, true)?;
     admin.set_role_group(staff, staff_group, true)?;
     let boss = admin.create_user("boss", "boss password", false)?.id;
-    let bosses_group = admin.create_group("Bosses")?;
-    let bosses = admin.create_role("Bosses")?;
+    let bosses_group = admin.create_group("Bosses")?.id;
+    let bosses = admin.create_role("Bosses")?.id;
     for p in P::ALL.iter().copied() {
         admin.grant_global(p, bosses)?;
     }
@@ -134,8 +134,8 @@ fn user_edit_cannot_take_over_a_user_holding_an_acl_permission_it_lacks() -> Res
     let w = world()?;
     w.staff_holds(&[P::UserView, P::UserEdit])?;
     let clerk = w.admin.create_user("clerk", "clerk password", false)?.id;
-    let clerks_group = w.admin.create_group("Clerks")?;
-    let clerks = w.admin.create_role("Clerks")?;
+    let clerks_group = w.admin.create_group("Clerks")?.id;
+    let clerks = w.admin.create_role("Clerks")?.id;
     w.admin.set_group_member(clerks_group, clerk, true)?;
     w.admin.set_role_group(clerks, clerks_group, true)?;
     let payroll = w.admin.create_document_type("Payroll")?;
@@ -220,7 +220,15 @@ fn group_edit_cannot_remove_a_member_from_a_group_holding_more() -> Result<()> {
         w.boss,
         false
     )));
-    assert_eq!(w.admin.group_members(w.bosses_group)?, vec![w.boss]);
+    assert_eq!(
+        w.admin
+            .group_members(w.bosses_group, PageRequest::ALL)?
+            .items
+            .iter()
+            .map(|u| u.id)
+            .collect::<Vec<_>>(),
+        vec![w.boss]
+    );
     Ok(())
 }
 
@@ -228,11 +236,16 @@ fn group_edit_cannot_remove_a_member_from_a_group_holding_more() -> Result<()> {
 fn group_edit_still_removes_a_member_from_a_group_it_holds_everything_of() -> Result<()> {
     let w = world()?;
     w.staff_holds(&[P::GroupView, P::GroupEdit, P::UserView])?;
-    let helpers = w.admin.create_group("Helpers")?;
+    let helpers = w.admin.create_group("Helpers")?.id;
     let clerk = w.admin.create_user("clerk", "clerk password", false)?.id;
     w.admin.set_group_member(helpers, clerk, true)?;
     w.mallory().set_group_member(helpers, clerk, false)?;
-    assert!(w.admin.group_members(helpers)?.is_empty());
+    assert!(
+        w.admin
+            .group_members(helpers, PageRequest::ALL)?
+            .items
+            .is_empty()
+    );
     Ok(())
 }
 
@@ -258,7 +271,15 @@ fn role_edit_and_role_delete_cannot_act_on_a_role_granting_more() -> Result<()> 
     assert!(is_denied(m.set_role_group(w.bosses, w.bosses_group, false)));
     assert!(is_denied(m.delete_role(w.bosses)));
     assert_eq!(w.admin.role(w.bosses)?.label, "Bosses");
-    assert_eq!(w.admin.role_groups(w.bosses)?, vec![w.bosses_group]);
+    assert_eq!(
+        w.admin
+            .role_groups(w.bosses, PageRequest::ALL)?
+            .items
+            .iter()
+            .map(|g| g.id)
+            .collect::<Vec<_>>(),
+        vec![w.bosses_group]
+    );
     Ok(())
 }
 
@@ -266,7 +287,7 @@ fn role_edit_and_role_delete_cannot_act_on_a_role_granting_more() -> Result<()> 
 fn role_edit_still_renames_and_unlinks_a_role_it_holds_everything_of() -> Result<()> {
     let w = world()?;
     w.staff_holds(&[P::RoleView, P::RoleEdit, P::RoleDelete, P::GroupView])?;
-    let readers = w.admin.create_role("Readers")?;
+    let readers = w.admin.create_role("Readers")?.id;
     w.admin.grant_global(P::RoleView, readers)?;
     w.admin.set_role_group(readers, w.bosses_group, true)?;
     let m = w.mallory();
@@ -285,14 +306,14 @@ fn acl_edit_cannot_revoke_or_delete_what_its_holder_does_not_hold_there() -> Res
         w.admin.grant(p, w.staff, dt_ref)?;
     }
     w.admin.grant_global(P::RoleView, w.staff)?;
-    let acl = w.admin.grant(P::DocumentDelete, w.bosses, dt_ref)?;
+    let acl = w.admin.grant(P::DocumentDelete, w.bosses, dt_ref)?.acl;
     w.admin.grant(P::DocumentTypeView, w.bosses, dt_ref)?;
     let m = w.mallory();
     assert!(is_denied(m.revoke(P::DocumentDelete, w.bosses, dt_ref)));
     assert!(is_denied(m.delete_acl(dt_ref, acl.id)));
     // What Mallory holds there she may take away.
     m.revoke(P::DocumentTypeView, w.bosses, dt_ref)?;
-    let left = w.admin.acl(dt_ref, acl.id)?;
+    let left = w.admin.acl(dt_ref, acl.id)?.acl;
     assert_eq!(
         left.permissions.iter().collect::<Vec<_>>(),
         [P::DocumentDelete]
@@ -318,6 +339,7 @@ fn types(w: &World) -> Result<Types> {
     a.associate(secret.id, salary, false)?;
     let secret_doc = a
         .create_document(secret.id, "payroll", &[(salary, "73519")])?
+        .document
         .id;
     let public_ref = ObjectRef::new(ObjectKind::DOCUMENT_TYPE, public.id.0);
     for p in [
@@ -353,7 +375,7 @@ fn change_type_cannot_move_a_document_its_holder_cannot_view() -> Result<()> {
     assert!(matches!(r, Err(Error::NotFound(_))), "{r:?}");
     assert!(w.mallory().document(t.secret_doc).is_err());
     assert_ne!(
-        w.admin.document(t.secret_doc)?.document_type_id,
+        w.admin.document(t.secret_doc)?.document.document_type_id,
         t.public,
         "the document did not move"
     );
@@ -375,7 +397,10 @@ fn change_type_needs_creating_documents_of_the_new_type() -> Result<()> {
         w.staff,
         ObjectRef::new(ObjectKind::DOCUMENT_TYPE, t.public.0),
     )?;
-    let moved = w.mallory().change_document_type(t.secret_doc, t.public)?;
+    let moved = w
+        .mallory()
+        .change_document_type(t.secret_doc, t.public)?
+        .document;
     assert_eq!(moved.document_type_id, t.public);
     Ok(())
 }
@@ -387,7 +412,7 @@ fn change_type_removes_the_values_the_new_type_lacks_with_their_events_and_trigg
     let w = world()?;
     let a = &w.admin;
     let t = types(&w)?;
-    let old_type = a.document(t.secret_doc)?.document_type_id;
+    let old_type = a.document(t.secret_doc)?.document.document_type_id;
     let flow = a.create_workflow("Payroll review", &[old_type])?.id;
     let open = a.create_workflow_state(flow, "open", true)?.id;
     let closed = a.create_workflow_state(flow, "closed", false)?.id;
@@ -416,15 +441,21 @@ fn change_type_removes_the_values_the_new_type_lacks_with_their_events_and_trigg
             "payroll 2",
             &[(salary.expect("salary").id, "80000")],
         )?
+        .document
         .id;
     let instance = |s: &Session, flow| -> Result<WorkflowInstance> {
         let mut found = s.workflow_instances(doc)?.into_iter();
         Ok(found.find(|i| i.workflow_id == flow).expect("an instance"))
     };
     assert_eq!(instance(a, flow)?.state_id, Some(open));
-    let before = a.events(&EventQuery::default())?.first().map(|e| e.id);
+    let before = a
+        .events(&EventQuery::default())?
+        .first()
+        .map(|e| e.event.id);
     a.change_document_type(doc, t.public)?;
-    let values = a.document_metadata_list(doc)?;
+    let values = a
+        .document_metadata(doc, PageRequest::ALL)
+        .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?;
     assert_eq!(
         values.len(),
         1,
@@ -436,7 +467,7 @@ fn change_type_removes_the_values_the_new_type_lacks_with_their_events_and_trigg
         oldest_first: true,
         ..Default::default()
     })?;
-    let named: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
+    let named: Vec<&str> = events.iter().map(|e| e.event.name.as_str()).collect();
     assert_eq!(
         named,
         [
@@ -473,7 +504,7 @@ fn an_event_hides_an_actor_the_reader_may_not_view() -> Result<()> {
         ObjectRef::new(ObjectKind::DOCUMENT_TYPE, dt.id.0),
     )?;
     let mine = |s: &Session| -> Result<Vec<docmeta_core::EventView>> {
-        Ok(s.event_views(&EventQuery::default())?
+        Ok(s.events(&EventQuery::default())?
             .into_iter()
             .filter(|v| v.event.name == names::DOCUMENT_TYPE_CREATED)
             .collect())
@@ -504,7 +535,7 @@ fn a_workflow_log_entry_hides_a_user_the_reader_may_not_view() -> Result<()> {
     let finish = a
         .create_workflow_transition(flow, "finish", open, done, "")?
         .id;
-    let doc = a.create_document(dt.id, "request", &[])?.id;
+    let doc = a.create_document(dt.id, "request", &[])?.document.id;
     let instance = a.workflow_instances(doc)?.remove(0).id;
     w.db.session(w.boss)
         .transition_workflow(doc, instance, finish, "approved")?;
@@ -538,7 +569,7 @@ fn a_reader_sees_themselves_as_the_actor_of_their_own_events() -> Result<()> {
     let w = world()?;
     w.staff_holds(&[P::DocumentTypeCreate, P::DocumentTypeView])?;
     w.mallory().create_document_type("Notes")?;
-    let seen = w.mallory().event_views(&EventQuery::default())?;
+    let seen = w.mallory().events(&EventQuery::default())?;
     let created = seen
         .iter()
         .find(|v| v.event.name == names::DOCUMENT_TYPE_CREATED)

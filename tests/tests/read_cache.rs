@@ -38,10 +38,12 @@ fn world_on(db: Docmeta) -> Result<World> {
     let invoice = admin.create_document_type("Invoice")?;
     let note = admin.create_metadata_type(MetadataTypeInput::new("note", "Note"))?;
     admin.associate(invoice.id, note.id, false)?;
-    let doc = admin.create_document(invoice.id, "INV-1", &[(note.id, "first")])?;
+    let doc = admin
+        .create_document(invoice.id, "INV-1", &[(note.id, "first")])?
+        .document;
     let ann = admin.create_user("ann", "a long password", false)?.id;
-    let group = admin.create_group("Clerks")?;
-    let role = admin.create_role("Clerk")?;
+    let group = admin.create_group("Clerks")?.id;
+    let role = admin.create_role("Clerk")?.id;
     admin.set_group_member(group, ann, true)?;
     admin.set_role_group(role, group, true)?;
     let invoices = ObjectRef::new(ObjectKind::DOCUMENT_TYPE, invoice.id.0);
@@ -53,7 +55,10 @@ fn world_on(db: Docmeta) -> Result<World> {
         role,
         ObjectRef::new(ObjectKind::METADATA_TYPE, note.id.0),
     )?;
-    let note = admin.document_metadata_list(doc.id)?[0].id;
+    let note = admin
+        .document_metadata(doc.id, PageRequest::ALL)
+        .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?[0]
+        .id;
     Ok(World {
         db,
         admin,
@@ -81,7 +86,8 @@ fn world() -> Result<World> {
 /// The `note` value `session` is shown, or `None` when it is shown no value.
 fn note_of(session: &Session, doc: DocumentId) -> Result<Option<String>> {
     Ok(session
-        .document_metadata_list(doc)?
+        .document_metadata(doc, PageRequest::ALL)
+        .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?
         .into_iter()
         .next()
         .map(|m| m.value))
@@ -92,14 +98,15 @@ fn a_document_read_once_is_answered_from_memory() -> Result<()> {
     let w = world()?;
     let ann = w.db.session(w.ann);
     // Any write empties the cache.
-    w.admin.edit_document_metadata(w.doc, w.note, "first")?;
+    w.admin
+        .edit_document_metadata(w.doc, w.note, "first", None)?;
     assert!(
-        ann.document_metadata_page_if_cached(w.doc, PageRequest::new(1, 20))
+        ann.document_metadata_if_cached(w.doc, PageRequest::new(1, 20))
             .is_none()
     );
-    ann.document_metadata_page(w.doc, PageRequest::new(1, 20))?;
+    ann.document_metadata(w.doc, PageRequest::new(1, 20))?;
     let (_, cached) = ann
-        .document_metadata_page_if_cached(w.doc, PageRequest::new(1, 20))
+        .document_metadata_if_cached(w.doc, PageRequest::new(1, 20))
         .expect("read once, the document is in the cache")?;
     assert_eq!(cached.items.len(), 1);
     assert_eq!(cached.items[0].value.value, "first");
@@ -111,9 +118,10 @@ fn a_cached_read_shows_a_value_edited_after_it() -> Result<()> {
     let w = world()?;
     let ann = w.db.session(w.ann);
     assert_eq!(note_of(&ann, w.doc)?.as_deref(), Some("first"));
-    w.admin.edit_document_metadata(w.doc, w.note, "second")?;
+    w.admin
+        .edit_document_metadata(w.doc, w.note, "second", None)?;
     assert!(
-        ann.document_metadata_page_if_cached(w.doc, PageRequest::new(1, 20))
+        ann.document_metadata_if_cached(w.doc, PageRequest::new(1, 20))
             .is_none(),
         "the edit emptied the cache"
     );
@@ -129,19 +137,28 @@ fn a_cached_document_is_refused_at_once_after_its_view_is_revoked() -> Result<()
     w.admin.revoke(P::DocumentView, w.role, w.invoices)?;
     // Revoking emptied the cache too; read it back in as the administrator, so that the
     // refusal below comes from the check on a cached copy.
-    w.admin.document_metadata_list(w.doc)?;
+    w.admin
+        .document_metadata(w.doc, PageRequest::ALL)
+        .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?;
     let cached = ann
-        .document_metadata_page_if_cached(w.doc, PageRequest::new(1, 20))
+        .document_metadata_if_cached(w.doc, PageRequest::new(1, 20))
         .expect("the administrator's read cached the document");
     assert!(cached.is_err(), "ann may no longer view the document");
-    assert!(ann.document_metadata_list(w.doc).is_err());
+    assert!(
+        ann.document_metadata(w.doc, PageRequest::ALL)
+            .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())
+            .is_err()
+    );
     Ok(())
 }
 
 #[test]
 fn a_cached_document_hides_the_values_of_a_type_its_caller_may_not_view() -> Result<()> {
     let w = world()?;
-    let admin_reads = w.admin.document_metadata_list(w.doc)?;
+    let admin_reads = w
+        .admin
+        .document_metadata(w.doc, PageRequest::ALL)
+        .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?;
     assert_eq!(admin_reads.len(), 1);
     let note_type = admin_reads[0].metadata_type_id;
     w.admin.revoke(
@@ -149,10 +166,12 @@ fn a_cached_document_hides_the_values_of_a_type_its_caller_may_not_view() -> Res
         w.role,
         ObjectRef::new(ObjectKind::METADATA_TYPE, note_type.0),
     )?;
-    w.admin.document_metadata_list(w.doc)?;
+    w.admin
+        .document_metadata(w.doc, PageRequest::ALL)
+        .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?;
     let ann = w.db.session(w.ann);
     let (_, cached) = ann
-        .document_metadata_page_if_cached(w.doc, PageRequest::new(1, 20))
+        .document_metadata_if_cached(w.doc, PageRequest::new(1, 20))
         .expect("the administrator's read cached the document")?;
     assert!(cached.items.is_empty());
     assert_eq!(cached.count, 0);
@@ -172,7 +191,7 @@ fn a_page_comes_with_the_version_of_what_it_shows() -> Result<()> {
     let ann = w.db.session(w.ann);
     note_of(&ann, w.doc)?;
     let (version, _) = ann
-        .document_metadata_page_if_cached(w.doc, PageRequest::new(1, 20))
+        .document_metadata_if_cached(w.doc, PageRequest::new(1, 20))
         .expect("cached")?;
     assert_eq!(version, version_of(&ann, w.doc)?);
     Ok(())
@@ -192,7 +211,11 @@ fn two_callers_shown_the_same_values_get_the_same_version() -> Result<()> {
 #[test]
 fn a_caller_shown_fewer_values_gets_another_version() -> Result<()> {
     let w = world()?;
-    let note_type = w.admin.document_metadata_list(w.doc)?[0].metadata_type_id;
+    let note_type = w
+        .admin
+        .document_metadata(w.doc, PageRequest::ALL)
+        .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?[0]
+        .metadata_type_id;
     w.admin.revoke(
         P::DocumentMetadataView,
         w.role,
@@ -212,7 +235,8 @@ fn the_version_changes_with_an_edit() -> Result<()> {
     let ann = w.db.session(w.ann);
     note_of(&ann, w.doc)?;
     let before = version_of(&ann, w.doc)?;
-    w.admin.edit_document_metadata(w.doc, w.note, "second")?;
+    w.admin
+        .edit_document_metadata(w.doc, w.note, "second", None)?;
     note_of(&ann, w.doc)?;
     assert_ne!(before, version_of(&ann, w.doc)?);
     Ok(())
@@ -235,9 +259,13 @@ fn a_caller_who_may_not_view_the_document_gets_no_version() -> Result<()> {
 fn an_unknown_document_is_not_found_and_not_cached() -> Result<()> {
     let w = world()?;
     let ann = w.db.session(w.ann);
-    assert!(ann.document_metadata_list(DocumentId(9_999)).is_err());
     assert!(
-        ann.document_metadata_page_if_cached(DocumentId(9_999), PageRequest::new(1, 20))
+        ann.document_metadata(DocumentId(9_999), PageRequest::ALL)
+            .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())
+            .is_err()
+    );
+    assert!(
+        ann.document_metadata_if_cached(DocumentId(9_999), PageRequest::new(1, 20))
             .is_none()
     );
     Ok(())
@@ -249,7 +277,7 @@ fn a_read_cache_of_zero_documents_caches_nothing() -> Result<()> {
     let ann = w.db.session(w.ann);
     note_of(&ann, w.doc)?;
     assert!(
-        ann.document_metadata_page_if_cached(w.doc, PageRequest::new(1, 20))
+        ann.document_metadata_if_cached(w.doc, PageRequest::new(1, 20))
             .is_none()
     );
     Ok(())
@@ -275,7 +303,7 @@ fn another_process_edit_reaches_a_cached_read_at_the_next_read() -> Result<()> {
         let value = format!("from the command, {n}");
         command
             .system()
-            .edit_document_metadata(w.doc, w.note, &value)?;
+            .edit_document_metadata(w.doc, w.note, &value, None)?;
         assert!(
             ann.document_metadata_version_if_cached(w.doc).is_none(),
             "the cached copy is not served after another process's edit"
@@ -324,7 +352,7 @@ fn without_the_read_cache_another_process_edit_is_read_at_once() -> Result<()> {
     assert_eq!(note_of(&ann, w.doc)?.as_deref(), Some("first"));
     command
         .system()
-        .edit_document_metadata(w.doc, w.note, "from the command")?;
+        .edit_document_metadata(w.doc, w.note, "from the command", None)?;
     assert_eq!(note_of(&ann, w.doc)?.as_deref(), Some("from the command"));
     Ok(())
 }
@@ -337,7 +365,7 @@ fn without_the_read_cache_another_process_edit_is_read_at_once() -> Result<()> {
 fn a_read_never_shows_a_value_older_than_an_acknowledged_edit() -> Result<()> {
     let w = world()?;
     let acknowledged = Arc::new(AtomicI64::new(0));
-    w.admin.edit_document_metadata(w.doc, w.note, "0")?;
+    w.admin.edit_document_metadata(w.doc, w.note, "0", None)?;
     let readers: Vec<_> = (0..2)
         .map(|_| {
             let ann = w.db.session(w.ann);
@@ -363,7 +391,7 @@ fn a_read_never_shows_a_value_older_than_an_acknowledged_edit() -> Result<()> {
         .collect();
     for i in 1..=300 {
         w.admin
-            .edit_document_metadata(w.doc, w.note, &i.to_string())?;
+            .edit_document_metadata(w.doc, w.note, &i.to_string(), None)?;
         acknowledged.store(i, Ordering::SeqCst);
     }
     for r in readers {

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use docmeta_core::metadata::TemplateEngine;
 use docmeta_core::{
-    Config, Docmeta, DocumentId, DocumentTypeId, Error, MetadataTypeId, MetadataTypeInput, Result,
-    Session,
+    Config, Docmeta, DocumentId, DocumentQuery, DocumentTypeId, Error, MetadataTypeId,
+    MetadataTypeInput, PageRequest, Result, Session,
 };
 
 /// The tests of this file time CPU-bound renders: one at a time, so that they do not slow each
@@ -109,7 +109,7 @@ fn note_document(admin: &Session) -> Result<(DocumentId, MetadataTypeId)> {
         .create_metadata_type(MetadataTypeInput::new("note", "Note"))?
         .id;
     admin.associate(dt, note, false)?;
-    let doc = admin.create_document(dt, "other", &[])?.id;
+    let doc = admin.create_document(dt, "other", &[])?.document.id;
     admin.add_document_metadata(doc, note, "0")?;
     Ok((doc, note))
 }
@@ -123,7 +123,8 @@ fn writer(
 ) -> std::thread::JoinHandle<Result<(Duration, usize)>> {
     std::thread::spawn(move || {
         let id = admin
-            .document_metadata_list(doc)?
+            .document_metadata(doc, PageRequest::ALL)
+            .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?
             .into_iter()
             .find(|m| m.metadata_type_id == note)
             .map(|m| m.id)
@@ -131,7 +132,7 @@ fn writer(
         let (mut longest, mut edits) = (Duration::ZERO, 0);
         while !stop.load(Ordering::SeqCst) {
             let started = Instant::now();
-            admin.edit_document_metadata(doc, id, &edits.to_string())?;
+            admin.edit_document_metadata(doc, id, &edits.to_string(), None)?;
             longest = longest.max(started.elapsed());
             edits += 1;
         }
@@ -161,7 +162,8 @@ fn a_chain_of_defaults_never_renders_under_the_write_lock() -> Result<()> {
     let (longest, count) = edits.join().expect("writer")?;
     let created = created?;
     let last = admin
-        .document_metadata_list(created.id)?
+        .document_metadata(created.document.id, PageRequest::ALL)
+        .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?
         .into_iter()
         .find(|m| m.metadata_type_id == types[10])
         .map(|m| m.value);
@@ -198,7 +200,13 @@ fn the_renders_of_one_change_share_one_budget() -> Result<()> {
     );
     assert!(
         admin
-            .documents_page(Some(dt), false, docmeta_core::PageRequest::new(1, 10))?
+            .documents(
+                DocumentQuery {
+                    document_type: Some(dt),
+                    ..Default::default()
+                },
+                PageRequest::new(1, 10)
+            )?
             .count
             == 0
     );
@@ -224,7 +232,7 @@ fn a_default_whose_input_keeps_changing_gives_up_clearly() -> Result<()> {
         .id;
     admin.associate(dt, source, false)?;
     admin.associate(dt, copy, false)?;
-    let doc = admin.create_document(dt, "moving", &[])?.id;
+    let doc = admin.create_document(dt, "moving", &[])?.document.id;
     admin.add_document_metadata(doc, source, "0")?;
     // Another writer changes what the default reads faster than it renders.
     let stop = Arc::new(AtomicBool::new(false));
@@ -254,7 +262,7 @@ fn slow_lookup(config: Config) -> Result<(tempfile::TempDir, Docmeta, DocumentId
         .create_metadata_type(MetadataTypeInput::new("owner", "Owner").lookup(ENDLESS))?
         .id;
     admin.associate(dt, owner, false)?;
-    let doc = admin.create_document(dt, "INV-1", &[])?.id;
+    let doc = admin.create_document(dt, "INV-1", &[])?.document.id;
     admin.create_user("ann", "a long password 1", true)?;
     admin.create_user("bob", "a long password 1", true)?;
     Ok((dir, db, doc, owner))

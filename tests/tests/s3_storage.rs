@@ -206,7 +206,7 @@ fn a_document_file_added_through_docmeta_is_downloaded_from_the_bucket() -> Resu
         .open()?;
     let admin = db.system();
     let t = admin.create_document_type("Scan")?;
-    let d = admin.create_document(t.id, "Invoice", &[])?;
+    let d = admin.create_document(t.id, "Invoice", &[])?.document;
     let content = bytes(200_000, 5);
     let file = admin.add_file(d.id, "invoice.pdf", &mut &content[..])?;
     assert_eq!(admin.read_file(file.id)?, content);
@@ -234,7 +234,7 @@ fn verify_storage_finds_a_damaged_object() -> Result<()> {
         .open()?;
     let admin = db.system();
     let t = admin.create_document_type("Scan")?;
-    let d = admin.create_document(t.id, "Invoice", &[])?;
+    let d = admin.create_document(t.id, "Invoice", &[])?.document;
     let file = admin.add_file(d.id, "invoice.pdf", &mut &bytes(50_000, 6)[..])?;
     assert!(db.verify_storage(|_, _| {})?.is_intact());
     let [name] = &s3.names()?[..] else {
@@ -267,7 +267,7 @@ fn a_backup_archives_the_objects_of_the_bucket() -> Result<()> {
         .open()?;
     let admin = db.system();
     let t = admin.create_document_type("Scan")?;
-    let d = admin.create_document(t.id, "Invoice", &[])?;
+    let d = admin.create_document(t.id, "Invoice", &[])?.document;
     let kept = admin.add_file(d.id, "kept.pdf", &mut &bytes(70_000, 7)[..])?;
     let archive = dir.path().join("backup.tar.zst");
     let report = db.backup(&archive, None, |_, _| {})?;

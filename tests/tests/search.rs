@@ -2,8 +2,8 @@
 //! filtering, malformed queries, and the index catching up with the event log.
 
 use docmeta_core::{
-    Config, Docmeta, DocumentId, Error, MetadataTypeInput, ObjectKind, ObjectRef, Permission,
-    Result, Session,
+    Config, Docmeta, DocumentId, Error, MetadataTypeInput, ObjectKind, ObjectRef, PageRequest,
+    Permission, Result, Session,
 };
 
 const P: &str = "svc.apps.metadata.metadata_parsers.";
@@ -50,6 +50,7 @@ fn world() -> Result<World> {
                     label,
                     &[(number.id, n), (due.id, d), (amount.id, a)],
                 )?
+                .document
                 .id,
         );
     }
@@ -59,6 +60,7 @@ fn world() -> Result<World> {
             "Supply contract",
             &[(party.id, "ACME Corporation")],
         )?
+        .document
         .id;
     Ok(World {
         db,
@@ -70,10 +72,10 @@ fn world() -> Result<World> {
 
 fn ids(s: &Session, q: &str) -> Result<Vec<DocumentId>> {
     let mut ids: Vec<DocumentId> = s
-        .search_documents(q, 1, 100)?
-        .results
+        .search_documents(q, PageRequest::new(1, 100))?
+        .items
         .into_iter()
-        .map(|d| d.id)
+        .map(|d| d.document.id)
         .collect();
     ids.sort();
     Ok(ids)
@@ -157,18 +159,22 @@ fn metadata_records_are_searchable_on_their_own() -> Result<()> {
     let w = world()?;
     let page = w.admin.search_metadata(
         "metadata_type__name:due value:[2024-01-01 TO 2024-12-31]",
-        1,
-        10,
+        PageRequest::new(1, 10),
     )?;
     assert_eq!(page.count, 2);
-    assert!(page.results.iter().all(|m| m.value.starts_with("2024-")));
-    let page = w
-        .admin
-        .search_metadata("document__document_type__label:contract", 1, 10)?;
-    assert_eq!(
-        page.results
+    assert!(
+        page.items
             .iter()
-            .map(|m| m.value.as_str())
+            .all(|m| m.value.value.starts_with("2024-"))
+    );
+    let page = w.admin.search_metadata(
+        "document__document_type__label:contract",
+        PageRequest::new(1, 10),
+    )?;
+    assert_eq!(
+        page.items
+            .iter()
+            .map(|m| m.value.value.as_str())
             .collect::<Vec<_>>(),
         ["ACME Corporation"]
     );
@@ -179,8 +185,8 @@ fn metadata_records_are_searchable_on_their_own() -> Result<()> {
 fn results_are_filtered_by_permission_and_paged() -> Result<()> {
     let w = world()?;
     let user = w.admin.create_user("ann", "a long password", false)?.id;
-    let group = w.admin.create_group("G")?;
-    let role = w.admin.create_role("R")?;
+    let group = w.admin.create_group("G")?.id;
+    let role = w.admin.create_role("R")?.id;
     w.admin.set_group_member(group, user, true)?;
     w.admin.set_role_group(role, group, true)?;
     w.admin.grant(
@@ -189,53 +195,66 @@ fn results_are_filtered_by_permission_and_paged() -> Result<()> {
         ObjectRef::new(ObjectKind::DOCUMENT, w.invoices[1].0),
     )?;
     let s = w.db.session(user);
-    let page = s.search_documents("invoice", 1, 10)?;
+    let page = s.search_documents("invoice", PageRequest::new(1, 10))?;
     assert_eq!(
         (
             page.count,
-            page.results.iter().map(|d| d.id).collect::<Vec<_>>()
+            page.items.iter().map(|d| d.document.id).collect::<Vec<_>>()
         ),
         (1, vec![w.invoices[1]]),
         "hidden documents never appear, counts exclude them"
     );
-    assert!(s.search_metadata("acme", 1, 10)?.results.is_empty());
+    assert!(
+        s.search_metadata("acme", PageRequest::new(1, 10))?
+            .items
+            .is_empty()
+    );
     // Through a document-type ACL, and the counts agree with the evaluator document by document.
-    let contract_type = w.admin.document(w.contract)?.document_type_id;
+    let contract_type = w.admin.document(w.contract)?.document.document_type_id;
     w.admin.grant(
         Permission::DocumentView,
         role,
         ObjectRef::new(ObjectKind::DOCUMENT_TYPE, contract_type.0),
     )?;
-    let page = s.search_documents("document_type__label:contract OR label:café", 1, 10)?;
+    let page = s.search_documents(
+        "document_type__label:contract OR label:café",
+        PageRequest::new(1, 10),
+    )?;
     assert_eq!(page.count, 2);
     let every = w.admin.search_documents(
         "document_type__label:contract OR document_type__label:invoice",
-        1,
-        100,
+        PageRequest::new(1, 100),
     )?;
     let visible = every
-        .results
+        .items
         .iter()
         .filter(|d| {
             w.db.check(
                 user,
                 Permission::DocumentView,
-                ObjectRef::new(ObjectKind::DOCUMENT, d.id.0),
+                ObjectRef::new(ObjectKind::DOCUMENT, d.document.id.0),
             )
         })
         .count();
     assert_eq!(
         s.search_documents(
             "document_type__label:contract OR document_type__label:invoice",
-            1,
-            100
+            PageRequest::new(1, 100)
         )?
         .count,
         visible
     );
-    let all = w.admin.search_documents("invoice", 1, 2)?;
-    assert_eq!((all.count, all.results.len()), (3, 2));
-    assert_eq!(w.admin.search_documents("invoice", 2, 2)?.results.len(), 1);
+    let all = w
+        .admin
+        .search_documents("invoice", PageRequest::new(1, 2))?;
+    assert_eq!((all.count, all.items.len()), (3, 2));
+    assert_eq!(
+        w.admin
+            .search_documents("invoice", PageRequest::new(2, 2))?
+            .items
+            .len(),
+        1
+    );
     Ok(())
 }
 
@@ -245,8 +264,8 @@ fn users_with_different_visibility_share_one_index_without_leaks() -> Result<()>
     let mut sessions = Vec::new();
     for (name, document) in [("ann", w.invoices[0]), ("bob", w.invoices[2])] {
         let user = w.admin.create_user(name, "a long password", false)?.id;
-        let group = w.admin.create_group(name)?;
-        let role = w.admin.create_role(name)?;
+        let group = w.admin.create_group(name)?.id;
+        let role = w.admin.create_role(name)?.id;
         w.admin.set_group_member(group, user, true)?;
         w.admin.set_role_group(role, group, true)?;
         w.admin.grant(
@@ -282,7 +301,10 @@ fn malformed_queries_are_invalid_input() -> Result<()> {
         "label:x)",
         "metadata_value:[a TO b]",
     ] {
-        let e = w.admin.search_documents(q, 1, 10).expect_err(q);
+        let e = w
+            .admin
+            .search_documents(q, PageRequest::new(1, 10))
+            .expect_err(q);
         assert!(matches!(e, Error::InvalidInput(_)), "{q}: {e}");
     }
     Ok(())
@@ -293,7 +315,7 @@ fn the_index_catch_up_returns_while_another_thread_keeps_writing() -> Result<()>
     let db = Docmeta::builder().worker(false).open()?;
     let s = db.system();
     let t = s.create_document_type("Memo")?;
-    let d = s.create_document(t.id, "memo 0", &[])?;
+    let d = s.create_document(t.id, "memo 0", &[])?.document;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writer = {
         let (db, stop) = (db.clone(), stop.clone());
@@ -332,7 +354,7 @@ fn the_index_follows_changes_and_catches_up_after_a_crash() -> Result<()> {
             .open()?;
         let s = db.system();
         let t = s.create_document_type("Memo")?;
-        let d = s.create_document(t.id, "first memo", &[])?;
+        let d = s.create_document(t.id, "first memo", &[])?.document;
         assert_eq!(ids(&s, "memo")?, [d.id]);
         s.update_document(d.id, "renamed note")?;
         assert_eq!(
@@ -407,7 +429,9 @@ fn searches_keep_answering_during_a_rebuild() -> Result<()> {
             let mut searches = 0;
             while !stop.load(std::sync::atomic::Ordering::SeqCst) {
                 assert_eq!(
-                    db.system().search_documents("memo", 1, 1)?.count,
+                    db.system()
+                        .search_documents("memo", PageRequest::new(1, 1))?
+                        .count,
                     3000,
                     "never a partial index"
                 );
@@ -509,7 +533,12 @@ fn an_index_from_an_older_schema_is_upgraded() -> Result<()> {
     );
     assert!(db.search_upgrade(|_, _| {})?, "rebuilt");
     assert!(db.search_status()?.schema_current);
-    assert_eq!(db.system().search_documents("memo", 1, 10)?.count, 1);
+    assert_eq!(
+        db.system()
+            .search_documents("memo", PageRequest::new(1, 10))?
+            .count,
+        1
+    );
     Ok(())
 }
 
@@ -529,17 +558,20 @@ fn documents_and_their_types_keep_their_own_links() -> Result<()> {
 fn absurd_pages_are_refused_not_a_crash() -> Result<()> {
     let w = world()?;
     assert!(matches!(
-        w.admin.search_documents("invoice", usize::MAX, 500),
+        w.admin
+            .search_documents("invoice", PageRequest::new(usize::MAX, 500)),
         Err(Error::InvalidInput(_))
     ));
     assert!(
-        w.admin.search_documents("invoice", 20, 500).is_ok(),
+        w.admin
+            .search_documents("invoice", PageRequest::new(20, 500))
+            .is_ok(),
         "the first 10,000 results page fine"
     );
     assert!(
         w.admin
-            .search_metadata("invoice", usize::MAX, 500)?
-            .results
+            .search_metadata("invoice", PageRequest::new(usize::MAX, 500))?
+            .items
             .is_empty()
     );
     Ok(())
@@ -558,7 +590,10 @@ fn a_filtered_search_returns_exactly_the_visible_documents_across_pages() -> Res
     )?;
     for i in 0..15 {
         let t = if i % 3 == 0 { shown } else { hidden };
-        let d = w.admin.create_document(t, &format!("Bench {i}"), &[])?;
+        let d = w
+            .admin
+            .create_document(t, &format!("Bench {i}"), &[])?
+            .document;
         if i % 5 == 1 {
             w.admin.grant(
                 Permission::DocumentView,
@@ -576,9 +611,9 @@ fn a_filtered_search_returns_exactly_the_visible_documents_across_pages() -> Res
     for size in 1..=5 {
         let mut seen = Vec::new();
         for page in 1..=(expected.len() / size + 1) {
-            let found = ann.search_documents("label:bench", page, size)?;
+            let found = ann.search_documents("label:bench", PageRequest::new(page, size))?;
             assert_eq!(found.count, expected.len(), "pages of {size}");
-            seen.extend(found.results.iter().map(|d| d.id));
+            seen.extend(found.items.iter().map(|d| d.document.id));
         }
         let distinct: std::collections::BTreeSet<_> = seen.iter().copied().collect();
         assert_eq!(
@@ -596,25 +631,34 @@ fn a_filtered_search_returns_exactly_the_visible_documents_across_pages() -> Res
 fn a_repeated_search_answers_every_change_to_the_index_or_to_the_callers_rights() -> Result<()> {
     let w = world()?;
     let (ann, role) = user_with_role(&w, "ann")?;
-    let invoice = w.admin.document(w.invoices[0])?.document_type_id;
-    assert_eq!(ann.search_documents("invoice", 1, 10)?.count, 0);
+    let invoice = w.admin.document(w.invoices[0])?.document.document_type_id;
+    assert_eq!(
+        ann.search_documents("invoice", PageRequest::new(1, 10))?
+            .count,
+        0
+    );
     w.admin.grant(
         Permission::DocumentView,
         role,
         ObjectRef::new(ObjectKind::DOCUMENT_TYPE, invoice.0),
     )?;
     assert_eq!(
-        ann.search_documents("invoice", 1, 10)?.count,
+        ann.search_documents("invoice", PageRequest::new(1, 10))?
+            .count,
         3,
         "a new grant"
     );
-    let added = w.admin.create_document(invoice, "Another invoice", &[])?;
-    let again = ann.search_documents("invoice", 1, 10)?;
+    let added = w
+        .admin
+        .create_document(invoice, "Another invoice", &[])?
+        .document;
+    let again = ann.search_documents("invoice", PageRequest::new(1, 10))?;
     assert_eq!(again.count, 4, "a new document");
-    assert!(again.results.iter().any(|d| d.id == added.id));
+    assert!(again.items.iter().any(|d| d.document.id == added.id));
     w.admin.delete_document(added.id)?;
     assert_eq!(
-        ann.search_documents("invoice", 1, 10)?.count,
+        ann.search_documents("invoice", PageRequest::new(1, 10))?
+            .count,
         3,
         "a deletion"
     );
@@ -624,7 +668,8 @@ fn a_repeated_search_answers_every_change_to_the_index_or_to_the_callers_rights(
         ObjectRef::new(ObjectKind::DOCUMENT_TYPE, invoice.0),
     )?;
     assert_eq!(
-        ann.search_documents("invoice", 1, 10)?.count,
+        ann.search_documents("invoice", PageRequest::new(1, 10))?
+            .count,
         0,
         "a revoked grant"
     );
@@ -634,8 +679,8 @@ fn a_repeated_search_answers_every_change_to_the_index_or_to_the_callers_rights(
 /// A user with a group and a role of their own; returns the user's session and the role.
 fn user_with_role(w: &World, name: &str) -> Result<(Session, docmeta_core::RoleId)> {
     let user = w.admin.create_user(name, "a long password", false)?.id;
-    let group = w.admin.create_group(name)?;
-    let role = w.admin.create_role(name)?;
+    let group = w.admin.create_group(name)?.id;
+    let role = w.admin.create_role(name)?.id;
     w.admin.set_group_member(group, user, true)?;
     w.admin.set_role_group(role, group, true)?;
     Ok((w.db.session(user), role))
@@ -644,7 +689,7 @@ fn user_with_role(w: &World, name: &str) -> Result<(Session, docmeta_core::RoleI
 fn type_ref(w: &World, document: DocumentId) -> Result<ObjectRef> {
     Ok(ObjectRef::new(
         ObjectKind::DOCUMENT_TYPE,
-        w.admin.document(document)?.document_type_id.0,
+        w.admin.document(document)?.document.document_type_id.0,
     ))
 }
 
@@ -665,13 +710,13 @@ type Answer = (
 );
 
 fn answer(s: &Session, q: &str) -> Result<Answer> {
-    let documents = s.search_documents(q, 1, 100)?;
-    let values = s.search_metadata(q, 1, 100)?;
+    let documents = s.search_documents(q, PageRequest::new(1, 100))?;
+    let values = s.search_metadata(q, PageRequest::new(1, 100))?;
     Ok((
         documents.count,
-        documents.results.iter().map(|d| d.id).collect(),
+        documents.items.iter().map(|d| d.document.id).collect(),
         values.count,
-        values.results.iter().map(|m| m.id).collect(),
+        values.items.iter().map(|m| m.value.id).collect(),
     ))
 }
 
@@ -740,19 +785,24 @@ fn hidden_values_change_no_answer_of_either_search() -> Result<()> {
         .admin
         .create_metadata_type(MetadataTypeInput::new("secret", "Secret"))?;
     w.admin.associate(
-        w.admin.document(w.invoices[0])?.document_type_id,
+        w.admin.document(w.invoices[0])?.document.document_type_id,
         secret.id,
         false,
     )?;
     for (i, d) in w.invoices.iter().enumerate() {
-        for m in w.admin.document_metadata_list(*d)? {
+        for m in w
+            .admin
+            .document_metadata(*d, PageRequest::ALL)
+            .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?
+        {
             if m.metadata_type_id == amount && i == 2 {
                 w.admin.remove_document_metadata(*d, m.id)?;
             } else if m.metadata_type_id == amount {
                 w.admin
-                    .edit_document_metadata(*d, m.id, &format!("{}", 777 * (i + 1)))?;
+                    .edit_document_metadata(*d, m.id, &format!("{}", 777 * (i + 1)), None)?;
             } else if m.metadata_type_id == due {
-                w.admin.edit_document_metadata(*d, m.id, "01/01/2030")?;
+                w.admin
+                    .edit_document_metadata(*d, m.id, "01/01/2030", None)?;
             }
         }
         w.admin.add_document_metadata(
@@ -783,13 +833,17 @@ fn hidden_values_change_no_answer_of_either_search() -> Result<()> {
     );
     // What eve may view still matches: her numbers, and the invoices through their labels.
     assert_eq!(ids(&eve, "metadata_value:12345")?, [w.invoices[0]]);
-    assert_eq!(eve.search_metadata("value:2024", 1, 10)?.count, 2);
+    assert_eq!(
+        eve.search_metadata("value:2024", PageRequest::new(1, 10))?
+            .count,
+        2
+    );
     assert_eq!(ids(&eve, "invoice")?, w.invoices);
     Ok(())
 }
 
 /// Issue #15 point 5: a metadata term matches a document exactly when the caller may view a
-/// value of that document that matches (the rule of `document_metadata_list`), on both
+/// value of that document that matches (the rule of `document_metadata`), on both
 /// searches, whichever way each permission is held (document-type ACL, document ACL, metadata
 /// type ACL, global).
 #[test]
@@ -859,7 +913,10 @@ fn metadata_terms_follow_the_value_view_rule() -> Result<()> {
         // What the session may view, value by value, through the ordinary API.
         let mut visible = Vec::new();
         for d in &all_documents {
-            if let Ok(values) = s.document_metadata_list(*d) {
+            if let Ok(values) = s
+                .document_metadata(*d, PageRequest::ALL)
+                .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())
+            {
                 visible.extend(values);
             }
         }
@@ -872,7 +929,7 @@ fn metadata_terms_follow_the_value_view_rule() -> Result<()> {
                 .map(|m| m.document_id)
                 .collect();
             expected_documents.sort();
-            let page = s.search_documents(&q, 1, 100)?;
+            let page = s.search_documents(&q, PageRequest::new(1, 100))?;
             assert_eq!(page.count, expected_documents.len(), "{:?} {q}", s.actor());
             assert_eq!(ids(s, &q)?, expected_documents, "{:?} {q}", s.actor());
             let mut expected_values: Vec<_> = visible
@@ -881,8 +938,8 @@ fn metadata_terms_follow_the_value_view_rule() -> Result<()> {
                 .map(|m| m.id)
                 .collect();
             expected_values.sort();
-            let page = s.search_metadata(&q, 1, 100)?;
-            let mut got: Vec<_> = page.results.iter().map(|m| m.id).collect();
+            let page = s.search_metadata(&q, PageRequest::new(1, 100))?;
+            let mut got: Vec<_> = page.items.iter().map(|m| m.value.id).collect();
             got.sort();
             assert_eq!(
                 (page.count, got),
@@ -893,7 +950,11 @@ fn metadata_terms_follow_the_value_view_rule() -> Result<()> {
         }
         // Every value, searched by its own words: found exactly when visible.
         for d in &all_documents {
-            for m in w.admin.document_metadata_list(*d)? {
+            for m in w
+                .admin
+                .document_metadata(*d, PageRequest::ALL)
+                .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?
+            {
                 let q = format!("metadata_value:\"{}\"", m.value);
                 let seen = visible.iter().any(|v| v.id == m.id);
                 assert_eq!(
@@ -903,10 +964,10 @@ fn metadata_terms_follow_the_value_view_rule() -> Result<()> {
                     s.actor()
                 );
                 assert_eq!(
-                    s.search_metadata(&q, 1, 100)?
-                        .results
+                    s.search_metadata(&q, PageRequest::new(1, 100))?
+                        .items
                         .iter()
-                        .any(|v| v.id == m.id),
+                        .any(|v| v.value.id == m.id),
                     seen,
                     "{:?} {q}",
                     s.actor()
@@ -933,7 +994,10 @@ fn hostile_queries_are_refused_or_answered_never_a_crash() -> Result<()> {
     ];
     for q in &deep {
         assert!(q.len() <= 2_000, "within the length limit");
-        let e = w.admin.search_documents(q, 1, 10).expect_err(q);
+        let e = w
+            .admin
+            .search_documents(q, PageRequest::new(1, 10))
+            .expect_err(q);
         assert!(e.to_string().contains("nested too deep"), "{e}");
     }
     let open = [
@@ -946,8 +1010,14 @@ fn hostile_queries_are_refused_or_answered_never_a_crash() -> Result<()> {
     ];
     for q in deep.iter().chain(&open) {
         for search in [
-            |s: &Session, q: &str| s.search_documents(q, 1, 10).map(|p| p.count),
-            |s: &Session, q: &str| s.search_metadata(q, 1, 10).map(|p| p.count),
+            |s: &Session, q: &str| {
+                s.search_documents(q, PageRequest::new(1, 10))
+                    .map(|p| p.count)
+            },
+            |s: &Session, q: &str| {
+                s.search_metadata(q, PageRequest::new(1, 10))
+                    .map(|p| p.count)
+            },
         ] {
             let e = search(&w.admin, q).expect_err(q);
             assert!(matches!(e, Error::InvalidInput(_)), "{q}: {e}");
@@ -994,8 +1064,12 @@ fn hostile_queries_are_refused_or_answered_never_a_crash() -> Result<()> {
         ("value:[1 TO 2 TO 3]", -1),
     ] {
         for s in [
-            w.admin.search_documents(q, 1, 10).map(|p| p.count),
-            w.admin.search_metadata(q, 1, 10).map(|p| p.count),
+            w.admin
+                .search_documents(q, PageRequest::new(1, 10))
+                .map(|p| p.count),
+            w.admin
+                .search_metadata(q, PageRequest::new(1, 10))
+                .map(|p| p.count),
         ] {
             match (s, expected) {
                 (Err(Error::InvalidInput(_)), -1) => {}

@@ -5,7 +5,7 @@
 use docmeta_core::events::names;
 use docmeta_core::{
     CabinetId, Docmeta, Error, EventQuery, GroupId, MetadataTypeInput, ObjectKind, ObjectRef,
-    Permission as P, PermissionSet, Result, RoleId, Session, UserId, UserUpdate,
+    PageRequest, Permission as P, PermissionSet, Result, RoleId, Session, UserId, UserUpdate,
 };
 
 /// A superuser `root`, and `mallory`, a member of group `Staff` holding role `Staff`, to which
@@ -30,8 +30,8 @@ fn world() -> Result<World> {
     let admin = db.system();
     let root = admin.create_user("root", "root password", true)?.id;
     let mallory = admin.create_user("mallory", "mallory password", false)?.id;
-    let staff_group = admin.create_group("Staff")?;
-    let staff = admin.create_role("Staff")?;
+    let staff_group = admin.create_group("Staff")?.id;
+    let staff = admin.create_role("Staff")?.id;
     admin.set_group_member(staff_group, mallory, true)?;
     admin.set_role_group(staff, staff_group, true)?;
     Ok(World {
@@ -163,13 +163,18 @@ fn user_update_debug_output_hides_the_password() {
 #[test]
 fn role_edit_through_an_acl_cannot_grant_global_permissions() -> Result<()> {
     let w = world()?;
-    let victim_role = w.admin.create_role("Editors")?;
+    let victim_role = w.admin.create_role("Editors")?.id;
     w.admin.grant(P::RoleEdit, w.staff, role_ref(victim_role))?;
     w.admin.grant(P::RoleView, w.staff, role_ref(victim_role))?;
     assert!(is_denied(
         w.mallory().grant_global(P::DocumentDelete, victim_role)
     ));
-    assert!(w.admin.role_permissions(victim_role)?.is_empty());
+    assert!(
+        w.admin
+            .role_permissions(victim_role, PageRequest::ALL)?
+            .items
+            .is_empty()
+    );
     Ok(())
 }
 
@@ -186,33 +191,42 @@ fn global_role_edit_cannot_grant_a_permission_it_does_not_hold() -> Result<()> {
 #[test]
 fn global_role_edit_grants_a_permission_it_holds() -> Result<()> {
     let w = world()?;
-    let other = w.admin.create_role("Readers")?;
+    let other = w.admin.create_role("Readers")?.id;
     w.admin.grant_global(P::RoleView, w.staff)?;
     w.admin.grant_global(P::RoleEdit, w.staff)?;
     w.admin.grant_global(P::DocumentView, w.staff)?;
     w.mallory().grant_global(P::DocumentView, other)?;
-    assert_eq!(w.admin.role_permissions(other)?, vec![P::DocumentView]);
+    assert_eq!(
+        w.admin.role_permissions(other, PageRequest::ALL)?.items,
+        vec![P::DocumentView]
+    );
     Ok(())
 }
 
 #[test]
 fn role_edit_cannot_link_a_role_to_a_group_it_cannot_see() -> Result<()> {
     let w = world()?;
-    let hidden = w.admin.create_group("Hidden")?;
+    let hidden = w.admin.create_group("Hidden")?.id;
     w.admin.grant_global(P::RoleView, w.staff)?;
     w.admin.grant_global(P::RoleEdit, w.staff)?;
     let invisible = w.mallory().set_role_group(w.staff, hidden, true);
     let unknown = w.mallory().set_role_group(w.staff, GroupId(999), true);
     assert_eq!(validation_field(invisible).as_deref(), Some("group_id"));
     assert_eq!(validation_field(unknown).as_deref(), Some("group_id"));
-    assert!(w.admin.role_groups(w.staff)?.iter().all(|g| *g != hidden));
+    assert!(
+        w.admin
+            .role_groups(w.staff, PageRequest::ALL)?
+            .items
+            .iter()
+            .all(|g| g.id != hidden)
+    );
     Ok(())
 }
 
 #[test]
 fn role_edit_cannot_attach_a_stronger_role_to_its_own_group() -> Result<()> {
     let w = world()?;
-    let admins = w.admin.create_role("Admins")?;
+    let admins = w.admin.create_role("Admins")?.id;
     w.admin.grant_global(P::UserEdit, admins)?;
     w.admin.grant_global(P::RoleView, w.staff)?;
     w.admin.grant(P::RoleEdit, w.staff, role_ref(admins))?;
@@ -229,8 +243,8 @@ fn role_edit_cannot_attach_a_stronger_role_to_its_own_group() -> Result<()> {
 #[test]
 fn group_edit_cannot_join_a_group_holding_a_stronger_role() -> Result<()> {
     let w = world()?;
-    let admins_group = w.admin.create_group("Admins")?;
-    let admins = w.admin.create_role("Admins")?;
+    let admins_group = w.admin.create_group("Admins")?.id;
+    let admins = w.admin.create_role("Admins")?.id;
     w.admin.grant_global(P::UserEdit, admins)?;
     w.admin.set_role_group(admins, admins_group, true)?;
     w.admin.grant_global(P::GroupView, w.staff)?;
@@ -265,14 +279,14 @@ fn acl_edit_cannot_grant_a_permission_not_held_on_the_object() -> Result<()> {
 #[test]
 fn acl_edit_grants_a_permission_held_on_the_object() -> Result<()> {
     let w = world()?;
-    let readers = w.admin.create_role("Readers")?;
+    let readers = w.admin.create_role("Readers")?.id;
     let dt = w.admin.create_document_type("Invoice")?;
     let dt_ref = ObjectRef::new(ObjectKind::DOCUMENT_TYPE, dt.id.0);
     w.admin.grant(P::DocumentTypeView, w.staff, dt_ref)?;
     w.admin.grant(P::DocumentView, w.staff, dt_ref)?;
     w.admin.grant(P::AclEdit, w.staff, dt_ref)?;
     w.admin.grant_global(P::RoleView, w.staff)?;
-    let acl = w.mallory().grant(P::DocumentView, readers, dt_ref)?;
+    let acl = w.mallory().grant(P::DocumentView, readers, dt_ref)?.acl;
     assert_eq!(acl.permissions, PermissionSet::of(&[P::DocumentView]));
     Ok(())
 }
@@ -282,14 +296,14 @@ fn acl_edit_grants_a_permission_held_on_the_object() -> Result<()> {
 #[test]
 fn an_acl_for_an_invisible_role_is_refused_like_an_unknown_role() -> Result<()> {
     let w = world()?;
-    let hidden = w.admin.create_role("Hidden")?;
+    let hidden = w.admin.create_role("Hidden")?.id;
     let dt = w.admin.create_document_type("Invoice")?;
     let dt_ref = ObjectRef::new(ObjectKind::DOCUMENT_TYPE, dt.id.0);
     w.admin.grant(P::DocumentTypeView, w.staff, dt_ref)?;
     w.admin.grant(P::AclEdit, w.staff, dt_ref)?;
     let invisible = w.mallory().create_acl(dt_ref, hidden);
     let unknown = w.mallory().create_acl(dt_ref, RoleId(999));
-    let message = |r: Result<docmeta_core::Acl>, id: i64| match r {
+    let message = |r: Result<docmeta_core::AclView>, id: i64| match r {
         Err(Error::Validation { field, message }) => {
             Some((field, message.replace(&id.to_string(), "N")))
         }
@@ -323,7 +337,7 @@ fn an_event_hides_a_second_object_the_reader_may_not_view() -> Result<()> {
     let w = world()?;
     let cabinet = w.admin.create_cabinet("Shared", None)?;
     let dt = w.admin.create_document_type("Secret")?;
-    let doc = w.admin.create_document(dt.id, "merger plan", &[])?;
+    let doc = w.admin.create_document(dt.id, "merger plan", &[])?.document;
     w.admin.set_cabinet_document(cabinet.id, doc.id, true)?;
     w.admin.grant(
         P::CabinetView,
@@ -333,7 +347,7 @@ fn an_event_hides_a_second_object_the_reader_may_not_view() -> Result<()> {
     let events = w.mallory().events(&EventQuery::default())?;
     let cabinet_events: Vec<_> = events
         .iter()
-        .filter(|e| e.target.kind == "cabinets.cabinet" && e.target.id == cabinet.id.0)
+        .filter(|e| e.event.target.kind == "cabinets.cabinet" && e.event.target.id == cabinet.id.0)
         .collect();
     assert!(
         !cabinet_events.is_empty(),
@@ -341,7 +355,8 @@ fn an_event_hides_a_second_object_the_reader_may_not_view() -> Result<()> {
     );
     for e in cabinet_events {
         assert!(
-            e.action_object
+            e.event
+                .action_object
                 .as_ref()
                 .is_none_or(|o| o.id != doc.id.0 || o.kind != "documents.document"),
             "the hidden document must not be named: {e:?}"
@@ -355,7 +370,7 @@ fn an_event_keeps_a_second_object_the_reader_may_view() -> Result<()> {
     let w = world()?;
     let cabinet: CabinetId = w.admin.create_cabinet("Shared", None)?.id;
     let dt = w.admin.create_document_type("Open")?;
-    let doc = w.admin.create_document(dt.id, "menu", &[])?;
+    let doc = w.admin.create_document(dt.id, "menu", &[])?.document;
     w.admin.set_cabinet_document(cabinet, doc.id, true)?;
     w.admin.grant(
         P::CabinetView,
@@ -364,15 +379,20 @@ fn an_event_keeps_a_second_object_the_reader_may_view() -> Result<()> {
     )?;
     w.admin.grant_global(P::DocumentView, w.staff)?;
     let events = w.mallory().events(&EventQuery::default())?;
-    assert!(events.iter().any(|e| e.target.kind == "cabinets.cabinet"
-        && e.action_object.as_ref().is_some_and(|o| o.id == doc.id.0)));
+    assert!(events.iter().any(|e| {
+        e.event.target.kind == "cabinets.cabinet"
+            && e.event
+                .action_object
+                .as_ref()
+                .is_some_and(|o| o.id == doc.id.0)
+    }));
     Ok(())
 }
 
 #[test]
 fn an_acl_event_hides_a_role_the_reader_may_not_view() -> Result<()> {
     let w = world()?;
-    let hidden = w.admin.create_role("Hidden")?;
+    let hidden = w.admin.create_role("Hidden")?.id;
     let dt = w.admin.create_document_type("Invoice")?;
     let dt_ref = ObjectRef::new(ObjectKind::DOCUMENT_TYPE, dt.id.0);
     w.admin.grant(P::DocumentTypeView, w.staff, dt_ref)?;
@@ -380,14 +400,16 @@ fn an_acl_event_hides_a_role_the_reader_may_not_view() -> Result<()> {
     let events = w.mallory().events(&EventQuery::default())?;
     let acl_events: Vec<_> = events
         .iter()
-        .filter(|e| e.name == names::ACL_EDITED || e.name == names::ACL_CREATED)
-        .filter(|e| e.target.id == dt.id.0)
+        .filter(|e| e.event.name == names::ACL_EDITED || e.event.name == names::ACL_CREATED)
+        .filter(|e| e.event.target.id == dt.id.0)
         .collect();
     assert!(!acl_events.is_empty());
     assert!(
-        acl_events
-            .iter()
-            .all(|e| e.action_object.as_ref().is_none_or(|o| o.id != hidden.0)),
+        acl_events.iter().all(|e| e
+            .event
+            .action_object
+            .as_ref()
+            .is_none_or(|o| o.id != hidden.0)),
         "{acl_events:?}"
     );
     Ok(())
@@ -411,7 +433,7 @@ fn a_nul_in_a_metadata_value_is_a_validation_error_naming_value() -> Result<()> 
         .admin
         .create_metadata_type(MetadataTypeInput::new("number", "Number"))?;
     w.admin.associate(dt.id, mt.id, false)?;
-    let doc = w.admin.create_document(dt.id, "one", &[])?;
+    let doc = w.admin.create_document(dt.id, "one", &[])?.document;
     let r = w.admin.add_document_metadata(doc.id, mt.id, "12\u{0}3");
     assert_eq!(validation_field(r).as_deref(), Some("value"));
     Ok(())
@@ -428,7 +450,7 @@ fn a_nul_produced_by_a_parser_is_refused() -> Result<()> {
             "pattern: 'x'\nreplacement: \"\\0\"",
         ))?;
     w.admin.associate(dt.id, mt.id, false)?;
-    let doc = w.admin.create_document(dt.id, "one", &[])?;
+    let doc = w.admin.create_document(dt.id, "one", &[])?.document;
     let r = w.admin.add_document_metadata(doc.id, mt.id, "axb");
     assert_eq!(validation_field(r).as_deref(), Some("value"));
     Ok(())
@@ -466,7 +488,7 @@ fn the_credentials_epoch_stays_when_only_grants_change() -> Result<()> {
 #[test]
 fn a_workflow_action_naming_an_invisible_role_answers_like_an_unknown_role() -> Result<()> {
     let w = world()?;
-    let hidden = w.admin.create_role("Hidden")?;
+    let hidden = w.admin.create_role("Hidden")?.id;
     let invoice = w.admin.create_document_type("Invoice")?;
     for p in [
         P::WorkflowTemplateCreate,

@@ -39,7 +39,9 @@ fn store_with_files(dir: &Path, encrypted: bool, n: u8) -> Result<(Docmeta, Vec<
     let t = admin.create_document_type("Scan")?;
     let mut files = Vec::new();
     for i in 0..n {
-        let d = admin.create_document(t.id, &format!("Scan {i}"), &[])?;
+        let d = admin
+            .create_document(t.id, &format!("Scan {i}"), &[])?
+            .document;
         let content: Vec<u8> = (0..SIZE)
             .map(|k| (k as u8).wrapping_mul(7).wrapping_add(i))
             .collect();

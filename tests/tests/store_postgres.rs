@@ -98,7 +98,9 @@ fn docmeta_runs_on_postgres_end_to_end() -> docmeta_core::Result<()> {
             .parser("svc.apps.metadata.metadata_parsers.DateParser", ""),
     )?;
     admin.associate(t.id, due.id, true)?;
-    let doc = admin.create_document(t.id, "INV-1", &[(due.id, "31/12/2024")])?;
+    let doc = admin
+        .create_document(t.id, "INV-1", &[(due.id, "31/12/2024")])?
+        .document;
     assert_eq!(
         admin.metadata_value_of(doc.id, "due")?.as_deref(),
         Some("2024-12-31")
@@ -109,13 +111,20 @@ fn docmeta_runs_on_postgres_end_to_end() -> docmeta_core::Result<()> {
     ));
     let file = admin.add_file(doc.id, "a.txt", &mut &b"abc"[..])?;
     assert_eq!(admin.read_file(file.id)?, b"abc");
-    assert_eq!(admin.search_documents("invoice", 1, 10)?.count, 1);
+    assert_eq!(
+        admin
+            .search_documents("invoice", PageRequest::new(1, 10))?
+            .count,
+        1
+    );
     Ok(())
 }
 
 #[test]
 fn a_batch_and_a_filtered_documents_page_run_on_postgres() -> docmeta_core::Result<()> {
-    use docmeta_core::{NewDocument, ObjectKind, ObjectRef, PageRequest, Permission};
+    use docmeta_core::{
+        DocumentQuery, NewDocument, ObjectKind, ObjectRef, PageRequest, Permission,
+    };
     if base_url().is_none() {
         eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
         return Ok(());
@@ -137,8 +146,8 @@ fn a_batch_and_a_filtered_documents_page_run_on_postgres() -> docmeta_core::Resu
         .collect();
     let created = admin.create_documents(&new)?;
     let user = admin.create_user("ann", "a long password", false)?.id;
-    let group = admin.create_group("G")?;
-    let role = admin.create_role("R")?;
+    let group = admin.create_group("G")?.id;
+    let role = admin.create_role("R")?.id;
     admin.set_group_member(group, user, true)?;
     admin.set_role_group(role, group, true)?;
     admin.grant(
@@ -149,7 +158,7 @@ fn a_batch_and_a_filtered_documents_page_run_on_postgres() -> docmeta_core::Resu
     admin.grant(
         Permission::DocumentView,
         role,
-        ObjectRef::new(ObjectKind::DOCUMENT, created[4].id.0),
+        ObjectRef::new(ObjectKind::DOCUMENT, created[4].document.id.0),
     )?;
     let ann = db.session(user);
     let expected = ann.document_ids(None)?;
@@ -157,7 +166,13 @@ fn a_batch_and_a_filtered_documents_page_run_on_postgres() -> docmeta_core::Resu
     for size in 1..=6 {
         let mut ids = Vec::new();
         for number in 1..=(expected.len() / size + 1) {
-            let page = ann.documents_page(None, size % 2 == 0, PageRequest::new(number, size))?;
+            let page = ann.documents(
+                DocumentQuery {
+                    newest_first: size % 2 == 0,
+                    ..Default::default()
+                },
+                PageRequest::new(number, size),
+            )?;
             assert_eq!(page.count, expected.len());
             ids.extend(page.items.iter().map(|v| v.document.id));
         }
@@ -187,7 +202,7 @@ fn backup_and_restore_a_postgres_installation() -> docmeta_core::Result<()> {
         .open()?;
     let admin = db.system();
     let t = admin.create_document_type("Invoice")?;
-    let doc = admin.create_document(t.id, "INV-9", &[])?;
+    let doc = admin.create_document(t.id, "INV-9", &[])?.document;
     let file = admin.add_file(doc.id, "scan.txt", &mut &b"scanned"[..])?;
     let archive = dir.path().join("pg.tar.zst");
     db.backup(&archive, None, |_, _| {})?;
@@ -213,7 +228,7 @@ fn backup_and_restore_a_postgres_installation() -> docmeta_core::Result<()> {
         .data_dir(&target)
         .postgres(&restored_url)
         .open()?;
-    assert_eq!(db.system().document(doc.id)?.label, "INV-9");
+    assert_eq!(db.system().document(doc.id)?.document.label, "INV-9");
     assert_eq!(db.system().read_file(file.id)?, b"scanned");
     Ok(())
 }
@@ -295,7 +310,7 @@ fn a_nul_character_is_a_validation_error_on_postgres() -> docmeta_core::Result<(
     let number =
         admin.create_metadata_type(docmeta_core::MetadataTypeInput::new("number", "Number"))?;
     admin.associate(t.id, number.id, false)?;
-    let doc = admin.create_document(t.id, "INV-1", &[])?;
+    let doc = admin.create_document(t.id, "INV-1", &[])?.document;
     let refused = admin.add_document_metadata(doc.id, number.id, "12\u{0}3");
     assert!(
         matches!(&refused, Err(docmeta_core::Error::Validation { field, .. }) if field == "value"),
@@ -414,9 +429,10 @@ fn an_unusable_postgres_backup_leaves_the_database_and_the_directory_as_they_wer
         let live = open_live()?;
         let docs = live
             .system()
-            .documents(None, docmeta_core::DocumentId(0), 10)?;
+            .documents(DocumentQuery::default(), PageRequest::new(1, 10))?
+            .items;
         assert_eq!(docs.len(), 1);
-        assert_eq!(docs[0].label, "Still here");
+        assert_eq!(docs[0].document.label, "Still here");
     }
     Ok(())
 }
@@ -770,11 +786,16 @@ fn a_metadata_write_takes_a_bounded_number_of_round_trips() -> docmeta_core::Res
     admin.associate(t.id, note.id, false)?;
     // Warm: every statement below prepared once on the pooled connection, as in a server.
     let warm = admin.create_document(t.id, "INV-0", &[(due.id, "01/01/2024")])?;
-    let m = admin.add_document_metadata(warm.id, note.id, "n")?;
-    admin.edit_document_metadata(warm.id, m.id, "m")?;
-    let doc = admin.create_document(t.id, "INV-1", &[(due.id, "31/12/2024")])?;
+    let m = admin
+        .add_document_metadata(warm.document.id, note.id, "n")?
+        .value;
+    admin.edit_document_metadata(warm.document.id, m.id, "m", None)?;
+    let doc = admin
+        .create_document(t.id, "INV-1", &[(due.id, "31/12/2024")])?
+        .document;
     let due_value = admin
-        .document_metadata_list(doc.id)?
+        .document_metadata(doc.id, PageRequest::ALL)
+        .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?
         .into_iter()
         .find(|m| m.metadata_type_id == due.id)
         .expect("the due date");
@@ -786,7 +807,7 @@ fn a_metadata_write_takes_a_bounded_number_of_round_trips() -> docmeta_core::Res
     });
     let edit = round_trips_of(&store, || {
         admin
-            .edit_document_metadata(doc.id, due_value.id, "01/02/2025")
+            .edit_document_metadata(doc.id, due_value.id, "01/02/2025", None)
             .expect("edit");
     });
     let create = round_trips_of(&store, || {
@@ -844,7 +865,8 @@ fn an_edit_that_triggers_a_workflow_check_takes_a_bounded_number_of_round_trips(
     db.run_pending_tasks()?; // the association's lifecycle task (no worker here)
     let value_of = |doc| {
         admin
-            .document_metadata_list(doc)
+            .document_metadata(doc, PageRequest::ALL)
+            .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())
             .expect("values")
             .into_iter()
             .find(|m| m.metadata_type_id == status.id)
@@ -852,13 +874,20 @@ fn an_edit_that_triggers_a_workflow_check_takes_a_bounded_number_of_round_trips(
     };
     // Warm: every statement below prepared once on the pooled connection, as in a server.
     let warm = admin.create_document(t.id, "INV-0", &[(status.id, "draft")])?;
-    admin.edit_document_metadata(warm.id, value_of(warm.id).id, "drafted")?;
-    let doc = admin.create_document(t.id, "INV-1", &[(status.id, "draft")])?;
+    admin.edit_document_metadata(
+        warm.document.id,
+        value_of(warm.document.id).id,
+        "drafted",
+        None,
+    )?;
+    let doc = admin
+        .create_document(t.id, "INV-1", &[(status.id, "draft")])?
+        .document;
     let value = value_of(doc.id);
 
     let (trips, _) = round_trips_of(&store, || {
         admin
-            .edit_document_metadata(doc.id, value.id, "still a draft")
+            .edit_document_metadata(doc.id, value.id, "still a draft", None)
             .expect("edit");
     });
     eprintln!("round trips to PostgreSQL, an edit whose trigger's condition says no: {trips}");
@@ -886,12 +915,12 @@ fn the_index_catches_up_on_many_edits_of_one_document_in_one_batch() -> docmeta_
     let t = admin.create_document_type("Invoice")?;
     let note = admin.create_metadata_type(docmeta_core::MetadataTypeInput::new("note", "Note"))?;
     admin.associate(t.id, note.id, false)?;
-    let doc = admin.create_document(t.id, "INV-1", &[])?;
-    let value = admin.add_document_metadata(doc.id, note.id, "0")?;
+    let doc = admin.create_document(t.id, "INV-1", &[])?.document;
+    let value = admin.add_document_metadata(doc.id, note.id, "0")?.value;
     db.wait_for_index()?;
     // Three pages of events (1,000 each), all about one document.
     for i in 1..=3000 {
-        admin.edit_document_metadata(doc.id, value.id, &i.to_string())?;
+        admin.edit_document_metadata(doc.id, value.id, &i.to_string(), None)?;
     }
     let mut applied = 0;
     let (trips, writes) =
@@ -1098,20 +1127,22 @@ fn a_list_of_ids_is_prepared_once_whatever_its_ids() -> docmeta_core::Result<()>
         eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
         return Ok(());
     }
-    use docmeta_core::PageRequest;
+    use PageRequest;
     let (_dir, store, db) = counted_instance()?;
     let admin = db.system();
     let t = admin.create_document_type("Invoice")?;
     let cabinet = admin.create_cabinet("Inbox", None)?;
     for i in 0..3 {
-        let doc = admin.create_document(t.id, &format!("INV-{i}"), &[])?;
+        let doc = admin
+            .create_document(t.id, &format!("INV-{i}"), &[])?
+            .document;
         admin.set_cabinet_document(cabinet.id, doc.id, true)?;
     }
     // Each page of one reads the documents of another list of ids.
     let page = |number| {
         round_trips_of(&store, || {
             admin
-                .cabinet_documents_page(cabinet.id, PageRequest::new(number, 1))
+                .cabinet_documents(cabinet.id, PageRequest::new(number, 1))
                 .expect("page");
         })
         .0
@@ -1438,10 +1469,10 @@ fn a_grant_and_a_revoke_through_one_process_are_honoured_by_another_at_once()
     let (a, b, _dirs) = two_processes()?;
     let admin = a.system();
     let t = admin.create_document_type("Secret")?;
-    let doc = admin.create_document(t.id, "payroll", &[])?;
+    let doc = admin.create_document(t.id, "payroll", &[])?.document;
     let eve = admin.create_user("eve", "eve's password", false)?;
-    let group = admin.create_group("Staff")?;
-    let role = admin.create_role("Readers")?;
+    let group = admin.create_group("Staff")?.id;
+    let role = admin.create_role("Readers")?.id;
     admin.set_group_member(group, eve.id, true)?;
     admin.set_role_group(role, group, true)?;
     let on_doc = ObjectRef::new(ObjectKind::DOCUMENT, doc.id.0);
@@ -1449,7 +1480,7 @@ fn a_grant_and_a_revoke_through_one_process_are_honoured_by_another_at_once()
     for round in 0..50 {
         admin.grant(Permission::DocumentView, role, on_doc)?;
         assert_eq!(
-            reader.document(doc.id)?.label,
+            reader.document(doc.id)?.document.label,
             "payroll",
             "round {round}: a grant committed through A is seen through B"
         );
@@ -1480,8 +1511,8 @@ fn documents_created_moved_and_deleted_through_one_process_are_known_to_another_
     let open = admin.create_document_type("Open")?;
     let closed = admin.create_document_type("Closed")?;
     let eve = admin.create_user("eve", "eve's password", false)?;
-    let group = admin.create_group("Staff")?;
-    let role = admin.create_role("Readers")?;
+    let group = admin.create_group("Staff")?.id;
+    let role = admin.create_role("Readers")?.id;
     admin.set_group_member(group, eve.id, true)?;
     admin.set_role_group(role, group, true)?;
     admin.grant(
@@ -1491,16 +1522,24 @@ fn documents_created_moved_and_deleted_through_one_process_are_known_to_another_
     )?;
     let reader = b.session(eve.id);
     for n in 0..20 {
-        let doc = admin.create_document(open.id, &format!("note {n}"), &[])?;
-        assert_eq!(reader.document(doc.id)?.label, format!("note {n}"));
-        let page = reader.documents_page(None, true, docmeta_core::PageRequest::new(1, 20))?;
+        let doc = admin
+            .create_document(open.id, &format!("note {n}"), &[])?
+            .document;
+        assert_eq!(reader.document(doc.id)?.document.label, format!("note {n}"));
+        let page = reader.documents(
+            DocumentQuery {
+                newest_first: true,
+                ..Default::default()
+            },
+            PageRequest::new(1, 20),
+        )?;
         assert_eq!(page.count, n + 1, "the count of B knows the new document");
         admin.change_document_type(doc.id, closed.id)?;
         assert!(matches!(reader.document(doc.id), Err(Error::NotFound(_))));
         admin.change_document_type(doc.id, open.id)?;
         assert!(reader.document(doc.id).is_ok());
     }
-    let last = admin.create_document(open.id, "to delete", &[])?;
+    let last = admin.create_document(open.id, "to delete", &[])?.document;
     assert!(reader.document(last.id).is_ok());
     admin.delete_document(last.id)?;
     assert!(matches!(reader.document(last.id), Err(Error::NotFound(_))));

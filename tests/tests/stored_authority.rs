@@ -11,8 +11,8 @@
 use docmeta_core::workflows::{ActionKind, TransitionUpdate};
 use docmeta_core::{
     Config, Docmeta, DocumentId, DocumentTypeId, Error, MetadataTypeId, MetadataTypeInput,
-    ObjectKind, ObjectRef, Permission as P, Result, RoleId, Session, UserId, UserUpdate,
-    WorkflowId,
+    ObjectKind, ObjectRef, PageRequest, Permission as P, Result, RoleId, Session, UserId,
+    UserUpdate, WorkflowId,
 };
 
 /// The salary only the administrator may view.
@@ -32,9 +32,9 @@ fn db() -> Result<Docmeta> {
 /// A user with their own group and role (so grants go to them alone).
 fn user(system: &Session, name: &str) -> Result<(UserId, RoleId)> {
     let u = system.create_user(name, PASSWORD, false)?.id;
-    let g = system.create_group(name)?;
+    let g = system.create_group(name)?.id;
     system.set_group_member(g, u, true)?;
-    let r = system.create_role(name)?;
+    let r = system.create_role(name)?.id;
     system.set_role_group(r, g, true)?;
     Ok((u, r))
 }
@@ -95,6 +95,7 @@ fn world() -> Result<World> {
     }
     let doc = root
         .create_document(employee, "E-1", &[(salary, SALARY)])?
+        .document
         .id;
     Ok(World {
         db,
@@ -158,7 +159,7 @@ fn a_planted_default_does_not_read_what_its_planter_may_not_view() -> Result<()>
     // An administrator saves an empty value: the default renders for them, seeing no more than
     // Eve may.
     let m = w.root.add_document_metadata(w.doc, w.note, "")?;
-    assert_hidden(&[m.value]);
+    assert_hidden(&[m.value.value]);
     // A new employee of the administrator, then the type made required: the backfill task
     // renders for the administrator who saved the association.
     let other = w
@@ -166,15 +167,18 @@ fn a_planted_default_does_not_read_what_its_planter_may_not_view() -> Result<()>
         .create_document(w.employee, "E-2", &[(w.salary, SALARY)])?;
     let association = w
         .root
-        .associations(w.employee)?
+        .associations(w.employee, PageRequest::ALL)?
+        .items
         .into_iter()
-        .find(|a| a.metadata_type_id == w.note)
+        .find(|a| a.association.metadata_type_id == w.note)
         .expect("note is associated");
     w.root
-        .update_association(w.employee, association.id, true)?;
+        .update_association(w.employee, association.association.id, true)?;
     w.db.run_pending_tasks()?;
     assert!(
-        w.root.metadata_value_of(other.id, "note")?.is_some(),
+        w.root
+            .metadata_value_of(other.document.id, "note")?
+            .is_some(),
         "backfilled"
     );
     // Required defaults of new documents too.
@@ -245,8 +249,9 @@ fn an_administrators_own_templates_keep_their_view_until_someone_else_changes_th
     let new_value = |label: &str| -> Result<String> {
         let d = w
             .root
-            .create_document(w.employee, label, &[(w.salary, SALARY)])?;
-        Ok(w.root.add_document_metadata(d.id, summary, "")?.value)
+            .create_document(w.employee, label, &[(w.salary, SALARY)])?
+            .document;
+        Ok(w.root.add_document_metadata(d.id, summary, "")?.value.value)
     };
     assert_eq!(new_value("A")?, SALARY, "the administrator's own default");
     // Eve renames it: she did not change the template, which keeps its view.
@@ -352,18 +357,22 @@ fn a_rewritten_condition_renders_with_its_rewriters_view() -> Result<()> {
     let doc =
         w.root
             .create_document(w.employee, "E-2", &[(w.salary, SALARY), (w.note, "draft")])?;
-    let note = w.root.document_metadata_list(doc.id)?;
+    let note = w
+        .root
+        .document_metadata(doc.document.id, PageRequest::ALL)
+        .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?;
     let note = note
         .iter()
         .find(|m| m.metadata_type_id == w.note)
         .expect("note");
-    w.root.edit_document_metadata(doc.id, note.id, "changed")?;
-    let instance = w.root.workflow_instances(doc.id)?.remove(0);
+    w.root
+        .edit_document_metadata(doc.document.id, note.id, "changed", None)?;
+    let instance = w.root.workflow_instances(doc.document.id)?.remove(0);
     assert_eq!(instance.state_id, Some(draft), "the probe saw the salary");
     // Nor does the administrator's own listing see through it.
     assert!(
         w.root
-            .available_transitions(doc.id, instance.id)?
+            .available_transitions(doc.document.id, instance.id)?
             .is_empty()
     );
     Ok(())
@@ -474,11 +483,19 @@ fn rewiring_a_workflow_needs_the_rights_its_actions_exercise() -> Result<()> {
     // An administrator edits a value of a secret document: nothing fires, Eve still sees
     // nothing of it.
     let doc = w.root.create_document(secret, "S-1", &[(w.note, "a")])?;
-    let note = w.root.document_metadata_list(doc.id)?.remove(0);
-    w.root.edit_document_metadata(doc.id, note.id, "b")?;
-    assert!(matches!(eve.document(doc.id), Err(Error::NotFound(_))));
+    let note = w
+        .root
+        .document_metadata(doc.document.id, PageRequest::ALL)
+        .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?
+        .remove(0);
+    w.root
+        .edit_document_metadata(doc.document.id, note.id, "b", None)?;
+    assert!(matches!(
+        eve.document(doc.document.id),
+        Err(Error::NotFound(_))
+    ));
     // The condition Eve could not rewrite still renders with its author's view.
-    let instance = w.root.workflow_instances(doc.id)?.remove(0);
+    let instance = w.root.workflow_instances(doc.document.id)?.remove(0);
     assert_eq!(instance.state_id, Some(draft));
     Ok(())
 }
@@ -526,7 +543,8 @@ fn metadata_actions_need_the_metadata_rights_of_their_author() -> Result<()> {
     );
     let doc = w
         .root
-        .create_document(w.employee, "E-2", &[(w.note, "original")])?;
+        .create_document(w.employee, "E-2", &[(w.note, "original")])?
+        .document;
     assert_eq!(
         w.root.metadata_value_of(doc.id, "note")?.as_deref(),
         Some("original")
@@ -596,6 +614,7 @@ fn an_action_whose_author_lost_the_right_fails_instead_of_writing() -> Result<()
     let doc = w
         .root
         .create_document(w.employee, "E-2", &[(w.note, "original")])?
+        .document
         .id;
     take(doc, plain, plain_go)?;
     assert_eq!(
@@ -608,6 +627,7 @@ fn an_action_whose_author_lost_the_right_fails_instead_of_writing() -> Result<()
     let doc = w
         .root
         .create_document(w.employee, "E-3", &[(w.note, "original")])?
+        .document
         .id;
     take(doc, plain, plain_go)?;
     assert_eq!(
@@ -645,6 +665,7 @@ fn an_action_whose_author_lost_the_right_fails_instead_of_writing() -> Result<()
     let doc = w
         .root
         .create_document(w.employee, "E-4", &[(w.note, "original")])?
+        .document
         .id;
     take(doc, plain, plain_go)?;
     assert_eq!(
@@ -724,6 +745,7 @@ fn an_action_stored_before_authors_were_recorded_does_nothing() -> Result<()> {
     let system = db.system();
     let doc = system
         .create_document(employee, "E-1", &[(note, "original")])?
+        .document
         .id;
     let instance = system.workflow_instances(doc)?.remove(0);
     assert_eq!(instance.workflow_id, flow);

@@ -24,9 +24,9 @@ fn db() -> Result<Docmeta> {
 /// A user with their own group and role (so grants go to them alone).
 fn user(admin: &Session, name: &str) -> Result<(UserId, RoleId)> {
     let u = admin.create_user(name, "a long password 1", false)?.id;
-    let g = admin.create_group(name)?;
+    let g = admin.create_group(name)?.id;
     admin.set_group_member(g, u, true)?;
-    let r = admin.create_role(name)?;
+    let r = admin.create_role(name)?.id;
     admin.set_role_group(r, g, true)?;
     Ok((u, r))
 }
@@ -82,6 +82,7 @@ fn fixture(note: MetadataTypeInput) -> Result<Fixture> {
     }
     let doc = admin
         .create_document(invoice, "INV-1", &[(secret, "s3cr3t")])?
+        .document
         .id;
     Ok(Fixture {
         db,
@@ -101,7 +102,7 @@ const READS_SECRET: &str = "{{ document.metadata_value_of.secret or 'hidden' }}|
 fn a_default_template_sees_only_what_the_acting_user_may_view() -> Result<()> {
     let f = fixture(MetadataTypeInput::new("note", "Note").default_value(READS_SECRET))?;
     let clerk = f.db.session(f.clerk);
-    let m = clerk.add_document_metadata(f.doc, f.note, "")?;
+    let m = clerk.add_document_metadata(f.doc, f.note, "")?.value;
     assert_eq!(
         m.value, "hidden|",
         "the clerk's default read a hidden value"
@@ -110,7 +111,10 @@ fn a_default_template_sees_only_what_the_acting_user_may_view() -> Result<()> {
     let other = f
         .admin
         .create_document(f.invoice, "INV-2", &[(f.secret, "v")])?;
-    let m = f.admin.add_document_metadata(other.id, f.note, "")?;
+    let m = f
+        .admin
+        .add_document_metadata(other.document.id, f.note, "")?
+        .value;
     assert_eq!(m.value, "v|secret=v;");
     Ok(())
 }
@@ -228,7 +232,9 @@ fn a_workflow_action_template_sees_what_its_author_may_view() -> Result<()> {
         .admin
         .create_document(f.invoice, "INV-2", &[(f.secret, "s3cr3t")])?;
     assert_eq!(
-        f.admin.metadata_value_of(doc.id, "note")?.as_deref(),
+        f.admin
+            .metadata_value_of(doc.document.id, "note")?
+            .as_deref(),
         Some("hidden")
     );
     // An action created by a superuser keeps the full view.
@@ -255,7 +261,8 @@ fn a_workflow_action_template_sees_what_its_author_may_view() -> Result<()> {
     )?;
     let doc = f2
         .admin
-        .create_document(other_type, "O-1", &[(f2.secret, "s3cr3t")])?;
+        .create_document(other_type, "O-1", &[(f2.secret, "s3cr3t")])?
+        .document;
     assert_eq!(
         f2.admin.metadata_value_of(doc.id, "note")?.as_deref(),
         Some("s3cr3t")
@@ -283,6 +290,7 @@ fn a_transition_condition_sees_what_the_acting_user_and_its_author_may_view() ->
     let doc = f
         .admin
         .create_document(f.invoice, "INV-2", &[(f.secret, "set")])?
+        .document
         .id;
     let clerk = f.db.session(f.clerk);
     let instance = clerk.workflow_instances(doc)?.remove(0);
@@ -360,7 +368,11 @@ fn a_slow_template_does_not_hold_the_write_lock() -> Result<()> {
         ))?
         .id;
     f.admin.associate(f.invoice, slow, false)?;
-    let other = f.admin.create_document(f.invoice, "INV-2", &[])?.id;
+    let other = f
+        .admin
+        .create_document(f.invoice, "INV-2", &[])?
+        .document
+        .id;
     let admin = f.admin.clone();
     let doc = f.doc;
     let started = Instant::now();

@@ -2,9 +2,9 @@
 //! accompanies a record, checked in core rather than only over HTTP.
 
 use docmeta_core::{
-    Config, Docmeta, DocumentId, DocumentTypeId, EventQuery, GroupId, MetadataTypeInput,
-    ObjectKind, ObjectRef, PageRequest, Permission as P, PermissionSet, Result, RoleId, Session,
-    TaskState, UserId,
+    Config, Docmeta, DocumentId, DocumentQuery, DocumentTypeId, EventQuery, GroupId,
+    MetadataTypeInput, ObjectKind, ObjectRef, PageRequest, Permission as P, PermissionSet, Result,
+    RoleId, Session, TaskState, UserId,
 };
 
 struct World {
@@ -29,8 +29,8 @@ fn world() -> Result<World> {
     let db = Docmeta::builder().config(fast_hashing()).open()?;
     let admin = db.system();
     let user = admin.create_user("ann", "a long password", false)?.id;
-    let group = admin.create_group("Clerks")?;
-    let role = admin.create_role("Clerk")?;
+    let group = admin.create_group("Clerks")?.id;
+    let role = admin.create_role("Clerk")?.id;
     admin.set_group_member(group, user, true)?;
     admin.set_role_group(role, group, true)?;
     Ok(World {
@@ -79,10 +79,10 @@ fn a_documents_page_counts_every_visible_document_and_holds_one_slice() -> Resul
         .collect::<Result<_>>()?;
     let page = w
         .admin
-        .documents_page(None, false, PageRequest::new(2, 2))?;
+        .documents(DocumentQuery::default(), PageRequest::new(2, 2))?;
     assert_eq!(page.count, 5);
     let ids: Vec<_> = page.items.iter().map(|v| v.document.id).collect();
-    assert_eq!(ids, [docs[2].id, docs[3].id]);
+    assert_eq!(ids, [docs[2].document.id, docs[3].document.id]);
     Ok(())
 }
 
@@ -90,11 +90,15 @@ fn a_documents_page_counts_every_visible_document_and_holds_one_slice() -> Resul
 fn a_documents_page_newest_first_starts_with_the_highest_id() -> Result<()> {
     let w = world()?;
     let dt = w.admin.create_document_type("Invoice")?;
-    let first = w.admin.create_document(dt.id, "first", &[])?;
-    let last = w.admin.create_document(dt.id, "last", &[])?;
-    let page = w
-        .admin
-        .documents_page(None, true, PageRequest::new(1, 10))?;
+    let first = w.admin.create_document(dt.id, "first", &[])?.document;
+    let last = w.admin.create_document(dt.id, "last", &[])?.document;
+    let page = w.admin.documents(
+        DocumentQuery {
+            newest_first: true,
+            ..Default::default()
+        },
+        PageRequest::new(1, 10),
+    )?;
     let ids: Vec<_> = page.items.iter().map(|v| v.document.id).collect();
     assert_eq!(ids, [last.id, first.id]);
     Ok(())
@@ -105,12 +109,12 @@ fn a_documents_page_leaves_out_documents_the_caller_may_not_view() -> Result<()>
     let w = world()?;
     let shown = w.admin.create_document_type("Shown")?;
     let hidden = w.admin.create_document_type("Hidden")?;
-    let visible = w.admin.create_document(shown.id, "visible", &[])?;
+    let visible = w.admin.create_document(shown.id, "visible", &[])?.document;
     w.admin.create_document(hidden.id, "secret", &[])?;
     w.admin.grant(P::DocumentView, w.role, dt_ref(shown.id))?;
     let page = w
         .ann()
-        .documents_page(None, false, PageRequest::new(1, 10))?;
+        .documents(DocumentQuery::default(), PageRequest::new(1, 10))?;
     assert_eq!(page.count, 1);
     assert_eq!(page.items[0].document.id, visible.id);
     Ok(())
@@ -125,7 +129,14 @@ fn all_pages(
 ) -> Result<(Vec<DocumentId>, Vec<usize>)> {
     let (mut ids, mut counts) = (Vec::new(), Vec::new());
     for number in 1.. {
-        let page = s.documents_page(of_type, newest_first, PageRequest::new(number, size))?;
+        let page = s.documents(
+            DocumentQuery {
+                document_type: of_type,
+                newest_first,
+                ..Default::default()
+            },
+            PageRequest::new(number, size),
+        )?;
         counts.push(page.count);
         if page.items.is_empty() {
             break;
@@ -145,7 +156,7 @@ fn mixed_visibility(w: &World) -> Result<(DocumentTypeId, DocumentTypeId, Docume
     w.admin.grant(P::DocumentView, w.role, dt_ref(shown))?;
     for i in 0..12 {
         let t = if i % 3 == 0 { shown } else { hidden };
-        let d = w.admin.create_document(t, &format!("d{i}"), &[])?;
+        let d = w.admin.create_document(t, &format!("d{i}"), &[])?.document;
         if i == 4 || i == 7 {
             w.admin.grant(
                 P::DocumentView,
@@ -154,7 +165,7 @@ fn mixed_visibility(w: &World) -> Result<(DocumentTypeId, DocumentTypeId, Docume
             )?;
         }
     }
-    let t = w.admin.create_document(third, "third", &[])?;
+    let t = w.admin.create_document(third, "third", &[])?.document;
     w.admin.grant(
         P::DocumentView,
         w.role,
@@ -233,13 +244,13 @@ fn a_documents_page_of_more_single_documents_than_a_statement_names_is_exact() -
     // More hidden documents with an ACL of their own than a page's statement names.
     for d in created
         .iter()
-        .filter(|d| d.document_type_id == hidden)
+        .filter(|d| d.document.document_type_id == hidden)
         .take(1001)
     {
         w.admin.grant(
             P::DocumentView,
             w.role,
-            ObjectRef::new(ObjectKind::DOCUMENT, d.id.0),
+            ObjectRef::new(ObjectKind::DOCUMENT, d.document.id.0),
         )?;
     }
     let ann = w.ann();
@@ -253,7 +264,13 @@ fn a_documents_page_of_more_single_documents_than_a_statement_names_is_exact() -
         assert_eq!(ids, expected, "pages of {size}");
         assert!(counts.iter().all(|c| *c == expected.len()));
     }
-    let of_hidden = ann.documents_page(Some(hidden), false, PageRequest::new(2, 500))?;
+    let of_hidden = ann.documents(
+        DocumentQuery {
+            document_type: Some(hidden),
+            ..Default::default()
+        },
+        PageRequest::new(2, 500),
+    )?;
     assert_eq!(of_hidden.count, 1001);
     assert_eq!(of_hidden.items.len(), 500);
     Ok(())
@@ -264,7 +281,7 @@ fn a_documents_page_count_follows_deletions_and_type_changes() -> Result<()> {
     let w = world()?;
     let (shown, hidden, _) = mixed_visibility(&w)?;
     let ann = w.ann();
-    let before = ann.documents_page(None, false, PageRequest::new(1, 2))?;
+    let before = ann.documents(DocumentQuery::default(), PageRequest::new(1, 2))?;
     assert_eq!(before.count, 7);
     // One shown document deleted, one moved to the hidden type, one hidden moved to shown.
     let of_shown = ann.document_ids(Some(shown))?;
@@ -272,7 +289,7 @@ fn a_documents_page_count_follows_deletions_and_type_changes() -> Result<()> {
     w.admin.change_document_type(of_shown[1], hidden)?;
     let a_hidden = w.admin.document_ids(Some(hidden))?[0];
     w.admin.change_document_type(a_hidden, shown)?;
-    let after = ann.documents_page(None, false, PageRequest::new(1, 2))?;
+    let after = ann.documents(DocumentQuery::default(), PageRequest::new(1, 2))?;
     assert_eq!(after.count, ann.document_ids(None)?.len());
     assert_eq!(after.count, 6);
     Ok(())
@@ -284,7 +301,7 @@ fn a_superuser_documents_page_counts_every_document() -> Result<()> {
     mixed_visibility(&w)?;
     let page = w
         .admin
-        .documents_page(None, false, PageRequest::new(3, 5))?;
+        .documents(DocumentQuery::default(), PageRequest::new(3, 5))?;
     assert_eq!(page.count, 13);
     assert_eq!(page.items.len(), 3);
     Ok(())
@@ -296,7 +313,7 @@ fn a_superuser_documents_page_counts_every_document() -> Result<()> {
 fn a_document_viewer_without_type_view_sees_the_type_label() -> Result<()> {
     let w = world()?;
     let dt = w.admin.create_document_type("Invoice")?;
-    let d = w.admin.create_document(dt.id, "March", &[])?;
+    let d = w.admin.create_document(dt.id, "March", &[])?.document;
     // documents.document_view on the type reaches its documents, not the type itself.
     w.admin.grant(P::DocumentView, w.role, dt_ref(dt.id))?;
     let ann = w.ann();
@@ -304,7 +321,7 @@ fn a_document_viewer_without_type_view_sees_the_type_label() -> Result<()> {
         ann.document_type(dt.id).is_err(),
         "the type itself is hidden"
     );
-    let view = ann.document_view(d.id)?;
+    let view = ann.document(d.id)?;
     assert_eq!(view.document.label, "March");
     assert_eq!(view.document_type.label, "Invoice");
     Ok(())
@@ -314,12 +331,12 @@ fn a_document_viewer_without_type_view_sees_the_type_label() -> Result<()> {
 fn a_cabinet_documents_page_shows_each_document_with_its_type() -> Result<()> {
     let w = world()?;
     let dt = w.admin.create_document_type("Invoice")?;
-    let d = w.admin.create_document(dt.id, "March", &[])?;
+    let d = w.admin.create_document(dt.id, "March", &[])?.document;
     let cabinet = w.admin.create_cabinet("Drawer", None)?;
     w.admin.set_cabinet_document(cabinet.id, d.id, true)?;
     let page = w
         .admin
-        .cabinet_documents_page(cabinet.id, PageRequest::new(1, 10))?;
+        .cabinet_documents(cabinet.id, PageRequest::new(1, 10))?;
     assert_eq!(page.count, 1);
     assert_eq!(page.items[0].document_type.label, "Invoice");
     Ok(())
@@ -329,14 +346,17 @@ fn a_cabinet_documents_page_shows_each_document_with_its_type() -> Result<()> {
 fn a_search_documents_page_shows_a_viewer_without_type_view_the_type_label() -> Result<()> {
     let w = world()?;
     let dt = w.admin.create_document_type("Invoice")?;
-    let d = w.admin.create_document(dt.id, "March invoice", &[])?;
+    let d = w
+        .admin
+        .create_document(dt.id, "March invoice", &[])?
+        .document;
     w.admin.grant(P::DocumentView, w.role, dt_ref(dt.id))?;
     let ann = w.ann();
     assert!(
         ann.document_type(dt.id).is_err(),
         "the type itself is hidden"
     );
-    let page = ann.search_documents_page("march", PageRequest::new(1, 10))?;
+    let page = ann.search_documents("march", PageRequest::new(1, 10))?;
     assert_eq!(page.count, 1);
     assert_eq!(page.items[0].document.id, d.id);
     assert_eq!(page.items[0].document_type.label, "Invoice");
@@ -353,10 +373,9 @@ fn a_search_metadata_page_shows_each_value_with_its_document_and_type() -> Resul
     w.admin.associate(dt.id, mt.id, false)?;
     let d = w
         .admin
-        .create_document(dt.id, "March", &[(mt.id, "INV-42")])?;
-    let page = w
-        .admin
-        .search_metadata_page("INV-42", PageRequest::new(1, 10))?;
+        .create_document(dt.id, "March", &[(mt.id, "INV-42")])?
+        .document;
+    let page = w.admin.search_metadata("INV-42", PageRequest::new(1, 10))?;
     assert_eq!(page.count, 1);
     assert_eq!(page.items[0].value.value, "INV-42");
     assert_eq!(page.items[0].document.id, d.id);
@@ -374,7 +393,7 @@ fn a_value_adder_without_value_view_is_answered_with_the_stored_value() -> Resul
         .admin
         .create_metadata_type(MetadataTypeInput::new("number", "Number"))?;
     w.admin.associate(dt.id, mt.id, false)?;
-    let d = w.admin.create_document(dt.id, "March", &[])?;
+    let d = w.admin.create_document(dt.id, "March", &[])?.document;
     w.admin.grant(P::DocumentView, w.role, dt_ref(dt.id))?;
     w.admin
         .grant(P::DocumentMetadataAdd, w.role, dt_ref(dt.id))?;
@@ -384,11 +403,11 @@ fn a_value_adder_without_value_view_is_answered_with_the_stored_value() -> Resul
         ObjectRef::new(ObjectKind::METADATA_TYPE, mt.id.0),
     )?;
     let ann = w.ann();
-    let view = ann.add_document_metadata_view(d.id, mt.id, "INV-1")?;
+    let view = ann.add_document_metadata(d.id, mt.id, "INV-1")?;
     assert_eq!(view.value.value, "INV-1");
     assert_eq!(view.metadata_type.name, "number");
     assert!(
-        ann.metadata_value_view(d.id, view.value.id).is_err(),
+        ann.metadata_value(d.id, view.value.id).is_err(),
         "reading it back is still refused"
     );
     Ok(())
@@ -407,7 +426,7 @@ fn an_association_creator_without_type_view_is_answered_with_both_types() -> Res
         w.role,
         ObjectRef::new(ObjectKind::METADATA_TYPE, mt.id.0),
     )?;
-    let view = w.ann().associate_view(dt.id, mt.id, false)?;
+    let view = w.ann().associate(dt.id, mt.id, false)?;
     assert_eq!(view.document_type.label, "Invoice");
     assert_eq!(view.metadata_type.label, "Number");
     Ok(())
@@ -419,13 +438,13 @@ fn an_association_creator_without_type_view_is_answered_with_both_types() -> Res
 fn an_acl_viewer_without_role_view_sees_the_role_label() -> Result<()> {
     let w = world()?;
     let dt = w.admin.create_document_type("Invoice")?;
-    let auditors = w.admin.create_role("Auditors")?;
+    let auditors = w.admin.create_role("Auditors")?.id;
     w.admin.grant(P::DocumentView, auditors, dt_ref(dt.id))?;
     w.admin.grant(P::AclView, w.role, dt_ref(dt.id))?;
     w.admin.grant(P::DocumentTypeView, w.role, dt_ref(dt.id))?;
     let ann = w.ann();
     assert!(ann.role(auditors).is_err(), "the role itself is hidden");
-    let page = ann.acls_page(dt_ref(dt.id), PageRequest::new(1, 10))?;
+    let page = ann.acls(dt_ref(dt.id), PageRequest::new(1, 10))?;
     let auditors_acl = page
         .items
         .iter()
@@ -443,10 +462,10 @@ fn an_acl_viewer_without_role_view_sees_the_role_label() -> Result<()> {
 fn removing_the_last_permission_of_an_acl_answers_none() -> Result<()> {
     let w = world()?;
     let dt = w.admin.create_document_type("Invoice")?;
-    let acl = w.admin.grant(P::DocumentView, w.role, dt_ref(dt.id))?;
+    let acl = w.admin.grant(P::DocumentView, w.role, dt_ref(dt.id))?.acl;
     let left = w
         .admin
-        .acl_remove_permission_view(dt_ref(dt.id), acl.id, P::DocumentView)?;
+        .acl_remove_permission(dt_ref(dt.id), acl.id, P::DocumentView)?;
     assert!(left.is_none());
     Ok(())
 }
@@ -460,7 +479,7 @@ fn a_member_who_leaves_a_group_is_answered_with_the_group() -> Result<()> {
     w.admin.grant_global(P::GroupView, w.role)?;
     w.admin.grant_global(P::GroupEdit, w.role)?;
     let ann = w.ann();
-    let group = ann.set_group_member_view(w.group, w.user, false)?;
+    let group = ann.set_group_member(w.group, w.user, false)?;
     assert_eq!(group.name, "Clerks");
     assert!(ann.group(w.group).is_err(), "she no longer sees it");
     Ok(())
@@ -469,11 +488,11 @@ fn a_member_who_leaves_a_group_is_answered_with_the_group() -> Result<()> {
 #[test]
 fn a_role_editor_without_role_view_is_answered_with_the_renamed_role() -> Result<()> {
     let w = world()?;
-    let auditors = w.admin.create_role("Auditors")?;
+    let auditors = w.admin.create_role("Auditors")?.id;
     w.admin.grant(P::RoleEdit, w.role, role_ref(auditors))?;
     let ann = w.ann();
     assert!(ann.role(auditors).is_err(), "the role itself is hidden");
-    let role = ann.rename_role_view(auditors, "Inspectors")?;
+    let role = ann.rename_role(auditors, "Inspectors")?;
     assert_eq!(role.label, "Inspectors");
     Ok(())
 }
@@ -481,7 +500,7 @@ fn a_role_editor_without_role_view_is_answered_with_the_renamed_role() -> Result
 #[test]
 fn a_role_permission_change_is_answered_with_the_roles_global_permissions() -> Result<()> {
     let w = world()?;
-    let auditors = w.admin.create_role("Auditors")?;
+    let auditors = w.admin.create_role("Auditors")?.id;
     w.admin.grant_global(P::RoleEdit, w.role)?;
     w.admin.grant_global(P::DocumentView, w.role)?;
     let permissions = w
@@ -494,7 +513,7 @@ fn a_role_permission_change_is_answered_with_the_roles_global_permissions() -> R
 #[test]
 fn a_role_groups_page_names_each_group() -> Result<()> {
     let w = world()?;
-    let page = w.admin.role_groups_page(w.role, PageRequest::new(1, 10))?;
+    let page = w.admin.role_groups(w.role, PageRequest::new(1, 10))?;
     assert_eq!(page.count, 1);
     assert_eq!(page.items[0].name, "Clerks");
     Ok(())
@@ -507,7 +526,7 @@ fn a_group_users_page_lists_only_members_the_caller_may_view() -> Result<()> {
     w.admin.set_group_member(w.group, bob.id, true)?;
     w.admin.grant_global(P::GroupView, w.role)?;
     // Without user_view, ann sees only herself.
-    let page = w.ann().group_users_page(w.group, PageRequest::new(1, 10))?;
+    let page = w.ann().group_members(w.group, PageRequest::new(1, 10))?;
     assert_eq!(page.count, 1);
     assert_eq!(page.items[0].username, "ann");
     Ok(())
@@ -521,7 +540,7 @@ fn an_event_view_names_its_actor() -> Result<()> {
     w.admin.grant_global(P::DocumentTypeCreate, w.role)?;
     w.admin.grant_global(P::DocumentTypeView, w.role)?;
     w.ann().create_document_type("Invoice")?;
-    let events = w.admin.event_views(&EventQuery::default())?;
+    let events = w.admin.events(&EventQuery::default())?;
     let by_ann = events
         .iter()
         .find(|e| e.event.actor == Some(w.user))
@@ -597,8 +616,8 @@ fn a_creator_without_the_view_permission_is_answered_with_what_it_created() -> R
         w.admin.grant_global(p, w.role)?;
     }
     let ann = w.ann();
-    assert_eq!(ann.create_group_view("Auditors")?.name, "Auditors");
-    assert_eq!(ann.create_role_view("Auditor")?.label, "Auditor");
+    assert_eq!(ann.create_group("Auditors")?.name, "Auditors");
+    assert_eq!(ann.create_role("Auditor")?.label, "Auditor");
     assert_eq!(
         ann.create_user("bob", "a long password", false)?.username,
         "bob"

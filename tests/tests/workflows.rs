@@ -6,7 +6,7 @@ use docmeta_core::WorkflowTransitionId;
 use docmeta_core::workflows::{ActionKind, MAX_CHAIN, WorkflowInstance};
 use docmeta_core::{
     Config, Docmeta, DocumentId, Error, MetadataTypeId, MetadataTypeInput, ObjectKind, ObjectRef,
-    Permission, Result, RoleId, Session, UserId,
+    PageRequest, Permission, Result, RoleId, Session, UserId,
 };
 
 const V: &str = "svc.apps.metadata.metadata_validators.";
@@ -108,7 +108,7 @@ fn invoice_workflow() -> Result<Invoice> {
             value: "{{ workflow_instance.document.metadata_value_of.amount }} ({{ workflow_instance.current_state.label }})".into(),
         },
     )?;
-    let auditors = admin.create_role("Auditors")?;
+    let auditors = admin.create_role("Auditors")?.id;
     admin.create_workflow_action(
         workflow,
         approved,
@@ -121,7 +121,7 @@ fn invoice_workflow() -> Result<Invoice> {
         },
     )?;
     let auditor = admin.create_user("audrey", "a long password", false)?.id;
-    let group = admin.create_group("Audit")?;
+    let group = admin.create_group("Audit")?.id;
     admin.set_group_member(group, auditor, true)?;
     admin.set_role_group(auditors, group, true)?;
     Ok(Invoice {
@@ -162,7 +162,7 @@ fn value(s: &Session, doc: DocumentId, name: &str) -> Result<Option<String>> {
 fn an_invoice_moves_through_its_workflow_by_metadata_edits_alone() -> Result<()> {
     let w = invoice_workflow()?;
     let a = &w.admin;
-    let doc = a.create_document(w.invoice_type, "INV-1", &[])?.id;
+    let doc = a.create_document(w.invoice_type, "INV-1", &[])?.document.id;
     assert_eq!(state_label(a, &w, doc)?, "draft", "launched on creation");
     assert_eq!(
         value(a, doc, "status")?.as_deref(),
@@ -176,14 +176,15 @@ fn an_invoice_moves_through_its_workflow_by_metadata_edits_alone() -> Result<()>
     assert_eq!(state_label(a, &w, doc)?, "review");
     // Editing the status to something else fires nothing (the condition refuses).
     let status = a
-        .document_metadata_list(doc)?
+        .document_metadata(doc, PageRequest::ALL)
+        .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?
         .into_iter()
         .find(|m| m.metadata_type_id == w.status)
         .expect("status")
         .id;
-    a.edit_document_metadata(doc, status, "checking")?;
+    a.edit_document_metadata(doc, status, "checking", None)?;
     assert_eq!(state_label(a, &w, doc)?, "review");
-    a.edit_document_metadata(doc, status, "approved")?;
+    a.edit_document_metadata(doc, status, "approved", None)?;
     assert_eq!(state_label(a, &w, doc)?, "approved");
     assert_eq!(
         value(a, doc, "approved_amount")?.as_deref(),
@@ -191,7 +192,7 @@ fn an_invoice_moves_through_its_workflow_by_metadata_edits_alone() -> Result<()>
         "the edit action's template sees the instance in its new state"
     );
     // The grant action changed what the auditor may see.
-    assert_eq!(auditor.document(doc)?.label, "INV-1");
+    assert_eq!(auditor.document(doc)?.document.label, "INV-1");
     let i = instance(a, doc)?;
     let log = a.workflow_log(doc, i.id)?;
     let taken: Vec<_> = log.iter().filter_map(|e| e.transition_id).collect();
@@ -201,7 +202,7 @@ fn an_invoice_moves_through_its_workflow_by_metadata_edits_alone() -> Result<()>
             .all(|e| !e.error && e.user_id.is_none() && e.comment.starts_with("Triggered by"))
     );
     // Once per event: editing again in `approved` fires nothing more.
-    a.edit_document_metadata(doc, status, "approved again")?;
+    a.edit_document_metadata(doc, status, "approved again", None)?;
     assert_eq!(a.workflow_log(doc, i.id)?.len(), 2);
     Ok(())
 }
@@ -211,7 +212,10 @@ fn a_transition_a_users_edit_triggers_commits_with_it_as_docmeta() -> Result<()>
     let w = invoice_workflow()?;
     let editor = w.admin.create_user("sam", "a long password", true)?.id;
     let sam = w.db.session(editor);
-    let doc = sam.create_document(w.invoice_type, "INV-9", &[])?.id;
+    let doc = sam
+        .create_document(w.invoice_type, "INV-9", &[])?
+        .document
+        .id;
     sam.add_document_metadata(doc, w.amount, "80.00")?;
     assert_eq!(state_label(&w.admin, &w, doc)?, "review");
     let events = w.db.events(&docmeta_core::EventQuery {
@@ -237,7 +241,10 @@ fn a_revoke_action_takes_access_away_and_changing_type_launches() -> Result<()> 
     let w = invoice_workflow()?;
     let a = &w.admin;
     let other = a.create_document_type("Draft")?.id;
-    let doc = a.create_document(other, "Not yet an invoice", &[])?.id;
+    let doc = a
+        .create_document(other, "Not yet an invoice", &[])?
+        .document
+        .id;
     assert!(a.workflow_instances(doc)?.is_empty());
     a.change_document_type(doc, w.invoice_type)?;
     assert_eq!(
@@ -267,12 +274,13 @@ fn a_revoke_action_takes_access_away_and_changing_type_launches() -> Result<()> 
     a.transition_workflow(doc, i.id, w.approve, "approved by hand")
         .expect_err("the condition refuses: the status is not approved");
     let status = a
-        .document_metadata_list(doc)?
+        .document_metadata(doc, PageRequest::ALL)
+        .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?
         .into_iter()
         .find(|m| m.metadata_type_id == w.status)
         .expect("status")
         .id;
-    a.edit_document_metadata(doc, status, "approved")?;
+    a.edit_document_metadata(doc, status, "approved", None)?;
     let auditor = w.db.session(w.auditor);
     assert!(auditor.document(doc).is_ok());
     let entry = a.transition_workflow(doc, i.id, reopen, "needs a second look")?;
@@ -311,7 +319,7 @@ fn failing_actions_are_logged_and_critical_ones_abort() -> Result<()> {
             value: "not a reference".into(),
         },
     )?;
-    let doc = a.create_document(w.invoice_type, "INV-2", &[])?.id;
+    let doc = a.create_document(w.invoice_type, "INV-2", &[])?.document.id;
     a.add_document_metadata(doc, w.amount, "7")?;
     assert_eq!(state_label(a, &w, doc)?, "review");
     assert_eq!(
@@ -341,12 +349,13 @@ fn failing_actions_are_logged_and_critical_ones_abort() -> Result<()> {
         },
     )?;
     let status = a
-        .document_metadata_list(doc)?
+        .document_metadata(doc, PageRequest::ALL)
+        .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?
         .into_iter()
         .find(|m| m.metadata_type_id == w.status)
         .expect("status")
         .id;
-    a.edit_document_metadata(doc, status, "approved")?;
+    a.edit_document_metadata(doc, status, "approved", None)?;
     assert_eq!(
         state_label(a, &w, doc)?,
         "review",
@@ -396,7 +405,7 @@ fn a_trigger_loop_stops_after_a_bounded_chain() -> Result<()> {
     }
     // Launching enters `ping`, whose entry action edits the counter: the loop starts at once
     // and must stop by itself.
-    let doc = a.create_document(t, "loop", &[(counter, "0")])?.id;
+    let doc = a.create_document(t, "loop", &[(counter, "0")])?.document.id;
     let i = a.workflow_instances(doc)?.remove(0);
     let log = a.workflow_log(doc, i.id)?;
     let transitions = log.iter().filter(|e| e.transition_id.is_some()).count();
@@ -411,8 +420,12 @@ fn a_trigger_loop_stops_after_a_bounded_chain() -> Result<()> {
         "one edit at launch, then one per transition"
     );
     // A later edit starts a new chain, bounded the same way.
-    let m = a.document_metadata_list(doc)?.remove(0).id;
-    a.edit_document_metadata(doc, m, "100")?;
+    let m = a
+        .document_metadata(doc, PageRequest::ALL)
+        .map(|p| p.items.into_iter().map(|v| v.value).collect::<Vec<_>>())?
+        .remove(0)
+        .id;
+    a.edit_document_metadata(doc, m, "100", None)?;
     let log = a.workflow_log(doc, i.id)?;
     assert_eq!(log.iter().filter(|e| e.error).count(), 2);
     Ok(())
@@ -422,10 +435,10 @@ fn a_trigger_loop_stops_after_a_bounded_chain() -> Result<()> {
 fn instances_and_logs_inherit_from_their_workflow() -> Result<()> {
     let w = invoice_workflow()?;
     let a = &w.admin;
-    let doc = a.create_document(w.invoice_type, "INV-3", &[])?.id;
+    let doc = a.create_document(w.invoice_type, "INV-3", &[])?.document.id;
     let clerk = a.create_user("clerk", "a long password", false)?.id;
-    let group = a.create_group("Clerks")?;
-    let role = a.create_role("Clerk")?;
+    let group = a.create_group("Clerks")?.id;
+    let role = a.create_role("Clerk")?.id;
     a.set_group_member(group, clerk, true)?;
     a.set_role_group(role, group, true)?;
     a.grant(
@@ -537,7 +550,7 @@ fn open_closed() -> Result<(
     let close = s
         .create_workflow_transition(w, "close", open, closed, "")?
         .id;
-    let doc = s.create_document(t.id, "memo", &[])?.id;
+    let doc = s.create_document(t.id, "memo", &[])?.document.id;
     Ok((s, w, [open, closed], close, doc))
 }
 

@@ -3,7 +3,7 @@
 use docmeta_core as core;
 use pyo3::prelude::*;
 
-use super::{EVERYTHING, Session};
+use super::Session;
 use crate::errors::{permission, py_err, run};
 use crate::records::{Acl, Explanation, Group, ObjectRef, Role, User, all};
 
@@ -80,17 +80,14 @@ impl Session {
     fn group_members(&self, py: Python<'_>, group: i64) -> PyResult<Vec<User>> {
         run(py, || {
             self.inner
-                .group_users_page(core::GroupId(group), EVERYTHING)
+                .group_members(core::GroupId(group), core::PageRequest::ALL)
         })
         .map(|page| all(page.items))
     }
 
     /// Renames a group.
     fn rename_group(&self, py: Python<'_>, id: i64, name: String) -> PyResult<Group> {
-        run(py, || {
-            self.inner.rename_group_view(core::GroupId(id), &name)
-        })
-        .map(Into::into)
+        run(py, || self.inner.rename_group(core::GroupId(id), &name)).map(Into::into)
     }
 
     /// Deletes a group.
@@ -111,7 +108,8 @@ impl Session {
     /// The groups a role is assigned to that this session may view.
     fn role_groups(&self, py: Python<'_>, role: i64) -> PyResult<Vec<Group>> {
         run(py, || {
-            self.inner.role_groups_page(core::RoleId(role), EVERYTHING)
+            self.inner
+                .role_groups(core::RoleId(role), core::PageRequest::ALL)
         })
         .map(|page| all(page.items))
     }
@@ -120,7 +118,7 @@ impl Session {
     fn role_permissions(&self, py: Python<'_>, role: i64) -> PyResult<Vec<String>> {
         run(py, || {
             self.inner
-                .role_permissions_page(core::RoleId(role), EVERYTHING)
+                .role_permissions(core::RoleId(role), core::PageRequest::ALL)
         })
         .map(|page| page.items.into_iter().map(|p| p.key().to_owned()).collect())
     }
@@ -145,7 +143,7 @@ impl Session {
 
     /// Renames a role.
     fn rename_role(&self, py: Python<'_>, id: i64, label: String) -> PyResult<Role> {
-        run(py, || self.inner.rename_role_view(core::RoleId(id), &label)).map(Into::into)
+        run(py, || self.inner.rename_role(core::RoleId(id), &label)).map(Into::into)
     }
 
     /// Deletes a role.
@@ -155,7 +153,7 @@ impl Session {
 
     /// Creates a group.
     fn create_group(&self, py: Python<'_>, name: String) -> PyResult<Group> {
-        run(py, || self.inner.create_group_view(&name)).map(Into::into)
+        run(py, || self.inner.create_group(&name)).map(Into::into)
     }
 
     /// Adds (or removes) a user to a group; returns the group.
@@ -169,14 +167,14 @@ impl Session {
     ) -> PyResult<Group> {
         run(py, || {
             self.inner
-                .set_group_member_view(core::GroupId(group), core::UserId(user), member)
+                .set_group_member(core::GroupId(group), core::UserId(user), member)
         })
         .map(Into::into)
     }
 
     /// Creates a role.
     fn create_role(&self, py: Python<'_>, label: String) -> PyResult<Role> {
-        run(py, || self.inner.create_role_view(&label)).map(Into::into)
+        run(py, || self.inner.create_role(&label)).map(Into::into)
     }
 
     /// Assigns (or unassigns) a role to a group; returns the role.
@@ -190,7 +188,7 @@ impl Session {
     ) -> PyResult<Role> {
         run(py, || {
             self.inner
-                .set_role_group_view(core::RoleId(role), core::GroupId(group), assigned)
+                .set_role_group(core::RoleId(role), core::GroupId(group), assigned)
         })
         .map(Into::into)
     }
@@ -218,7 +216,7 @@ impl Session {
     ) -> PyResult<Acl> {
         let p = self::permission(permission)?;
         let object = self.object(kind, object_id)?;
-        run(py, || self.inner.grant(p, core::RoleId(role), object)).map(|a| Acl::of(a, kind))
+        run(py, || self.inner.grant(p, core::RoleId(role), object)).map(|a| Acl::of_view(a, kind))
     }
 
     /// Revokes it; returns the ACL, or None when it was left empty and deleted.
@@ -233,13 +231,13 @@ impl Session {
         let p = self::permission(permission)?;
         let object = self.object(kind, object_id)?;
         run(py, || self.inner.revoke(p, core::RoleId(role), object))
-            .map(|a| a.map(|a| Acl::of(a, kind)))
+            .map(|a| a.map(|a| Acl::of_view(a, kind)))
     }
 
     /// The ACLs of an object, each with its role. Needs `acls.acl_view` on it.
     fn acls(&self, py: Python<'_>, kind: &str, object_id: i64) -> PyResult<Vec<Acl>> {
         let object = self.object(kind, object_id)?;
-        run(py, || self.inner.acls_page(object, EVERYTHING)).map(|page| {
+        run(py, || self.inner.acls(object, core::PageRequest::ALL)).map(|page| {
             page.items
                 .into_iter()
                 .map(|a| Acl::of_view(a, kind))
@@ -250,16 +248,13 @@ impl Session {
     /// One ACL of an object, with its role.
     fn acl(&self, py: Python<'_>, kind: &str, object_id: i64, acl: i64) -> PyResult<Acl> {
         let object = self.object(kind, object_id)?;
-        run(py, || self.inner.acl_view(object, core::AclId(acl))).map(|a| Acl::of_view(a, kind))
+        run(py, || self.inner.acl(object, core::AclId(acl))).map(|a| Acl::of_view(a, kind))
     }
 
     /// Creates an empty ACL of `role` on an object (permissions are added one by one).
     fn create_acl(&self, py: Python<'_>, kind: &str, object_id: i64, role: i64) -> PyResult<Acl> {
         let object = self.object(kind, object_id)?;
-        run(py, || {
-            self.inner.create_acl_view(object, core::RoleId(role))
-        })
-        .map(|a| Acl::of_view(a, kind))
+        run(py, || self.inner.create_acl(object, core::RoleId(role))).map(|a| Acl::of_view(a, kind))
     }
 
     /// Adds a permission to an ACL (the same rules as `grant`).
@@ -274,8 +269,7 @@ impl Session {
         let p = self::permission(permission)?;
         let object = self.object(kind, object_id)?;
         run(py, || {
-            self.inner
-                .acl_add_permission_view(object, core::AclId(acl), p)
+            self.inner.acl_add_permission(object, core::AclId(acl), p)
         })
         .map(|a| Acl::of_view(a, kind))
     }
@@ -294,7 +288,7 @@ impl Session {
         let object = self.object(kind, object_id)?;
         run(py, || {
             self.inner
-                .acl_remove_permission_view(object, core::AclId(acl), p)
+                .acl_remove_permission(object, core::AclId(acl), p)
         })
         .map(|a| a.map(|a| Acl::of_view(a, kind)))
     }

@@ -3,7 +3,6 @@
 use docmeta_core as core;
 use pyo3::prelude::*;
 
-use super::EVERYTHING;
 use super::Session;
 use crate::errors::run;
 use crate::records::{Cabinet, Document, all};
@@ -70,7 +69,7 @@ impl Session {
     fn cabinet_documents(&self, py: Python<'_>, id: i64) -> PyResult<Vec<Document>> {
         run(py, || {
             self.inner
-                .cabinet_documents_page(core::CabinetId(id), EVERYTHING)
+                .cabinet_documents(core::CabinetId(id), core::PageRequest::ALL)
         })
         .map(|page| all(page.items))
     }

@@ -3,7 +3,7 @@
 use docmeta_core as core;
 use pyo3::prelude::*;
 
-use super::{EVERYTHING, Session};
+use super::Session;
 use crate::errors::run;
 use crate::records::{
     Document, DocumentDetails, DocumentMetadata, DocumentWithFile, MetadataValueDetail, all,
@@ -29,12 +29,8 @@ impl Session {
                 .iter()
                 .map(|(t, v)| (core::MetadataTypeId(*t), v.as_str()))
                 .collect();
-            self.inner.create_document_with_view(
-                core::DocumentTypeId(document_type),
-                &label,
-                &pairs,
-                None,
-            )
+            self.inner
+                .create_document(core::DocumentTypeId(document_type), &label, &pairs)
         })
         .map(Into::into)
     }
@@ -69,7 +65,7 @@ impl Session {
                     values,
                 })
                 .collect();
-            self.inner.create_documents_view(&new)
+            self.inner.create_documents(&new)
         })
         .map(all)
     }
@@ -124,24 +120,24 @@ impl Session {
 
     /// One document.
     fn document(&self, py: Python<'_>, id: i64) -> PyResult<Document> {
-        run(py, || self.inner.document_view(core::DocumentId(id))).map(Into::into)
+        run(py, || self.inner.document(core::DocumentId(id))).map(Into::into)
     }
 
-    /// The documents this session may view (optionally of one type), fetched lazily in pages.
+    /// The documents this session may view (optionally of one type), each with its type, by
+    /// id, fetched lazily in pages.
     #[pyo3(signature = (*, document_type = None))]
     fn documents(&self, document_type: Option<i64>) -> DocumentIterator {
         DocumentIterator {
             session: self.inner.clone(),
             of_type: document_type.map(core::DocumentTypeId),
-            state: parking_lot::Mutex::new((core::DocumentId(0), Vec::new(), false)),
+            state: parking_lot::Mutex::new((None, Vec::new(), false)),
         }
     }
 
     /// Renames a document.
     fn update_document(&self, py: Python<'_>, id: i64, label: String) -> PyResult<Document> {
         run(py, || {
-            self.inner
-                .update_document_view(core::DocumentId(id), &label)
+            self.inner.update_document(core::DocumentId(id), &label)
         })
         .map(Into::into)
     }
@@ -156,7 +152,7 @@ impl Session {
         document_type: i64,
     ) -> PyResult<Document> {
         run(py, || {
-            self.inner.change_document_type_view(
+            self.inner.change_document_type(
                 core::DocumentId(document),
                 core::DocumentTypeId(document_type),
             )
@@ -169,8 +165,8 @@ impl Session {
         run(py, || self.inner.delete_document(core::DocumentId(id)))
     }
 
-    /// Adds a metadata value (spec 2.10).
-    fn add_metadata(
+    /// Adds a metadata value (spec 2.10); returns it with its type.
+    fn add_document_metadata(
         &self,
         py: Python<'_>,
         document: i64,
@@ -187,26 +183,37 @@ impl Session {
         .map(Into::into)
     }
 
-    /// Sets a value; an empty value re-applies the default.
-    fn edit_metadata(
+    /// Sets a value; an empty value re-applies the default. `metadata_type`, when given, is
+    /// the type the caller means the value to have: another type than the value's is refused
+    /// (`ValidationError` on `metadata_type_id`; remove the value and add another). Returns the
+    /// value with its type.
+    #[pyo3(signature = (document, metadata_id, value, *, metadata_type = None))]
+    fn edit_document_metadata(
         &self,
         py: Python<'_>,
         document: i64,
         metadata_id: i64,
         value: String,
+        metadata_type: Option<i64>,
     ) -> PyResult<DocumentMetadata> {
         run(py, || {
             self.inner.edit_document_metadata(
                 core::DocumentId(document),
                 core::DocumentMetadataId(metadata_id),
                 &value,
+                metadata_type.map(core::MetadataTypeId),
             )
         })
         .map(Into::into)
     }
 
     /// Removes a value.
-    fn remove_metadata(&self, py: Python<'_>, document: i64, metadata_id: i64) -> PyResult<()> {
+    fn remove_document_metadata(
+        &self,
+        py: Python<'_>,
+        document: i64,
+        metadata_id: i64,
+    ) -> PyResult<()> {
         run(py, || {
             self.inner.remove_document_metadata(
                 core::DocumentId(document),
@@ -232,15 +239,15 @@ impl Session {
         .map(all)
     }
 
-    /// One value of a document.
-    fn document_metadata(
+    /// One value of a document, with its type.
+    fn metadata_value(
         &self,
         py: Python<'_>,
         document: i64,
         metadata_id: i64,
     ) -> PyResult<DocumentMetadata> {
         run(py, || {
-            self.inner.metadata_value_view(
+            self.inner.metadata_value(
                 core::DocumentId(document),
                 core::DocumentMetadataId(metadata_id),
             )
@@ -281,10 +288,10 @@ impl Session {
     }
 
     /// The values of a document this session may view, each with its type.
-    fn metadata(&self, py: Python<'_>, document: i64) -> PyResult<Vec<DocumentMetadata>> {
+    fn document_metadata(&self, py: Python<'_>, document: i64) -> PyResult<Vec<DocumentMetadata>> {
         run(py, || {
             self.inner
-                .document_metadata_page(core::DocumentId(document), EVERYTHING)
+                .document_metadata(core::DocumentId(document), core::PageRequest::ALL)
         })
         .map(|page| all(page.items))
     }
@@ -303,12 +310,15 @@ impl Session {
     }
 }
 
-/// Iterates over documents, fetching them in pages of 500.
+/// Iterates over documents, fetching them in pages of 500, each page after the last document
+/// of the one before (so the walk costs the same per page however far it goes).
 #[pyclass(module = "docmeta")]
 pub struct DocumentIterator {
     session: core::Session,
     of_type: Option<core::DocumentTypeId>,
-    state: parking_lot::Mutex<(core::DocumentId, Vec<core::Document>, bool)>,
+    /// The last document fetched, the documents fetched and not yet returned (in reverse),
+    /// and whether the list is exhausted.
+    state: parking_lot::Mutex<(Option<core::DocumentId>, Vec<core::DocumentView>, bool)>,
 }
 
 #[pymethods]
@@ -320,11 +330,19 @@ impl DocumentIterator {
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Document>> {
         let mut state = self.state.lock();
         if state.1.is_empty() && !state.2 {
-            let after = state.0;
-            let page = run(py, || self.session.documents(self.of_type, after, 500))?;
+            let query = core::DocumentQuery {
+                document_type: self.of_type,
+                after: state.0,
+                ..Default::default()
+            };
+            let page = run(py, || {
+                self.session
+                    .documents(query, core::PageRequest::new(1, 500))
+            })?
+            .items;
             state.2 = page.len() < 500;
             if let Some(last) = page.last() {
-                state.0 = last.id;
+                state.0 = Some(last.document.id);
             }
             state.1 = page.into_iter().rev().collect();
         }

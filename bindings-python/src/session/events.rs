@@ -13,7 +13,7 @@ impl Session {
     #[pyo3(signature = (*, limit = 100))]
     fn events(&self, py: Python<'_>, limit: u32) -> PyResult<Vec<Event>> {
         run(py, || {
-            self.inner.event_views(&core::EventQuery {
+            self.inner.events(&core::EventQuery {
                 limit: Some(limit),
                 ..Default::default()
             })

@@ -7,8 +7,6 @@ use super::Session;
 use crate::errors::run;
 use crate::records::{Association, DocumentType, MetadataType, all};
 
-use super::EVERYTHING;
-
 #[pymethods]
 impl Session {
     /// Creates a metadata type (spec 2.1).
@@ -73,7 +71,7 @@ impl Session {
         required: bool,
     ) -> PyResult<Association> {
         run(py, || {
-            self.inner.associate_view(
+            self.inner.associate(
                 core::DocumentTypeId(document_type),
                 core::MetadataTypeId(metadata_type),
                 required,
@@ -90,7 +88,7 @@ impl Session {
         association: i64,
     ) -> PyResult<Association> {
         run(py, || {
-            self.inner.association_view(
+            self.inner.association(
                 core::DocumentTypeId(document_type),
                 core::AssociationId(association),
             )
@@ -187,7 +185,7 @@ impl Session {
     fn associations(&self, py: Python<'_>, document_type: i64) -> PyResult<Vec<Association>> {
         run(py, || {
             self.inner
-                .associations_page(core::DocumentTypeId(document_type), EVERYTHING)
+                .associations(core::DocumentTypeId(document_type), core::PageRequest::ALL)
         })
         .map(|page| all(page.items))
     }
@@ -201,7 +199,7 @@ impl Session {
         required: bool,
     ) -> PyResult<Association> {
         run(py, || {
-            self.inner.update_association_view(
+            self.inner.update_association(
                 core::DocumentTypeId(document_type),
                 core::AssociationId(association),
                 required,

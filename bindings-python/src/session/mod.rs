@@ -18,13 +18,6 @@ use crate::errors::py_err;
 
 pub use documents::DocumentIterator;
 
-/// One page holding a whole list: the face returns lists, and `Page::of` cuts a list already
-/// loaded, so this costs nothing more.
-const EVERYTHING: core::PageRequest = core::PageRequest {
-    number: 1,
-    size: usize::MAX,
-};
-
 /// Everything one actor does: metadata, documents, files, access, search, workflows.
 #[pyclass(frozen, module = "docmeta")]
 pub struct Session {

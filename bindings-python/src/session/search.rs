@@ -19,7 +19,7 @@ impl Session {
     ) -> PyResult<DocumentPage> {
         let p = run(py, || {
             self.inner
-                .search_documents_page(&query, docmeta_core::PageRequest::new(page, page_size))
+                .search_documents(&query, docmeta_core::PageRequest::new(page, page_size))
         })?;
         Ok(DocumentPage {
             count: p.count,
@@ -38,7 +38,7 @@ impl Session {
     ) -> PyResult<MetadataPage> {
         let p = run(py, || {
             self.inner
-                .search_metadata_page(&query, docmeta_core::PageRequest::new(page, page_size))
+                .search_metadata(&query, docmeta_core::PageRequest::new(page, page_size))
         })?;
         Ok(MetadataPage {
             count: p.count,

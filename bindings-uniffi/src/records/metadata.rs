@@ -151,6 +151,12 @@ impl From<core::Document> for Document {
     }
 }
 
+impl From<core::DocumentView> for Document {
+    fn from(v: core::DocumentView) -> Self {
+        v.document.into()
+    }
+}
+
 /// A metadata value to set on a new document: a type and the submitted value.
 #[derive(Debug, Clone, uniffi::Record)]
 pub struct NewValue {
@@ -203,6 +209,12 @@ impl From<core::DocumentMetadata> for DocumentMetadata {
             metadata_type_id: m.metadata_type_id.0,
             value: m.value,
         }
+    }
+}
+
+impl From<core::MetadataValueView> for DocumentMetadata {
+    fn from(v: core::MetadataValueView) -> Self {
+        v.value.into()
     }
 }
 

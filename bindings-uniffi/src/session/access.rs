@@ -3,7 +3,7 @@
 
 use docmeta_core as core;
 
-use super::{EVERYTHING, Session};
+use super::Session;
 use crate::errors::{Result, permission};
 use crate::records::{Acl, Explanation, ObjectRef, keys};
 
@@ -78,7 +78,11 @@ impl Session {
 
     /// A role's global permissions (keys).
     pub fn role_permissions(&self, role: i64) -> Result<Vec<String>> {
-        Ok(keys(self.inner.role_permissions(core::RoleId(role))?))
+        Ok(keys(
+            self.inner
+                .role_permissions(core::RoleId(role), core::PageRequest::ALL)?
+                .items,
+        ))
     }
 
     /// Grants (`granted`) or revokes a role's global permission; returns its permissions.
@@ -108,7 +112,7 @@ impl Session {
         let acl = self
             .inner
             .grant(self::permission(&permission)?, core::RoleId(role), object)?;
-        self.acl_record(object, acl.id)
+        Ok(Acl::of(acl, &self.db.kinds()))
     }
 
     /// Revokes it; returns the ACL left, or `None` when none remains.
@@ -123,26 +127,30 @@ impl Session {
         let acl = self
             .inner
             .revoke(self::permission(&permission)?, core::RoleId(role), object)?;
-        acl.map(|a| self.acl_record(object, a.id)).transpose()
+        let kinds = self.db.kinds();
+        Ok(acl.map(|a| Acl::of(a, &kinds)))
     }
 
     /// The ACLs on an object.
     pub fn acls(&self, object: ObjectRef) -> Result<Vec<Acl>> {
-        let page = self.inner.acls_page(self.object_of(&object)?, EVERYTHING)?;
+        let page = self
+            .inner
+            .acls(self.object_of(&object)?, core::PageRequest::ALL)?;
         let kinds = self.db.kinds();
         Ok(page.items.into_iter().map(|v| Acl::of(v, &kinds)).collect())
     }
 
     /// One ACL on an object.
     pub fn acl(&self, object: ObjectRef, acl: i64) -> Result<Acl> {
-        self.acl_record(self.object_of(&object)?, core::AclId(acl))
+        let v = self.inner.acl(self.object_of(&object)?, core::AclId(acl))?;
+        Ok(Acl::of(v, &self.db.kinds()))
     }
 
     /// Creates an empty ACL for `role` on an object.
     pub fn create_acl(&self, object: ObjectRef, role: i64) -> Result<Acl> {
         let v = self
             .inner
-            .create_acl_view(self.object_of(&object)?, core::RoleId(role))?;
+            .create_acl(self.object_of(&object)?, core::RoleId(role))?;
         Ok(Acl::of(v, &self.db.kinds()))
     }
 
@@ -153,7 +161,7 @@ impl Session {
         acl: i64,
         permission: String,
     ) -> Result<Acl> {
-        let v = self.inner.acl_add_permission_view(
+        let v = self.inner.acl_add_permission(
             self.object_of(&object)?,
             core::AclId(acl),
             self::permission(&permission)?,
@@ -168,7 +176,7 @@ impl Session {
         acl: i64,
         permission: String,
     ) -> Result<Option<Acl>> {
-        let v = self.inner.acl_remove_permission_view(
+        let v = self.inner.acl_remove_permission(
             self.object_of(&object)?,
             core::AclId(acl),
             self::permission(&permission)?,
@@ -182,11 +190,5 @@ impl Session {
         Ok(self
             .inner
             .delete_acl(self.object_of(&object)?, core::AclId(acl))?)
-    }
-}
-
-impl Session {
-    fn acl_record(&self, object: core::ObjectRef, acl: core::AclId) -> Result<Acl> {
-        Ok(Acl::of(self.inner.acl_view(object, acl)?, &self.db.kinds()))
     }
 }

@@ -53,9 +53,10 @@ impl Session {
     pub fn cabinet_documents(&self, cabinet: i64) -> Result<Vec<i64>> {
         Ok(self
             .inner
-            .cabinet_documents(core::CabinetId(cabinet))?
+            .cabinet_documents(core::CabinetId(cabinet), core::PageRequest::ALL)?
+            .items
             .into_iter()
-            .map(|d| d.0)
+            .map(|d| d.document.id.0)
             .collect())
     }
 }

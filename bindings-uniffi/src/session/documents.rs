@@ -81,20 +81,23 @@ impl Session {
         Ok(self.inner.document(core::DocumentId(id))?.into())
     }
 
-    /// Up to `limit` documents after id `after` (0: from the start), optionally of one type.
+    /// Up to `limit` documents after id `after` (0: from the start), optionally of one type,
+    /// by id. A walk over a whole list passes the last id of the page before.
     pub fn documents(
         &self,
         document_type: Option<i64>,
         after: i64,
         limit: u32,
     ) -> Result<Vec<Document>> {
+        let query = core::DocumentQuery {
+            document_type: document_type.map(core::DocumentTypeId),
+            after: Some(core::DocumentId(after)),
+            ..Default::default()
+        };
         Ok(self
             .inner
-            .documents(
-                document_type.map(core::DocumentTypeId),
-                core::DocumentId(after),
-                limit,
-            )?
+            .documents(query, core::PageRequest::new(1, limit as usize))?
+            .items
             .into_iter()
             .map(Into::into)
             .collect())
@@ -176,18 +179,19 @@ impl Session {
     }
 
     /// One value of a document.
-    pub fn document_metadata(&self, document: i64, id: i64) -> Result<DocumentMetadata> {
+    pub fn metadata_value(&self, document: i64, id: i64) -> Result<DocumentMetadata> {
         Ok(self
             .inner
-            .document_metadata(core::DocumentId(document), core::DocumentMetadataId(id))?
+            .metadata_value(core::DocumentId(document), core::DocumentMetadataId(id))?
             .into())
     }
 
     /// The values of a document this session may view.
-    pub fn document_metadata_list(&self, document: i64) -> Result<Vec<DocumentMetadata>> {
+    pub fn document_metadata(&self, document: i64) -> Result<Vec<DocumentMetadata>> {
         Ok(self
             .inner
-            .document_metadata_list(core::DocumentId(document))?
+            .document_metadata(core::DocumentId(document), core::PageRequest::ALL)?
+            .items
             .into_iter()
             .map(Into::into)
             .collect())
@@ -217,12 +221,16 @@ impl Session {
             .metadata_value_of(core::DocumentId(document), &name)?)
     }
 
-    /// Sets a value through the pipeline; empty re-applies the default.
+    /// Sets a value through the pipeline; empty re-applies the default. `metadataType`, when
+    /// given, is the type the caller means the value to have: another type than the value's
+    /// is refused (a validation error on `metadata_type_id`; remove the value and add another).
+    #[uniffi::method(default(metadata_type = None))]
     pub fn edit_document_metadata(
         &self,
         document: i64,
         id: i64,
         value: String,
+        metadata_type: Option<i64>,
     ) -> Result<DocumentMetadata> {
         Ok(self
             .inner
@@ -230,6 +238,7 @@ impl Session {
                 core::DocumentId(document),
                 core::DocumentMetadataId(id),
                 &value,
+                metadata_type.map(core::MetadataTypeId),
             )?
             .into())
     }

@@ -12,7 +12,7 @@ impl Session {
     pub fn events(&self, limit: u32) -> Result<Vec<Event>> {
         Ok(self
             .inner
-            .event_views(&core::EventQuery {
+            .events(&core::EventQuery {
                 limit: Some(limit),
                 ..Default::default()
             })?

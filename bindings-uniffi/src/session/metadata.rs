@@ -116,7 +116,7 @@ impl Session {
     ) -> Result<Association> {
         Ok(self
             .inner
-            .associate_view(
+            .associate(
                 core::DocumentTypeId(document_type),
                 core::MetadataTypeId(metadata_type),
                 required,
@@ -128,7 +128,7 @@ impl Session {
     pub fn association(&self, document_type: i64, id: i64) -> Result<Association> {
         Ok(self
             .inner
-            .association_view(core::DocumentTypeId(document_type), core::AssociationId(id))?
+            .association(core::DocumentTypeId(document_type), core::AssociationId(id))?
             .into())
     }
 
@@ -136,7 +136,7 @@ impl Session {
     pub fn associations(&self, document_type: i64) -> Result<Vec<Association>> {
         let page = self
             .inner
-            .associations_page(core::DocumentTypeId(document_type), super::EVERYTHING)?;
+            .associations(core::DocumentTypeId(document_type), core::PageRequest::ALL)?;
         Ok(page.items.into_iter().map(Into::into).collect())
     }
 
@@ -149,7 +149,7 @@ impl Session {
     ) -> Result<Association> {
         Ok(self
             .inner
-            .update_association_view(
+            .update_association(
                 core::DocumentTypeId(document_type),
                 core::AssociationId(id),
                 required,

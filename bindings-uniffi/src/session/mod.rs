@@ -21,13 +21,6 @@ use docmeta_core as core;
 use crate::errors::Result;
 use crate::records::ObjectRef;
 
-/// One page holding a whole list: the face returns lists whole (they are short: an object's
-/// ACLs, a type's associations), where the core also pages them for the HTTP API.
-const EVERYTHING: core::PageRequest = core::PageRequest {
-    number: 1,
-    size: usize::MAX,
-};
-
 /// Everything one actor does: metadata, documents, files, access, cabinets, workflows, search.
 #[derive(uniffi::Object)]
 pub struct Session {

@@ -53,7 +53,7 @@ impl Session {
 
     /// Creates a group.
     pub fn create_group(&self, name: String) -> Result<UserGroup> {
-        Ok(self.inner.create_group_view(&name)?.into())
+        Ok(self.inner.create_group(&name)?.into())
     }
 
     /// Every group.
@@ -68,10 +68,7 @@ impl Session {
 
     /// Renames a group.
     pub fn rename_group(&self, id: i64, name: String) -> Result<UserGroup> {
-        Ok(self
-            .inner
-            .rename_group_view(core::GroupId(id), &name)?
-            .into())
+        Ok(self.inner.rename_group(core::GroupId(id), &name)?.into())
     }
 
     /// Deletes a group.
@@ -83,7 +80,7 @@ impl Session {
     pub fn set_group_member(&self, group: i64, user: i64, member: bool) -> Result<UserGroup> {
         Ok(self
             .inner
-            .set_group_member_view(core::GroupId(group), core::UserId(user), member)?
+            .set_group_member(core::GroupId(group), core::UserId(user), member)?
             .into())
     }
 
@@ -91,15 +88,16 @@ impl Session {
     pub fn group_members(&self, group: i64) -> Result<Vec<i64>> {
         Ok(self
             .inner
-            .group_members(core::GroupId(group))?
+            .group_members(core::GroupId(group), core::PageRequest::ALL)?
+            .items
             .into_iter()
-            .map(|u| u.0)
+            .map(|u| u.id.0)
             .collect())
     }
 
     /// Creates a role.
     pub fn create_role(&self, label: String) -> Result<Role> {
-        Ok(self.inner.create_role_view(&label)?.into())
+        Ok(self.inner.create_role(&label)?.into())
     }
 
     /// Every role.
@@ -114,10 +112,7 @@ impl Session {
 
     /// Renames a role.
     pub fn rename_role(&self, id: i64, label: String) -> Result<Role> {
-        Ok(self
-            .inner
-            .rename_role_view(core::RoleId(id), &label)?
-            .into())
+        Ok(self.inner.rename_role(core::RoleId(id), &label)?.into())
     }
 
     /// Deletes a role.
@@ -129,7 +124,7 @@ impl Session {
     pub fn set_role_group(&self, role: i64, group: i64, assigned: bool) -> Result<Role> {
         Ok(self
             .inner
-            .set_role_group_view(core::RoleId(role), core::GroupId(group), assigned)?
+            .set_role_group(core::RoleId(role), core::GroupId(group), assigned)?
             .into())
     }
 
@@ -137,9 +132,10 @@ impl Session {
     pub fn role_groups(&self, role: i64) -> Result<Vec<i64>> {
         Ok(self
             .inner
-            .role_groups(core::RoleId(role))?
+            .role_groups(core::RoleId(role), core::PageRequest::ALL)?
+            .items
             .into_iter()
-            .map(|g| g.0)
+            .map(|g| g.id.0)
             .collect())
     }
 }

@@ -83,16 +83,22 @@ fun metadata() {
     val total = admin.createMetadataType(MetadataTypeSpec(name = "total", label = "Total"))
     val totalOnReceipt = admin.associate(other.id, total.id, false)
     expect(admin.changeDocumentType(doc.id, other.id).documentTypeId == other.id, "document type changed")
-    expect(admin.documentMetadataList(doc.id).none { it.metadataTypeId == inv.due.id }, "values of the old type dropped")
+    expect(admin.documentMetadata(doc.id).none { it.metadataTypeId == inv.due.id }, "values of the old type dropped")
     val added = admin.addDocumentMetadataBatch(listOf(NewDocumentValue(doc.id, total.id, "12.50")))
     expect(added.single().value == "12.50", "batch added: $added")
-    expect(admin.documentMetadata(doc.id, added.single().id).value == "12.50", "one value read")
+    expect(admin.metadataValue(doc.id, added.single().id).value == "12.50", "one value read")
     val edited = admin.editDocumentMetadata(doc.id, added.single().id, "13.00")
     expect(edited.value == "13.00", "value edited")
+    // A value's metadata type never changes: naming another one is refused.
+    val retyped = refused<DocmetaException.Validation>("another metadata type") {
+        admin.editDocumentMetadata(doc.id, edited.id, "14.00", inv.due.id)
+    }
+    expect(retyped.field == "metadata_type_id", "the refusal names the type: ${retyped.field}")
+    expect(admin.editDocumentMetadata(doc.id, edited.id, "13.00", total.id).value == "13.00", "its own type accepted")
     val details = admin.documentMetadataDetails(doc.id)
     expect(details.values.single().metadataType.name == "total", "details carry the types: $details")
     admin.removeDocumentMetadata(doc.id, edited.id)
-    expect(admin.documentMetadataList(doc.id).isEmpty(), "value removed")
+    expect(admin.documentMetadata(doc.id).isEmpty(), "value removed")
     admin.deleteAssociation(other.id, totalOnReceipt.id)
     expect(admin.associations(other.id).isEmpty(), "association deleted")
     expect(admin.documentIds(other.id) == listOf(doc.id), "document ids of a type")
@@ -247,7 +253,7 @@ fun workflows() {
     val doc = inv.invoice("INV-3")
     val instance = admin.workflowInstances(doc.id).single()
     expect(admin.availableTransitions(doc.id, instance.id).isEmpty(), "the condition holds the transition back")
-    val statusValue = admin.documentMetadataList(doc.id).first { it.metadataTypeId == status.id }
+    val statusValue = admin.documentMetadata(doc.id).first { it.metadataTypeId == status.id }
     admin.editDocumentMetadata(doc.id, statusValue.id, "ok")
     inv.db.runPendingTasks()
     expect(admin.workflowInstance(doc.id, instance.id).stateId == done.id, "the trigger moved the instance")

@@ -410,7 +410,11 @@ fn open_and_verify(builder: crate::Builder, manifest: Manifest) -> Result<Restor
     let first = db.read(|tx| tx.documents(None, DocumentId(0), 1))?;
     let document_opened = first
         .first()
-        .map(|d| system.document(d.id).map(|d| (d.id, d.label)))
+        .map(|d| {
+            system
+                .document(d.id)
+                .map(|v| (v.document.id, v.document.label))
+        })
         .transpose()?;
     // The verification downloads a file the backup found intact: a damaged one is reported
     // (the manifest's `damaged`), never taken for good nor allowed to fail the restore.
@@ -435,7 +439,9 @@ fn open_and_verify(builder: crate::Builder, manifest: Manifest) -> Result<Restor
                 .map(|bytes| (f.file.id, bytes.len() as u64))
         })
         .transpose()?;
-    let search_answers = system.search_documents("*", 1, 1).is_ok();
+    let search_answers = system
+        .search_documents("*", crate::session::PageRequest::new(1, 1))
+        .is_ok();
     Ok(RestoreReport {
         manifest,
         files_restored,
@@ -532,7 +538,10 @@ mod tests {
         let db = open(&dir.join("source"));
         let s = db.system();
         let t = s.create_document_type("Letter").expect("type");
-        let d = s.create_document(t.id, "A letter", &[]).expect("document");
+        let d = s
+            .create_document(t.id, "A letter", &[])
+            .expect("document")
+            .document;
         s.add_file(d.id, "big.bin", &mut io::repeat(7).take(size))
             .expect("file");
         let archive = dir.join("backup.tar.zst");

@@ -36,7 +36,7 @@ use crate::store::Store;
 ///         .parser("svc.apps.metadata.metadata_parsers.DateParser", ""),
 /// )?;
 /// admin.associate(invoices.id, due.id, true)?;
-/// let doc = admin.create_document(invoices.id, "INV-1", &[(due.id, "31/12/2024")])?;
+/// let doc = admin.create_document(invoices.id, "INV-1", &[(due.id, "31/12/2024")])?.document;
 /// assert_eq!(admin.metadata_value_of(doc.id, "due")?.as_deref(), Some("2024-12-31"));
 /// # Ok::<(), docmeta_core::Error>(())
 /// ```

@@ -632,7 +632,7 @@ mod deadline_tests {
         let session = db
             .system()
             .with_deadline(Instant::now() + Duration::from_secs(60));
-        let id = session.create_role("in time").expect("create");
+        let id = session.create_role("in time").expect("create").id;
         let roles = db.system().roles().expect("roles");
         assert_eq!(
             roles,

@@ -159,7 +159,7 @@ fn view(root: &Path, generation: u64, schema: u32) -> Result<SearchIndex> {
     if schema == INDEX_SCHEMA_VERSION {
         SearchIndex::open_read_only(&root.join(generation.to_string()))
     } else {
-        SearchIndex::empty_view()
+        SearchIndex::empty_read_only()
     }
 }
 

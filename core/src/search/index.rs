@@ -326,8 +326,9 @@ impl SearchIndex {
         }
     }
 
-    /// An empty read-only view.
-    pub fn empty_view() -> Result<Self> {
+    /// An empty index to read only (no writer): what a reader sees of an index another
+    /// build's schema made.
+    pub fn empty_read_only() -> Result<Self> {
         let (schema, fields) = schema();
         Self::from_index(Index::create_in_ram(schema), fields, false)
     }

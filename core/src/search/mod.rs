@@ -10,12 +10,12 @@
 
 pub(crate) mod home;
 pub mod index;
-mod pages;
 pub mod query;
 mod visible;
 mod work;
 
-use std::collections::BTreeSet;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeSet, HashMap};
 
 pub use index::{
     Hit, IndexedDocument, IndexedValue, RecordKind, SearchIndex, SearchScope, TypeVisibility,
@@ -29,7 +29,7 @@ use crate::error::Result;
 use crate::events::{EventQuery, names};
 use crate::kernel::Docmeta;
 use crate::model::*;
-use crate::session::Session;
+use crate::session::{DocumentView, MetadataValueView, Page, PageRequest, Session};
 use crate::store::Tx;
 
 const CURSOR: &str = "search.cursor";
@@ -67,15 +67,6 @@ pub struct SearchStatus {
     pub schema_version: u32,
     /// Whether that is this build's version (otherwise run `search_upgrade`).
     pub schema_current: bool,
-}
-
-/// One page of search results and how many results the caller may see in all.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SearchPage<T> {
-    /// Visible results in all.
-    pub count: usize,
-    /// The results of the page, best first.
-    pub results: Vec<T>,
 }
 
 /// What the index stores of the documents `ids` (one statement), and the ids of those that no
@@ -465,36 +456,16 @@ impl Session {
         })
     }
 
-    /// Documents matching `query` (spec 2.5 syntax) that this session may view, best first;
-    /// `page` counts from 1. Metadata terms match only values this session may view
+    /// A page of the documents matching `query` (spec 2.5 syntax) that this session may view,
+    /// best first, each with its type. Metadata terms match only values this session may view
     /// (the search scope): a hidden value never changes the results,
-    /// their count or their order.
-    pub fn search_documents(
-        &self,
-        query: &str,
-        page: usize,
-        page_size: usize,
-    ) -> Result<SearchPage<Document>> {
-        let (count, ids) = self.document_hits(query, page, page_size)?;
-        // The page's documents in one query. One deleted since the index answered (its removal
-        // reaches the index right after) is left out of the page rather than failing it.
-        let raw: Vec<i64> = ids.iter().map(|d| d.0).collect();
-        let mut found: std::collections::HashMap<i64, Document> = self
-            .read(|tx| tx.documents_by_id(&raw))?
-            .into_iter()
-            .map(|d| (d.id.0, d))
-            .collect();
-        let results = raw
-            .iter()
-            .filter_map(|id| found.remove(id))
-            .filter(|d| {
-                self.can(
-                    Permission::DocumentView,
-                    ObjectRef::new(ObjectKind::DOCUMENT, d.id.0),
-                )
-            })
-            .collect();
-        Ok(SearchPage { count, results })
+    /// their count or their order. A document deleted since the index answered (its removal
+    /// reaches the index right after) is left out of the page rather than failing it.
+    pub fn search_documents(&self, query: &str, page: PageRequest) -> Result<Page<DocumentView>> {
+        let (count, ids) = self.document_hits(query, page.number, page.size)?;
+        // The page's documents and their types in one read.
+        let items = self.document_views(&ids)?;
+        Ok(Page { count, items })
     }
 
     /// The visible documents matching `query` in all, and the ids of page `page`, best first
@@ -527,16 +498,16 @@ impl Session {
         ))
     }
 
-    /// Metadata values matching `query` (DocumentMetadataSearchResult) that this session may
-    /// view (their document with `documents.document_view`, and
-    /// `metadata.document_metadata_view` on the document and on the metadata type), best first;
-    /// `page` counts from 1.
+    /// A page of the metadata values matching `query` (DocumentMetadataSearchResult) that this
+    /// session may view (their document with `documents.document_view`, and
+    /// `metadata.document_metadata_view` on the document and on the metadata type), best first,
+    /// each with its document and type. A value deleted since the index answered is left out
+    /// of the page.
     pub fn search_metadata(
         &self,
         query: &str,
-        page: usize,
-        page_size: usize,
-    ) -> Result<SearchPage<DocumentMetadata>> {
+        page: PageRequest,
+    ) -> Result<Page<MetadataValueView>> {
         let expr = parse(query)?;
         self.db.index_catch_up(false)?;
         let scope = self.search_scope()?;
@@ -544,27 +515,40 @@ impl Session {
             RecordKind::Metadata,
             &expr,
             std::sync::Arc::new(scope),
-            page.saturating_sub(1).saturating_mul(page_size),
-            page_size,
+            page.number.saturating_sub(1).saturating_mul(page.size),
+            page.size,
         )?;
-        let mut results = Vec::with_capacity(hits.len());
-        for id in hits.iter().filter_map(|h| h.metadata_id) {
-            // Deleted since the index answered: left out of the page.
-            let Some(m) = self.read(|tx| tx.document_metadata(DocumentMetadataId(id)))? else {
-                continue;
+        // Each document's visible values read once, as `metadata_value` would show them.
+        let mut details: HashMap<DocumentId, (Document, Vec<(DocumentMetadata, MetadataType)>)> =
+            HashMap::new();
+        let mut items = Vec::with_capacity(hits.len());
+        for (document, id) in hits
+            .iter()
+            .filter_map(|h| Some((DocumentId(h.document_id), h.metadata_id?)))
+        {
+            let details = match details.entry(document) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => match self.document_metadata_details(document) {
+                    Ok(d) => e.insert(d),
+                    // Deleted, or hidden, since the index answered: left out of the page.
+                    Err(
+                        crate::error::Error::NotFound(_) | crate::error::Error::PermissionDenied(_),
+                    ) => {
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                },
             };
-            let document = ObjectRef::new(ObjectKind::DOCUMENT, m.document_id.0);
-            if self.can(Permission::DocumentView, document)
-                && self.can(Permission::DocumentMetadataView, document)
-                && self.can(
-                    Permission::DocumentMetadataView,
-                    ObjectRef::new(ObjectKind::METADATA_TYPE, m.metadata_type_id.0),
-                )
-            {
-                results.push(m);
+            let (doc, values) = &*details;
+            if let Some((value, metadata_type)) = values.iter().find(|(v, _)| v.id.0 == id) {
+                items.push(MetadataValueView {
+                    value: value.clone(),
+                    document: doc.clone(),
+                    metadata_type: metadata_type.clone(),
+                });
             }
         }
-        Ok(SearchPage { count, results })
+        Ok(Page { count, items })
     }
 }
 
@@ -593,7 +577,7 @@ mod tests {
         std::thread::spawn(move || {
             let _ = done.send(
                 db.system()
-                    .search_documents(text, 1, 10)
+                    .search_documents(text, crate::session::PageRequest::new(1, 10))
                     .map(|page| page.count),
             );
         });
@@ -606,7 +590,11 @@ mod tests {
         let s = db.system();
         let t = s.create_document_type("Memo")?;
         s.create_document(t.id, "memo one", &[])?;
-        assert_eq!(s.search_documents("memo", 1, 10)?.count, 1);
+        assert_eq!(
+            s.search_documents("memo", crate::session::PageRequest::new(1, 10))?
+                .count,
+            1
+        );
         Ok((db, t.id))
     }
 

@@ -1,8 +1,11 @@
-//! Users, groups, roles, global permissions and object ACLs (spec 2.11, 5).
+//! Users, groups, roles, global permissions, object kinds and object ACLs (spec 2.11, 5), and
+//! explanations of access decisions. An ACL is answered with its role ([`AclView`]), and a
+//! change to a group or a role with the group or role as the change left it.
 //!
 //! Part of `session` (layer 6 of `scripts/check-structure`): it may import only what `session`
 //! may (see `session`'s module documentation).
 
+use super::views::{AclView, Page, PageRequest};
 use super::{Session, event_object, obj, rename_conflict, view_permission};
 use crate::access::password::{dummy_verify, hash_password, verify_password};
 use crate::access::{ObjectKind, ObjectRef, Permission as P, Permission, PermissionSet};
@@ -21,6 +24,33 @@ const ROLE: &str = "permissions.role";
 
 fn role_ref(id: RoleId) -> ObjectRef {
     obj(ObjectKind::ROLE, id.0)
+}
+
+/// Role `id`, read in `tx` whatever the session may view (for an answer it is owed).
+fn role_of(tx: &mut Tx<'_>, id: RoleId) -> Result<Role> {
+    tx.roles()?
+        .into_iter()
+        .find(|(r, _)| *r == id)
+        .map(Role::from)
+        .ok_or_else(|| Error::not_found(format!("role {id}")))
+}
+
+/// Group `id`, read in `tx` whatever the session may view (for an answer it is owed).
+fn group_of(tx: &mut Tx<'_>, id: GroupId) -> Result<Group> {
+    tx.groups()?
+        .into_iter()
+        .find(|(g, _)| *g == id)
+        .map(Group::from)
+        .ok_or_else(|| Error::not_found(format!("group {id}")))
+}
+
+/// An ACL read for `object`, with its role.
+fn acl_view(tx: &mut Tx<'_>, row: AclRow, object: ObjectRef) -> Result<AclView> {
+    let role = role_of(tx, row.role_id)?;
+    Ok(AclView {
+        acl: Acl::of(row, object),
+        role,
+    })
 }
 
 /// Changes to a user; `None` leaves a field as it is. All fields are checked before any is
@@ -153,6 +183,46 @@ impl Session {
                 exists.then(|| format!("{name}#{id}"))
             }
         })
+    }
+
+    // ----- object kinds ----------------------------------------------------------------------
+
+    /// The object `id` of the kind `app_label.model_name`; `NotFound` for an unknown kind.
+    pub fn object_ref(&self, app_label: &str, model_name: &str, id: i64) -> Result<ObjectRef> {
+        let kind = self.object_kind(app_label, model_name)?;
+        Ok(ObjectRef::new(kind, id))
+    }
+
+    /// Parses `app_label.model_name` into a registered object kind (`InvalidInput` otherwise).
+    pub fn parse_kind(&self, text: &str) -> Result<ObjectKind> {
+        self.db.parse_kind(text)
+    }
+
+    /// The kind `app_label.model_name`; `NotFound` when no such kind is registered.
+    pub fn object_kind(&self, app_label: &str, model_name: &str) -> Result<ObjectKind> {
+        self.db
+            .kinds()
+            .find(app_label, model_name)
+            .ok_or_else(|| Error::not_found(format!("kind {app_label}.{model_name}")))
+    }
+
+    /// The permissions an ACL on objects of `kind` may hold, in key order.
+    pub fn grantable_permissions(&self, kind: ObjectKind) -> Vec<Permission> {
+        self.db.kinds().grantable(kind).iter().collect()
+    }
+
+    /// Why `user` may or may not do `permission` on `object`. Needs `acls.acl_view` on the
+    /// object unless asking about oneself.
+    pub fn explain(
+        &self,
+        user: UserId,
+        permission: Permission,
+        object: ObjectRef,
+    ) -> Result<crate::access::Explanation> {
+        if self.actor != Actor::User(user) {
+            self.require(P::AclView, object, "the object")?;
+        }
+        Ok(self.db.explain(user, permission, object))
     }
 
     // ----- users -----------------------------------------------------------------------------
@@ -330,8 +400,10 @@ impl Session {
 
     // ----- groups ----------------------------------------------------------------------------
 
-    /// Creates a group. Needs `user_management.group_create`.
-    pub fn create_group(&self, name: &str) -> Result<GroupId> {
+    /// Creates a group, answered with it: allowed to create is enough to be shown what was
+    /// created (`user_management.group_create` without `user_management.group_view`). Needs
+    /// `user_management.group_create`.
+    pub fn create_group(&self, name: &str) -> Result<Group> {
         self.require_global(P::GroupCreate)?;
         check_name("name", name)?;
         self.write(|u| {
@@ -339,7 +411,7 @@ impl Session {
                 rename_conflict(e, "name", "A group with that name already exists.")
             })?;
             u.event(names::GROUP_EDITED, event_object(GROUP, id.0, name), None)?;
-            Ok(id)
+            group_of(&mut u.tx, id)
         })
     }
 
@@ -382,8 +454,8 @@ impl Session {
 
     /// Renames a group. Needs `user_management.group_edit` and holding everything the group's
     /// roles grant (nobody acts on a principal stronger than themselves: renaming the
-    /// administrators' group could mislead whoever adds members to it).
-    pub fn rename_group(&self, id: GroupId, name: &str) -> Result<()> {
+    /// administrators' group could mislead whoever adds members to it). Answers the group.
+    pub fn rename_group(&self, id: GroupId, name: &str) -> Result<Group> {
         check_name("name", name)?;
         self.write(|u| {
             self.load_group(&mut u.tx, id, P::GroupEdit)?;
@@ -391,7 +463,8 @@ impl Session {
             u.tx.update_group(id, name.trim()).map_err(|e| {
                 rename_conflict(e, "name", "A group with that name already exists.")
             })?;
-            u.event(names::GROUP_EDITED, event_object(GROUP, id.0, name), None)
+            u.event(names::GROUP_EDITED, event_object(GROUP, id.0, name), None)?;
+            group_of(&mut u.tx, id)
         })
     }
 
@@ -412,7 +485,10 @@ impl Session {
     /// `group_edit` must not hand anyone, the editor included, more than the editor holds; and
     /// a member removed loses them, so it must not strip anyone of authority the editor does
     /// not hold either (emptying the administrators' group).
-    pub fn set_group_member(&self, group: GroupId, user: UserId, member: bool) -> Result<()> {
+    ///
+    /// Answers the group: the change was the caller's to make, so the answer shows the group
+    /// even when the caller just left the group that let them see it.
+    pub fn set_group_member(&self, group: GroupId, user: UserId, member: bool) -> Result<Group> {
         self.write(|u| {
             let name = self.load_group(&mut u.tx, group, P::GroupEdit)?;
             // Unknown and invisible users answer alike: no existence probe.
@@ -436,7 +512,7 @@ impl Session {
                     Some(event_object(USER, user.0, &username)),
                 )?;
             }
-            Ok(())
+            group_of(&mut u.tx, group)
         })
     }
 
@@ -521,27 +597,43 @@ impl Session {
             .ok_or_else(|| Error::validation(field, format!("Role {role} does not exist.")))
     }
 
-    /// The members of a group the session may view (itself, or every user with
+    /// A page of the members of a group that the session may view (itself, or every user with
     /// `user_management.user_view`). Needs `user_management.group_view`. (The HTTP route used
     /// to drop the others itself, so Python saw every member; found by the session access
-    /// matrix, issue #16.)
-    pub fn group_members(&self, group: GroupId) -> Result<Vec<UserId>> {
+    /// matrix.)
+    pub fn group_members(&self, group: GroupId, page: PageRequest) -> Result<Page<User>> {
         let members = self.read(|tx| {
             self.load_group(tx, group, P::GroupView)?;
             tx.group_members(group)
         })?;
-        Ok(members
+        let members: Vec<UserId> = members
             .into_iter()
             .filter(|u| self.may_view_user(*u))
-            .collect())
+            .collect();
+        let count = members.len();
+        let users = self.read(|tx| {
+            let mut users = Vec::with_capacity(page.range(count).len());
+            for id in &members[page.range(count)] {
+                // A user deleted since the members were read is left out of the page.
+                users.extend(tx.user(*id)?.map(User::from));
+            }
+            Ok(users)
+        })?;
+        Ok(Page {
+            count,
+            items: users,
+        })
     }
 
     // ----- roles -----------------------------------------------------------------------------
 
-    /// Creates a role. Needs `permissions.role_create`.
-    pub fn create_role(&self, label: &str) -> Result<RoleId> {
+    /// Creates a role, answered with it. Needs `permissions.role_create`.
+    pub fn create_role(&self, label: &str) -> Result<Role> {
         self.require_global(P::RoleCreate)?;
-        self.write(|u| self.create_role_in(u, label))
+        self.write(|u| {
+            let id = self.create_role_in(u, label)?;
+            role_of(&mut u.tx, id)
+        })
     }
 
     pub(crate) fn create_role_in(
@@ -592,7 +684,9 @@ impl Session {
     }
 
     /// Renames a role. Needs `permissions.role_edit` on it and holding everything it grants.
-    pub fn rename_role(&self, id: RoleId, label: &str) -> Result<()> {
+    /// Answers the role: allowed to edit is enough to be shown it (`permissions.role_edit`
+    /// without `permissions.role_view`).
+    pub fn rename_role(&self, id: RoleId, label: &str) -> Result<Role> {
         check_name("label", label)?;
         self.write(|u| {
             self.load_role(&mut u.tx, id, P::RoleEdit)?;
@@ -600,7 +694,8 @@ impl Session {
             u.tx.update_role(id, label.trim()).map_err(|e| {
                 rename_conflict(e, "label", "A role with that label already exists.")
             })?;
-            u.event(names::ROLE_EDITED, event_object(ROLE, id.0, label), None)
+            u.event(names::ROLE_EDITED, event_object(ROLE, id.0, label), None)?;
+            role_of(&mut u.tx, id)
         })
     }
 
@@ -620,7 +715,8 @@ impl Session {
     /// Assigns (`true`) or removes a role from a group. Needs `permissions.role_edit` on the
     /// role, seeing the group (`user_management.group_view`) and holding everything the role
     /// grants (its members gain it, or lose it: see [`set_group_member`](Self::set_group_member)).
-    pub fn set_role_group(&self, role: RoleId, group: GroupId, assigned: bool) -> Result<()> {
+    /// Answers the role (shown to whoever may edit it).
+    pub fn set_role_group(&self, role: RoleId, group: GroupId, assigned: bool) -> Result<Role> {
         self.write(|u| {
             let label = self.load_role(&mut u.tx, role, P::RoleEdit)?;
             // Unknown and invisible groups answer alike: no existence probe.
@@ -646,20 +742,35 @@ impl Session {
                     Some(event_object(GROUP, group.0, &group_name)),
                 )?;
             }
-            Ok(())
+            role_of(&mut u.tx, role)
         })
     }
 
-    /// The groups a role is assigned to that this session may see (`user_management.group_view`).
-    /// Needs `permissions.role_view`.
-    pub fn role_groups(&self, role: RoleId) -> Result<Vec<GroupId>> {
-        self.read(|tx| {
+    /// A page of the groups a role is assigned to that this session may see
+    /// (`user_management.group_view`). Needs `permissions.role_view`.
+    pub fn role_groups(&self, role: RoleId, page: PageRequest) -> Result<Page<Group>> {
+        let groups = self.read(|tx| {
             self.load_role(tx, role, P::RoleView)?;
             if !self.can_globally(P::GroupView) {
                 return Ok(Vec::new());
             }
-            tx.groups_of_role(role)
-        })
+            let ids = tx.groups_of_role(role)?;
+            if ids.is_empty() {
+                return Ok(Vec::new());
+            }
+            let names: std::collections::HashMap<GroupId, String> =
+                tx.groups()?.into_iter().collect();
+            Ok(ids
+                .into_iter()
+                .filter_map(|id| {
+                    names.get(&id).map(|name| Group {
+                        id,
+                        name: name.clone(),
+                    })
+                })
+                .collect())
+        })?;
+        Ok(Page::of(groups, page))
     }
 
     /// Grants a permission to a role globally (on every object). Needs `permissions.role_edit`
@@ -705,13 +816,31 @@ impl Session {
         Ok(())
     }
 
-    /// The global permissions of a role. Needs `permissions.role_view`.
-    pub fn role_permissions(&self, role: RoleId) -> Result<Vec<Permission>> {
+    /// A page of a role's global permissions, in the order of [`Permission::ALL`]. Needs
+    /// `permissions.role_view`.
+    pub fn role_permissions(&self, role: RoleId, page: PageRequest) -> Result<Page<Permission>> {
         let keys = self.read(|tx| {
             self.load_role(tx, role, P::RoleView)?;
             tx.role_permissions(role)
         })?;
-        Ok(permission_set(keys).iter().collect())
+        Ok(Page::of(permission_set(keys).iter().collect(), page))
+    }
+
+    /// Grants (`true`) or revokes a global permission of a role, answered with the role's global
+    /// permissions (shown to whoever may change them). Needs what
+    /// [`grant_global`](Self::grant_global) needs.
+    pub fn set_role_permission(
+        &self,
+        role: RoleId,
+        permission: Permission,
+        granted: bool,
+    ) -> Result<Vec<Permission>> {
+        self.write(|u| {
+            self.set_global_in(u, permission, role, granted)?;
+            Ok(permission_set(u.tx.role_permissions(role)?)
+                .iter()
+                .collect())
+        })
     }
 
     // ----- ACLs (spec 4.4) -------------------------------------------------------------------
@@ -742,33 +871,53 @@ impl Session {
         Ok(event_object(&name, object.id, &label))
     }
 
-    /// The ACLs of an object. Needs `acls.acl_view` on it.
-    pub fn acls(&self, object: ObjectRef) -> Result<Vec<Acl>> {
+    /// A page of the ACLs of an object, each with its role (shown to whoever may view the
+    /// ACL, without `permissions.role_view`). Needs `acls.acl_view` on the object.
+    pub fn acls(&self, object: ObjectRef, page: PageRequest) -> Result<Page<AclView>> {
         let kind = self.db.kinds().name(object.kind);
-        let rows = self.read(|tx| {
+        self.read(|tx| {
             self.acl_target(tx, object, P::AclView)?;
-            tx.acls_of(&kind, object.id)
-        })?;
-        Ok(rows.into_iter().map(|r| Acl::of(r, object)).collect())
+            let Page { count, items } = Page::of(tx.acls_of(&kind, object.id)?, page);
+            let roles: std::collections::HashMap<RoleId, Role> = tx
+                .roles()?
+                .into_iter()
+                .map(|r| (r.0, Role::from(r)))
+                .collect();
+            let items = items
+                .into_iter()
+                .map(|row| {
+                    let role = roles
+                        .get(&row.role_id)
+                        .cloned()
+                        .ok_or_else(|| Error::not_found(format!("role {}", row.role_id)))?;
+                    Ok(AclView {
+                        acl: Acl::of(row, object),
+                        role,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Page { count, items })
+        })
     }
 
-    /// One ACL of an object. Needs `acls.acl_view` on it.
-    pub fn acl(&self, object: ObjectRef, acl: AclId) -> Result<Acl> {
+    /// One ACL of an object, with its role. Needs `acls.acl_view` on the object.
+    pub fn acl(&self, object: ObjectRef, acl: AclId) -> Result<AclView> {
         let kind = self.db.kinds().name(object.kind);
-        let row = self.read(|tx| {
+        self.read(|tx| {
             self.acl_target(tx, object, P::AclView)?;
-            tx.acl(acl)?
+            let row = tx
+                .acl(acl)?
                 .filter(|a| a.object_kind == kind && a.object_id == object.id)
-                .ok_or_else(|| Error::not_found(format!("ACL {acl}")))
-        })?;
-        Ok(Acl::of(row, object))
+                .ok_or_else(|| Error::not_found(format!("ACL {acl}")))?;
+            acl_view(tx, row, object)
+        })
     }
 
-    /// Creates an ACL for `role` on `object`, with no permission yet (spec 4.4). Needs
-    /// `acls.acl_edit` on the object.
-    pub fn create_acl(&self, object: ObjectRef, role: RoleId) -> Result<Acl> {
+    /// Creates an ACL for `role` on `object`, with no permission yet (spec 4.4), answered with
+    /// its role. Needs `acls.acl_edit` on the object.
+    pub fn create_acl(&self, object: ObjectRef, role: RoleId) -> Result<AclView> {
         let kind = self.db.kinds().name(object.kind);
-        let row = self.write(|u| {
+        self.write(|u| {
             let target = self.acl_target(&mut u.tx, object, P::AclEdit)?;
             let role_label = self.visible_role_label(&mut u.tx, role, "role_id")?;
             let id = u.tx.insert_acl(&kind, object.id, role)?;
@@ -777,17 +926,24 @@ impl Session {
                 target,
                 Some(event_object(ROLE, role.0, &role_label)),
             )?;
-            u.tx.acl(id)?
-                .ok_or_else(|| Error::not_found(format!("ACL {id}")))
-        })?;
-        Ok(Acl::of(row, object))
+            let row =
+                u.tx.acl(id)?
+                    .ok_or_else(|| Error::not_found(format!("ACL {id}")))?;
+            acl_view(&mut u.tx, row, object)
+        })
     }
 
     /// Grants `permission` to `role` on `object` (spec 5.2 rule 1), creating the ACL if needed.
     /// A permission the object's kind cannot hold is refused. Needs `acls.acl_edit` on the
     /// object, seeing the role, and holding `permission` on the object (directly, inherited or
-    /// globally): `acl_edit` lets its holder share what they have, never more.
-    pub fn grant(&self, permission: Permission, role: RoleId, object: ObjectRef) -> Result<Acl> {
+    /// globally): `acl_edit` lets its holder share what they have, never more. Answers the ACL
+    /// with its role.
+    pub fn grant(
+        &self,
+        permission: Permission,
+        role: RoleId,
+        object: ObjectRef,
+    ) -> Result<AclView> {
         let kinds = self.db.kinds();
         if !kinds.grantable(object.kind).contains(permission) {
             return Err(Error::validation(
@@ -799,8 +955,10 @@ impl Session {
                 ),
             ));
         }
-        let row = self.write(|u| self.grant_in(u, permission, role, object))?;
-        Ok(Acl::of(row, object))
+        self.write(|u| {
+            let row = self.grant_in(u, permission, role, object)?;
+            acl_view(&mut u.tx, row, object)
+        })
     }
 
     pub(crate) fn grant_in(
@@ -855,15 +1013,19 @@ impl Session {
     /// Revokes `permission` from `role` on `object` (spec 5.2 rule 1). An ACL left with no
     /// permission is deleted (spec 2.11): then `None` is returned. Needs `acls.acl_edit` on the
     /// object, seeing the role, and holding `permission` on the object, as granting does:
-    /// nobody takes from a role what they do not hold themselves.
+    /// nobody takes from a role what they do not hold themselves. Answers the ACL with its
+    /// role.
     pub fn revoke(
         &self,
         permission: Permission,
         role: RoleId,
         object: ObjectRef,
-    ) -> Result<Option<Acl>> {
-        let row = self.write(|u| self.revoke_in(u, permission, role, object))?;
-        Ok(row.map(|r| Acl::of(r, object)))
+    ) -> Result<Option<AclView>> {
+        self.write(|u| {
+            self.revoke_in(u, permission, role, object)?
+                .map(|row| acl_view(&mut u.tx, row, object))
+                .transpose()
+        })
     }
 
     pub(crate) fn revoke_in(
@@ -911,18 +1073,19 @@ impl Session {
         }
     }
 
-    /// [`grant`](Self::grant) addressed by ACL id (the HTTP form of spec 4.4).
+    /// [`grant`](Self::grant) addressed by ACL id (the HTTP form of spec 4.4), answered with
+    /// the ACL and its role.
     pub fn acl_add_permission(
         &self,
         object: ObjectRef,
         acl: AclId,
         permission: Permission,
-    ) -> Result<Acl> {
+    ) -> Result<AclView> {
         let kind = self.db.kinds().name(object.kind);
         // Only an ACL of this object (found by the access-matrix test: any ACL id used to be
         // accepted); `grant` then decides by `acls.acl_edit` alone, so a caller with edit but
-        // neither view nor ACL view still addresses it (found by the session access matrix,
-        // issue #16: that caller got NotFound), and one without edit learns nothing.
+        // neither view nor ACL view still addresses it (found by the session access matrix:
+        // that caller got NotFound), and one without edit learns nothing.
         let row = self
             .read(|tx| tx.acl(acl))?
             .filter(|a| a.object_kind == kind && a.object_id == object.id)
@@ -930,13 +1093,14 @@ impl Session {
         self.grant(permission, row.role_id, object)
     }
 
-    /// [`revoke`](Self::revoke) addressed by ACL id.
+    /// [`revoke`](Self::revoke) addressed by ACL id, answered with the ACL and its role, or
+    /// `None` when its last permission was removed (and the ACL with it).
     pub fn acl_remove_permission(
         &self,
         object: ObjectRef,
         acl: AclId,
         permission: Permission,
-    ) -> Result<Option<Acl>> {
+    ) -> Result<Option<AclView>> {
         let kind = self.db.kinds().name(object.kind);
         let row = self
             .read(|tx| tx.acl(acl))?

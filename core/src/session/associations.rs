@@ -1,10 +1,12 @@
-//! Associations of metadata types with document types (spec 2.2, 4.3), and the durable tasks
-//! that bring the documents of a type in line when one changes (spec 2.4 rules 1-2).
+//! Associations of metadata types with document types (spec 2.2, 4.3), each answered with both
+//! types ([`AssociationView`]), and the durable tasks that bring the documents of a type in
+//! line when one changes (spec 2.4 rules 1-2).
 //!
 //! Part of `session` (layer 6 of `scripts/check-structure`): it may import only what `session`
 //! may (see `session`'s module documentation).
 
 use super::objects::{doc_event, dt_event, dt_ref, mt_event, mt_ref};
+use super::views::{AssociationView, Page, PageRequest};
 use super::{Session, body_reference};
 use crate::access::Permission as P;
 use crate::error::{Error, Result};
@@ -17,13 +19,14 @@ impl Session {
     /// Associates a metadata type with a document type. When `required`, the durable task of
     /// spec 2.4 rule 1 adds it to every existing document of the type. Needs
     /// `documents.document_type_edit` on the document type and `metadata.metadata_type_view` on
-    /// the metadata type.
+    /// the metadata type. Answers the association with both types: who may create it is
+    /// shown it.
     pub fn associate(
         &self,
         document_type: DocumentTypeId,
         metadata_type: MetadataTypeId,
         required: bool,
-    ) -> Result<DocumentTypeMetadataType> {
+    ) -> Result<AssociationView> {
         self.write(|u| self.associate_in(u, document_type, metadata_type, required))
     }
 
@@ -33,7 +36,7 @@ impl Session {
         document_type: DocumentTypeId,
         metadata_type: MetadataTypeId,
         required: bool,
-    ) -> Result<DocumentTypeMetadataType> {
+    ) -> Result<AssociationView> {
         let dt = self.load_document_type(&mut u.tx, document_type, P::DocumentTypeEdit)?;
         let mt = body_reference(
             "metadata_type_id",
@@ -42,7 +45,11 @@ impl Session {
         )?;
         let a = u.tx.insert_association(dt.id, mt.id, required)?;
         self.after_association_saved(u, &dt, &mt, required)?;
-        Ok(a)
+        Ok(AssociationView {
+            association: a,
+            document_type: dt,
+            metadata_type: mt,
+        })
     }
 
     fn after_association_saved(
@@ -89,20 +96,59 @@ impl Session {
         Ok((a, dt, mt))
     }
 
-    /// One association of a document type. Needs view on both types.
+    /// One association of a document type, with both types. Needs view on both types.
     pub fn association(
         &self,
         document_type: DocumentTypeId,
         id: AssociationId,
-    ) -> Result<DocumentTypeMetadataType> {
+    ) -> Result<AssociationView> {
         self.read(|tx| {
-            self.load_association(tx, document_type, id, P::DocumentTypeView)
-                .map(|(a, _, _)| a)
+            let (association, document_type, metadata_type) =
+                self.load_association(tx, document_type, id, P::DocumentTypeView)?;
+            Ok(AssociationView {
+                association,
+                document_type,
+                metadata_type,
+            })
         })
     }
 
-    /// The associations of a document type whose metadata type this session may view.
+    /// A page of the associations of a document type whose metadata type this session may
+    /// view, each with both types. Needs view on the document type.
     pub fn associations(
+        &self,
+        document_type: DocumentTypeId,
+        page: PageRequest,
+    ) -> Result<Page<AssociationView>> {
+        let Page { count, items } = Page::of(self.visible_associations(document_type)?, page);
+        let items = self.read(|tx| {
+            let dt = tx
+                .document_type(document_type)?
+                .ok_or_else(|| Error::not_found(format!("document type {document_type}")))?;
+            items
+                .into_iter()
+                .map(|association| {
+                    let metadata_type = tx
+                        .metadata_type(association.metadata_type_id)?
+                        .ok_or_else(|| {
+                            Error::not_found(format!(
+                                "metadata type {}",
+                                association.metadata_type_id
+                            ))
+                        })?;
+                    Ok(AssociationView {
+                        association,
+                        document_type: dt.clone(),
+                        metadata_type,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()
+        })?;
+        Ok(Page { count, items })
+    }
+
+    /// The associations of a document type whose metadata type this session may view.
+    pub(crate) fn visible_associations(
         &self,
         document_type: DocumentTypeId,
     ) -> Result<Vec<DocumentTypeMetadataType>> {
@@ -113,13 +159,14 @@ impl Session {
         Ok(self.visible(P::MetadataTypeView, all, |a| mt_ref(a.metadata_type_id)))
     }
 
-    /// Changes whether an association is required (true runs spec 2.4 rule 1 again).
+    /// Changes whether an association is required (true runs spec 2.4 rule 1 again). Answers
+    /// the association with both types.
     pub fn update_association(
         &self,
         document_type: DocumentTypeId,
         id: AssociationId,
         required: bool,
-    ) -> Result<DocumentTypeMetadataType> {
+    ) -> Result<AssociationView> {
         self.write(|u| self.update_association_in(u, document_type, id, required))
     }
 
@@ -129,13 +176,17 @@ impl Session {
         document_type: DocumentTypeId,
         id: AssociationId,
         required: bool,
-    ) -> Result<DocumentTypeMetadataType> {
+    ) -> Result<AssociationView> {
         let (mut a, dt, mt) =
             self.load_association(&mut u.tx, document_type, id, P::DocumentTypeEdit)?;
         a.required = required;
         u.tx.update_association(&a)?;
         self.after_association_saved(u, &dt, &mt, required)?;
-        Ok(a)
+        Ok(AssociationView {
+            association: a,
+            document_type: dt,
+            metadata_type: mt,
+        })
     }
 
     /// Deletes an association; the durable task of spec 2.4 rule 2 removes the type's values

@@ -3,6 +3,7 @@
 //! Part of `session` (layer 6 of `scripts/check-structure`): it may import only what `session`
 //! may (see `session`'s module documentation).
 
+use super::views::{DocumentView, Page, PageRequest};
 use super::{Session, body_reference, event_object, obj, parents_change};
 use crate::access::{ObjectKind, ObjectRef, Permission as P, Permission};
 use crate::error::{Error, Result};
@@ -155,12 +156,20 @@ impl Session {
         })
     }
 
-    /// The documents of a cabinet this session may view.
-    pub fn cabinet_documents(&self, cabinet: CabinetId) -> Result<Vec<DocumentId>> {
+    /// A page of the documents of a cabinet this session may view, each with its type. Needs
+    /// `cabinets.cabinet_view` on the cabinet.
+    pub fn cabinet_documents(
+        &self,
+        cabinet: CabinetId,
+        page: PageRequest,
+    ) -> Result<Page<DocumentView>> {
         let ids = self.read(|tx| {
             self.load_cabinet(tx, cabinet, P::CabinetView)?;
             tx.cabinet_documents(cabinet)
         })?;
-        Ok(self.visible(P::DocumentView, ids, |d| obj(ObjectKind::DOCUMENT, d.0)))
+        let ids = self.visible(P::DocumentView, ids, |d| obj(ObjectKind::DOCUMENT, d.0));
+        let count = ids.len();
+        let items = self.document_views(&ids[page.range(count)])?;
+        Ok(Page { count, items })
     }
 }

@@ -1,18 +1,22 @@
 //! Documents: creating them (one, a batch, or with their first file) with their initial
 //! metadata values, reading and listing them, renaming them, changing their type and deleting
-//! them.
+//! them. Each answers with the document and its type ([`DocumentView`]).
 //!
 //! Part of `session` (layer 6 of `scripts/check-structure`): it may import only what `session`
 //! may (see `session`'s module documentation).
 
+use std::collections::HashMap;
+
 use super::associations::not_associated;
 use super::objects::{DOC, doc_event, doc_ref, dt_event, dt_ref, mt_event, mt_ref};
+use super::views::{DocumentView, Page, PageRequest};
 use super::{Session, body_reference, event_object, invalid_reference, parents_change};
-use crate::access::{ObjectKind, Permission as P};
+use crate::access::{DocumentVisibility, ObjectKind, ObjectRef, Permission as P};
 use crate::error::{Error, Result};
 use crate::events::names;
 use crate::kernel::Unit;
 use crate::model::*;
+use crate::store::Tx;
 
 /// Longest document label.
 const MAX_LABEL_LEN: usize = 255;
@@ -20,6 +24,20 @@ const MAX_LABEL_LEN: usize = 255;
 /// Most documents one [`Session::create_documents`] call may create: a batch is one
 /// transaction, and a bound keeps its memory and the time it holds the writer's lock bounded.
 pub const MAX_DOCUMENT_BATCH: usize = 1000;
+
+/// Which documents [`Session::documents`] lists, and in which order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DocumentQuery {
+    /// Only the documents of this type.
+    pub document_type: Option<DocumentTypeId>,
+    /// Newest (highest id) first; oldest first otherwise.
+    pub newest_first: bool,
+    /// Only the documents past this one in the list's order: a cursor. A caller that walks a
+    /// whole list asks for page 1 after the last document of the page before, so that each
+    /// page costs the same however far the walk has gone, and a document deleted meanwhile
+    /// makes it skip none. `count` still counts the whole list.
+    pub after: Option<DocumentId>,
+}
 
 /// One document of a batch ([`Session::create_documents`]): its type, its label and its
 /// initial metadata values, as [`Session::create_document`] takes them.
@@ -31,6 +49,45 @@ pub struct NewDocument<'a> {
     pub label: &'a str,
     /// Its initial values: (metadata type, submitted value).
     pub values: &'a [(MetadataTypeId, &'a str)],
+}
+
+pub(super) fn document_type_of(tx: &mut Tx<'_>, d: &Document) -> Result<DocumentType> {
+    tx.document_type(d.document_type_id)?
+        .ok_or_else(|| Error::not_found(format!("document type {}", d.document_type_id)))
+}
+
+/// The most single documents (visible through ACLs of their own, not through their type) a
+/// documents page names in its statement; beyond, it walks the documents in order instead.
+pub(crate) const MAX_LISTED_DOCUMENTS: usize = 1000;
+
+/// Each document with its type, each type read once.
+pub(super) fn with_types(tx: &mut Tx<'_>, documents: Vec<Document>) -> Result<Vec<DocumentView>> {
+    let mut types: HashMap<DocumentTypeId, DocumentType> = HashMap::new();
+    let mut out = Vec::with_capacity(documents.len());
+    for document in documents {
+        let document_type = match types.get(&document.document_type_id) {
+            Some(t) => t.clone(),
+            None => {
+                let t = document_type_of(tx, &document)?;
+                types.insert(t.id, t.clone());
+                t
+            }
+        };
+        out.push(DocumentView {
+            document,
+            document_type,
+        });
+    }
+    Ok(out)
+}
+
+/// A document with its type, read in `tx`.
+fn view_of(tx: &mut Tx<'_>, document: Document) -> Result<DocumentView> {
+    let document_type = document_type_of(tx, &document)?;
+    Ok(DocumentView {
+        document,
+        document_type,
+    })
 }
 
 impl Session {
@@ -59,15 +116,20 @@ impl Session {
     /// `metadata.document_metadata_add` on the document type and the metadata type; a type that
     /// does not exist or that the caller cannot see is invalid `metadata_type_id`. A refused
     /// value names its entry (counted from 0): the error's field is `metadata[i].value`,
-    /// `metadata[i].metadata_type_id`, ... (see [`Error::field_path`]).
+    /// `metadata[i].metadata_type_id`, ... (see [`Error::field_path`]). Answers the new
+    /// document with its type. To create it with its first file, see
+    /// [`create_document_with_file`](Self::create_document_with_file).
     pub fn create_document(
         &self,
         document_type: DocumentTypeId,
         label: &str,
         values: &[(MetadataTypeId, &str)],
-    ) -> Result<Document> {
+    ) -> Result<DocumentView> {
         let label = crate::model::check_text("label", label, MAX_LABEL_LEN)?;
-        self.write(|u| self.create_document_in(u, document_type, label, values))
+        self.write(|u| {
+            let document = self.create_document_in(u, document_type, label, values)?;
+            view_of(&mut u.tx, document)
+        })
     }
 
     /// Creates many documents, each with its initial values, in one transaction (all or
@@ -78,8 +140,8 @@ impl Session {
     /// documents: more is `Error::Validation` on `documents`. A refused entry names itself
     /// (counted from 0): `documents[i].label`, `documents[i].metadata[j].value`, ... (see
     /// [`Error::field_path`]); errors without a field (a permission refused) are returned as
-    /// they are and undo the whole batch too.
-    pub fn create_documents(&self, documents: &[NewDocument<'_>]) -> Result<Vec<Document>> {
+    /// they are and undo the whole batch too. Answers each document with its type.
+    pub fn create_documents(&self, documents: &[NewDocument<'_>]) -> Result<Vec<DocumentView>> {
         if documents.len() > MAX_DOCUMENT_BATCH {
             return Err(Error::validation(
                 "documents",
@@ -114,7 +176,7 @@ impl Session {
             }
             match refused {
                 Some(e) => Err(e),
-                None => Ok(created),
+                None => with_types(&mut u.tx, created),
             }
         })
     }
@@ -259,7 +321,7 @@ impl Session {
     /// values and the file's record commit in one transaction; if anything is refused the
     /// stored bytes are removed and nothing is created. Needs, besides what `create_document`
     /// needs, `documents.document_file_new` on the document type (what the new document will
-    /// inherit).
+    /// inherit). Answers the document with its type, and the file.
     pub fn create_document_with_file(
         &self,
         document_type: DocumentTypeId,
@@ -267,7 +329,7 @@ impl Session {
         values: &[(MetadataTypeId, &str)],
         filename: &str,
         content: &mut dyn std::io::Read,
-    ) -> Result<(Document, DocumentFile)> {
+    ) -> Result<(DocumentView, DocumentFile)> {
         let label = crate::model::check_text("label", label, MAX_LABEL_LEN)?;
         // Refused before the content is stored, as the transaction would refuse after.
         self.check_create_document(document_type, true)?;
@@ -301,7 +363,7 @@ impl Session {
                 event_object("documents.documentfile", file.id.0, &file.filename),
                 Some(doc_event(&doc)),
             )?;
-            Ok((doc, file))
+            Ok((view_of(&mut u.tx, doc)?, file))
         });
         if result.is_err() {
             let _ = storage.delete(&name);
@@ -309,35 +371,172 @@ impl Session {
         result
     }
 
-    /// One document. Needs `documents.document_view`.
-    pub fn document(&self, id: DocumentId) -> Result<Document> {
-        self.read(|tx| self.load_document(tx, id, P::DocumentView))
+    /// One document with its type (seeing the document is enough to see its type). Needs
+    /// `documents.document_view`.
+    pub fn document(&self, id: DocumentId) -> Result<DocumentView> {
+        self.read(|tx| {
+            let document = self.load_document(tx, id, P::DocumentView)?;
+            view_of(tx, document)
+        })
     }
 
-    /// Up to `limit` documents this session may view with an id above `after`, optionally of
-    /// one type, by id.
-    pub fn documents(
-        &self,
-        of_type: Option<DocumentTypeId>,
-        after: DocumentId,
-        limit: u32,
-    ) -> Result<Vec<Document>> {
-        let mut out = Vec::new();
-        let mut cursor = after;
-        while out.len() < limit as usize {
-            let page = self.read(|tx| tx.documents(of_type, cursor, 1000))?;
-            let Some(last) = page.last().map(|d| d.id) else {
-                break;
+    /// A page of the documents this session may view (optionally of one type), by id, or newest
+    /// first, each with its type (see [`DocumentQuery`]). `count` counts every visible document
+    /// of the list, exactly, whatever the query's cursor.
+    ///
+    /// Neither the count nor the page visits every document: who may view a document is
+    /// decided by its type's ACLs or its own (a document inherits from its type only), so the
+    /// count is the sum of the visible types' document counts (kept in the access snapshot)
+    /// plus the documents visible through ACLs of their own, and the page is one query filtered
+    /// by those types and documents (beyond 1,000 such documents, a walk of the documents in
+    /// order that keeps the visible ones).
+    pub fn documents(&self, query: DocumentQuery, page: PageRequest) -> Result<Page<DocumentView>> {
+        let DocumentQuery {
+            document_type: of_type,
+            newest_first,
+            after,
+        } = query;
+        // The count comes from the access snapshot: it must know of documents other processes
+        // committed before this call.
+        self.catch_up()?;
+        let (visible, count, types, documents, scan) = {
+            let snapshot = self.snapshot();
+            let visible = match self.actor {
+                Actor::User(user) => snapshot.document_visibility(user, P::DocumentView),
+                Actor::System => DocumentVisibility {
+                    all: true,
+                    ..Default::default()
+                },
             };
-            let exhausted = page.len() < 1000;
-            out.extend(self.visible(P::DocumentView, page, |d| doc_ref(d.id)));
-            if exhausted {
-                break;
-            }
-            cursor = last;
+            let count = snapshot.count_documents(&visible, of_type.map(|t| t.0));
+            // The visible set as types (every document of them) plus single documents of
+            // other types; `None` for every document.
+            let (types, documents): (Option<Vec<i64>>, Vec<i64>) = match of_type {
+                None if visible.all => (None, Vec::new()),
+                Some(t) if visible.all || visible.types.contains(&t.0) => {
+                    (Some(vec![t.0]), Vec::new())
+                }
+                _ => {
+                    let wanted = |t: i64| of_type.is_none_or(|o| o.0 == t);
+                    let mut types: Vec<i64> = match of_type {
+                        Some(_) => Vec::new(),
+                        None => visible.types.iter().copied().collect(),
+                    };
+                    types.sort_unstable();
+                    let mut documents: Vec<i64> = visible
+                        .documents
+                        .iter()
+                        .copied()
+                        .filter(|d| {
+                            snapshot
+                                .document_type_of(*d)
+                                .is_some_and(|t| wanted(t) && !visible.types.contains(&t))
+                        })
+                        .collect();
+                    documents.sort_unstable();
+                    (Some(types), documents)
+                }
+            };
+            // Walking the documents by id costs about (offset + size) * total / count rows;
+            // reading the visible ones through the type index and sorting them costs count.
+            // One type alone is read through its index already in id order.
+            let total = snapshot.count_documents(
+                &DocumentVisibility {
+                    all: true,
+                    ..Default::default()
+                },
+                None,
+            );
+            let wanted_rows = page.range(count).end.max(1);
+            let single_type = matches!(&types, Some(t) if t.len() == 1) && documents.is_empty();
+            let scan = !single_type
+                && (wanted_rows as u128) * (total as u128) <= (count as u128) * (count as u128);
+            (visible, count, types, documents, scan)
+        };
+        let range = page.range(count);
+        if range.is_empty() {
+            return Ok(Page {
+                count,
+                items: Vec::new(),
+            });
         }
-        out.truncate(limit as usize);
-        Ok(out)
+        let items = self.read(|tx| {
+            let found = if documents.len() > MAX_LISTED_DOCUMENTS {
+                // Too many single documents to name in a statement: walk the documents in
+                // order and keep the visible ones (what the statement would have done).
+                let wanted = |d: &Document| {
+                    of_type.is_none_or(|t| t == d.document_type_id)
+                        && visible.allows(d.id.0, d.document_type_id.0)
+                };
+                let mut skip = range.start;
+                let mut found = Vec::with_capacity(range.len());
+                let mut cursor =
+                    after.unwrap_or(DocumentId(if newest_first { i64::MAX } else { 0 }));
+                'walk: loop {
+                    let rows = tx.documents_from(cursor, newest_first, 1000)?;
+                    let Some(last) = rows.last().map(|d| d.id) else {
+                        break;
+                    };
+                    let exhausted = rows.len() < 1000;
+                    for d in rows.into_iter().filter(|d| wanted(d)) {
+                        if skip > 0 {
+                            skip -= 1;
+                        } else {
+                            found.push(d);
+                            if found.len() == range.len() {
+                                break 'walk;
+                            }
+                        }
+                    }
+                    if exhausted {
+                        break;
+                    }
+                    cursor = last;
+                }
+                found
+            } else {
+                tx.documents_page_of(
+                    types.as_deref(),
+                    &documents,
+                    scan,
+                    newest_first,
+                    after,
+                    range.start,
+                    range.len(),
+                )?
+            };
+            let found = found
+                .into_iter()
+                .filter(|d| visible.allows(d.id.0, d.document_type_id.0))
+                .collect();
+            with_types(tx, found)
+        })?;
+        Ok(Page { count, items })
+    }
+
+    /// Loads the documents `ids` this session may view with their types, in one transaction
+    /// and one query per 1,000, in the order given; a document deleted (or hidden) since the ids were
+    /// read is left out.
+    pub(crate) fn document_views(&self, ids: &[DocumentId]) -> Result<Vec<DocumentView>> {
+        let raw: Vec<i64> = ids.iter().map(|d| d.0).collect();
+        self.read(|tx| {
+            let mut found: HashMap<DocumentId, Document> = HashMap::with_capacity(raw.len());
+            // A long list (a whole cabinet) in statements of a bounded size.
+            for chunk in raw.chunks(MAX_LISTED_DOCUMENTS) {
+                found.extend(tx.documents_by_id(chunk)?.into_iter().map(|d| (d.id, d)));
+            }
+            let documents: Vec<Document> = ids
+                .iter()
+                .filter_map(|id| found.remove(id))
+                .filter(|d| {
+                    self.can(
+                        P::DocumentView,
+                        ObjectRef::new(ObjectKind::DOCUMENT, d.id.0),
+                    )
+                })
+                .collect();
+            with_types(tx, documents)
+        })
     }
 
     /// The ids of every document this session may view, optionally of one type, by id (for
@@ -355,15 +554,15 @@ impl Session {
         Ok(visible)
     }
 
-    /// Renames a document. Needs `documents.document_edit`.
-    pub fn update_document(&self, id: DocumentId, label: &str) -> Result<Document> {
+    /// Renames a document, answered with it and its type. Needs `documents.document_edit`.
+    pub fn update_document(&self, id: DocumentId, label: &str) -> Result<DocumentView> {
         let label = crate::model::check_text("label", label, MAX_LABEL_LEN)?;
         self.write(|u| {
             let mut d = self.load_document(&mut u.tx, id, P::DocumentEdit)?;
             d.label = label.to_owned();
             u.tx.update_document(&d)?;
             u.event(names::DOCUMENT_EDITED, doc_event(&d), None)?;
-            Ok(d)
+            view_of(&mut u.tx, d)
         })
     }
 
@@ -383,11 +582,13 @@ impl Session {
     /// (`PermissionDenied`). Values removed need no permission of their own (the move is
     /// what removes them, and spec 2.4 rule 4 removes them for everyone); their events name the
     /// metadata type only to readers who may view it, like every event.
+    ///
+    /// Answers the document with its new type.
     pub fn change_document_type(
         &self,
         id: DocumentId,
         new_type: DocumentTypeId,
-    ) -> Result<Document> {
+    ) -> Result<DocumentView> {
         self.write(|u| {
             // Viewing first: `document_change_type` alone used to move a document its holder
             // could not see into a type whose ACLs they enjoy (issue #32).
@@ -410,7 +611,10 @@ impl Session {
                 format!("document type {}", dt.id),
             )?;
             if d.document_type_id == dt.id {
-                return Ok(d);
+                return Ok(DocumentView {
+                    document: d,
+                    document_type: dt,
+                });
             }
             d.document_type_id = dt.id;
             u.tx.update_document(&d)?;
@@ -442,7 +646,10 @@ impl Session {
                 Some(dt_event(&dt)),
             )?;
             self.db.document_created(u, &d)?;
-            Ok(d)
+            Ok(DocumentView {
+                document: d,
+                document_type: dt,
+            })
         })
     }
 

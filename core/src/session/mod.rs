@@ -13,6 +13,7 @@ mod associations;
 mod cabinets;
 mod document_types;
 mod documents;
+mod events;
 mod files;
 mod metadata_types;
 mod objects;
@@ -24,11 +25,9 @@ use std::fmt::Display;
 
 use minijinja::Value;
 
-use crate::access::{
-    AccessSnapshot, KindRegistry, ObjectKind, ObjectRef, ParentSource, Permission,
-};
+use crate::access::{AccessSnapshot, ObjectKind, ObjectRef, ParentSource, Permission};
 use crate::error::{Error, Result};
-use crate::events::{Event, EventObject, EventQuery};
+use crate::events::EventObject;
 use crate::kernel::{AccessChange, Docmeta, RenderInput, Renders, TemplateView};
 use crate::metadata::template::is_literal;
 use crate::metadata::{
@@ -39,7 +38,7 @@ use crate::store::Tx;
 
 pub use access::UserUpdate;
 pub(crate) use access::permission_set;
-pub use documents::{MAX_DOCUMENT_BATCH, NewDocument};
+pub use documents::{DocumentQuery, MAX_DOCUMENT_BATCH, NewDocument};
 pub use files::FileContent;
 pub use records::{Acl, Group, Role, Task, TaskState, User};
 pub use views::{
@@ -320,111 +319,6 @@ impl Session {
     pub(crate) fn read<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         self.catch_up()?;
         self.db.read(f)
-    }
-
-    // ----- events ----------------------------------------------------------------------------
-
-    /// Events of the log whose target this session may view, newest first (unless
-    /// `query.oldest_first`). An event's action object that this session may not view is
-    /// redacted to `None`: the event is shown, the hidden object is not. So is its actor, unless
-    /// this session may view that user (itself, or `user_management.user_view`, as
-    /// [`user`](Self::user) decides): who did something is a user like any other, and a user
-    /// one may not look up must not be named by the log either.
-    pub fn events(&self, query: &EventQuery) -> Result<Vec<Event>> {
-        let limit = query.limit.unwrap_or(100).clamp(1, 1000) as usize;
-        if self.actor == Actor::System || self.is_superuser() {
-            return self.db.events(&EventQuery {
-                limit: Some(limit as u32),
-                ..query.clone()
-            });
-        }
-        let kinds = self.db.kinds();
-        let mut out = Vec::new();
-        let mut page = EventQuery {
-            limit: Some(500),
-            ..query.clone()
-        };
-        loop {
-            let batch = self.db.events(&page)?;
-            let exhausted = batch.len() < 500;
-            let Some(last) = batch.last().map(|e| e.id) else {
-                break;
-            };
-            for mut e in batch {
-                if self.may_view_event_object(&kinds, &e.target) {
-                    // The second object is shown only to those who may view it too (a hidden
-                    // document added to a visible cabinet, a hidden role in an ACL event).
-                    if e.action_object
-                        .as_ref()
-                        .is_some_and(|o| !self.may_view_event_object(&kinds, o))
-                    {
-                        e.action_object = None;
-                    }
-                    if e.actor.is_some_and(|a| !self.may_view_user(a)) {
-                        e.actor = None;
-                    }
-                    out.push(e);
-                    if out.len() == limit {
-                        return Ok(out);
-                    }
-                }
-            }
-            if exhausted {
-                break;
-            }
-            if query.oldest_first {
-                page.after = Some(last);
-            } else {
-                page.before = Some(last);
-            }
-        }
-        Ok(out)
-    }
-
-    fn may_view_event_object(&self, kinds: &KindRegistry, target: &EventObject) -> bool {
-        match kinds.parse(&target.kind) {
-            // Not inside a transaction here, so links kept in the store may be read.
-            Ok(kind) => match self.actor {
-                Actor::User(u) => self
-                    .db
-                    .check(u, view_permission(kind), obj(kind, target.id)),
-                Actor::System => true,
-            },
-            Err(_) => match target.kind.as_str() {
-                "user_management.user" => self.may_view_user(UserId(target.id)),
-                "user_management.group" => self.can_globally(Permission::GroupView),
-                _ => self.is_superuser(),
-            },
-        }
-    }
-
-    /// Durable tasks not yet done (pending, running, failed). Superusers only.
-    pub fn tasks(&self) -> Result<Vec<Task>> {
-        if !self.is_superuser() {
-            return Err(Error::PermissionDenied(
-                "only superusers see background tasks".into(),
-            ));
-        }
-        self.read(|tx| tx.open_tasks(1000))?
-            .into_iter()
-            .map(Task::try_from)
-            .collect()
-    }
-
-    // ----- explain ---------------------------------------------------------------------------
-
-    /// Why `user` may or may not do `permission` on `object`. Needs `acls.acl_view` on the
-    /// object unless asking about oneself.
-    pub fn explain(
-        &self,
-        user: UserId,
-        permission: Permission,
-        object: ObjectRef,
-    ) -> Result<crate::access::Explanation> {
-        if self.actor != Actor::User(user) {
-            self.require(Permission::AclView, object, "the object")?;
-        }
-        Ok(self.db.explain(user, permission, object))
     }
 }
 

@@ -1,6 +1,7 @@
 //! The metadata values of documents (spec 2.3, 4.2): adding them through the pipeline of spec
 //! 2.10 (one, a batch, or a required type's default), reading what a session may see of them,
-//! editing and removing them.
+//! editing and removing them. Each answers with the value, its document and its type
+//! ([`MetadataValueView`]).
 //!
 //! Part of `session` (layer 6 of `scripts/check-structure`): it may import only what `session`
 //! may (see `session`'s module documentation).
@@ -9,7 +10,7 @@ use std::sync::Arc;
 
 use super::associations::not_associated;
 use super::objects::{doc_event, doc_ref, mt_event, mt_ref};
-use super::views::MetadataValueView;
+use super::views::{MetadataPageVersion, MetadataValueView, Page, PageRequest};
 use super::{Inputs, Session, body_reference};
 use crate::access::Permission as P;
 use crate::error::{Error, NON_FIELD_ERRORS, Result};
@@ -45,6 +46,19 @@ impl Session {
         value: &str,
         required: bool,
     ) -> Result<DocumentMetadata> {
+        self.add_value_typed(u, doc, mt, value, required)
+            .map(|(m, _)| m)
+    }
+
+    /// [`add_value`](Self::add_value), answered with the value's type too.
+    fn add_value_typed(
+        &self,
+        u: &mut Unit<'_>,
+        doc: &Document,
+        mt: MetadataTypeId,
+        value: &str,
+        required: bool,
+    ) -> Result<(DocumentMetadata, MetadataType)> {
         let compiled = self.db.compiled(&mut u.tx, mt)?;
         let value = self.process(u, &compiled, doc, value, required)?;
         let m = u.tx.insert_document_metadata(doc.id, mt, &value)?;
@@ -53,7 +67,7 @@ impl Session {
             doc_event(doc),
             Some(mt_event(&compiled.metadata_type)),
         )?;
-        Ok(m)
+        Ok((m, compiled.metadata_type.clone()))
     }
 
     /// Adds a required type with its rendered default, or empty when the default does not
@@ -102,13 +116,18 @@ impl Session {
     /// Adds a metadata value to a document (spec 2.10). The type must be associated with the
     /// document's type; a second value of the same type is a conflict. Needs
     /// `metadata.document_metadata_add` on the document and on the metadata type.
+    ///
+    /// Answers the value as this call stored it, with its document and type: who may add a
+    /// value is shown it, even without `metadata.document_metadata_view`. Nothing is read back
+    /// after the commit (a workflow the addition triggers may change the value before the
+    /// commit; [`metadata_value`](Self::metadata_value) reads it as stored).
     pub fn add_document_metadata(
         &self,
         document: DocumentId,
         metadata_type: MetadataTypeId,
         value: &str,
-    ) -> Result<DocumentMetadata> {
-        self.write(|u| self.add_document_metadata_in(u, document, metadata_type, value))
+    ) -> Result<MetadataValueView> {
+        self.write(|u| self.add_value_view(u, document, metadata_type, value))
     }
 
     pub(crate) fn add_document_metadata_in(
@@ -118,6 +137,18 @@ impl Session {
         metadata_type: MetadataTypeId,
         value: &str,
     ) -> Result<DocumentMetadata> {
+        self.add_value_view(u, document, metadata_type, value)
+            .map(|v| v.value)
+    }
+
+    /// The addition of a value in `u`, answered with its document and type.
+    fn add_value_view(
+        &self,
+        u: &mut Unit<'_>,
+        document: DocumentId,
+        metadata_type: MetadataTypeId,
+        value: &str,
+    ) -> Result<MetadataValueView> {
         let doc = self.load_document(&mut u.tx, document, P::DocumentView)?;
         self.require(
             P::DocumentMetadataAdd,
@@ -132,19 +163,26 @@ impl Session {
         let a =
             u.tx.association_of(doc.document_type_id, metadata_type)?
                 .ok_or_else(|| not_associated(metadata_type))?;
-        self.add_value(u, &doc, metadata_type, value, a.required)
+        let (value, metadata_type) =
+            self.add_value_typed(u, &doc, metadata_type, value, a.required)?;
+        Ok(MetadataValueView {
+            value,
+            document: doc,
+            metadata_type,
+        })
     }
 
     /// Adds many values in one transaction (all or nothing): the batch form of
-    /// [`add_document_metadata`](Self::add_document_metadata), for imports.
+    /// [`add_document_metadata`](Self::add_document_metadata), for imports, answered as it
+    /// answers, in the order given.
     pub fn add_document_metadata_batch(
         &self,
         values: &[NewValue<'_>],
-    ) -> Result<Vec<DocumentMetadata>> {
+    ) -> Result<Vec<MetadataValueView>> {
         self.write(|u| {
             values
                 .iter()
-                .map(|(d, t, v)| self.add_document_metadata_in(u, *d, *t, v))
+                .map(|(d, t, v)| self.add_value_view(u, *d, *t, v))
                 .collect()
         })
     }
@@ -179,34 +217,109 @@ impl Session {
         Ok((doc, m, required))
     }
 
-    /// One metadata value of a document. Needs `metadata.document_metadata_view` on the
+    /// One metadata value of a document, with its document and type. Needs
+    /// `documents.document_view` on the document and `metadata.document_metadata_view` on the
     /// document and on the metadata type.
-    pub fn document_metadata(
+    pub fn metadata_value(
         &self,
         document: DocumentId,
         id: DocumentMetadataId,
-    ) -> Result<DocumentMetadata> {
-        self.read(|tx| {
-            self.load_value(tx, document, id, P::DocumentMetadataView)
-                .map(|(_, m, _)| m)
+    ) -> Result<MetadataValueView> {
+        let (document, values) = self.document_metadata_details(document)?;
+        let (value, metadata_type) = values
+            .into_iter()
+            .find(|(m, _)| m.id == id)
+            .ok_or_else(|| Error::not_found(format!("document metadata {id}")))?;
+        Ok(MetadataValueView {
+            value,
+            document,
+            metadata_type,
         })
     }
 
-    /// The metadata values of a document this session may view (spec 2.3 `metadata.all`).
-    /// A document the session may not view is `NotFound`; without
-    /// `metadata.document_metadata_view` on the document the list is empty.
-    pub fn document_metadata_list(&self, document: DocumentId) -> Result<Vec<DocumentMetadata>> {
-        Ok(self
-            .document_metadata_details(document)?
-            .1
-            .into_iter()
-            .map(|(m, _)| m)
-            .collect())
+    /// A page of the metadata values of a document this session may view (spec 2.3
+    /// `metadata.all`), each with its document and type. A document the session may not view
+    /// is `NotFound`; without `metadata.document_metadata_view` on the document the page is
+    /// empty, and only the values whose type the session may view are listed. Answered from
+    /// the read cache when the document is in it (see `Config::read_cache_documents`).
+    pub fn document_metadata(
+        &self,
+        document: DocumentId,
+        page: PageRequest,
+    ) -> Result<Page<MetadataValueView>> {
+        let details = self.document_metadata_details(document)?;
+        Ok(Self::metadata_page_of(details, page))
     }
 
-    /// The document and its visible metadata values, each with its metadata type, read in one
-    /// transaction (what a face shows). Answered from the read cache when the document is in
-    /// it (see `Config::read_cache_documents`); what this session may see is checked either way.
+    /// [`document_metadata`](Self::document_metadata) when the document is in the
+    /// read cache (see `Config::read_cache_documents`), with the page's
+    /// [version](Self::document_metadata_version_if_cached); `None` when it is not there. It
+    /// never reads the store, so an async server may call it on its own workers and move to a
+    /// blocking thread only when it is `None`. What the session may see is checked as in the
+    /// blocking call.
+    pub fn document_metadata_if_cached(
+        &self,
+        document: DocumentId,
+        page: PageRequest,
+    ) -> Option<Result<(MetadataPageVersion, Page<MetadataValueView>)>> {
+        // Only when what other processes committed is known to be applied without a read:
+        // otherwise the blocking call catches up first.
+        if !self.caught_up_without_reading() {
+            return None;
+        }
+        let cached = self.db.cached_document_with_metadata(document)?;
+        Some(
+            self.metadata_shown(document, Some(&cached))
+                .map(|(read, shown)| {
+                    let version = MetadataPageVersion::of(read, &shown);
+                    let values = shown.into_iter().cloned().collect();
+                    (
+                        version,
+                        Self::metadata_page_of((read.document.clone(), values), page),
+                    )
+                }),
+        )
+    }
+
+    /// Identifies what [`document_metadata`](Self::document_metadata) shows this
+    /// session of a document in the read cache, `None` when it is not there (as
+    /// [`document_metadata_if_cached`](Self::document_metadata_if_cached), it never
+    /// reads the store). Two versions are equal exactly when they name the same copy of the
+    /// document and the same values of it, so a face may keep what it made of a page (an
+    /// HTTP answer's bytes) with the version that page came with, and give it again, for the
+    /// same page, to any caller whose version is equal: the copy changes with every write,
+    /// and the values shown with the caller's permissions, checked here on every call. A
+    /// caller who may not view the document gets the error the page would give.
+    pub fn document_metadata_version_if_cached(
+        &self,
+        document: DocumentId,
+    ) -> Option<Result<MetadataPageVersion>> {
+        if !self.caught_up_without_reading() {
+            return None;
+        }
+        let cached = self.db.cached_document_with_metadata(document)?;
+        Some(
+            self.metadata_shown(document, Some(&cached))
+                .map(|(read, shown)| MetadataPageVersion::of(read, &shown)),
+        )
+    }
+
+    fn metadata_page_of(
+        (doc, values): (Document, Vec<(DocumentMetadata, MetadataType)>),
+        page: PageRequest,
+    ) -> Page<MetadataValueView> {
+        Page::of(values, page).map(|(value, metadata_type)| MetadataValueView {
+            value,
+            document: doc.clone(),
+            metadata_type,
+        })
+    }
+
+    /// The document with every value [`document_metadata`](Self::document_metadata) lists,
+    /// each with its metadata type, read at once: the document's detail, which holds the
+    /// document even when no value of it is visible. Answered from the read cache when the
+    /// document is in it (see `Config::read_cache_documents`); what this session may see is
+    /// checked either way.
     pub fn document_metadata_details(
         &self,
         document: DocumentId,
@@ -264,40 +377,37 @@ impl Session {
             return Ok(None);
         };
         Ok(self
-            .document_metadata_list(document)?
+            .document_metadata_details(document)?
+            .1
             .into_iter()
-            .find(|m| m.metadata_type_id == t.id)
-            .map(|m| m.value))
+            .find(|(m, _)| m.metadata_type_id == t.id)
+            .map(|(m, _)| m.value))
     }
 
     /// Sets a metadata value (spec 2.10); an empty value re-applies the default. Needs
     /// `metadata.document_metadata_edit` on the document and on the metadata type.
+    ///
+    /// A value's metadata type never changes: `metadata_type`, when given, is the type the
+    /// caller means the value to have (a request that names it, as HTTP `PUT` does), and
+    /// another type than the value's is refused (`Error::Validation` on `metadata_type_id`:
+    /// remove the value and add another), before the edit permission is checked, as soon as
+    /// the caller may see the value.
+    ///
+    /// Answers the value as stored, with its document and type, taken from the edit's own
+    /// transaction (nothing is read back).
     pub fn edit_document_metadata(
         &self,
         document: DocumentId,
         id: DocumentMetadataId,
         value: &str,
-    ) -> Result<DocumentMetadata> {
-        self.write(|u| self.edit_document_metadata_in(u, document, id, value))
-    }
-
-    /// [`edit_document_metadata`](Self::edit_document_metadata) answered with the stored value,
-    /// its document and its type, as [`metadata_value_view`](Self::metadata_value_view) shows
-    /// them: taken from the edit's own transaction (which checked the same view permissions),
-    /// so nothing is read back.
-    pub fn edit_document_metadata_view(
-        &self,
-        document: DocumentId,
-        id: DocumentMetadataId,
-        value: &str,
+        metadata_type: Option<MetadataTypeId>,
     ) -> Result<MetadataValueView> {
-        self.write(|u| self.edit_value(u, document, id, value)).map(
-            |(document, value, metadata_type)| MetadataValueView {
+        self.write(|u| self.edit_value(u, document, id, value, metadata_type))
+            .map(|(document, value, metadata_type)| MetadataValueView {
                 value,
                 document,
                 metadata_type,
-            },
-        )
+            })
     }
 
     pub(crate) fn edit_document_metadata_in(
@@ -307,7 +417,8 @@ impl Session {
         id: DocumentMetadataId,
         value: &str,
     ) -> Result<DocumentMetadata> {
-        self.edit_value(u, document, id, value).map(|(_, m, _)| m)
+        self.edit_value(u, document, id, value, None)
+            .map(|(_, m, _)| m)
     }
 
     /// The edit of a value in `u`: the document, the value as stored and its type.
@@ -317,23 +428,29 @@ impl Session {
         document: DocumentId,
         id: DocumentMetadataId,
         value: &str,
+        metadata_type: Option<MetadataTypeId>,
     ) -> Result<(Document, DocumentMetadata, MetadataType)> {
-        {
-            let (doc, mut m, required) =
-                self.load_value(&mut u.tx, document, id, P::DocumentMetadataEdit)?;
-            let compiled = self.db.compiled(&mut u.tx, m.metadata_type_id)?;
-            let value = self.process(u, &compiled, &doc, value, required)?;
-            if value != m.value {
-                u.tx.update_document_metadata(m.id, &value)?;
-                m.value = value;
-                u.event(
-                    names::DOCUMENT_METADATA_EDITED,
-                    doc_event(&doc),
-                    Some(mt_event(&compiled.metadata_type)),
-                )?;
-            }
-            Ok((doc, m, compiled.metadata_type.clone()))
+        let (doc, mut m, required) =
+            self.load_value(&mut u.tx, document, id, P::DocumentMetadataView)?;
+        if metadata_type.is_some_and(|t| t != m.metadata_type_id) {
+            return Err(Error::validation(
+                "metadata_type_id",
+                "The metadata type of a value cannot be changed; remove it and add another.",
+            ));
         }
+        self.require_metadata_permission(P::DocumentMetadataEdit, &doc, m.metadata_type_id)?;
+        let compiled = self.db.compiled(&mut u.tx, m.metadata_type_id)?;
+        let value = self.process(u, &compiled, &doc, value, required)?;
+        if value != m.value {
+            u.tx.update_document_metadata(m.id, &value)?;
+            m.value = value;
+            u.event(
+                names::DOCUMENT_METADATA_EDITED,
+                doc_event(&doc),
+                Some(mt_event(&compiled.metadata_type)),
+            )?;
+        }
+        Ok((doc, m, compiled.metadata_type.clone()))
     }
 
     /// Removes a metadata value from a document; a type required by the document's type cannot

@@ -245,17 +245,20 @@ impl Tx<'_> {
     }
 
     /// A page of the documents of the types `types` (every type when `None`) and of the
-    /// documents `documents`, by id (newest first when `newest_first`): `limit` of them after
-    /// skipping `offset`. `scan` picks the plan: walk the documents in id order and stop once
-    /// the page is full (cheap when most documents qualify), or read the qualifying ones
-    /// through the type index and sort them (cheap when few do); the caller knows which from
-    /// its count. The ids are integers written into the statement, never text.
+    /// documents `documents`, by id (newest first when `newest_first`), past `after` in that
+    /// order when given: `limit` of them after skipping `offset`. `scan` picks the plan: walk
+    /// the documents in id order and stop once the page is full (cheap when most documents
+    /// qualify), or read the qualifying ones through the type index and sort them (cheap when
+    /// few do); the caller knows which from its count. The ids are integers written into the
+    /// statement, never text.
+    #[allow(clippy::too_many_arguments)]
     pub fn documents_page_of(
         &mut self,
         types: Option<&[i64]>,
         documents: &[i64],
         scan: bool,
         newest_first: bool,
+        after: Option<DocumentId>,
         offset: usize,
         limit: usize,
     ) -> Result<Vec<Document>> {
@@ -282,10 +285,23 @@ impl Tx<'_> {
         if !documents.is_empty() {
             terms.push(format!("id IN ({})", list(documents)));
         }
-        let filter = match (types, terms.is_empty()) {
-            (None, _) => String::new(),
+        let mut conditions = match (types, terms.is_empty()) {
+            (None, _) => Vec::new(),
             (Some(_), true) => return Ok(Vec::new()),
-            (Some(_), false) => format!("WHERE {}", terms.join(" OR ")),
+            (Some(_), false) => vec![format!("({})", terms.join(" OR "))],
+        };
+        let mut params: Vec<super::Param<'_>> = vec![
+            i64::try_from(limit).unwrap_or(i64::MAX).into(),
+            i64::try_from(offset).unwrap_or(i64::MAX).into(),
+        ];
+        if let Some(after) = after {
+            conditions.push(if newest_first { "id < ?3" } else { "id > ?3" }.to_owned());
+            params.push(after.0.into());
+        }
+        let filter = if conditions.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", conditions.join(" AND "))
         };
         let order = if newest_first { "DESC" } else { "ASC" };
         self.rows(
@@ -294,10 +310,7 @@ impl Tx<'_> {
                  FROM documents {filter} \
                  ORDER BY id {order} LIMIT ?1 OFFSET ?2"
             ),
-            &[
-                i64::try_from(limit).unwrap_or(i64::MAX).into(),
-                i64::try_from(offset).unwrap_or(i64::MAX).into(),
-            ],
+            &params,
             document,
         )
     }

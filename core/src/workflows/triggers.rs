@@ -200,7 +200,10 @@ mod tests {
         let submit = admin
             .create_workflow_transition(flow, "submit", draft, review, "")
             .expect("transition");
-        let doc = admin.create_document(t.id, "INV-1", &[]).expect("document");
+        let doc = admin
+            .create_document(t.id, "INV-1", &[])
+            .expect("document")
+            .document;
         // Nothing is edited: only the task (as an earlier version queued it) can fire it.
         let event = crate::events::names::DOCUMENT_METADATA_EDITED;
         let payload = serde_json::to_string(&TriggerTask {

@@ -77,15 +77,15 @@ pub fn load(db: &Docmeta) -> docmeta_core::Result<()> {
     let alice = s.create_user("alice", DEMO_PASSWORD, false)?.id;
     let bob = s.create_user("bob", DEMO_PASSWORD, false)?.id;
     let carol = s.create_user("carol", DEMO_PASSWORD, false)?.id;
-    let accounting = s.create_group("Accounting")?;
-    let legal = s.create_group("Legal")?;
-    let auditors = s.create_group("Auditors")?;
+    let accounting = s.create_group("Accounting")?.id;
+    let legal = s.create_group("Legal")?.id;
+    let auditors = s.create_group("Auditors")?.id;
     s.set_group_member(accounting, alice, true)?;
     s.set_group_member(legal, bob, true)?;
     s.set_group_member(auditors, carol, true)?;
-    let accountant = s.create_role("Accountant")?;
-    let lawyer = s.create_role("Lawyer")?;
-    let auditor = s.create_role("Auditor")?;
+    let accountant = s.create_role("Accountant")?.id;
+    let lawyer = s.create_role("Lawyer")?.id;
+    let auditor = s.create_role("Auditor")?.id;
     s.set_role_group(accountant, accounting, true)?;
     s.set_role_group(lawyer, legal, true)?;
     s.set_role_group(auditor, auditors, true)?;
@@ -161,7 +161,9 @@ pub fn load(db: &Docmeta) -> docmeta_core::Result<()> {
         if !due_on.is_empty() {
             values.push((due, *due_on));
         }
-        let d = s.create_document(invoice.id, &format!("Invoice {}", i + 1), &values)?;
+        let d = s
+            .create_document(invoice.id, &format!("Invoice {}", i + 1), &values)?
+            .document;
         let scan = format!("Invoice {}\n{values:?}\n", i + 1);
         s.add_file(
             d.id,

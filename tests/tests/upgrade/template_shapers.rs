@@ -39,9 +39,9 @@ pub fn stage(db: &Docmeta) -> Result<Staged> {
     let system = db.system();
     let root_id = system.create_user("root", "a long password 1", true)?.id;
     let eve_id = system.create_user("eve", "a long password 1", false)?.id;
-    let group = system.create_group("eve")?;
+    let group = system.create_group("eve")?.id;
     system.set_group_member(group, eve_id, true)?;
-    let role = system.create_role("eve")?;
+    let role = system.create_role("eve")?.id;
     system.set_role_group(role, group, true)?;
     let root = db.session(root_id);
     let employee = root.create_document_type("Employee")?.id;
@@ -107,8 +107,10 @@ pub fn check(db: &Docmeta, staged: &Staged) -> Result<()> {
     let root = db.session(staged.root);
     let doc = root
         .create_document(staged.employee, "E-1", &[(staged.salary, SALARY)])?
+        .document
         .id;
-    let default_of = |t| -> Result<String> { Ok(root.add_document_metadata(doc, t, "")?.value) };
+    let default_of =
+        |t| -> Result<String> { Ok(root.add_document_metadata(doc, t, "")?.value.value) };
     assert_eq!(
         default_of(staged.by_root)?,
         SALARY,

@@ -50,7 +50,7 @@ async fn list_acls(
     let q = ListQuery::parse(q)?;
     let obj = object(&app, user, &a, &m, id)?;
     app.run(user, move |s| {
-        let page = s.acls_page(obj, q.request())?;
+        let page = s.acls(obj, q.request())?;
         Ok(q.page(&uri, page, |v| AclOut::new(&v, &a, &m))?
             .into_response())
     })
@@ -69,7 +69,7 @@ async fn create_acl(
     let obj = object(&app, user, &a, &m, id)?;
     let role = body.id("role_id")?;
     app.run(user, move |s| {
-        let v = s.create_acl_view(obj, RoleId(role))?;
+        let v = s.create_acl(obj, RoleId(role))?;
         Ok((StatusCode::CREATED, Json(AclOut::new(&v, &a, &m))))
     })
     .await
@@ -85,7 +85,7 @@ async fn get_acl(
 ) -> ApiResult<Json<AclOut>> {
     let obj = object(&app, user, &a, &m, id)?;
     app.run(user, move |s| {
-        let v = s.acl_view(obj, AclId(acl))?;
+        let v = s.acl(obj, AclId(acl))?;
         Ok(Json(AclOut::new(&v, &a, &m)))
     })
     .await
@@ -119,7 +119,7 @@ async fn acl_add_permission(
     let obj = object(&app, user, &a, &m, id)?;
     let permission = body.permission()?;
     app.run(user, move |s| {
-        let v = s.acl_add_permission_view(obj, AclId(acl), permission)?;
+        let v = s.acl_add_permission(obj, AclId(acl), permission)?;
         Ok(Json(AclOut::new(&v, &a, &m)))
     })
     .await
@@ -137,7 +137,7 @@ async fn acl_remove_permission(
     let obj = object(&app, user, &a, &m, id)?;
     let permission = body.permission()?;
     app.run(user, move |s| {
-        match s.acl_remove_permission_view(obj, AclId(acl), permission)? {
+        match s.acl_remove_permission(obj, AclId(acl), permission)? {
             Some(v) => Ok(Json(AclOut::new(&v, &a, &m)).into_response()),
             None => Ok(Json(json!({ "deleted": true })).into_response()),
         }

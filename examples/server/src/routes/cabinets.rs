@@ -124,7 +124,7 @@ async fn list_cabinet_documents(
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
-        let page = s.cabinet_documents_page(CabinetId(id), q.request())?;
+        let page = s.cabinet_documents(CabinetId(id), q.request())?;
         Ok(q.page(&uri, page, |d| DocumentOut::from(&d))?
             .into_response())
     })

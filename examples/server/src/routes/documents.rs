@@ -9,7 +9,8 @@ use axum::extract::{FromRequest, Query, Request, State};
 use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use docmeta_core::{
-    DocumentId, DocumentMetadataId, DocumentTypeId, EventQuery, MetadataTypeId, Session,
+    DocumentId, DocumentMetadataId, DocumentQuery, DocumentTypeId, EventQuery, MetadataTypeId,
+    Session,
 };
 
 use utoipa_axum::router::OpenApiRouter;
@@ -61,7 +62,14 @@ async fn list_documents(
     };
     app.run(user, move |s| {
         let newest_first = q.ordering.as_deref() == Some("-id");
-        let page = s.documents_page(of_type, newest_first, q.request())?;
+        let page = s.documents(
+            DocumentQuery {
+                document_type: of_type,
+                newest_first,
+                ..Default::default()
+            },
+            q.request(),
+        )?;
         Ok(q.page(&uri, page, |d| DocumentOut::from(&d))?
             .into_response())
     })
@@ -93,8 +101,7 @@ async fn create_document(
     app.run(user, move |s| {
         let values: Vec<(MetadataTypeId, &str)> =
             values.iter().map(|(t, v)| (*t, v.as_str())).collect();
-        let d =
-            s.create_document_with_view(DocumentTypeId(document_type), &label, &values, None)?;
+        let d = s.create_document(DocumentTypeId(document_type), &label, &values)?;
         Ok((StatusCode::CREATED, Json(DocumentOut::from(&d))))
     })
     .await
@@ -127,7 +134,7 @@ async fn create_documents(
                 },
             )
             .collect();
-        let created = s.create_documents_view(&new)?;
+        let created = s.create_documents(&new)?;
         Ok((
             StatusCode::CREATED,
             Json(DocumentBatchOut {
@@ -344,14 +351,16 @@ async fn create_document_from_form(
                 let mut content = spooled.reader().map_err(|e| {
                     ApiError::from(docmeta_core::Error::storage("reading a spooled upload", e))
                 })?;
-                s.create_document_with_view(
+                s.create_document_with_file(
                     document_type,
                     &label,
                     &values,
-                    Some((&filename, &mut content)),
+                    &filename,
+                    &mut content,
                 )?
+                .0
             }
-            None => s.create_document_with_view(document_type, &label, &values, None)?,
+            None => s.create_document(document_type, &label, &values)?,
         };
         Ok((StatusCode::CREATED, Json(DocumentOut::from(&d))))
     })
@@ -415,7 +424,7 @@ async fn get_document(
     Ids(id): Ids<i64>,
 ) -> ApiResult<Json<DocumentOut>> {
     app.run(user, move |s| {
-        Ok(Json(DocumentOut::from(&s.document_view(DocumentId(id))?)))
+        Ok(Json(DocumentOut::from(&s.document(DocumentId(id))?)))
     })
     .await
 }
@@ -431,8 +440,8 @@ async fn patch_document(
     let label = body.opt_str("label")?;
     app.run(user, move |s| {
         let d = match label {
-            Some(label) => s.update_document_view(DocumentId(id), &label)?,
-            None => s.document_view(DocumentId(id))?,
+            Some(label) => s.update_document(DocumentId(id), &label)?,
+            None => s.document(DocumentId(id))?,
         };
         Ok(Json(DocumentOut::from(&d)))
     })
@@ -463,7 +472,7 @@ async fn change_document_type(
 ) -> ApiResult<Json<DocumentOut>> {
     let new_type = body.id("document_type_id")?;
     app.run(user, move |s| {
-        let d = s.change_document_type_view(DocumentId(id), DocumentTypeId(new_type))?;
+        let d = s.change_document_type(DocumentId(id), DocumentTypeId(new_type))?;
         Ok(Json(DocumentOut::from(&d)))
     })
     .await
@@ -492,14 +501,14 @@ async fn list_document_metadata(
     {
         return Ok(json_answer(bytes));
     }
-    if let Some(cached) = session.document_metadata_page_if_cached(DocumentId(id), q.request()) {
+    if let Some(cached) = session.document_metadata_if_cached(DocumentId(id), q.request()) {
         let (version, page) = cached?;
         let bytes = Json(q.page(&uri, page, DocumentMetadataOut::from)?).to_bytes()?;
         app.metadata_answers.keep(version, target, bytes.clone());
         return Ok(json_answer(bytes));
     }
     app.run(user, move |s| {
-        let page = s.document_metadata_page(DocumentId(id), q.request())?;
+        let page = s.document_metadata(DocumentId(id), q.request())?;
         q.page(&uri, page, DocumentMetadataOut::from)
     })
     .await
@@ -517,7 +526,7 @@ async fn add_document_metadata(
     let mt = body.id("metadata_type_id")?;
     let value = body.opt_str("value")?.unwrap_or_default();
     app.run(user, move |s| {
-        let v = s.add_document_metadata_view(DocumentId(id), MetadataTypeId(mt), &value)?;
+        let v = s.add_document_metadata(DocumentId(id), MetadataTypeId(mt), &value)?;
         Ok((StatusCode::CREATED, Json(DocumentMetadataOut::from(&v))))
     })
     .await
@@ -531,7 +540,7 @@ async fn get_document_metadata(
     Ids((doc, id)): Ids<(i64, i64)>,
 ) -> ApiResult<Json<DocumentMetadataOut>> {
     app.run(user, move |s| {
-        let v = s.metadata_value_view(DocumentId(doc), DocumentMetadataId(id))?;
+        let v = s.metadata_value(DocumentId(doc), DocumentMetadataId(id))?;
         Ok(Json(DocumentMetadataOut::from(v)))
     })
     .await
@@ -556,20 +565,13 @@ async fn edit_value(
         None
     };
     app.run(user, move |s| {
-        let (doc, id) = (DocumentId(doc), DocumentMetadataId(id));
-        // Only PUT names a type to compare; the edit itself checks that the caller may see
-        // and edit the value (the same 404 and 403 as this read), so PATCH skips the read.
-        if let Some(t) = metadata_type
-            && t != s.document_metadata(doc, id)?.metadata_type_id.0
-        {
-            return Err(ApiError::field(
-                "metadata_type_id",
-                "The metadata type of a value cannot be changed; remove it and add another.",
-            ));
-        }
-        Ok(Json(DocumentMetadataOut::from(
-            s.edit_document_metadata_view(doc, id, &value)?,
-        )))
+        // Only PUT names a type: core refuses another type than the value's.
+        Ok(Json(DocumentMetadataOut::from(s.edit_document_metadata(
+            DocumentId(doc),
+            DocumentMetadataId(id),
+            &value,
+            metadata_type.map(MetadataTypeId),
+        )?)))
     })
     .await
 }
@@ -630,7 +632,7 @@ fn events_page(
             })?));
     }
     query.limit = Some(EVENT_WINDOW);
-    let events = s.event_views(&query)?;
+    let events = s.events(&query)?;
     q.respond(uri, events, &[], |e| EventOut::from(e))
 }
 

@@ -59,7 +59,7 @@ async fn create_group(
 ) -> ApiResult<(StatusCode, Json<GroupOut>)> {
     let name = body.str("name")?;
     app.run(user, move |s| {
-        let g = s.create_group_view(&name)?;
+        let g = s.create_group(&name)?;
         Ok((StatusCode::CREATED, Json(GroupOut::from(&g))))
     })
     .await
@@ -89,7 +89,7 @@ async fn patch_group(
     let name = body.opt_str("name")?;
     app.run(user, move |s| {
         let g = match name {
-            Some(name) => s.rename_group_view(GroupId(id), &name)?,
+            Some(name) => s.rename_group(GroupId(id), &name)?,
             None => s.group(GroupId(id))?,
         };
         Ok(Json(GroupOut::from(&g)))
@@ -123,7 +123,7 @@ async fn list_group_users(
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
-        let page = s.group_users_page(GroupId(id), q.request())?;
+        let page = s.group_members(GroupId(id), q.request())?;
         Ok(q.page(&uri, page, |u| UserOut::from(&u))?.into_response())
     })
     .await
@@ -138,7 +138,7 @@ async fn membership(
 ) -> ApiResult<Json<GroupOut>> {
     let target = body.id("user_id")?;
     app.run(user, move |s| {
-        let g = s.set_group_member_view(GroupId(group), UserId(target), member)?;
+        let g = s.set_group_member(GroupId(group), UserId(target), member)?;
         Ok(Json(GroupOut::from(&g)))
     })
     .await

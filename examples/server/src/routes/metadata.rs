@@ -313,7 +313,7 @@ async fn list_associations(
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
-        let page = s.associations_page(DocumentTypeId(id), q.request())?;
+        let page = s.associations(DocumentTypeId(id), q.request())?;
         Ok(q.page(&uri, page, |a| AssociationOut::from(&a))?
             .into_response())
     })
@@ -331,7 +331,7 @@ async fn create_association(
     let mt = body.id("metadata_type_id")?;
     let required = body.opt_bool("required")?.unwrap_or(false);
     app.run(user, move |s| {
-        let a = s.associate_view(DocumentTypeId(id), MetadataTypeId(mt), required)?;
+        let a = s.associate(DocumentTypeId(id), MetadataTypeId(mt), required)?;
         Ok((StatusCode::CREATED, Json(AssociationOut::from(&a))))
     })
     .await
@@ -345,7 +345,7 @@ async fn get_association(
     Ids((dt, id)): Ids<(i64, i64)>,
 ) -> ApiResult<Json<AssociationOut>> {
     app.run(user, move |s| {
-        let a = s.association_view(DocumentTypeId(dt), AssociationId(id))?;
+        let a = s.association(DocumentTypeId(dt), AssociationId(id))?;
         Ok(Json(AssociationOut::from(&a)))
     })
     .await
@@ -370,13 +370,13 @@ async fn update_association(
         Some(body.id("metadata_type_id")?)
     };
     app.run(user, move |s| {
-        let current = s.association(DocumentTypeId(dt), AssociationId(id))?;
+        let current = s.association(DocumentTypeId(dt), AssociationId(id))?.association;
         if metadata_type.is_some_and(|mt| mt != current.metadata_type_id.0) {
             return Err(ApiError::field("metadata_type_id", "The metadata type of an association cannot be changed; delete it and create another."));
         }
         let a = match required {
-            Some(r) => s.update_association_view(DocumentTypeId(dt), current.id, r)?,
-            None => s.association_view(DocumentTypeId(dt), current.id)?,
+            Some(r) => s.update_association(DocumentTypeId(dt), current.id, r)?,
+            None => s.association(DocumentTypeId(dt), current.id)?,
         };
         Ok(Json(AssociationOut::from(&a)))
     })

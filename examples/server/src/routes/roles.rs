@@ -62,7 +62,7 @@ async fn create_role(
 ) -> ApiResult<(StatusCode, Json<RoleOut>)> {
     let label = body.str("label")?;
     app.run(user, move |s| {
-        let r = s.create_role_view(&label)?;
+        let r = s.create_role(&label)?;
         Ok((StatusCode::CREATED, Json(RoleOut::from(&r))))
     })
     .await
@@ -90,7 +90,7 @@ async fn patch_role(
     let label = body.opt_str("label")?;
     app.run(user, move |s| {
         let r = match label {
-            Some(label) => s.rename_role_view(RoleId(id), &label)?,
+            Some(label) => s.rename_role(RoleId(id), &label)?,
             None => s.role(RoleId(id))?,
         };
         Ok(Json(RoleOut::from(&r)))
@@ -123,7 +123,7 @@ async fn list_role_groups(
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
-        let page = s.role_groups_page(RoleId(id), q.request())?;
+        let page = s.role_groups(RoleId(id), q.request())?;
         Ok(q.page(&uri, page, |g| GroupOut::from(&g))?.into_response())
     })
     .await
@@ -138,7 +138,7 @@ async fn role_group(
 ) -> ApiResult<Json<RoleOut>> {
     let group = body.id("group_id")?;
     app.run(user, move |s| {
-        let r = s.set_role_group_view(RoleId(role), GroupId(group), assigned)?;
+        let r = s.set_role_group(RoleId(role), GroupId(group), assigned)?;
         Ok(Json(RoleOut::from(&r)))
     })
     .await
@@ -178,7 +178,7 @@ async fn list_role_permissions(
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
     app.run(user, move |s| {
-        let page = s.role_permissions_page(RoleId(id), q.request())?;
+        let page = s.role_permissions(RoleId(id), q.request())?;
         Ok(q.page(&uri, page, PermissionOut::from)?.into_response())
     })
     .await

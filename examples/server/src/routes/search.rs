@@ -49,7 +49,7 @@ async fn search_documents(
     let text = query_text(&q)?;
     app.run(user, move |s| {
         let page = s
-            .search_documents_page(&text, q.request())
+            .search_documents(&text, q.request())
             .map_err(query_error)?;
         let results: Vec<_> = page.items.iter().map(DocumentOut::from).collect();
         if results.is_empty() && q.page > 1 {
@@ -72,9 +72,7 @@ async fn search_metadata(
     let q = ListQuery::parse(q)?;
     let text = query_text(&q)?;
     app.run(user, move |s| {
-        let page = s
-            .search_metadata_page(&text, q.request())
-            .map_err(query_error)?;
+        let page = s.search_metadata(&text, q.request()).map_err(query_error)?;
         let results: Vec<_> = page.items.iter().map(DocumentMetadataOut::from).collect();
         if results.is_empty() && q.page > 1 {
             q.range(page.count)?;

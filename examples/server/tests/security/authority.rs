@@ -107,9 +107,9 @@ fn set_up(dir: &Path) -> Data {
     }
     root.associate(secret_type, note, false).expect("associate");
     let eve = system.create_user("eve", PASSWORD, false).expect("eve").id;
-    let group = system.create_group("eve").expect("group");
+    let group = system.create_group("eve").expect("group").id;
     system.set_group_member(group, eve, true).expect("member");
-    let eve_role = system.create_role("eve").expect("role");
+    let eve_role = system.create_role("eve").expect("role").id;
     system.set_role_group(eve_role, group, true).expect("role");
     for p in [
         P::DocumentView,
@@ -161,10 +161,12 @@ fn set_up(dir: &Path) -> Data {
     let doc = root
         .create_document(employee, "E-1", &[(salary, SALARY), (note, "draft")])
         .expect("document")
+        .document
         .id;
     let secret = root
         .create_document(secret_type, "S-1", &[(note, "draft")])
         .expect("document")
+        .document
         .id;
     Data {
         employee,

@@ -21,9 +21,9 @@ const PASSWORD: &str = "a long password 1";
 /// A user with their own group and role.
 fn user(admin: &Session, name: &str) -> (UserId, RoleId) {
     let u = admin.create_user(name, PASSWORD, false).expect("user").id;
-    let g = admin.create_group(name).expect("group");
+    let g = admin.create_group(name).expect("group").id;
     admin.set_group_member(g, u, true).expect("member");
-    let r = admin.create_role(name).expect("role");
+    let r = admin.create_role(name).expect("role").id;
     admin.set_role_group(r, g, true).expect("role group");
     (u, r)
 }
@@ -114,14 +114,17 @@ fn set_up(dir: &Path) -> Data {
     let doc = admin
         .create_document(invoice, "INV-1", &[(secret, "s3cr3t")])
         .expect("document")
+        .document
         .id;
     let other = admin
         .create_document(invoice, "INV-2", &[])
         .expect("document")
+        .document
         .id;
     let other_note = admin
         .add_document_metadata(other, note, "first")
         .expect("note")
+        .value
         .id
         .0;
     Data {
