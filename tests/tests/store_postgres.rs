@@ -6,8 +6,8 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use docmeta_core::Error;
 use docmeta_core::store::{PostgresStore, Store};
+use docmeta_core::{DocumentQuery, Error, PageRequest};
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
@@ -1127,7 +1127,6 @@ fn a_list_of_ids_is_prepared_once_whatever_its_ids() -> docmeta_core::Result<()>
         eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
         return Ok(());
     }
-    use PageRequest;
     let (_dir, store, db) = counted_instance()?;
     let admin = db.system();
     let t = admin.create_document_type("Invoice")?;
