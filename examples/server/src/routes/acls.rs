@@ -38,7 +38,7 @@ fn object(
 }
 
 #[utoipa::path(get, path = "/api/v5/objects/{app_label}/{model_name}/{object_id}/acls/", tag = "acls",
-    params(("app_label" = String, Path), ("model_name" = String, Path), ("object_id" = i64, Path)),
+    params(("app_label" = String, Path), ("model_name" = String, Path), ("object_id" = i64, Path), crate::page::PageParams),
     responses((status = 200, body = PageOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
 async fn list_acls(
     State(app): State<AppState>,
@@ -146,7 +146,7 @@ async fn acl_remove_permission(
 }
 
 #[utoipa::path(get, path = "/api/v5/objects/{app_label}/{model_name}/permissions/", tag = "acls",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("app_label" = String, Path), ("model_name" = String, Path)),
+    params(crate::page::PageParams, ("app_label" = String, Path), ("model_name" = String, Path)),
     responses((status = 200, body = PageOut, description = "The permissions an ACL on this kind of object may hold"), (status = 404, body = ErrorOut)))]
 async fn grantable_permissions(
     State(app): State<AppState>,

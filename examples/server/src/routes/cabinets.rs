@@ -26,7 +26,7 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
 }
 
 #[utoipa::path(get, path = "/api/v4/cabinets/", tag = "cabinets",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("ordering" = Option<String>, Query, description = "label or id")),
+    params(crate::page::PageParams, ("ordering" = Option<String>, Query, description = "label or id")),
     responses((status = 200, body = PageOut)))]
 async fn list_cabinets(
     State(app): State<AppState>,
@@ -43,7 +43,7 @@ async fn list_cabinets(
                 ("label", |a, b| a.label.cmp(&b.label)),
                 ("id", |a, b| a.id.cmp(&b.id)),
             ],
-            |x| CabinetOut::from(x),
+            |x| CabinetOut::from(&x),
         )
     })
     .await
@@ -113,7 +113,7 @@ async fn delete_cabinet(
 }
 
 #[utoipa::path(get, path = "/api/v4/cabinets/{cabinet_id}/documents/", tag = "cabinets",
-    params(("cabinet_id" = i64, Path), ("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    params(("cabinet_id" = i64, Path), crate::page::PageParams),
     responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_cabinet_documents(
     State(app): State<AppState>,

@@ -44,7 +44,7 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
 }
 
 #[utoipa::path(get, path = "/api/v4/documents/", tag = "documents",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("document_type_id" = Option<i64>, Query)),
+    params(crate::page::PageParams, ("document_type_id" = Option<i64>, Query)),
     responses((status = 200, body = PageOut, description = "Documents the caller may view, by id")))]
 async fn list_documents(
     State(app): State<AppState>,
@@ -472,7 +472,7 @@ async fn change_document_type(
 // ----- document metadata (spec 4.2) ------------------------------------------------------
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/metadata/", tag = "metadata",
-    params(("document_id" = i64, Path), ("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    params(("document_id" = i64, Path), crate::page::PageParams),
     responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_document_metadata(
     State(app): State<AppState>,
@@ -631,11 +631,11 @@ fn events_page(
     }
     query.limit = Some(EVENT_WINDOW);
     let events = s.event_views(&query)?;
-    q.respond(uri, events, &[], |e| EventOut::from(e))
+    q.respond(uri, events, &[], |e| EventOut::from(&e))
 }
 
 #[utoipa::path(get, path = "/api/v4/events/", tag = "events",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("before" = Option<i64>, Query, description = "Only events older than this id")),
+    params(crate::page::PageParams, ("before" = Option<i64>, Query, description = "Only events older than this id")),
     responses((status = 200, body = PageOut, description = "Events whose target the caller may view, newest first (1,000 per window)")))]
 async fn list_events(
     State(app): State<AppState>,
@@ -652,7 +652,7 @@ async fn list_events(
 }
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/events/", tag = "events",
-    params(("document_id" = i64, Path), ("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    params(("document_id" = i64, Path), crate::page::PageParams),
     responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_document_events(
     State(app): State<AppState>,

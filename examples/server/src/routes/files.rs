@@ -51,7 +51,7 @@ const SPOOL_IN_MEMORY: usize = CHUNK;
 pub const SPOOL_DIR: &str = ".spool";
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/files/", tag = "files",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("document_id" = i64, Path)),
+    params(crate::page::PageParams, ("document_id" = i64, Path)),
     responses((status = 200, body = PageOut), (status = 404, body = crate::dto::ErrorOut)))]
 async fn list_files(
     State(app): State<AppState>,

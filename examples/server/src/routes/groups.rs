@@ -26,7 +26,7 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
 }
 
 #[utoipa::path(get, path = "/api/v4/groups/", tag = "users",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("ordering" = Option<String>, Query, description = "name or id")),
+    params(crate::page::PageParams, ("ordering" = Option<String>, Query, description = "name or id")),
     responses((status = 200, body = PageOut)))]
 async fn list_groups(
     State(app): State<AppState>,
@@ -43,7 +43,7 @@ async fn list_groups(
                 ("name", |a, b| a.name.cmp(&b.name)),
                 ("id", |a, b| a.id.cmp(&b.id)),
             ],
-            |g| GroupOut::from(g),
+            |g| GroupOut::from(&g),
         )
     })
     .await
@@ -112,7 +112,7 @@ async fn delete_group(
 }
 
 #[utoipa::path(get, path = "/api/v4/groups/{group_id}/users/", tag = "users",
-    params(("group_id" = i64, Path), ("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    params(("group_id" = i64, Path), crate::page::PageParams),
     responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_group_users(
     State(app): State<AppState>,

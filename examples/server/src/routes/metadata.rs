@@ -75,7 +75,7 @@ fn metadata_type_input(body: &Body, base: Option<&MetadataType>) -> ApiResult<Me
 }
 
 #[utoipa::path(get, path = "/api/v4/metadata/metadata-types/", tag = "metadata",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("ordering" = Option<String>, Query, description = "name, label or id, - for descending")),
+    params(crate::page::PageParams, ("ordering" = Option<String>, Query, description = "name, label or id, - for descending")),
     responses((status = 200, body = PageOut, description = "Metadata types the caller may view")))]
 async fn list_metadata_types(
     State(app): State<AppState>,
@@ -186,7 +186,7 @@ async fn delete_metadata_type(
 // ----- document types ----------------------------------------------------------------------
 
 #[utoipa::path(get, path = "/api/v4/documents/types/", tag = "documents",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("ordering" = Option<String>, Query, description = "label or id")),
+    params(crate::page::PageParams, ("ordering" = Option<String>, Query, description = "label or id")),
     responses((status = 200, body = PageOut)))]
 async fn list_document_types(
     State(app): State<AppState>,
@@ -204,7 +204,7 @@ async fn list_document_types(
                 ("label", |a, b| a.label.cmp(&b.label)),
                 ("id", |a, b| a.id.cmp(&b.id)),
             ],
-            |x| DocumentTypeOut::from(x),
+            |x| DocumentTypeOut::from(&x),
         )
     })
     .await
@@ -302,7 +302,7 @@ async fn delete_document_type(
 // ----- associations (spec 4.3) -------------------------------------------------------------
 
 #[utoipa::path(get, path = "/api/v4/documents/types/{document_type_id}/metadata-types/", tag = "metadata",
-    params(("document_type_id" = i64, Path), ("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    params(("document_type_id" = i64, Path), crate::page::PageParams),
     responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_associations(
     State(app): State<AppState>,

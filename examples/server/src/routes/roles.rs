@@ -29,7 +29,7 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
 }
 
 #[utoipa::path(get, path = "/api/v4/roles/", tag = "permissions",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("ordering" = Option<String>, Query, description = "label or id")),
+    params(crate::page::PageParams, ("ordering" = Option<String>, Query, description = "label or id")),
     responses((status = 200, body = PageOut)))]
 async fn list_roles(
     State(app): State<AppState>,
@@ -46,7 +46,7 @@ async fn list_roles(
                 ("label", |a, b| a.label.cmp(&b.label)),
                 ("id", |a, b| a.id.cmp(&b.id)),
             ],
-            |r| RoleOut::from(r),
+            |r| RoleOut::from(&r),
         )
     })
     .await
@@ -112,7 +112,7 @@ async fn delete_role(
 }
 
 #[utoipa::path(get, path = "/api/v4/roles/{role_id}/groups/", tag = "permissions",
-    params(("role_id" = i64, Path), ("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    params(("role_id" = i64, Path), crate::page::PageParams),
     responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_role_groups(
     State(app): State<AppState>,
@@ -167,7 +167,7 @@ async fn role_remove_group(
 }
 
 #[utoipa::path(get, path = "/api/v4/roles/{role_id}/permissions/", tag = "permissions",
-    params(("role_id" = i64, Path), ("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    params(("role_id" = i64, Path), crate::page::PageParams),
     responses((status = 200, body = PageOut, description = "The role's global permissions"), (status = 404, body = ErrorOut)))]
 async fn list_role_permissions(
     State(app): State<AppState>,

@@ -37,7 +37,7 @@ fn query_error(e: Error) -> ApiError {
 }
 
 #[utoipa::path(get, path = "/api/v4/search/documents/", tag = "search",
-    params(("q" = String, Query, description = "Query (spec 2.5): field:value terms, OR, NOT, quoted phrases, ranges [a TO b], >=, <"), ("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    params(("q" = String, Query, description = "Query (spec 2.5): field:value terms, OR, NOT, quoted phrases, ranges [a TO b], >=, <"), crate::page::PageParams),
     responses((status = 200, body = PageOut, description = "Documents the caller may view, best first"), (status = 400, body = ErrorOut)))]
 async fn search_documents(
     State(app): State<AppState>,
@@ -51,17 +51,14 @@ async fn search_documents(
         let page = s
             .search_documents_page(&text, q.request())
             .map_err(query_error)?;
-        let results: Vec<_> = page.items.iter().map(DocumentOut::from).collect();
-        if results.is_empty() && q.page > 1 {
-            q.range(page.count)?;
-        }
-        Ok(q.body(&uri, page.count, results).into_response())
+        Ok(q.page(&uri, page, |x| DocumentOut::from(&x))?
+            .into_response())
     })
     .await
 }
 
 #[utoipa::path(get, path = "/api/v4/search/metadata/", tag = "search",
-    params(("q" = String, Query, description = "Query over metadata_type__name, value and document__document_type__label"), ("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    params(("q" = String, Query, description = "Query over metadata_type__name, value and document__document_type__label"), crate::page::PageParams),
     responses((status = 200, body = PageOut, description = "Metadata values whose document and type the caller may view"), (status = 400, body = ErrorOut)))]
 async fn search_metadata(
     State(app): State<AppState>,
@@ -75,11 +72,8 @@ async fn search_metadata(
         let page = s
             .search_metadata_page(&text, q.request())
             .map_err(query_error)?;
-        let results: Vec<_> = page.items.iter().map(DocumentMetadataOut::from).collect();
-        if results.is_empty() && q.page > 1 {
-            q.range(page.count)?;
-        }
-        Ok(q.body(&uri, page.count, results).into_response())
+        Ok(q.page(&uri, page, |x| DocumentMetadataOut::from(&x))?
+            .into_response())
     })
     .await
 }

@@ -24,7 +24,7 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
 }
 
 #[utoipa::path(get, path = "/api/v4/users/", tag = "users",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("ordering" = Option<String>, Query, description = "username or id")),
+    params(crate::page::PageParams, ("ordering" = Option<String>, Query, description = "username or id")),
     responses((status = 200, body = PageOut)))]
 async fn list_users(
     State(app): State<AppState>,
@@ -41,7 +41,7 @@ async fn list_users(
                 ("username", |a, b| a.username.cmp(&b.username)),
                 ("id", |a, b| a.id.cmp(&b.id)),
             ],
-            |x| UserOut::from(x),
+            |x| UserOut::from(&x),
         )
     })
     .await

@@ -253,7 +253,7 @@ fn type_ids(ids: Option<Vec<i64>>) -> Option<Vec<DocumentTypeId>> {
 }
 
 #[utoipa::path(get, path = "/api/v4/workflow-templates/", tag = "workflows",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("ordering" = Option<String>, Query, description = "label or id")),
+    params(crate::page::PageParams, ("ordering" = Option<String>, Query, description = "label or id")),
     responses((status = 200, body = crate::dto::PageOut)))]
 async fn list_workflows(
     State(app): State<AppState>,
@@ -270,7 +270,7 @@ async fn list_workflows(
                 ("label", |a, b| a.label.cmp(&b.label)),
                 ("id", |a, b| a.id.cmp(&b.id)),
             ],
-            |w| WorkflowOut::from(w),
+            |w| WorkflowOut::from(&w),
         )
     })
     .await
@@ -339,7 +339,7 @@ async fn delete_workflow(
 }
 
 #[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/states/", tag = "workflows",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("workflow_id" = i64, Path)), responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
+    params(crate::page::PageParams, ("workflow_id" = i64, Path)), responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_states(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -376,7 +376,7 @@ async fn create_state(
 }
 
 #[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/transitions/", tag = "workflows",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("workflow_id" = i64, Path)), responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
+    params(crate::page::PageParams, ("workflow_id" = i64, Path)), responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_transitions(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -416,7 +416,7 @@ async fn create_transition(
 }
 
 #[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/states/{state_id}/actions/", tag = "workflows",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("workflow_id" = i64, Path), ("state_id" = i64, Path)),
+    params(crate::page::PageParams, ("workflow_id" = i64, Path), ("state_id" = i64, Path)),
     responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_actions(
     State(app): State<AppState>,
@@ -515,7 +515,7 @@ fn transition_of(
 }
 
 #[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/triggers/", tag = "workflows",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("workflow_id" = i64, Path), ("transition_id" = i64, Path)),
+    params(crate::page::PageParams, ("workflow_id" = i64, Path), ("transition_id" = i64, Path)),
     responses((status = 200, body = PageOut, description = "The event names that trigger the transition"), (status = 404, body = ErrorOut)))]
 async fn list_triggers(
     State(app): State<AppState>,
@@ -551,7 +551,7 @@ async fn create_trigger(
 }
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/workflows/", tag = "workflows",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("document_id" = i64, Path)), responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
+    params(crate::page::PageParams, ("document_id" = i64, Path)), responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_instances(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -585,7 +585,7 @@ async fn get_instance(
 }
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/workflows/{instance_id}/log/", tag = "workflows",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("document_id" = i64, Path), ("instance_id" = i64, Path)),
+    params(crate::page::PageParams, ("document_id" = i64, Path), ("instance_id" = i64, Path)),
     responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn instance_log(
     State(app): State<AppState>,
@@ -605,7 +605,7 @@ async fn instance_log(
 }
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/workflows/{instance_id}/transitions/", tag = "workflows",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("document_id" = i64, Path), ("instance_id" = i64, Path)),
+    params(crate::page::PageParams, ("document_id" = i64, Path), ("instance_id" = i64, Path)),
     responses((status = 200, description = "The transitions the instance may take now", body = PageOut), (status = 404, body = ErrorOut)))]
 async fn available_transitions(
     State(app): State<AppState>,
