@@ -11,6 +11,7 @@ mod demo;
 mod dto;
 mod error;
 mod page;
+mod requests;
 mod routes;
 mod state;
 mod streams;

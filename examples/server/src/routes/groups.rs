@@ -10,10 +10,11 @@ use docmeta_core::{GroupId, UserId};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::body::Body;
+use crate::body::JsonBody;
 use crate::dto::*;
 use crate::error::ApiResult;
 use crate::page::ListQuery;
+use crate::requests::{GroupIn, GroupPatchIn, UserIdIn};
 use crate::state::{AppState, CurrentUser, Ids};
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
@@ -50,14 +51,13 @@ async fn list_groups(
     .map(IntoResponse::into_response)
 }
 
-#[utoipa::path(post, path = "/api/v4/groups/", tag = "users", request_body = NameIn,
+#[utoipa::path(post, path = "/api/v4/groups/", tag = "users", request_body = GroupIn,
     responses((status = 201, body = GroupOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut)))]
 async fn create_group(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
-    body: Body,
+    JsonBody(GroupIn { name }): JsonBody<GroupIn>,
 ) -> ApiResult<(StatusCode, Json<GroupOut>)> {
-    let name = body.str("name")?;
     app.run(user, move |s| {
         let g = s.create_group_view(&name)?;
         Ok((StatusCode::CREATED, Json(GroupOut::from(&g))))
@@ -78,15 +78,14 @@ async fn get_group(
     .await
 }
 
-#[utoipa::path(patch, path = "/api/v4/groups/{group_id}/", tag = "users", request_body = NameIn,
+#[utoipa::path(patch, path = "/api/v4/groups/{group_id}/", tag = "users", request_body = GroupPatchIn,
     params(("group_id" = i64, Path)), responses((status = 200, body = GroupOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
 async fn patch_group(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    JsonBody(GroupPatchIn { name }): JsonBody<GroupPatchIn>,
 ) -> ApiResult<Json<GroupOut>> {
-    let name = body.opt_str("name")?;
     app.run(user, move |s| {
         let g = match name {
             Some(name) => s.rename_group_view(GroupId(id), &name)?,
@@ -133,10 +132,10 @@ async fn membership(
     app: AppState,
     user: UserId,
     group: i64,
-    body: Body,
+    body: UserIdIn,
     member: bool,
 ) -> ApiResult<Json<GroupOut>> {
-    let target = body.id("user_id")?;
+    let target = body.user_id.0;
     app.run(user, move |s| {
         let g = s.set_group_member_view(GroupId(group), UserId(target), member)?;
         Ok(Json(GroupOut::from(&g)))
@@ -150,7 +149,7 @@ async fn group_add_user(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    JsonBody(body): JsonBody<UserIdIn>,
 ) -> ApiResult<Json<GroupOut>> {
     membership(app, user, id, body, true).await
 }
@@ -161,7 +160,7 @@ async fn group_remove_user(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    JsonBody(body): JsonBody<UserIdIn>,
 ) -> ApiResult<Json<GroupOut>> {
     membership(app, user, id, body, false).await
 }
