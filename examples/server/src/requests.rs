@@ -16,7 +16,9 @@ use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, Type};
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{PartialSchema, ToSchema};
 
-use crate::body::fields::{Flag, Id, IdList, PermissionKey, label, optional_label, optional_text};
+use crate::body::fields::{
+    Flag, Id, IdList, PermissionKey, integer, integers, label, optional_label, optional_text,
+};
 
 /// Longest metadata type name or label, and document type label.
 const NAME: usize = 48;
@@ -224,6 +226,7 @@ pub struct DocumentPatchIn {
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct InitialValueIn {
     #[schema(minimum = 1)]
+    #[serde(deserialize_with = "integer")]
     pub metadata_type_id: i64,
     #[schema(schema_with = optional_text::<VALUE>)]
     pub value: Option<String>,
@@ -698,11 +701,13 @@ pub enum ActionBody {
     /// Adds metadata types to the document with no initial value (their default applies).
     AddMetadata {
         #[schema(schema_with = id_array)]
+        #[serde(deserialize_with = "integers")]
         metadata_type_ids: Vec<i64>,
     },
     /// Sets or updates a value; `value` is a template whose output goes through the pipeline.
     EditMetadata {
         #[schema(minimum = 1)]
+        #[serde(deserialize_with = "integer")]
         metadata_type_id: i64,
         #[schema(max_length = 10000)]
         value: String,
@@ -710,11 +715,13 @@ pub enum ActionBody {
     /// Removes metadata types from the document.
     RemoveMetadata {
         #[schema(schema_with = id_array)]
+        #[serde(deserialize_with = "integers")]
         metadata_type_ids: Vec<i64>,
     },
     /// Grants `permission` to `role_id` on the workflow's document.
     GrantDocumentAccess {
         #[schema(minimum = 1)]
+        #[serde(deserialize_with = "integer")]
         role_id: i64,
         #[schema(schema_with = permission_key)]
         permission: String,
@@ -722,6 +729,7 @@ pub enum ActionBody {
     /// Revokes `permission` from `role_id` on the workflow's document.
     RevokeDocumentAccess {
         #[schema(minimum = 1)]
+        #[serde(deserialize_with = "integer")]
         role_id: i64,
         #[schema(schema_with = permission_key)]
         permission: String,
@@ -897,6 +905,11 @@ mod tests {
         assert_eq!(read_id(json!(7)), Id(7));
         assert_eq!(read_id(json!("12")), Id(12));
         assert_eq!(read_id(json!(" 0012\n")), Id(12));
+        // JSON Schema's `integer` includes integers written as floats.
+        assert_eq!(read_id(json!(8.0)), Id(8));
+        // Read exactly: the default float parser would read this one as `…238.5`.
+        let exact: Value = serde_json::from_str("4293852396740238.0").expect("JSON");
+        assert_eq!(read_id(exact), Id(4_293_852_396_740_238));
         for bad in [
             json!(0),
             json!(-3),
@@ -926,9 +939,15 @@ mod tests {
                 json!({"initial": ["Must be a valid boolean."]})
             );
         }
-        let workflow: WorkflowIn = read(json!({"label": "x", "document_type_ids": [2, 3]}));
+        let workflow: WorkflowIn = read(json!({"label": "x", "document_type_ids": [2, 3.0]}));
         assert_eq!(workflow.document_type_ids, Some(IdList(vec![2, 3])));
-        for bad in [json!([1, "2"]), json!([0]), json!("1"), json!([null])] {
+        for bad in [
+            json!([1, "2"]),
+            json!([0]),
+            json!("1"),
+            json!([null]),
+            json!([1.5]),
+        ] {
             assert_eq!(
                 refusal::<WorkflowIn>(json!({"label": "x", "document_type_ids": bad})),
                 json!({"document_type_ids": ["A list of valid integers is required."]})
@@ -956,6 +975,15 @@ mod tests {
                 .as_str()
                 .is_some_and(|m| m.starts_with("Not a valid action: unknown variant `fly`")),
             "{refused}"
+        );
+        let edit = json!({"type": "edit_metadata", "metadata_type_id": 8.0, "value": "v"});
+        let e: ActionIn = read(json!({"label": "x", "action": edit}));
+        assert_eq!(
+            e.action.0,
+            ActionKind::EditMetadata {
+                metadata_type_id: MetadataTypeId(8),
+                value: "v".to_owned()
+            }
         );
         let a: ActionIn = read(json!({"label": "x", "when": "exit", "action": action}));
         assert_eq!(a.when, Some(When::Exit));

@@ -38,6 +38,11 @@ impl<'de> Deserialize<'de> for Id {
                     .and_then(positive)
                     .ok_or_else(|| E::invalid_value(Unexpected::Unsigned(v), &self))
             }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Id, E> {
+                integral(v)
+                    .and_then(positive)
+                    .ok_or_else(|| E::invalid_value(Unexpected::Float(v), &self))
+            }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Id, E> {
                 v.trim()
                     .parse()
@@ -52,6 +57,48 @@ impl<'de> Deserialize<'de> for Id {
 
 fn positive(v: i64) -> Option<Id> {
     (v > 0).then_some(Id(v))
+}
+
+/// `v` as an `i64` when it is one written as a float (`8.0`): JSON Schema's `integer` is any
+/// number without a fractional part, however it is written.
+fn integral(v: f64) -> Option<i64> {
+    // -2^63 and 2^63 are exact as floats; i64 holds the first and not the second.
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    (v.fract() == 0.0 && (-LIMIT..LIMIT).contains(&v)).then_some(v as i64)
+}
+
+/// A JSON integer, also written as a float without a fractional part (`8.0`); for
+/// `#[serde(deserialize_with)]`.
+pub fn integer<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+    struct Read;
+    impl Visitor<'_> for Read {
+        type Value = i64;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("i64")
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<i64, E> {
+            Ok(v)
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<i64, E> {
+            i64::try_from(v).map_err(|_| E::invalid_value(Unexpected::Unsigned(v), &self))
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<i64, E> {
+            integral(v).ok_or_else(|| E::invalid_value(Unexpected::Float(v), &self))
+        }
+    }
+    deserializer.deserialize_any(Read)
+}
+
+/// A list of [`integer`]s; for `#[serde(deserialize_with)]`.
+pub fn integers<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<i64>, D::Error> {
+    /// One entry.
+    struct Entry(i64);
+    impl<'de> Deserialize<'de> for Entry {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            integer(deserializer).map(Entry)
+        }
+    }
+    Vec::<Entry>::deserialize(deserializer).map(|v| v.into_iter().map(|e| e.0).collect())
 }
 
 /// The schema of a positive `i64`.
@@ -134,7 +181,7 @@ impl ToSchema for Flag {
     }
 }
 
-/// A list of positive integer ids (JSON numbers only).
+/// A list of positive integer ids (JSON numbers, not strings).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct IdList(pub Vec<i64>);
 
@@ -146,7 +193,7 @@ impl<'de> Deserialize<'de> for IdList {
         struct Entry(i64);
         impl<'de> Deserialize<'de> for Entry {
             fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                i64::deserialize(deserializer).map(Entry)
+                integer(deserializer).map(Entry)
             }
         }
         struct Read;

@@ -73,7 +73,7 @@ async fn list_documents(
 
 #[utoipa::path(post, path = "/api/v4/documents/", tag = "documents",
     description = "Creates a document from JSON `{document_type_id, label, metadata}` or from a multipart form (`document_type_id`, `label`, `file`, and `metadata` as a JSON text). `metadata` lists initial values `{metadata_type_id, value}`; each runs through the value pipeline, and the document, its values and its file are created all or nothing. A required metadata type of the document type without a value and without a default refuses the document (`400` under `metadata`, naming the type). A `document_type_id` or `metadata_type_id` that does not exist, or that the caller may not see, is a `400` naming the field. A refused entry of `metadata` (its `metadata_type_id` or its `value`) is reported in that entry, as Django REST framework reports a nested list: `{\"metadata\": [{}, {\"value\": [\"...\"]}]}` when the second entry's value is refused (one object per entry up to the refused one; later entries are not checked). In a form, `document_type_id` must come before `file`: the permission is checked before the file is read (a file part first is `400` under `file`); the text fields hold at most 1 MiB together and at most 2 MiB of the form is read before the check (`413`).",
-    request_body(content((DocumentIn = "application/json"), (DocumentForm = "multipart/form-data"))),
+    request_body(content((DocumentIn = "application/json"), (DocumentForm = "multipart/form-data", encoding(("metadata" = (content_type = "application/json")))))),
     responses((status = 201, body = DocumentOut), (status = 400, body = DocumentErrorOut), (status = 403, body = ErrorOut),
         (status = 413, body = ErrorOut), (status = 507, body = ErrorOut)))]
 async fn create_document(
@@ -152,17 +152,23 @@ async fn create_documents(
 /// A batch's document: (document type, label, initial values).
 type BatchEntry = (i64, String, Vec<(MetadataTypeId, String)>);
 
-/// The multipart form of a document creation (for the OpenAPI description).
-#[derive(utoipa::ToSchema)]
+/// The multipart form of a document creation, for the OpenAPI description
+/// ([`create_document_from_form`] reads it part by part, with the rules of [`DocumentIn`]; other
+/// parts are read and dropped, which `deny_unknown_fields` leaves out of the description).
+#[derive(utoipa::ToSchema, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 struct DocumentForm {
-    document_type_id: i64,
+    document_type_id: crate::body::fields::Id,
+    #[schema(schema_with = crate::body::fields::label::<255>)]
     label: String,
     /// The document's first file (optional).
-    #[schema(value_type = Option<String>, format = Binary)]
-    file: Option<Vec<u8>>,
-    /// Initial metadata values, as the JSON text of `[{"metadata_type_id", "value"}]`.
-    metadata: Option<String>,
+    #[schema(value_type = String, format = Binary)]
+    #[serde(default)]
+    file: Vec<u8>,
+    /// Initial metadata values (optional): the JSON text of `[{"metadata_type_id", "value"}]`.
+    #[serde(default)]
+    metadata: InitialValues,
 }
 
 /// Reads a text field of a form, whose text fields together may hold at most [`MAX_BODY`]

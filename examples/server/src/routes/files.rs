@@ -71,7 +71,8 @@ async fn list_files(
 }
 
 /// The multipart form of an upload (for the OpenAPI description).
-#[derive(utoipa::ToSchema)]
+#[derive(utoipa::ToSchema, serde::Deserialize)]
+#[serde(deny_unknown_fields)] // Other parts are read and dropped: left out of the description.
 #[allow(dead_code)]
 struct UploadForm {
     /// The file.

@@ -440,7 +440,7 @@ async fn delete_action(
 }
 
 #[utoipa::path(delete, path = "/api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/triggers/{event_type}/", tag = "workflows",
-    params(("workflow_id" = i64, Path), ("transition_id" = i64, Path), ("event_type" = String, Path)),
+    params(("workflow_id" = i64, Path), ("transition_id" = i64, Path), TriggerPath),
     responses((status = 204), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
 async fn delete_trigger(
     State(app): State<AppState>,
@@ -452,6 +452,25 @@ async fn delete_trigger(
         Ok(StatusCode::NO_CONTENT)
     })
     .await
+}
+
+/// The trigger a path names (for the OpenAPI description): an event, by its short or full
+/// name.
+struct TriggerPath;
+
+impl utoipa::IntoParams for TriggerPath {
+    fn into_params(
+        _: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>,
+    ) -> Vec<utoipa::openapi::path::Parameter> {
+        vec![
+            utoipa::openapi::path::ParameterBuilder::new()
+                .name("event_type")
+                .parameter_in(utoipa::openapi::path::ParameterIn::Path)
+                .required(utoipa::openapi::Required::True)
+                .schema(Some(crate::requests::trigger_event()))
+                .build(),
+        ]
+    }
 }
 
 fn transition_of(
