@@ -278,6 +278,7 @@ pub fn router(db: Docmeta) -> (axum::Router, Arc<serde_json::Value>) {
     let (router, openapi) = api.split_for_parts();
     let mut openapi = serde_json::to_value(&openapi).unwrap_or_default();
     document_common_responses(&mut openapi);
+    document_classes(&mut openapi, db.classes());
     let openapi = Arc::new(openapi);
     let state = AppState::new(
         Auth::new(&db),
@@ -424,6 +425,52 @@ fn document_common_responses(doc: &mut serde_json::Value) {
                 );
             }
         }
+    }
+}
+
+/// States in the metadata type bodies which validator and parser classes this server knows
+/// (the built-in ones and those the host registered): `validation` and `parser` are one of
+/// their class paths, or empty (none); and `validation_arguments` / `parser_arguments` are
+/// empty unless a class is given beside them.
+fn document_classes(doc: &mut serde_json::Value, classes: &docmeta_core::ClassRegistry) {
+    use serde_json::{Value, json};
+    let paths = |paths: Vec<&str>| paths.into_iter().map(Value::from).collect::<Vec<_>>();
+    let validators = paths(classes.validators().map(|c| c.path.as_str()).collect());
+    let parsers = paths(classes.parsers().map(|c| c.path.as_str()).collect());
+    let choices = |paths: &[Value]| {
+        let mut choices = vec![Value::Null, json!("")];
+        choices.extend(paths.iter().cloned());
+        json!({
+            "type": ["string", "null"],
+            "enum": choices,
+            "description": "A class path this server knows, or empty (none).",
+        })
+    };
+    // Arguments without a class are refused ("Arguments given without a validator.").
+    let arguments_need = |class: &str, arguments: &str, paths: &[Value]| {
+        json!({
+            "if": {"properties": {class: {"enum": paths}}, "required": [class]},
+            "else": {"properties": {arguments: {"enum": [Value::Null, ""]}}},
+        })
+    };
+    for body in ["MetadataTypeIn", "MetadataTypePatchIn"] {
+        let Some(schema) = doc
+            .pointer_mut(&format!("/components/schemas/{body}"))
+            .and_then(Value::as_object_mut)
+        else {
+            continue;
+        };
+        if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+            properties.insert("validation".into(), choices(&validators));
+            properties.insert("parser".into(), choices(&parsers));
+        }
+        schema.insert(
+            "allOf".into(),
+            json!([
+                arguments_need("validation", "validation_arguments", &validators),
+                arguments_need("parser", "parser_arguments", &parsers),
+            ]),
+        );
     }
 }
 

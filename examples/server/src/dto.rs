@@ -1,5 +1,5 @@
-//! The JSON records of api.md, and how core records become them. Input bodies are described
-//! here too, for the OpenAPI document.
+//! The JSON records of api.md, and how core records become them (the request bodies are in
+//! `requests`).
 
 use docmeta_core::{
     AclView, AssociationView, Cabinet, Document, DocumentType, DocumentView, EventObject,
@@ -45,19 +45,6 @@ impl From<&MetadataType> for MetadataTypeOut {
     }
 }
 
-/// Body of POST/PUT/PATCH on metadata types (PATCH: every field optional).
-#[derive(Debug, Serialize, ToSchema)]
-pub struct MetadataTypeIn {
-    pub name: String,
-    pub label: String,
-    pub default: Option<String>,
-    pub lookup: Option<String>,
-    pub validation: Option<String>,
-    pub validation_arguments: Option<String>,
-    pub parser: Option<String>,
-    pub parser_arguments: Option<String>,
-}
-
 #[derive(Debug, Serialize, ToSchema)]
 pub struct DocumentTypeOut {
     pub id: i64,
@@ -73,12 +60,6 @@ impl From<&DocumentType> for DocumentTypeOut {
             url: format!("/api/v4/documents/types/{}/", t.id),
         }
     }
-}
-
-/// Body of POST/PUT/PATCH on document types.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct LabelIn {
-    pub label: String,
 }
 
 /// A document file (api.md "Files").
@@ -139,29 +120,6 @@ impl From<&DocumentView> for DocumentOut {
     }
 }
 
-/// Body of POST on documents.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct DocumentIn {
-    pub document_type_id: i64,
-    pub label: String,
-    /// Initial metadata values, each run through the value pipeline.
-    pub metadata: Option<Vec<InitialValueIn>>,
-}
-
-/// One initial metadata value of a new document.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct InitialValueIn {
-    pub metadata_type_id: i64,
-    pub value: String,
-}
-
-/// Body of POST on `/api/v4/documents/batch/`: at most 1000 documents, created in one
-/// transaction.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct DocumentBatchIn {
-    pub documents: Vec<DocumentIn>,
-}
-
 /// The documents a batch created, in the order given.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct DocumentBatchOut {
@@ -185,12 +143,6 @@ pub struct DocumentBatchErrorOut {
 pub enum DocumentBatchErrorsOut {
     List(Vec<String>),
     Entries(Vec<DocumentErrorOut>),
-}
-
-/// Body of POST `/type/change/`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct DocumentTypeChangeIn {
-    pub document_type_id: i64,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -246,13 +198,6 @@ impl From<&MetadataValueView> for DocumentMetadataOut {
     }
 }
 
-/// Body of POST/PUT/PATCH on a document's metadata.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct DocumentMetadataIn {
-    pub metadata_type_id: Option<i64>,
-    pub value: Option<String>,
-}
-
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AssociationOut {
     pub id: i64,
@@ -275,13 +220,6 @@ impl From<&AssociationView> for AssociationOut {
     }
 }
 
-/// Body of POST/PUT/PATCH on associations.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct AssociationIn {
-    pub metadata_type_id: Option<i64>,
-    pub required: Option<bool>,
-}
-
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PermissionOut {
     pub pk: String,
@@ -297,12 +235,6 @@ impl From<Permission> for PermissionOut {
             namespace: p.namespace().to_owned(),
         }
     }
-}
-
-/// Body of the permission add/remove endpoints.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct PermissionIn {
-    pub permission: String,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -359,12 +291,6 @@ impl AclOut {
     }
 }
 
-/// Body of POST on an object's ACLs.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct AclIn {
-    pub role_id: i64,
-}
-
 #[derive(Debug, Serialize, ToSchema)]
 pub struct UserOut {
     pub id: i64,
@@ -386,15 +312,6 @@ impl From<&User> for UserOut {
     }
 }
 
-/// Body of POST/PATCH on users (`password` is write-only).
-#[derive(Debug, Serialize, ToSchema)]
-pub struct UserIn {
-    pub username: Option<String>,
-    pub password: Option<String>,
-    pub is_superuser: Option<bool>,
-    pub is_active: Option<bool>,
-}
-
 #[derive(Debug, Serialize, ToSchema)]
 pub struct GroupOut {
     pub id: i64,
@@ -410,30 +327,6 @@ impl From<&Group> for GroupOut {
             url: format!("/api/v4/groups/{}/", g.id),
         }
     }
-}
-
-/// Body of POST/PATCH on groups.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct NameIn {
-    pub name: String,
-}
-
-/// Body of the group membership endpoints.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct UserIdIn {
-    pub user_id: i64,
-}
-
-/// Body of the role/group endpoints.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct GroupIdIn {
-    pub group_id: i64,
-}
-
-/// Body of the cabinet/document endpoints.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct DocumentIdIn {
-    pub document_id: i64,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -470,13 +363,6 @@ impl From<&Cabinet> for CabinetOut {
             url: format!("/api/v4/cabinets/{}/", c.id),
         }
     }
-}
-
-/// Body of POST/PATCH on cabinets.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct CabinetIn {
-    pub label: String,
-    pub parent_id: Option<i64>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]

@@ -1,5 +1,6 @@
 //! Pagination (`?page=N&page_size=M`, default 20, max 500) and ordering (`?ordering=field` or
-//! `-field`) of list responses.
+//! `-field`) of list responses. Core pages what it lists (`docmeta_core::Page`, also for a
+//! complete list: `Page::of`); this turns a page into the answer, with its links.
 
 use std::collections::HashMap;
 
@@ -28,6 +29,19 @@ impl<T: Serialize> axum::response::IntoResponse for Page<T> {
     fn into_response(self) -> axum::response::Response {
         crate::body::Json(self).into_response()
     }
+}
+
+/// The paging parameters of every list, for the OpenAPI document ([`ListQuery`] reads them).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)] // Describes the parameters; never constructed.
+pub struct PageParams {
+    /// The page, from 1; a page past the end is a `404`.
+    #[param(minimum = 1)]
+    page: Option<u64>,
+    /// Items per page: 20 unless given, at most 500 (a larger size is read as 500).
+    #[param(minimum = 1, maximum = 500)]
+    page_size: Option<u64>,
 }
 
 /// The query parameters of a list request.
@@ -82,80 +96,60 @@ impl ListQuery {
         }
     }
 
-    /// The range of `total` items on the requested page; a page past the end is a `404`.
-    pub fn range(&self, total: usize) -> Result<std::ops::Range<usize>, ApiError> {
-        let start = (self.page - 1).saturating_mul(self.page_size);
-        if start >= total && self.page > 1 {
-            return Err(ApiError::detail(StatusCode::NOT_FOUND, "Invalid page."));
-        }
-        Ok(start.min(total)..start.saturating_add(self.page_size).min(total))
-    }
-
-    /// The response body for `results`, the items of the requested page of `total`.
-    pub fn body<T: Serialize>(&self, uri: &Uri, total: usize, results: Vec<T>) -> Page<T> {
-        let link = |page: usize| {
-            let mut query: Vec<(String, String)> = self
-                .params
-                .iter()
-                .filter(|(k, _)| *k != "page")
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            query.sort();
-            query.push(("page".into(), page.to_string()));
-            let query: Vec<String> = query
-                .iter()
-                .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
-                .collect();
-            format!("{}?{}", uri.path(), query.join("&"))
-        };
-        let has_next = self.page.saturating_mul(self.page_size) < total;
-        Page {
-            count: total,
-            next: if has_next {
-                Some(link(self.page + 1))
-            } else {
-                None
-            },
-            previous: if self.page > 1 {
-                Some(link(self.page - 1))
-            } else {
-                None
-            },
-            results,
-        }
-    }
-
     /// The page the request asks for, for core's paged lists.
     pub fn request(&self) -> PageRequest {
         PageRequest::new(self.page, self.page_size)
     }
 
     /// The response body of a page core returned, each item converted by `show`; a page past
-    /// the end is a `404`.
+    /// the end is a `404`. Every list answers through here.
     pub fn page<T, U: Serialize>(
         &self,
         uri: &Uri,
         page: docmeta_core::Page<T>,
         show: impl FnMut(T) -> U,
     ) -> Result<Page<U>, ApiError> {
-        self.range(page.count)?;
+        if self.request().is_past_end(page.count) {
+            return Err(ApiError::detail(StatusCode::NOT_FOUND, "Invalid page."));
+        }
         let page = page.map(show);
-        Ok(self.body(uri, page.count, page.items))
+        let has_next = self.page.saturating_mul(self.page_size) < page.count;
+        Ok(Page {
+            count: page.count,
+            next: has_next.then(|| self.link(uri, self.page + 1)),
+            previous: (self.page > 1).then(|| self.link(uri, self.page - 1)),
+            results: page.items,
+        })
     }
 
-    /// Orders, pages and wraps a complete list.
+    /// Orders and pages a complete list.
     pub fn respond<T, U: Serialize>(
         &self,
         uri: &Uri,
         mut items: Vec<T>,
         sortable: &[Sortable<T>],
-        mut show: impl FnMut(&T) -> U,
+        show: impl FnMut(T) -> U,
     ) -> Result<Page<U>, ApiError> {
         self.order(&mut items, sortable);
-        let range = self.range(items.len())?;
-        let total = items.len();
-        let results = items[range].iter().map(&mut show).collect();
-        Ok(self.body(uri, total, results))
+        self.page(uri, docmeta_core::Page::of(items, self.request()), show)
+    }
+
+    /// The address of page `page` of this list: the same path and query, `page` replaced.
+    fn link(&self, uri: &Uri, page: usize) -> String {
+        let mut query: Vec<(&str, &str)> = self
+            .params
+            .iter()
+            .filter(|(k, _)| *k != "page")
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        query.sort();
+        let page = page.to_string();
+        query.push(("page", &page));
+        let query: Vec<String> = query
+            .iter()
+            .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
+            .collect();
+        format!("{}?{}", uri.path(), query.join("&"))
     }
 }
 

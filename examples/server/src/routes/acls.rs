@@ -11,10 +11,12 @@ use serde_json::json;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::body::Body;
+use crate::body::LaterBody;
+use crate::body::fields::PermissionKey;
 use crate::dto::*;
 use crate::error::ApiResult;
 use crate::page::ListQuery;
+use crate::requests::{AclIn, PermissionIn};
 use crate::state::{AppState, CurrentUser, Ids};
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
@@ -38,7 +40,7 @@ fn object(
 }
 
 #[utoipa::path(get, path = "/api/v5/objects/{app_label}/{model_name}/{object_id}/acls/", tag = "acls",
-    params(("app_label" = String, Path), ("model_name" = String, Path), ("object_id" = i64, Path)),
+    params(("app_label" = String, Path), ("model_name" = String, Path), ("object_id" = i64, Path), crate::page::PageParams),
     responses((status = 200, body = PageOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
 async fn list_acls(
     State(app): State<AppState>,
@@ -64,10 +66,10 @@ async fn create_acl(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids((a, m, id)): Ids<(String, String, i64)>,
-    body: Body,
+    body: LaterBody<AclIn>,
 ) -> ApiResult<(StatusCode, Json<AclOut>)> {
     let obj = object(&app, user, &a, &m, id)?;
-    let role = body.id("role_id")?;
+    let role = body.read()?.role_id.0;
     app.run(user, move |s| {
         let v = s.create_acl(obj, RoleId(role))?;
         Ok((StatusCode::CREATED, Json(AclOut::new(&v, &a, &m))))
@@ -114,10 +116,10 @@ async fn acl_add_permission(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids((a, m, id, acl)): Ids<(String, String, i64, i64)>,
-    body: Body,
+    body: LaterBody<PermissionIn>,
 ) -> ApiResult<Json<AclOut>> {
     let obj = object(&app, user, &a, &m, id)?;
-    let permission = body.permission()?;
+    let PermissionKey(permission) = body.read()?.permission;
     app.run(user, move |s| {
         let v = s.acl_add_permission(obj, AclId(acl), permission)?;
         Ok(Json(AclOut::new(&v, &a, &m)))
@@ -132,10 +134,10 @@ async fn acl_remove_permission(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids((a, m, id, acl)): Ids<(String, String, i64, i64)>,
-    body: Body,
+    body: LaterBody<PermissionIn>,
 ) -> ApiResult<Response> {
     let obj = object(&app, user, &a, &m, id)?;
-    let permission = body.permission()?;
+    let PermissionKey(permission) = body.read()?.permission;
     app.run(user, move |s| {
         match s.acl_remove_permission(obj, AclId(acl), permission)? {
             Some(v) => Ok(Json(AclOut::new(&v, &a, &m)).into_response()),
@@ -146,7 +148,7 @@ async fn acl_remove_permission(
 }
 
 #[utoipa::path(get, path = "/api/v5/objects/{app_label}/{model_name}/permissions/", tag = "acls",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("app_label" = String, Path), ("model_name" = String, Path)),
+    params(crate::page::PageParams, ("app_label" = String, Path), ("model_name" = String, Path)),
     responses((status = 200, body = PageOut, description = "The permissions an ACL on this kind of object may hold"), (status = 404, body = ErrorOut)))]
 async fn grantable_permissions(
     State(app): State<AppState>,

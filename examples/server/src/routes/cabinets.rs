@@ -10,10 +10,11 @@ use docmeta_core::{CabinetId, DocumentId, UserId};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::body::Body;
+use crate::body::JsonBody;
 use crate::dto::*;
 use crate::error::ApiResult;
 use crate::page::ListQuery;
+use crate::requests::{CabinetIn, CabinetPatchIn, DocumentIdIn};
 use crate::state::{AppState, CurrentUser, Ids};
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
@@ -26,7 +27,7 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
 }
 
 #[utoipa::path(get, path = "/api/v4/cabinets/", tag = "cabinets",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("ordering" = Option<String>, Query, description = "label or id")),
+    params(crate::page::PageParams, ("ordering" = Option<String>, Query, description = "label or id")),
     responses((status = 200, body = PageOut)))]
 async fn list_cabinets(
     State(app): State<AppState>,
@@ -43,7 +44,7 @@ async fn list_cabinets(
                 ("label", |a, b| a.label.cmp(&b.label)),
                 ("id", |a, b| a.id.cmp(&b.id)),
             ],
-            |x| CabinetOut::from(x),
+            |x| CabinetOut::from(&x),
         )
     })
     .await
@@ -55,10 +56,10 @@ async fn list_cabinets(
 async fn create_cabinet(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
-    body: Body,
+    JsonBody(body): JsonBody<CabinetIn>,
 ) -> ApiResult<(StatusCode, Json<CabinetOut>)> {
-    let label = body.str("label")?;
-    let parent = body.opt_id("parent_id")?.map(CabinetId);
+    let label = body.label;
+    let parent = body.parent_id.map(|p| CabinetId(p.0));
     app.run(user, move |s| {
         Ok((
             StatusCode::CREATED,
@@ -79,15 +80,14 @@ async fn get_cabinet(
         .await
 }
 
-#[utoipa::path(patch, path = "/api/v4/cabinets/{cabinet_id}/", tag = "cabinets", request_body = CabinetIn,
+#[utoipa::path(patch, path = "/api/v4/cabinets/{cabinet_id}/", tag = "cabinets", request_body = CabinetPatchIn,
     params(("cabinet_id" = i64, Path)), responses((status = 200, body = CabinetOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
 async fn patch_cabinet(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    JsonBody(CabinetPatchIn { label }): JsonBody<CabinetPatchIn>,
 ) -> ApiResult<Json<CabinetOut>> {
-    let label = body.opt_str("label")?;
     app.run(user, move |s| {
         let c = match label {
             Some(label) => s.rename_cabinet(CabinetId(id), &label)?,
@@ -113,7 +113,7 @@ async fn delete_cabinet(
 }
 
 #[utoipa::path(get, path = "/api/v4/cabinets/{cabinet_id}/documents/", tag = "cabinets",
-    params(("cabinet_id" = i64, Path), ("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    params(("cabinet_id" = i64, Path), crate::page::PageParams),
     responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_cabinet_documents(
     State(app): State<AppState>,
@@ -135,10 +135,10 @@ async fn cabinet_document(
     app: AppState,
     user: UserId,
     cabinet: i64,
-    body: Body,
+    body: DocumentIdIn,
     member: bool,
 ) -> ApiResult<Json<CabinetOut>> {
-    let document = body.id("document_id")?;
+    let document = body.document_id.0;
     app.run(user, move |s| {
         s.set_cabinet_document(CabinetId(cabinet), DocumentId(document), member)?;
         Ok(Json((&s.cabinet(CabinetId(cabinet))?).into()))
@@ -152,7 +152,7 @@ async fn cabinet_add_document(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    JsonBody(body): JsonBody<DocumentIdIn>,
 ) -> ApiResult<Json<CabinetOut>> {
     cabinet_document(app, user, id, body, true).await
 }
@@ -163,7 +163,7 @@ async fn cabinet_remove_document(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    JsonBody(body): JsonBody<DocumentIdIn>,
 ) -> ApiResult<Json<CabinetOut>> {
     cabinet_document(app, user, id, body, false).await
 }

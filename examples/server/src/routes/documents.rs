@@ -16,12 +16,15 @@ use docmeta_core::{
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use serde_json::Value;
-
-use crate::body::{Body, MAX_BODY};
+use crate::body::{JsonBody, MAX_BODY};
 use crate::dto::*;
 use crate::error::{ApiError, ApiResult};
 use crate::page::ListQuery;
+use crate::requests::{
+    DocumentBatchIn, DocumentIn, DocumentMetadataIn, DocumentMetadataPatchIn,
+    DocumentMetadataPutIn, DocumentPatchIn, DocumentTypeChangeIn, INITIAL_VALUES, InitialValueIn,
+    InitialValues,
+};
 use crate::routes::files::{FormGate, receive, within};
 use crate::state::{AppState, CurrentUser, Ids};
 use crate::streams::{StreamLimits, StreamPermit};
@@ -45,7 +48,7 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
 }
 
 #[utoipa::path(get, path = "/api/v4/documents/", tag = "documents",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("document_type_id" = Option<i64>, Query)),
+    params(crate::page::PageParams, ("document_type_id" = Option<i64>, Query)),
     responses((status = 200, body = PageOut, description = "Documents the caller may view, by id")))]
 async fn list_documents(
     State(app): State<AppState>,
@@ -78,7 +81,7 @@ async fn list_documents(
 
 #[utoipa::path(post, path = "/api/v4/documents/", tag = "documents",
     description = "Creates a document from JSON `{document_type_id, label, metadata}` or from a multipart form (`document_type_id`, `label`, `file`, and `metadata` as a JSON text). `metadata` lists initial values `{metadata_type_id, value}`; each runs through the value pipeline, and the document, its values and its file are created all or nothing. A required metadata type of the document type without a value and without a default refuses the document (`400` under `metadata`, naming the type). A `document_type_id` or `metadata_type_id` that does not exist, or that the caller may not see, is a `400` naming the field. A refused entry of `metadata` (its `metadata_type_id` or its `value`) is reported in that entry, as Django REST framework reports a nested list: `{\"metadata\": [{}, {\"value\": [\"...\"]}]}` when the second entry's value is refused (one object per entry up to the refused one; later entries are not checked). In a form, `document_type_id` must come before `file`: the permission is checked before the file is read (a file part first is `400` under `file`); the text fields hold at most 1 MiB together and at most 2 MiB of the form is read before the check (`413`).",
-    request_body(content((DocumentIn = "application/json"), (DocumentForm = "multipart/form-data"))),
+    request_body(content((DocumentIn = "application/json"), (DocumentForm = "multipart/form-data", encoding(("metadata" = (content_type = "application/json")))))),
     responses((status = 201, body = DocumentOut), (status = 400, body = DocumentErrorOut), (status = 403, body = ErrorOut),
         (status = 413, body = ErrorOut), (status = 507, body = ErrorOut)))]
 async fn create_document(
@@ -94,10 +97,9 @@ async fn create_document(
     if multipart {
         return create_document_from_form(app, user, request).await;
     }
-    let body = Body::from_request(request, &app).await?;
-    let document_type = body.id("document_type_id")?;
-    let label = body.str("label")?;
-    let values = initial_values(body.raw("metadata"))?;
+    let JsonBody(body) = JsonBody::<DocumentIn>::from_request(request, &app).await?;
+    let (document_type, label) = (body.document_type_id.0, body.label);
+    let values = body.metadata.unwrap_or_default().0;
     app.run(user, move |s| {
         let values: Vec<(MetadataTypeId, &str)> =
             values.iter().map(|(t, v)| (*t, v.as_str())).collect();
@@ -115,9 +117,17 @@ async fn create_document(
 async fn create_documents(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
-    body: Body,
+    JsonBody(body): JsonBody<DocumentBatchIn>,
 ) -> ApiResult<(StatusCode, Json<DocumentBatchOut>)> {
-    let entries = batch_entries(body.raw("documents"))?;
+    let entries: Vec<BatchEntry> = body
+        .documents
+        .0
+        .into_iter()
+        .map(|d| {
+            let values = d.metadata.unwrap_or_default().0;
+            (d.document_type_id.0, d.label, values)
+        })
+        .collect();
     app.run(user, move |s| {
         let values: Vec<Vec<(MetadataTypeId, &str)>> = entries
             .iter()
@@ -146,90 +156,26 @@ async fn create_documents(
     .await
 }
 
-/// The entries of a batch body's `documents`: (document type, label, initial values). A
-/// malformed entry is reported inside it (`{"documents": [{}, {"label": [...]}]}`).
+/// A batch's document: (document type, label, initial values).
 type BatchEntry = (i64, String, Vec<(MetadataTypeId, String)>);
-fn batch_entries(raw: Option<&Value>) -> ApiResult<Vec<BatchEntry>> {
-    let Some(items) = raw.and_then(Value::as_array) else {
-        return Err(ApiError::field(
-            "documents",
-            "Expected a list of {\"document_type_id\", \"label\", \"metadata\"} items.",
-        ));
-    };
-    if items.len() > docmeta_core::MAX_DOCUMENT_BATCH {
-        return Err(ApiError::field(
-            "documents",
-            format!(
-                "Ensure this field has no more than {} elements.",
-                docmeta_core::MAX_DOCUMENT_BATCH
-            ),
-        ));
-    }
-    items
-        .iter()
-        .enumerate()
-        .map(|(index, item)| {
-            let in_entry = |e: ApiError| {
-                let mut entries = vec![serde_json::json!({}); index];
-                entries.push(e.body);
-                ApiError::new(e.status, serde_json::json!({ "documents": entries }))
-            };
-            let Value::Object(map) = item else {
-                return Err(in_entry(ApiError::field(
-                    "non_field_errors",
-                    "Invalid data. Expected a dictionary.",
-                )));
-            };
-            let entry = Body(map.clone());
-            let document_type = entry.id("document_type_id").map_err(in_entry)?;
-            let label = entry.str("label").map_err(in_entry)?;
-            let values = initial_values(entry.raw("metadata")).map_err(in_entry)?;
-            Ok((document_type, label, values))
-        })
-        .collect()
-}
 
-/// The multipart form of a document creation (for the OpenAPI description).
-#[derive(utoipa::ToSchema)]
+/// The multipart form of a document creation, for the OpenAPI description
+/// ([`create_document_from_form`] reads it part by part, with the rules of [`DocumentIn`]; other
+/// parts are read and dropped, which `deny_unknown_fields` leaves out of the description).
+#[derive(utoipa::ToSchema, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 struct DocumentForm {
-    document_type_id: i64,
+    document_type_id: crate::body::fields::Id,
+    #[schema(schema_with = crate::body::fields::label::<255>)]
     label: String,
     /// The document's first file (optional).
-    #[schema(value_type = Option<String>, format = Binary)]
-    file: Option<Vec<u8>>,
-    /// Initial metadata values, as the JSON text of `[{"metadata_type_id", "value"}]`.
-    metadata: Option<String>,
-}
-
-/// `metadata: [{"metadata_type_id", "value"}]` of a create body (absent: none).
-fn initial_values(raw: Option<&Value>) -> ApiResult<Vec<(MetadataTypeId, String)>> {
-    let invalid = || {
-        ApiError::field(
-            "metadata",
-            "Expected a list of {\"metadata_type_id\": <id>, \"value\": <text>} items.",
-        )
-    };
-    let Some(raw) = raw else {
-        return Ok(Vec::new());
-    };
-    let items = raw.as_array().ok_or_else(invalid)?;
-    items
-        .iter()
-        .map(|item| {
-            let id = item
-                .get("metadata_type_id")
-                .and_then(Value::as_i64)
-                .filter(|id| *id > 0)
-                .ok_or_else(invalid)?;
-            let value = match item.get("value") {
-                None | Some(Value::Null) => String::new(),
-                Some(Value::String(v)) => v.clone(),
-                Some(_) => return Err(invalid()),
-            };
-            Ok((MetadataTypeId(id), value))
-        })
-        .collect()
+    #[schema(value_type = String, format = Binary)]
+    #[serde(default)]
+    file: Vec<u8>,
+    /// Initial metadata values (optional): the JSON text of `[{"metadata_type_id", "value"}]`.
+    #[serde(default)]
+    metadata: InitialValues,
 }
 
 /// Reads a text field of a form, whose text fields together may hold at most [`MAX_BODY`]
@@ -377,43 +323,19 @@ fn document_type_id(text: &[u8]) -> ApiResult<DocumentTypeId> {
         .ok_or_else(|| ApiError::field("document_type_id", "A valid integer is required."))
 }
 
-/// One entry of a form's `metadata` (JSON text), read directly into its fields: no JSON tree
-/// is built, so the entries cost about what their text does.
-#[derive(serde::Deserialize)]
-struct FormValue {
-    metadata_type_id: i64,
-    #[serde(default)]
-    value: Option<String>,
-}
-
 /// A form's `metadata`: the JSON text of `[{"metadata_type_id", "value"}]` (blank: none), read
-/// as [`initial_values`] reads a JSON body's.
+/// as a JSON body's `metadata` is, directly into its entries: no JSON tree is built, so the
+/// entries cost about what their text does.
 fn form_values(text: &[u8]) -> ApiResult<Vec<(MetadataTypeId, String)>> {
     if text.iter().all(u8::is_ascii_whitespace) {
         return Ok(Vec::new());
     }
-    let invalid = || {
-        ApiError::field(
-            "metadata",
-            "Expected a list of {\"metadata_type_id\": <id>, \"value\": <text>} items.",
-        )
-    };
+    let invalid = || ApiError::field("metadata", INITIAL_VALUES);
     if serde_json::from_slice::<serde::de::IgnoredAny>(text).is_err() {
         return Err(ApiError::field("metadata", "Not valid JSON."));
     }
-    let entries: Vec<FormValue> = serde_json::from_slice(text).map_err(|_| invalid())?;
-    entries
-        .into_iter()
-        .map(|e| {
-            if e.metadata_type_id <= 0 {
-                return Err(invalid());
-            }
-            Ok((
-                MetadataTypeId(e.metadata_type_id),
-                e.value.unwrap_or_default(),
-            ))
-        })
-        .collect()
+    let entries: Vec<InitialValueIn> = serde_json::from_slice(text).map_err(|_| invalid())?;
+    InitialValues::of(entries).map(|v| v.0).ok_or_else(invalid)
 }
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/", tag = "documents",
@@ -429,15 +351,14 @@ async fn get_document(
     .await
 }
 
-#[utoipa::path(patch, path = "/api/v4/documents/{document_id}/", tag = "documents", request_body = LabelIn,
+#[utoipa::path(patch, path = "/api/v4/documents/{document_id}/", tag = "documents", request_body = DocumentPatchIn,
     params(("document_id" = i64, Path)), responses((status = 200, body = DocumentOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
 async fn patch_document(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    JsonBody(DocumentPatchIn { label }): JsonBody<DocumentPatchIn>,
 ) -> ApiResult<Json<DocumentOut>> {
-    let label = body.opt_str("label")?;
     app.run(user, move |s| {
         let d = match label {
             Some(label) => s.update_document(DocumentId(id), &label)?,
@@ -468,9 +389,9 @@ async fn change_document_type(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    JsonBody(body): JsonBody<DocumentTypeChangeIn>,
 ) -> ApiResult<Json<DocumentOut>> {
-    let new_type = body.id("document_type_id")?;
+    let new_type = body.document_type_id.0;
     app.run(user, move |s| {
         let d = s.change_document_type(DocumentId(id), DocumentTypeId(new_type))?;
         Ok(Json(DocumentOut::from(&d)))
@@ -481,7 +402,7 @@ async fn change_document_type(
 // ----- document metadata (spec 4.2) ------------------------------------------------------
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/metadata/", tag = "metadata",
-    params(("document_id" = i64, Path), ("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    params(("document_id" = i64, Path), crate::page::PageParams),
     responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_document_metadata(
     State(app): State<AppState>,
@@ -521,10 +442,10 @@ async fn add_document_metadata(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    JsonBody(body): JsonBody<DocumentMetadataIn>,
 ) -> ApiResult<(StatusCode, Json<DocumentMetadataOut>)> {
-    let mt = body.id("metadata_type_id")?;
-    let value = body.opt_str("value")?.unwrap_or_default();
+    let mt = body.metadata_type_id.0;
+    let value = body.value.unwrap_or_default();
     app.run(user, move |s| {
         let v = s.add_document_metadata(DocumentId(id), MetadataTypeId(mt), &value)?;
         Ok((StatusCode::CREATED, Json(DocumentMetadataOut::from(&v))))
@@ -546,24 +467,15 @@ async fn get_document_metadata(
     .await
 }
 
+/// Sets value `id` of document `doc`; a PUT names the value's `metadata_type`, which must be
+/// its own.
 async fn edit_value(
     app: AppState,
     user: docmeta_core::UserId,
-    doc: i64,
-    id: i64,
-    body: Body,
-    put: bool,
+    (doc, id): (i64, i64),
+    value: String,
+    metadata_type: Option<i64>,
 ) -> ApiResult<Json<DocumentMetadataOut>> {
-    let value = if put {
-        body.str("value")?
-    } else {
-        body.opt_str("value")?.unwrap_or_default()
-    };
-    let metadata_type = if put {
-        Some(body.id("metadata_type_id")?)
-    } else {
-        None
-    };
     app.run(user, move |s| {
         // Only PUT names a type: core refuses another type than the value's.
         Ok(Json(DocumentMetadataOut::from(s.edit_document_metadata(
@@ -576,26 +488,28 @@ async fn edit_value(
     .await
 }
 
-#[utoipa::path(patch, path = "/api/v4/documents/{document_id}/metadata/{metadata_id}/", tag = "metadata", request_body = DocumentMetadataIn,
+#[utoipa::path(patch, path = "/api/v4/documents/{document_id}/metadata/{metadata_id}/", tag = "metadata", request_body = DocumentMetadataPatchIn,
     params(("document_id" = i64, Path), ("metadata_id" = i64, Path)), responses((status = 200, body = DocumentMetadataOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
 async fn patch_document_metadata(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids((doc, id)): Ids<(i64, i64)>,
-    body: Body,
+    JsonBody(body): JsonBody<DocumentMetadataPatchIn>,
 ) -> ApiResult<Json<DocumentMetadataOut>> {
-    edit_value(app, user, doc, id, body, false).await
+    let value = body.value.unwrap_or_default();
+    edit_value(app, user, (doc, id), value, None).await
 }
 
-#[utoipa::path(put, path = "/api/v4/documents/{document_id}/metadata/{metadata_id}/", tag = "metadata", request_body = DocumentMetadataIn,
+#[utoipa::path(put, path = "/api/v4/documents/{document_id}/metadata/{metadata_id}/", tag = "metadata", request_body = DocumentMetadataPutIn,
     params(("document_id" = i64, Path), ("metadata_id" = i64, Path)), responses((status = 200, body = DocumentMetadataOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
 async fn put_document_metadata(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids((doc, id)): Ids<(i64, i64)>,
-    body: Body,
+    JsonBody(body): JsonBody<DocumentMetadataPutIn>,
 ) -> ApiResult<Json<DocumentMetadataOut>> {
-    edit_value(app, user, doc, id, body, true).await
+    let metadata_type = body.metadata_type_id.0;
+    edit_value(app, user, (doc, id), body.value, Some(metadata_type)).await
 }
 
 #[utoipa::path(delete, path = "/api/v4/documents/{document_id}/metadata/{metadata_id}/", tag = "metadata",
@@ -633,11 +547,11 @@ fn events_page(
     }
     query.limit = Some(EVENT_WINDOW);
     let events = s.events(&query)?;
-    q.respond(uri, events, &[], |e| EventOut::from(e))
+    q.respond(uri, events, &[], |e| EventOut::from(&e))
 }
 
 #[utoipa::path(get, path = "/api/v4/events/", tag = "events",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("before" = Option<i64>, Query, description = "Only events older than this id")),
+    params(crate::page::PageParams, ("before" = Option<i64>, Query, description = "Only events older than this id")),
     responses((status = 200, body = PageOut, description = "Events whose target the caller may view, newest first (1,000 per window)")))]
 async fn list_events(
     State(app): State<AppState>,
@@ -654,7 +568,7 @@ async fn list_events(
 }
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/events/", tag = "events",
-    params(("document_id" = i64, Path), ("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    params(("document_id" = i64, Path), crate::page::PageParams),
     responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_document_events(
     State(app): State<AppState>,

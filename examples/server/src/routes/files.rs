@@ -51,7 +51,7 @@ const SPOOL_IN_MEMORY: usize = CHUNK;
 pub const SPOOL_DIR: &str = ".spool";
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/files/", tag = "files",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("document_id" = i64, Path)),
+    params(crate::page::PageParams, ("document_id" = i64, Path)),
     responses((status = 200, body = PageOut), (status = 404, body = crate::dto::ErrorOut)))]
 async fn list_files(
     State(app): State<AppState>,
@@ -71,7 +71,8 @@ async fn list_files(
 }
 
 /// The multipart form of an upload (for the OpenAPI description).
-#[derive(utoipa::ToSchema)]
+#[derive(utoipa::ToSchema, serde::Deserialize)]
+#[serde(deny_unknown_fields)] // Other parts are read and dropped: left out of the description.
 #[allow(dead_code)]
 struct UploadForm {
     /// The file.

@@ -10,10 +10,11 @@ use docmeta_core::{GroupId, UserId};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::body::Body;
+use crate::body::JsonBody;
 use crate::dto::*;
 use crate::error::ApiResult;
 use crate::page::ListQuery;
+use crate::requests::{GroupIn, GroupPatchIn, UserIdIn};
 use crate::state::{AppState, CurrentUser, Ids};
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
@@ -26,7 +27,7 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
 }
 
 #[utoipa::path(get, path = "/api/v4/groups/", tag = "users",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("ordering" = Option<String>, Query, description = "name or id")),
+    params(crate::page::PageParams, ("ordering" = Option<String>, Query, description = "name or id")),
     responses((status = 200, body = PageOut)))]
 async fn list_groups(
     State(app): State<AppState>,
@@ -43,21 +44,20 @@ async fn list_groups(
                 ("name", |a, b| a.name.cmp(&b.name)),
                 ("id", |a, b| a.id.cmp(&b.id)),
             ],
-            |g| GroupOut::from(g),
+            |g| GroupOut::from(&g),
         )
     })
     .await
     .map(IntoResponse::into_response)
 }
 
-#[utoipa::path(post, path = "/api/v4/groups/", tag = "users", request_body = NameIn,
+#[utoipa::path(post, path = "/api/v4/groups/", tag = "users", request_body = GroupIn,
     responses((status = 201, body = GroupOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut)))]
 async fn create_group(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
-    body: Body,
+    JsonBody(GroupIn { name }): JsonBody<GroupIn>,
 ) -> ApiResult<(StatusCode, Json<GroupOut>)> {
-    let name = body.str("name")?;
     app.run(user, move |s| {
         let g = s.create_group(&name)?;
         Ok((StatusCode::CREATED, Json(GroupOut::from(&g))))
@@ -78,15 +78,14 @@ async fn get_group(
     .await
 }
 
-#[utoipa::path(patch, path = "/api/v4/groups/{group_id}/", tag = "users", request_body = NameIn,
+#[utoipa::path(patch, path = "/api/v4/groups/{group_id}/", tag = "users", request_body = GroupPatchIn,
     params(("group_id" = i64, Path)), responses((status = 200, body = GroupOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
 async fn patch_group(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    JsonBody(GroupPatchIn { name }): JsonBody<GroupPatchIn>,
 ) -> ApiResult<Json<GroupOut>> {
-    let name = body.opt_str("name")?;
     app.run(user, move |s| {
         let g = match name {
             Some(name) => s.rename_group(GroupId(id), &name)?,
@@ -112,7 +111,7 @@ async fn delete_group(
 }
 
 #[utoipa::path(get, path = "/api/v4/groups/{group_id}/users/", tag = "users",
-    params(("group_id" = i64, Path), ("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    params(("group_id" = i64, Path), crate::page::PageParams),
     responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_group_users(
     State(app): State<AppState>,
@@ -133,10 +132,10 @@ async fn membership(
     app: AppState,
     user: UserId,
     group: i64,
-    body: Body,
+    body: UserIdIn,
     member: bool,
 ) -> ApiResult<Json<GroupOut>> {
-    let target = body.id("user_id")?;
+    let target = body.user_id.0;
     app.run(user, move |s| {
         let g = s.set_group_member(GroupId(group), UserId(target), member)?;
         Ok(Json(GroupOut::from(&g)))
@@ -150,7 +149,7 @@ async fn group_add_user(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    JsonBody(body): JsonBody<UserIdIn>,
 ) -> ApiResult<Json<GroupOut>> {
     membership(app, user, id, body, true).await
 }
@@ -161,7 +160,7 @@ async fn group_remove_user(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    JsonBody(body): JsonBody<UserIdIn>,
 ) -> ApiResult<Json<GroupOut>> {
     membership(app, user, id, body, false).await
 }

@@ -12,10 +12,14 @@ use docmeta_core::{
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::body::Body;
+use crate::body::{JsonBody, LaterBody};
 use crate::dto::*;
 use crate::error::{ApiError, ApiResult};
 use crate::page::ListQuery;
+use crate::requests::{
+    AssociationIn, AssociationPatchIn, AssociationPutIn, DocumentTypeIn, DocumentTypePatchIn,
+    MetadataTypeIn, MetadataTypePatchIn,
+};
 use crate::state::{AppState, CurrentUser, Ids};
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
@@ -43,39 +47,37 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
         ))
 }
 
-/// Reads the writable fields of a metadata type; with `base` (PATCH) absent fields keep their
-/// value, without it (POST, PUT) they are empty.
-fn metadata_type_input(body: &Body, base: Option<&MetadataType>) -> ApiResult<MetadataTypeInput> {
-    let field = |name: &str, current: Option<&String>| -> ApiResult<String> {
-        Ok(body
-            .opt_str(name)?
-            .or_else(|| current.cloned())
-            .unwrap_or_default())
-    };
-    let input = MetadataTypeInput {
-        name: match base {
-            Some(b) => field("name", Some(&b.name))?,
-            None => body.str("name")?,
-        },
-        label: match base {
-            Some(b) => field("label", Some(&b.label))?,
-            None => body.str("label")?,
-        },
-        default: field("default", base.map(|b| &b.default))?,
-        lookup: field("lookup", base.map(|b| &b.lookup))?,
-        validation: field("validation", base.map(|b| &b.validation))?,
-        validation_arguments: field(
-            "validation_arguments",
-            base.map(|b| &b.validation_arguments),
-        )?,
-        parser: field("parser", base.map(|b| &b.parser))?,
-        parser_arguments: field("parser_arguments", base.map(|b| &b.parser_arguments))?,
-    };
-    Ok(input)
+/// The fields of a metadata type a POST or PUT gives (absent ones are empty).
+fn metadata_type_input(body: MetadataTypeIn) -> MetadataTypeInput {
+    MetadataTypeInput {
+        name: body.name,
+        label: body.label,
+        default: body.default.unwrap_or_default(),
+        lookup: body.lookup.unwrap_or_default(),
+        validation: body.validation.unwrap_or_default(),
+        validation_arguments: body.validation_arguments.unwrap_or_default(),
+        parser: body.parser.unwrap_or_default(),
+        parser_arguments: body.parser_arguments.unwrap_or_default(),
+    }
+}
+
+/// The fields of metadata type `base` after a PATCH (absent ones keep their value).
+fn patched_metadata_type(body: MetadataTypePatchIn, base: &MetadataType) -> MetadataTypeInput {
+    let field = |given: Option<String>, current: &String| given.unwrap_or_else(|| current.clone());
+    MetadataTypeInput {
+        name: field(body.name, &base.name),
+        label: field(body.label, &base.label),
+        default: field(body.default, &base.default),
+        lookup: field(body.lookup, &base.lookup),
+        validation: field(body.validation, &base.validation),
+        validation_arguments: field(body.validation_arguments, &base.validation_arguments),
+        parser: field(body.parser, &base.parser),
+        parser_arguments: field(body.parser_arguments, &base.parser_arguments),
+    }
 }
 
 #[utoipa::path(get, path = "/api/v4/metadata/metadata-types/", tag = "metadata",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("ordering" = Option<String>, Query, description = "name, label or id, - for descending")),
+    params(crate::page::PageParams, ("ordering" = Option<String>, Query, description = "name, label or id, - for descending")),
     responses((status = 200, body = PageOut, description = "Metadata types the caller may view")))]
 async fn list_metadata_types(
     State(app): State<AppState>,
@@ -94,7 +96,7 @@ async fn list_metadata_types(
                 ("label", |a, b| a.label.cmp(&b.label)),
                 ("id", |a, b| a.id.cmp(&b.id)),
             ],
-            |x| MetadataTypeOut::from(x),
+            MetadataTypeOut::from,
         )
     })
     .await
@@ -106,9 +108,9 @@ async fn list_metadata_types(
 async fn create_metadata_type(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
-    body: Body,
+    JsonBody(body): JsonBody<MetadataTypeIn>,
 ) -> ApiResult<(StatusCode, Json<MetadataTypeOut>)> {
-    let input = metadata_type_input(&body, None)?;
+    let input = metadata_type_input(body);
     app.run(user, move |s| {
         Ok((
             StatusCode::CREATED,
@@ -131,31 +133,35 @@ async fn get_metadata_type(
     .await
 }
 
+/// Replaces metadata type `id` by what `input` makes of its current fields (the body is
+/// checked once the type is found: a missing one is a `404` whatever the body).
 async fn update_metadata_type(
     app: AppState,
     user: docmeta_core::UserId,
     id: i64,
-    body: Body,
-    partial: bool,
+    input: impl FnOnce(&MetadataType) -> ApiResult<MetadataTypeInput> + Send + 'static,
 ) -> ApiResult<Json<MetadataTypeOut>> {
     app.run(user, move |s| {
         let current = s.metadata_type(MetadataTypeId(id))?;
-        let input = metadata_type_input(&body, partial.then_some(&current))?;
+        let input = input(&current)?;
         Ok(Json((&s.update_metadata_type(current.id, input)?).into()))
     })
     .await
 }
 
-#[utoipa::path(patch, path = "/api/v4/metadata/metadata-types/{metadata_type_id}/", tag = "metadata", request_body = MetadataTypeIn,
+#[utoipa::path(patch, path = "/api/v4/metadata/metadata-types/{metadata_type_id}/", tag = "metadata", request_body = MetadataTypePatchIn,
     description = "Changes a metadata type. Whoever changes its `default` or `lookup` becomes one of that template's shapers: it then renders, for anyone, with no more than what every shaper may view. An empty template has none.",
     params(("metadata_type_id" = i64, Path)), responses((status = 200, body = MetadataTypeOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
 async fn patch_metadata_type(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    body: LaterBody<MetadataTypePatchIn>,
 ) -> ApiResult<Json<MetadataTypeOut>> {
-    update_metadata_type(app, user, id, body, true).await
+    update_metadata_type(app, user, id, move |current| {
+        Ok(patched_metadata_type(body.read()?, current))
+    })
+    .await
 }
 
 #[utoipa::path(put, path = "/api/v4/metadata/metadata-types/{metadata_type_id}/", tag = "metadata", request_body = MetadataTypeIn,
@@ -164,9 +170,12 @@ async fn put_metadata_type(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    body: LaterBody<MetadataTypeIn>,
 ) -> ApiResult<Json<MetadataTypeOut>> {
-    update_metadata_type(app, user, id, body, false).await
+    update_metadata_type(app, user, id, move |_| {
+        Ok(metadata_type_input(body.read()?))
+    })
+    .await
 }
 
 #[utoipa::path(delete, path = "/api/v4/metadata/metadata-types/{metadata_type_id}/", tag = "metadata",
@@ -186,7 +195,7 @@ async fn delete_metadata_type(
 // ----- document types ----------------------------------------------------------------------
 
 #[utoipa::path(get, path = "/api/v4/documents/types/", tag = "documents",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("ordering" = Option<String>, Query, description = "label or id")),
+    params(crate::page::PageParams, ("ordering" = Option<String>, Query, description = "label or id")),
     responses((status = 200, body = PageOut)))]
 async fn list_document_types(
     State(app): State<AppState>,
@@ -204,21 +213,20 @@ async fn list_document_types(
                 ("label", |a, b| a.label.cmp(&b.label)),
                 ("id", |a, b| a.id.cmp(&b.id)),
             ],
-            |x| DocumentTypeOut::from(x),
+            |x| DocumentTypeOut::from(&x),
         )
     })
     .await
     .map(IntoResponse::into_response)
 }
 
-#[utoipa::path(post, path = "/api/v4/documents/types/", tag = "documents", request_body = LabelIn,
+#[utoipa::path(post, path = "/api/v4/documents/types/", tag = "documents", request_body = DocumentTypeIn,
     responses((status = 201, body = DocumentTypeOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut)))]
 async fn create_document_type(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
-    body: Body,
+    JsonBody(DocumentTypeIn { label }): JsonBody<DocumentTypeIn>,
 ) -> ApiResult<(StatusCode, Json<DocumentTypeOut>)> {
-    let label = body.str("label")?;
     app.run(user, move |s| {
         Ok((
             StatusCode::CREATED,
@@ -241,18 +249,13 @@ async fn get_document_type(
     .await
 }
 
+/// Renames document type `id` to `label` (unchanged without one).
 async fn update_document_type(
     app: AppState,
     user: docmeta_core::UserId,
     id: i64,
-    body: Body,
-    partial: bool,
+    label: Option<String>,
 ) -> ApiResult<Json<DocumentTypeOut>> {
-    let label = if partial {
-        body.opt_str("label")?
-    } else {
-        Some(body.str("label")?)
-    };
     app.run(user, move |s| {
         let t = match label {
             Some(label) => s.update_document_type(DocumentTypeId(id), &label)?,
@@ -263,26 +266,26 @@ async fn update_document_type(
     .await
 }
 
-#[utoipa::path(patch, path = "/api/v4/documents/types/{document_type_id}/", tag = "documents", request_body = LabelIn,
+#[utoipa::path(patch, path = "/api/v4/documents/types/{document_type_id}/", tag = "documents", request_body = DocumentTypePatchIn,
     params(("document_type_id" = i64, Path)), responses((status = 200, body = DocumentTypeOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
 async fn patch_document_type(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    JsonBody(DocumentTypePatchIn { label }): JsonBody<DocumentTypePatchIn>,
 ) -> ApiResult<Json<DocumentTypeOut>> {
-    update_document_type(app, user, id, body, true).await
+    update_document_type(app, user, id, label).await
 }
 
-#[utoipa::path(put, path = "/api/v4/documents/types/{document_type_id}/", tag = "documents", request_body = LabelIn,
+#[utoipa::path(put, path = "/api/v4/documents/types/{document_type_id}/", tag = "documents", request_body = DocumentTypeIn,
     params(("document_type_id" = i64, Path)), responses((status = 200, body = DocumentTypeOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
 async fn put_document_type(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    JsonBody(DocumentTypeIn { label }): JsonBody<DocumentTypeIn>,
 ) -> ApiResult<Json<DocumentTypeOut>> {
-    update_document_type(app, user, id, body, false).await
+    update_document_type(app, user, id, Some(label)).await
 }
 
 #[utoipa::path(delete, path = "/api/v4/documents/types/{document_type_id}/", tag = "documents",
@@ -302,7 +305,7 @@ async fn delete_document_type(
 // ----- associations (spec 4.3) -------------------------------------------------------------
 
 #[utoipa::path(get, path = "/api/v4/documents/types/{document_type_id}/metadata-types/", tag = "metadata",
-    params(("document_type_id" = i64, Path), ("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    params(("document_type_id" = i64, Path), crate::page::PageParams),
     responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_associations(
     State(app): State<AppState>,
@@ -326,10 +329,10 @@ async fn create_association(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    JsonBody(body): JsonBody<AssociationIn>,
 ) -> ApiResult<(StatusCode, Json<AssociationOut>)> {
-    let mt = body.id("metadata_type_id")?;
-    let required = body.opt_bool("required")?.unwrap_or(false);
+    let mt = body.metadata_type_id.0;
+    let required = body.required.is_some_and(|f| f.0);
     app.run(user, move |s| {
         let a = s.associate(DocumentTypeId(id), MetadataTypeId(mt), required)?;
         Ok((StatusCode::CREATED, Json(AssociationOut::from(&a))))
@@ -351,24 +354,15 @@ async fn get_association(
     .await
 }
 
+/// Sets association `id`'s `required` (unchanged without one); `metadata_type`, when given,
+/// must be the association's own.
 async fn update_association(
     app: AppState,
     user: docmeta_core::UserId,
-    dt: i64,
-    id: i64,
-    body: Body,
-    partial: bool,
+    (dt, id): (i64, i64),
+    required: Option<bool>,
+    metadata_type: Option<i64>,
 ) -> ApiResult<Json<AssociationOut>> {
-    let required = if partial {
-        body.opt_bool("required")?
-    } else {
-        Some(body.opt_bool("required")?.unwrap_or(false))
-    };
-    let metadata_type = if partial {
-        body.opt_id("metadata_type_id")?
-    } else {
-        Some(body.id("metadata_type_id")?)
-    };
     app.run(user, move |s| {
         let current = s.association(DocumentTypeId(dt), AssociationId(id))?.association;
         if metadata_type.is_some_and(|mt| mt != current.metadata_type_id.0) {
@@ -383,26 +377,30 @@ async fn update_association(
     .await
 }
 
-#[utoipa::path(patch, path = "/api/v4/documents/types/{document_type_id}/metadata-types/{association_id}/", tag = "metadata", request_body = AssociationIn,
+#[utoipa::path(patch, path = "/api/v4/documents/types/{document_type_id}/metadata-types/{association_id}/", tag = "metadata", request_body = AssociationPatchIn,
     params(("document_type_id" = i64, Path), ("association_id" = i64, Path)), responses((status = 200, body = AssociationOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
 async fn patch_association(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids((dt, id)): Ids<(i64, i64)>,
-    body: Body,
+    JsonBody(body): JsonBody<AssociationPatchIn>,
 ) -> ApiResult<Json<AssociationOut>> {
-    update_association(app, user, dt, id, body, true).await
+    let required = body.required.map(|f| f.0);
+    let metadata_type = body.metadata_type_id.map(|t| t.0);
+    update_association(app, user, (dt, id), required, metadata_type).await
 }
 
-#[utoipa::path(put, path = "/api/v4/documents/types/{document_type_id}/metadata-types/{association_id}/", tag = "metadata", request_body = AssociationIn,
+#[utoipa::path(put, path = "/api/v4/documents/types/{document_type_id}/metadata-types/{association_id}/", tag = "metadata", request_body = AssociationPutIn,
     params(("document_type_id" = i64, Path), ("association_id" = i64, Path)), responses((status = 200, body = AssociationOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
 async fn put_association(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids((dt, id)): Ids<(i64, i64)>,
-    body: Body,
+    JsonBody(body): JsonBody<AssociationPutIn>,
 ) -> ApiResult<Json<AssociationOut>> {
-    update_association(app, user, dt, id, body, false).await
+    let required = body.required.is_some_and(|f| f.0);
+    let metadata_type = body.metadata_type_id.0;
+    update_association(app, user, (dt, id), Some(required), Some(metadata_type)).await
 }
 
 #[utoipa::path(delete, path = "/api/v4/documents/types/{document_type_id}/metadata-types/{association_id}/", tag = "metadata",

@@ -18,7 +18,7 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
 }
 
 #[utoipa::path(get, path = "/api/v4/permissions/", tag = "permissions",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    params(crate::page::PageParams),
     responses((status = 200, body = PageOut, description = "Every permission key")))]
 async fn list_permissions(
     CurrentUser(_user): CurrentUser,
@@ -26,8 +26,11 @@ async fn list_permissions(
     uri: Uri,
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
-    q.respond(&uri, docmeta_core::Permission::ALL.to_vec(), &[], |p| {
-        PermissionOut::from(*p)
-    })
+    q.respond(
+        &uri,
+        docmeta_core::Permission::ALL.to_vec(),
+        &[],
+        PermissionOut::from,
+    )
     .map(IntoResponse::into_response)
 }

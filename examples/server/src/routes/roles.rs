@@ -10,10 +10,12 @@ use docmeta_core::{GroupId, RoleId, UserId};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::body::Body;
+use crate::body::JsonBody;
+use crate::body::fields::PermissionKey;
 use crate::dto::*;
 use crate::error::ApiResult;
 use crate::page::ListQuery;
+use crate::requests::{GroupIdIn, PermissionIn, RoleIn, RolePatchIn};
 use crate::state::{AppState, CurrentUser, Ids};
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
@@ -29,7 +31,7 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
 }
 
 #[utoipa::path(get, path = "/api/v4/roles/", tag = "permissions",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("ordering" = Option<String>, Query, description = "label or id")),
+    params(crate::page::PageParams, ("ordering" = Option<String>, Query, description = "label or id")),
     responses((status = 200, body = PageOut)))]
 async fn list_roles(
     State(app): State<AppState>,
@@ -46,21 +48,20 @@ async fn list_roles(
                 ("label", |a, b| a.label.cmp(&b.label)),
                 ("id", |a, b| a.id.cmp(&b.id)),
             ],
-            |r| RoleOut::from(r),
+            |r| RoleOut::from(&r),
         )
     })
     .await
     .map(IntoResponse::into_response)
 }
 
-#[utoipa::path(post, path = "/api/v4/roles/", tag = "permissions", request_body = LabelIn,
+#[utoipa::path(post, path = "/api/v4/roles/", tag = "permissions", request_body = RoleIn,
     responses((status = 201, body = RoleOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut)))]
 async fn create_role(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
-    body: Body,
+    JsonBody(RoleIn { label }): JsonBody<RoleIn>,
 ) -> ApiResult<(StatusCode, Json<RoleOut>)> {
-    let label = body.str("label")?;
     app.run(user, move |s| {
         let r = s.create_role(&label)?;
         Ok((StatusCode::CREATED, Json(RoleOut::from(&r))))
@@ -79,15 +80,14 @@ async fn get_role(
         .await
 }
 
-#[utoipa::path(patch, path = "/api/v4/roles/{role_id}/", tag = "permissions", request_body = LabelIn,
+#[utoipa::path(patch, path = "/api/v4/roles/{role_id}/", tag = "permissions", request_body = RolePatchIn,
     params(("role_id" = i64, Path)), responses((status = 200, body = RoleOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
 async fn patch_role(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    JsonBody(RolePatchIn { label }): JsonBody<RolePatchIn>,
 ) -> ApiResult<Json<RoleOut>> {
-    let label = body.opt_str("label")?;
     app.run(user, move |s| {
         let r = match label {
             Some(label) => s.rename_role(RoleId(id), &label)?,
@@ -112,7 +112,7 @@ async fn delete_role(
 }
 
 #[utoipa::path(get, path = "/api/v4/roles/{role_id}/groups/", tag = "permissions",
-    params(("role_id" = i64, Path), ("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    params(("role_id" = i64, Path), crate::page::PageParams),
     responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_role_groups(
     State(app): State<AppState>,
@@ -133,10 +133,10 @@ async fn role_group(
     app: AppState,
     user: UserId,
     role: i64,
-    body: Body,
+    body: GroupIdIn,
     assigned: bool,
 ) -> ApiResult<Json<RoleOut>> {
-    let group = body.id("group_id")?;
+    let group = body.group_id.0;
     app.run(user, move |s| {
         let r = s.set_role_group(RoleId(role), GroupId(group), assigned)?;
         Ok(Json(RoleOut::from(&r)))
@@ -150,7 +150,7 @@ async fn role_add_group(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    JsonBody(body): JsonBody<GroupIdIn>,
 ) -> ApiResult<Json<RoleOut>> {
     role_group(app, user, id, body, true).await
 }
@@ -161,13 +161,13 @@ async fn role_remove_group(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    JsonBody(body): JsonBody<GroupIdIn>,
 ) -> ApiResult<Json<RoleOut>> {
     role_group(app, user, id, body, false).await
 }
 
 #[utoipa::path(get, path = "/api/v4/roles/{role_id}/permissions/", tag = "permissions",
-    params(("role_id" = i64, Path), ("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    params(("role_id" = i64, Path), crate::page::PageParams),
     responses((status = 200, body = PageOut, description = "The role's global permissions"), (status = 404, body = ErrorOut)))]
 async fn list_role_permissions(
     State(app): State<AppState>,
@@ -188,10 +188,11 @@ async fn role_permission(
     app: AppState,
     user: UserId,
     role: i64,
-    body: Body,
+    PermissionIn {
+        permission: PermissionKey(permission),
+    }: PermissionIn,
     granted: bool,
 ) -> ApiResult<Json<Vec<PermissionOut>>> {
-    let permission = body.permission()?;
     app.run(user, move |s| {
         let permissions = s.set_role_permission(RoleId(role), permission, granted)?;
         Ok(Json(
@@ -207,7 +208,7 @@ async fn role_add_permission(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    JsonBody(body): JsonBody<PermissionIn>,
 ) -> ApiResult<Json<Vec<PermissionOut>>> {
     role_permission(app, user, id, body, true).await
 }
@@ -218,7 +219,7 @@ async fn role_remove_permission(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    JsonBody(body): JsonBody<PermissionIn>,
 ) -> ApiResult<Json<Vec<PermissionOut>>> {
     role_permission(app, user, id, body, false).await
 }

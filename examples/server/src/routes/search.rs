@@ -6,6 +6,9 @@ use axum::extract::{Query, State};
 use axum::http::Uri;
 use axum::response::{IntoResponse, Response};
 use docmeta_core::Error;
+use utoipa::IntoParams;
+use utoipa::openapi::Required;
+use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -28,6 +31,40 @@ fn query_text(q: &ListQuery) -> ApiResult<String> {
         .ok_or_else(|| ApiError::field("q", "This parameter is required."))
 }
 
+/// `q`, a search's query, described as `description` says: required, not blank, at most 2,000
+/// bytes (500 characters always fit).
+fn query_param(description: &str) -> Vec<Parameter> {
+    vec![
+        ParameterBuilder::new()
+            .name("q")
+            .parameter_in(ParameterIn::Query)
+            .required(Required::True)
+            .description(Some(description))
+            .schema(Some(crate::body::fields::label::<500>()))
+            .build(),
+    ]
+}
+
+/// The query of a document search (for the OpenAPI description).
+struct DocumentQuery;
+
+impl IntoParams for DocumentQuery {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        query_param(
+            "Query (spec 2.5): field:value terms, OR, NOT, quoted phrases, ranges [a TO b], >=, <",
+        )
+    }
+}
+
+/// The query of a metadata search (for the OpenAPI description).
+struct MetadataQuery;
+
+impl IntoParams for MetadataQuery {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        query_param("Query over metadata_type__name, value and document__document_type__label")
+    }
+}
+
 /// A malformed query is a `400` keyed by `q`.
 fn query_error(e: Error) -> ApiError {
     match e {
@@ -37,7 +74,7 @@ fn query_error(e: Error) -> ApiError {
 }
 
 #[utoipa::path(get, path = "/api/v4/search/documents/", tag = "search",
-    params(("q" = String, Query, description = "Query (spec 2.5): field:value terms, OR, NOT, quoted phrases, ranges [a TO b], >=, <"), ("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    params(DocumentQuery, crate::page::PageParams),
     responses((status = 200, body = PageOut, description = "Documents the caller may view, best first"), (status = 400, body = ErrorOut)))]
 async fn search_documents(
     State(app): State<AppState>,
@@ -51,17 +88,14 @@ async fn search_documents(
         let page = s
             .search_documents(&text, q.request())
             .map_err(query_error)?;
-        let results: Vec<_> = page.items.iter().map(DocumentOut::from).collect();
-        if results.is_empty() && q.page > 1 {
-            q.range(page.count)?;
-        }
-        Ok(q.body(&uri, page.count, results).into_response())
+        Ok(q.page(&uri, page, |x| DocumentOut::from(&x))?
+            .into_response())
     })
     .await
 }
 
 #[utoipa::path(get, path = "/api/v4/search/metadata/", tag = "search",
-    params(("q" = String, Query, description = "Query over metadata_type__name, value and document__document_type__label"), ("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    params(MetadataQuery, crate::page::PageParams),
     responses((status = 200, body = PageOut, description = "Metadata values whose document and type the caller may view"), (status = 400, body = ErrorOut)))]
 async fn search_metadata(
     State(app): State<AppState>,
@@ -73,11 +107,8 @@ async fn search_metadata(
     let text = query_text(&q)?;
     app.run(user, move |s| {
         let page = s.search_metadata(&text, q.request()).map_err(query_error)?;
-        let results: Vec<_> = page.items.iter().map(DocumentMetadataOut::from).collect();
-        if results.is_empty() && q.page > 1 {
-            q.range(page.count)?;
-        }
-        Ok(q.body(&uri, page.count, results).into_response())
+        Ok(q.page(&uri, page, |x| DocumentMetadataOut::from(&x))?
+            .into_response())
     })
     .await
 }

@@ -22,7 +22,7 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
 }
 
 #[utoipa::path(get, path = "/api/v4/tasks/", tag = "system",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query)),
+    params(crate::page::PageParams),
     responses((status = 200, body = PageOut, description = "Pending, running and failed background tasks"), (status = 403, body = ErrorOut)))]
 async fn list_tasks(
     State(app): State<AppState>,

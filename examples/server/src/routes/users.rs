@@ -10,10 +10,11 @@ use docmeta_core::{UserId, UserUpdate};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::body::Body;
+use crate::body::JsonBody;
 use crate::dto::*;
 use crate::error::ApiResult;
 use crate::page::ListQuery;
+use crate::requests::{UserIn, UserPatchIn};
 use crate::state::{AppState, CurrentUser, Ids};
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
@@ -24,7 +25,7 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
 }
 
 #[utoipa::path(get, path = "/api/v4/users/", tag = "users",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("ordering" = Option<String>, Query, description = "username or id")),
+    params(crate::page::PageParams, ("ordering" = Option<String>, Query, description = "username or id")),
     responses((status = 200, body = PageOut)))]
 async fn list_users(
     State(app): State<AppState>,
@@ -41,7 +42,7 @@ async fn list_users(
                 ("username", |a, b| a.username.cmp(&b.username)),
                 ("id", |a, b| a.id.cmp(&b.id)),
             ],
-            |x| UserOut::from(x),
+            |x| UserOut::from(&x),
         )
     })
     .await
@@ -53,11 +54,10 @@ async fn list_users(
 async fn create_user(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
-    body: Body,
+    JsonBody(body): JsonBody<UserIn>,
 ) -> ApiResult<(StatusCode, Json<UserOut>)> {
-    let username = body.str("username")?;
-    let password = body.str("password")?;
-    let superuser = body.opt_bool("is_superuser")?.unwrap_or(false);
+    let (username, password) = (body.username, body.password);
+    let superuser = body.is_superuser.is_some_and(|f| f.0);
     app.run(user, move |s| {
         Ok((
             StatusCode::CREATED,
@@ -87,19 +87,19 @@ async fn get_user(
         .await
 }
 
-#[utoipa::path(patch, path = "/api/v4/users/{user_id}/", tag = "users", request_body = UserIn,
+#[utoipa::path(patch, path = "/api/v4/users/{user_id}/", tag = "users", request_body = UserPatchIn,
     params(("user_id" = i64, Path)), responses((status = 200, body = UserOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
 async fn patch_user(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    JsonBody(body): JsonBody<UserPatchIn>,
 ) -> ApiResult<Json<UserOut>> {
     let update = UserUpdate {
-        username: body.opt_str("username")?,
-        password: body.opt_str("password")?,
-        is_superuser: body.opt_bool("is_superuser")?,
-        is_active: body.opt_bool("is_active")?,
+        username: body.username,
+        password: body.password,
+        is_superuser: body.is_superuser.map(|f| f.0),
+        is_active: body.is_active.map(|f| f.0),
     };
     app.run(user, move |s| {
         let id = UserId(id);

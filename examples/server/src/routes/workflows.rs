@@ -8,8 +8,8 @@ use axum::extract::{Query, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use docmeta_core::workflows::{
-    ActionKind, TransitionUpdate, Workflow, WorkflowAction, WorkflowInstance, WorkflowLogEntry,
-    WorkflowState, WorkflowTransition,
+    TransitionUpdate, Workflow, WorkflowAction, WorkflowInstance, WorkflowLogEntry, WorkflowState,
+    WorkflowTransition,
 };
 use docmeta_core::{
     DocumentId, DocumentTypeId, Session, WorkflowId, WorkflowInstanceId, WorkflowStateId,
@@ -20,10 +20,15 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::body::Body;
+use crate::body::JsonBody;
+use crate::body::fields::IdList;
 use crate::dto::{ErrorOut, PageOut};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::page::{ListQuery, Page};
+use crate::requests::{
+    ActionBody, ActionIn, StateIn, StatePatchIn, TakeTransitionIn, TransitionIn, TransitionPatchIn,
+    TriggerIn, When, WorkflowIn, WorkflowPatchIn,
+};
 use crate::state::{AppState, CurrentUser, Ids};
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
@@ -64,13 +69,6 @@ impl From<&Workflow> for WorkflowOut {
     }
 }
 
-/// Body of POST/PATCH on workflow templates.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct WorkflowIn {
-    pub label: String,
-    pub document_type_ids: Vec<i64>,
-}
-
 /// A state.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct StateOut {
@@ -92,13 +90,6 @@ impl From<&WorkflowState> for StateOut {
             ),
         }
     }
-}
-
-/// Body of POST on states.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct StateIn {
-    pub label: String,
-    pub initial: bool,
 }
 
 /// A transition with its triggers (full event names).
@@ -131,15 +122,6 @@ impl From<&WorkflowTransition> for TransitionOut {
     }
 }
 
-/// Body of POST on transitions.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TransitionIn {
-    pub label: String,
-    pub origin_state_id: i64,
-    pub destination_state_id: i64,
-    pub condition: Option<String>,
-}
-
 /// A state action. `action` is one of `{"type": "add_metadata", "metadata_type_ids": [..]}`,
 /// `{"type": "edit_metadata", "metadata_type_id": .., "value": "template"}`,
 /// `{"type": "remove_metadata", "metadata_type_ids": [..]}`,
@@ -152,8 +134,7 @@ pub struct ActionOut {
     /// `entry` or `exit`.
     pub when: String,
     pub critical: bool,
-    #[schema(value_type = Object)]
-    pub action: serde_json::Value,
+    pub action: ActionBody,
 }
 
 impl From<&WorkflowAction> for ActionOut {
@@ -163,26 +144,9 @@ impl From<&WorkflowAction> for ActionOut {
             label: a.label.clone(),
             when: if a.on_entry { "entry" } else { "exit" }.to_owned(),
             critical: a.critical,
-            action: serde_json::to_value(&a.action).unwrap_or_default(),
+            action: (&a.action).into(),
         }
     }
-}
-
-/// Body of POST on state actions (see [`ActionOut`] for `action`).
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ActionIn {
-    pub label: String,
-    /// `entry` (default) or `exit`.
-    pub when: Option<String>,
-    pub critical: Option<bool>,
-    #[schema(value_type = Object)]
-    pub action: serde_json::Value,
-}
-
-/// Body of POST on triggers: `document_metadata_added`, `_edited` or `_removed`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TriggerIn {
-    pub event_type: String,
 }
 
 /// A workflow running on a document.
@@ -241,19 +205,12 @@ impl From<&WorkflowLogEntry> for LogEntryOut {
     }
 }
 
-/// Body of POST on an instance's transitions.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TakeTransitionIn {
-    pub transition_id: i64,
-    pub comment: Option<String>,
-}
-
-fn type_ids(ids: Option<Vec<i64>>) -> Option<Vec<DocumentTypeId>> {
-    ids.map(|ids| ids.into_iter().map(DocumentTypeId).collect())
+fn type_ids(ids: Option<IdList>) -> Option<Vec<DocumentTypeId>> {
+    ids.map(|ids| ids.0.into_iter().map(DocumentTypeId).collect())
 }
 
 #[utoipa::path(get, path = "/api/v4/workflow-templates/", tag = "workflows",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("ordering" = Option<String>, Query, description = "label or id")),
+    params(crate::page::PageParams, ("ordering" = Option<String>, Query, description = "label or id")),
     responses((status = 200, body = crate::dto::PageOut)))]
 async fn list_workflows(
     State(app): State<AppState>,
@@ -270,7 +227,7 @@ async fn list_workflows(
                 ("label", |a, b| a.label.cmp(&b.label)),
                 ("id", |a, b| a.id.cmp(&b.id)),
             ],
-            |w| WorkflowOut::from(w),
+            |w| WorkflowOut::from(&w),
         )
     })
     .await
@@ -282,10 +239,10 @@ async fn list_workflows(
 async fn create_workflow(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
-    body: Body,
+    JsonBody(body): JsonBody<WorkflowIn>,
 ) -> ApiResult<(StatusCode, Json<WorkflowOut>)> {
-    let label = body.str("label")?;
-    let types = type_ids(body.opt_ids("document_type_ids")?).unwrap_or_default();
+    let label = body.label;
+    let types = type_ids(body.document_type_ids).unwrap_or_default();
     app.run(user, move |s| {
         let w = s.create_workflow(&label, &types)?;
         Ok((StatusCode::CREATED, Json((&w).into())))
@@ -306,17 +263,17 @@ async fn get_workflow(
     .await
 }
 
-#[utoipa::path(patch, path = "/api/v4/workflow-templates/{workflow_id}/", tag = "workflows", request_body = WorkflowIn,
+#[utoipa::path(patch, path = "/api/v4/workflow-templates/{workflow_id}/", tag = "workflows", request_body = WorkflowPatchIn,
     params(("workflow_id" = i64, Path)),
     responses((status = 200, body = WorkflowOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
 async fn patch_workflow(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    JsonBody(body): JsonBody<WorkflowPatchIn>,
 ) -> ApiResult<Json<WorkflowOut>> {
-    let label = body.opt_str("label")?;
-    let types = type_ids(body.opt_ids("document_type_ids")?);
+    let label = body.label;
+    let types = type_ids(body.document_type_ids);
     app.run(user, move |s| {
         let w = s.update_workflow(WorkflowId(id), label.as_deref(), types.as_deref())?;
         Ok(Json((&w).into()))
@@ -339,7 +296,7 @@ async fn delete_workflow(
 }
 
 #[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/states/", tag = "workflows",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("workflow_id" = i64, Path)), responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
+    params(crate::page::PageParams, ("workflow_id" = i64, Path)), responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_states(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -364,10 +321,10 @@ async fn create_state(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    JsonBody(body): JsonBody<StateIn>,
 ) -> ApiResult<(StatusCode, Json<StateOut>)> {
-    let label = body.str("label")?;
-    let initial = body.opt_bool("initial")?.unwrap_or(false);
+    let label = body.label;
+    let initial = body.initial.is_some_and(|f| f.0);
     app.run(user, move |s| {
         let s = s.create_workflow_state(WorkflowId(id), &label, initial)?;
         Ok((StatusCode::CREATED, Json((&s).into())))
@@ -376,7 +333,7 @@ async fn create_state(
 }
 
 #[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/transitions/", tag = "workflows",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("workflow_id" = i64, Path)), responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
+    params(crate::page::PageParams, ("workflow_id" = i64, Path)), responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_transitions(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -401,12 +358,12 @@ async fn create_transition(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids(id): Ids<i64>,
-    body: Body,
+    JsonBody(body): JsonBody<TransitionIn>,
 ) -> ApiResult<(StatusCode, Json<TransitionOut>)> {
-    let label = body.str("label")?;
-    let origin = WorkflowStateId(body.id("origin_state_id")?);
-    let destination = WorkflowStateId(body.id("destination_state_id")?);
-    let condition = body.opt_str("condition")?.unwrap_or_default();
+    let label = body.label;
+    let origin = WorkflowStateId(body.origin_state_id.0);
+    let destination = WorkflowStateId(body.destination_state_id.0);
+    let condition = body.condition.unwrap_or_default();
     app.run(user, move |s| {
         let t =
             s.create_workflow_transition(WorkflowId(id), &label, origin, destination, &condition)?;
@@ -416,7 +373,7 @@ async fn create_transition(
 }
 
 #[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/states/{state_id}/actions/", tag = "workflows",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("workflow_id" = i64, Path), ("state_id" = i64, Path)),
+    params(crate::page::PageParams, ("workflow_id" = i64, Path), ("state_id" = i64, Path)),
     responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_actions(
     State(app): State<AppState>,
@@ -443,21 +400,12 @@ async fn create_action(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids((id, state)): Ids<(i64, i64)>,
-    body: Body,
+    JsonBody(body): JsonBody<ActionIn>,
 ) -> ApiResult<(StatusCode, Json<ActionOut>)> {
-    let label = body.str("label")?;
-    let on_entry = match body.opt_str("when")?.as_deref() {
-        None | Some("entry") => true,
-        Some("exit") => false,
-        Some(_) => return Err(ApiError::field("when", "Use \"entry\" or \"exit\".")),
-    };
-    let critical = body.opt_bool("critical")?.unwrap_or(false);
-    let action: ActionKind = serde_json::from_value(
-        body.raw("action")
-            .cloned()
-            .ok_or_else(|| ApiError::field("action", "This field is required."))?,
-    )
-    .map_err(|e| ApiError::field("action", format!("Not a valid action: {e}.")))?;
+    let label = body.label;
+    let on_entry = body.when != Some(When::Exit);
+    let critical = body.critical.is_some_and(|f| f.0);
+    let action = body.action.0;
     app.run(user, move |s| {
         let a = s.create_workflow_action(
             WorkflowId(id),
@@ -492,7 +440,7 @@ async fn delete_action(
 }
 
 #[utoipa::path(delete, path = "/api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/triggers/{event_type}/", tag = "workflows",
-    params(("workflow_id" = i64, Path), ("transition_id" = i64, Path), ("event_type" = String, Path)),
+    params(("workflow_id" = i64, Path), ("transition_id" = i64, Path), TriggerPath),
     responses((status = 204), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
 async fn delete_trigger(
     State(app): State<AppState>,
@@ -506,6 +454,25 @@ async fn delete_trigger(
     .await
 }
 
+/// The trigger a path names (for the OpenAPI description): an event, by its short or full
+/// name.
+struct TriggerPath;
+
+impl utoipa::IntoParams for TriggerPath {
+    fn into_params(
+        _: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>,
+    ) -> Vec<utoipa::openapi::path::Parameter> {
+        vec![
+            utoipa::openapi::path::ParameterBuilder::new()
+                .name("event_type")
+                .parameter_in(utoipa::openapi::path::ParameterIn::Path)
+                .required(utoipa::openapi::Required::True)
+                .schema(Some(crate::requests::trigger_event()))
+                .build(),
+        ]
+    }
+}
+
 fn transition_of(
     s: &Session,
     workflow: WorkflowId,
@@ -515,7 +482,7 @@ fn transition_of(
 }
 
 #[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/triggers/", tag = "workflows",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("workflow_id" = i64, Path), ("transition_id" = i64, Path)),
+    params(crate::page::PageParams, ("workflow_id" = i64, Path), ("transition_id" = i64, Path)),
     responses((status = 200, body = PageOut, description = "The event names that trigger the transition"), (status = 404, body = ErrorOut)))]
 async fn list_triggers(
     State(app): State<AppState>,
@@ -540,9 +507,8 @@ async fn create_trigger(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids((id, transition)): Ids<(i64, i64)>,
-    body: Body,
+    JsonBody(TriggerIn { event_type: event }): JsonBody<TriggerIn>,
 ) -> ApiResult<(StatusCode, Json<TransitionOut>)> {
-    let event = body.str("event_type")?;
     app.run(user, move |s| {
         let t = s.add_workflow_trigger(WorkflowId(id), WorkflowTransitionId(transition), &event)?;
         Ok((StatusCode::CREATED, Json((&t).into())))
@@ -551,7 +517,7 @@ async fn create_trigger(
 }
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/workflows/", tag = "workflows",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("document_id" = i64, Path)), responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
+    params(crate::page::PageParams, ("document_id" = i64, Path)), responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn list_instances(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -585,7 +551,7 @@ async fn get_instance(
 }
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/workflows/{instance_id}/log/", tag = "workflows",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("document_id" = i64, Path), ("instance_id" = i64, Path)),
+    params(crate::page::PageParams, ("document_id" = i64, Path), ("instance_id" = i64, Path)),
     responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
 async fn instance_log(
     State(app): State<AppState>,
@@ -605,7 +571,7 @@ async fn instance_log(
 }
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/workflows/{instance_id}/transitions/", tag = "workflows",
-    params(("page" = Option<usize>, Query), ("page_size" = Option<usize>, Query), ("document_id" = i64, Path), ("instance_id" = i64, Path)),
+    params(crate::page::PageParams, ("document_id" = i64, Path), ("instance_id" = i64, Path)),
     responses((status = 200, description = "The transitions the instance may take now", body = PageOut), (status = 404, body = ErrorOut)))]
 async fn available_transitions(
     State(app): State<AppState>,
@@ -631,10 +597,10 @@ async fn take_transition(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids((document, instance)): Ids<(i64, i64)>,
-    body: Body,
+    JsonBody(body): JsonBody<TakeTransitionIn>,
 ) -> ApiResult<(StatusCode, Json<LogEntryOut>)> {
-    let transition = WorkflowTransitionId(body.id("transition_id")?);
-    let comment = body.opt_str("comment")?.unwrap_or_default();
+    let transition = WorkflowTransitionId(body.transition_id.0);
+    let comment = body.comment.unwrap_or_default();
     app.run(user, move |s| {
         let entry = s.transition_workflow(
             DocumentId(document),
@@ -645,23 +611,6 @@ async fn take_transition(
         Ok((StatusCode::CREATED, Json((&entry).into())))
     })
     .await
-}
-
-/// Body of PATCH on a state.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct StatePatchIn {
-    pub label: Option<String>,
-    /// `true` makes it the initial state (replacing the previous one).
-    pub initial: Option<bool>,
-}
-
-/// Body of PATCH on a transition.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TransitionPatchIn {
-    pub label: Option<String>,
-    pub origin_state_id: Option<i64>,
-    pub destination_state_id: Option<i64>,
-    pub condition: Option<String>,
 }
 
 #[utoipa::path(get, path = "/api/v4/workflow-templates/{workflow_id}/states/{state_id}/", tag = "workflows",
@@ -686,10 +635,10 @@ async fn patch_state(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids((id, state)): Ids<(i64, i64)>,
-    body: Body,
+    JsonBody(body): JsonBody<StatePatchIn>,
 ) -> ApiResult<Json<StateOut>> {
-    let label = body.opt_str("label")?;
-    let initial = body.opt_bool("initial")?;
+    let label = body.label;
+    let initial = body.initial.map(|f| f.0);
     app.run(user, move |s| {
         let st = s.update_workflow_state(
             WorkflowId(id),
@@ -741,13 +690,13 @@ async fn patch_transition(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
     Ids((id, transition)): Ids<(i64, i64)>,
-    body: Body,
+    JsonBody(body): JsonBody<TransitionPatchIn>,
 ) -> ApiResult<Json<TransitionOut>> {
     let update = TransitionUpdate {
-        label: body.opt_str("label")?,
-        origin: body.opt_id("origin_state_id")?.map(WorkflowStateId),
-        destination: body.opt_id("destination_state_id")?.map(WorkflowStateId),
-        condition: body.opt_str("condition")?,
+        label: body.label,
+        origin: body.origin_state_id.map(|s| WorkflowStateId(s.0)),
+        destination: body.destination_state_id.map(|s| WorkflowStateId(s.0)),
+        condition: body.condition,
     };
     app.run(user, move |s| {
         let t =

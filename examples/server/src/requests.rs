@@ -1,0 +1,1058 @@
+//! The request bodies. Each is read by [`JsonBody`](crate::body::JsonBody) and described in the
+//! OpenAPI document by the same struct, so what the document allows is what the server reads:
+//! fields are read in the order declared here (the first refused one answers), an `Option`
+//! field may be absent or `null`, other fields are required. The text rules the core enforces
+//! on labels and names are stated in the schemas too (lengths, not blank, patterns); what a
+//! schema cannot say (that an id exists, that a name is unique, that a template compiles) is
+//! refused by the core with a `400` naming the field, a `403` or a `404`.
+
+use std::fmt;
+
+use docmeta_core::workflows::ActionKind;
+use docmeta_core::{MetadataTypeId, RoleId};
+use serde::de::{self, Deserializer, Error as _, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, Type};
+use utoipa::openapi::{Ref, RefOr};
+use utoipa::{PartialSchema, ToSchema};
+
+use crate::body::fields::{
+    Flag, Id, IdList, PermissionKey, integer, integers, label, optional_label, optional_text,
+};
+
+/// Longest metadata type name or label, and document type label.
+const NAME: usize = 48;
+/// Longest document label, and workflow, state, transition or action label.
+const LABEL: usize = 255;
+/// Longest cabinet label.
+const CABINET: usize = 128;
+/// Longest group name or role label.
+const GROUP: usize = 150;
+/// Longest template (a default, a lookup, a condition).
+const TEMPLATE: usize = 10_000;
+/// Longest metadata value.
+const VALUE: usize = 10_000;
+
+// ----- metadata types ---------------------------------------------------------------------
+
+/// Body of POST and PUT on metadata types (PUT replaces every field: an absent one is empty).
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct MetadataTypeIn {
+    /// Used in templates as `document.metadata_value_of.<name>`.
+    #[schema(schema_with = metadata_type_name)]
+    pub name: String,
+    #[schema(schema_with = label::<NAME>)]
+    pub label: String,
+    /// A template for the value of a new document's value.
+    #[schema(schema_with = optional_text::<TEMPLATE>)]
+    pub default: Option<String>,
+    /// A template rendering the allowed values, one per line or comma-separated.
+    #[schema(schema_with = optional_text::<TEMPLATE>)]
+    pub lookup: Option<String>,
+    /// A validator's class path (empty: none).
+    #[schema(schema_with = optional_text::<TEMPLATE>)]
+    pub validation: Option<String>,
+    /// The validator's arguments, as YAML.
+    #[schema(schema_with = optional_text::<TEMPLATE>)]
+    pub validation_arguments: Option<String>,
+    /// A parser's class path (empty: none).
+    #[schema(schema_with = optional_text::<TEMPLATE>)]
+    pub parser: Option<String>,
+    /// The parser's arguments, as YAML.
+    #[schema(schema_with = optional_text::<TEMPLATE>)]
+    pub parser_arguments: Option<String>,
+}
+
+/// Body of PATCH on metadata types: absent fields keep their value.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct MetadataTypePatchIn {
+    #[schema(schema_with = optional_metadata_type_name)]
+    pub name: Option<String>,
+    #[schema(schema_with = optional_label::<NAME>)]
+    pub label: Option<String>,
+    #[schema(schema_with = optional_text::<TEMPLATE>)]
+    pub default: Option<String>,
+    #[schema(schema_with = optional_text::<TEMPLATE>)]
+    pub lookup: Option<String>,
+    #[schema(schema_with = optional_text::<TEMPLATE>)]
+    pub validation: Option<String>,
+    #[schema(schema_with = optional_text::<TEMPLATE>)]
+    pub validation_arguments: Option<String>,
+    #[schema(schema_with = optional_text::<TEMPLATE>)]
+    pub parser: Option<String>,
+    #[schema(schema_with = optional_text::<TEMPLATE>)]
+    pub parser_arguments: Option<String>,
+}
+
+/// Words a metadata type name may not be (templates read names as identifiers): Python's
+/// keywords and constants and Jinja's keywords, as the core refuses them.
+pub const RESERVED_NAMES: &[&str] = &[
+    "False",
+    "None",
+    "True",
+    "and",
+    "as",
+    "assert",
+    "async",
+    "await",
+    "break",
+    "class",
+    "continue",
+    "def",
+    "del",
+    "elif",
+    "else",
+    "except",
+    "finally",
+    "for",
+    "from",
+    "global",
+    "if",
+    "import",
+    "in",
+    "is",
+    "lambda",
+    "nonlocal",
+    "not",
+    "or",
+    "pass",
+    "raise",
+    "return",
+    "try",
+    "while",
+    "with",
+    "yield",
+    "match",
+    "case",
+    "type",
+    "print",
+    "exec",
+    "true",
+    "false",
+    "none",
+    "block",
+    "endblock",
+    "extends",
+    "include",
+    "macro",
+    "endmacro",
+    "call",
+    "endcall",
+    "filter",
+    "endfilter",
+    "set",
+    "endset",
+    "endfor",
+    "endif",
+    "endwith",
+    "autoescape",
+    "endautoescape",
+    "raw",
+    "endraw",
+    "recursive",
+    "loop",
+    "super",
+    "self",
+    "varargs",
+    "kwargs",
+    "caller",
+    "do",
+    "ignore",
+    "missing",
+    "context",
+    "scoped",
+];
+
+/// A metadata type name: an identifier of at most 48 characters (letters, digits and
+/// underscores, not starting with a digit) that is not a reserved word.
+fn name_schema(optional: bool) -> ObjectBuilder {
+    let kind = if optional {
+        utoipa::openapi::schema::SchemaType::from_iter([Type::String, Type::Null])
+    } else {
+        Type::String.into()
+    };
+    ObjectBuilder::new()
+        .schema_type(kind)
+        .max_length(Some(NAME))
+        .pattern(Some(format!(
+            "^(?!(?:{})$)[A-Za-z_][A-Za-z0-9_]*$",
+            RESERVED_NAMES.join("|")
+        )))
+}
+
+fn metadata_type_name() -> Schema {
+    name_schema(false).into()
+}
+
+fn optional_metadata_type_name() -> Schema {
+    name_schema(true).into()
+}
+
+// ----- documents and their types -----------------------------------------------------------
+
+/// Body of POST and PUT on document types.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct DocumentTypeIn {
+    #[schema(schema_with = label::<NAME>)]
+    pub label: String,
+}
+
+/// Body of PATCH on document types.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct DocumentTypePatchIn {
+    #[schema(schema_with = optional_label::<NAME>)]
+    pub label: Option<String>,
+}
+
+/// Body of POST on documents (the JSON form; see the operation for the multipart one).
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct DocumentIn {
+    /// A document type the caller may create documents of.
+    pub document_type_id: Id,
+    #[schema(schema_with = label::<LABEL>)]
+    pub label: String,
+    /// Initial metadata values, each run through the value pipeline.
+    pub metadata: Option<InitialValues>,
+}
+
+/// Body of PATCH on documents.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct DocumentPatchIn {
+    #[schema(schema_with = optional_label::<LABEL>)]
+    pub label: Option<String>,
+}
+
+/// One initial metadata value of a new document (also the entries of a form's `metadata`).
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct InitialValueIn {
+    #[schema(minimum = 1)]
+    #[serde(deserialize_with = "integer")]
+    pub metadata_type_id: i64,
+    #[schema(schema_with = optional_text::<VALUE>)]
+    pub value: Option<String>,
+}
+
+/// The initial values of a new document: `(metadata type, value)`, a value absent or `null`
+/// read as empty.
+#[derive(Debug, Default)]
+pub struct InitialValues(pub Vec<(MetadataTypeId, String)>);
+
+/// The message for `metadata` when any of its entries is refused.
+pub const INITIAL_VALUES: &str =
+    "Expected a list of {\"metadata_type_id\": <id>, \"value\": <text>} items.";
+
+impl InitialValues {
+    /// The values of entries read from JSON; an entry whose type id is not positive refuses
+    /// them all.
+    pub fn of(entries: Vec<InitialValueIn>) -> Option<Self> {
+        entries
+            .into_iter()
+            .map(|e| {
+                (e.metadata_type_id > 0).then(|| {
+                    (
+                        MetadataTypeId(e.metadata_type_id),
+                        e.value.unwrap_or_default(),
+                    )
+                })
+            })
+            .collect::<Option<Vec<_>>>()
+            .map(InitialValues)
+    }
+}
+
+impl<'de> Deserialize<'de> for InitialValues {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Read;
+        impl<'de> Visitor<'de> for Read {
+            type Value = InitialValues;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(INITIAL_VALUES)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<InitialValues, A::Error> {
+                let mut entries = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                // Any refused entry refuses the list, with the list's message.
+                while let Some(entry) = seq
+                    .next_element::<InitialValueIn>()
+                    .map_err(|_| A::Error::custom(INITIAL_VALUES))?
+                {
+                    entries.push(entry);
+                }
+                InitialValues::of(entries).ok_or_else(|| A::Error::custom(INITIAL_VALUES))
+            }
+        }
+        deserializer.deserialize_any(Read)
+    }
+}
+
+impl PartialSchema for InitialValues {
+    fn schema() -> RefOr<Schema> {
+        ArrayBuilder::new()
+            .items(Ref::from_schema_name(InitialValueIn::name()))
+            .into()
+    }
+}
+
+impl ToSchema for InitialValues {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((InitialValueIn::name().into(), InitialValueIn::schema()));
+        InitialValueIn::schemas(schemas);
+    }
+}
+
+/// Body of POST on `/api/v4/documents/batch/`: at most 1000 documents, created in one
+/// transaction.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct DocumentBatchIn {
+    pub documents: DocumentList,
+}
+
+/// The documents of a batch.
+#[derive(Debug)]
+pub struct DocumentList(pub Vec<DocumentIn>);
+
+impl<'de> Deserialize<'de> for DocumentList {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        const LIST: &str =
+            "Expected a list of {\"document_type_id\", \"label\", \"metadata\"} items.";
+        struct Present;
+        impl<'de> Visitor<'de> for Present {
+            type Value = DocumentList;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(LIST)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<DocumentList, A::Error> {
+                let max = docmeta_core::MAX_DOCUMENT_BATCH;
+                if seq.size_hint().unwrap_or(0) > max {
+                    return Err(A::Error::custom(format!(
+                        "Ensure this field has no more than {max} elements."
+                    )));
+                }
+                let mut documents = Vec::new();
+                while let Some(document) = seq.next_element()? {
+                    documents.push(document);
+                }
+                Ok(DocumentList(documents))
+            }
+        }
+        /// Absent reads as `None` here, to be refused with the list's message.
+        struct MaybePresent;
+        impl<'de> Visitor<'de> for MaybePresent {
+            type Value = DocumentList;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(LIST)
+            }
+            fn visit_none<E: de::Error>(self) -> Result<DocumentList, E> {
+                Err(E::custom(LIST))
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<DocumentList, D::Error> {
+                d.deserialize_any(Present)
+            }
+        }
+        deserializer.deserialize_option(MaybePresent)
+    }
+}
+
+impl PartialSchema for DocumentList {
+    fn schema() -> RefOr<Schema> {
+        ArrayBuilder::new()
+            .items(Ref::from_schema_name(DocumentIn::name()))
+            .max_items(Some(docmeta_core::MAX_DOCUMENT_BATCH))
+            .into()
+    }
+}
+
+impl ToSchema for DocumentList {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((DocumentIn::name().into(), DocumentIn::schema()));
+        DocumentIn::schemas(schemas);
+    }
+}
+
+/// Body of POST `/type/change/`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct DocumentTypeChangeIn {
+    pub document_type_id: Id,
+}
+
+/// Body of POST on a document's metadata.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct DocumentMetadataIn {
+    pub metadata_type_id: Id,
+    /// The value (absent: empty), run through the type's parser and validator.
+    #[schema(schema_with = optional_text::<VALUE>)]
+    pub value: Option<String>,
+}
+
+/// Body of PUT on a document's metadata value: `metadata_type_id` must be the value's own.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct DocumentMetadataPutIn {
+    #[schema(schema_with = value_text)]
+    pub value: String,
+    pub metadata_type_id: Id,
+}
+
+/// Body of PATCH on a document's metadata value (absent: empty).
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct DocumentMetadataPatchIn {
+    #[schema(schema_with = optional_text::<VALUE>)]
+    pub value: Option<String>,
+}
+
+/// A metadata value: at most 10,000 characters, without the NUL character.
+fn value_text() -> Schema {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .max_length(Some(VALUE))
+        .pattern(Some(r"^[^\u0000]*$"))
+        .into()
+}
+
+// ----- associations ---------------------------------------------------------------------------
+
+/// Body of POST on a document type's metadata types.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct AssociationIn {
+    pub metadata_type_id: Id,
+    /// Whether documents of the type must have a value (absent: `false`).
+    pub required: Option<Flag>,
+}
+
+/// Body of PUT on an association: `metadata_type_id` must be the association's own.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct AssociationPutIn {
+    /// Absent: `false`.
+    pub required: Option<Flag>,
+    pub metadata_type_id: Id,
+}
+
+/// Body of PATCH on an association: `metadata_type_id`, when given, must be its own.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct AssociationPatchIn {
+    pub required: Option<Flag>,
+    pub metadata_type_id: Option<Id>,
+}
+
+// ----- access control -------------------------------------------------------------------------
+
+/// Body of the permission add/remove endpoints.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct PermissionIn {
+    pub permission: PermissionKey,
+}
+
+/// Body of POST on an object's ACLs.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct AclIn {
+    pub role_id: Id,
+}
+
+/// Body of POST on users.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct UserIn {
+    #[schema(schema_with = username)]
+    pub username: String,
+    #[schema(schema_with = password)]
+    pub password: String,
+    /// Absent: `false`.
+    pub is_superuser: Option<Flag>,
+}
+
+/// Body of PATCH on users (`password` is write-only).
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct UserPatchIn {
+    #[schema(schema_with = optional_username)]
+    pub username: Option<String>,
+    #[schema(schema_with = optional_password)]
+    pub password: Option<String>,
+    pub is_superuser: Option<Flag>,
+    pub is_active: Option<Flag>,
+}
+
+/// A username: 1 to 150 letters, digits and `@.+-_` (letters and digits of any script are
+/// accepted; the pattern names the ASCII ones).
+fn username_schema(optional: bool) -> ObjectBuilder {
+    let kind = if optional {
+        utoipa::openapi::schema::SchemaType::from_iter([Type::String, Type::Null])
+    } else {
+        Type::String.into()
+    };
+    ObjectBuilder::new()
+        .schema_type(kind)
+        .pattern(Some("^[A-Za-z0-9@.+_-]{1,150}$"))
+        .description(Some(
+            "1 to 150 letters, digits and @.+-_ (letters and digits of any script).",
+        ))
+}
+
+fn username() -> Schema {
+    username_schema(false).into()
+}
+
+fn optional_username() -> Schema {
+    username_schema(true).into()
+}
+
+/// A password: at least 8 characters, at most 4096 bytes (1024 characters always fit).
+fn password_schema(optional: bool) -> ObjectBuilder {
+    let kind = if optional {
+        utoipa::openapi::schema::SchemaType::from_iter([Type::String, Type::Null])
+    } else {
+        Type::String.into()
+    };
+    ObjectBuilder::new()
+        .schema_type(kind)
+        .min_length(Some(8))
+        .max_length(Some(1024))
+        .description(Some("At least 8 characters and at most 4096 bytes."))
+}
+
+fn password() -> Schema {
+    password_schema(false).into()
+}
+
+fn optional_password() -> Schema {
+    password_schema(true).into()
+}
+
+/// Body of POST on groups.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct GroupIn {
+    #[schema(schema_with = label::<GROUP>)]
+    pub name: String,
+}
+
+/// Body of PATCH on groups.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct GroupPatchIn {
+    #[schema(schema_with = optional_label::<GROUP>)]
+    pub name: Option<String>,
+}
+
+/// Body of POST on roles.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct RoleIn {
+    #[schema(schema_with = label::<GROUP>)]
+    pub label: String,
+}
+
+/// Body of PATCH on roles.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct RolePatchIn {
+    #[schema(schema_with = optional_label::<GROUP>)]
+    pub label: Option<String>,
+}
+
+/// Body of the group membership endpoints.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct UserIdIn {
+    pub user_id: Id,
+}
+
+/// Body of the role/group endpoints.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct GroupIdIn {
+    pub group_id: Id,
+}
+
+// ----- cabinets -------------------------------------------------------------------------------
+
+/// Body of POST on cabinets.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct CabinetIn {
+    #[schema(schema_with = label::<CABINET>)]
+    pub label: String,
+    /// The parent cabinet (absent: a top-level cabinet).
+    pub parent_id: Option<Id>,
+}
+
+/// Body of PATCH on cabinets.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct CabinetPatchIn {
+    #[schema(schema_with = optional_label::<CABINET>)]
+    pub label: Option<String>,
+}
+
+/// Body of the cabinet/document endpoints.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct DocumentIdIn {
+    pub document_id: Id,
+}
+
+// ----- workflows ------------------------------------------------------------------------------
+
+/// Body of POST on workflow templates.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct WorkflowIn {
+    #[schema(schema_with = label::<LABEL>)]
+    pub label: String,
+    /// The document types it runs on (absent: none).
+    pub document_type_ids: Option<IdList>,
+}
+
+/// Body of PATCH on workflow templates.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct WorkflowPatchIn {
+    #[schema(schema_with = optional_label::<LABEL>)]
+    pub label: Option<String>,
+    pub document_type_ids: Option<IdList>,
+}
+
+/// Body of POST on states.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct StateIn {
+    #[schema(schema_with = label::<LABEL>)]
+    pub label: String,
+    /// Absent: `false`.
+    pub initial: Option<Flag>,
+}
+
+/// Body of PATCH on a state.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct StatePatchIn {
+    #[schema(schema_with = optional_label::<LABEL>)]
+    pub label: Option<String>,
+    /// `true` makes it the initial state (replacing the previous one).
+    pub initial: Option<Flag>,
+}
+
+/// Body of POST on transitions.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct TransitionIn {
+    #[schema(schema_with = label::<LABEL>)]
+    pub label: String,
+    pub origin_state_id: Id,
+    pub destination_state_id: Id,
+    /// A template that allows the transition when it renders to `True` (absent: always).
+    #[schema(schema_with = optional_text::<TEMPLATE>)]
+    pub condition: Option<String>,
+}
+
+/// Body of PATCH on a transition.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct TransitionPatchIn {
+    #[schema(schema_with = optional_label::<LABEL>)]
+    pub label: Option<String>,
+    pub origin_state_id: Option<Id>,
+    pub destination_state_id: Option<Id>,
+    #[schema(schema_with = optional_text::<TEMPLATE>)]
+    pub condition: Option<String>,
+}
+
+/// When a state action runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub enum When {
+    Entry,
+    Exit,
+}
+
+impl<'de> Deserialize<'de> for When {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match String::deserialize(deserializer)?.as_str() {
+            "entry" => Ok(When::Entry),
+            "exit" => Ok(When::Exit),
+            _ => Err(D::Error::custom("Use \"entry\" or \"exit\".")),
+        }
+    }
+}
+
+/// Body of POST on state actions.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ActionIn {
+    #[schema(schema_with = label::<LABEL>)]
+    pub label: String,
+    /// Absent: `entry`.
+    pub when: Option<When>,
+    /// Whether a failure aborts the transition (absent: `false`).
+    pub critical: Option<Flag>,
+    pub action: Action,
+}
+
+/// What a state action does, read as [`ActionBody`].
+#[derive(Debug)]
+pub struct Action(pub ActionKind);
+
+impl<'de> Deserialize<'de> for Action {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = serde_json::Value::deserialize(deserializer)?;
+        serde_json::from_value::<ActionBody>(value)
+            .map(|a| Action(a.into()))
+            .map_err(|e| D::Error::custom(format!("Not a valid action: {e}.")))
+    }
+}
+
+impl PartialSchema for Action {
+    fn schema() -> RefOr<Schema> {
+        Ref::from_schema_name(ActionBody::name()).into()
+    }
+}
+
+impl ToSchema for Action {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((ActionBody::name().into(), ActionBody::schema()));
+        ActionBody::schemas(schemas);
+    }
+}
+
+/// A state action's action, as requests and answers write it (the core's `ActionKind`).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ActionBody {
+    /// Adds metadata types to the document with no initial value (their default applies).
+    AddMetadata {
+        #[schema(schema_with = id_array)]
+        #[serde(deserialize_with = "integers")]
+        metadata_type_ids: Vec<i64>,
+    },
+    /// Sets or updates a value; `value` is a template whose output goes through the pipeline.
+    EditMetadata {
+        #[schema(minimum = 1)]
+        #[serde(deserialize_with = "integer")]
+        metadata_type_id: i64,
+        #[schema(max_length = 10000)]
+        value: String,
+    },
+    /// Removes metadata types from the document.
+    RemoveMetadata {
+        #[schema(schema_with = id_array)]
+        #[serde(deserialize_with = "integers")]
+        metadata_type_ids: Vec<i64>,
+    },
+    /// Grants `permission` to `role_id` on the workflow's document.
+    GrantDocumentAccess {
+        #[schema(minimum = 1)]
+        #[serde(deserialize_with = "integer")]
+        role_id: i64,
+        #[schema(schema_with = permission_key)]
+        permission: String,
+    },
+    /// Revokes `permission` from `role_id` on the workflow's document.
+    RevokeDocumentAccess {
+        #[schema(minimum = 1)]
+        #[serde(deserialize_with = "integer")]
+        role_id: i64,
+        #[schema(schema_with = permission_key)]
+        permission: String,
+    },
+}
+
+fn permission_key() -> RefOr<Schema> {
+    PermissionKey::schema()
+}
+
+fn id_array() -> RefOr<Schema> {
+    IdList::schema()
+}
+
+impl From<ActionBody> for ActionKind {
+    fn from(a: ActionBody) -> Self {
+        let types = |ids: Vec<i64>| ids.into_iter().map(MetadataTypeId).collect();
+        match a {
+            ActionBody::AddMetadata { metadata_type_ids } => ActionKind::AddMetadata {
+                metadata_type_ids: types(metadata_type_ids),
+            },
+            ActionBody::EditMetadata {
+                metadata_type_id,
+                value,
+            } => ActionKind::EditMetadata {
+                metadata_type_id: MetadataTypeId(metadata_type_id),
+                value,
+            },
+            ActionBody::RemoveMetadata { metadata_type_ids } => ActionKind::RemoveMetadata {
+                metadata_type_ids: types(metadata_type_ids),
+            },
+            ActionBody::GrantDocumentAccess {
+                role_id,
+                permission,
+            } => ActionKind::GrantDocumentAccess {
+                role_id: RoleId(role_id),
+                permission,
+            },
+            ActionBody::RevokeDocumentAccess {
+                role_id,
+                permission,
+            } => ActionKind::RevokeDocumentAccess {
+                role_id: RoleId(role_id),
+                permission,
+            },
+        }
+    }
+}
+
+impl From<&ActionKind> for ActionBody {
+    fn from(a: &ActionKind) -> Self {
+        let ids = |types: &[MetadataTypeId]| types.iter().map(|t| t.0).collect();
+        match a {
+            ActionKind::AddMetadata { metadata_type_ids } => ActionBody::AddMetadata {
+                metadata_type_ids: ids(metadata_type_ids),
+            },
+            ActionKind::EditMetadata {
+                metadata_type_id,
+                value,
+            } => ActionBody::EditMetadata {
+                metadata_type_id: metadata_type_id.0,
+                value: value.clone(),
+            },
+            ActionKind::RemoveMetadata { metadata_type_ids } => ActionBody::RemoveMetadata {
+                metadata_type_ids: ids(metadata_type_ids),
+            },
+            ActionKind::GrantDocumentAccess {
+                role_id,
+                permission,
+            } => ActionBody::GrantDocumentAccess {
+                role_id: role_id.0,
+                permission: permission.clone(),
+            },
+            ActionKind::RevokeDocumentAccess {
+                role_id,
+                permission,
+            } => ActionBody::RevokeDocumentAccess {
+                role_id: role_id.0,
+                permission: permission.clone(),
+            },
+        }
+    }
+}
+
+/// Body of POST on triggers.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct TriggerIn {
+    #[schema(schema_with = trigger_event)]
+    pub event_type: String,
+}
+
+/// The events a transition can be triggered by, by their short or full names.
+pub fn trigger_event() -> Schema {
+    let full = docmeta_core::workflows::TRIGGER_EVENTS;
+    let short = full
+        .iter()
+        .filter_map(|name| name.strip_prefix("metadata."));
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(short.chain(full.iter().copied())))
+        .into()
+}
+
+/// Body of POST on an instance's transitions.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct TakeTransitionIn {
+    pub transition_id: Id,
+    #[schema(schema_with = optional_text::<VALUE>)]
+    pub comment: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::de::DeserializeOwned;
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    /// The `400` body reading `body` into `T` answers (`Value::Null` when it is read).
+    fn refusal<T: DeserializeOwned>(body: Value) -> Value {
+        let Value::Object(object) = body else {
+            panic!("a body is an object");
+        };
+        match crate::body::read_fields::<T>(&object) {
+            Ok(_) => Value::Null,
+            Err(e) => {
+                assert_eq!(e.status, axum::http::StatusCode::BAD_REQUEST);
+                e.body
+            }
+        }
+    }
+
+    fn read<T: DeserializeOwned>(body: Value) -> T {
+        let Value::Object(object) = body else {
+            panic!("a body is an object");
+        };
+        crate::body::read_fields::<T>(&object).expect("read")
+    }
+
+    #[test]
+    fn fields_are_read_in_their_order_and_the_first_refused_one_answers() {
+        let required = json!(["This field is required."]);
+        assert_eq!(
+            refusal::<UserIn>(json!({})),
+            json!({ "username": required })
+        );
+        // `password` is wrong too, but `username` comes first.
+        assert_eq!(
+            refusal::<UserIn>(json!({"password": 5})),
+            json!({ "username": required })
+        );
+        assert_eq!(
+            refusal::<UserIn>(json!({"username": 5, "password": "a long password"})),
+            json!({"username": ["Not a valid string."]})
+        );
+        // PUT names the value before the type.
+        assert_eq!(
+            refusal::<DocumentMetadataPutIn>(json!({"metadata_type_id": "x"})),
+            json!({ "value": required })
+        );
+        // `null` is absent; unknown fields are ignored.
+        assert_eq!(
+            refusal::<GroupIn>(json!({"name": null, "other": 1})),
+            json!({ "name": required })
+        );
+        let patch: UserPatchIn = read(json!({"username": null, "x": [1]}));
+        assert_eq!(patch.username, None);
+    }
+
+    #[test]
+    fn ids_are_positive_integers_or_strings_of_digits() {
+        let read_id = |v: Value| read::<DocumentIdIn>(json!({"document_id": v})).document_id;
+        assert_eq!(read_id(json!(7)), Id(7));
+        assert_eq!(read_id(json!("12")), Id(12));
+        assert_eq!(read_id(json!(" 0012\n")), Id(12));
+        // JSON Schema's `integer` includes integers written as floats.
+        assert_eq!(read_id(json!(8.0)), Id(8));
+        // Read exactly: the default float parser would read this one as `…238.5`.
+        let exact: Value = serde_json::from_str("4293852396740238.0").expect("JSON");
+        assert_eq!(read_id(exact), Id(4_293_852_396_740_238));
+        for bad in [
+            json!(0),
+            json!(-3),
+            json!(1.5),
+            json!(true),
+            json!("abc"),
+            json!("0"),
+            json!([1]),
+            json!({}),
+            json!(u64::MAX),
+        ] {
+            assert_eq!(
+                refusal::<DocumentIdIn>(json!({ "document_id": bad })),
+                json!({"document_id": ["A valid integer is required."]}),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn flags_lists_permissions_and_choices_have_their_messages() {
+        let state: StateIn = read(json!({"label": "x", "initial": "true"}));
+        assert_eq!(state.initial, Some(Flag(true)));
+        for bad in [json!("yes"), json!(1), json!([])] {
+            assert_eq!(
+                refusal::<StateIn>(json!({"label": "x", "initial": bad})),
+                json!({"initial": ["Must be a valid boolean."]})
+            );
+        }
+        let workflow: WorkflowIn = read(json!({"label": "x", "document_type_ids": [2, 3.0]}));
+        assert_eq!(workflow.document_type_ids, Some(IdList(vec![2, 3])));
+        for bad in [
+            json!([1, "2"]),
+            json!([0]),
+            json!("1"),
+            json!([null]),
+            json!([1.5]),
+        ] {
+            assert_eq!(
+                refusal::<WorkflowIn>(json!({"label": "x", "document_type_ids": bad})),
+                json!({"document_type_ids": ["A list of valid integers is required."]})
+            );
+        }
+        assert_eq!(
+            refusal::<PermissionIn>(json!({"permission": "no.such"})),
+            json!({"permission": ["Unknown permission \"no.such\"."]})
+        );
+        assert_eq!(
+            refusal::<PermissionIn>(json!({"permission": 3})),
+            json!({"permission": ["Not a valid string."]})
+        );
+        let key = docmeta_core::Permission::ALL[0];
+        let p: PermissionIn = read(json!({ "permission": key.key() }));
+        assert_eq!(p.permission, PermissionKey(key));
+        let action = json!({"type": "add_metadata", "metadata_type_ids": [1]});
+        assert_eq!(
+            refusal::<ActionIn>(json!({"label": "x", "when": "later", "action": action})),
+            json!({"when": ["Use \"entry\" or \"exit\"."]})
+        );
+        let refused = refusal::<ActionIn>(json!({"label": "x", "action": {"type": "fly"}}));
+        assert!(
+            refused["action"][0]
+                .as_str()
+                .is_some_and(|m| m.starts_with("Not a valid action: unknown variant `fly`")),
+            "{refused}"
+        );
+        let edit = json!({"type": "edit_metadata", "metadata_type_id": 8.0, "value": "v"});
+        let e: ActionIn = read(json!({"label": "x", "action": edit}));
+        assert_eq!(
+            e.action.0,
+            ActionKind::EditMetadata {
+                metadata_type_id: MetadataTypeId(8),
+                value: "v".to_owned()
+            }
+        );
+        let a: ActionIn = read(json!({"label": "x", "when": "exit", "action": action}));
+        assert_eq!(a.when, Some(When::Exit));
+        assert_eq!(
+            a.action.0,
+            ActionKind::AddMetadata {
+                metadata_type_ids: vec![MetadataTypeId(1)]
+            }
+        );
+    }
+
+    #[test]
+    fn a_refusal_in_a_list_names_its_entry() {
+        let good = json!({"document_type_id": 1, "label": "a"});
+        assert_eq!(
+            refusal::<DocumentBatchIn>(json!({"documents": [good, {"document_type_id": 1}]})),
+            json!({"documents": [{}, {"label": ["This field is required."]}]})
+        );
+        assert_eq!(
+            refusal::<DocumentBatchIn>(json!({"documents": [good, good, 3]})),
+            json!({"documents": [{}, {}, {"non_field_errors": ["Invalid data. Expected a dictionary."]}]})
+        );
+        let list = json!({"documents": [
+            "Expected a list of {\"document_type_id\", \"label\", \"metadata\"} items."
+        ]});
+        assert_eq!(refusal::<DocumentBatchIn>(json!({})), list);
+        assert_eq!(refusal::<DocumentBatchIn>(json!({"documents": {}})), list);
+        let over = vec![good.clone(); docmeta_core::MAX_DOCUMENT_BATCH + 1];
+        assert_eq!(
+            refusal::<DocumentBatchIn>(json!({ "documents": over })),
+            json!({"documents": ["Ensure this field has no more than 1000 elements."]})
+        );
+        // `metadata` is refused as a whole.
+        for bad in [
+            json!([{"metadata_type_id": "1"}]),
+            json!([{"metadata_type_id": 0}]),
+            json!([{"metadata_type_id": 1, "value": 5}]),
+            json!([7]),
+            json!("x"),
+        ] {
+            assert_eq!(
+                refusal::<DocumentIn>(
+                    json!({"document_type_id": 1, "label": "a", "metadata": bad})
+                ),
+                json!({ "metadata": [INITIAL_VALUES] })
+            );
+        }
+        let d: DocumentIn = read(json!({"document_type_id": "4", "label": "a",
+            "metadata": [{"metadata_type_id": 2}, {"metadata_type_id": 3, "value": "v"}]}));
+        assert_eq!(
+            d.metadata.map(|m| m.0),
+            Some(vec![
+                (MetadataTypeId(2), String::new()),
+                (MetadataTypeId(3), "v".to_owned())
+            ])
+        );
+    }
+
+    #[test]
+    fn the_reserved_names_are_refused_by_the_core() {
+        let db = docmeta_core::Docmeta::in_memory().expect("in memory");
+        let s = db.system();
+        for name in RESERVED_NAMES {
+            let input = docmeta_core::MetadataTypeInput {
+                name: (*name).to_owned(),
+                label: "x".to_owned(),
+                ..Default::default()
+            };
+            assert!(s.create_metadata_type(input).is_err(), "{name}");
+        }
+    }
+}
