@@ -7,7 +7,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use docmeta_core::access::AccessSnapshot;
+use docmeta_core::AccessSnapshot;
 use docmeta_core::store::{Mode, Param};
 use docmeta_core::{
     AclId, Docmeta, GroupId, ObjectKind, ObjectRef, Permission as P, PermissionSet, RoleId, UserId,

@@ -127,7 +127,7 @@ fn main() {
 
     let target = root.path().join("restored");
     let started = Instant::now();
-    docmeta_core::backup::restore(std::slice::from_ref(&out), &target, None).expect("restore");
+    docmeta_core::restore(std::slice::from_ref(&out), &target, None).expect("restore");
     let ours = started.elapsed().as_secs_f64();
     let untar = root.path().join("untarred");
     std::fs::create_dir_all(&untar).expect("dir");

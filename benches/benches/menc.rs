@@ -5,7 +5,7 @@ use std::hint::black_box;
 use std::io::Read;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use docmeta_core::files::menc::{DEFAULT_CHUNK, KdfParams, Keyring, Password};
+use docmeta_core::menc::{DEFAULT_CHUNK, KdfParams, Keyring, Password};
 
 const SIZE: usize = 64 << 20;
 /// A storage name, as the encrypted storage binds every file to its own (MENC version 2).

@@ -2,7 +2,7 @@
 //! ≥ 200,000 values/s with a template default), on one core.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use docmeta_core::metadata::{
+use docmeta_core::{
     ClassRegistry, CompiledMetadataType, DocumentContext, MetadataEntry, Moment, TemplateEngine,
     TemplateInputs, TemplateValue,
 };

@@ -12,9 +12,9 @@ use std::io::Read;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use docmeta_core::files::menc::{KdfParams, Keyring, Password};
-use docmeta_core::files::s3::S3Storage;
-use docmeta_core::files::{EncryptedStorage, FileStorage, PlainStorage};
+use docmeta_core::S3Storage;
+use docmeta_core::menc::{KdfParams, Keyring, Password};
+use docmeta_core::{EncryptedStorage, FileStorage, PlainStorage};
 
 const SIZE: usize = 64 << 20;
 const RUNS: usize = 5;

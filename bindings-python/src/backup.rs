@@ -12,7 +12,7 @@ use crate::records::{PruneDecision, all};
 /// Checks an archive (every path, size and SHA-256) without restoring it; returns its id.
 #[pyfunction]
 pub(crate) fn verify_backup(py: Python<'_>, archive: PathBuf) -> PyResult<String> {
-    run(py, || core::backup::verify_backup(&archive)).map(|m| m.info.id)
+    run(py, || core::verify_backup(&archive)).map(|m| m.info.id)
 }
 
 /// The document files an archive's backup could not read intact, one dict each (`path`,
@@ -22,7 +22,7 @@ pub(crate) fn backup_damaged_files<'py>(
     py: Python<'py>,
     archive: PathBuf,
 ) -> PyResult<Vec<Bound<'py, PyDict>>> {
-    let m = run(py, || core::backup::verify_backup(&archive))?;
+    let m = run(py, || core::verify_backup(&archive))?;
     damaged(py, &m.damaged)
 }
 
@@ -56,7 +56,7 @@ pub(crate) fn restore<'py>(
     database_url: Option<String>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let r = run(py, || {
-        core::backup::restore_to(
+        core::restore_to(
             &archives,
             &data,
             password.as_deref().map(str::as_bytes),
@@ -96,7 +96,7 @@ pub(crate) fn prune_backups(
     dry_run: bool,
 ) -> PyResult<Vec<PruneDecision>> {
     run(py, || {
-        core::backup::prune_backups(&directory, keep_daily, keep_weekly, dry_run)
+        core::prune_backups(&directory, keep_daily, keep_weekly, dry_run)
     })
     .map(all)
 }

@@ -7,7 +7,7 @@
 //! on meanwhile, and every exception it raises becomes the pipeline's refusal of the value.
 
 use docmeta_core as core;
-use docmeta_core::metadata::{Parser, Validator};
+use docmeta_core::{Parser, Validator};
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
@@ -208,7 +208,7 @@ impl Classes {
 /// pipeline does. An empty value is accepted (the pipeline never validates "no value").
 #[pyfunction]
 pub(crate) fn validate(py: Python<'_>, path: &str, arguments: &str, value: &str) -> PyResult<()> {
-    run(py, || core::metadata::validate(path, arguments, value))
+    run(py, || core::validate_value(path, arguments, value))
 }
 
 /// Parses `value` with the built-in parser class at `path` (spec 2.9) and its YAML `arguments`,
@@ -216,7 +216,7 @@ pub(crate) fn validate(py: Python<'_>, path: &str, arguments: &str, value: &str)
 /// `parser`, `parser_arguments` or `value`.
 #[pyfunction]
 pub(crate) fn parse(py: Python<'_>, path: &str, arguments: &str, value: &str) -> PyResult<String> {
-    run(py, || core::metadata::parse(path, arguments, value))
+    run(py, || core::parse_value(path, arguments, value))
 }
 
 /// A metadata type definition checked once (every field, as saving the type would), ready to

@@ -316,7 +316,7 @@ impl Docmeta {
     /// The schema (metadata types, document types, roles) as YAML.
     fn export_schema(&self, py: Python<'_>) -> PyResult<String> {
         let db = self.db()?;
-        run(py, || core::installation::export(&db)?.to_yaml())
+        run(py, || core::export_schema(&db)?.to_yaml())
     }
 
     /// Makes the database match a YAML schema in one transaction; returns the changes made
@@ -325,8 +325,8 @@ impl Docmeta {
     fn apply_schema(&self, py: Python<'_>, yaml: String, dry_run: bool) -> PyResult<Vec<String>> {
         let db = self.db()?;
         run(py, || {
-            let schema = core::installation::Schema::from_yaml(&yaml)?;
-            core::installation::apply(&db, &schema, dry_run)
+            let schema = core::Schema::from_yaml(&yaml)?;
+            core::apply_schema(&db, &schema, dry_run)
         })
         .map(|changes| changes.into_iter().map(|c| c.to_string()).collect())
     }
@@ -555,8 +555,8 @@ impl Docmeta {
         d.set_item("password_hash_memory_kib", c.password_hash_memory_kib)?;
         d.set_item("password_hash_iterations", c.password_hash_iterations)?;
         let backend = match c.documents_file_storage_backend {
-            core::config::StorageBackend::Plain => "plain",
-            core::config::StorageBackend::Encrypted => "encrypted",
+            core::StorageBackend::Plain => "plain",
+            core::StorageBackend::Encrypted => "encrypted",
         };
         d.set_item("documents_file_storage_backend", backend)?;
         d.set_item("storage_password_file", c.storage_password_file.clone())?;

@@ -135,5 +135,5 @@ pub(crate) fn deadline(seconds: f64) -> PyResult<std::time::Instant> {
 /// values and workflow instances are too many to hold in memory); otherwise the decision is
 /// taken from memory alone, quicker than releasing the GIL.
 pub(crate) fn reads_the_store(object: docmeta_core::ObjectRef) -> bool {
-    core::access::STORED_PARENT_KINDS.contains(&object.kind)
+    core::STORED_PARENT_KINDS.contains(&object.kind)
 }

@@ -300,8 +300,8 @@ impl From<core::EventView> for Event {
         }
     }
 }
-impl From<core::workflows::WorkflowAction> for WorkflowAction {
-    fn from(a: core::workflows::WorkflowAction) -> Self {
+impl From<core::WorkflowAction> for WorkflowAction {
+    fn from(a: core::WorkflowAction) -> Self {
         WorkflowAction {
             id: a.id.0,
             state_id: a.state_id.0,
@@ -422,8 +422,8 @@ impl From<core::Task> for Task {
         }
     }
 }
-impl From<core::workflows::Workflow> for Workflow {
-    fn from(w: core::workflows::Workflow) -> Self {
+impl From<core::Workflow> for Workflow {
+    fn from(w: core::Workflow) -> Self {
         Workflow {
             id: w.id.0,
             label: w.label,
@@ -431,8 +431,8 @@ impl From<core::workflows::Workflow> for Workflow {
         }
     }
 }
-impl From<core::workflows::WorkflowState> for WorkflowState {
-    fn from(s: core::workflows::WorkflowState) -> Self {
+impl From<core::WorkflowState> for WorkflowState {
+    fn from(s: core::WorkflowState) -> Self {
         WorkflowState {
             id: s.id.0,
             workflow_id: s.workflow_id.0,
@@ -441,8 +441,8 @@ impl From<core::workflows::WorkflowState> for WorkflowState {
         }
     }
 }
-impl From<core::workflows::WorkflowTransition> for WorkflowTransition {
-    fn from(t: core::workflows::WorkflowTransition) -> Self {
+impl From<core::WorkflowTransition> for WorkflowTransition {
+    fn from(t: core::WorkflowTransition) -> Self {
         WorkflowTransition {
             id: t.id.0,
             workflow_id: t.workflow_id.0,
@@ -454,8 +454,8 @@ impl From<core::workflows::WorkflowTransition> for WorkflowTransition {
         }
     }
 }
-impl From<core::workflows::WorkflowInstance> for WorkflowInstance {
-    fn from(i: core::workflows::WorkflowInstance) -> Self {
+impl From<core::WorkflowInstance> for WorkflowInstance {
+    fn from(i: core::WorkflowInstance) -> Self {
         WorkflowInstance {
             id: i.id.0,
             workflow_id: i.workflow_id.0,
@@ -464,8 +464,8 @@ impl From<core::workflows::WorkflowInstance> for WorkflowInstance {
         }
     }
 }
-impl From<core::workflows::WorkflowLogEntry> for WorkflowLogEntry {
-    fn from(e: core::workflows::WorkflowLogEntry) -> Self {
+impl From<core::WorkflowLogEntry> for WorkflowLogEntry {
+    fn from(e: core::WorkflowLogEntry) -> Self {
         WorkflowLogEntry {
             id: e.id.0,
             instance_id: e.instance_id.0,
@@ -478,8 +478,8 @@ impl From<core::workflows::WorkflowLogEntry> for WorkflowLogEntry {
     }
 }
 
-impl From<core::search::SearchWorkState> for SearchWorkState {
-    fn from(s: core::search::SearchWorkState) -> Self {
+impl From<core::SearchWorkState> for SearchWorkState {
+    fn from(s: core::SearchWorkState) -> Self {
         let mut out = SearchWorkState {
             state: String::new(),
             attempts: None,
@@ -488,21 +488,21 @@ impl From<core::search::SearchWorkState> for SearchWorkState {
             total: None,
         };
         match s {
-            core::search::SearchWorkState::Pending { attempts, error } => {
+            core::SearchWorkState::Pending { attempts, error } => {
                 out.state = "pending".into();
                 out.attempts = Some(attempts);
                 out.error = Some(error);
             }
-            core::search::SearchWorkState::Running { done, total } => {
+            core::SearchWorkState::Running { done, total } => {
                 out.state = "running".into();
                 out.done = Some(done);
                 out.total = Some(total);
             }
-            core::search::SearchWorkState::Done(total) => {
+            core::SearchWorkState::Done(total) => {
                 out.state = "done".into();
                 out.total = total;
             }
-            core::search::SearchWorkState::Failed(error) => {
+            core::SearchWorkState::Failed(error) => {
                 out.state = "failed".into();
                 out.error = Some(error);
             }

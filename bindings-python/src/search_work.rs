@@ -4,7 +4,7 @@
 //! has gone.
 
 use docmeta_core as core;
-use docmeta_core::search::{SearchWork, SearchWorkRun};
+use docmeta_core::{SearchWork, SearchWorkRun};
 use pyo3::prelude::*;
 
 use crate::docmeta::{Docmeta, progress};
@@ -15,7 +15,7 @@ use crate::records::SearchWorkState;
 /// `Docmeta.search_work_state(ticket)`.
 #[pyclass(frozen, module = "docmeta")]
 pub struct SearchTicket {
-    inner: core::search::SearchTicket,
+    inner: core::SearchTicket,
 }
 
 #[pymethods]

@@ -12,7 +12,7 @@ use crate::records::{BackupInfo, DamagedBackupFile, PruneDecision, RestoreReport
 /// first).
 #[uniffi::export]
 pub fn backup_damaged_files(archive: String) -> Result<Vec<DamagedBackupFile>> {
-    Ok(core::backup::verify_backup(&PathBuf::from(archive))?
+    Ok(core::verify_backup(&PathBuf::from(archive))?
         .damaged
         .into_iter()
         .map(Into::into)
@@ -23,17 +23,13 @@ pub fn backup_damaged_files(archive: String) -> Result<Vec<DamagedBackupFile>> {
 /// id.
 #[uniffi::export]
 pub fn verify_backup(archive: String) -> Result<String> {
-    Ok(core::backup::verify_backup(&PathBuf::from(archive))?
-        .info
-        .id)
+    Ok(core::verify_backup(&PathBuf::from(archive))?.info.id)
 }
 
 /// What a backup archive is (verified first).
 #[uniffi::export]
 pub fn backup_info(archive: String) -> Result<BackupInfo> {
-    Ok(core::backup::verify_backup(&PathBuf::from(archive))?
-        .info
-        .into())
+    Ok(core::verify_backup(&PathBuf::from(archive))?.info.into())
 }
 
 /// Restores backups (one full backup, or an incremental one with its bases) into a data
@@ -57,7 +53,7 @@ pub fn restore_report(
     database_url: Option<String>,
 ) -> Result<RestoreReport> {
     let archives: Vec<PathBuf> = archives.into_iter().map(PathBuf::from).collect();
-    Ok(core::backup::restore_to(
+    Ok(core::restore_to(
         &archives,
         &PathBuf::from(data),
         password.as_deref().map(str::as_bytes),
@@ -77,7 +73,7 @@ pub fn prune_backups(
     keep_weekly: u32,
     dry_run: bool,
 ) -> Result<Vec<PruneDecision>> {
-    Ok(core::backup::prune_backups(
+    Ok(core::prune_backups(
         &PathBuf::from(dir),
         keep_daily as usize,
         keep_weekly as usize,

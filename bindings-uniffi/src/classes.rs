@@ -56,7 +56,7 @@ fn refusal(e: DocmetaError) -> String {
 
 struct ForeignValidator(Arc<dyn MetadataValidator>);
 
-impl core::metadata::Validator for ForeignValidator {
+impl core::Validator for ForeignValidator {
     fn validate(&self, value: &str) -> std::result::Result<(), String> {
         self.0.validate(value.to_owned()).map_err(refusal)
     }
@@ -64,7 +64,7 @@ impl core::metadata::Validator for ForeignValidator {
 
 struct ForeignParser(Arc<dyn MetadataParser>);
 
-impl core::metadata::Parser for ForeignParser {
+impl core::Parser for ForeignParser {
     fn parse(&self, value: &str) -> std::result::Result<String, String> {
         self.0.parse(value.to_owned()).map_err(refusal)
     }

@@ -502,15 +502,15 @@ impl Docmeta {
 
     /// The schema (metadata types, document types, roles) as YAML.
     pub fn export_schema(&self) -> Result<String> {
-        Ok(core::installation::export(&self.inner)?.to_yaml()?)
+        Ok(core::export_schema(&self.inner)?.to_yaml()?)
     }
 
     /// Makes the database match a YAML schema in one transaction; returns the changes made
     /// (with `dryRun`, those it would make, changing nothing).
     #[uniffi::method(default(dry_run = false))]
     pub fn apply_schema(&self, yaml: String, dry_run: bool) -> Result<Vec<SchemaChange>> {
-        let schema = core::installation::Schema::from_yaml(&yaml)?;
-        Ok(core::installation::apply(&self.inner, &schema, dry_run)?
+        let schema = core::Schema::from_yaml(&yaml)?;
+        Ok(core::apply_schema(&self.inner, &schema, dry_run)?
             .into_iter()
             .map(Into::into)
             .collect())

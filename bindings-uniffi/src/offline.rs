@@ -46,9 +46,7 @@ impl MetadataProcessor {
 /// bad arguments one on `validation_arguments`, a refused value one on `value`.
 #[uniffi::export]
 pub fn validate(path: String, arguments: String, value: String) -> Result<()> {
-    Ok(core::metadata::offline::validate(
-        &path, &arguments, &value,
-    )?)
+    Ok(core::validate_value(&path, &arguments, &value)?)
 }
 
 /// Parses `value` with the built-in parser class at `path` (spec 2.9) and its YAML `arguments`,
@@ -56,5 +54,5 @@ pub fn validate(path: String, arguments: String, value: String) -> Result<()> {
 /// `value`.
 #[uniffi::export]
 pub fn parse(path: String, arguments: String, value: String) -> Result<String> {
-    Ok(core::metadata::offline::parse(&path, &arguments, &value)?)
+    Ok(core::parse_value(&path, &arguments, &value)?)
 }

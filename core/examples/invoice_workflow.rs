@@ -3,7 +3,7 @@
 //! an edit action that stamps the approval and a grant action that lets the auditors see the
 //! invoice. Run it: `cargo run -p docmeta-core --example invoice_workflow`.
 
-use docmeta_core::workflows::ActionKind;
+use docmeta_core::ActionKind;
 use docmeta_core::{Docmeta, MetadataTypeInput, PageRequest, Permission};
 
 fn main() -> docmeta_core::Result<()> {

@@ -6,7 +6,7 @@
 //! cargo run -p docmeta-core --example own_validator
 //! ```
 
-use docmeta_core::metadata::Validator;
+use docmeta_core::Validator;
 use docmeta_core::{
     ClassRegistry, Docmeta, Error, MetadataProcessor, MetadataTypeInput, ObjectKind, ObjectRef,
     Permission,

@@ -17,8 +17,9 @@ use serde::{Deserialize, Serialize};
 use crate::access::Permission;
 use crate::error::{Error, Result};
 use crate::kernel::Docmeta;
+use crate::model::PageRequest;
 use crate::model::{Actor, MetadataTypeInput};
-use crate::session::{PageRequest, Session};
+use crate::session::Session;
 
 fn is_empty(s: &str) -> bool {
     s.is_empty()
@@ -213,7 +214,7 @@ pub fn export(db: &Docmeta) -> Result<Schema> {
             metadata_types,
         });
     }
-    for crate::session::Role { id, label } in s.roles()? {
+    for crate::model::Role { id, label } in s.roles()? {
         let permissions = s
             .role_permissions(id, PageRequest::ALL)?
             .items

@@ -43,45 +43,101 @@
 
 #![deny(missing_docs)]
 
-pub mod access;
-pub mod backup;
+mod access;
+mod backup;
 mod builder;
-pub mod config;
-pub mod error;
-pub mod events;
-pub mod files;
-pub mod installation;
+mod config;
+mod error;
+mod events;
+mod files;
+mod installation;
 mod kernel;
-pub mod metadata;
-pub mod model;
+mod metadata;
+mod model;
 mod owner_only;
-pub mod search;
+mod search;
 mod session;
 pub mod store;
 mod tasks;
 mod tokens;
-pub mod workflows;
+mod workflows;
 
-pub use access::{
-    Explanation, Grant, KindRegistry, ObjectKind, ObjectRef, Permission, PermissionSet,
-};
-pub use backup::{
-    BackupInfo, BackupReport, DamagedEntry, Manifest, ManifestEntry, PruneDecision, RestoreReport,
-};
+// Every name a user needs is re-exported here; the modules are private but for two: `store`, the
+// traits and rows a custom store implements, and `menc`, the encrypted file format (for tools
+// that read or write MENC files outside a data directory).
+pub use files::menc;
+
+// The handle, sessions and their records.
 pub use builder::{Builder, PASSWORD_VARIABLE};
-pub use config::Config;
-pub use error::{DATA_DIRECTORY_IN_USE, Error, ErrorKind, FieldStep, Result};
-pub use events::{Event, EventObject, EventQuery};
-pub use files::{EncryptedStorage, FileStorage, MemoryStorage, PlainStorage};
-pub use kernel::{Docmeta, SubscriptionId};
-pub use metadata::{ClassRegistry, MetadataProcessor};
-pub use model::*;
-pub use search::{Hit, RecordKind};
-pub use session::{
-    Acl, AclView, AssociationView, DocumentQuery, DocumentView, EventActor, EventView, FileContent,
-    Group, MAX_DOCUMENT_BATCH, MetadataPageVersion, MetadataValueView, NewDocument, Page,
-    PageRequest, Role, Session, Task, TaskState, User, UserUpdate,
+pub use config::{Config, DEFAULT_CONFIG, DEFAULT_READ_CACHE_DOCUMENTS, StorageBackend};
+pub use error::{
+    BoxError, DATA_DIRECTORY_IN_USE, Error, ErrorKind, FieldStep, NON_FIELD_ERRORS, Result,
 };
-pub use store::records::Cabinet;
+pub use kernel::{Docmeta, SubscriptionId};
+pub use model::*;
+pub use session::{FileContent, MAX_DOCUMENT_BATCH, Session};
+#[cfg(feature = "postgres")]
+pub use store::PostgresStore;
 pub use store::{SqliteStore, Store};
 pub use tokens::TOKEN_LEN;
+
+// Access control.
+pub use access::password::MIN_PASSWORD_LEN;
+pub use access::{
+    ExistenceCheck, Explanation, Grant, KindInfo, KindRegistry, STORED_KINDS, STORED_PARENT_KINDS,
+};
+
+// Metadata: the pipeline's classes and templates, and the offline processor.
+pub use metadata::arguments::{NoArguments, compile_pattern, yaml_arguments};
+pub use metadata::parsers::{
+    DateAndTimeParser, DateParser, PREFIX as PARSER_PREFIX, RegularExpressionParser,
+    SubstitutionArguments, TimeParser,
+};
+pub use metadata::pipeline::MAX_VALUE_LEN;
+pub use metadata::template::{MAX_TEMPLATE_LEN, MAX_TEMPLATE_STRING, django_filter_arguments};
+pub use metadata::validators::{
+    DateAndTimeValidator, DateValidator, PREFIX as VALIDATOR_PREFIX, PatternArguments,
+    RegularExpressionValidator, TimeValidator,
+};
+pub use metadata::{
+    ClassRegistry, DocumentContext, MetadataEntry, MetadataProcessor, Moment, Parser,
+    TemplateEngine, TemplateError, TemplateValue, Validator, parse as parse_value,
+    validate as validate_value,
+};
+
+// Workflows.
+pub use workflows::{MAX_CHAIN as MAX_WORKFLOW_CHAIN, TRIGGER_EVENTS};
+
+// Search.
+pub use search::index::INDEX_SCHEMA_VERSION;
+pub use search::query::MAX_DEPTH as MAX_QUERY_DEPTH;
+pub use search::{
+    Expr as QueryExpr, Hit, MAX_RESULT_WINDOW, RecordKind, SearchStatus, SearchTicket, SearchWork,
+    SearchWorkRun, SearchWorkState, parse as parse_query,
+};
+
+// Files, backup and installation schemas.
+pub use backup::{
+    BackupInfo, BackupReport, DamagedEntry, FORMAT as BACKUP_FORMAT, Manifest, ManifestEntry,
+    PruneDecision, RestoreReport, prune_backups, read_info as read_backup_info, restore,
+    restore_to, restore_to_storage, verify_backup, verify_backup_from,
+};
+#[cfg(feature = "s3")]
+pub use files::s3::{S3Location, S3Storage};
+pub use files::{
+    EncryptedStorage, FileStorage, MemoryStorage, PlainStorage, clean_filename, generate_name,
+    guess_mime, open_location, sha256,
+};
+pub use installation::{
+    AssociationSpec, Change, DocumentTypeSpec, MetadataTypeSpec, RoleSpec, Schema,
+    apply as apply_schema, export as export_schema,
+};
+
+// Engine parts that the benchmarks and the fuzz harness drive directly: not part of the API a
+// user builds on, and free to change in any release.
+#[doc(hidden)]
+pub use access::{AccessSnapshot, DocumentVisibility, SnapshotOnly};
+#[doc(hidden)]
+pub use metadata::{CompiledMetadataType, TemplateInputs};
+#[doc(hidden)]
+pub use search::{SearchIndex, SearchScope, TypeVisibility};

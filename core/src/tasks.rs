@@ -182,7 +182,7 @@ impl Docmeta {
     }
 
     /// Tasks not yet done (pending, running or failed).
-    pub fn open_tasks(&self) -> Result<Vec<crate::session::Task>> {
+    pub fn open_tasks(&self) -> Result<Vec<crate::model::Task>> {
         Session::new(self.clone(), crate::model::Actor::System).tasks()
     }
 

@@ -1,6 +1,5 @@
 //! Spec 5.2-5.4 and section 7: who may see and do what, through sessions.
 
-use docmeta_core::events::names;
 use docmeta_core::{
     Docmeta, DocumentQuery, Error, EventQuery, Grant, MetadataTypeInput, ObjectKind, ObjectRef,
     PageRequest, Permission as P, PermissionSet, Result, RoleId, Session, UserId, UserUpdate,
@@ -402,15 +401,15 @@ fn an_acl_left_empty_is_deleted_and_acl_changes_emit_events() -> Result<()> {
     assert_eq!(
         log,
         [
-            names::DOCUMENT_TYPE_CREATED,
-            names::ACL_CREATED,
-            names::ACL_EDITED,
-            names::ACL_EDITED,
-            names::ACL_EDITED,
-            names::ACL_EDITED,
-            names::ACL_DELETED,
-            names::ACL_CREATED,
-            names::ACL_DELETED
+            docmeta_core::Event::DOCUMENT_TYPE_CREATED,
+            docmeta_core::Event::ACL_CREATED,
+            docmeta_core::Event::ACL_EDITED,
+            docmeta_core::Event::ACL_EDITED,
+            docmeta_core::Event::ACL_EDITED,
+            docmeta_core::Event::ACL_EDITED,
+            docmeta_core::Event::ACL_DELETED,
+            docmeta_core::Event::ACL_CREATED,
+            docmeta_core::Event::ACL_DELETED
         ]
     );
     Ok(())
@@ -566,7 +565,7 @@ fn application_kinds_join_the_same_engine() -> Result<()> {
 #[test]
 fn an_acl_on_an_object_that_does_not_exist_is_not_found_for_every_stored_kind() -> Result<()> {
     let w = world()?;
-    for kind in docmeta_core::access::STORED_KINDS {
+    for kind in docmeta_core::STORED_KINDS {
         let missing = ObjectRef::new(kind, 9_999);
         assert!(
             matches!(w.admin.create_acl(missing, w.role), Err(Error::NotFound(_))),

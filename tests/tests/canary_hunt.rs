@@ -91,7 +91,7 @@ use access_model::{
     DOC_EDIT, DT_EDIT, Dice, GROUP_EDIT, GROUP_VIEW, InstM, K, Model, Obj, ROLE_EDIT, RoleM, TrM,
     USER_EDIT, USER_VIEW, UserM, ValM, WF_EDIT, WfM,
 };
-use docmeta_core::workflows::TransitionUpdate;
+use docmeta_core::TransitionUpdate;
 use docmeta_core::{
     AclId, ActionKind, CabinetId, Docmeta, DocumentFileId, DocumentId, DocumentMetadataId,
     DocumentQuery, DocumentTypeId, EventQuery, GroupId, MetadataTypeId, MetadataTypeInput,

@@ -144,7 +144,7 @@ fn after_uploads_search_deletes_backup_and_restore_nothing_is_open_to_others() -
     assert_eq!(exposed(&backups, true), Vec::<String>::new());
     drop(db);
     let restored = dir.path().join("restored");
-    docmeta_core::backup::restore(&[full], &restored, None)?;
+    docmeta_core::restore(&[full], &restored, None)?;
     assert_eq!(exposed(&restored, false), Vec::<String>::new());
     let db = Docmeta::builder().data_dir(&restored).open()?;
     db.run_pending_tasks()?;

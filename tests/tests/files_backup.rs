@@ -3,12 +3,12 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use docmeta_core::backup::{prune_backups, restore, verify_backup};
-use docmeta_core::config::StorageBackend;
+use docmeta_core::StorageBackend;
 use docmeta_core::{
     Config, Docmeta, DocumentId, DocumentQuery, Error, MetadataTypeInput, ObjectKind, ObjectRef,
     PageRequest, Permission, Result,
 };
+use docmeta_core::{prune_backups, restore, verify_backup};
 
 fn config(encrypted: bool) -> Config {
     Config {
@@ -564,7 +564,7 @@ fn a_backup_from_an_older_schema_is_migrated_on_restore() -> Result<()> {
     let mut listed = Vec::new();
     for path in ["db.sqlite3", "config.yml", "system/SECRET_KEY"] {
         let bytes = std::fs::read(old.path().join(path)).expect("read");
-        let (size, sha) = docmeta_core::files::sha256(&mut &bytes[..]).expect("hash");
+        let (size, sha) = docmeta_core::sha256(&mut &bytes[..]).expect("hash");
         listed.push(format!(
             r#"{{"path":"{path}","size":{size},"sha256":"{sha}"}}"#
         ));
@@ -645,7 +645,7 @@ fn rewrite_entry(
     let mut entries = read_entries(src);
     let i = entries.iter().position(|(p, _)| p == path).expect("entry");
     let new = edit(std::mem::take(&mut entries[i].1));
-    let (size, sha) = docmeta_core::files::sha256(&mut &new[..]).expect("hash");
+    let (size, sha) = docmeta_core::sha256(&mut &new[..]).expect("hash");
     entries[i].1 = new;
     for (p, bytes) in entries.iter_mut() {
         let mut json: serde_json::Value = match p.as_str() {
@@ -1010,7 +1010,7 @@ fn a_swapped_encrypted_file_fails_to_decrypt() -> Result<()> {
 
 #[test]
 fn search_work_queued_in_a_backup_runs_on_the_restored_index() -> Result<()> {
-    use docmeta_core::search::{SearchWork, SearchWorkRun};
+    use docmeta_core::{SearchWork, SearchWorkRun};
     let src = tempfile::tempdir().expect("tempdir");
     write_config(src.path(), false);
     // A server (holding the index writer) and a command that handed it work it never ran.
@@ -1049,7 +1049,7 @@ fn search_work_queued_in_a_backup_runs_on_the_restored_index() -> Result<()> {
 fn with_extra_entry(src: &Path, dst: &Path, path: &str, size: u64, truncate: bool) {
     use std::io::Write;
     let zeros = || std::io::Read::take(std::io::repeat(0), size);
-    let (_, sha) = docmeta_core::files::sha256(&mut zeros()).expect("hash");
+    let (_, sha) = docmeta_core::sha256(&mut zeros()).expect("hash");
     let mut entries = read_entries(src);
     for (p, bytes) in entries.iter_mut() {
         let list = match p.as_str() {
@@ -1258,8 +1258,8 @@ fn a_chain_cannot_bring_in_a_document_file_no_record_names() -> Result<()> {
     let size = 1u64 << 20;
     let full_bomb = out.path().join("full-orphan.tar.zst");
     with_extra_entry(&full, &full_bomb, orphan, size, false);
-    let (_, sha) = docmeta_core::files::sha256(&mut std::io::Read::take(std::io::repeat(0), size))
-        .expect("hash");
+    let (_, sha) =
+        docmeta_core::sha256(&mut std::io::Read::take(std::io::repeat(0), size)).expect("hash");
     let mut entries = read_entries(&inc);
     for (p, bytes) in entries.iter_mut().filter(|(p, _)| p == "manifest.json") {
         let mut json: serde_json::Value = serde_json::from_slice(bytes).expect("json");

@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use docmeta_core::search::{SearchTicket, SearchWork, SearchWorkRun, SearchWorkState};
 use docmeta_core::{DATA_DIRECTORY_IN_USE, Docmeta, Error, PageRequest, Result};
+use docmeta_core::{SearchTicket, SearchWork, SearchWorkRun, SearchWorkState};
 
 /// Opens `dir` as a server would (its worker takes the index writer at once).
 fn server(dir: &Path) -> Result<Docmeta> {
@@ -240,12 +240,12 @@ fn a_grant_made_by_another_process_on_the_same_sqlite_file_is_followed() -> Resu
     let group = cli_admin.create_group("Staff")?.id;
     cli_admin.set_group_member(group, user.id, true)?;
     cli_admin.set_role_group(role, group, true)?;
-    cli_admin.grant_global(docmeta_core::access::Permission::DocumentTypeView, role)?;
+    cli_admin.grant_global(docmeta_core::Permission::DocumentTypeView, role)?;
     assert!(server.follow_access()?, "reloaded");
     assert!(
         server
             .session(user.id)
-            .can_globally(docmeta_core::access::Permission::DocumentTypeView)
+            .can_globally(docmeta_core::Permission::DocumentTypeView)
     );
     Ok(())
 }
@@ -256,7 +256,7 @@ fn a_grant_made_by_another_process_on_the_same_sqlite_file_is_followed() -> Resu
 #[test]
 fn a_grant_and_a_revoke_by_another_process_on_the_same_sqlite_file_are_honoured_at_once()
 -> Result<()> {
-    use docmeta_core::access::Permission;
+    use docmeta_core::Permission;
     use docmeta_core::{ObjectKind, ObjectRef};
     let dir = tempfile::tempdir().expect("tempdir");
     let server = writer_without_worker(dir.path())?;
@@ -298,7 +298,7 @@ fn a_grant_and_a_revoke_by_another_process_on_the_same_sqlite_file_are_honoured_
 /// their next call (they used to write no event and were never followed).
 #[test]
 fn parent_links_set_by_another_process_are_followed_at_once() -> Result<()> {
-    use docmeta_core::access::Permission;
+    use docmeta_core::Permission;
     use docmeta_core::{ObjectKind, ObjectRef};
     let dir = tempfile::tempdir().expect("tempdir");
     let server = writer_without_worker(dir.path())?;

@@ -3,7 +3,6 @@
 
 use std::sync::{Arc, Mutex};
 
-use docmeta_core::events::names;
 use docmeta_core::{Config, Docmeta, Error, EventQuery, MetadataTypeInput, PageRequest, Result};
 
 fn names_of(db: &Docmeta) -> Result<Vec<String>> {
@@ -62,7 +61,7 @@ fn rule_1_required_association_adds_the_rendered_default_to_existing_documents()
     );
     let added = names_of(&db)?
         .iter()
-        .filter(|n| *n == names::DOCUMENT_METADATA_ADDED)
+        .filter(|n| *n == docmeta_core::Event::DOCUMENT_METADATA_ADDED)
         .count();
     assert_eq!(added, 2400, "one event per value");
     // Idempotent: running the rule again adds nothing.
@@ -153,10 +152,10 @@ fn rule_3_deleting_a_metadata_type_cascades_with_events() -> Result<()> {
     assert_eq!(
         after,
         [
-            names::METADATA_TYPE_RELATIONSHIP_UPDATED,
-            names::DOCUMENT_METADATA_REMOVED,
-            names::DOCUMENT_METADATA_REMOVED,
-            names::METADATA_TYPE_DELETED
+            docmeta_core::Event::METADATA_TYPE_RELATIONSHIP_UPDATED,
+            docmeta_core::Event::DOCUMENT_METADATA_REMOVED,
+            docmeta_core::Event::DOCUMENT_METADATA_REMOVED,
+            docmeta_core::Event::METADATA_TYPE_DELETED
         ]
     );
     assert!(s.associations(dt.id, PageRequest::ALL)?.items.is_empty());
@@ -206,7 +205,7 @@ fn rule_4_changing_a_document_type() -> Result<()> {
         s.metadata_value_of(d.id, "required_new")?.as_deref(),
         Some("kept!")
     );
-    assert!(names_of(&db)?.contains(&names::DOCUMENT_TYPE_CHANGED.to_string()));
+    assert!(names_of(&db)?.contains(&docmeta_core::Event::DOCUMENT_TYPE_CHANGED.to_string()));
     Ok(())
 }
 
@@ -234,16 +233,16 @@ fn events_of_spec_6_with_targets_and_subscribers() -> Result<()> {
     input.name = "bad name".into();
     assert!(s.update_metadata_type(mt.id, input).is_err());
     let expected = [
-        names::DOCUMENT_TYPE_CREATED,
-        names::METADATA_TYPE_CREATED,
-        names::METADATA_TYPE_EDITED,
-        names::METADATA_TYPE_RELATIONSHIP_UPDATED,
-        names::DOCUMENT_CREATED,
-        names::DOCUMENT_METADATA_ADDED,
-        names::DOCUMENT_METADATA_EDITED,
-        names::DOCUMENT_METADATA_REMOVED,
-        names::METADATA_TYPE_RELATIONSHIP_UPDATED,
-        names::METADATA_TYPE_RELATIONSHIP_UPDATED,
+        docmeta_core::Event::DOCUMENT_TYPE_CREATED,
+        docmeta_core::Event::METADATA_TYPE_CREATED,
+        docmeta_core::Event::METADATA_TYPE_EDITED,
+        docmeta_core::Event::METADATA_TYPE_RELATIONSHIP_UPDATED,
+        docmeta_core::Event::DOCUMENT_CREATED,
+        docmeta_core::Event::DOCUMENT_METADATA_ADDED,
+        docmeta_core::Event::DOCUMENT_METADATA_EDITED,
+        docmeta_core::Event::DOCUMENT_METADATA_REMOVED,
+        docmeta_core::Event::METADATA_TYPE_RELATIONSHIP_UPDATED,
+        docmeta_core::Event::METADATA_TYPE_RELATIONSHIP_UPDATED,
     ];
     assert_eq!(
         *seen.lock().expect("lock"),
@@ -261,7 +260,7 @@ fn events_of_spec_6_with_targets_and_subscribers() -> Result<()> {
     })?;
     assert_eq!(
         of_doc[0].name,
-        names::DOCUMENT_METADATA_REMOVED,
+        docmeta_core::Event::DOCUMENT_METADATA_REMOVED,
         "newest first"
     );
     assert_eq!(
@@ -422,7 +421,7 @@ fn required_metadata_cannot_be_removed_and_empty_edit_reapplies_default() -> Res
 
 #[test]
 fn schema_export_apply_round_trip_dry_run_and_atomicity() -> Result<()> {
-    use docmeta_core::installation::{Change, Schema, apply, export};
+    use docmeta_core::{Change, Schema, apply_schema, export_schema};
     let source = Docmeta::in_memory()?;
     let s = source.system();
     let dt = s.create_document_type("Invoice")?;
@@ -433,28 +432,31 @@ fn schema_export_apply_round_trip_dry_run_and_atomicity() -> Result<()> {
     s.associate(dt.id, mt.id, true)?;
     let role = s.create_role("Clerks")?.id;
     s.grant_global(docmeta_core::Permission::DocumentView, role)?;
-    let yaml = export(&source)?.to_yaml()?;
+    let yaml = export_schema(&source)?.to_yaml()?;
     let schema = Schema::from_yaml(&yaml)?;
 
     let target = Docmeta::in_memory()?;
-    let planned = apply(&target, &schema, true)?;
+    let planned = apply_schema(&target, &schema, true)?;
     assert_eq!(planned.len(), 5, "{planned:?}");
     assert!(
         target.system().metadata_types()?.is_empty(),
         "a dry run changes nothing"
     );
-    let applied = apply(&target, &schema, false)?;
+    let applied = apply_schema(&target, &schema, false)?;
     assert_eq!(
         applied, planned,
         "the dry run reports exactly what apply does"
     );
-    assert_eq!(export(&target)?, schema);
-    assert!(apply(&target, &schema, false)?.is_empty(), "idempotent");
+    assert_eq!(export_schema(&target)?, schema);
+    assert!(
+        apply_schema(&target, &schema, false)?.is_empty(),
+        "idempotent"
+    );
 
     let mut changed = schema.clone();
     changed.metadata_types[0].label = "Due date".into();
     changed.roles[0].permissions = vec!["documents.document_edit".into()];
-    let changes = apply(&target, &changed, false)?;
+    let changes = apply_schema(&target, &changed, false)?;
     assert!(
         matches!(&changes[0], Change::Update(what, how) if what == "metadata type due" && how.contains("\"Due\" -> \"Due date\""))
     );
@@ -462,16 +464,15 @@ fn schema_export_apply_round_trip_dry_run_and_atomicity() -> Result<()> {
 
     // All or nothing: a bad entry late in the file leaves nothing behind.
     let mut bad = changed.clone();
-    bad.document_types
-        .push(docmeta_core::installation::DocumentTypeSpec {
-            label: "New".into(),
-            metadata_types: vec![],
-        });
-    bad.roles.push(docmeta_core::installation::RoleSpec {
+    bad.document_types.push(docmeta_core::DocumentTypeSpec {
+        label: "New".into(),
+        metadata_types: vec![],
+    });
+    bad.roles.push(docmeta_core::RoleSpec {
         label: "R".into(),
         permissions: vec!["no.such_permission".into()],
     });
-    assert!(apply(&target, &bad, false).is_err());
+    assert!(apply_schema(&target, &bad, false).is_err());
     assert_eq!(target.system().document_types()?.len(), 1);
     Ok(())
 }

@@ -6,8 +6,8 @@
 //! Its own test binary, one test: the peak resident size of the process (`VmHWM`) is what it
 //! measures, and no other test may run beside it.
 
-use docmeta_core::metadata::parsers::{Parser, RegularExpressionParser};
 use docmeta_core::{Docmeta, Error, MetadataTypeInput, Result};
+use docmeta_core::{Parser, RegularExpressionParser};
 
 const P: &str = "svc.apps.metadata.metadata_parsers.";
 

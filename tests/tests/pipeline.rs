@@ -1,9 +1,7 @@
 //! Spec 2.6-2.10 and section 7, row by row, through the public API.
 
-use docmeta_core::metadata::parsers::{
-    DateAndTimeParser, DateParser, Parser, RegularExpressionParser, TimeParser,
-};
-use docmeta_core::metadata::validators::{
+use docmeta_core::{DateAndTimeParser, DateParser, Parser, RegularExpressionParser, TimeParser};
+use docmeta_core::{
     DateAndTimeValidator, DateValidator, RegularExpressionValidator, TimeValidator, Validator,
 };
 use docmeta_core::{Docmeta, DocumentId, Error, MetadataTypeInput, PageRequest, Result, Session};
@@ -478,8 +476,8 @@ mod properties {
 
         #[test]
         fn templates_never_panic(t in "\\PC{0,60}") {
-            let engine = docmeta_core::metadata::TemplateEngine::new();
-            let _ = engine.render(&t, docmeta_core::metadata::TemplateValue::from(()), 1000);
+            let engine = docmeta_core::TemplateEngine::new();
+            let _ = engine.render(&t, docmeta_core::TemplateValue::from(()), 1000);
         }
     }
 

@@ -4,8 +4,7 @@
 //! that it is refused and changed nothing (or that the rule still lets the legitimate case
 //! through).
 
-use docmeta_core::events::names;
-use docmeta_core::workflows::WorkflowInstance;
+use docmeta_core::WorkflowInstance;
 use docmeta_core::{
     Docmeta, DocumentId, Error, EventQuery, GroupId, MetadataTypeInput, ObjectKind, ObjectRef,
     PageRequest, Permission as P, Result, RoleId, Session, UserId, UserUpdate,
@@ -471,11 +470,11 @@ fn change_type_removes_the_values_the_new_type_lacks_with_their_events_and_trigg
     assert_eq!(
         named,
         [
-            names::DOCUMENT_METADATA_REMOVED,
-            names::DOCUMENT_METADATA_ADDED,
-            names::DOCUMENT_TYPE_CHANGED,
-            names::WORKFLOW_INSTANCE_TRANSITIONED,
-            names::WORKFLOW_INSTANCE_TRANSITIONED,
+            docmeta_core::Event::DOCUMENT_METADATA_REMOVED,
+            docmeta_core::Event::DOCUMENT_METADATA_ADDED,
+            docmeta_core::Event::DOCUMENT_TYPE_CHANGED,
+            docmeta_core::Event::WORKFLOW_INSTANCE_TRANSITIONED,
+            docmeta_core::Event::WORKFLOW_INSTANCE_TRANSITIONED,
         ],
         "{events:?}"
     );
@@ -506,7 +505,7 @@ fn an_event_hides_an_actor_the_reader_may_not_view() -> Result<()> {
     let mine = |s: &Session| -> Result<Vec<docmeta_core::EventView>> {
         Ok(s.events(&EventQuery::default())?
             .into_iter()
-            .filter(|v| v.event.name == names::DOCUMENT_TYPE_CREATED)
+            .filter(|v| v.event.name == docmeta_core::Event::DOCUMENT_TYPE_CREATED)
             .collect())
     };
     let seen = mine(&w.mallory())?;
@@ -572,7 +571,7 @@ fn a_reader_sees_themselves_as_the_actor_of_their_own_events() -> Result<()> {
     let seen = w.mallory().events(&EventQuery::default())?;
     let created = seen
         .iter()
-        .find(|v| v.event.name == names::DOCUMENT_TYPE_CREATED)
+        .find(|v| v.event.name == docmeta_core::Event::DOCUMENT_TYPE_CREATED)
         .expect("her event");
     assert_eq!(created.event.actor, Some(w.mallory));
     Ok(())

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use docmeta_core::metadata::TemplateEngine;
+use docmeta_core::TemplateEngine;
 use docmeta_core::{
     Config, Docmeta, DocumentId, DocumentQuery, DocumentTypeId, Error, MetadataTypeId,
     MetadataTypeInput, PageRequest, Result, Session,
@@ -51,11 +51,7 @@ fn slow_loop(target: Duration) -> String {
             "{{% for i in range({n}) %}}{{% if (range(50000)|list|sort|length) > 0 %}}{{% endif %}}{{% endfor %}}"
         );
         let started = Instant::now();
-        let _ = engine.render(
-            &source,
-            docmeta_core::metadata::TemplateValue::UNDEFINED,
-            100,
-        );
+        let _ = engine.render(&source, docmeta_core::TemplateValue::UNDEFINED, 100);
         started.elapsed()
     };
     let _ = probe(2);

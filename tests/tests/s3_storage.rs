@@ -7,10 +7,10 @@
 use std::io::{self, Read};
 use std::sync::Arc;
 
-use docmeta_core::files::menc::{KdfParams, Keyring, MAGIC, Password};
-use docmeta_core::files::s3::S3Storage;
-use docmeta_core::files::{EncryptedStorage, FileStorage, generate_name};
+use docmeta_core::S3Storage;
+use docmeta_core::menc::{KdfParams, Keyring, MAGIC, Password};
 use docmeta_core::{Docmeta, ErrorKind, FileDamage, Result};
+use docmeta_core::{EncryptedStorage, FileStorage, generate_name};
 
 const BUCKET: &str = "docmeta-test";
 

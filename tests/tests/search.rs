@@ -514,10 +514,7 @@ fn an_index_from_an_older_schema_is_upgraded() -> Result<()> {
     std::fs::write(
         &current,
         text.replace(
-            &format!(
-                "schema {}",
-                docmeta_core::search::index::INDEX_SCHEMA_VERSION
-            ),
+            &format!("schema {}", docmeta_core::INDEX_SCHEMA_VERSION),
             "schema 1",
         ),
     )
@@ -1024,7 +1021,7 @@ fn hostile_queries_are_refused_or_answered_never_a_crash() -> Result<()> {
         }
     }
     // At the limit, nesting is fine.
-    let limit = docmeta_core::search::query::MAX_DEPTH;
+    let limit = docmeta_core::MAX_QUERY_DEPTH;
     assert_eq!(
         ids(
             &w.admin,

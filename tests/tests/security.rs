@@ -2,7 +2,6 @@
 //! through the event log, existence probes, atomic user updates and NUL characters. Each test
 //! reproduces one attack and checks that it is refused and changed nothing.
 
-use docmeta_core::events::names;
 use docmeta_core::{
     CabinetId, Docmeta, Error, EventQuery, GroupId, MetadataTypeInput, ObjectKind, ObjectRef,
     PageRequest, Permission as P, PermissionSet, Result, RoleId, Session, UserId, UserUpdate,
@@ -400,7 +399,10 @@ fn an_acl_event_hides_a_role_the_reader_may_not_view() -> Result<()> {
     let events = w.mallory().events(&EventQuery::default())?;
     let acl_events: Vec<_> = events
         .iter()
-        .filter(|e| e.event.name == names::ACL_EDITED || e.event.name == names::ACL_CREATED)
+        .filter(|e| {
+            e.event.name == docmeta_core::Event::ACL_EDITED
+                || e.event.name == docmeta_core::Event::ACL_CREATED
+        })
         .filter(|e| e.event.target.id == dt.id.0)
         .collect();
     assert!(!acl_events.is_empty());
@@ -503,11 +505,11 @@ fn a_workflow_action_naming_an_invisible_role_answers_like_an_unknown_role() -> 
     let s = w.mallory();
     let flow = s.create_workflow("grants", &[invoice.id])?.id;
     let start = s.create_workflow_state(flow, "start", true)?.id;
-    let grant_to = |role: RoleId| docmeta_core::workflows::ActionKind::GrantDocumentAccess {
+    let grant_to = |role: RoleId| docmeta_core::ActionKind::GrantDocumentAccess {
         role_id: role,
         permission: "documents.document_view".into(),
     };
-    let message = |r: Result<docmeta_core::workflows::WorkflowAction>, id: i64| match r {
+    let message = |r: Result<docmeta_core::WorkflowAction>, id: i64| match r {
         Err(Error::Validation { field, message }) => {
             Some((field, message.replace(&id.to_string(), "N")))
         }

@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use docmeta_core::backup::{restore, verify_backup};
-use docmeta_core::files::menc;
+use docmeta_core::menc;
 use docmeta_core::{Docmeta, DocumentFile, Error, FileDamage, Result};
+use docmeta_core::{restore, verify_backup};
 
 const PASSWORD: &str = "correct horse";
 /// Large enough for five MENC chunks of 64 KiB.

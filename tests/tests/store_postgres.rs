@@ -208,7 +208,7 @@ fn backup_and_restore_a_postgres_installation() -> docmeta_core::Result<()> {
     db.backup(&archive, None, |_, _| {})?;
     drop(admin);
     drop(db);
-    let manifest = docmeta_core::backup::verify_backup(&archive)?;
+    let manifest = docmeta_core::verify_backup(&archive)?;
     assert!(
         manifest.files.iter().any(|f| f.path == "db.pgdump"),
         "{manifest:?}"
@@ -216,12 +216,12 @@ fn backup_and_restore_a_postgres_installation() -> docmeta_core::Result<()> {
     // Without a database URL the restore is refused before anything is touched.
     let target = dir.path().join("b");
     assert!(matches!(
-        docmeta_core::backup::restore(std::slice::from_ref(&archive), &target, None),
+        docmeta_core::restore(std::slice::from_ref(&archive), &target, None),
         Err(docmeta_core::Error::InvalidInput(_))
     ));
     assert!(!target.join("document_file_storage").exists());
     let restored_url = fresh_url();
-    let report = docmeta_core::backup::restore_to(&[archive], &target, None, Some(&restored_url))?;
+    let report = docmeta_core::restore_to(&[archive], &target, None, Some(&restored_url))?;
     assert_eq!((report.documents, report.search_answers), (1, true));
     assert!(report.file_checked.is_some());
     let db = docmeta_core::Docmeta::builder()
@@ -348,7 +348,7 @@ fn rewrite_dump(
         .position(|(p, _)| p == "db.pgdump")
         .expect("dump");
     entries[i].1 = edit(std::mem::take(&mut entries[i].1));
-    let (size, sha) = docmeta_core::files::sha256(&mut &entries[i].1[..]).expect("hash");
+    let (size, sha) = docmeta_core::sha256(&mut &entries[i].1[..]).expect("hash");
     for (p, bytes) in entries.iter_mut() {
         if p != "contents.json" && p != "manifest.json" {
             continue;
@@ -418,9 +418,9 @@ fn an_unusable_postgres_backup_leaves_the_database_and_the_directory_as_they_wer
         d.truncate(d.len() / 2);
         d
     });
-    docmeta_core::backup::verify_backup(&truncated)?;
+    docmeta_core::verify_backup(&truncated)?;
     for (archive, says) in [(newer, "schema version 99"), (truncated, "cannot be read")] {
-        let err = docmeta_core::backup::restore_to(&[archive], &live_dir, None, Some(&live_url))
+        let err = docmeta_core::restore_to(&[archive], &live_dir, None, Some(&live_url))
             .expect_err("refused");
         assert!(
             matches!(err, docmeta_core::Error::InvalidInput(_)) && err.to_string().contains(says),
@@ -626,7 +626,7 @@ fn index_writer_on(
 
 #[test]
 fn search_work_is_left_to_the_writer_of_the_index_it_names() -> docmeta_core::Result<()> {
-    use docmeta_core::search::{SearchWork, SearchWorkRun, SearchWorkState};
+    use docmeta_core::{SearchWork, SearchWorkRun, SearchWorkState};
     if base_url().is_none() {
         eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
         return Ok(());
@@ -671,7 +671,7 @@ fn search_work_is_left_to_the_writer_of_the_index_it_names() -> docmeta_core::Re
 
 #[test]
 fn handed_off_work_on_two_indexes_reports_each_its_own_count() -> docmeta_core::Result<()> {
-    use docmeta_core::search::{SearchWork, SearchWorkRun, SearchWorkState};
+    use docmeta_core::{SearchWork, SearchWorkRun, SearchWorkState};
     if base_url().is_none() {
         eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
         return Ok(());
@@ -1264,7 +1264,7 @@ fn open_writer(url: &str, user: Option<&str>) -> (postgres::Client, i64) {
     let id: i64 = client
         .query_one(
             "INSERT INTO events (timestamp, name, target_kind, target_id, target_label, follow) VALUES (0, $1, 'auth.user', $2, 'slow', 1) RETURNING id",
-            &[&docmeta_core::events::names::USER_EDITED, &target],
+            &[&docmeta_core::Event::USER_EDITED, &target],
         )
         .expect("insert an event")
         .get(0);

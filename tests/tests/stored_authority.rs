@@ -8,7 +8,7 @@
 //! an administrator or a task acting afterwards) and looks for the hidden value or the widened
 //! access everywhere the attacker could read it.
 
-use docmeta_core::workflows::{ActionKind, TransitionUpdate};
+use docmeta_core::{ActionKind, TransitionUpdate};
 use docmeta_core::{
     Config, Docmeta, DocumentId, DocumentTypeId, Error, MetadataTypeId, MetadataTypeInput,
     ObjectKind, ObjectRef, PageRequest, Permission as P, Result, RoleId, Session, UserId,

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use docmeta_core::workflows::ActionKind;
+use docmeta_core::ActionKind;
 use docmeta_core::{
     Config, Docmeta, DocumentId, DocumentTypeId, Error, MetadataTypeId, MetadataTypeInput,
     ObjectKind, ObjectRef, Permission, Result, RoleId, Session, UserId,

@@ -3,7 +3,7 @@
 //! chains, ACL inheritance from workflow to instance to log.
 
 use docmeta_core::WorkflowTransitionId;
-use docmeta_core::workflows::{ActionKind, MAX_CHAIN, WorkflowInstance};
+use docmeta_core::{ActionKind, MAX_WORKFLOW_CHAIN, WorkflowInstance};
 use docmeta_core::{
     Config, Docmeta, DocumentId, Error, MetadataTypeId, MetadataTypeInput, ObjectKind, ObjectRef,
     PageRequest, Permission, Result, RoleId, Session, UserId,
@@ -224,11 +224,11 @@ fn a_transition_a_users_edit_triggers_commits_with_it_as_docmeta() -> Result<()>
     })?;
     let added = events
         .iter()
-        .find(|e| e.name == docmeta_core::events::names::DOCUMENT_METADATA_ADDED)
+        .find(|e| e.name == docmeta_core::Event::DOCUMENT_METADATA_ADDED)
         .expect("the edit's event");
     let moved = events
         .iter()
-        .find(|e| e.name == docmeta_core::events::names::WORKFLOW_INSTANCE_TRANSITIONED)
+        .find(|e| e.name == docmeta_core::Event::WORKFLOW_INSTANCE_TRANSITIONED)
         .expect("the transition's event");
     assert_eq!(added.actor, Some(editor), "the edit is the user's");
     assert_eq!(moved.actor, None, "the transition is docmeta's own");
@@ -409,7 +409,7 @@ fn a_trigger_loop_stops_after_a_bounded_chain() -> Result<()> {
     let i = a.workflow_instances(doc)?.remove(0);
     let log = a.workflow_log(doc, i.id)?;
     let transitions = log.iter().filter(|e| e.transition_id.is_some()).count();
-    assert_eq!(transitions as u32, MAX_CHAIN, "{log:#?}");
+    assert_eq!(transitions as u32, MAX_WORKFLOW_CHAIN, "{log:#?}");
     assert!(
         log.last()
             .is_some_and(|e| e.error && e.comment.contains("in a row"))
@@ -589,7 +589,7 @@ fn a_transition_is_read_and_changed() -> Result<()> {
     let changed = s.update_workflow_transition(
         w,
         close,
-        docmeta_core::workflows::TransitionUpdate {
+        docmeta_core::TransitionUpdate {
             label: Some("reopen".into()),
             origin: Some(closed),
             destination: Some(open),

@@ -93,7 +93,7 @@ impl Session {
             let mut out = std::fs::File::create(&path)
                 .map_err(|e| core::Error::storage(format!("creating {}", path.display()), e))?;
             std::io::copy(&mut content, &mut out)
-                .map_err(|e| core::files::menc::io_error("saving a document file", e))
+                .map_err(|e| core::menc::io_error("saving a document file", e))
         })
     }
 

@@ -1,7 +1,7 @@
 //! `Session` methods: workflow templates, states, transitions, actions and running instances.
 
 use docmeta_core as core;
-use docmeta_core::workflows::ActionKind;
+use docmeta_core::ActionKind;
 use pyo3::prelude::*;
 
 use super::Session;
@@ -116,7 +116,7 @@ impl Session {
         destination: Option<i64>,
         condition: Option<String>,
     ) -> PyResult<WorkflowTransition> {
-        let update = core::workflows::TransitionUpdate {
+        let update = core::TransitionUpdate {
             label,
             origin: origin.map(core::WorkflowStateId),
             destination: destination.map(core::WorkflowStateId),

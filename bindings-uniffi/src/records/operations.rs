@@ -141,8 +141,8 @@ pub struct SearchStatus {
     pub schema_current: bool,
 }
 
-impl From<core::search::SearchStatus> for SearchStatus {
-    fn from(s: core::search::SearchStatus) -> Self {
+impl From<core::SearchStatus> for SearchStatus {
+    fn from(s: core::SearchStatus) -> Self {
         SearchStatus {
             documents: s.documents as u64,
             metadata_values: s.metadata_values as u64,
@@ -172,14 +172,14 @@ pub enum SearchWork {
     },
 }
 
-impl From<SearchWork> for core::search::SearchWork {
+impl From<SearchWork> for core::SearchWork {
     fn from(w: SearchWork) -> Self {
         match w {
-            SearchWork::Reindex => core::search::SearchWork::Reindex,
-            SearchWork::Initialize => core::search::SearchWork::Initialize,
-            SearchWork::Upgrade => core::search::SearchWork::Upgrade,
+            SearchWork::Reindex => core::SearchWork::Reindex,
+            SearchWork::Initialize => core::SearchWork::Initialize,
+            SearchWork::Upgrade => core::SearchWork::Upgrade,
             SearchWork::IndexObjects { model, ids } => {
-                core::search::SearchWork::IndexObjects { model, ids }
+                core::SearchWork::IndexObjects { model, ids }
             }
         }
     }
@@ -189,7 +189,7 @@ impl From<SearchWork> for core::search::SearchWork {
 /// `Docmeta.searchWorkState`.
 #[derive(Debug, uniffi::Object)]
 pub struct SearchTicket {
-    pub(crate) inner: core::search::SearchTicket,
+    pub(crate) inner: core::SearchTicket,
 }
 
 #[uniffi::export]
@@ -215,13 +215,13 @@ pub enum SearchWorkRun {
     },
 }
 
-impl From<core::search::SearchWorkRun> for SearchWorkRun {
-    fn from(r: core::search::SearchWorkRun) -> Self {
+impl From<core::SearchWorkRun> for SearchWorkRun {
+    fn from(r: core::SearchWorkRun) -> Self {
         match r {
-            core::search::SearchWorkRun::Done(n) => SearchWorkRun::Done {
+            core::SearchWorkRun::Done(n) => SearchWorkRun::Done {
                 documents: n as u64,
             },
-            core::search::SearchWorkRun::HandedOff(t) => SearchWorkRun::HandedOff {
+            core::SearchWorkRun::HandedOff(t) => SearchWorkRun::HandedOff {
                 ticket: Arc::new(SearchTicket { inner: t }),
             },
         }
@@ -257,9 +257,9 @@ pub enum SearchWorkState {
     },
 }
 
-impl From<core::search::SearchWorkState> for SearchWorkState {
-    fn from(s: core::search::SearchWorkState) -> Self {
-        use core::search::SearchWorkState as S;
+impl From<core::SearchWorkState> for SearchWorkState {
+    fn from(s: core::SearchWorkState) -> Self {
+        use core::SearchWorkState as S;
         match s {
             S::Pending { attempts, error } => SearchWorkState::Pending { attempts, error },
             S::Running { done, total } => SearchWorkState::Running {
@@ -298,8 +298,7 @@ impl From<&core::Config> for InstanceSettings {
     fn from(c: &core::Config) -> Self {
         InstanceSettings {
             task_max_attempts: c.task_max_attempts,
-            encrypted_storage: c.documents_file_storage_backend
-                == core::config::StorageBackend::Encrypted,
+            encrypted_storage: c.documents_file_storage_backend == core::StorageBackend::Encrypted,
             storage_password_file: c
                 .storage_password_file
                 .as_ref()
@@ -450,13 +449,11 @@ pub enum SchemaChange {
     },
 }
 
-impl From<core::installation::Change> for SchemaChange {
-    fn from(c: core::installation::Change) -> Self {
+impl From<core::Change> for SchemaChange {
+    fn from(c: core::Change) -> Self {
         match c {
-            core::installation::Change::Create(record) => SchemaChange::Create { record },
-            core::installation::Change::Update(record, change) => {
-                SchemaChange::Update { record, change }
-            }
+            core::Change::Create(record) => SchemaChange::Create { record },
+            core::Change::Update(record, change) => SchemaChange::Update { record, change },
         }
     }
 }

@@ -168,7 +168,7 @@ impl Session {
         destination: Option<i64>,
         condition: Option<String>,
     ) -> Result<WorkflowTransition> {
-        let update = core::workflows::TransitionUpdate {
+        let update = core::TransitionUpdate {
             label,
             origin: origin.map(core::WorkflowStateId),
             destination: destination.map(core::WorkflowStateId),

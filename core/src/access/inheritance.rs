@@ -7,31 +7,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::permission::{Permission, PermissionSet};
 use crate::error::{Error, Result};
-
-/// A kind of object that can hold ACLs (`documents.document`, `cabinets.cabinet`, ...).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ObjectKind(pub(crate) u16);
-
-/// One object: its kind and its id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ObjectRef {
-    /// The object's kind.
-    pub kind: ObjectKind,
-    /// The object's id within its kind.
-    pub id: i64,
-}
-
-impl ObjectRef {
-    /// The object `id` of `kind`.
-    pub fn new(kind: ObjectKind, id: impl Into<i64>) -> Self {
-        ObjectRef {
-            kind,
-            id: id.into(),
-        }
-    }
-}
+use crate::model::{ObjectKind, Permission, PermissionSet};
 
 macro_rules! kinds {
     ($( $konst:ident = $n:literal, $app:literal, $model:literal, parents [$($parent:ident),*], own [$($perm:ident),*]; )*) => {
@@ -103,7 +80,7 @@ kinds! {
 /// Kinds whose parent links (spec 5.3) are kept in the store, not in the access snapshot,
 /// because their objects are many: a document metadata value inherits from its metadata type, a
 /// document file from its document, a workflow instance from its workflow, a log entry from its
-/// instance. The evaluator asks a [`ParentSource`](super::ParentSource) for them, unless the
+/// instance. The evaluator asks the store for them, unless the
 /// application recorded links of its own for the object (`Docmeta::set_object_parents`).
 pub const STORED_PARENT_KINDS: [ObjectKind; 4] = [
     ObjectKind::DOCUMENT_METADATA,
@@ -296,12 +273,6 @@ impl KindRegistry {
             }
         }
         set
-    }
-}
-
-impl fmt::Display for ObjectKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "kind#{}", self.0)
     }
 }
 

@@ -12,14 +12,10 @@
 
 pub mod inheritance;
 pub mod password;
-pub mod permission;
 pub mod policy;
 
-pub use inheritance::{
-    ExistenceCheck, KindInfo, KindRegistry, ObjectKind, ObjectRef, STORED_KINDS,
-    STORED_PARENT_KINDS,
-};
-pub use permission::{Permission, PermissionSet};
+pub use crate::model::{ObjectKind, ObjectRef, Permission, PermissionSet};
+pub use inheritance::{ExistenceCheck, KindInfo, KindRegistry, STORED_KINDS, STORED_PARENT_KINDS};
 pub use policy::{
     AccessSnapshot, DocumentVisibility, Explanation, Grant, KnownParents, ParentSource,
     SnapshotOnly,

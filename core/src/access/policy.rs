@@ -15,9 +15,10 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::inheritance::{ObjectKind, ObjectRef, STORED_PARENT_KINDS};
-use super::permission::{Permission, PermissionSet};
+use super::inheritance::STORED_PARENT_KINDS;
 use crate::model::{AclId, GroupId, RoleId, UserId};
+use crate::model::{ObjectKind, ObjectRef};
+use crate::model::{Permission, PermissionSet};
 
 /// Longest chain of parent links followed (guards against cycles in application-set links).
 const MAX_DEPTH: usize = 64;

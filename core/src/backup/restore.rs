@@ -440,7 +440,7 @@ fn open_and_verify(builder: crate::Builder, manifest: Manifest) -> Result<Restor
         })
         .transpose()?;
     let search_answers = system
-        .search_documents("*", crate::session::PageRequest::new(1, 1))
+        .search_documents("*", crate::model::PageRequest::new(1, 1))
         .is_ok();
     Ok(RestoreReport {
         manifest,

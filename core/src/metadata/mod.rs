@@ -18,7 +18,7 @@ pub mod validators;
 pub use minijinja::Value as TemplateValue;
 pub use offline::{MetadataProcessor, parse, validate};
 pub use parsers::Parser;
-pub use pipeline::{CompiledMetadataType, TemplateInputs, VALUE_FIELD, check_definition};
+pub use pipeline::{CompiledMetadataType, TemplateInputs, check_definition};
 pub use registry::ClassRegistry;
 pub use template::{DocumentContext, MetadataEntry, Moment, TemplateEngine, TemplateError};
 pub use validators::Validator;

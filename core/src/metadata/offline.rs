@@ -71,7 +71,7 @@ impl ClassRegistry {
 ///
 /// ```
 /// use docmeta_core::MetadataTypeInput;
-/// use docmeta_core::metadata::offline::MetadataProcessor;
+/// use docmeta_core::MetadataProcessor;
 ///
 /// let mut input = MetadataTypeInput::new("invoice_date", "Invoice date");
 /// input.validation = "svc.apps.metadata.metadata_validators.DateValidator".into();

@@ -10,7 +10,6 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-pub use super::arguments::{NoArguments, compile_pattern, yaml_arguments};
 use super::parsers::{self, Parser};
 use super::validators::{self, Validator};
 

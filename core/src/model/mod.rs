@@ -4,14 +4,25 @@
 //!
 //! Layer 1 (with `config`): imports only `error`; everything else may import it.
 
+pub(crate) mod event;
 mod indexed;
+mod inputs;
+mod object;
+mod permission;
+mod principals;
 mod shapers;
 mod storage;
 mod task;
 mod username;
+mod views;
 mod workflow;
 
+pub use event::{Event, EventObject, EventQuery};
 pub use indexed::{IndexedDocument, IndexedValue};
+pub use inputs::{DocumentQuery, NewDocument, TransitionUpdate, UserUpdate};
+pub use object::{ObjectKind, ObjectRef};
+pub use permission::{Permission, PermissionSet};
+pub use principals::{Acl, Cabinet, Group, Role, Task, TaskState, User};
 pub(crate) use shapers::{MetadataTypeShapers, Shapers};
 pub use storage::{DamagedFile, FileDamage, StorageReport};
 pub use task::{
@@ -19,6 +30,10 @@ pub use task::{
 };
 pub(crate) use task::{SYSTEM_AUTHOR, TypePair, author_id};
 pub(crate) use username::username_key;
+pub use views::{
+    AclView, AssociationView, DocumentView, EventActor, EventView, MetadataPageVersion,
+    MetadataValueView, Page, PageRequest,
+};
 pub use workflow::*;
 
 use chrono::{DateTime, Utc};

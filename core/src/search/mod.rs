@@ -29,7 +29,8 @@ use crate::error::Result;
 use crate::events::{EventQuery, names};
 use crate::kernel::Docmeta;
 use crate::model::*;
-use crate::session::{DocumentView, MetadataValueView, Page, PageRequest, Session};
+use crate::model::{DocumentView, MetadataValueView, Page, PageRequest};
+use crate::session::Session;
 use crate::store::Tx;
 
 const CURSOR: &str = "search.cursor";
@@ -577,7 +578,7 @@ mod tests {
         std::thread::spawn(move || {
             let _ = done.send(
                 db.system()
-                    .search_documents(text, crate::session::PageRequest::new(1, 10))
+                    .search_documents(text, crate::model::PageRequest::new(1, 10))
                     .map(|page| page.count),
             );
         });
@@ -591,7 +592,7 @@ mod tests {
         let t = s.create_document_type("Memo")?;
         s.create_document(t.id, "memo one", &[])?;
         assert_eq!(
-            s.search_documents("memo", crate::session::PageRequest::new(1, 10))?
+            s.search_documents("memo", crate::model::PageRequest::new(1, 10))?
                 .count,
             1
         );

@@ -5,7 +5,6 @@
 //! Part of `session` (layer 6 of `scripts/check-structure`): it may import only what `session`
 //! may (see `session`'s module documentation).
 
-use super::views::{AclView, Page, PageRequest};
 use super::{Session, event_object, obj, rename_conflict, view_permission};
 use crate::access::password::{dummy_verify, hash_password, verify_password};
 use crate::access::{ObjectKind, ObjectRef, Permission as P, Permission, PermissionSet};
@@ -15,8 +14,6 @@ use crate::kernel::{AccessChange, Docmeta};
 use crate::model::*;
 use crate::store::Tx;
 use crate::store::records::AclRow;
-
-use super::records::{Acl, Group, Role, User};
 
 const USER: &str = "user_management.user";
 const GROUP: &str = "user_management.group";
@@ -51,31 +48,6 @@ fn acl_view(tx: &mut Tx<'_>, row: AclRow, object: ObjectRef) -> Result<AclView> 
         acl: Acl::of(row, object),
         role,
     })
-}
-
-/// Changes to a user; `None` leaves a field as it is. All fields are checked before any is
-/// written, and all are written in one transaction: a refused update changes nothing.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct UserUpdate {
-    /// A new username.
-    pub username: Option<String>,
-    /// A new password (hashed before the transaction starts; never stored in clear).
-    pub password: Option<String>,
-    /// Grant or remove superuser status (only a superuser may change it).
-    pub is_superuser: Option<bool>,
-    /// Activate or deactivate the user.
-    pub is_active: Option<bool>,
-}
-
-impl std::fmt::Debug for UserUpdate {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("UserUpdate")
-            .field("username", &self.username)
-            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
-            .field("is_superuser", &self.is_superuser)
-            .field("is_active", &self.is_active)
-            .finish()
-    }
 }
 
 fn check_username(username: &str) -> Result<()> {
@@ -1157,4 +1129,16 @@ pub(crate) fn permission_set(keys: Vec<String>) -> PermissionSet {
     keys.iter()
         .filter_map(|k| Permission::from_key(k).ok())
         .collect()
+}
+
+impl Acl {
+    /// The ACL of a stored row on `object` (the object the row was read for).
+    pub(crate) fn of(row: AclRow, object: ObjectRef) -> Acl {
+        Acl {
+            id: row.id,
+            role_id: row.role_id,
+            object,
+            permissions: super::permission_set(row.permissions),
+        }
+    }
 }

@@ -6,7 +6,6 @@
 //! may (see `session`'s module documentation).
 
 use super::objects::{doc_event, dt_event, dt_ref, mt_event, mt_ref};
-use super::views::{AssociationView, Page, PageRequest};
 use super::{Session, body_reference};
 use crate::access::Permission as P;
 use crate::error::{Error, Result};

@@ -3,14 +3,12 @@
 //! Part of `session` (layer 6 of `scripts/check-structure`): it may import only what `session`
 //! may (see `session`'s module documentation).
 
-use super::views::{DocumentView, Page, PageRequest};
 use super::{Session, body_reference, event_object, obj, parents_change};
 use crate::access::{ObjectKind, ObjectRef, Permission as P, Permission};
 use crate::error::{Error, Result};
 use crate::events::names;
 use crate::model::*;
 use crate::store::Tx;
-use crate::store::records::Cabinet;
 
 /// Longest cabinet label.
 const MAX_LABEL_LEN: usize = 128;

@@ -9,7 +9,6 @@ use std::collections::HashMap;
 
 use super::associations::not_associated;
 use super::objects::{DOC, doc_event, doc_ref, dt_event, dt_ref, mt_event, mt_ref};
-use super::views::{DocumentView, Page, PageRequest};
 use super::{Session, body_reference, event_object, invalid_reference, parents_change};
 use crate::access::{DocumentVisibility, ObjectKind, ObjectRef, Permission as P};
 use crate::error::{Error, Result};
@@ -24,32 +23,6 @@ const MAX_LABEL_LEN: usize = 255;
 /// Most documents one [`Session::create_documents`] call may create: a batch is one
 /// transaction, and a bound keeps its memory and the time it holds the writer's lock bounded.
 pub const MAX_DOCUMENT_BATCH: usize = 1000;
-
-/// Which documents [`Session::documents`] lists, and in which order.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct DocumentQuery {
-    /// Only the documents of this type.
-    pub document_type: Option<DocumentTypeId>,
-    /// Newest (highest id) first; oldest first otherwise.
-    pub newest_first: bool,
-    /// Only the documents past this one in the list's order: a cursor. A caller that walks a
-    /// whole list asks for page 1 after the last document of the page before, so that each
-    /// page costs the same however far the walk has gone, and a document deleted meanwhile
-    /// makes it skip none. `count` still counts the whole list.
-    pub after: Option<DocumentId>,
-}
-
-/// One document of a batch ([`Session::create_documents`]): its type, its label and its
-/// initial metadata values, as [`Session::create_document`] takes them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NewDocument<'a> {
-    /// The document's type.
-    pub document_type: DocumentTypeId,
-    /// Its label.
-    pub label: &'a str,
-    /// Its initial values: (metadata type, submitted value).
-    pub values: &'a [(MetadataTypeId, &'a str)],
-}
 
 pub(super) fn document_type_of(tx: &mut Tx<'_>, d: &Document) -> Result<DocumentType> {
     tx.document_type(d.document_type_id)?

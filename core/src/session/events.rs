@@ -5,8 +5,6 @@
 
 use std::collections::HashMap;
 
-use super::records::Task;
-use super::views::{EventActor, EventView};
 use super::{Session, obj, view_permission};
 use crate::access::{KindRegistry, Permission};
 use crate::error::{Error, Result};

@@ -17,7 +17,6 @@ mod events;
 mod files;
 mod metadata_types;
 mod objects;
-mod records;
 mod values;
 mod views;
 
@@ -36,15 +35,9 @@ use crate::metadata::{
 use crate::model::*;
 use crate::store::Tx;
 
-pub use access::UserUpdate;
 pub(crate) use access::permission_set;
-pub use documents::{DocumentQuery, MAX_DOCUMENT_BATCH, NewDocument};
+pub use documents::MAX_DOCUMENT_BATCH;
 pub use files::FileContent;
-pub use records::{Acl, Group, Role, Task, TaskState, User};
-pub use views::{
-    AclView, AssociationView, DocumentView, EventActor, EventView, MetadataPageVersion,
-    MetadataValueView, Page, PageRequest,
-};
 
 /// Operations of docmeta as one actor. Cheap to create; see [`Docmeta::session`].
 ///

@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use super::associations::not_associated;
 use super::objects::{doc_event, doc_ref, mt_event, mt_ref};
-use super::views::{MetadataPageVersion, MetadataValueView, Page, PageRequest};
 use super::{Inputs, Session, body_reference};
 use crate::access::Permission as P;
 use crate::error::{Error, NON_FIELD_ERRORS, Result};

@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{Dialect, Row};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::events::{Event, EventObject};
 use crate::model::*;
 
@@ -181,17 +181,6 @@ pub(super) fn task(r: &Row) -> Result<TaskRow> {
     })
 }
 
-/// A cabinet (a node of a tree of document folders).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cabinet {
-    /// Identifier.
-    pub id: CabinetId,
-    /// Label.
-    pub label: String,
-    /// Parent cabinet, `None` for a root (level 0).
-    pub parent_id: Option<CabinetId>,
-}
-
 pub(super) fn cabinet(r: &Row) -> Result<Cabinet> {
     Ok(Cabinet {
         id: CabinetId(r.int(0)?),
@@ -250,4 +239,37 @@ pub(super) fn ids_param(ids: impl IntoIterator<Item = i64>) -> String {
         let _ = write!(out, "{}{id}", if i == 0 { "" } else { "," });
     }
     out
+}
+
+impl From<UserRow> for User {
+    fn from(u: UserRow) -> Self {
+        User {
+            id: u.id,
+            username: u.username,
+            is_superuser: u.is_superuser,
+            is_active: u.is_active,
+        }
+    }
+}
+
+impl TryFrom<TaskRow> for Task {
+    type Error = Error;
+
+    fn try_from(t: TaskRow) -> Result<Task> {
+        let state = TaskState::from_key(&t.state).ok_or_else(|| {
+            Error::storage(
+                format!("reading task {}", t.id),
+                format!("unknown task state '{}'", t.state),
+            )
+        })?;
+        Ok(Task {
+            id: t.id,
+            name: t.name,
+            payload: t.payload,
+            state,
+            attempts: t.attempts,
+            error: t.error,
+            target: t.target,
+        })
+    }
 }

@@ -39,23 +39,6 @@ use crate::access::{ObjectKind, ObjectRef};
 use crate::error::{Error, Result};
 use crate::events::names;
 use crate::model::*;
-pub use crate::model::{
-    ActionKind, Workflow, WorkflowAction, WorkflowInstance, WorkflowLogEntry, WorkflowState,
-    WorkflowTransition,
-};
-
-/// A change to a transition: each field given replaces the stored one.
-#[derive(Debug, Clone, Default)]
-pub struct TransitionUpdate {
-    /// A new label, unique in the workflow.
-    pub label: Option<String>,
-    /// A new origin state (of the same workflow).
-    pub origin: Option<WorkflowStateId>,
-    /// A new destination state (of the same workflow).
-    pub destination: Option<WorkflowStateId>,
-    /// A new condition template (empty: always allowed).
-    pub condition: Option<String>,
-}
 
 /// The durable task that applied one metadata event to a document's workflow instances after
 /// its commit (earlier versions; such tasks still run when found).

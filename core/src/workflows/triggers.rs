@@ -11,7 +11,6 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::kernel::{Docmeta, Unit};
-use crate::model::*;
 
 use super::engine::{Labels, condition_allows_by, fire, run_actions};
 use super::*;

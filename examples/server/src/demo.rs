@@ -225,7 +225,7 @@ pub fn load(db: &Docmeta) -> docmeta_core::Result<()> {
         "let the lawyers see it",
         true,
         false,
-        docmeta_core::workflows::ActionKind::GrantDocumentAccess {
+        docmeta_core::ActionKind::GrantDocumentAccess {
             role_id: lawyer,
             permission: P::DocumentView.key().to_owned(),
         },

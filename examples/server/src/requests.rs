@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use docmeta_core::workflows::ActionKind;
+use docmeta_core::ActionKind;
 use docmeta_core::{MetadataTypeId, RoleId};
 use serde::de::{self, Deserializer, Error as _, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
@@ -823,7 +823,7 @@ pub struct TriggerIn {
 
 /// The events a transition can be triggered by, by their short or full names.
 pub fn trigger_event() -> Schema {
-    let full = docmeta_core::workflows::TRIGGER_EVENTS;
+    let full = docmeta_core::TRIGGER_EVENTS;
     let short = full
         .iter()
         .filter_map(|name| name.strip_prefix("metadata."));

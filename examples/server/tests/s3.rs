@@ -163,7 +163,7 @@ fn objects(endpoint: &str, location: &str) -> Vec<(String, Vec<u8>)> {
         ("AWS_ALLOW_HTTP", "true"),
     ]
     .map(|(k, v)| (k.to_owned(), v.to_owned()));
-    let s3 = docmeta_core::files::s3::S3Storage::open_with(location, settings).expect("open");
+    let s3 = docmeta_core::S3Storage::open_with(location, settings).expect("open");
     (s3.names().expect("names").into_iter())
         .map(|name| {
             let mut bytes = Vec::new();

@@ -14,13 +14,13 @@ use std::io::{Cursor, Read};
 use std::sync::OnceLock;
 
 use arbitrary::{Arbitrary, Unstructured};
-use docmeta_core::access::DocumentVisibility;
-use docmeta_core::files::menc::{KdfParams, Keyring, Password};
-use docmeta_core::metadata::pipeline::MAX_VALUE_LEN;
-use docmeta_core::metadata::{
+use docmeta_core::DocumentVisibility;
+use docmeta_core::MAX_VALUE_LEN;
+use docmeta_core::menc::{KdfParams, Keyring, Password};
+use docmeta_core::{
     ClassRegistry, CompiledMetadataType, TemplateEngine, TemplateInputs, TemplateValue,
 };
-use docmeta_core::search::{
+use docmeta_core::{
     IndexedDocument, IndexedValue, RecordKind, SearchIndex, SearchScope, TypeVisibility,
 };
 use docmeta_core::{MetadataType, MetadataTypeId};
@@ -229,7 +229,7 @@ fn search_index() -> &'static SearchIndex {
 }
 
 fn check_query(text: &str) {
-    let expr = match docmeta_core::search::parse(text) {
+    let expr = match docmeta_core::parse_query(text) {
         Ok(expr) => expr,
         Err(e) => {
             assert_eq!(
@@ -357,7 +357,7 @@ pub fn menc_reader(data: &[u8]) {
     let mut plain = Vec::new();
     let result = keyring.decryptor(Cursor::new(&sealed)).and_then(|mut d| {
         d.read_to_end(&mut plain)
-            .map_err(|e| docmeta_core::files::menc::io_error("decrypting", e))
+            .map_err(|e| docmeta_core::menc::io_error("decrypting", e))
     });
     if sealed == original {
         result.expect("an unaltered stream decrypts");
@@ -374,5 +374,5 @@ pub fn menc_reader(data: &[u8]) {
 /// The backup archive reader (`docmeta backup verify`, the first pass of a restore): an arbitrary
 /// stream is a verified manifest or an error, never a panic.
 pub fn backup_archive(data: &[u8]) {
-    let _ = docmeta_core::backup::verify_backup_from(Cursor::new(data.to_vec()));
+    let _ = docmeta_core::verify_backup_from(Cursor::new(data.to_vec()));
 }

@@ -42,7 +42,7 @@ pub(super) fn run(
             }
         }
         Some(BackupCommand::Verify { file }) => {
-            let m = docmeta_core::backup::verify_backup(&file)?;
+            let m = docmeta_core::verify_backup(&file)?;
             println!(
                 "{}: backup {} of {} (schema version {}): {} files, every checksum matches{}",
                 file.display(),
@@ -70,8 +70,7 @@ pub(super) fn run(
             keep_weekly,
             dry_run,
         }) => {
-            let decisions =
-                docmeta_core::backup::prune_backups(&dir, keep_daily, keep_weekly, dry_run)?;
+            let decisions = docmeta_core::prune_backups(&dir, keep_daily, keep_weekly, dry_run)?;
             for d in &decisions {
                 match &d.kept_because {
                     Some(why) => println!("keep   {} ({why})", d.path.display()),

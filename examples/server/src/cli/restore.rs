@@ -7,7 +7,7 @@ use super::{AnyError, Data};
 
 pub(super) fn run(files: &[PathBuf], data: &Data) -> Result<(), AnyError> {
     let password = std::env::var(docmeta_core::PASSWORD_VARIABLE).ok();
-    let r = docmeta_core::backup::restore_to_storage(
+    let r = docmeta_core::restore_to_storage(
         files,
         &data.data,
         password.as_deref().map(str::as_bytes),

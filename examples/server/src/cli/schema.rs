@@ -1,6 +1,6 @@
 //! `docmeta schema export` and `docmeta schema apply`.
 
-use docmeta_core::installation::{Schema, apply, export};
+use docmeta_core::{Schema, apply_schema, export_schema};
 
 use super::{AnyError, SchemaCommand, open};
 
@@ -8,7 +8,7 @@ pub(super) fn run(command: SchemaCommand) -> Result<(), AnyError> {
     match command {
         SchemaCommand::Export { data } => {
             let db = open(&data, false)?;
-            print!("{}", export(&db)?.to_yaml()?);
+            print!("{}", export_schema(&db)?.to_yaml()?);
         }
         SchemaCommand::Apply {
             data,
@@ -19,7 +19,7 @@ pub(super) fn run(command: SchemaCommand) -> Result<(), AnyError> {
             let text = std::fs::read_to_string(&file)
                 .map_err(|e| format!("reading {}: {e}", file.display()))?;
             let schema = Schema::from_yaml(&text)?;
-            let changes = apply(&db, &schema, dry_run)?;
+            let changes = apply_schema(&db, &schema, dry_run)?;
             for c in &changes {
                 println!("{c}");
             }

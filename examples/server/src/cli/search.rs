@@ -1,7 +1,7 @@
 //! `docmeta search ...`: the search index's commands.
 
 use docmeta_core::Docmeta;
-use docmeta_core::search::{SearchWork, SearchWorkRun, SearchWorkState};
+use docmeta_core::{SearchWork, SearchWorkRun, SearchWorkState};
 
 use super::{AnyError, SearchCommand, Wait, open, progress};
 

@@ -7,13 +7,13 @@ use crate::body::Json;
 use axum::extract::{Query, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use docmeta_core::workflows::{
-    TransitionUpdate, Workflow, WorkflowAction, WorkflowInstance, WorkflowLogEntry, WorkflowState,
-    WorkflowTransition,
-};
 use docmeta_core::{
     DocumentId, DocumentTypeId, Session, WorkflowId, WorkflowInstanceId, WorkflowStateId,
     WorkflowTransitionId,
+};
+use docmeta_core::{
+    TransitionUpdate, Workflow, WorkflowAction, WorkflowInstance, WorkflowLogEntry, WorkflowState,
+    WorkflowTransition,
 };
 use serde::Serialize;
 use utoipa::ToSchema;

@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use docmeta_core::workflows::ActionKind;
+use docmeta_core::ActionKind;
 use docmeta_core::{
     Docmeta, DocumentId, DocumentTypeId, MetadataTypeId, ObjectKind, ObjectRef, Permission as P,
     Session, WorkflowId, WorkflowStateId, WorkflowTransitionId,

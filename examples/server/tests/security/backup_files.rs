@@ -203,8 +203,8 @@ fn encrypted_config(secrets: &Path) -> String {
 
 /// The offset of a byte inside the `chunk`-th (0-based) sealed chunk of a MENC file.
 fn inside_menc_chunk(chunk: usize) -> usize {
-    let menc = docmeta_core::files::menc::HEADER_LEN;
-    menc + chunk * (docmeta_core::files::menc::DEFAULT_CHUNK as usize + 16) + 100
+    let menc = docmeta_core::menc::HEADER_LEN;
+    menc + chunk * (docmeta_core::menc::DEFAULT_CHUNK as usize + 16) + 100
 }
 
 /// Flips one byte of the first uploaded file's stored bytes, as a failing disk would.

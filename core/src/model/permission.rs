@@ -3,8 +3,7 @@
 //! A key from outside (`"documents.document_view"`) is parsed once with [`Permission::from_key`];
 //! inside docmeta permissions are small integers and sets of them are bitsets.
 //!
-//! Part of `access` (layer 4 of `scripts/check-structure`): it may import only what `access`
-//! may (see `access`'s module documentation).
+//! Part of `model` (layer 1 of `scripts/check-structure`): it imports only `error`.
 
 use std::fmt;
 

@@ -1,14 +1,10 @@
-//! The public records of users, groups, roles, ACLs and tasks: what a session hands out, typed,
-//! and without anything a caller must never see (no password hash). The store's rows
-//! (`UserRow`, `AclRow`, `TaskRow`) stay crate-internal shapes; this file converts them.
+//! The public records of users, groups, roles, ACLs, cabinets and tasks: typed, and without anything a
+//! caller must never see (no password hash). The store's rows (`UserRow`, `AclRow`, `TaskRow`)
+//! are converted into them by the store.
 //!
-//! Layer 6 (part of `session`): imports only `model`, `access` (object references, permission
-//! sets), `error` and the store's row types; nothing above the session.
+//! Part of `model` (layer 1 of `scripts/check-structure`): it imports only `error`.
 
-use crate::access::{ObjectRef, PermissionSet};
-use crate::error::{Error, Result};
-use crate::model::{AclId, GroupId, RoleId, TaskId, UserId};
-use crate::store::records::{AclRow, TaskRow, UserRow};
+use super::{AclId, CabinetId, GroupId, ObjectRef, PermissionSet, RoleId, TaskId, UserId};
 
 /// A user, as a session shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,17 +17,6 @@ pub struct User {
     pub is_superuser: bool,
     /// Inactive users are refused everything.
     pub is_active: bool,
-}
-
-impl From<UserRow> for User {
-    fn from(u: UserRow) -> Self {
-        User {
-            id: u.id,
-            username: u.username,
-            is_superuser: u.is_superuser,
-            is_active: u.is_active,
-        }
-    }
 }
 
 /// A group of users.
@@ -75,18 +60,6 @@ pub struct Acl {
     pub object: ObjectRef,
     /// The permissions (keys unknown to this version are left out).
     pub permissions: PermissionSet,
-}
-
-impl Acl {
-    /// The ACL of a stored row on `object` (the object the row was read for).
-    pub(crate) fn of(row: AclRow, object: ObjectRef) -> Acl {
-        Acl {
-            id: row.id,
-            role_id: row.role_id,
-            object,
-            permissions: super::permission_set(row.permissions),
-        }
-    }
 }
 
 /// Where a durable background task is.
@@ -151,24 +124,13 @@ pub struct Task {
     pub target: Option<String>,
 }
 
-impl TryFrom<TaskRow> for Task {
-    type Error = Error;
-
-    fn try_from(t: TaskRow) -> Result<Task> {
-        let state = TaskState::from_key(&t.state).ok_or_else(|| {
-            Error::storage(
-                format!("reading task {}", t.id),
-                format!("unknown task state '{}'", t.state),
-            )
-        })?;
-        Ok(Task {
-            id: t.id,
-            name: t.name,
-            payload: t.payload,
-            state,
-            attempts: t.attempts,
-            error: t.error,
-            target: t.target,
-        })
-    }
+/// A cabinet (a node of a tree of document folders).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cabinet {
+    /// Identifier.
+    pub id: CabinetId,
+    /// Label.
+    pub label: String,
+    /// Parent cabinet, `None` for a root (level 0).
+    pub parent_id: Option<CabinetId>,
 }
