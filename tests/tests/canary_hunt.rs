@@ -3886,13 +3886,30 @@ fn report(w: &World, case: &Case, violations: &[Violation]) -> String {
 fn shortest_report(case: &Case, pairs: &[Pair], first: &Violation) -> String {
     let shortest = shrink(&first.class, case, pairs);
     let class = first.class.clone();
-    match run_case(&shortest, pairs, &|v: &Violation| v.class == class) {
+    let text = match run_case(&shortest, pairs, &|v: &Violation| v.class == class) {
         Ok((w, found)) => format!(
             "{} operations:\n{}",
             shortest.ops.len(),
             report(&w, &shortest, &found)
         ),
         Err(e) => format!("the shortened case failed to run: {e}"),
+    };
+    keep_failure(&class, &text);
+    text
+}
+
+/// Appends a found case to `<target>/tmp/canary_hunt-failures.txt` as well: the seeds are random,
+/// so a failure whose output scrolled away (a long CI log) would otherwise be lost.
+fn keep_failure(class: &str, text: &str) {
+    use std::io::Write as _;
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("canary_hunt-failures.txt");
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+    {
+        let _ = writeln!(f, "==== {class}: {text}");
+        eprintln!("(also kept in {})", path.display());
     }
 }
 
