@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Python bindings overhead (issue #8 targets: a metadata value add through Python costs at most
+"""Python bindings overhead (the targets: a metadata value add through Python costs at most
 2x the same operation in Rust; `check` from Python at most 2 us).
 
 Runs the Rust baseline (`cargo bench -p docmeta-benches --bench python_baseline`) and the same

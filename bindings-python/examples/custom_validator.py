@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The example every face shows (issue #18; core/examples/own_validator.rs in Rust): an
+"""The example every face shows (core/examples/own_validator.rs in Rust): an
 application's own validator, checked offline first, then a value through the pipeline of
 spec 2.10, a grant and its explanation.
 

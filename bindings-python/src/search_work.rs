@@ -1,4 +1,4 @@
-//! `Docmeta` methods: search index work handed between processes (issue #17). When another
+//! `Docmeta` methods: search index work handed between processes. When another
 //! process (a running server) holds the search index's writer, `search_work` queues the work
 //! for it and answers with a ticket to follow; `adopt_search_work` runs it here if that process
 //! has gone.

@@ -1,4 +1,4 @@
-"""Access control through Python (issue #18): ACL management, explain as a record, filter,
+"""Access control through Python: ACL management, explain as a record, filter,
 application kinds and their parents, and the single-record getters of users, groups and roles."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Applications' own validators and parsers written in Python (issue #18): registered on a
-docmeta.Classes, named by metadata types, run inside the value pipeline."""
+"""Applications' own validators and parsers written in Python: registered on a docmeta.Classes,
+named by metadata types, run inside the value pipeline."""
 
 from __future__ import annotations
 

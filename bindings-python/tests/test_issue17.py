@@ -1,4 +1,4 @@
-"""Issue #17 through Python: documents created with their first file, lookup choices, and the
+"""Through Python: documents created with their first file, lookup choices, and the
 detail, update and delete of workflow states and transitions."""
 
 from __future__ import annotations

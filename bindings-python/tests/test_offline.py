@@ -1,4 +1,4 @@
-"""Validation and parsing without a database (issue #18): docmeta.validate, docmeta.parse and
+"""Validation and parsing without a database: docmeta.validate, docmeta.parse and
 MetadataProcessor refuse what the pipeline refuses, naming the same fields."""
 
 from __future__ import annotations

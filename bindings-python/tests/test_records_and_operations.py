@@ -1,4 +1,4 @@
-"""Every group of operations the parity work added to the Python face (issue #18): metadata
+"""Every group of operations the Python face shares with the Rust API: metadata
 (associations, single values, batches, details), cabinets, workflows, search, files and backup,
 and the instance's own calls (tasks, tokens, deadlines, settings)."""
 

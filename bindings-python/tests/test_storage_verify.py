@@ -1,5 +1,5 @@
-"""Damaged stored files are reported through Python too (issue #17 section 3): verify_storage
-lists them, a backup warns and its archive lists them, a restore reports them."""
+"""Damaged stored files are reported through Python too: verify_storage lists them, a backup
+warns and its archive lists them, a restore reports them."""
 
 from __future__ import annotations
 

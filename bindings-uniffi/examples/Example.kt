@@ -1,4 +1,4 @@
-// The example every face shows (README, issue #18; core/examples/own_validator.rs in Rust), run
+// The example every face shows (README; core/examples/own_validator.rs in Rust), run
 // by bindings-uniffi/test.sh so that it stays true: an application's own validator, checked
 // offline first, then a value through the pipeline of spec 2.10, a grant and its `explain`.
 package example

@@ -313,7 +313,7 @@ pub struct TrM {
     pub triggers: BTreeSet<String>,
 }
 
-/// What a workflow action does, as far as access goes (issue #32).
+/// What a workflow action does, as far as access goes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ActM {
     /// Grants or revokes this permission on the document.
@@ -461,7 +461,7 @@ impl Model {
 
     /// Whether `u` holds everything role `r` grants (its global permissions globally, each
     /// ACL permission on its object): linking the role to a group, or a user to a group holding
-    /// it, must not give anyone more than the actor holds (issue #15).
+    /// it, must not give anyone more than the actor holds.
     pub fn holds_role(&self, u: i64, r: i64) -> bool {
         self.sup(u)
             || (self
@@ -474,8 +474,8 @@ impl Model {
                 }))
     }
 
-    /// Whether `u` could do what action `a` does on the documents of every type of `dts` (issue
-    /// #32): what adding the action needs, and, for every action of a workflow, what changing
+    /// Whether `u` could do what action `a` does on the documents of every type of `dts`: what
+    /// adding the action needs, and, for every action of a workflow, what changing
     /// when they run needs. Nothing when `dts` is empty (the action runs nowhere).
     pub fn may_do(&self, u: i64, a: &ActM, dts: &BTreeSet<i64>) -> bool {
         if self.sup(u) || dts.is_empty() {
@@ -512,20 +512,20 @@ impl Model {
     }
 
     /// Whether `u` holds everything user `t` holds: everything each role of each of `t`'s
-    /// groups grants, whether or not `t` is active (issue #32: no permission acts on a
-    /// principal stronger than its holder). A superuser `t` is the superuser rule's.
+    /// groups grants, whether or not `t` is active (no permission acts on a principal
+    /// stronger than its holder). A superuser `t` is the superuser rule's.
     pub fn holds_user(&self, u: i64, t: i64) -> bool {
         self.roles_of(t).iter().all(|r| self.holds_role(u, *r))
     }
 
-    /// Whether `u` holds everything the roles of group `g` grant (issue #32).
+    /// Whether `u` holds everything the roles of group `g` grant.
     pub fn holds_group(&self, u: i64, g: i64) -> bool {
         (self.roles.iter())
             .filter(|(_, role)| role.groups.contains(&g))
             .all(|(r, _)| self.holds_role(u, *r))
     }
 
-    /// Changing document `d` to type `new` (spec 2.4 rule 4; issue #32): viewing the document
+    /// Changing document `d` to type `new` (spec 2.4 rule 4): viewing the document
     /// (404), `document_change_type` on it (403), viewing the new type (a body reference: 400),
     /// `document_create` on the new type (403).
     pub fn change_type(&self, u: i64, d: i64, new: i64) -> Exp {

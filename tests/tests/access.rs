@@ -709,12 +709,12 @@ fn a_roles_groups_are_listed_only_to_who_may_see_groups() -> Result<()> {
     Ok(())
 }
 
-// ----- one evaluator (issue #16): sessions follow the stored links of spec 5.3 ------------------
+// ----- one evaluator: sessions follow the stored links of spec 5.3 ------------------------------
 //
-// Before issue #16, `Session::can` answered from the access snapshot alone, so an operation on a
-// document file (or a workflow instance, or a metadata value) by its generic object reference
-// did not see the ACLs of its document (workflow, metadata type), while `Docmeta::check` did.
-// Both now call the one evaluator of `access::policy`; these cases show where they disagreed,
+// Before there was one evaluator, `Session::can` answered from the access snapshot alone, so an
+// operation on a document file (or a workflow instance, or a metadata value) by its generic object
+// reference did not see the ACLs of its document (workflow, metadata type), while `Docmeta::check`
+// did. Both now call the one evaluator of `access::policy`; these cases show where they disagreed,
 // with the answer spec 5.3 gives ("an ACL on a DocumentType therefore protects its documents
 // and their files").
 
@@ -758,7 +758,7 @@ fn a_files_acls_are_listed_for_acl_view_on_its_document() -> Result<()> {
     let s = w.db.session(w.user);
     assert!(
         s.acls(file, PageRequest::ALL)?.items.is_empty(),
-        "visible, with no ACL of its own (it was NotFound before issue #16)"
+        "visible, with no ACL of its own (it was NotFound before there was one evaluator)"
     );
     Ok(())
 }
@@ -797,7 +797,7 @@ fn a_file_of_an_invisible_document_keeps_its_acls_hidden() -> Result<()> {
 
 #[test]
 fn acl_edit_without_any_view_adds_a_key_through_an_acl_id() -> Result<()> {
-    // Found by the session access matrix (issue #16): `acl_add_permission` looked the ACL up
+    // Found by the session access matrix: `acl_add_permission` looked the ACL up
     // as a reader, so a holder of `acls.acl_edit` who may neither view the object nor its
     // ACLs got NotFound, though `grant` and `create_acl` let them act (api.md: acl_edit on the
     // object decides, 403/404).
@@ -847,7 +847,7 @@ fn acl_ids_of_an_invisible_object_stay_not_found_without_acl_edit() -> Result<()
 
 #[test]
 fn group_members_lists_only_the_users_the_caller_may_view() -> Result<()> {
-    // Found by the session access matrix (issue #16): the HTTP route dropped the members its
+    // Found by the session access matrix: the HTTP route dropped the members its
     // caller may not view, but `Session::group_members` (and so Python) returned them all.
     let w = world()?;
     let role = w.admin.create_role("Group viewer")?.id;
@@ -885,7 +885,7 @@ fn group_members_lists_only_the_users_the_caller_may_view() -> Result<()> {
 
 #[test]
 fn a_stored_workflow_log_entry_inherits_through_its_instance_from_the_workflow() -> Result<()> {
-    // The evaluator reads the stored links itself (issue #16): log entry -> instance ->
+    // The evaluator reads the stored links itself: log entry -> instance ->
     // workflow, none of them set by the application.
     let w = world()?;
     let dt = w.admin.create_document_type("Invoice")?;
@@ -924,7 +924,7 @@ fn a_stored_workflow_log_entry_inherits_through_its_instance_from_the_workflow()
 
 #[test]
 fn an_instance_with_application_links_inherits_from_them_not_from_its_workflow() -> Result<()> {
-    // Where the evaluators disagreed before issue #16: `Docmeta::check` used an application's
+    // Where the evaluators disagreed before they were one: `Docmeta::check` used an application's
     // own links of a workflow instance instead of the stored workflow link, while the session's
     // hand-written instance check always added the workflow. Both now follow the documented
     // rule of `Docmeta::set_object_parents`: the application's links replace the stored ones.

@@ -1,4 +1,4 @@
-//! Issue #16: the access matrix, directly against `Session`.
+//! The access matrix, directly against `Session`.
 //!
 //! The same reference evaluator as the HTTP access matrix
 //! (`examples/server/tests/access_matrix.rs`; both include `tests/oracle/access_model.rs`),
@@ -204,8 +204,8 @@ fn build_world() -> Result<World> {
     for g in dice.sample(&groups, 2) {
         membership.insert((g, regular[5]));
     }
-    // The target of user edits holds what group1's roles grant: editing it needs holding that
-    // too (issue #32).
+    // The target of user edits holds what group1's roles grant: editing it needs holding
+    // that too.
     membership.insert((groups[0], target));
     for (g, u) in membership {
         admin.set_group_member(GroupId(g), UserId(u), true)?;
@@ -235,7 +235,7 @@ fn build_world() -> Result<World> {
         m.roles.insert(r, role);
     }
     // role5 administers principals (user5 holds it), so that holding everything a user, group
-    // or role holds (issue #32) decides some of its edits.
+    // or role holds decides some of its edits.
     for p in [
         USER_VIEW, USER_EDIT, GROUP_VIEW, GROUP_EDIT, ROLE_VIEW, ROLE_EDIT,
     ] {
@@ -433,8 +433,7 @@ fn build_world() -> Result<World> {
     let edge_acls: [(Obj, &[&str]); 7] = [
         ((K::Cabinet, c1), &[CAB_VIEW]),
         ((K::Cabinet, c2), &[CAB_EDIT]),
-        // Moving documents of type 1 to type 2, which it sees but may not create documents
-        // of (issue #32).
+        // Moving documents of type 1 to type 2, which it sees but may not create documents of.
         (
             (K::DocType, dts[0]),
             &[DOC_VIEW, DM_VIEW, ACL_VIEW, DOC_CHANGE_TYPE],
@@ -1000,7 +999,7 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
     }
     for role in m.roles.keys().copied() {
         let old = a.role(RoleId(role))?;
-        // Renaming a role needs holding everything it grants (issue #32).
+        // Renaming a role needs holding everything it grants.
         let want = match m.act(u, ROLE_EDIT, (K::Role, role), 200) {
             Exp::Ok(_) if !m.holds_role(u, role) => Out::Denied,
             e => expected(e),
@@ -1019,7 +1018,7 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
         let want = if !m.glob(u, GROUP_VIEW) {
             Out::NotFound
         } else if !m.glob(u, GROUP_EDIT) || !m.holds_group(u, g) {
-            // Renaming a group needs holding what its roles grant (issue #32).
+            // Renaming a group needs holding what its roles grant.
             Out::Denied
         } else {
             Out::Ok
@@ -1034,8 +1033,7 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
         )?;
     }
     // Users: another user's account needs seeing it (404), then user_edit (403); a superuser's
-    // only a superuser changes (403); another user's, holding everything they hold (403, issue
-    // #32).
+    // only a superuser changes (403); another user's, holding everything they hold (403).
     for (t, tm) in &m.users {
         let id = UserId(*t);
         let old = tm.name.clone();
@@ -1067,7 +1065,7 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
         )?;
     }
     // Group members: group_view (404) then group_edit (403); the user must be visible (400);
-    // adding (issue #15) and removing (issue #32) need holding what the group's roles grant.
+    // adding and removing need holding what the group's roles grant.
     for (g, members) in &m.groups {
         let gid = GroupId(*g);
         let outside = m.users.keys().copied().find(|t| !members.contains(t));
@@ -1154,9 +1152,8 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
         )?;
     }
 
-    // Roles: their groups and global permissions (issue #15: linking a role needs holding
-    // what it grants, and unlinking it too since issue #32; a global grant needs role_edit and
-    // the permission globally).
+    // Roles: their groups and global permissions (linking or unlinking a role needs holding
+    // what it grants; a global grant needs role_edit and the permission globally).
     for (role, rm) in &m.roles {
         let rid = RoleId(*role);
         let edit = m.act(u, ROLE_EDIT, (K::Role, *role), 200);
@@ -1209,7 +1206,7 @@ fn writes(w: &World, r: &mut Report, u: i64) -> Result<()> {
         }
     }
     // Adding or removing a key through an ACL id: acl_edit on the object (403/404), the ACL's
-    // role visible (400), and adding (issue #15) or removing (issue #32) needs holding the key
+    // role visible (400), and adding or removing needs holding the key
     // there (403); an ACL of another object is not found.
     let all_acls: Vec<(Obj, i64, i64)> = (m.acls.iter())
         .flat_map(|(o, x)| x.iter().map(move |(role, acl)| (*o, *role, acl.id)))
@@ -1466,7 +1463,7 @@ fn deletions(w: &mut World, r: &mut Report) -> Result<()> {
 }
 
 /// Moves every document to the next type: each caller tries in turn, a refused try must change
-/// nothing, and the first allowed one moves it (issue #32: viewing the document, change_type on
+/// nothing, and the first allowed one moves it (viewing the document, change_type on
 /// it, viewing the new type and creating documents of it); the model then drops the values the
 /// new type lacks (spec 2.4 rule 4) and reads the document's instances again (the new type's
 /// workflows start).

@@ -1,4 +1,4 @@
-//! Issue #32, "Tests that look for the next door": the canary hunt and the monotone-authority
+//! Tests that look for the next door: the canary hunt and the monotone-authority
 //! check, in the library (the rules live in `docmeta-core`; the faces only convert).
 //!
 //! **The world.** Each case builds, through `Docmeta::system()`, a small generated world: three
@@ -17,7 +17,7 @@
 //! Every label, name, value, file name and file content, username, group name, role label,
 //! workflow text and log comment the world holds is a unique canary (`cnry` + serial + random);
 //! metadata type *names* are not (they are identifiers an attacker is assumed to know, as
-//! `salary` in the issue), and the narrow users only ever write text of their own.
+//! `salary` in the reported attack), and the narrow users only ever write text of their own.
 //!
 //! **The operations.** proptest generates sequences of operations: the narrow users try what
 //! their permission suggests (and sometimes anything): store defaults, lookups, validators,
@@ -60,9 +60,9 @@
 //!   by a workflow action counts as made by everyone who changed that workflow's graph (an
 //!   administrator who built it delegates when granting someone the transition); a grant nobody
 //!   made directly is a violation; so is taking over another account (a password reset) or
-//!   renaming or deactivating it without holding everything it holds (point 5). The same goes
+//!   renaming or deactivating it without holding everything it holds. The same goes
 //!   for writes: a value added, edited or removed by a workflow action must be one every user
-//!   who changed that workflow may write directly (point 4).
+//!   who changed that workflow may write directly.
 //!
 //! A failure prints the shortest case found (the failing step's prefix, then runs of operations
 //! removed while the same class of failure shows): who holds what, the operations (who did what,
@@ -146,8 +146,8 @@ fn roster() -> Vec<Pair> {
 const CHUNK: usize = 5;
 
 /// The permissions that store code someone else runs, or administer principals and access: the
-/// doors of issue #32. Every world holds two of them (in turn), so a run of a few thousand
-/// operations tries each several times, in different company.
+/// doors the security reviews found open. Every world holds two of them (in turn), so a run of a
+/// few thousand operations tries each several times, in different company.
 const KEEN: &[&str] = &[
     "metadata.metadata_type_edit",
     "document_states.workflow_template_edit",
@@ -638,7 +638,7 @@ fn global_keys() -> impl Iterator<Item = &'static str> {
 }
 
 /// Whether `u` holds everything `t` holds (globally, and on every object through ACLs): what
-/// resetting `t`'s password, or reactivating `t`, needs (issue #32 point 5).
+/// resetting `t`'s password, or reactivating `t`, needs.
 fn holds_user(m: &Model, u: i64, t: i64) -> bool {
     if m.sup(u) {
         return true;
@@ -1041,7 +1041,7 @@ impl World {
         s.set_group_member(GroupId(f.keepers), UserId(f.vic), true)?;
         s.set_group_member(GroupId(f.keepers), UserId(f.sleeper), true)?;
         // The keeper role holds (almost) everything globally: vic is the strong non-superuser
-        // of point 5.
+        // that a weaker administrator must not reach over.
         for p in Permission::ALL {
             s.grant_global(*p, RoleId(f.keeper))?;
         }
@@ -2048,7 +2048,7 @@ impl World {
     /// Values added, edited or removed by this step that the operation did not write itself
     /// (nor its lifecycle effects: a created, moved or deleted document, a deleted or required
     /// metadata type, the tasks) come from workflow actions: everyone who shaped those workflows
-    /// must be entitled to make that write directly (issue #32 point 4).
+    /// must be entitled to make that write directly.
     fn check_writes(
         &self,
         step: usize,
@@ -2163,7 +2163,7 @@ impl World {
     }
 
     /// Whether `u` gaining `key` on `o` comes from a document moved to another type by someone
-    /// the model lets move it (issue #32 point 6: viewing it, `document_change_type` on it, and
+    /// the model lets move it (viewing it, `document_change_type` on it, and
     /// `document_create` on the new type).
     fn moved_legitimately(
         &self,

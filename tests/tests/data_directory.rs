@@ -1,4 +1,4 @@
-//! The data directory at rest (issue #32 point 11): nothing in it is readable or traversable by
+//! The data directory at rest: nothing in it is readable or traversable by
 //! the group or others, whether docmeta has just made it, has stored, indexed, deleted, backed up
 //! and restored in it, or opens one an older docmeta left with 0644 files in 0755 directories.
 #![cfg(unix)]

@@ -1,4 +1,4 @@
-//! Document files, the encrypted storage (MENC), backup and restore (spec 8.1; issue #6).
+//! Document files, the encrypted storage (MENC), backup and restore (spec 8.1).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -600,7 +600,7 @@ fn a_backup_from_an_older_schema_is_migrated_on_restore() -> Result<()> {
     Ok(())
 }
 
-// Issue #15, points 13-15: restores that cannot succeed leave the target as it was, archives
+// Restores and archives: restores that cannot succeed leave the target as it was, archives
 // are private, decompression is bounded by the declared sizes, stored files are bound to their
 // records.
 
@@ -1094,9 +1094,9 @@ fn with_extra_entry(src: &Path, dst: &Path, path: &str, size: u64, truncate: boo
     tar.into_inner().expect("finish");
 }
 
-/// Issue #32 point 14: a restore took an archive entry of 1 GiB (33 KB compressed) that no
-/// record references. It is refused by its declaration, before a byte of it is read or
-/// written, and the target stays as it was.
+/// Restores take only what a backup holds: a restore took an archive entry of 1 GiB (33 KB
+/// compressed) that no record references. It is refused by its declaration, before a byte of it is
+/// read or written, and the target stays as it was.
 #[test]
 fn a_document_file_no_record_names_is_refused_before_it_is_written() -> Result<()> {
     let out = tempfile::tempdir().expect("out");
@@ -1125,7 +1125,7 @@ fn a_document_file_no_record_names_is_refused_before_it_is_written() -> Result<(
     assert_untouched(out.path(), &target, &before)
 }
 
-/// Issue #32 point 14: anything else outside what a backup holds, a system file larger than
+/// Restores take only what a backup holds: anything else outside it, a system file larger than
 /// docmeta writes, is refused at its declaration.
 #[test]
 fn an_oversized_system_file_is_refused() -> Result<()> {
@@ -1202,7 +1202,7 @@ impl Drop for Tmpfs {
     }
 }
 
-/// Issue #32 point 14: a restore is bounded by the free space beside its target. One that needs
+/// A restore is bounded by the free space beside its target. One that needs
 /// more than a 48 MiB disk holds is refused before it writes (`StorageFull`, saying how much it
 /// needs), the target as it was; a small one restores onto the same disk.
 #[test]
@@ -1239,8 +1239,9 @@ fn a_restore_needing_more_space_than_is_free_is_refused_before_it_writes() -> Re
     Ok(())
 }
 
-/// Issue #32 point 14, across a chain: an incremental backup whose manifest leaves to its base a
-/// document file its database does not name (the base crafted to hold it) is refused too.
+/// Restores take only what a backup holds, across a chain: an incremental backup whose manifest
+/// leaves to its base a document file its database does not name (the base crafted to hold it) is
+/// refused too.
 #[test]
 fn a_chain_cannot_bring_in_a_document_file_no_record_names() -> Result<()> {
     let out = tempfile::tempdir().expect("out");

@@ -1,5 +1,5 @@
 //! Concurrent changes through sessions on a SQLite file, where units of work share commits
-//! (group commit, issue #20): one refused change undoes nothing of the others, and every
+//! (group commit): one refused change undoes nothing of the others, and every
 //! change that was acknowledged is stored and published.
 
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! Issue #17 section 1: one process per data directory writes the search index; every other
+//! Several processes on one data directory: one of them writes the search index; every other
 //! opener reads it, writes the database freely, and hands index work to the writer.
 
 use std::path::Path;
@@ -250,7 +250,7 @@ fn a_grant_made_by_another_process_on_the_same_sqlite_file_is_followed() -> Resu
     Ok(())
 }
 
-/// Security review, round two, point 15, on SQLite: a command beside a server (another
+/// Every process answers from the same truth, on SQLite: a command beside a server (another
 /// process on the same file) grants and revokes; the server's sessions honour each at their
 /// next call, with no follower running (no worker, no `follow_access`).
 #[test]

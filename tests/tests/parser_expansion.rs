@@ -1,4 +1,4 @@
-//! Issue #32 point 10: a regular-expression parser whose replacement repeats the match many
+//! Expanding parsers: a regular-expression parser whose replacement repeats the match many
 //! times (`$0$0$0…`) on a long value with many matches would build hundreds of MiB before the
 //! value limit refused the result. The output is bounded while it is built: the value is
 //! refused (a `Validation` on `value`) and the process never grows by more than a few MiB.

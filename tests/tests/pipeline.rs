@@ -331,11 +331,11 @@ fn hostile_templates_fail_in_bounded_time() -> Result<()> {
         "{% for i in range(100000) %}{{ 'x' * 100000 }}{% endfor %}",
         "{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}",
         // Memory, not time: one string repetition or a doubling per recursion level would
-        // allocate gigabytes within the fuel (issue #11).
+        // allocate gigabytes within the fuel.
         "{{ 'abcdefgh' * 100000000 }}",
         "{% macro d(s, n) %}{% if n > 0 %}{{ d(s ~ s, n - 1) }}{% else %}{{ s|length }}{% endif %}{% endmacro %}{{ d('ab', 40) }}",
         "{{ ((range(100000)|join(',')) * 1000)|length }}",
-        // Issue #15 point 11: `{% set b = a ~ a ~ ... %}` took a server to 13.5 GB.
+        // `{% set b = a ~ a ~ ... %}` took a server to 13.5 GB.
         &format!(
             "{{% set a = 'xxxxxxxxxxxxxxxx' %}}{}{{{{ a|length }}}}",
             "{% set a = a ~ a ~ a ~ a %}".repeat(15)

@@ -1,4 +1,4 @@
-//! Issue #32 points 5, 6 and 13, through sessions: administrative permissions that reached over
+//! Administrative reach through sessions: administrative permissions that reached over
 //! stronger principals, a type change that widened access, event actors named to readers who
 //! may not view them, and usernames that look alike. Each test reproduces one attack and checks
 //! that it is refused and changed nothing (or that the rule still lets the legitimate case
@@ -83,11 +83,11 @@ fn role_ref(id: RoleId) -> ObjectRef {
     ObjectRef::new(ObjectKind::ROLE, id.0)
 }
 
-// ----- point 5: user_edit and user_delete on a stronger user ----------------------------------
+// ----- user_edit and user_delete on a stronger user -------------------------------------------
 
 #[test]
 fn user_edit_cannot_reset_the_password_of_a_user_holding_more() -> Result<()> {
-    // The issue's attack: reset the password of a non-superuser holding every permission, log
+    // The reported attack: reset the password of a non-superuser holding every permission, log
     // in as them, grant oneself more.
     let w = world()?;
     w.staff_holds(&[P::UserView, P::UserEdit])?;
@@ -206,12 +206,12 @@ fn a_user_without_any_permission_still_sets_their_own_password() -> Result<()> {
     Ok(())
 }
 
-// ----- point 5: groups and roles stronger than the editor -------------------------------------
+// ----- groups and roles stronger than the editor ----------------------------------------------
 
 #[test]
 fn group_edit_cannot_remove_a_member_from_a_group_holding_more() -> Result<()> {
     // Removing used to need only group_edit: its holder could strip every member of a
-    // stronger group of what the group grants (#32 changes that documented decision).
+    // stronger group of what the group grants (a documented decision, since changed).
     let w = world()?;
     w.staff_holds(&[P::GroupView, P::GroupEdit, P::UserView])?;
     assert!(is_denied(w.mallory().set_group_member(
@@ -320,7 +320,7 @@ fn acl_edit_cannot_revoke_or_delete_what_its_holder_does_not_hold_there() -> Res
     Ok(())
 }
 
-// ----- point 6: changing a document's type ----------------------------------------------------
+// ----- changing a document's type -------------------------------------------------------------
 
 /// A secret type with one document holding a salary; a public type whose ACLs Mallory enjoys.
 struct Types {
@@ -356,7 +356,7 @@ fn types(w: &World) -> Result<Types> {
 
 #[test]
 fn change_type_cannot_move_a_document_its_holder_cannot_view() -> Result<()> {
-    // The issue's attack: document_change_type on a document Mallory cannot view moved it into
+    // The reported attack: document_change_type on a document Mallory cannot view moved it into
     // a type whose ACLs she enjoys.
     let w = world()?;
     let t = types(&w)?;
@@ -491,7 +491,7 @@ fn change_type_removes_the_values_the_new_type_lacks_with_their_events_and_trigg
     Ok(())
 }
 
-// ----- point 13: event actors -----------------------------------------------------------------
+// ----- event actors ---------------------------------------------------------------------------
 
 #[test]
 fn an_event_hides_an_actor_the_reader_may_not_view() -> Result<()> {
@@ -577,7 +577,7 @@ fn a_reader_sees_themselves_as_the_actor_of_their_own_events() -> Result<()> {
     Ok(())
 }
 
-// ----- point 13: usernames that look alike ----------------------------------------------------
+// ----- usernames that look alike --------------------------------------------------------------
 
 fn conflict_field<T: std::fmt::Debug>(r: Result<T>) -> Option<String> {
     match r {

@@ -1,6 +1,6 @@
-//! Issue #32 point 9 in the library: no template renders under the write lock (a chain of
-//! defaults, each reading the value the one before gave, used to render its later links under
-//! the lock after four attempts: one document creation stalled every writer 10.9 s); the
+//! Renders must not starve the server, in the library: no template renders under the write lock (a
+//! chain of defaults, each reading the value the one before gave, used to render its later links
+//! under the lock after four attempts: one document creation stalled every writer 10.9 s); the
 //! renders of one unit of work share one budget; a unit whose templates' inputs keep changing
 //! gives up with a clear error instead of rendering under the lock; and renders are capped per
 //! user and in all (`Error::Throttled`).

@@ -1,4 +1,4 @@
-//! Document files on S3-compatible object storage (issue #19 item 4), against a real S3 server
+//! Document files on S3-compatible object storage, against a real S3 server
 //! on loopback: `scripts/s3-up` starts one (moto's) and prints its endpoint, which these tests
 //! read from `DOCMETA_TEST_S3_ENDPOINT` (its bucket `docmeta-test`, any credentials). Without
 //! it they skip with a printed reason, unless `DOCMETA_REQUIRE_S3=1` (set by `.ci/run`) makes

@@ -741,8 +741,8 @@ const PROBES: [&str; 20] = [
     "march OR value:777 OR value:>=0",
 ];
 
-/// Issue #15 point 5: a user who may view the invoices and their `number` values, but not the
-/// `amount` or `due` values, gets exactly the same answers (results, counts, order, on both
+/// Hidden values leak nothing: a user who may view the invoices and their `number` values, but not
+/// the `amount` or `due` values, gets exactly the same answers (results, counts, order, on both
 /// searches) whatever those hidden values are: the range binary search learns nothing.
 #[test]
 fn hidden_values_change_no_answer_of_either_search() -> Result<()> {
@@ -839,7 +839,7 @@ fn hidden_values_change_no_answer_of_either_search() -> Result<()> {
     Ok(())
 }
 
-/// Issue #15 point 5: a metadata term matches a document exactly when the caller may view a
+/// A metadata term matches a document exactly when the caller may view a
 /// value of that document that matches (the rule of `document_metadata`), on both
 /// searches, whichever way each permission is held (document-type ACL, document ACL, metadata
 /// type ACL, global).
@@ -975,9 +975,9 @@ fn metadata_terms_follow_the_value_view_rule() -> Result<()> {
     Ok(())
 }
 
-/// Issue #15 point 9: nesting of any kind is bounded (a query of 500 `NOT`s used to overflow
-/// the stack and abort the process), ranges without bounds are refused before tantivy sees them
-/// (`[* TO *]` panicked inside it), and every other range shape is answered.
+/// One query must not take the server down: nesting of any kind is bounded (a query of 500 `NOT`s
+/// used to overflow the stack and abort the process), ranges without bounds are refused before
+/// tantivy sees them (`[* TO *]` panicked inside it), and every other range shape is answered.
 #[test]
 fn hostile_queries_are_refused_or_answered_never_a_crash() -> Result<()> {
     let w = world()?;

@@ -1,6 +1,6 @@
-//! Issue #15, through sessions: escalation paths (a permission used to gain a wider one), leaks
-//! through the event log, existence probes, atomic user updates and NUL characters. Each test
-//! reproduces one attack and checks that it is refused and changed nothing.
+//! Security regression tests through sessions: escalation paths (a permission used to gain a wider
+//! one), leaks through the event log, existence probes, atomic user updates and NUL characters.
+//! Each test reproduces one attack and checks that it is refused and changed nothing.
 
 use docmeta_core::{
     CabinetId, Docmeta, Error, EventQuery, GroupId, MetadataTypeInput, ObjectKind, ObjectRef,
@@ -64,7 +64,7 @@ fn validation_field<T: std::fmt::Debug>(r: Result<T>) -> Option<String> {
     }
 }
 
-// ----- users (issue #15 points 1 and 4) -------------------------------------------------------
+// ----- users: superusers and atomic updates ---------------------------------------------------
 
 #[test]
 fn user_edit_cannot_change_a_superusers_password() -> Result<()> {
@@ -157,7 +157,7 @@ fn user_update_debug_output_hides_the_password() {
     assert!(!format!("{update:?}").contains("hunter2"));
 }
 
-// ----- roles, groups and ACLs (point 2, and the same rule for ACL grants) --------------------
+// ----- roles, groups and ACLs: granting only what one holds ----------------------------------
 
 #[test]
 fn role_edit_through_an_acl_cannot_grant_global_permissions() -> Result<()> {
@@ -290,7 +290,7 @@ fn acl_edit_grants_a_permission_held_on_the_object() -> Result<()> {
     Ok(())
 }
 
-// ----- existence probes (point 8) -------------------------------------------------------------
+// ----- existence probes -----------------------------------------------------------------------
 
 #[test]
 fn an_acl_for_an_invisible_role_is_refused_like_an_unknown_role() -> Result<()> {
@@ -329,7 +329,7 @@ fn adding_an_invisible_user_to_a_group_is_refused_like_an_unknown_user() -> Resu
     Ok(())
 }
 
-// ----- the event log (point 7) ----------------------------------------------------------------
+// ----- the event log --------------------------------------------------------------------------
 
 #[test]
 fn an_event_hides_a_second_object_the_reader_may_not_view() -> Result<()> {
@@ -417,7 +417,7 @@ fn an_acl_event_hides_a_role_the_reader_may_not_view() -> Result<()> {
     Ok(())
 }
 
-// ----- NUL characters (point 16) --------------------------------------------------------------
+// ----- NUL characters -------------------------------------------------------------------------
 
 #[test]
 fn a_nul_in_a_label_is_a_validation_error_naming_the_field() -> Result<()> {
@@ -467,7 +467,7 @@ fn a_nul_in_a_username_is_a_validation_error_and_never_logs_in() -> Result<()> {
     Ok(())
 }
 
-// ----- the login cache (point 16) -------------------------------------------------------------
+// ----- the login cache ------------------------------------------------------------------------
 
 #[test]
 fn the_credentials_epoch_moves_when_a_password_changes() -> Result<()> {

@@ -1,4 +1,4 @@
-//! Damaged stored files are reported, never taken for good (issue #17 section 3):
+//! Damaged stored files are reported, never taken for good:
 //! `Docmeta::verify_storage` reads every stored file and lists the damaged ones, and a backup
 //! lists the files it could not read intact in its manifest, which the restore reports.
 

@@ -1,4 +1,4 @@
-//! The store conformance suite on PostgreSQL (issue #10), each check on a fresh database.
+//! The store conformance suite on PostgreSQL, each check on a fresh database.
 //!
 //! Needs `DOCMETA_TEST_POSTGRES_URL` (e.g. `postgres://postgres@127.0.0.1:54329/postgres`, a
 //! role that may create databases); `.ci/run` starts a throwaway cluster and sets it. Without
@@ -826,9 +826,9 @@ fn a_metadata_write_takes_a_bounded_number_of_round_trips() -> docmeta_core::Res
     ] {
         eprintln!("round trips to PostgreSQL, {what}: {trips}");
     }
-    // The figures measured, with room for one more round trip each. Before issue #19 (a
-    // savepoint per statement, one statement per round trip): 11, 12 and 25. Then, statement
-    // by statement: 7, 6 and 13. Then `BEGIN` travelled with the first statement and the
+    // The figures measured, with room for one more round trip each. Before writers ran
+    // concurrently (a savepoint per statement, one statement per round trip): 11, 12 and 25. Then,
+    // statement by statement: 7, 6 and 13. Then `BEGIN` travelled with the first statement and the
     // edit's UPDATE with its event: 6, 4 and 12. Now each call first reads what other
     // processes committed (one statement, no transaction): 7, 5 and 13.
     assert!(add.0 <= 8, "add a value: {add:?}");
@@ -1453,8 +1453,8 @@ fn history_restored_from_a_cluster_further_ahead_is_followed_before_new_events()
     Ok(())
 }
 
-/// Security review, round two, point 15: after a revoke through one process, another process on
-/// the same database served the document for up to 1.16 s (50 of 50 tries), and after a grant
+/// Every process answers from the same truth: after a revoke through one process, another process
+/// on the same database served the document for up to 1.16 s (50 of 50 tries), and after a grant
 /// answered 404 for up to 1.35 s. Every call of a session now applies what any process
 /// committed before it started: no follower runs here (no worker, no `follow_access`).
 #[test]
@@ -1493,7 +1493,7 @@ fn a_grant_and_a_revoke_through_one_process_are_honoured_by_another_at_once()
     Ok(())
 }
 
-/// Point 15 again: under load, process B answered 404 for documents created through A in the
+/// The same truth under load: process B answered 404 for documents created through A in the
 /// second after. A document created, moved to another type or deleted through one process is
 /// known to the other at its next call, read document by document (no reload of the whole
 /// snapshot).

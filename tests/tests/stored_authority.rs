@@ -1,10 +1,10 @@
-//! Issue #32, points 1-4: authority borrowed through stored artifacts. Nothing a user stores
+//! Authority borrowed through stored artifacts. Nothing a user stores
 //! (a default, a lookup, a condition, an action, a trigger) may later cause an effect its author
 //! could not cause directly when it runs: templates see what every one of their shapers and
 //! their runner may view; changing when a workflow's actions run needs what they do; an action
 //! does only what its author could do directly, each time it runs.
 //!
-//! Each test stages the attack as the issue reported it (a user holding one narrow permission,
+//! Each test stages the attack as it was reported (a user holding one narrow permission,
 //! an administrator or a task acting afterwards) and looks for the hidden value or the widened
 //! access everywhere the attacker could read it.
 
@@ -736,7 +736,7 @@ fn an_action_stored_before_authors_were_recorded_does_nothing() -> Result<()> {
         )?;
         (employee, note, flow, go)
     };
-    // As a database from before schema 4 (issue #15) holds it: no author.
+    // As a database from before schema 4 (which records authors) holds it: no author.
     let conn = rusqlite::Connection::open(dir.path().join("db.sqlite3")).expect("db");
     conn.execute_batch("UPDATE workflow_state_actions SET author_id = NULL")
         .expect("forget the author");

@@ -1,4 +1,4 @@
-//! Issue #15, points 3, 6 and 11 at the library level: workflow editors cannot hand out access
+//! Stored templates at the library level: workflow editors cannot hand out access
 //! they do not hold; templates (defaults, lookups, workflow values and conditions, lifecycle
 //! tasks) see only what their acting user or author may view; a slow template does not hold
 //! the write lock.
@@ -207,8 +207,8 @@ fn a_workflow_action_template_sees_what_its_author_may_view() -> Result<()> {
         f.admin.grant_global(p, editor_role)?;
     }
     // The action names the metadata type it edits: its author must see that type (not the
-    // secret one its template tries to read), and may edit its values (issue #32: an action does
-    // only what its author could do directly).
+    // secret one its template tries to read), and may edit its values (an action does only
+    // what its author could do directly).
     for p in [
         Permission::DocumentView,
         Permission::DocumentMetadataView,

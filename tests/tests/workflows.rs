@@ -1,4 +1,4 @@
-//! Workflows (spec 4.5, 6, 5.3; issue #7): an invoice workflow driven only by metadata edits
+//! Workflows (spec 4.5, 6, 5.3): an invoice workflow driven only by metadata edits
 //! through triggers and conditions, actions (metadata, access), failures logged, bounded trigger
 //! chains, ACL inheritance from workflow to instance to log.
 

@@ -19,7 +19,7 @@ use crate::model::*;
 /// decide it). What the view hides is absent, as if it were not set: `None` in
 /// `metadata_value_of`, not iterated in `metadata.all`, not listed in `users` / `groups`.
 ///
-/// A template is code a user stores and someone else runs later (issue #32), so it sees only
+/// A template is code a user stores and someone else runs later, so it sees only
 /// what every one of its *shapers* may view (its author and everyone who changed its text since,
 /// [`Shapers`]; docmeta itself, through `Docmeta::system`, sees everything; a template whose
 /// shapers are unknown sees nothing), intersected with the view of whoever it runs for:

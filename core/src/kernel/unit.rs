@@ -366,7 +366,7 @@ impl Docmeta {
     /// Each attempt runs where the store runs its units of work ([`Store::run_unit`]: on
     /// SQLite, one writer thread for all of them), so `f` and its result must be `Send`.
     ///
-    /// No template renders under the write lock (issue #32): an attempt of `f` that needs a
+    /// No template renders under the write lock: an attempt of `f` that needs a
     /// template output not known yet is rolled back, the template is rendered on the calling
     /// thread with no transaction open (from inputs read in that attempt), and `f` runs again;
     /// the output is used when the template's inputs, read again under the lock, are equal (see

@@ -31,7 +31,7 @@ pub struct CompiledMetadataType {
     pub metadata_type: MetadataType,
     validator: Option<Box<dyn Validator>>,
     parser: Option<Box<dyn Parser>>,
-    /// Who shaped its default and lookup (issue #32): their renders see no more than all of
+    /// Who shaped its default and lookup: their renders see no more than all of
     /// them may view. Empty unless read from a store (see `Docmeta::compiled`).
     pub(crate) shapers: MetadataTypeShapers,
 }

@@ -1,4 +1,4 @@
-//! Who shaped a piece of stored code (issue #32): a metadata type's default or lookup, a
+//! Who shaped a piece of stored code: a metadata type's default or lookup, a
 //! transition's condition. Such code runs later for someone else, so it runs with no more than
 //! what every one of its shapers may view (see `kernel::TemplateView`).
 //!

@@ -564,7 +564,7 @@ impl Session {
     ) -> Result<DocumentView> {
         self.write(|u| {
             // Viewing first: `document_change_type` alone used to move a document its holder
-            // could not see into a type whose ACLs they enjoy (issue #32).
+            // could not see into a type whose ACLs they enjoy.
             let mut d = self.load_document(&mut u.tx, id, P::DocumentView)?;
             self.require_with(
                 &mut u.tx,

@@ -49,7 +49,7 @@ impl Session {
     }
 
     /// Creates a metadata type. Needs `metadata.metadata_type_create`. The session's user is
-    /// recorded as the shaper of its default and lookup (issue #32): whoever those templates
+    /// recorded as the shaper of its default and lookup: whoever those templates
     /// render for later, they see no more than this user may view.
     pub fn create_metadata_type(&self, input: MetadataTypeInput) -> Result<MetadataType> {
         self.require_global(P::MetadataTypeCreate)?;
@@ -73,7 +73,7 @@ impl Session {
         let t = u.tx.insert_metadata_type(&input).map_err(|e| {
             rename_conflict(e, "name", "A metadata type with this name already exists.")
         })?;
-        // Its templates will render for others: they see no more than their author (#32).
+        // Its templates will render for others: they see no more than their author.
         let shapers = MetadataTypeShapers {
             default: Shapers::of(self.actor, &t.default),
             lookup: Shapers::of(self.actor, &t.lookup),
@@ -108,8 +108,8 @@ impl Session {
     }
 
     /// Replaces every writable field of a metadata type. Needs `metadata.metadata_type_edit`.
-    /// Changing the default or the lookup adds the session's user to that template's shapers
-    /// (issue #32): it then renders with no more than what every one of them may view, whoever
+    /// Changing the default or the lookup adds the session's user to that template's shapers:
+    /// it then renders with no more than what every one of them may view, whoever
     /// runs it. Emptying a template clears its shapers; a template saved unchanged keeps them.
     pub fn update_metadata_type(
         &self,
@@ -137,7 +137,7 @@ impl Session {
                 rename_conflict(e, "name", "A metadata type with this name already exists.")
             })?;
             // Whoever changes a template becomes one of its shapers: it keeps seeing no more
-            // than each of them may (#32). Saving other fields shapes nothing.
+            // than each of them may. Saving other fields shapes nothing.
             let before = u.tx.metadata_type_shapers(id)?.unwrap_or_default();
             let shapers = MetadataTypeShapers {
                 default: before.default.after(self.actor, &old.default, &t.default),

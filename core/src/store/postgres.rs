@@ -114,8 +114,8 @@ impl PostgresStore {
     }
 
     /// How many `INSERT`, `UPDATE` and `DELETE` statements this store has run since it opened
-    /// (before issue #19 each cost two more round trips: a
-    /// `SAVEPOINT` and a `RELEASE`). For measurements, like [`round_trips`](Self::round_trips).
+    /// (before writers ran concurrently each cost two more round trips: a `SAVEPOINT` and a
+    /// `RELEASE`). For measurements, like [`round_trips`](Self::round_trips).
     #[doc(hidden)]
     pub fn data_statements(&self) -> u64 {
         self.data_statements.load(Ordering::Relaxed)

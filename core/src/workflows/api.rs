@@ -101,7 +101,7 @@ impl Session {
             if let Some(types) = document_types {
                 self.check_document_types(&mut u.tx, types)?;
                 // Binding a type runs the workflow's actions on its documents; unbinding one
-                // stops them there (#32): either needs what the actions do on that type.
+                // stops them there: either needs what the actions do on that type.
                 let old =
                     u.tx.workflow(id)?
                         .map(|w| w.document_type_ids)
@@ -150,8 +150,8 @@ impl Session {
 
     /// A workflow's definition (states and their labels, transitions, conditions, triggers, its
     /// label, bindings) decides when its actions run and what their templates read: changing it
-    /// needs what every action does on every document type the workflow is bound to (issue
-    /// #32), so an editor cannot make an action run where its author's rights would be borrowed
+    /// needs what every action does on every document type the workflow is bound to, so
+    /// an editor cannot make an action run where its author's rights would be borrowed
     /// by someone who holds fewer.
     fn require_workflow_rights(&self, tx: &mut Tx<'_>, workflow: WorkflowId) -> Result<()> {
         let bound = tx
@@ -303,8 +303,8 @@ impl Session {
     /// every action of the workflow does on every document type the workflow is bound to
     /// (`acls.acl_edit` and the permission for a grant or revoke action; the
     /// `metadata.document_metadata_*` permissions for a metadata action: see
-    /// [`create_workflow_action`](Self::create_workflow_action)); `PermissionDenied` otherwise
-    /// (issue #32). A workflow without actions lends nothing, so its editors need nothing more.
+    /// [`create_workflow_action`](Self::create_workflow_action)); `PermissionDenied` otherwise.
+    /// A workflow without actions lends nothing, so its editors need nothing more.
     /// Whoever changes the condition becomes one of its shapers: it then renders with no more
     /// than what every one of them may view; an emptied condition has none.
     pub fn update_workflow_transition(
@@ -518,7 +518,7 @@ impl Session {
     /// Adds an action to a state, run on entry (`on_entry`) or exit. Its metadata types, role
     /// and permission are checked now; an edit action's value template is compiled now. Needs
     /// `document_states.workflow_template_edit`, and what the action does, on every document type
-    /// the workflow is bound to (`PermissionDenied` otherwise; issue #32):
+    /// the workflow is bound to (`PermissionDenied` otherwise):
     /// - grant or revoke: `acls.acl_edit` and the permission it hands out;
     /// - add metadata: `documents.document_view` and `metadata.document_metadata_add` on the
     ///   document type, `metadata.document_metadata_add` on each metadata type;
@@ -691,7 +691,7 @@ impl Session {
                         format!("'{permission}' cannot be granted on a document."),
                     ));
                 }
-                // Unknown and invisible roles answer alike: no existence probe (issue #15).
+                // Unknown and invisible roles answer alike: no existence probe.
                 let visible = self.can(
                     Permission::RoleView,
                     ObjectRef::new(ObjectKind::ROLE, role_id.0),
@@ -854,7 +854,7 @@ impl Session {
             tx.workflow_log(id)
         })?;
         // Who took a transition is a user like an event's actor: named only to readers who
-        // may view that user (issue #32).
+        // may view that user.
         for entry in &mut log {
             if entry.user_id.is_some_and(|u| !self.may_view_user(u)) {
                 entry.user_id = None;

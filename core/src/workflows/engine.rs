@@ -176,7 +176,7 @@ pub(super) fn run_actions(
             continue;
         }
         // docmeta acts for the action's author: its templates see what the author sees, and
-        // it does only what the author could do directly now (issue #32).
+        // it does only what the author could do directly now.
         let author = Author(authors.get(&action.id.0).copied().flatten());
         let system = Session::system_for(db.clone(), TemplateView::of_author(author.0));
         if let Err(e) = u.undoable("workflow_action", |u| {
@@ -195,7 +195,7 @@ pub(super) fn run_actions(
     Ok(())
 }
 
-/// The stored author of an action (`None`: stored before authors were recorded, issue #15).
+/// The stored author of an action (`None`: stored before authors were recorded).
 #[derive(Debug, Clone, Copy)]
 struct Author(Option<i64>);
 

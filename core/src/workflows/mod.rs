@@ -24,7 +24,7 @@
 //!   templates' own shapers; see `kernel::TemplateView`). Conditions see what both the acting
 //!   user and every shaper of the condition (its author and everyone who changed it) may view
 //!   (a trigger: the shapers).
-//! - Stored workflows lend nobody authority (issue #32): adding an action needs what it does on
+//! - Stored workflows lend nobody authority: adding an action needs what it does on
 //!   every document type the workflow is bound to (a grant or revoke: `acls.acl_edit` and the
 //!   permission; a metadata action: the `metadata.document_metadata_*` permissions), and so does
 //!   every change of the definition that decides when they run and what their templates read

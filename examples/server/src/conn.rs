@@ -1,9 +1,9 @@
 //! Connections: how the server accepts and serves them, and what bounds each.
 //!
 //! A client that opens connections and then sends nothing, or sends its headers a byte at a time,
-//! or stops reading an answer, must not hold the server's sockets, memory or open files (issue
-//! #15 point 10, issue #32 point 8). The server therefore serves its connections itself (axum's
-//! `serve` exposes none of hyper's connection settings) and bounds each:
+//! or stops reading an answer, must not hold the server's sockets, memory or open files. The server
+//! therefore serves its connections itself (axum's `serve` exposes none of hyper's connection
+//! settings) and bounds each:
 //!
 //! - **How many**: at most `max_connections` in all and `max_connections_per_address` from one
 //!   client address (an IPv6 /64 network counts as one address). A connection beyond either is

@@ -1,5 +1,5 @@
-//! Limits of downloads and uploads (issue #15 point 10): how long one may stall or last, and how
-//! many one user may have in progress at once.
+//! Limits of downloads and uploads, so that slow clients cannot hold the server: how long one may
+//! stall or last, and how many one user may have in progress at once.
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! Issue #11: the access matrix.
+//! The access matrix over HTTP: every operation, as every user, against a reference evaluator.
 //!
 //! A deterministic pseudo-random world is built through the HTTP API as the administrator:
 //! users, groups, roles, global permissions, object ACLs (on document types, documents, metadata
@@ -361,11 +361,11 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "PATCH /api/v4/workflow-templates/{workflow_id}/",
-        "workflow_template_edit (403/404); renaming also needs what every action does on the bound types, rebinding on each type added or removed (403, issue #32)",
+        "workflow_template_edit (403/404); renaming also needs what every action does on the bound types, rebinding on each type added or removed (403)",
     ),
     (
         "DELETE /api/v4/workflow-templates/{workflow_id}/",
-        "workflow_template_delete (403/404); and what every action of the workflow does on its bound types (403, issue #32)",
+        "workflow_template_delete (403/404); and what every action of the workflow does on its bound types (403)",
     ),
     (
         "GET /api/v4/workflow-templates/{workflow_id}/states/",
@@ -373,7 +373,7 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "POST /api/v4/workflow-templates/{workflow_id}/states/",
-        "workflow_template_edit (403/404); and what every action of the workflow does on its bound types (403, issue #32)",
+        "workflow_template_edit (403/404); and what every action of the workflow does on its bound types (403)",
     ),
     (
         "GET /api/v4/workflow-templates/{workflow_id}/states/{state_id}/",
@@ -381,11 +381,11 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "PATCH /api/v4/workflow-templates/{workflow_id}/states/{state_id}/",
-        "workflow_template_edit on the workflow (403/404); and what every action of the workflow does on its bound types (403, issue #32)",
+        "workflow_template_edit on the workflow (403/404); and what every action of the workflow does on its bound types (403)",
     ),
     (
         "DELETE /api/v4/workflow-templates/{workflow_id}/states/{state_id}/",
-        "workflow_template_edit on the workflow (403/404); and what every action of the workflow does on its bound types (403, issue #32); a state still in use 400",
+        "workflow_template_edit on the workflow (403/404); and what every action of the workflow does on its bound types (403); a state still in use 400",
     ),
     (
         "GET /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/",
@@ -393,11 +393,11 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "PATCH /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/",
-        "workflow_template_edit on the workflow (403/404); and what every action of the workflow does on its bound types (403, issue #32)",
+        "workflow_template_edit on the workflow (403/404); and what every action of the workflow does on its bound types (403)",
     ),
     (
         "DELETE /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/",
-        "workflow_template_edit on the workflow (403/404); and what every action of the workflow does on its bound types (403, issue #32); a transition the logs record 400",
+        "workflow_template_edit on the workflow (403/404); and what every action of the workflow does on its bound types (403); a transition the logs record 400",
     ),
     (
         "GET /api/v4/workflow-templates/{workflow_id}/transitions/",
@@ -405,7 +405,7 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "POST /api/v4/workflow-templates/{workflow_id}/transitions/",
-        "workflow_template_edit (403/404); and what every action of the workflow does on its bound types (403, issue #32)",
+        "workflow_template_edit (403/404); and what every action of the workflow does on its bound types (403)",
     ),
     (
         "GET /api/v4/workflow-templates/{workflow_id}/states/{state_id}/actions/",
@@ -413,11 +413,11 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "POST /api/v4/workflow-templates/{workflow_id}/states/{state_id}/actions/",
-        "workflow_template_edit (403/404); an unseen metadata type or role 400; what the action does on every bound type (403, issue #32)",
+        "workflow_template_edit (403/404); an unseen metadata type or role 400; what the action does on every bound type (403)",
     ),
     (
         "DELETE /api/v4/workflow-templates/{workflow_id}/states/{state_id}/actions/{action_id}/",
-        "workflow_template_edit (403/404); what the action does on every bound type (403, issue #32)",
+        "workflow_template_edit (403/404); what the action does on every bound type (403)",
     ),
     (
         "GET /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/triggers/",
@@ -425,11 +425,11 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "POST /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/triggers/",
-        "workflow_template_edit (403/404); and what every action of the workflow does on its bound types (403, issue #32)",
+        "workflow_template_edit (403/404); and what every action of the workflow does on its bound types (403)",
     ),
     (
         "DELETE /api/v4/workflow-templates/{workflow_id}/transitions/{transition_id}/triggers/{event_type}/",
-        "workflow_template_edit (403/404); and what every action of the workflow does on its bound types (403, issue #32)",
+        "workflow_template_edit (403/404); and what every action of the workflow does on its bound types (403)",
     ),
     (
         "GET /api/v4/cabinets/",
@@ -1477,7 +1477,7 @@ fn build_world(x: &mut Ctx) {
         membership.insert((g, regular[5]));
     }
     // target2 and target3 hold what group1's roles grant: editing or deleting them needs
-    // holding that too (issue #32); target1 and target4 hold nothing.
+    // holding that too; target1 and target4 hold nothing.
     membership.insert((groups[0], targets[1]));
     membership.insert((groups[0], targets[2]));
     for (g, u) in membership {
@@ -2766,7 +2766,7 @@ fn events(x: &mut Ctx) {
                     Ok(list) => {
                         x.judge(op, &c, "-", Exp::Ok(200), 200);
                         // The actor is named only to the actor and to user_view holders, as
-                        // GET /api/v4/users/{id}/ would show them (issue #32).
+                        // GET /api/v4/users/{id}/ would show them.
                         for e in &list {
                             let actor = (all.iter())
                                 .find(|a| a["id"] == e["id"])
@@ -2788,7 +2788,7 @@ fn events(x: &mut Ctx) {
                                 );
                             }
                         }
-                        // A second object is named only when the reader may view it (issue #15).
+                        // A second object is named only when the reader may view it.
                         for e in &list {
                             let o = &e["action_object"];
                             let kind = format!(
@@ -3018,8 +3018,8 @@ fn writes(x: &mut Ctx) {
                             || (m.users.get(&t).is_some_and(|x| x.superuser) && !m.sup(u))
                             || (u != t && !m.holds_user(u, t))
                         {
-                            // Only a superuser changes a superuser (issue #15), and only one
-                            // holding everything another user holds changes them (issue #32).
+                            // Only a superuser changes a superuser, and only one holding
+                            // everything another user holds changes them.
                             Exp::No(403)
                         } else {
                             Exp::Ok(200)
@@ -3428,7 +3428,7 @@ fn writes(x: &mut Ctx) {
         let base = format!("/api/v4/workflow-templates/{w}/");
         let n = x.next_seq();
         // Every change of a workflow's definition (labels included: its templates read them)
-        // needs what its actions do (issue #32).
+        // needs what its actions do.
         let rewire = move |m: &Model, u: i64, ok: u16| match m.act(u, WF_EDIT, o, ok) {
             Exp::Ok(_) if !m.may_rewire(u, w) => Exp::No(403),
             e => e,
@@ -3488,7 +3488,7 @@ fn writes(x: &mut Ctx) {
         let actions = format!("{base}states/{unreachable}/actions/");
         let mt = x.m.mts.iter().next().copied().unwrap_or_default();
         // An action names its metadata types (unseen: like unknown ones, 400) and needs what it
-        // does on every bound type (issue #32).
+        // does on every bound type.
         let add = ActM::Metadata("add_metadata".into(), vec![mt]);
         let dts = wf.dts.clone();
         let create_action = move |m: &Model, u: i64| match m.act(u, WF_EDIT, o, 201) {
@@ -3702,8 +3702,7 @@ fn writes(x: &mut Ctx) {
             let n = x.next_seq();
             let path = format!("/api/v4/roles/{r}/");
             let edit = move |m: &Model, u: i64| m.act(u, ROLE_EDIT, o, 200);
-            // Renaming, and linking or unlinking groups, need holding what the role grants
-            // (issue #32).
+            // Renaming, and linking or unlinking groups, need holding what the role grants.
             let rename = move |m: &Model, u: i64| match edit(m, u) {
                 Exp::Ok(_) if !m.holds_role(u, r) => Exp::No(403),
                 e => e,
@@ -3735,7 +3734,7 @@ fn writes(x: &mut Ctx) {
             ] {
                 let Some(g) = g else { continue };
                 // The group must be visible (an invisible one answers like an unknown one), and
-                // assigning (issue #15) or removing (issue #32) needs holding what the role grants.
+                // assigning or removing needs holding what the role grants.
                 let link = move |m: &Model, u: i64| match edit(m, u) {
                     Exp::Ok(_) if !m.glob(u, GROUP_VIEW) => Exp::No(400),
                     Exp::Ok(_) if !m.holds_role(u, r) => Exp::No(403),
@@ -3769,8 +3768,7 @@ fn writes(x: &mut Ctx) {
                 ),
             ] {
                 let Some(p) = p else { continue };
-                // A global grant needs role_edit globally and holding the permission globally
-                // (issue #15).
+                // A global grant needs role_edit globally and holding the permission globally.
                 let key = p.clone();
                 let global = move |m: &Model, u: i64| match edit(m, u) {
                     Exp::Ok(_) if !m.glob(u, ROLE_EDIT) || !m.glob(u, &key) => Exp::No(403),
@@ -3797,7 +3795,7 @@ fn writes(x: &mut Ctx) {
         |x, c, (g, members)| {
             let n = x.next_seq();
             let path = format!("/api/v4/groups/{g}/");
-            // Every change to a group needs holding what its roles grant (issue #32).
+            // Every change to a group needs holding what its roles grant.
             let edit = move |m: &Model, u: i64| {
                 if !m.glob(u, GROUP_VIEW) {
                     Exp::No(404)
@@ -3838,8 +3836,7 @@ fn writes(x: &mut Ctx) {
             ] {
                 let Some(t) = t else { continue };
                 // The user must be visible (an invisible one answers like an unknown one), and
-                // adding (issue #15) or removing (issue #32) needs holding what the group's
-                // roles grant.
+                // adding or removing needs holding what the group's roles grant.
                 let member = move |m: &Model, u: i64| match edit(m, u) {
                     Exp::Ok(_) if !m.user_visible(u, t) => Exp::No(400),
                     Exp::Ok(_) if !m.holds_group(u, g) => Exp::No(403),
@@ -3910,8 +3907,7 @@ fn writes(x: &mut Ctx) {
         }
         for (acl, verb, p, own, role) in cases {
             // Through this object's ACL: the role must be visible (else it answers like an
-            // unknown one), and adding (issue #15) or removing (issue #32) needs holding the
-            // permission there.
+            // unknown one), and adding or removing needs holding the permission there.
             let key = p.clone();
             let own_exp = move |m: &Model, u: i64| match edit(m, u) {
                 Exp::Ok(_) if !m.seen(u, (K::Role, role)) => Exp::No(400),
@@ -4011,7 +4007,7 @@ fn deletions(x: &mut Ctx) {
                     &|m, u| {
                         let exists = (m.wfs.get(&w))
                             .is_some_and(|wf| wf.states.get(&s).is_some_and(|x| x.contains(&a)));
-                        // Deleting an action needs what it does (issue #32).
+                        // Deleting an action needs what it does.
                         let may = (m.wfs.get(&w)).is_none_or(|wf| {
                             wf.actions.get(&a).is_none_or(|act| m.may_do(u, act, &wf.dts))
                         });
@@ -4130,7 +4126,7 @@ fn deletions(x: &mut Ctx) {
                     (m.acls.get(&o)).is_some_and(|a| a.get(&role).is_some_and(|a| a.id == acl));
                 match m.act(u, ACL_EDIT, o, 204) {
                     Exp::Ok(_) if !exists => Exp::No(404),
-                    // Holding each of its permissions there (issue #32).
+                    // Holding each of its permissions there.
                     Exp::Ok(_) if !(m.acls[&o][&role].perms.iter()).all(|p| m.has(u, p, o)) => {
                         Exp::No(403)
                     }
@@ -4179,7 +4175,7 @@ fn deletions(x: &mut Ctx) {
             format!("/api/v4/workflow-templates/{w}/"),
             None,
             &|m, u| match m.wfs.contains_key(&w) {
-                // Deleting it stops its actions: it needs what they do (issue #32).
+                // Deleting it stops its actions: it needs what they do.
                 true => match m.act(u, WF_DELETE, (K::Workflow, w), 204) {
                     Exp::Ok(_) if !m.may_rewire(u, w) => Exp::No(403),
                     e => e,

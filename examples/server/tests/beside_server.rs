@@ -1,5 +1,5 @@
-//! Issue #17 section 1: every command of `docmeta --help` beside a running `docmeta serve` on
-//! the same data directory, each one's effect checked through the server's HTTP API.
+//! Several processes on one data directory: every command of `docmeta --help` run beside a
+//! `docmeta serve` there, each one's effect checked through the server's HTTP API.
 
 mod support;
 

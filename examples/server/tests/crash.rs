@@ -1,4 +1,4 @@
-//! Crash safety (issue #11): `docmeta serve` under write load is killed with SIGKILL at random
+//! Crash safety: `docmeta serve` under write load is killed with SIGKILL at random
 //! points, started again on the same data directory, and checked:
 //!
 //! - every write acknowledged with a 2xx is there, exactly as acknowledged (documents, metadata

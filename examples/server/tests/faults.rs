@@ -1,4 +1,4 @@
-//! Faults (issue #11): a full disk during an upload, a database write and a backup gives a clear
+//! Faults: a full disk during an upload, a database write and a backup gives a clear
 //! error and leaves no corrupt state; a read-only data directory is reported at start.
 //!
 //! The full and read-only disks are small tmpfs mounts made by the test, which needs the right to

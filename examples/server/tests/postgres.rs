@@ -1,4 +1,4 @@
-//! Two `docmeta serve` processes on one PostgreSQL database (issue #10): a grant or a revoke
+//! Two `docmeta serve` processes on one PostgreSQL database: a grant or a revoke
 //! made through one is enforced by the other for every request that starts after it was
 //! answered (security review, round two), and a durable task runs exactly once.
 //!
@@ -231,7 +231,7 @@ fn two_servers_share_one_database() {
     let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
 }
 
-/// Security review, round two, point 15: through two servers on one database, after a revoke
+/// Every process answers from the same truth: through two servers on one database, after a revoke
 /// through A, B still served the document (50 of 50 tries, for up to 1.16 s); after a grant, B
 /// answered 404 (50 of 50, up to 1.35 s); a password changed through A still logged in through
 /// B. Here the workers follow only once a minute: every answer of B below comes from the

@@ -1,4 +1,4 @@
-//! Concurrent writers on PostgreSQL (issue #19): three `docmeta serve` processes on one
+//! Concurrent writers on PostgreSQL: three `docmeta serve` processes on one
 //! database, 32 clients editing the same few documents at once (adding, editing and removing
 //! values, granting and revoking ACL permissions). Afterwards every rule holds in the database,
 //! no client saw a `5xx`, and each process shows every user what a fourth process started

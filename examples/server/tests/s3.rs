@@ -1,5 +1,5 @@
-//! The server and the operational commands with document files on S3-compatible object storage
-//! (issue #19 item 4), against the S3 server `scripts/s3-up` starts on loopback (its endpoint in
+//! The server and the operational commands with document files on S3-compatible object storage,
+//! against the S3 server `scripts/s3-up` starts on loopback (its endpoint in
 //! `DOCMETA_TEST_S3_ENDPOINT`, its bucket `docmeta-test`). Without it these tests skip with a
 //! printed reason, unless `DOCMETA_REQUIRE_S3=1` (set by `.ci/run`) makes that a failure.
 

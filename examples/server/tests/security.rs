@@ -1,4 +1,4 @@
-//! Security regression tests (issue #15): each test reproduces one attack on a running
+//! Security regression tests: each test reproduces one attack on a running
 //! `docmeta serve` over HTTP (black-box) and checks it is refused. One file per theme.
 
 mod support;

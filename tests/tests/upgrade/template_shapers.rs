@@ -1,4 +1,4 @@
-//! What schema migration 7 (issue #32) gives the templates stored before it, on either store:
+//! What schema migration 7 gives the templates stored before it, on either store:
 //! a metadata type's default and lookup get every actor of the type's created and edited events
 //! as shapers (docmeta itself for an event without actor), a transition's condition its recorded
 //! author. Staged on a current database, which is then taken back to schema 6 (the columns of

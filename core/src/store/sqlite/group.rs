@@ -1,5 +1,5 @@
 //! Group commit of the SQLite store: concurrent units of work share one transaction and one
-//! commit (issue #20), run one after another on one writer thread.
+//! commit, run one after another on one writer thread.
 //!
 //! SQLite has one writer at a time, and each commit appends every page it changed to the WAL
 //! (and every few hundred pages a checkpoint copies them back, with two `fsync`s). Under

@@ -1,7 +1,7 @@
 //! Document files (api.md "Files"): upload as multipart `file`, list, detail, delete, and a
 //! download that streams the original bytes.
 //!
-//! No blocking thread ever waits on a client (issue #15 point 10): the server has few of them,
+//! No blocking thread ever waits on a client: the server has few of them,
 //! and a handful of clients that stop sending or reading would otherwise hold them all. An
 //! upload is received asynchronously into a spool (memory up to `SPOOL_IN_MEMORY`, then a file
 //! of the data directory's `.spool/`, written chunk by chunk on the blocking pool) and stored

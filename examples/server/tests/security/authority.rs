@@ -1,4 +1,4 @@
-//! Issue #32, points 1-4 over HTTP: authority borrowed through stored artifacts. A narrow user
+//! Authority borrowed through stored artifacts, over HTTP. A narrow user
 //! plants a default or lookup, rewrites a condition, adds a trigger or a metadata action; an
 //! administrator (a superuser account) and the worker then act on the same objects. Nothing the
 //! narrow user may not view or do must come of it.
@@ -214,7 +214,7 @@ fn assert_no_salary(body: &Value) {
     );
 }
 
-/// Point 1: a default Eve planted, rendered by the administrator's save and by the backfill.
+/// A default Eve planted, rendered by the administrator's save and by the backfill.
 #[test]
 fn a_planted_default_reads_nothing_its_planter_may_not_view() {
     let dir = tempfile::tempdir().expect("dir");
@@ -304,7 +304,7 @@ fn a_planted_default_reads_nothing_its_planter_may_not_view() {
     );
 }
 
-/// Point 1: a lookup Eve planted, rendered for the administrator's drop-down and save.
+/// A lookup Eve planted, rendered for the administrator's drop-down and save.
 #[test]
 fn a_planted_lookup_reads_nothing_its_planter_may_not_view() {
     let dir = tempfile::tempdir().expect("dir");
@@ -343,7 +343,7 @@ fn a_planted_lookup_reads_nothing_its_planter_may_not_view() {
     assert_eq!(status, 400, "the salary was a choice: {body}");
 }
 
-/// Point 2: a condition Eve rewrote, on a workflow without actions and on one that grants.
+/// A condition Eve rewrote, on a workflow without actions and on one that grants.
 #[test]
 fn a_rewritten_condition_renders_with_its_rewriters_view() {
     let dir = tempfile::tempdir().expect("dir");
@@ -395,7 +395,7 @@ fn a_rewritten_condition_renders_with_its_rewriters_view() {
     assert_eq!(status, 403, "{body}");
 }
 
-/// Point 3: a trigger (or any rewiring) Eve adds to the administrator's granting workflow.
+/// A trigger (or any rewiring) Eve adds to the administrator's granting workflow.
 #[test]
 fn a_trigger_cannot_make_an_administrators_grant_run_for_its_adder() {
     let dir = tempfile::tempdir().expect("dir");
@@ -454,7 +454,7 @@ fn a_trigger_cannot_make_an_administrators_grant_run_for_its_adder() {
     }
 }
 
-/// Point 4: metadata actions of a workflow editor without metadata rights.
+/// Metadata actions of a workflow editor without metadata rights.
 #[test]
 fn metadata_actions_need_their_authors_metadata_rights() {
     let dir = tempfile::tempdir().expect("dir");

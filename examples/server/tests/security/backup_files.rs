@@ -1,4 +1,4 @@
-//! Issue #15, points 13-15 over HTTP and the command line: backup archives are private, and a
+//! Backups and stored files over HTTP and the command line: backup archives are private, and a
 //! stored file copied over another document's file is never downloaded as that document's.
 //! (The restore attacks, corrupt or too-new databases and archives that expand beyond their
 //! declared sizes, are in `tests/tests/files_backup.rs`.)
@@ -358,7 +358,7 @@ fn open_to_others(dir: &Path) -> Vec<String> {
     out
 }
 
-/// Issue #32 point 11: a data directory that an operator made with the shell's umask (0755,
+/// The data directory at rest: one that an operator made with the shell's umask (0755,
 /// config.yml 0644), served, uploaded into (a large upload goes through `.spool/`), searched,
 /// with a file deleted and a backup taken beside the server: nothing in it is open to the group
 /// or others, tantivy's segment files included (`docmeta` runs with umask 077).

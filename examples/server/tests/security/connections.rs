@@ -1,4 +1,4 @@
-//! Issue #32 point 8 (slowloris): connections that never finished their headers, or idled
+//! Slowloris: connections that never finished their headers, or idled
 //! between requests, were never timed out nor capped. 1,100 idle sockets took a server whose
 //! open-file limit was 1,024 offline, and each unfinished 380 KB head held some 300 KiB. Now a
 //! connection's head must arrive within `header_read_timeout_ms` of its first byte, a connection

@@ -1,4 +1,4 @@
-//! Issue #15 points 1, 2 and 4 over HTTP: a narrow permission used to take over a superuser, to
+//! Escalation over HTTP: a narrow permission used to take over a superuser, to
 //! grant what its holder lacks, or half-applied by a refused PATCH.
 
 use serde_json::{Value, json};

@@ -1,5 +1,5 @@
-//! Issue #32 point 7: a multipart document creation read its text fields whole and parsed
-//! `metadata` as JSON before checking anything, and spooled its file to disk before the
+//! Oversized document creation forms: a multipart document creation read its text fields whole and
+//! parsed `metadata` as JSON before checking anything, and spooled its file to disk before the
 //! permission refused it. A logged-in user holding no permission at all grew the server by
 //! 942 MiB with a 16 MB `metadata` field, by 241 MiB with a 100 MB `label`, and had a 200 MB file
 //! written to disk. Every shape is sent here by such a user (and a JSON body of the worst shape

@@ -1,4 +1,4 @@
-//! Issue #15 points 12 and 16 (the HTTP parts): a request answered `408` must not be applied
+//! The edges of the HTTP layer: a request answered `408` must not be applied
 //! later; a truncated upload is the client's fault (`400`, not `500`); the default upload limit
 //! is api.md's 512 MiB; and the errors the HTTP layer makes itself (`405`, `414`, `431`, `404`)
 //! have JSON bodies like every other error.

@@ -1,4 +1,4 @@
-//! Issue #15 points 7, 8 and 16 over HTTP: the event log naming hidden objects, existence probes
+//! Leaks over HTTP: the event log naming hidden objects, existence probes
 //! through references in request bodies, and NUL characters that PostgreSQL cannot store.
 
 use serde_json::{Value, json};

@@ -1,4 +1,4 @@
-//! Issue #32 points 5, 6, 12 and 13 over HTTP: `user_edit` and `group_edit` reaching over a
+//! Administrative reach over HTTP: `user_edit` and `group_edit` reaching over a
 //! stronger user, a type change that widened access, lockout as a weapon, event actors named
 //! to readers who may not view them, and usernames that look alike.
 
@@ -39,7 +39,7 @@ const BOSS: (&str, &str) = ("boss", "boss-password");
 
 #[test]
 fn user_edit_cannot_reset_the_password_of_a_user_holding_more() {
-    // The issue's attack: reset the password of a non-superuser holding more, log in as them.
+    // The reported attack: reset the password of a non-superuser holding more, log in as them.
     let (s, _dir, staff) = server_with_mallory();
     grant_global(&s, staff, "user_management.user_view");
     grant_global(&s, staff, "user_management.user_edit");
@@ -135,7 +135,7 @@ fn secret_document_and_public_type(s: &Server, staff: i64) -> (i64, i64) {
 
 #[test]
 fn change_type_cannot_move_a_document_its_holder_cannot_view() {
-    // The issue's attack: document_change_type on a document Mallory cannot view moved it into
+    // The reported attack: document_change_type on a document Mallory cannot view moved it into
     // a type whose ACLs she enjoys; the document and its metadata went 404 -> 200.
     let (s, _dir, staff) = server_with_mallory();
     let (doc, public) = secret_document_and_public_type(&s, staff);
@@ -270,7 +270,7 @@ const VICTIM: (&str, &str) = ("victim", "victim-password");
 
 #[test]
 fn paced_guesses_from_many_addresses_do_not_lock_the_user_out_of_a_fresh_address() {
-    // The issue's attack: wrong passwords from six addresses, each staying under its own
+    // The reported attack: wrong passwords from six addresses, each staying under its own
     // limit, kept the user locked out (429) on her right password from a fresh address.
     let (s, _dir) = server_with_victim();
     let attackers: Vec<[u8; 4]> = (2..8).map(|n| [127, 0, 0, n]).collect();

@@ -1,9 +1,9 @@
-//! Issue #32 point 9: a user who may read one document looped its lookup, set (by a holder of
-//! `metadata_type_edit`) to a template that runs its whole 2 s budget, from 96 threads: every
-//! blocking thread of the server rendered, and `health` waited 23.7 s behind them. Now renders
-//! hold no reader connection, run on threads of their own (`renders_at_once` beyond the reads'
-//! eight) and one user's renders are capped (`renders_per_user`, `429` beyond), so health and
-//! reads answer within 1 s while the attack goes on.
+//! Renders must not starve the server: a user who may read one document looped its lookup, set (by
+//! a holder of `metadata_type_edit`) to a template that runs its whole 2 s budget, from 96 threads:
+//! every blocking thread of the server rendered, and `health` waited 23.7 s behind them. Now
+//! renders hold no reader connection, run on threads of their own (`renders_at_once` beyond the
+//! reads' eight) and one user's renders are capped (`renders_per_user`, `429` beyond), so health
+//! and reads answer within 1 s while the attack goes on.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -1,5 +1,5 @@
-//! Issue #15, search: a range binary search must not read a metadata value the caller may not
-//! view (point 5), and one query must not take the server down (point 9).
+//! Search: a range binary search must not read a metadata value the caller may not view, and
+//! one query must not take the server down.
 
 use serde_json::{Value, json};
 

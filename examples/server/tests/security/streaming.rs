@@ -1,4 +1,4 @@
-//! Issue #15 point 10: slow clients must not hang the API. A download the client never reads, or
+//! Slow clients must not hang the API. A download the client never reads, or
 //! an upload that stops half-way, used to hold one of the server's eight blocking threads each
 //! (`blocking_send` / `blocking_recv`), with no time limit: eight of them took the whole API
 //! down. Now no thread waits on a client, stalled streams are cut after an idle limit, and a

@@ -1,4 +1,4 @@
-//! Issue #15, points 3, 6 and 11 over HTTP: workflow editors cannot hand out access they do not
+//! Stored templates over HTTP: workflow editors cannot hand out access they do not
 //! hold; a default template does not read values its user may not view; templates cannot
 //! exhaust memory, and a slow one does not stall other writers.
 //!
@@ -147,7 +147,7 @@ fn templates_over_http() {
     let clerk = Some(("clerk", PASSWORD));
     let editor = Some(("editor", PASSWORD));
 
-    // Point 6: the clerk may edit `note`, whose default reads `secret`: nothing of it.
+    // Defaults: the clerk may edit `note`, whose default reads `secret`: nothing of it.
     let (status, body) = server.call(
         "POST",
         &format!("/api/v4/documents/{}/metadata/", d.doc.0),
@@ -160,7 +160,7 @@ fn templates_over_http() {
         "the default read a hidden value: {body}"
     );
 
-    // Point 11: a 16 GiB concatenation is refused at once, as a validation error on `value`.
+    // Memory: a 16 GiB concatenation is refused at once, as a validation error on `value`.
     let started = Instant::now();
     let (status, body) = server.call(
         "POST",
@@ -185,7 +185,7 @@ fn templates_over_http() {
         assert!(peak_kib < 512 * 1024, "the server peaked at {peak_kib} KiB");
     }
 
-    // Point 11: while a slow template renders (up to its 2 s budget), a PATCH on another
+    // Time: while a slow template renders (up to its 2 s budget), a PATCH on another
     // document answers within 1 s.
     let base = server.base.clone();
     let slow = d.slow.0;
@@ -218,8 +218,8 @@ fn templates_over_http() {
     let (status, body) = rendering.join().expect("thread");
     assert_eq!(status, 400, "the slow template ran out of time: {body}");
 
-    // Point 3: an editor of workflows without acls.acl_edit on the bound type cannot add a
-    // grant action; nothing is stored.
+    // Handing out access: an editor of workflows without acls.acl_edit on the bound type cannot add
+    // a grant action; nothing is stored.
     let (status, w) = server.call(
         "POST",
         "/api/v4/workflow-templates/",

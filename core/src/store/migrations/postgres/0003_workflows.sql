@@ -1,5 +1,5 @@
 -- PostgreSQL's form of sqlite/0003_workflows.sql (flags are 0/1 BIGINTs, see 0001).
--- Workflows (issue #7, spec 4.5, 6, 5.3): templates bound to document types, states, transitions
+-- Workflows (spec 4.5, 6, 5.3): templates bound to document types, states, transitions
 -- with condition templates and metadata triggers, actions on state entry or exit, instances per
 -- document and their log.
 CREATE TABLE workflows (

@@ -1,5 +1,5 @@
 -- PostgreSQL's form of sqlite/0004_template_authors.sql.
--- Issue #15: who created each workflow action and transition. Their templates (an
+-- Who created each workflow action and transition. Their templates (an
 -- edit_metadata value, a condition) render with what that user may view (a superuser: every
 -- value). 0 is docmeta itself (created through Docmeta::system: everything); NULL, a row stored
 -- before this migration, whose author is unknown: its templates see no metadata value.

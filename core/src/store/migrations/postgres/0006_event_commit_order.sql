@@ -1,5 +1,5 @@
 -- PostgreSQL's form of sqlite/0006_event_commit_order.sql.
--- Issue #19: writers run concurrently, so event ids are not committed in id order: a follower
+-- Writers run concurrently, so event ids are not committed in id order: a follower
 -- reading "every event after id N" could miss an event with a smaller id whose transaction
 -- commits later. Each event records the id of the transaction that wrote it (`tx`); followers
 -- read events in (tx, id) order, and only those whose transaction is older than the oldest one

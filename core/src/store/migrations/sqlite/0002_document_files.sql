@@ -1,4 +1,4 @@
--- Document files (issue #6): the uploaded name, size, SHA-256 and MIME type of each file; the
+-- Document files: the uploaded name, size, SHA-256 and MIME type of each file; the
 -- bytes live in DATA/document_file_storage/ under `storage_name`, plain or MENC (`encrypted`).
 CREATE TABLE document_files (
     id INTEGER PRIMARY KEY AUTOINCREMENT,

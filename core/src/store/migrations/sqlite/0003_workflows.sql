@@ -1,4 +1,4 @@
--- Workflows (issue #7, spec 4.5, 6, 5.3): templates bound to document types, states, transitions
+-- Workflows (spec 4.5, 6, 5.3): templates bound to document types, states, transitions
 -- with condition templates and metadata triggers, actions on state entry or exit, instances per
 -- document and their log.
 CREATE TABLE workflows (

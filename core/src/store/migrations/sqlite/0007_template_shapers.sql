@@ -1,4 +1,4 @@
--- Issue #32: who shaped each stored template, so that it never sees more than every one of them
+-- Who shaped each stored template, so that it never sees more than every one of them
 -- may view. A shaper set is the user ids joined by commas ('0' is docmeta itself, a change made
 -- through Docmeta::system); an empty set on a template that is not empty sees nothing.
 --
@@ -23,7 +23,7 @@ UPDATE metadata_types SET lookup_shapers = COALESCE((
 WHERE TRIM(lookup) <> '';
 -- Transitions: the shapers of the condition (its creator and everyone who changed it since).
 -- Editors of a condition before this migration were not recorded: an existing condition keeps
--- its recorded creator (author_id, issue #15) and none when that is unknown (NULL).
+-- its recorded creator (author_id, from migration 4) and none when that is unknown (NULL).
 ALTER TABLE workflow_transitions ADD COLUMN condition_shapers TEXT NOT NULL DEFAULT '';
 UPDATE workflow_transitions SET condition_shapers = CAST(author_id AS TEXT)
 WHERE author_id IS NOT NULL AND TRIM(condition) <> '';

@@ -1,4 +1,4 @@
--- Issue #32: usernames that look alike (`аdmin` with a Cyrillic а, `ADMIN`, `admın`) are
+-- Usernames that look alike (`аdmin` with a Cyrillic а, `ADMIN`, `admın`) are
 -- refused. Each user keeps the key its name is compared by: the confusable skeleton (UTS #39)
 -- of its case-folded NFKC form (core/src/model/username.rs). SQL cannot compute it: the
 -- migration fills it for existing users in the same transaction, right after this script
