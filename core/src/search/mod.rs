@@ -462,6 +462,27 @@ impl Session {
     /// (the search scope): a hidden value never changes the results,
     /// their count or their order. A document deleted since the index answered (its removal
     /// reaches the index right after) is left out of the page rather than failing it.
+    ///
+    /// ```
+    /// use docmeta_core::{MetadataTypeInput, PageRequest};
+    ///
+    /// let db = docmeta_core::Docmeta::in_memory()?;
+    /// let admin = db.system();
+    /// let invoice = admin.create_document_type("Invoice")?;
+    /// let number = admin.create_metadata_type(MetadataTypeInput::new("number", "Number"))?;
+    /// admin.associate(invoice.id, number.id, false)?;
+    /// let doc = admin.create_document(invoice.id, "March", &[(number.id, "INV-2024-42")])?;
+    /// admin.create_document(invoice.id, "April", &[(number.id, "INV-2024-43")])?;
+    ///
+    /// // Apply the log to the index (a search also catches up by itself, unless a rebuild runs).
+    /// db.wait_for_index()?;
+    /// let first = PageRequest::new(1, 20);
+    /// let found = admin.search_documents("metadata_type__name:number metadata_value:42", first)?;
+    /// assert_eq!(found.count, 1);
+    /// assert_eq!(found.items[0].document.id, doc.document.id);
+    /// assert_eq!(admin.search_documents("value:2024", first)?.count, 2);
+    /// # Ok::<(), docmeta_core::Error>(())
+    /// ```
     pub fn search_documents(&self, query: &str, page: PageRequest) -> Result<Page<DocumentView>> {
         let (count, ids) = self.document_hits(query, page.number, page.size)?;
         // The page's documents and their types in one read.

@@ -910,6 +910,33 @@ impl Session {
     /// object, seeing the role, and holding `permission` on the object (directly, inherited or
     /// globally): `acl_edit` lets its holder share what they have, never more. Answers the ACL
     /// with its role.
+    ///
+    /// Users get permissions through their groups' roles: a clerk in the group of a role that
+    /// may view invoices sees them, and another user is not even told they exist:
+    ///
+    /// ```
+    /// use docmeta_core::{Error, ObjectKind, ObjectRef, Permission};
+    ///
+    /// let db = docmeta_core::Docmeta::in_memory()?;
+    /// let admin = db.system();
+    /// let invoice = admin.create_document_type("Invoice")?;
+    /// let doc = admin.create_document(invoice.id, "March invoice", &[])?.document;
+    /// let clerk = admin.create_user("clerk", "a long password", false)?;
+    /// let visitor = admin.create_user("visitor", "another long password", false)?;
+    /// let group = admin.create_group("Accounting")?;
+    /// let role = admin.create_role("Clerks")?;
+    /// admin.set_group_member(group.id, clerk.id, true)?;
+    /// admin.set_role_group(role.id, group.id, true)?;
+    ///
+    /// let on_invoices = ObjectRef::new(ObjectKind::DOCUMENT_TYPE, invoice.id.0);
+    /// let acl = admin.grant(Permission::DocumentView, role.id, on_invoices)?;
+    /// assert!(acl.acl.permissions.contains(Permission::DocumentView));
+    /// assert_eq!(acl.role.label, "Clerks");
+    ///
+    /// assert_eq!(db.session(clerk.id).document(doc.id)?.document.label, "March invoice");
+    /// assert!(matches!(db.session(visitor.id).document(doc.id), Err(Error::NotFound(_))));
+    /// # Ok::<(), docmeta_core::Error>(())
+    /// ```
     pub fn grant(
         &self,
         permission: Permission,

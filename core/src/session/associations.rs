@@ -20,6 +20,29 @@ impl Session {
     /// `documents.document_type_edit` on the document type and `metadata.metadata_type_view` on
     /// the metadata type. Answers the association with both types: who may create it is
     /// shown it.
+    ///
+    /// A required type must then have a value on every new document of the type:
+    ///
+    /// ```
+    /// use docmeta_core::{Error, MetadataTypeInput, PageRequest};
+    ///
+    /// let db = docmeta_core::Docmeta::in_memory()?;
+    /// let admin = db.system();
+    /// let invoice = admin.create_document_type("Invoice")?;
+    /// let number = admin.create_metadata_type(MetadataTypeInput::new("number", "Number"))?;
+    /// let view = admin.associate(invoice.id, number.id, true)?;
+    /// assert!(view.association.required);
+    ///
+    /// let listed = admin.associations(invoice.id, PageRequest::ALL)?;
+    /// assert_eq!(listed.count, 1);
+    /// assert_eq!(listed.items[0].metadata_type.name, "number");
+    /// assert!(matches!(
+    ///     admin.create_document(invoice.id, "No number", &[]),
+    ///     Err(Error::Validation { .. })
+    /// ));
+    /// admin.create_document(invoice.id, "INV-1", &[(number.id, "INV-1")])?;
+    /// # Ok::<(), docmeta_core::Error>(())
+    /// ```
     pub fn associate(
         &self,
         document_type: DocumentTypeId,

@@ -36,6 +36,26 @@ impl Session {
 
     /// Creates a cabinet: a root needs `cabinets.cabinet_create` globally; a sub-cabinet needs
     /// it on the parent (or its root).
+    ///
+    /// ```
+    /// use docmeta_core::PageRequest;
+    ///
+    /// let db = docmeta_core::Docmeta::in_memory()?;
+    /// let admin = db.system();
+    /// let invoice = admin.create_document_type("Invoice")?;
+    /// let doc = admin.create_document(invoice.id, "March invoice", &[])?.document;
+    ///
+    /// let archive = admin.create_cabinet("Archive", None)?;
+    /// let year = admin.create_cabinet("2024", Some(archive.id))?;
+    /// assert_eq!(year.parent_id, Some(archive.id));
+    /// admin.set_cabinet_document(year.id, doc.id, true)?;
+    ///
+    /// let filed = admin.cabinet_documents(year.id, PageRequest::ALL)?;
+    /// assert_eq!(filed.count, 1);
+    /// assert_eq!(filed.items[0].document.label, "March invoice");
+    /// assert_eq!(admin.cabinet_documents(archive.id, PageRequest::ALL)?.count, 0);
+    /// # Ok::<(), docmeta_core::Error>(())
+    /// ```
     pub fn create_cabinet(&self, label: &str, parent: Option<CabinetId>) -> Result<Cabinet> {
         let label = crate::model::check_text("label", label, MAX_LABEL_LEN)?;
         if parent.is_none() {

@@ -30,7 +30,24 @@ impl Session {
         )
     }
 
-    /// Creates a document type. Needs `documents.document_type_create`.
+    /// Creates a document type. Needs `documents.document_type_create`. Labels are unique:
+    /// another type with the same label is a conflict on `label`.
+    ///
+    /// ```
+    /// use docmeta_core::Error;
+    ///
+    /// let db = docmeta_core::Docmeta::in_memory()?;
+    /// let admin = db.system();
+    /// let invoice = admin.create_document_type("Invoice")?;
+    /// assert_eq!(admin.document_type(invoice.id)?.label, "Invoice");
+    /// assert!(matches!(
+    ///     admin.create_document_type("Invoice"),
+    ///     Err(Error::Conflict { field, .. }) if field == "label"
+    /// ));
+    /// let labels: Vec<String> = admin.document_types()?.into_iter().map(|t| t.label).collect();
+    /// assert_eq!(labels, ["Invoice"]);
+    /// # Ok::<(), docmeta_core::Error>(())
+    /// ```
     pub fn create_document_type(&self, label: &str) -> Result<DocumentType> {
         self.require_global(P::DocumentTypeCreate)?;
         self.write(|u| self.create_document_type_in(u, label))

@@ -92,6 +92,28 @@ impl Session {
     /// `metadata[i].metadata_type_id`, ... (see [`Error::field_path`]). Answers the new
     /// document with its type. To create it with its first file, see
     /// [`create_document_with_file`](Self::create_document_with_file).
+    ///
+    /// ```
+    /// use docmeta_core::{DocumentQuery, MetadataTypeInput, PageRequest};
+    ///
+    /// let db = docmeta_core::Docmeta::in_memory()?;
+    /// let admin = db.system();
+    /// let invoice = admin.create_document_type("Invoice")?;
+    /// let number = admin.create_metadata_type(MetadataTypeInput::new("number", "Number"))?;
+    /// admin.associate(invoice.id, number.id, false)?;
+    ///
+    /// let values = [(number.id, "INV-42")];
+    /// let created = admin.create_document(invoice.id, "March invoice", &values)?;
+    /// assert_eq!(created.document_type.label, "Invoice");
+    /// let doc = created.document;
+    /// assert_eq!(admin.metadata_value_of(doc.id, "number")?.as_deref(), Some("INV-42"));
+    /// admin.create_document(invoice.id, "April invoice", &[])?;
+    ///
+    /// let page = admin.documents(DocumentQuery::default(), PageRequest::new(1, 20))?;
+    /// assert_eq!(page.count, 2);
+    /// assert_eq!(page.items[0].document.id, doc.id); // oldest first
+    /// # Ok::<(), docmeta_core::Error>(())
+    /// ```
     pub fn create_document(
         &self,
         document_type: DocumentTypeId,

@@ -18,6 +18,29 @@ impl Session {
     /// this session may view that user (itself, or `user_management.user_view`, as
     /// [`user`](Self::user) decides): who did something is a user like any other, and a user
     /// one may not look up must not be named by the log either.
+    ///
+    /// ```
+    /// use docmeta_core::{Event, EventQuery};
+    ///
+    /// let db = docmeta_core::Docmeta::in_memory()?;
+    /// let admin = db.system();
+    /// let memo = admin.create_document_type("Memo")?;
+    /// let doc = admin.create_document(memo.id, "Note", &[])?.document;
+    ///
+    /// let newest = admin.events(&EventQuery { limit: Some(1), ..EventQuery::default() })?;
+    /// let event = &newest[0].event;
+    /// assert_eq!(event.name, Event::DOCUMENT_CREATED);
+    /// assert_eq!((event.target.id, event.target.label.as_str()), (doc.id.0, "Note"));
+    /// assert!(newest[0].actor.is_none()); // docmeta itself: the system session
+    ///
+    /// // The document's own history, oldest first.
+    /// let object = Some(("documents.document".to_owned(), doc.id.0));
+    /// let query = EventQuery { object, oldest_first: true, ..EventQuery::default() };
+    /// let history = admin.events(&query)?;
+    /// let names: Vec<&str> = history.iter().map(|e| e.event.name.as_str()).collect();
+    /// assert_eq!(names, [Event::DOCUMENT_CREATED]);
+    /// # Ok::<(), docmeta_core::Error>(())
+    /// ```
     pub fn events(&self, query: &EventQuery) -> Result<Vec<EventView>> {
         let events = self.visible_events(query)?;
         let mut names: HashMap<UserId, Option<String>> = HashMap::new();

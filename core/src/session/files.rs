@@ -253,6 +253,26 @@ impl Session {
     /// (a mismatch is [`Error::Storage`] and no byte is handed out), beyond that as it is
     /// read. Needs `documents.document_view`. A file of an encrypted storage read without it,
     /// with the wrong password, or stored under another file's name is [`Error::Decryption`].
+    ///
+    /// ```
+    /// use docmeta_core::Error;
+    /// use std::io::Read;
+    ///
+    /// let db = docmeta_core::Docmeta::in_memory()?;
+    /// let admin = db.system();
+    /// let memo = admin.create_document_type("Memo")?;
+    /// let (doc, file) =
+    ///     admin.create_document_with_file(memo.id, "Note", &[], "note.txt", &mut &b"hello"[..])?;
+    /// assert_eq!((file.document_id, file.size), (doc.document.id, 5));
+    /// assert_eq!(file.mimetype, "text/plain");
+    ///
+    /// let (record, mut content) = admin.open_file(file.id)?;
+    /// let mut text = String::new();
+    /// content.read_to_string(&mut text).map_err(|e| Error::storage("reading", e))?;
+    /// assert_eq!((record.filename.as_str(), text.as_str()), ("note.txt", "hello"));
+    /// assert_eq!(admin.files(doc.document.id)?, [record]);
+    /// # Ok::<(), docmeta_core::Error>(())
+    /// ```
     pub fn open_file(&self, id: DocumentFileId) -> Result<(DocumentFile, FileContent)> {
         let stored = self.read(|tx| self.stored_file(tx, id, P::DocumentView))?;
         let what = format!("reading document file {id}");

@@ -51,6 +51,30 @@ impl Session {
     /// Creates a metadata type. Needs `metadata.metadata_type_create`. The session's user is
     /// recorded as the shaper of its default and lookup: whoever those templates
     /// render for later, they see no more than this user may view.
+    ///
+    /// A date type that stores what users type (`31/12/2024`) as ISO dates; its definition is
+    /// checked when saved, and a full update starts from the stored fields:
+    ///
+    /// ```
+    /// use docmeta_core::{Error, MetadataTypeInput};
+    ///
+    /// let db = docmeta_core::Docmeta::in_memory()?;
+    /// let admin = db.system();
+    /// let due = admin.create_metadata_type(
+    ///     MetadataTypeInput::new("due", "Due date")
+    ///         .validation("svc.apps.metadata.metadata_validators.DateValidator", "")
+    ///         .parser("svc.apps.metadata.metadata_parsers.DateParser", ""),
+    /// )?;
+    /// let unknown = MetadataTypeInput::new("x", "X").validation("no.such.Validator", "");
+    /// assert!(matches!(admin.create_metadata_type(unknown), Err(Error::Validation { .. })));
+    ///
+    /// let relabelled = MetadataTypeInput { label: "Payment due".into(), ..(&due).into() };
+    /// admin.update_metadata_type(due.id, relabelled)?;
+    /// let stored = admin.metadata_type_by_name("due")?;
+    /// assert_eq!(stored.label, "Payment due");
+    /// assert_eq!(stored.parser, due.parser); // the fields not changed are kept
+    /// # Ok::<(), docmeta_core::Error>(())
+    /// ```
     pub fn create_metadata_type(&self, input: MetadataTypeInput) -> Result<MetadataType> {
         self.require_global(P::MetadataTypeCreate)?;
         let input = MetadataTypeInput {

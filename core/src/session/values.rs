@@ -120,6 +120,34 @@ impl Session {
     /// value is shown it, even without `metadata.document_metadata_view`. Nothing is read back
     /// after the commit (a workflow the addition triggers may change the value before the
     /// commit; [`metadata_value`](Self::metadata_value) reads it as stored).
+    ///
+    /// A value goes through the type's parser when added and when edited:
+    ///
+    /// ```
+    /// use docmeta_core::{Error, MetadataTypeInput, PageRequest};
+    ///
+    /// let db = docmeta_core::Docmeta::in_memory()?;
+    /// let admin = db.system();
+    /// let invoice = admin.create_document_type("Invoice")?;
+    /// let due = admin.create_metadata_type(
+    ///     MetadataTypeInput::new("due", "Due date")
+    ///         .parser("svc.apps.metadata.metadata_parsers.DateParser", ""),
+    /// )?;
+    /// admin.associate(invoice.id, due.id, false)?;
+    /// let doc = admin.create_document(invoice.id, "March invoice", &[])?.document;
+    ///
+    /// let added = admin.add_document_metadata(doc.id, due.id, "31/03/2024")?;
+    /// assert_eq!(added.value.value, "2024-03-31");
+    /// let second = admin.add_document_metadata(doc.id, due.id, "01/04/2024");
+    /// assert!(matches!(second, Err(Error::Conflict { .. })));
+    ///
+    /// admin.edit_document_metadata(doc.id, added.value.id, "15/04/2024", None)?;
+    /// let values = admin.document_metadata(doc.id, PageRequest::ALL)?;
+    /// assert_eq!(values.count, 1);
+    /// assert_eq!(values.items[0].metadata_type.name, "due");
+    /// assert_eq!(values.items[0].value.value, "2024-04-15");
+    /// # Ok::<(), docmeta_core::Error>(())
+    /// ```
     pub fn add_document_metadata(
         &self,
         document: DocumentId,

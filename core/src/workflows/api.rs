@@ -42,6 +42,33 @@ impl Session {
 
     /// Creates a workflow template bound to `document_types` (their new documents, and those
     /// that change to them, get an instance). Needs `document_states.workflow_template_create`.
+    ///
+    /// A review workflow: each new invoice starts in `draft`, and taking `submit` moves it on.
+    ///
+    /// ```
+    /// let db = docmeta_core::Docmeta::in_memory()?;
+    /// let admin = db.system();
+    /// let invoice = admin.create_document_type("Invoice")?;
+    /// let review = admin.create_workflow("Review", &[invoice.id])?;
+    /// let draft = admin.create_workflow_state(review.id, "draft", true)?;
+    /// let submitted = admin.create_workflow_state(review.id, "submitted", false)?;
+    /// // An empty condition: the transition is always allowed.
+    /// let submit =
+    ///     admin.create_workflow_transition(review.id, "submit", draft.id, submitted.id, "")?;
+    ///
+    /// let doc = admin.create_document(invoice.id, "March invoice", &[])?.document;
+    /// let instances = admin.workflow_instances(doc.id)?;
+    /// assert_eq!(instances.len(), 1); // started with the document, in the initial state
+    /// let instance = &instances[0];
+    /// assert_eq!(instance.state_id, Some(draft.id));
+    /// assert_eq!(admin.available_transitions(doc.id, instance.id)?, [submit.clone()]);
+    ///
+    /// let entry = admin.transition_workflow(doc.id, instance.id, submit.id, "ready")?;
+    /// assert_eq!((entry.transition_id, entry.comment.as_str()), (Some(submit.id), "ready"));
+    /// let state = admin.workflow_instance(doc.id, instance.id)?.state_id;
+    /// assert_eq!(state, Some(submitted.id));
+    /// # Ok::<(), docmeta_core::Error>(())
+    /// ```
     pub fn create_workflow(
         &self,
         label: &str,
