@@ -632,3 +632,21 @@ fn a_creator_without_the_view_permission_is_answered_with_what_it_created() -> R
     assert_eq!(ann.create_workflow("Review", &[])?.label, "Review");
     Ok(())
 }
+
+/// A record a create returns is the record read back later, to the microsecond: the time is taken
+/// at the precision both stores keep, not finer.
+#[test]
+fn a_created_document_and_file_equal_what_is_read_back() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Docmeta::open(dir.path())?;
+    let admin = db.system();
+    let t = admin.create_document_type("Memo")?;
+    let created = admin.create_document(t.id, "first", &[])?;
+    assert_eq!(admin.document(created.document.id)?, created);
+    let (view, file) =
+        admin.create_document_with_file(t.id, "second", &[], "a.txt", &mut &b"hello"[..])?;
+    assert_eq!(admin.document(view.document.id)?, view);
+    let (read, _) = admin.open_file(file.id)?;
+    assert_eq!(read, file);
+    Ok(())
+}

@@ -209,7 +209,7 @@ impl Docmeta {
 
     /// The current time as docmeta sees it.
     pub(crate) fn now(&self) -> chrono::DateTime<Utc> {
-        Utc::now()
+        crate::model::now()
     }
 }
 

@@ -346,3 +346,10 @@ pub(crate) fn check_no_nul(field: &str, text: &str) -> crate::error::Result<()> 
     }
     Ok(())
 }
+
+/// The current time at the precision both stores keep (microseconds), so that a record a create
+/// returns equals the same record read back later.
+pub(crate) fn now() -> chrono::DateTime<chrono::Utc> {
+    use chrono::SubsecRound;
+    chrono::Utc::now().trunc_subsecs(6)
+}

@@ -348,7 +348,7 @@ impl Session {
                     size,
                     checksum: checksum.clone(),
                     mimetype: crate::files::guess_mime(&filename),
-                    created: chrono::Utc::now(),
+                    created: crate::model::now(),
                 },
                 &name,
                 storage.encrypts(),

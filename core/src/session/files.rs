@@ -208,7 +208,7 @@ impl Session {
                     size,
                     checksum: checksum.clone(),
                     mimetype: guess_mime(&filename),
-                    created: chrono::Utc::now(),
+                    created: crate::model::now(),
                 },
                 &name,
                 storage.encrypts(),
