@@ -43,7 +43,7 @@ impl Session {
             self.load_metadata_type(&mut u.tx, metadata_type, P::MetadataTypeView),
         )?;
         let a = u.tx.insert_association(dt.id, mt.id, required)?;
-        self.after_association_saved(u, &dt, &mt, required)?;
+        self.after_association_saved(u, &dt, &mt, None, required)?;
         Ok(AssociationView {
             association: a,
             document_type: dt,
@@ -51,17 +51,21 @@ impl Session {
         })
     }
 
+    /// The event of an association created (`before` is `None`) or saved, and the backfill of
+    /// a required one.
     fn after_association_saved(
         &self,
         u: &mut Unit<'_>,
         dt: &DocumentType,
         mt: &MetadataType,
+        before: Option<bool>,
         required: bool,
     ) -> Result<()> {
         u.event(
             names::METADATA_TYPE_RELATIONSHIP_UPDATED,
             dt_event(dt),
             Some(mt_event(mt)),
+            Changes::new().set("required", before, Some(required)),
         )?;
         if required {
             u.task(
@@ -178,9 +182,9 @@ impl Session {
     ) -> Result<AssociationView> {
         let (mut a, dt, mt) =
             self.load_association(&mut u.tx, document_type, id, P::DocumentTypeEdit)?;
-        a.required = required;
+        let before = std::mem::replace(&mut a.required, required);
         u.tx.update_association(&a)?;
-        self.after_association_saved(u, &dt, &mt, required)?;
+        self.after_association_saved(u, &dt, &mt, Some(before), required)?;
         Ok(AssociationView {
             association: a,
             document_type: dt,
@@ -203,6 +207,7 @@ impl Session {
                 names::METADATA_TYPE_RELATIONSHIP_UPDATED,
                 dt_event(&dt),
                 Some(mt_event(&mt)),
+                Changes::new().removed("required", a.required),
             )?;
             u.task(
                 REMOVE_METADATA_TYPE,
@@ -256,6 +261,7 @@ impl Session {
                         names::DOCUMENT_METADATA_REMOVED,
                         doc_event(&d),
                         Some(mt_event(&t)),
+                        Changes::new().removed("value", &m.value),
                     )?;
                 }
             }
