@@ -108,12 +108,19 @@ record!(
     PruneDecision { path: String, backup_id: String, created: DateTime<Utc>,
         base: Option<String>, kept: bool, kept_because: Option<String> });
 record!(
+    /// One field an event changed, from `before` to `after`, in text form. `before` is None when
+    /// the field had no value (the event created the object or link), `after` when it has none
+    /// (the event deleted it); both are None when the reader may not view the value.
+    EventChange { field: String, before: Option<String>, after: Option<String> });
+record!(
     /// An entry of the event log (spec 6).
     /// `actor_username` is set when a session listed the event and may view its actor; a
     /// session that may not view the actor sees `actor_id` and `actor_username` as `None`.
+    /// `changes` says what the event changed, field by field.
     Event { id: i64, timestamp: DateTime<Utc>, name: String, actor_id: Option<i64>,
         target_kind: String, target_id: i64, target_label: String,
-        action_object_kind: Option<String>, action_object_id: Option<i64> }
+        action_object_kind: Option<String>, action_object_id: Option<i64>,
+        changes: Vec<EventChange> }
         related { actor_username: Option<String> });
 record!(
     /// Where search work handed to another process stands: `state` is `"pending"` (with
@@ -398,6 +405,16 @@ impl From<core::Event> for Event {
             target_label: e.target.label,
             action_object_kind: e.action_object.as_ref().map(|o| o.kind.clone()),
             action_object_id: e.action_object.map(|o| o.id),
+            changes: e.changes.into_iter().map(EventChange::from).collect(),
+        }
+    }
+}
+impl From<core::EventChange> for EventChange {
+    fn from(c: core::EventChange) -> Self {
+        EventChange {
+            field: c.field,
+            before: c.before,
+            after: c.after,
         }
     }
 }

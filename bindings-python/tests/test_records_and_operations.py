@@ -9,7 +9,7 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, List, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -454,3 +454,46 @@ def test_session_events_carry_their_actor_name(db: docmeta.Docmeta) -> None:
     db.session(root.id).create_document_type("Memo")
     events: List[docmeta.Event] = admin.events(limit=1)
     assert (events[0].actor_id, events[0].actor_username) == (root.id, "root")
+
+
+def test_events_say_what_changed_and_hide_a_value_its_reader_may_not_view(
+    db: docmeta.Docmeta,
+) -> None:
+    admin = db.system()
+    employee = admin.create_document_type("Employee")
+    note = admin.create_metadata_type("note", "Note")
+    salary = admin.create_metadata_type("salary", "Salary")
+    admin.associate(employee.id, note.id)
+    admin.associate(employee.id, salary.id)
+    doc = admin.create_document(employee.id, "E-1", values={note.id: "kind", salary.id: "73519"})
+    values = {v.metadata_type_id: v for v in admin.document_metadata(doc.id)}
+    admin.edit_document_metadata(doc.id, values[salary.id].id, "80000")
+    admin.edit_document_metadata(doc.id, values[note.id].id, "kinder")
+    ann = admin.create_user("ann", "a long password")
+    group = admin.create_group("Clerks")
+    role = admin.create_role("Clerk")
+    admin.set_group_member(group.id, ann.id)
+    admin.set_role_group(role.id, group.id)
+    for permission in ["documents.document_view", "metadata.document_metadata_view"]:
+        admin.grant(permission, role.id, "documents.documenttype", employee.id)
+    admin.grant("metadata.document_metadata_view", role.id, "metadata.metadatatype", note.id)
+
+    def edits(session: docmeta.Session) -> List[List[Tuple[str, Optional[str], Optional[str]]]]:
+        return [
+            [(c.field, c.before, c.after) for c in e.changes]
+            for e in reversed(session.events(limit=100))
+            if e.name == "metadata.document_metadata_edited"
+        ]
+
+    assert edits(admin) == [[("value", "73519", "80000")], [("value", "kind", "kinder")]]
+    assert edits(db.session(ann.id)) == [[("value", None, None)], [("value", "kind", "kinder")]]
+    newest_edit = next(
+        e for e in admin.events(limit=100) if e.name == "metadata.document_metadata_edited"
+    )
+    change: docmeta.EventChange = newest_edit.changes[0]
+    assert repr(change) == "EventChange(field='value', before='kind', after='kinder')"
+    # A password never shows: a change of password alone changes no field an event shows.
+    admin.set_password(ann.id, "cnry-password")
+    event = admin.events(limit=1)[0]
+    assert (event.name, event.changes) == ("user_management.user_edited", [])
+    assert all("cnry" not in repr(e) for e in admin.events(limit=1000))

@@ -47,7 +47,8 @@
 //!   and document types, associations, cabinets and their documents, workflows, states,
 //!   transitions, actions, instances, logs, available transitions, users, groups and members,
 //!   roles, their groups and permissions, ACLs, explain, tasks), and the event log and event
-//!   views (the new events while its view stays the same, else the last 1,000). Every fourth
+//!   views (the new events while its view stays the same, else the last 1,000), each event's
+//!   changes (the values before and after) on a channel of their own. Every fourth
 //!   step (a search first applies the index's pending events, a commit that four steps share),
 //!   both searches are asked for a hidden canary, whole or a partial value, and must answer as
 //!   for one that exists nowhere; the pages they return are scanned too.
@@ -1804,12 +1805,29 @@ impl World {
                 ..Default::default()
             },
         };
-        let events = see!("events".into(), s.events(&query));
+        // Each event's changes (the values before and after, shown only to a reader who may
+        // view them now) are read on a channel of their own, so that a value leaked there is
+        // named as such.
+        match s.events(&query) {
+            Ok(events) => {
+                for e in events {
+                    let mut shown = e.clone();
+                    shown.event.changes.clear();
+                    read("events".into(), format!("{shown:?}"));
+                    if !e.event.changes.is_empty() {
+                        read(
+                            format!("event_changes({} {})", e.event.name, e.event.id),
+                            format!("{:?}", e.event.changes),
+                        );
+                    }
+                }
+            }
+            Err(e) => read("events".into(), format!("{e:?}")),
+        }
         let newest = self.db.system().events(&EventQuery {
             limit: Some(1),
             ..Default::default()
         })?;
-        let _ = events;
         self.event_cursor[i] = newest.first().map(|e| (view, e.event.id));
         Ok((lists, texts))
     }

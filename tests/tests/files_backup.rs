@@ -549,6 +549,7 @@ fn a_backup_from_an_older_schema_is_migrated_on_restore() -> Result<()> {
          ALTER TABLE metadata_types DROP COLUMN default_shapers; \
          ALTER TABLE metadata_types DROP COLUMN lookup_shapers; \
          DROP INDEX events_followed; ALTER TABLE events DROP COLUMN follow; \
+         ALTER TABLE events DROP COLUMN changes; \
          DROP INDEX users_by_username_key; ALTER TABLE users DROP COLUMN username_key; \
          DELETE FROM schema_version WHERE version > 1;",
     )

@@ -202,8 +202,23 @@ fn backup_and_restore_a_postgres_installation() -> docmeta_core::Result<()> {
         .open()?;
     let admin = db.system();
     let t = admin.create_document_type("Invoice")?;
-    let doc = admin.create_document(t.id, "INV-9", &[])?.document;
+    let doc = admin.create_document(t.id, "INV-8", &[])?.document;
+    admin.update_document(doc.id, "INV-9")?;
     let file = admin.add_file(doc.id, "scan.txt", &mut &b"scanned"[..])?;
+    let all = docmeta_core::EventQuery {
+        limit: Some(1000),
+        ..Default::default()
+    };
+    let events = db.events(&all)?;
+    assert!(
+        events.iter().any(|e| e.changes
+            == [docmeta_core::EventChange::new(
+                "label",
+                Some("INV-8".into()),
+                Some("INV-9".into())
+            )]),
+        "{events:#?}"
+    );
     let archive = dir.path().join("pg.tar.zst");
     db.backup(&archive, None, |_, _| {})?;
     drop(admin);
@@ -230,6 +245,7 @@ fn backup_and_restore_a_postgres_installation() -> docmeta_core::Result<()> {
         .open()?;
     assert_eq!(db.system().document(doc.id)?.document.label, "INV-9");
     assert_eq!(db.system().read_file(file.id)?, b"scanned");
+    assert_eq!(db.events(&all)?, events, "every event with its changes");
     Ok(())
 }
 
@@ -605,6 +621,34 @@ fn templates_stored_before_shapers_were_recorded_get_every_author_of_their_type(
         .expect("back to schema 6");
     drop(client);
     template_shapers::check(&open()?, &staged)
+}
+
+#[path = "upgrade/event_changes.rs"]
+mod event_changes;
+
+#[test]
+fn events_written_before_changes_were_recorded_read_as_changing_nothing_on_postgres()
+-> docmeta_core::Result<()> {
+    if base_url().is_none() {
+        eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
+        return Ok(());
+    }
+    let url = fresh_url();
+    let dir = tempfile::tempdir().expect("dir");
+    let open = || -> docmeta_core::Result<docmeta_core::Docmeta> {
+        docmeta_core::Docmeta::builder()
+            .data_dir(dir.path())
+            .store(PostgresStore::open(&url)?)
+            .worker(false)
+            .open()
+    };
+    let staged = event_changes::stage(&open()?)?;
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+    client
+        .batch_execute(event_changes::BACK_TO_SCHEMA_9)
+        .expect("back to schema 9");
+    drop(client);
+    event_changes::check(&open()?, &staged)
 }
 
 /// Opens the data directory `dir` on the database `url` without a worker (tasks run only when

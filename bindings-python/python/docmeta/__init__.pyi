@@ -387,6 +387,19 @@ class Event:
     def action_object_kind(self) -> Optional[str]: ...
     @property
     def action_object_id(self) -> Optional[int]: ...
+    @property
+    def changes(self) -> List[EventChange]: ...
+
+@final
+class EventChange:
+    """One field an event changed, from ``before`` to ``after``, in text form."""
+
+    @property
+    def field(self) -> str: ...
+    @property
+    def before(self) -> Optional[str]: ...
+    @property
+    def after(self) -> Optional[str]: ...
 
 @final
 class Cabinet:
@@ -861,6 +874,7 @@ __all__ = [
     "DocumentWithFile",
     "Error",
     "Event",
+    "EventChange",
     "Explanation",
     "Grant",
     "Group",

@@ -27,6 +27,34 @@ pub struct Event {
     pub target_label: String,
     /// When.
     pub timestamp: SystemTime,
+    /// What the event changed, field by field (empty for events that change no field, and
+    /// for events written before changes were recorded).
+    pub changes: Vec<EventChange>,
+}
+
+/// One field an event changed, from `before` to `after`, in text form: a metadata value as
+/// stored, a label as given, `true`/`false`, an id in decimal, permission keys sorted and
+/// joined with commas.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct EventChange {
+    /// The field, e.g. `value`, `label`, `is_active`, `permissions`.
+    pub field: String,
+    /// Its value before; `null` when it had none (the event created the object or link) or
+    /// the reader may not view it.
+    pub before: Option<String>,
+    /// Its value after; `null` when it has none (the event deleted the object or link) or the
+    /// reader may not view it.
+    pub after: Option<String>,
+}
+
+impl From<&core::EventChange> for EventChange {
+    fn from(c: &core::EventChange) -> Self {
+        EventChange {
+            field: c.field.clone(),
+            before: c.before.clone(),
+            after: c.after.clone(),
+        }
+    }
 }
 
 impl From<&core::Event> for Event {
@@ -40,6 +68,7 @@ impl From<&core::Event> for Event {
             target_id: e.target.id,
             target_label: e.target.label.clone(),
             timestamp: e.timestamp.into(),
+            changes: e.changes.iter().map(EventChange::from).collect(),
         }
     }
 }

@@ -440,6 +440,13 @@ fun eventsTasksAndErrors() {
     val notes = db.session(root.id).createDocumentType("Notes")
     val created = inv.admin.events(10u).first { it.targetId == notes.id && it.name == "documents.document_type_created" }
     expect(created.actorId == root.id && created.actorUsername == "root", "the event names its actor: $created")
+    expect(created.changes == listOf(EventChange("label", null, "Notes")), "a creation's changes: ${created.changes}")
+    db.session(root.id).updateDocumentType(notes.id, "Memos")
+    val renamed = inv.admin.events(1u).first()
+    expect(renamed.changes == listOf(EventChange("label", "Notes", "Memos")), "an edit's changes: ${renamed.changes}")
+    inv.admin.setPassword(ann.id, "cnry password")
+    val reset = inv.admin.events(1u).first()
+    expect(reset.name == "user_management.user_edited" && reset.changes.isEmpty(), "a password is no change shown: $reset")
     refused<DocmetaException.NotFound>("a document she may not see") { db.session(ann.id).deleteDocument(1) }
     refused<DocmetaException.PermissionDenied>("tasks are for superusers") { db.session(ann.id).tasks() }
     expect(db.session(ann.id).actor() == ann.id && inv.admin.actor() == null, "actors")

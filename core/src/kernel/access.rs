@@ -169,6 +169,7 @@ impl Docmeta {
                     label: String::new(),
                 },
                 None,
+                Changes::new(),
             )?;
             u.access.push(AccessChange::Parents {
                 object,

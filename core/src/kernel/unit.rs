@@ -171,16 +171,22 @@ impl<'a> Unit<'a> {
         self.renders.now
     }
 
-    /// Appends an event to the log (in this transaction).
+    /// Appends an event to the log (in this transaction), with what it changed (see
+    /// [`EventChange`]).
     pub(crate) fn event(
         &mut self,
         name: &str,
         target: EventObject,
         action: Option<EventObject>,
+        changes: Changes,
     ) -> Result<()> {
-        let e = self
-            .tx
-            .append_event(name, self.actor.user(), &target, action.as_ref())?;
+        let e = self.tx.append_event(
+            name,
+            self.actor.user(),
+            &target,
+            action.as_ref(),
+            changes.into(),
+        )?;
         (self.hooks.event)(self, &e);
         self.events.push(e);
         Ok(())

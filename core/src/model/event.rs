@@ -110,6 +110,113 @@ pub struct Event {
     pub target: EventObject,
     /// The second object involved (the metadata type of a document metadata event, ...).
     pub action_object: Option<EventObject>,
+    /// What the event changed, field by field, from what to what (empty for events written
+    /// before changes were recorded, and for events that change no field: a file added, the
+    /// parents of an application object set). In
+    /// [`Session::events`](crate::Session::events), a change the reader may not view now has
+    /// its `before` and `after` set to `None` (its `field` stays).
+    pub changes: Vec<EventChange>,
+}
+
+/// One field an event changed, with its value before and after, in text form: a metadata
+/// value as stored, a label or name as given, a boolean as `true` or `false`, an id in
+/// decimal, a set of permission keys sorted and joined with commas. A password, or anything
+/// derived from one, is never recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventChange {
+    /// The field, e.g. `value`, `label`, `is_active`, `permissions`.
+    pub field: String,
+    /// Its value before the event; `None` when it had none (the object or link was created by
+    /// the event) or the reader may not view it.
+    pub before: Option<String>,
+    /// Its value after the event; `None` when it has none (the object or link was deleted by
+    /// the event) or the reader may not view it.
+    pub after: Option<String>,
+}
+
+impl EventChange {
+    /// A field that changed from `before` to `after`.
+    pub fn new(
+        field: impl Into<String>,
+        before: Option<String>,
+        after: Option<String>,
+    ) -> EventChange {
+        EventChange {
+            field: field.into(),
+            before,
+            after,
+        }
+    }
+
+    /// This change with its values hidden (`before` and `after` set to `None`).
+    pub(crate) fn hidden(self) -> EventChange {
+        EventChange {
+            before: None,
+            after: None,
+            ..self
+        }
+    }
+}
+
+/// The changes of one event, collected field by field (see [`EventChange`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Changes(Vec<EventChange>);
+
+impl Changes {
+    /// No change yet.
+    pub(crate) fn new() -> Changes {
+        Changes(Vec::new())
+    }
+
+    /// `field` set by a creation: nothing before, `after` now.
+    pub(crate) fn created(mut self, field: &str, after: impl ToString) -> Changes {
+        self.0
+            .push(EventChange::new(field, None, Some(after.to_string())));
+        self
+    }
+
+    /// `field` gone with a deletion: `before` then, nothing now.
+    pub(crate) fn removed(mut self, field: &str, before: impl ToString) -> Changes {
+        self.0
+            .push(EventChange::new(field, Some(before.to_string()), None));
+        self
+    }
+
+    /// `field` edited from `before` to `after`; nothing is recorded when they are equal.
+    pub(crate) fn edited(
+        mut self,
+        field: &str,
+        before: impl ToString,
+        after: impl ToString,
+    ) -> Changes {
+        let (before, after) = (before.to_string(), after.to_string());
+        if before != after {
+            self.0
+                .push(EventChange::new(field, Some(before), Some(after)));
+        }
+        self
+    }
+
+    /// `field` from `before` to `after`, either absent (a link made or undone); nothing is
+    /// recorded when they are equal.
+    pub(crate) fn set(
+        mut self,
+        field: &str,
+        before: Option<impl ToString>,
+        after: Option<impl ToString>,
+    ) -> Changes {
+        let (before, after) = (before.map(|b| b.to_string()), after.map(|a| a.to_string()));
+        if before != after {
+            self.0.push(EventChange::new(field, before, after));
+        }
+        self
+    }
+}
+
+impl From<Changes> for Vec<EventChange> {
+    fn from(c: Changes) -> Self {
+        c.0
+    }
 }
 
 /// Which events to list.

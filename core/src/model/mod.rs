@@ -17,7 +17,8 @@ mod username;
 mod views;
 mod workflow;
 
-pub use event::{Event, EventObject, EventQuery};
+pub(crate) use event::Changes;
+pub use event::{Event, EventChange, EventObject, EventQuery};
 pub use indexed::{IndexedDocument, IndexedValue};
 pub use inputs::{DocumentQuery, NewDocument, TransitionUpdate, UserUpdate};
 pub use object::{ObjectKind, ObjectRef};

@@ -222,6 +222,7 @@ impl Session {
                 names::USER_EDITED,
                 event_object(USER, user.id.0, username),
                 None,
+                user_changes(None, Some(&user)),
             )?;
             Ok(user.into())
         })
@@ -306,6 +307,7 @@ impl Session {
             if !own {
                 self.require_holds_user(&mut u.tx, id)?;
             }
+            let before = user.clone();
             user.username = update.username.clone().unwrap_or(user.username);
             user.is_superuser = update.is_superuser.unwrap_or(user.is_superuser);
             user.is_active = update.is_active.unwrap_or(user.is_active);
@@ -324,6 +326,7 @@ impl Session {
                 names::USER_EDITED,
                 event_object(USER, id.0, &user.username),
                 None,
+                user_changes(Some(&before), Some(&user)),
             )?;
             Ok(user.into())
         })
@@ -366,6 +369,7 @@ impl Session {
                 names::USER_EDITED,
                 event_object(USER, id.0, &user.username),
                 None,
+                user_changes(Some(&user), None),
             )
         })
     }
@@ -382,7 +386,12 @@ impl Session {
             let id = u.tx.insert_group(name.trim()).map_err(|e| {
                 rename_conflict(e, "name", "A group with that name already exists.")
             })?;
-            u.event(names::GROUP_EDITED, event_object(GROUP, id.0, name), None)?;
+            u.event(
+                names::GROUP_EDITED,
+                event_object(GROUP, id.0, name),
+                None,
+                Changes::new().created("name", name.trim()),
+            )?;
             group_of(&mut u.tx, id)
         })
     }
@@ -430,12 +439,17 @@ impl Session {
     pub fn rename_group(&self, id: GroupId, name: &str) -> Result<Group> {
         check_name("name", name)?;
         self.write(|u| {
-            self.load_group(&mut u.tx, id, P::GroupEdit)?;
+            let before = self.load_group(&mut u.tx, id, P::GroupEdit)?;
             self.require_holds_group(&mut u.tx, id)?;
             u.tx.update_group(id, name.trim()).map_err(|e| {
                 rename_conflict(e, "name", "A group with that name already exists.")
             })?;
-            u.event(names::GROUP_EDITED, event_object(GROUP, id.0, name), None)?;
+            u.event(
+                names::GROUP_EDITED,
+                event_object(GROUP, id.0, name),
+                None,
+                Changes::new().edited("name", before, name.trim()),
+            )?;
             group_of(&mut u.tx, id)
         })
     }
@@ -448,7 +462,12 @@ impl Session {
             self.require_holds_group(&mut u.tx, id)?;
             u.tx.delete_group(id)?;
             u.access.push(AccessChange::GroupRemoved(id));
-            u.event(names::GROUP_EDITED, event_object(GROUP, id.0, &name), None)
+            u.event(
+                names::GROUP_EDITED,
+                event_object(GROUP, id.0, &name),
+                None,
+                Changes::new().removed("name", &name),
+            )
         })
     }
 
@@ -482,6 +501,7 @@ impl Session {
                     names::GROUP_EDITED,
                     event_object(GROUP, group.0, &name),
                     Some(event_object(USER, user.0, &username)),
+                    Changes::new().edited("member", !member, member),
                 )?;
             }
             group_of(&mut u.tx, group)
@@ -618,7 +638,12 @@ impl Session {
             .tx
             .insert_role(label.trim())
             .map_err(|e| rename_conflict(e, "label", "A role with that label already exists."))?;
-        u.event(names::ROLE_EDITED, event_object(ROLE, id.0, label), None)?;
+        u.event(
+            names::ROLE_EDITED,
+            event_object(ROLE, id.0, label),
+            None,
+            Changes::new().created("label", label.trim()),
+        )?;
         Ok(id)
     }
 
@@ -661,12 +686,17 @@ impl Session {
     pub fn rename_role(&self, id: RoleId, label: &str) -> Result<Role> {
         check_name("label", label)?;
         self.write(|u| {
-            self.load_role(&mut u.tx, id, P::RoleEdit)?;
+            let before = self.load_role(&mut u.tx, id, P::RoleEdit)?;
             self.require_holds_role(&mut u.tx, id)?;
             u.tx.update_role(id, label.trim()).map_err(|e| {
                 rename_conflict(e, "label", "A role with that label already exists.")
             })?;
-            u.event(names::ROLE_EDITED, event_object(ROLE, id.0, label), None)?;
+            u.event(
+                names::ROLE_EDITED,
+                event_object(ROLE, id.0, label),
+                None,
+                Changes::new().edited("label", before, label.trim()),
+            )?;
             role_of(&mut u.tx, id)
         })
     }
@@ -680,7 +710,12 @@ impl Session {
             u.tx.delete_role(id)?;
             u.forget_object(ROLE, role_ref(id))?;
             u.access.push(AccessChange::RoleRemoved(id));
-            u.event(names::ROLE_EDITED, event_object(ROLE, id.0, &label), None)
+            u.event(
+                names::ROLE_EDITED,
+                event_object(ROLE, id.0, &label),
+                None,
+                Changes::new().removed("label", &label),
+            )
         })
     }
 
@@ -712,6 +747,7 @@ impl Session {
                     names::ROLE_EDITED,
                     event_object(ROLE, role.0, &label),
                     Some(event_object(GROUP, group.0, &group_name)),
+                    Changes::new().edited("assigned", !assigned, assigned),
                 )?;
             }
             role_of(&mut u.tx, role)
@@ -777,13 +813,21 @@ impl Session {
                 permission.key()
             )));
         }
+        let before = u.tx.role_permissions(role)?;
         if u.tx.set_role_permission(role, permission.key(), granted)? {
-            let set = permission_set(u.tx.role_permissions(role)?);
+            let after = u.tx.role_permissions(role)?;
+            let changes =
+                Changes::new().edited("permissions", keys_text(&before), keys_text(&after));
             u.access.push(AccessChange::RolePermissions {
                 role,
-                permissions: set,
+                permissions: permission_set(after),
             });
-            u.event(names::ROLE_EDITED, event_object(ROLE, role.0, &label), None)?;
+            u.event(
+                names::ROLE_EDITED,
+                event_object(ROLE, role.0, &label),
+                None,
+                changes,
+            )?;
         }
         Ok(())
     }
@@ -897,6 +941,7 @@ impl Session {
                 names::ACL_CREATED,
                 target,
                 Some(event_object(ROLE, role.0, &role_label)),
+                Changes::new().created("permissions", ""),
             )?;
             let row =
                 u.tx.acl(id)?
@@ -977,28 +1022,35 @@ impl Session {
                     permission.key()
                 )));
             }
-            let acl = match u.tx.acl_for(&kind, object.id, role)? {
-                Some(a) => a.id,
+            let (acl, before) = match u.tx.acl_for(&kind, object.id, role)? {
+                Some(a) => (a.id, a.permissions),
                 None => {
                     let id = u.tx.insert_acl(&kind, object.id, role)?;
                     u.event(
                         names::ACL_CREATED,
                         target.clone(),
                         Some(event_object(ROLE, role.0, &role_label)),
+                        Changes::new().created("permissions", ""),
                     )?;
-                    id
+                    (id, Vec::new())
                 }
             };
-            if u.tx.set_acl_permission(acl, permission.key(), true)? {
+            let changed = u.tx.set_acl_permission(acl, permission.key(), true)?;
+            let row =
+                u.tx.acl(acl)?
+                    .ok_or_else(|| Error::not_found(format!("ACL {acl}")))?;
+            if changed {
                 u.event(
                     names::ACL_EDITED,
                     target,
                     Some(event_object(ROLE, role.0, &role_label)),
+                    Changes::new().edited(
+                        "permissions",
+                        keys_text(&before),
+                        keys_text(&row.permissions),
+                    ),
                 )?;
             }
-            let row =
-                u.tx.acl(acl)?
-                    .ok_or_else(|| Error::not_found(format!("ACL {acl}")))?;
             u.access.push(AccessChange::Acl {
                 object,
                 acl,
@@ -1050,12 +1102,22 @@ impl Session {
                 return Ok(None);
             };
             let role_obj = Some(event_object(ROLE, role.0, &role_label));
-            if u.tx.set_acl_permission(acl.id, permission.key(), false)? {
-                u.event(names::ACL_EDITED, target.clone(), role_obj.clone())?;
-            }
+            let changed = u.tx.set_acl_permission(acl.id, permission.key(), false)?;
             let row =
                 u.tx.acl(acl.id)?
                     .ok_or_else(|| Error::not_found(format!("ACL {}", acl.id)))?;
+            if changed {
+                u.event(
+                    names::ACL_EDITED,
+                    target.clone(),
+                    role_obj.clone(),
+                    Changes::new().edited(
+                        "permissions",
+                        keys_text(&acl.permissions),
+                        keys_text(&row.permissions),
+                    ),
+                )?;
+            }
             let set = permission_set(row.permissions.clone());
             u.access.push(AccessChange::Acl {
                 object,
@@ -1065,7 +1127,12 @@ impl Session {
             });
             if set.is_empty() {
                 u.tx.delete_acl(acl.id)?;
-                u.event(names::ACL_DELETED, target, role_obj)?;
+                u.event(
+                    names::ACL_DELETED,
+                    target,
+                    role_obj,
+                    Changes::new().removed("permissions", keys_text(&row.permissions)),
+                )?;
                 return Ok(None);
             }
             Ok(Some(row))
@@ -1137,9 +1204,46 @@ impl Session {
                 permissions: PermissionSet::EMPTY,
             });
             let role = event_object(ROLE, row.role_id.0, &role_label(&mut u.tx, row.role_id)?);
-            u.event(names::ACL_DELETED, target, Some(role))
+            u.event(
+                names::ACL_DELETED,
+                target,
+                Some(role),
+                Changes::new().removed("permissions", keys_text(&row.permissions)),
+            )
         })
     }
+}
+
+/// A set of permission keys as an event records it: sorted, joined with commas.
+fn keys_text(keys: &[String]) -> String {
+    let mut keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.join(",")
+}
+
+/// What changed of a user between `before` and `after` (`None`: not created yet, or deleted):
+/// its username, superuser status and activity. Never its password.
+fn user_changes(
+    before: Option<&crate::store::records::UserRow>,
+    after: Option<&crate::store::records::UserRow>,
+) -> Changes {
+    Changes::new()
+        .set(
+            "username",
+            before.map(|u| &u.username),
+            after.map(|u| &u.username),
+        )
+        .set(
+            "is_superuser",
+            before.map(|u| u.is_superuser),
+            after.map(|u| u.is_superuser),
+        )
+        .set(
+            "is_active",
+            before.map(|u| u.is_active),
+            after.map(|u| u.is_active),
+        )
 }
 
 fn role_label(tx: &mut Tx<'_>, role: RoleId) -> Result<String> {

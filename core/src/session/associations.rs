@@ -66,7 +66,7 @@ impl Session {
             self.load_metadata_type(&mut u.tx, metadata_type, P::MetadataTypeView),
         )?;
         let a = u.tx.insert_association(dt.id, mt.id, required)?;
-        self.after_association_saved(u, &dt, &mt, required)?;
+        self.after_association_saved(u, &dt, &mt, None, required)?;
         Ok(AssociationView {
             association: a,
             document_type: dt,
@@ -74,17 +74,21 @@ impl Session {
         })
     }
 
+    /// The event of an association created (`before` is `None`) or saved, and the backfill of
+    /// a required one.
     fn after_association_saved(
         &self,
         u: &mut Unit<'_>,
         dt: &DocumentType,
         mt: &MetadataType,
+        before: Option<bool>,
         required: bool,
     ) -> Result<()> {
         u.event(
             names::METADATA_TYPE_RELATIONSHIP_UPDATED,
             dt_event(dt),
             Some(mt_event(mt)),
+            Changes::new().set("required", before, Some(required)),
         )?;
         if required {
             u.task(
@@ -201,9 +205,9 @@ impl Session {
     ) -> Result<AssociationView> {
         let (mut a, dt, mt) =
             self.load_association(&mut u.tx, document_type, id, P::DocumentTypeEdit)?;
-        a.required = required;
+        let before = std::mem::replace(&mut a.required, required);
         u.tx.update_association(&a)?;
-        self.after_association_saved(u, &dt, &mt, required)?;
+        self.after_association_saved(u, &dt, &mt, Some(before), required)?;
         Ok(AssociationView {
             association: a,
             document_type: dt,
@@ -226,6 +230,7 @@ impl Session {
                 names::METADATA_TYPE_RELATIONSHIP_UPDATED,
                 dt_event(&dt),
                 Some(mt_event(&mt)),
+                Changes::new().removed("required", a.required),
             )?;
             u.task(
                 REMOVE_METADATA_TYPE,
@@ -279,6 +284,7 @@ impl Session {
                         names::DOCUMENT_METADATA_REMOVED,
                         doc_event(&d),
                         Some(mt_event(&t)),
+                        Changes::new().removed("value", &m.value),
                     )?;
                 }
             }

@@ -78,6 +78,11 @@ impl Session {
                 names::CABINET_EDITED,
                 event_object(CABINET, c.id.0, label),
                 None,
+                Changes::new().created("label", &c.label).set(
+                    "parent",
+                    None::<CabinetId>,
+                    c.parent_id,
+                ),
             )?;
             Ok(c)
         })
@@ -99,12 +104,13 @@ impl Session {
         let label = crate::model::check_text("label", label, MAX_LABEL_LEN)?;
         self.write(|u| {
             let mut c = self.load_cabinet(&mut u.tx, id, P::CabinetEdit)?;
-            c.label = label.to_owned();
+            let before = std::mem::replace(&mut c.label, label.to_owned());
             u.tx.update_cabinet(&c)?;
             u.event(
                 names::CABINET_EDITED,
                 event_object(CABINET, id.0, label),
                 None,
+                Changes::new().edited("label", before, &c.label),
             )?;
             Ok(c)
         })
@@ -130,6 +136,11 @@ impl Session {
                 names::CABINET_EDITED,
                 event_object(CABINET, id.0, &c.label),
                 None,
+                Changes::new().removed("label", &c.label).set(
+                    "parent",
+                    c.parent_id,
+                    None::<CabinetId>,
+                ),
             )
         })
     }
@@ -168,6 +179,7 @@ impl Session {
                     names::CABINET_EDITED,
                     event_object(CABINET, cabinet.0, &c.label),
                     Some(event_object("documents.document", d.id.0, &d.label)),
+                    Changes::new().edited("member", !member, member),
                 )?;
             }
             Ok(())

@@ -67,7 +67,12 @@ impl Session {
                 "A document type with this label already exists.",
             )
         })?;
-        u.event(names::DOCUMENT_TYPE_CREATED, dt_event(&t), None)?;
+        u.event(
+            names::DOCUMENT_TYPE_CREATED,
+            dt_event(&t),
+            None,
+            Changes::new().created("label", &t.label),
+        )?;
         Ok(t)
     }
 
@@ -88,7 +93,7 @@ impl Session {
         check_label("label", label)?;
         self.write(|u| {
             let mut t = self.load_document_type(&mut u.tx, id, P::DocumentTypeEdit)?;
-            t.label = label.to_owned();
+            let before = std::mem::replace(&mut t.label, label.to_owned());
             u.tx.update_document_type(&t).map_err(|e| {
                 rename_conflict(
                     e,
@@ -96,7 +101,12 @@ impl Session {
                     "A document type with this label already exists.",
                 )
             })?;
-            u.event(names::DOCUMENT_TYPE_EDITED, dt_event(&t), None)?;
+            u.event(
+                names::DOCUMENT_TYPE_EDITED,
+                dt_event(&t),
+                None,
+                Changes::new().edited("label", before, &t.label),
+            )?;
             Ok(t)
         })
     }
@@ -113,7 +123,12 @@ impl Session {
             for a in u.tx.associations_of_document_type(id)? {
                 u.tx.delete_association(a.id)?;
                 if let Some(mt) = u.tx.metadata_type(a.metadata_type_id)? {
-                    u.event(names::METADATA_TYPE_RELATIONSHIP_UPDATED, dt_event(&t), Some(mt_event(&mt)))?;
+                    u.event(
+                        names::METADATA_TYPE_RELATIONSHIP_UPDATED,
+                        dt_event(&t),
+                        Some(mt_event(&mt)),
+                        Changes::new().removed("required", a.required),
+                    )?;
                 }
             }
             u.forget_object(DT, dt_ref(id))?;
@@ -121,7 +136,12 @@ impl Session {
             // the binding made the deletion fail with a foreign-key error).
             u.tx.unbind_workflows_from(id)?;
             u.tx.delete_document_type(id)?;
-            u.event(names::DOCUMENT_TYPE_DELETED, dt_event(&t), None)
+            u.event(
+                names::DOCUMENT_TYPE_DELETED,
+                dt_event(&t),
+                None,
+                Changes::new().removed("label", &t.label),
+            )
         })
     }
 }

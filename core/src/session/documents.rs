@@ -192,7 +192,14 @@ impl Session {
             let doc = u.tx.insert_document(label, dt.id, u.now())?;
             u.access
                 .push(parents_change(doc_ref(doc.id), vec![dt_ref(dt.id)]));
-            u.event(names::DOCUMENT_CREATED, doc_event(&doc), None)?;
+            u.event(
+                names::DOCUMENT_CREATED,
+                doc_event(&doc),
+                None,
+                Changes::new()
+                    .created("label", &doc.label)
+                    .created("document_type", doc.document_type_id),
+            )?;
             let associations = u.tx.associations_of_document_type(dt.id)?;
             for (index, (mt, value)) in values.iter().enumerate() {
                 // A refused value names its entry: `metadata[index].field`.
@@ -357,6 +364,7 @@ impl Session {
                 names::DOCUMENT_FILE_CREATED,
                 event_object("documents.documentfile", file.id.0, &file.filename),
                 Some(doc_event(&doc)),
+                Changes::new(),
             )?;
             Ok((view_of(&mut u.tx, doc)?, file))
         });
@@ -554,9 +562,14 @@ impl Session {
         let label = crate::model::check_text("label", label, MAX_LABEL_LEN)?;
         self.write(|u| {
             let mut d = self.load_document(&mut u.tx, id, P::DocumentEdit)?;
-            d.label = label.to_owned();
+            let before = std::mem::replace(&mut d.label, label.to_owned());
             u.tx.update_document(&d)?;
-            u.event(names::DOCUMENT_EDITED, doc_event(&d), None)?;
+            u.event(
+                names::DOCUMENT_EDITED,
+                doc_event(&d),
+                None,
+                Changes::new().edited("label", before, &d.label),
+            )?;
             view_of(&mut u.tx, d)
         })
     }
@@ -611,7 +624,7 @@ impl Session {
                     document_type: dt,
                 });
             }
-            d.document_type_id = dt.id;
+            let old_type = std::mem::replace(&mut d.document_type_id, dt.id);
             u.tx.update_document(&d)?;
             u.access
                 .push(parents_change(doc_ref(d.id), vec![dt_ref(dt.id)]));
@@ -629,6 +642,7 @@ impl Session {
                         names::DOCUMENT_METADATA_REMOVED,
                         doc_event(&d),
                         Some(mt_event(&t)),
+                        Changes::new().removed("value", &m.value),
                     )?;
                 }
             }
@@ -639,6 +653,7 @@ impl Session {
                 names::DOCUMENT_TYPE_CHANGED,
                 doc_event(&d),
                 Some(dt_event(&dt)),
+                Changes::new().edited("document_type", old_type, dt.id),
             )?;
             self.db.document_created(u, &d)?;
             Ok(DocumentView {
@@ -663,7 +678,14 @@ impl Session {
             u.forget_object(DOC, doc_ref(id))?;
             u.tx.delete_workflow_instances_of(id)?;
             u.tx.delete_document(id)?;
-            u.event(names::DOCUMENT_DELETED, doc_event(&d), None)
+            u.event(
+                names::DOCUMENT_DELETED,
+                doc_event(&d),
+                None,
+                Changes::new()
+                    .removed("label", &d.label)
+                    .removed("document_type", d.document_type_id),
+            )
         })
     }
 }

@@ -6,9 +6,9 @@
 use std::collections::HashMap;
 
 use super::{Session, obj, view_permission};
-use crate::access::{KindRegistry, Permission};
+use crate::access::{KindRegistry, ObjectKind, Permission};
 use crate::error::{Error, Result};
-use crate::events::{Event, EventObject, EventQuery};
+use crate::events::{Event, EventObject, EventQuery, names};
 use crate::model::*;
 
 impl Session {
@@ -18,6 +18,15 @@ impl Session {
     /// this session may view that user (itself, or `user_management.user_view`, as
     /// [`user`](Self::user) decides): who did something is a user like any other, and a user
     /// one may not look up must not be named by the log either.
+    ///
+    /// What an event changed ([`Event::changes`]) is shown by the rule that shows those values
+    /// when they are read, applied now: a metadata value's before and after to whoever may
+    /// list that value ([`document_metadata`](Self::document_metadata):
+    /// `metadata.document_metadata_view` on the document and on its type), an ACL's
+    /// permissions to whoever may view the object's ACLs (`acls.acl_view`), anything else to
+    /// whoever is shown the event's target and its second object. For any other reader a
+    /// change keeps its `field` and has `before` and `after` set to `None`. Superusers and
+    /// docmeta itself see every change.
     ///
     /// ```
     /// use docmeta_core::{Event, EventQuery};
@@ -89,10 +98,14 @@ impl Session {
                 if self.may_view_event_object(&kinds, &e.target) {
                     // The second object is shown only to those who may view it too (a hidden
                     // document added to a visible cabinet, a hidden role in an ACL event).
-                    if e.action_object
+                    let action_shown = e
+                        .action_object
                         .as_ref()
-                        .is_some_and(|o| !self.may_view_event_object(&kinds, o))
-                    {
+                        .is_none_or(|o| self.may_view_event_object(&kinds, o));
+                    if !self.may_view_changes(&kinds, &e, action_shown) {
+                        e.changes = e.changes.into_iter().map(EventChange::hidden).collect();
+                    }
+                    if !action_shown {
                         e.action_object = None;
                     }
                     if e.actor.is_some_and(|a| !self.may_view_user(a)) {
@@ -114,6 +127,54 @@ impl Session {
             }
         }
         Ok(out)
+    }
+
+    /// Whether this session may view the values of what event `e` changed, now, by the rule
+    /// that shows them when they are read (its target is shown already; `action_shown`: its
+    /// second object, if any, is shown too):
+    /// - a metadata value (the `document_metadata_*` events): `document_metadata_view` on the
+    ///   document and on the value's type, as [`document_metadata`](Self::document_metadata)
+    ///   lists values;
+    /// - an ACL's permissions (the `acl_*` events): `acls.acl_view` on the object, as
+    ///   [`acls`](Self::acls) lists them;
+    /// - anything else (a label, a user's fields, a link between the event's two objects: a
+    ///   membership, a role's group, a cabinet's document, an association, a document's type,
+    ///   an instance's state): the event's target, and its second object when it has one.
+    fn may_view_changes(&self, kinds: &KindRegistry, e: &Event, action_shown: bool) -> bool {
+        let Actor::User(u) = self.actor else {
+            return true;
+        };
+        if e.changes.is_empty() {
+            return true;
+        }
+        // Not inside a transaction here, so links kept in the store may be read.
+        let may = |permission: Permission, kind: ObjectKind, id: i64| {
+            self.db.check(u, permission, obj(kind, id))
+        };
+        match e.name.as_str() {
+            names::DOCUMENT_METADATA_ADDED
+            | names::DOCUMENT_METADATA_EDITED
+            | names::DOCUMENT_METADATA_REMOVED => {
+                let (Ok(ObjectKind::DOCUMENT), Some(mt)) =
+                    (kinds.parse(&e.target.kind), e.action_object.as_ref())
+                else {
+                    return false;
+                };
+                may(
+                    Permission::DocumentMetadataView,
+                    ObjectKind::DOCUMENT,
+                    e.target.id,
+                ) && may(
+                    Permission::DocumentMetadataView,
+                    ObjectKind::METADATA_TYPE,
+                    mt.id,
+                )
+            }
+            names::ACL_CREATED | names::ACL_EDITED | names::ACL_DELETED => kinds
+                .parse(&e.target.kind)
+                .is_ok_and(|kind| may(Permission::AclView, kind, e.target.id)),
+            _ => action_shown,
+        }
     }
 
     fn may_view_event_object(&self, kinds: &KindRegistry, target: &EventObject) -> bool {

@@ -217,6 +217,7 @@ impl Session {
                 names::DOCUMENT_FILE_CREATED,
                 event_object(FILE, file.id.0, &file.filename),
                 Some(event_object(DOC, doc.id.0, &doc.label)),
+                Changes::new(),
             )?;
             Ok(file)
         });
@@ -315,6 +316,7 @@ impl Session {
                 names::DOCUMENT_FILE_DELETED,
                 event_object(FILE, id.0, &f.file.filename),
                 None,
+                Changes::new(),
             )
         })
     }

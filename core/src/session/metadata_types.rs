@@ -103,7 +103,12 @@ impl Session {
             lookup: Shapers::of(self.actor, &t.lookup),
         };
         u.tx.set_metadata_type_shapers(t.id, &shapers)?;
-        u.event(names::METADATA_TYPE_CREATED, mt_event(&t), None)?;
+        u.event(
+            names::METADATA_TYPE_CREATED,
+            mt_event(&t),
+            None,
+            metadata_type_changes(None, Some(&t)),
+        )?;
         Ok(t)
     }
 
@@ -171,7 +176,12 @@ impl Session {
                 u.tx.set_metadata_type_shapers(id, &shapers)?;
             }
             u.invalidated.push(id);
-            u.event(names::METADATA_TYPE_EDITED, mt_event(&t), None)?;
+            u.event(
+                names::METADATA_TYPE_EDITED,
+                mt_event(&t),
+                None,
+                metadata_type_changes(Some(&old), Some(&t)),
+            )?;
             Ok(t)
         }
     }
@@ -188,22 +198,29 @@ impl Session {
                         names::METADATA_TYPE_RELATIONSHIP_UPDATED,
                         dt_event(&dt),
                         Some(mt_event(&t)),
+                        Changes::new().removed("required", a.required),
                     )?;
                 }
             }
             let values = u.tx.values_of_metadata_type(id)?;
-            for (dm, doc, label) in values {
+            for (dm, doc, label, value) in values {
                 u.tx.delete_document_metadata(dm)?;
                 u.event(
                     names::DOCUMENT_METADATA_REMOVED,
                     event_object(DOC, doc, &label),
                     Some(mt_event(&t)),
+                    Changes::new().removed("value", value),
                 )?;
             }
             u.forget_object(MT, mt_ref(id))?;
             u.tx.delete_metadata_type(id)?;
             u.invalidated.push(id);
-            u.event(names::METADATA_TYPE_DELETED, mt_event(&t), None)
+            u.event(
+                names::METADATA_TYPE_DELETED,
+                mt_event(&t),
+                None,
+                metadata_type_changes(Some(&t), None),
+            )
         })
     }
 
@@ -271,4 +288,38 @@ impl Session {
             compiled.lookup_choices(db.templates(), &mut inputs)
         })
     }
+}
+
+/// The fields of a metadata type that differ between `before` and `after` (`None`: the type
+/// did not exist yet, or no longer does).
+fn metadata_type_changes(before: Option<&MetadataType>, after: Option<&MetadataType>) -> Changes {
+    const FIELDS: [&str; 8] = [
+        "name",
+        "label",
+        "default",
+        "lookup",
+        "validation",
+        "validation_arguments",
+        "parser",
+        "parser_arguments",
+    ];
+    let values = |t: Option<&MetadataType>| -> [Option<String>; 8] {
+        let field = |f: fn(&MetadataType) -> &String| t.map(|t| f(t).clone());
+        [
+            field(|t| &t.name),
+            field(|t| &t.label),
+            field(|t| &t.default),
+            field(|t| &t.lookup),
+            field(|t| &t.validation),
+            field(|t| &t.validation_arguments),
+            field(|t| &t.parser),
+            field(|t| &t.parser_arguments),
+        ]
+    };
+    FIELDS
+        .into_iter()
+        .zip(values(before).into_iter().zip(values(after)))
+        .fold(Changes::new(), |changes, (field, (before, after))| {
+            changes.set(field, before, after)
+        })
 }

@@ -65,6 +65,7 @@ impl Session {
             names::DOCUMENT_METADATA_ADDED,
             doc_event(doc),
             Some(mt_event(&compiled.metadata_type)),
+            Changes::new().created("value", &m.value),
         )?;
         Ok((m, compiled.metadata_type.clone()))
     }
@@ -83,11 +84,12 @@ impl Session {
             .unwrap_or_default();
         let added =
             u.tx.insert_document_metadata_if_absent(doc.id, mt, &value)?;
-        if added.is_some() {
+        if let Some(m) = &added {
             u.event(
                 names::DOCUMENT_METADATA_ADDED,
                 doc_event(doc),
                 Some(mt_event(&compiled.metadata_type)),
+                Changes::new().created("value", &m.value),
             )?;
         }
         Ok(added)
@@ -470,11 +472,12 @@ impl Session {
         let value = self.process(u, &compiled, &doc, value, required)?;
         if value != m.value {
             u.tx.update_document_metadata(m.id, &value)?;
-            m.value = value;
+            let before = std::mem::replace(&mut m.value, value);
             u.event(
                 names::DOCUMENT_METADATA_EDITED,
                 doc_event(&doc),
                 Some(mt_event(&compiled.metadata_type)),
+                Changes::new().edited("value", before, &m.value),
             )?;
         }
         Ok((doc, m, compiled.metadata_type.clone()))
@@ -513,6 +516,7 @@ impl Session {
                 names::DOCUMENT_METADATA_REMOVED,
                 doc_event(&doc),
                 Some(mt_event(&t)),
+                Changes::new().removed("value", &m.value),
             )
         }
     }

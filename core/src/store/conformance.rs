@@ -309,10 +309,18 @@ pub fn event_log(make: Factory<'_>) -> Result<()> {
         id: 7,
         label: "t".into(),
     };
+    // What an event changed is kept as given: absent values, quotes, backslashes, newlines
+    // and text beyond ASCII.
+    let changes = vec![
+        EventChange::new("value", None, Some("\"quoted\" \\ back\nslash, été".into())),
+        EventChange::new("label", Some("old".into()), None),
+        EventChange::new("empty", Some(String::new()), Some(String::new())),
+    ];
     write(s, |tx| {
-        tx.append_event("a", Some(UserId(1)), &doc(1), Some(&mt))?;
-        tx.append_event("b", None, &doc(2), None)?;
-        tx.append_event("c", None, &doc(1), None).map(drop)
+        tx.append_event("a", Some(UserId(1)), &doc(1), Some(&mt), changes.clone())?;
+        tx.append_event("b", None, &doc(2), None, Vec::new())?;
+        tx.append_event("c", None, &doc(1), None, Vec::new())
+            .map(drop)
     })?;
     read(s, |tx| {
         let all = tx.events(&EventQuery::default())?;
@@ -323,6 +331,10 @@ pub fn event_log(make: Factory<'_>) -> Result<()> {
         ensure(
             all[2].action_object.as_ref() == Some(&mt) && all[2].actor == Some(UserId(1)),
             "fields kept",
+        )?;
+        ensure(
+            all[2].changes == changes && all[0].changes.is_empty(),
+            "changes kept",
         )?;
         let of_doc1 = tx.events(&EventQuery {
             object: Some(("documents.document".into(), 1)),

@@ -37,19 +37,22 @@ pub(crate) fn follow_after(dialect: Dialect) -> &'static str {
 impl Tx<'_> {
     // ----- events -----------------------------------------------------------------------
 
-    /// Appends an event; its id and time are assigned here.
+    /// Appends an event with what it changed (stored as JSON text, see [`changes_json`]); its
+    /// id and time are assigned here.
     pub fn append_event(
         &mut self,
         name: &str,
         actor: Option<UserId>,
         target: &EventObject,
         action: Option<&EventObject>,
+        changes: Vec<EventChange>,
     ) -> Result<Event> {
         let timestamp = Utc::now();
+        let json = changes_json(&changes);
         let id = self.insert(
             "INSERT INTO events (timestamp, name, actor_id, target_kind, target_id, target_label, \
-                 action_kind, action_id, action_label, follow) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+                 action_kind, action_id, action_label, follow, changes) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
              RETURNING id",
             &[
                 to_micros(timestamp).into(),
@@ -62,6 +65,7 @@ impl Tx<'_> {
                 action.map(|a| a.id).into(),
                 action.map(|a| a.label.as_str()).into(),
                 crate::events::changes_shared_state(name).into(),
+                (&json).into(),
             ],
         )?;
         Ok(Event {
@@ -71,6 +75,7 @@ impl Tx<'_> {
             actor,
             target: target.clone(),
             action_object: action.cloned(),
+            changes,
         })
     }
 
@@ -80,7 +85,7 @@ impl Tx<'_> {
     pub fn events(&mut self, q: &EventQuery) -> Result<Vec<Event>> {
         let mut sql = String::from(
             "SELECT id, timestamp, name, actor_id, target_kind, target_id, target_label, \
-                 action_kind, action_id, action_label \
+                 action_kind, action_id, action_label, changes \
              FROM events \
              WHERE ",
         );

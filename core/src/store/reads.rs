@@ -421,19 +421,27 @@ impl Tx<'_> {
         Ok(Some((doc, type_label, entries)))
     }
 
-    /// The values of metadata type `t` with their document's id and label.
+    /// The values of metadata type `t` with their document's id and label: (value id,
+    /// document id, document label, value).
     pub(crate) fn values_of_metadata_type(
         &mut self,
         t: MetadataTypeId,
-    ) -> Result<Vec<(DocumentMetadataId, i64, String)>> {
+    ) -> Result<Vec<(DocumentMetadataId, i64, String, String)>> {
         self.rows(
-            "SELECT m.id, d.id, d.label \
+            "SELECT m.id, d.id, d.label, m.value \
              FROM document_metadata m \
              JOIN documents d ON d.id = m.document_id \
              WHERE m.metadata_type_id = ?1 \
              ORDER BY m.id",
             &[t.0.into()],
-            |r| Ok((DocumentMetadataId(r.int(0)?), r.int(1)?, r.text(2)?)),
+            |r| {
+                Ok((
+                    DocumentMetadataId(r.int(0)?),
+                    r.int(1)?,
+                    r.text(2)?,
+                    r.text(3)?,
+                ))
+            },
         )
     }
 

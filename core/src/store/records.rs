@@ -121,7 +121,55 @@ pub(super) fn event(r: &Row) -> Result<Event> {
             label: r.text(6)?,
         },
         action_object,
+        changes: changes_of_json(&r.text(10)?)?,
     })
+}
+
+/// The JSON text an event's changes are stored as: an array of
+/// `{"field": ..., "before": ..., "after": ...}`, each value a string or `null`.
+pub(super) fn changes_json(changes: &[EventChange]) -> String {
+    serde_json::Value::Array(
+        changes
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "field": c.field,
+                    "before": c.before,
+                    "after": c.after,
+                })
+            })
+            .collect(),
+    )
+    .to_string()
+}
+
+/// An event's changes read back from [`changes_json`]'s text (events written before changes
+/// were recorded hold `[]`).
+pub(super) fn changes_of_json(text: &str) -> Result<Vec<EventChange>> {
+    let bad = |why: &str| Error::storage("reading an event's changes", why.to_owned());
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| bad(&e.to_string()))?;
+    let text_of = |v: &serde_json::Value| -> Result<Option<String>> {
+        match v {
+            serde_json::Value::Null => Ok(None),
+            serde_json::Value::String(s) => Ok(Some(s.clone())),
+            _ => Err(bad("a value is neither text nor null")),
+        }
+    };
+    value
+        .as_array()
+        .ok_or_else(|| bad("not an array"))?
+        .iter()
+        .map(|c| {
+            Ok(EventChange {
+                field: c["field"]
+                    .as_str()
+                    .ok_or_else(|| bad("a change names no field"))?
+                    .to_owned(),
+                before: text_of(&c["before"])?,
+                after: text_of(&c["after"])?,
+            })
+        })
+        .collect()
 }
 
 /// A user as stored (the password only as its Argon2id hash).

@@ -157,6 +157,7 @@ pub(super) fn fire(
             instance.id.0,
             &t.label,
         )),
+        Changes::new().edited("state", t.origin_state_id, t.destination_state_id),
     )?;
     Ok(entry)
 }

@@ -391,6 +391,16 @@ impl From<&EventObject> for EventObjectOut {
     }
 }
 
+/// One field an event changed, from what to what, in text form; `before` is `null` when the
+/// field had no value (the event created the object or link) or the reader may not view it,
+/// `after` when it has none (the event deleted it) or the reader may not view it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventChangeOut {
+    pub field: String,
+    pub before: Option<String>,
+    pub after: Option<String>,
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct EventOut {
     pub id: i64,
@@ -399,6 +409,9 @@ pub struct EventOut {
     pub actor: Option<ActorOut>,
     pub target: EventObjectOut,
     pub action_object: Option<EventObjectOut>,
+    /// What the event changed, field by field (empty for events that change no field, and for
+    /// events written before changes were recorded).
+    pub changes: Vec<EventChangeOut>,
 }
 
 impl From<&EventView> for EventOut {
@@ -417,6 +430,15 @@ impl From<&EventView> for EventOut {
             actor,
             target: (&e.target).into(),
             action_object: e.action_object.as_ref().map(Into::into),
+            changes: e
+                .changes
+                .iter()
+                .map(|c| EventChangeOut {
+                    field: c.field.clone(),
+                    before: c.before.clone(),
+                    after: c.after.clone(),
+                })
+                .collect(),
         }
     }
 }
@@ -460,6 +482,16 @@ pub struct PageOut {
     pub next: Option<String>,
     pub previous: Option<String>,
     pub results: Vec<serde_json::Value>,
+}
+
+/// A page of events: [`PageOut`] with its records described, so that the OpenAPI document
+/// holds the schema of an event (with its changes) from the struct that writes it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventPageOut {
+    pub count: usize,
+    pub next: Option<String>,
+    pub previous: Option<String>,
+    pub results: Vec<EventOut>,
 }
 
 /// A refused document create (`400`): messages per field of the request.

@@ -2813,6 +2813,46 @@ fn events(x: &mut Ctx) {
                                 );
                             }
                         }
+                        // A value's before and after are shown only to who may list that
+                        // value (document_metadata_view on the document and on its type); the
+                        // field is always named.
+                        for e in &list {
+                            let name = e["name"].as_str().unwrap_or_default();
+                            let Some(whole) = (all.iter()).find(|a| a["id"] == e["id"]) else {
+                                continue;
+                            };
+                            if !name.starts_with("metadata.document_metadata_") {
+                                continue;
+                            }
+                            let d = whole["target"]["id"].as_i64().unwrap_or(0);
+                            let mt = whole["action_object"]["id"].as_i64().unwrap_or(0);
+                            let may = x.m.has(u, DM_VIEW, (K::Doc, d))
+                                && x.m.has(u, DM_VIEW, (K::MetaType, mt));
+                            let want = if may {
+                                whole["changes"].clone()
+                            } else {
+                                let hidden: Vec<Value> = (whole["changes"].as_array())
+                                    .into_iter()
+                                    .flatten()
+                                    .map(|c| json!({"field": c["field"], "before": null, "after": null}))
+                                    .collect();
+                                Value::from(hidden)
+                            };
+                            if e["changes"] != want {
+                                x.problem(
+                                    if may {
+                                        Cat::ListMissesVisible
+                                    } else {
+                                        Cat::ListShowsHidden
+                                    },
+                                    op,
+                                    format!(
+                                        "{} sees changes {} in event {} (expected {want})",
+                                        c.name, e["changes"], e["id"]
+                                    ),
+                                );
+                            }
+                        }
                         x.compare_items(
                             op,
                             &c,

@@ -43,6 +43,10 @@ const MIGRATIONS: &[(u32, &str)] = &[
         9,
         include_str!("../migrations/postgres/0009_followed_events.sql"),
     ),
+    (
+        10,
+        include_str!("../migrations/postgres/0010_event_changes.sql"),
+    ),
 ];
 
 /// The session-level advisory lock `migrate` holds, so that one process migrates while the

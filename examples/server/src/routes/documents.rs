@@ -552,7 +552,7 @@ fn events_page(
 
 #[utoipa::path(get, path = "/api/v4/events/", tag = "events",
     params(crate::page::PageParams, ("before" = Option<i64>, Query, description = "Only events older than this id")),
-    responses((status = 200, body = PageOut, description = "Events whose target the caller may view, newest first (1,000 per window)")))]
+    responses((status = 200, body = EventPageOut, description = "Events whose target the caller may view, newest first (1,000 per window), each with what it changed")))]
 async fn list_events(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -569,7 +569,7 @@ async fn list_events(
 
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/events/", tag = "events",
     params(("document_id" = i64, Path), crate::page::PageParams),
-    responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
+    responses((status = 200, body = EventPageOut), (status = 404, body = ErrorOut)))]
 async fn list_document_events(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,

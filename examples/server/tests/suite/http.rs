@@ -2065,3 +2065,150 @@ fn a_documents_lookup_answers_its_rendered_choices() {
         404
     );
 }
+
+#[test]
+fn an_event_says_what_changed_and_hides_a_value_its_reader_may_not_view() {
+    let Some(s) = Server::start() else { return };
+    // A salary on invoices: Alice (the demo's accountant) views invoices and their other
+    // values, not this one.
+    let (status, salary) = s.call(
+        "POST",
+        "/api/v4/metadata/metadata-types/",
+        Some(ADMIN),
+        Some(json!({"name": "salary", "label": "Salary"})),
+    );
+    assert_eq!(status, 201, "{salary}");
+    let (status, _) = s.call(
+        "POST",
+        "/api/v4/documents/types/1/metadata-types/",
+        Some(ADMIN),
+        Some(json!({"metadata_type_id": salary["id"], "required": false})),
+    );
+    assert_eq!(status, 201);
+    let (_, types) = s.get("/api/v4/metadata/metadata-types/?page_size=500", ADMIN);
+    let number = types["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|t| t["name"] == "invoice_number")
+        .expect("invoice_number")["id"]
+        .clone();
+    let (status, doc) = s.call(
+        "POST",
+        "/api/v4/documents/",
+        Some(ADMIN),
+        Some(json!({"document_type_id": 1, "label": "Payroll",
+            "metadata": [{"metadata_type_id": number, "value": "INV-2001"},
+                         {"metadata_type_id": salary["id"], "value": "73519"}]})),
+    );
+    assert_eq!(status, 201, "{doc}");
+    let doc_url = doc["url"].as_str().expect("url").to_owned();
+    let (_, values) = s.get(&format!("{doc_url}metadata/"), ADMIN);
+    let value_of = |name: &str| {
+        values["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .find(|v| v["metadata_type"]["name"] == name)
+            .expect("value")
+            .clone()
+    };
+    let (number_value, salary_value) = (value_of("invoice_number"), value_of("salary"));
+    let mut edited = Vec::new();
+    for (value, new) in [(&number_value, "INV-2002"), (&salary_value, "80000")] {
+        let (code, body) = s.call(
+            "PATCH",
+            &format!("{doc_url}metadata/{}/", value["id"]),
+            Some(ADMIN),
+            Some(json!({"value": new})),
+        );
+        assert_eq!(code, 200, "{body}");
+        edited.push(body["value"].clone());
+    }
+    let (status, renamed) = s.call(
+        "PATCH",
+        &doc_url,
+        Some(ADMIN),
+        Some(json!({"label": "Payroll 2025"})),
+    );
+    assert_eq!(status, 200, "{renamed}");
+
+    let edits_of = |user: (&str, &str)| -> Vec<Value> {
+        let (status, events) = s.get(&format!("{doc_url}events/?page_size=500"), user);
+        assert_eq!(status, 200, "{events}");
+        let mut edits: Vec<Value> = events["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .filter(|e| e["name"] == "metadata.document_metadata_edited")
+            .cloned()
+            .collect();
+        edits.reverse();
+        edits
+    };
+    // The administrator sees both edits whole, in the order made.
+    let edits = edits_of(ADMIN);
+    assert_eq!(edits.len(), 2, "{edits:?}");
+    assert_eq!(
+        edits[0]["changes"],
+        json!([{"field": "value", "before": number_value["value"], "after": edited[0]}])
+    );
+    assert_eq!(
+        edits[1]["changes"],
+        json!([{"field": "value", "before": "73519", "after": "80000"}])
+    );
+    // Alice sees both events: the invoice number's values, and nothing of the salary but the
+    // field that changed.
+    let edits = edits_of(ALICE);
+    assert_eq!(edits.len(), 2, "{edits:?}");
+    assert_eq!(edits[0]["changes"], {
+        json!([{"field": "value", "before": number_value["value"], "after": edited[0]}])
+    });
+    assert_eq!(edits[1]["action_object"], Value::Null);
+    assert_eq!(
+        edits[1]["changes"],
+        json!([{"field": "value", "before": null, "after": null}])
+    );
+    let (_, all) = s.get("/api/v4/events/?page_size=500", ALICE);
+    let text = all.to_string();
+    assert!(text.contains("Payroll 2025"), "Alice reads the document's events");
+    assert!(
+        !text.contains("73519") && !text.contains("80000"),
+        "a hidden value leaked: {text}"
+    );
+    // The document's own change, to a reader of the document.
+    let (_, events) = s.get(&format!("{doc_url}events/?page_size=1"), ALICE);
+    assert_eq!(events["results"][0]["name"], "documents.document_edited");
+    assert_eq!(
+        events["results"][0]["changes"],
+        json!([{"field": "label", "before": "Payroll", "after": "Payroll 2025"}])
+    );
+    // The schema says so.
+    let (_, api) = s.call("GET", "/api/v4/openapi.json", None, None);
+    let schemas = &api["components"]["schemas"];
+    for path in ["/api/v4/events/", "/api/v4/documents/{document_id}/events/"] {
+        assert_eq!(
+            api["paths"][path]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+                ["$ref"],
+            "#/components/schemas/EventPageOut",
+            "{path}"
+        );
+    }
+    assert_eq!(
+        schemas["EventPageOut"]["properties"]["results"]["items"]["$ref"],
+        "#/components/schemas/EventOut"
+    );
+    assert_eq!(
+        schemas["EventOut"]["properties"]["changes"]["items"]["$ref"],
+        "#/components/schemas/EventChangeOut",
+        "{}",
+        schemas["EventOut"]
+    );
+    for field in ["field", "before", "after"] {
+        assert!(
+            schemas["EventChangeOut"]["properties"][field].is_object(),
+            "{}",
+            schemas["EventChangeOut"]
+        );
+    }
+}
