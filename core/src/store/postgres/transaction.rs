@@ -217,6 +217,13 @@ impl Transaction for PgTx<'_> {
         Ok(())
     }
 
+    /// Sends the notification other stores' watches listen for, with the commit (see
+    /// `postgres/listen.rs`): held back like `execute_later`, so it costs no round trip.
+    fn notify_events(&mut self) -> Result<()> {
+        let store = self.store;
+        self.execute_later(super::listen::NOTIFY, &[Param::Text(&store.origin)])
+    }
+
     fn flush(&mut self) -> Result<()> {
         if self.pending.iter().any(|op| !matches!(op, Op::Simple(_))) {
             self.send(None, "", "writing to the database")?;
