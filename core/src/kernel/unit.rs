@@ -510,8 +510,8 @@ impl Docmeta {
             unlink,
             ..
         } = unit;
-        // Other processes waiting for events hear of them with the commit (a rollback tells
-        // nobody).
+        // Other processes waiting for events hear of them once it has committed (a rollback
+        // tells nobody).
         if !events.is_empty()
             && let Err(e) = tx.notify_events()
         {

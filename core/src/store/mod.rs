@@ -363,11 +363,13 @@ pub trait Transaction {
         each: &mut dyn FnMut(&Row) -> Result<()>,
     ) -> Result<()>;
 
-    /// Tells the store's watches in other processes and handles ([`Store::watch_commits`]) that
-    /// this transaction wrote events, with its commit (nothing is told if it rolls back):
-    /// called once, before the commit, by a unit of work that appended events. PostgreSQL
-    /// sends a notification on the channel `docmeta_events`. By default nothing: the store's
-    /// watch, if any, finds commits by itself (SQLite's WAL index).
+    /// Marks this transaction as one that wrote events: once it has committed (never if it
+    /// rolls back), the store tells the watches of other processes and handles
+    /// ([`Store::watch_commits`]). Called once, before the commit, by a unit of work that
+    /// appended events; it must not make the commit wait. PostgreSQL's store sends a
+    /// notification on the channel `docmeta_events` after the commit, from a connection of its
+    /// own. By default nothing: the store's watch, if any, finds commits by itself (SQLite's WAL
+    /// index).
     fn notify_events(&mut self) -> Result<()> {
         Ok(())
     }

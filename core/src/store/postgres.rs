@@ -66,6 +66,8 @@ pub struct PostgresStore {
     /// Names this store's notifications of commits (see `postgres/listen.rs`), so that its own
     /// watch tells of other stores' commits only.
     origin: String,
+    /// Tells other processes of this store's commits that appended events.
+    notifier: listen::Notifier,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -98,6 +100,7 @@ impl PostgresStore {
             round_trips: AtomicU64::new(0),
             data_statements: AtomicU64::new(0),
             origin: listen::new_origin(),
+            notifier: listen::Notifier::new(),
         };
         let client = store.connect()?;
         let mut pool = store.pool.lock();
@@ -125,6 +128,11 @@ impl PostgresStore {
     #[doc(hidden)]
     pub fn data_statements(&self) -> u64 {
         self.data_statements.load(Ordering::Relaxed)
+    }
+
+    /// Tells other processes, soon, that a transaction of this store committed events.
+    fn events_committed(&self) {
+        self.notifier.committed(&self.url, &self.origin);
     }
 
     /// Counts one round trip (see [`round_trips`](Self::round_trips)).

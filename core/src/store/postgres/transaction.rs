@@ -38,6 +38,8 @@ struct PgTx<'a> {
     /// `ROLLBACK TO SAVEPOINT`, and a `COMMIT` would silently roll back): the transaction
     /// refuses to commit with it.
     failed: Option<Error>,
+    /// It appended events: other stores' watches are told once it has committed.
+    wrote_events: bool,
 }
 
 impl PostgresStore {
@@ -51,6 +53,7 @@ impl PostgresStore {
             begun: false,
             pending: vec![Op::Simple(begin)],
             failed: None,
+            wrote_events: false,
         }))
     }
 
@@ -64,6 +67,7 @@ impl PostgresStore {
             begun: false,
             pending: Vec::new(),
             failed: None,
+            wrote_events: false,
         }))
     }
 }
@@ -217,11 +221,11 @@ impl Transaction for PgTx<'_> {
         Ok(())
     }
 
-    /// Sends the notification other stores' watches listen for, with the commit (see
-    /// `postgres/listen.rs`): held back like `execute_later`, so it costs no round trip.
+    /// Once this transaction has committed, the store's notifier tells other stores' watches
+    /// (see `postgres/listen.rs`): outside the transaction, which must not wait for it.
     fn notify_events(&mut self) -> Result<()> {
-        let store = self.store;
-        self.execute_later(super::listen::NOTIFY, &[Param::Text(&store.origin)])
+        self.wrote_events = true;
+        Ok(())
     }
 
     fn flush(&mut self) -> Result<()> {
@@ -289,6 +293,9 @@ impl Transaction for PgTx<'_> {
             .map(drop);
         if result.is_ok() {
             self.begun = false;
+            if self.wrote_events {
+                self.store.events_committed();
+            }
         }
         result
     }
