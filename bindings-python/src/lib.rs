@@ -46,6 +46,7 @@ fn _docmeta(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Acl>()?;
     m.add_class::<Event>()?;
     m.add_class::<EventChange>()?;
+    m.add_class::<EventFeed>()?;
     m.add_class::<Cabinet>()?;
     m.add_class::<Task>()?;
     m.add_class::<Workflow>()?;

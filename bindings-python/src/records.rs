@@ -123,6 +123,11 @@ record!(
         changes: Vec<EventChange> }
         related { actor_username: Option<String> });
 record!(
+    /// What `Session.events_after` answers: the next events of the log the session may see, in
+    /// commit order, and the `cursor` to pass to the next call (past the events it may not see
+    /// too; None only while the log is empty after a None cursor).
+    EventFeed { events: Vec<Event>, cursor: Option<i64> });
+record!(
     /// Where search work handed to another process stands: `state` is `"pending"` (with
     /// `attempts` and the last `error`), `"running"` (`done` of `total`), `"done"` (`total`
     /// indexed, when known) or `"failed"` (`error`).
@@ -304,6 +309,14 @@ impl From<core::EventView> for Event {
         Event {
             actor_username: v.actor.map(|a| a.username),
             ..Event::from(v.event)
+        }
+    }
+}
+impl From<core::EventFeed> for EventFeed {
+    fn from(f: core::EventFeed) -> Self {
+        EventFeed {
+            events: f.events.into_iter().map(Event::from).collect(),
+            cursor: f.cursor.map(|c| c.0),
         }
     }
 }

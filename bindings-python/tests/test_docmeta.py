@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import uuid
 from datetime import datetime
 from pathlib import Path
@@ -102,6 +103,49 @@ def test_events_and_subscription(db: docmeta.Docmeta) -> None:
     admin.create_document(t.id, "Memo 2")
     assert len(seen) == 2
     assert db.events(limit=1)[0].target_label == "Memo 2"
+
+
+def test_events_after_follows_the_log_and_wakes_on_a_commit(db: docmeta.Docmeta) -> None:
+    admin = db.system()
+    t = admin.create_document_type("Memo")
+    admin.create_document(t.id, "Memo 1")
+    start = admin.events_after()
+    assert [e.name for e in start.events] == [
+        "documents.document_type_created",
+        "documents.document_created",
+    ]
+    assert start.cursor == start.events[-1].id
+    empty = admin.events_after(start.cursor, wait=0.2)
+    assert (empty.events, empty.cursor) == ([], start.cursor)
+
+    # Another thread's commit wakes the waiter, which holds no GIL while it waits.
+    def write() -> None:
+        time.sleep(0.2)
+        admin.create_document(t.id, "Memo 2")
+
+    writer = threading.Thread(target=write)
+    began = time.monotonic()
+    writer.start()
+    woken = admin.events_after(start.cursor, wait=30, limit=10)
+    took = time.monotonic() - began
+    writer.join()
+    assert [e.target_label for e in woken.events] == ["Memo 2"]
+    assert took < 15, f"woken by the commit, not the deadline: {took:.1f} s"
+
+    # A user who may see nothing but herself is shown nothing else, but her cursor moves past
+    # it all.
+    ann = admin.create_user("ann", "a long password")
+    hers = db.session(ann.id).events_after(None, wait=0, limit=100)
+    assert [(e.target_kind, e.target_id) for e in hers.events] == [
+        ("user_management.user", ann.id)
+    ]
+    assert hers.cursor == admin.events_after(woken.cursor, limit=100).cursor
+    with pytest.raises(docmeta.ValidationError) as refused:
+        admin.events_after(None, wait=61)
+    assert refused.value.field == "wait"
+    with pytest.raises(docmeta.ValidationError) as refused:
+        admin.events_after(None, wait=-1)
+    assert refused.value.field == "wait"
 
 
 def test_files_search_and_workflow(db: docmeta.Docmeta, tmp_path: Path) -> None:

@@ -399,6 +399,7 @@ impl Builder {
             compiled_generation: AtomicU64::new(0),
             subscribers: RwLock::new(Vec::new()),
             next_subscription: AtomicU64::new(1),
+            event_signal: crate::kernel::EventSignal::new(),
             task_signal: (Mutex::new(false), Condvar::new()),
             search,
             files,

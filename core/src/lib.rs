@@ -73,9 +73,9 @@ pub use config::{Config, DEFAULT_CONFIG, DEFAULT_READ_CACHE_DOCUMENTS, StorageBa
 pub use error::{
     BoxError, DATA_DIRECTORY_IN_USE, Error, ErrorKind, FieldStep, NON_FIELD_ERRORS, Result,
 };
-pub use kernel::{Docmeta, SubscriptionId};
+pub use kernel::{Docmeta, EventWatch, SubscriptionId};
 pub use model::*;
-pub use session::{FileContent, MAX_DOCUMENT_BATCH, Session};
+pub use session::{FileContent, MAX_DOCUMENT_BATCH, MAX_EVENT_WAIT, MAX_FEED_EVENTS, Session};
 #[cfg(feature = "postgres")]
 pub use store::PostgresStore;
 pub use store::{SqliteStore, Store};

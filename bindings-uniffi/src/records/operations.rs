@@ -82,6 +82,26 @@ impl From<core::EventView> for Event {
     }
 }
 
+/// What `Session.eventsAfter` answers: the next events of the log the session may see, in
+/// commit order, and where to go on from.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct EventFeed {
+    /// The events after the cursor given, in commit order; empty when none came in time.
+    pub events: Vec<Event>,
+    /// The cursor to pass to the next call: past every event read, those the session may not
+    /// see included; `null` only while the log is empty after a `null` cursor.
+    pub cursor: Option<i64>,
+}
+
+impl From<core::EventFeed> for EventFeed {
+    fn from(f: core::EventFeed) -> Self {
+        EventFeed {
+            events: f.events.into_iter().map(Into::into).collect(),
+            cursor: f.cursor.map(|c| c.0),
+        }
+    }
+}
+
 /// Where a durable background task is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
 pub enum DurableTaskState {

@@ -460,6 +460,36 @@ fun eventsTasksAndErrors() {
     expect(db.withDeadline(60_000u).system().document(1).label == "INV-1", "a deadline does not stop a read")
 }
 
+fun followingTheLog() {
+    val db = Docmeta.inMemory()
+    val inv = Invoices(db)
+    inv.invoice("INV-1")
+    val all = inv.admin.eventsAfter(null, 0u, 1000u)
+    expect(all.events.isNotEmpty() && all.events.map { it.id } == all.events.map { it.id }.sorted(), "the log from its start, in commit order")
+    expect(all.cursor == all.events.last().id, "the cursor is the last event read: ${all.cursor}")
+    val none = inv.admin.eventsAfter(all.cursor, 100u, 10u)
+    expect(none.events.isEmpty() && none.cursor == all.cursor, "nothing new at the deadline, the cursor kept")
+    // A waiter wakes when another thread commits, long before its deadline.
+    val writer = Thread {
+        Thread.sleep(200)
+        inv.invoice("INV-2")
+    }
+    val started = System.nanoTime()
+    writer.start()
+    val woken = inv.admin.eventsAfter(all.cursor, 30_000u, 10u)
+    val tookMs = (System.nanoTime() - started) / 1_000_000
+    writer.join()
+    expect(woken.events.any { it.name == "documents.document_created" && it.targetLabel == "INV-2" }, "woken with the new document: ${woken.events}")
+    expect(tookMs < 15_000, "woken by the commit, not the deadline: $tookMs ms")
+    // Nothing of what she may not see (she sees herself), though her cursor moves past it.
+    val ann = inv.admin.createUser("ann", "a long password", false)
+    val hers = db.session(ann.id).eventsAfter(all.cursor, 0u, 100u)
+    expect(hers.events.all { it.targetKind == "user_management.user" && it.targetId == ann.id }, "only herself: $hers")
+    expect(hers.cursor == inv.admin.eventsAfter(all.cursor, 0u, 100u).cursor, "hidden events skipped: $hers")
+    val e = refused<DocmetaException.Validation>("a wait over a minute") { inv.admin.eventsAfter(null, 60_001u, 10u) }
+    expect(e.field == "wait", "the refusal names the field: ${e.field}")
+}
+
 fun main() {
     val groups = listOf(
         "metadata" to ::metadata,
@@ -472,6 +502,7 @@ fun main() {
         "custom validator and parser" to ::customValidatorAndParser,
         "offline validation" to ::offlineValidation,
         "events, tasks and errors" to ::eventsTasksAndErrors,
+        "following the log" to ::followingTheLog,
     )
     for ((name, run) in groups) {
         group = name

@@ -77,6 +77,8 @@ pub(crate) struct Inner {
     pub(crate) compiled_generation: AtomicU64,
     pub(crate) subscribers: RwLock<Vec<(SubscriptionId, Subscriber)>>,
     pub(crate) next_subscription: AtomicU64,
+    /// Moved by every commit that appends events, for those waiting for new ones (see `feed`).
+    pub(crate) event_signal: Arc<super::EventSignal>,
     pub(crate) task_signal: (Mutex<bool>, Condvar),
     pub(crate) search: crate::search::home::SearchHome,
     pub(crate) files: Arc<dyn FileStorage>,

@@ -15,6 +15,7 @@
 //! - `reads`: the read cache of documents with their metadata;
 //! - `compiled`: the cache of compiled metadata types;
 //! - `subscribers`: callbacks run with each committed event;
+//! - `feed`: waking whoever waits for new events, for this process's commits and others';
 //! - `render`: template renders of a unit of work, and how many may run at once;
 //! - `verify`: checking a stored file against its record;
 //! - `lock`: the data directory's lock.
@@ -26,6 +27,7 @@
 mod access;
 mod compiled;
 mod docmeta;
+mod feed;
 mod follow;
 mod lock;
 mod reads;
@@ -37,6 +39,8 @@ mod verify;
 
 pub use docmeta::Docmeta;
 pub(crate) use docmeta::Inner;
+pub(crate) use feed::EventSignal;
+pub use feed::EventWatch;
 pub(crate) use follow::{Follow, InTransaction};
 pub(crate) use lock::DataLock;
 pub(crate) use reads::{CachedDocument, ReadCache};

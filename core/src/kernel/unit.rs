@@ -508,7 +508,7 @@ impl Docmeta {
             }
         };
         let Unit {
-            tx,
+            mut tx,
             events,
             access,
             tasks_enqueued,
@@ -516,6 +516,14 @@ impl Docmeta {
             unlink,
             ..
         } = unit;
+        // Other processes waiting for events hear of them once it has committed (a rollback
+        // tells nobody).
+        if !events.is_empty()
+            && let Err(e) = tx.notify_events()
+        {
+            self.forget_compiled(&invalidated);
+            return Err(e);
+        }
         // The last moment to give up: past the deadline the caller may already have been told
         // the change failed, so it must not happen (dropping `tx` rolls it back).
         if let Err(e) = self.check_deadline() {
@@ -580,6 +588,10 @@ impl Docmeta {
         }
         if tasks_enqueued {
             self.notify_worker();
+        }
+        if !events.is_empty() {
+            // Before the subscribers, which may take their time: a follower reads at once.
+            self.events_committed();
         }
         self.publish(&events);
     }

@@ -32,7 +32,7 @@ pub use task::{
 pub(crate) use task::{SYSTEM_AUTHOR, TypePair, author_id};
 pub(crate) use username::username_key;
 pub use views::{
-    AclView, AssociationView, DocumentView, EventActor, EventView, MetadataPageVersion,
+    AclView, AssociationView, DocumentView, EventActor, EventFeed, EventView, MetadataPageVersion,
     MetadataValueView, Page, PageRequest,
 };
 pub use workflow::*;

@@ -143,3 +143,17 @@ pub struct EventView {
     /// Who did it.
     pub actor: Option<EventActor>,
 }
+
+/// What a follower of the event log gets ([`Session::events_after`](crate::Session::events_after)):
+/// the next events it may see, in commit order, and where to go on from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventFeed {
+    /// The events after the cursor given, in commit order, that the reader may see (redacted as
+    /// [`Session::events`](crate::Session::events) redacts them); empty when none came in time.
+    pub events: Vec<EventView>,
+    /// Where to go on from: pass it as `after` to the next call. It is past every event read,
+    /// those the reader may not see included (a follower never reads them again), and never
+    /// past one that could still appear before it in commit order. `None` only while the log
+    /// holds nothing after a `None` cursor.
+    pub cursor: Option<EventId>,
+}

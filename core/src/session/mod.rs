@@ -37,6 +37,7 @@ use crate::store::Tx;
 
 pub(crate) use access::permission_set;
 pub use documents::MAX_DOCUMENT_BATCH;
+pub use events::{MAX_EVENT_WAIT, MAX_FEED_EVENTS};
 pub use files::FileContent;
 
 /// Operations of docmeta as one actor. Cheap to create; see [`Docmeta::session`].

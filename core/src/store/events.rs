@@ -79,6 +79,13 @@ impl Tx<'_> {
         })
     }
 
+    /// Tells the store's watches in other processes that this transaction wrote events (see
+    /// [`Transaction::notify_events`](super::Transaction::notify_events)): once per unit of
+    /// work that appended any, before its commit.
+    pub fn notify_events(&mut self) -> Result<()> {
+        self.inner.notify_events()
+    }
+
     /// Events matching `q`. Oldest first, they come in commit order, gap-free (see
     /// [`FOLLOW_AFTER`]): a follower that passes the last event it read as `q.after` never
     /// misses one.

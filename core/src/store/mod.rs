@@ -19,6 +19,8 @@
 //! Layer 3: imports only `error`, `model`, `config` and `events`; the only module with SQL
 //! (`scripts/check-structure` checks both).
 
+use std::sync::Arc;
+
 use crate::error::{Error, Result};
 
 mod access;
@@ -228,6 +230,19 @@ pub trait Store: Send + Sync + 'static {
         Ok(None)
     }
 
+    /// Starts watching for transactions that write events and that are committed through
+    /// other connections (another process, or another handle on the same database), telling
+    /// `sink` of each as soon as the store can; the watch ends once `sink` says it is no longer
+    /// wanted, or when the returned [`CommitWatch`] is dropped. Waiters for new events
+    /// (`Session::events_after`) hear of this process's own commits without it. SQLite looks at
+    /// its WAL index's commit counter every 50 ms; PostgreSQL listens for the notification
+    /// [`Transaction::notify_events`] sends. `None` when the store cannot tell (the default):
+    /// a waiter then hears of other processes' commits only at its deadline.
+    fn watch_commits(&self, sink: Arc<dyn CommitSink>) -> Result<Option<CommitWatch>> {
+        let _ = sink;
+        Ok(None)
+    }
+
     /// Applies pending schema migrations; returns the versions applied.
     fn migrate(&self) -> Result<Vec<u32>>;
 
@@ -257,6 +272,47 @@ pub trait Store: Send + Sync + 'static {
             "{} cannot dump itself for a backup",
             self.describe()
         )))
+    }
+}
+
+/// What a store's watch ([`Store::watch_commits`]) tells of other connections' commits.
+pub trait CommitSink: Send + Sync {
+    /// Events may have been committed through another connection since the last call: whoever
+    /// waits for events reads again. Called on the watch's own thread; returns at once.
+    fn committed(&self);
+
+    /// Whether anyone still wants to hear of commits. Once it answers `false` the watch ends
+    /// without calling the sink again (a new watch is started when someone waits again). A
+    /// watch asks at least every second.
+    fn wanted(&self) -> bool;
+}
+
+/// A watch started by [`Store::watch_commits`]. Dropping it tells the watch to end; it does
+/// not wait for it (the watch may be dropped on its own thread).
+pub struct CommitWatch {
+    stop: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl CommitWatch {
+    /// A watch that `stop` ends: called once, when the watch is dropped.
+    pub fn new(stop: impl FnOnce() + Send + 'static) -> CommitWatch {
+        CommitWatch {
+            stop: Some(Box::new(stop)),
+        }
+    }
+}
+
+impl Drop for CommitWatch {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            stop();
+        }
+    }
+}
+
+impl std::fmt::Debug for CommitWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CommitWatch")
     }
 }
 
@@ -306,6 +362,17 @@ pub trait Transaction {
         params: &[Param<'_>],
         each: &mut dyn FnMut(&Row) -> Result<()>,
     ) -> Result<()>;
+
+    /// Marks this transaction as one that wrote events: once it has committed (never if it
+    /// rolls back), the store tells the watches of other processes and handles
+    /// ([`Store::watch_commits`]). Called once, before the commit, by a unit of work that
+    /// appended events; it must not make the commit wait. PostgreSQL's store sends a
+    /// notification on the channel `docmeta_events` after the commit, from a connection of its
+    /// own. By default nothing: the store's watch, if any, finds commits by itself (SQLite's WAL
+    /// index).
+    fn notify_events(&mut self) -> Result<()> {
+        Ok(())
+    }
 
     /// Commits the transaction.
     fn commit(self: Box<Self>) -> Result<()>;

@@ -32,7 +32,8 @@
 //!
 //! This file holds the store itself; its parts live in `postgres/`, one job a file: `conn`
 //! (a connection and its pipeline), `pool`, `transaction`, `dialect` (statements and values in
-//! PostgreSQL's terms), `errors`, `migrations` and `dump` (backups and restores).
+//! PostgreSQL's terms), `errors`, `migrations`, `dump` (backups and restores) and `listen`
+//! (hearing of other processes' commits while someone waits for events).
 //!
 //! Part of `store` (layer 3): imports only `error`, `model`, `config`, `events` and its siblings.
 
@@ -40,6 +41,7 @@ mod conn;
 mod dialect;
 mod dump;
 mod errors;
+mod listen;
 mod migrations;
 mod pool;
 mod transaction;
@@ -61,6 +63,11 @@ pub struct PostgresStore {
     size: usize,
     round_trips: AtomicU64,
     data_statements: AtomicU64,
+    /// Names this store's notifications of commits (see `postgres/listen.rs`), so that its own
+    /// watch tells of other stores' commits only.
+    origin: String,
+    /// Tells other processes of this store's commits that appended events.
+    notifier: listen::Notifier,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -92,6 +99,8 @@ impl PostgresStore {
             size: size.max(1),
             round_trips: AtomicU64::new(0),
             data_statements: AtomicU64::new(0),
+            origin: listen::new_origin(),
+            notifier: listen::Notifier::new(),
         };
         let client = store.connect()?;
         let mut pool = store.pool.lock();
@@ -121,6 +130,11 @@ impl PostgresStore {
         self.data_statements.load(Ordering::Relaxed)
     }
 
+    /// Tells other processes, soon, that a transaction of this store committed events.
+    fn events_committed(&self) {
+        self.notifier.committed(&self.url, &self.origin);
+    }
+
     /// Counts one round trip (see [`round_trips`](Self::round_trips)).
     fn trip(&self) {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
@@ -147,6 +161,16 @@ impl Store for PostgresStore {
 
     fn dialect(&self) -> Dialect {
         Dialect::Postgres
+    }
+
+    /// One connection listens for the notifications other stores' units of work send with
+    /// their commits (see `postgres/listen.rs`), on a thread of its own, connecting again after
+    /// a failure.
+    fn watch_commits(
+        &self,
+        sink: std::sync::Arc<dyn super::CommitSink>,
+    ) -> Result<Option<super::CommitWatch>> {
+        listen::watch(&self.url, &self.origin, sink).map(Some)
     }
 
     fn migrate(&self) -> Result<Vec<u32>> {

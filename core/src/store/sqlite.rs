@@ -11,6 +11,7 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 
 mod group;
 mod wal_index;
+mod watch;
 use rusqlite::{Connection, ErrorCode, OpenFlags, ToSql, types::ToSqlOutput, types::ValueRef};
 
 use super::{Dialect, Mode, Param, PendingCommit, Row, Store, Transaction, Value};
@@ -555,6 +556,18 @@ impl Store for SqliteStore {
             .and_then(|mut s| s.query_row([], |r| r.get(0)))
             .map_err(|e| sqlite_error("asking whether the database changed", e))?;
         Ok(Some(version as u64))
+    }
+
+    /// While someone waits for new events, a thread reads the WAL index's commit counter every
+    /// 50 ms (see `store/sqlite/watch.rs`). In memory, no other connection can commit: `None`.
+    fn watch_commits(
+        &self,
+        sink: std::sync::Arc<dyn super::CommitSink>,
+    ) -> Result<Option<super::CommitWatch>> {
+        match &self.path {
+            Some(path) => watch::watch(path, sink).map(Some),
+            None => Ok(None),
+        }
     }
 
     fn migrate(&self) -> Result<Vec<u32>> {

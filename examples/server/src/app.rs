@@ -22,7 +22,7 @@ use crate::clock::{BEGAN, REQUEST, RequestClock};
 use crate::conn::ConnLimits;
 use crate::error::ApiError;
 use crate::routes;
-use crate::state::AppState;
+use crate::state::{AppState, Stopping};
 use crate::streams::{StreamCounter, StreamLimits, config_duration};
 
 pub use crate::body::MAX_BODY;
@@ -73,6 +73,18 @@ fn is_upload(request: &Request) -> bool {
         && (path.ends_with("/files/") || (path == "/api/v4/documents/" && multipart()))
 }
 
+/// Whether a request follows the event log, waiting for what comes (`wait`, or Server-Sent
+/// Events): it has no time limit (its wait is bounded, a stream lasts while its client stays).
+fn is_feed(request: &Request) -> bool {
+    request.method() == axum::http::Method::GET
+        && request.uri().path() == crate::routes::EVENTS
+        && (crate::routes::wants_event_stream(request.headers())
+            || request
+                .uri()
+                .query()
+                .is_some_and(|q| q.split('&').any(|p| p == "wait" || p.starts_with("wait="))))
+}
+
 /// The limits `limits` applies, from `config.yml`.
 #[derive(Debug, Clone, Copy)]
 struct Limits {
@@ -83,7 +95,8 @@ struct Limits {
 /// Bounds every request body (`MAX_BODY`, or `upload_max_bytes` for uploads: an announced
 /// oversized body is refused before it is sent, a longer one is cut at the limit) and every
 /// request's duration (`request_timeout_ms`, except uploads, whose streams have their own
-/// limits, and the bodies of downloads, streamed after the handler has answered).
+/// limits, the bodies of downloads, streamed after the handler has answered, and event feeds,
+/// whose waits are bounded by the feed).
 ///
 /// At the time limit, a request whose handler has not yet handed work to the core answers
 /// `408` at once (nothing was done). One whose work has begun waits for that work's outcome:
@@ -122,6 +135,9 @@ async fn limited(limits: Limits, request: Request, next: Next) -> Response {
             usize::try_from(limit).unwrap_or(usize::MAX),
         ))
     });
+    if is_feed(&request) {
+        return next.run(request).await;
+    }
     if upload {
         let mut response = next.run(request).await;
         // A refused upload leaves its body unread: the connection cannot carry another request,
@@ -264,8 +280,8 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
     ApiError::internal().into_response()
 }
 
-/// The router and its OpenAPI document.
-pub fn router(db: Docmeta) -> (axum::Router, Arc<serde_json::Value>) {
+/// The router, its OpenAPI document, and what tells its waiting requests to end.
+pub fn router(db: Docmeta) -> (axum::Router, Arc<serde_json::Value>, Stopping) {
     let limits = Limits {
         upload_max: db.config().upload_max_bytes,
         request_timeout: config_duration(db.config().request_timeout_ms),
@@ -280,15 +296,17 @@ pub fn router(db: Docmeta) -> (axum::Router, Arc<serde_json::Value>) {
     document_common_responses(&mut openapi);
     document_classes(&mut openapi, db.classes());
     let openapi = Arc::new(openapi);
+    let stopping = Stopping::new();
     let state = AppState::new(
         Auth::new(&db),
         StreamCounter::new(StreamLimits::from_config(db.config())),
         spool_dir.into(),
         db,
         openapi.clone(),
+        stopping.clone(),
     );
     let router = with_middleware(router.fallback(no_route).with_state(state), limits);
-    (router, openapi)
+    (router, openapi, stopping)
 }
 
 /// The middleware every request passes through, outermost last. The floor server of the HTTP
@@ -332,6 +350,7 @@ pub async fn serve_floor(
         bind,
         ConnLimits::from_config(config),
         "docmeta floor",
+        shutdown_signal(),
     )
     .await
 }
@@ -474,11 +493,16 @@ fn document_classes(doc: &mut serde_json::Value, classes: &docmeta_core::ClassRe
     }
 }
 
-/// Serves until SIGINT or SIGTERM, then finishes in-flight requests.
+/// Serves until SIGINT or SIGTERM, then finishes in-flight requests (waiting event feeds answer
+/// with what they have, event streams end).
 pub async fn serve(db: Docmeta, bind: SocketAddr) -> std::io::Result<()> {
     let limits = ConnLimits::from_config(db.config());
-    let (router, _) = router(db);
-    listen(router, bind, limits, "docmeta").await
+    let (router, _, stopping) = router(db);
+    let shutdown = async move {
+        shutdown_signal().await;
+        stopping.stop();
+    };
+    listen(router, bind, limits, "docmeta", shutdown).await
 }
 
 async fn listen(
@@ -486,12 +510,13 @@ async fn listen(
     bind: SocketAddr,
     limits: ConnLimits,
     name: &str,
+    shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(bind).await?;
     let local = listener.local_addr()?;
     tracing::info!(%local, "{name} listening");
     println!("{name} listening on http://{local}");
-    crate::conn::serve(listener, router, limits, shutdown_signal()).await
+    crate::conn::serve(listener, router, limits, shutdown).await
 }
 
 async fn shutdown_signal() {

@@ -475,6 +475,23 @@ pub struct HealthOut {
     pub search: String,
 }
 
+/// The event log's answer: a page of the list (newest first), or, for a follower (`after` or
+/// `wait`), the next events in commit order with the cursor to go on from.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventsOut {
+    /// Events in `results`, for a follower; the whole list's length otherwise.
+    pub count: usize,
+    /// The next page; for a follower, the request that goes on from `cursor`.
+    pub next: Option<String>,
+    pub previous: Option<String>,
+    pub results: Vec<EventOut>,
+    /// Only in a follower's answer: pass it as `after` next. Past every event read, those the
+    /// caller may not see included; `null` only while the log is empty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<i64>, nullable)]
+    pub cursor: Option<Option<i64>>,
+}
+
 /// A page of a list (`results` holds records of the endpoint's kind).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PageOut {

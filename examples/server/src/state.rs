@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 
 use axum::extract::{ConnectInfo, FromRequestParts, Path};
 use axum::http::{header, request::Parts};
-use docmeta_core::{Docmeta, Session, UserId};
+use docmeta_core::{Docmeta, EventWatch, Session, UserId};
 use serde::de::DeserializeOwned;
 
 use crate::answers::MetadataAnswers;
@@ -32,6 +32,31 @@ pub struct AppState {
     pub metadata_answers: Arc<MetadataAnswers>,
     /// Where uploads are received before they are stored.
     pub spool_dir: Arc<std::path::Path>,
+    /// Whether the server is stopping: requests that wait (event feeds) end then.
+    pub stopping: Stopping,
+}
+
+/// Tells the requests that wait for something (event feeds) that the server is stopping, so
+/// that they answer with what they have, or end their stream, instead of holding up a graceful
+/// shutdown until their wait ends.
+#[derive(Debug, Clone)]
+pub struct Stopping(Arc<tokio::sync::watch::Sender<bool>>);
+
+impl Stopping {
+    pub fn new() -> Stopping {
+        Stopping(Arc::new(tokio::sync::watch::channel(false).0))
+    }
+
+    /// Tells every waiting request to end.
+    pub fn stop(&self) {
+        self.0.send_replace(true);
+    }
+
+    /// Completes once the server is stopping (at once if it is).
+    pub async fn stopped(&self) {
+        let mut stopping = self.0.subscribe();
+        let _ = stopping.wait_for(|s| *s).await;
+    }
 }
 
 impl AppState {
@@ -41,6 +66,7 @@ impl AppState {
         spool_dir: Arc<std::path::Path>,
         db: Docmeta,
         openapi: Arc<serde_json::Value>,
+        stopping: Stopping,
     ) -> AppState {
         AppState {
             db,
@@ -49,7 +75,15 @@ impl AppState {
             streams,
             metadata_answers: Arc::default(),
             spool_dir,
+            stopping,
         }
+    }
+
+    /// Calls `wake` whenever events may have been committed (by this process or another), until
+    /// the watch is dropped: a waiting request awaits it, holding no thread and no database
+    /// connection, then reads with `Session::events_after`, which decides what it shows.
+    pub fn watch_events(&self, wake: impl Fn() + Send + Sync + 'static) -> EventWatch {
+        self.db.watch_events(wake)
     }
 
     /// A session of `user`, for work that reads no stored data (object kinds, say).

@@ -38,6 +38,8 @@ struct PgTx<'a> {
     /// `ROLLBACK TO SAVEPOINT`, and a `COMMIT` would silently roll back): the transaction
     /// refuses to commit with it.
     failed: Option<Error>,
+    /// It appended events: other stores' watches are told once it has committed.
+    wrote_events: bool,
 }
 
 impl PostgresStore {
@@ -51,6 +53,7 @@ impl PostgresStore {
             begun: false,
             pending: vec![Op::Simple(begin)],
             failed: None,
+            wrote_events: false,
         }))
     }
 
@@ -64,6 +67,7 @@ impl PostgresStore {
             begun: false,
             pending: Vec::new(),
             failed: None,
+            wrote_events: false,
         }))
     }
 }
@@ -217,6 +221,13 @@ impl Transaction for PgTx<'_> {
         Ok(())
     }
 
+    /// Once this transaction has committed, the store's notifier tells other stores' watches
+    /// (see `postgres/listen.rs`): outside the transaction, which must not wait for it.
+    fn notify_events(&mut self) -> Result<()> {
+        self.wrote_events = true;
+        Ok(())
+    }
+
     fn flush(&mut self) -> Result<()> {
         if self.pending.iter().any(|op| !matches!(op, Op::Simple(_))) {
             self.send(None, "", "writing to the database")?;
@@ -282,6 +293,9 @@ impl Transaction for PgTx<'_> {
             .map(drop);
         if result.is_ok() {
             self.begun = false;
+            if self.wrote_events {
+                self.store.events_committed();
+            }
         }
         result
     }

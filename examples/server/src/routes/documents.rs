@@ -1,4 +1,4 @@
-//! Documents, their metadata (spec 4.2) and events.
+//! Documents and their metadata (spec 4.2).
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -8,10 +8,7 @@ use axum::extract::multipart::Field;
 use axum::extract::{FromRequest, Query, Request, State};
 use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use docmeta_core::{
-    DocumentId, DocumentMetadataId, DocumentQuery, DocumentTypeId, EventQuery, MetadataTypeId,
-    Session,
-};
+use docmeta_core::{DocumentId, DocumentMetadataId, DocumentQuery, DocumentTypeId, MetadataTypeId};
 
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -43,8 +40,6 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
             delete_document_metadata
         ))
         .routes(routes!(document_lookup))
-        .routes(routes!(list_events))
-        .routes(routes!(list_document_events))
 }
 
 #[utoipa::path(get, path = "/api/v4/documents/", tag = "documents",
@@ -526,68 +521,6 @@ async fn delete_document_metadata(
         )
     })
     .await
-}
-
-// ----- events ------------------------------------------------------------------------------
-
-/// Events listed per request, newest first (older ones are reached with `before`).
-const EVENT_WINDOW: u32 = 1000;
-
-fn events_page(
-    s: &Session,
-    mut query: EventQuery,
-    q: &ListQuery,
-    uri: &Uri,
-) -> ApiResult<crate::page::Page<EventOut>> {
-    if let Some(before) = q.params.get("before") {
-        query.before =
-            Some(docmeta_core::EventId(before.parse().map_err(|_| {
-                ApiError::field("before", "A valid integer is required.")
-            })?));
-    }
-    query.limit = Some(EVENT_WINDOW);
-    let events = s.events(&query)?;
-    q.respond(uri, events, &[], |e| EventOut::from(&e))
-}
-
-#[utoipa::path(get, path = "/api/v4/events/", tag = "events",
-    params(crate::page::PageParams, ("before" = Option<i64>, Query, description = "Only events older than this id")),
-    responses((status = 200, body = EventPageOut, description = "Events whose target the caller may view, newest first (1,000 per window), each with what it changed")))]
-async fn list_events(
-    State(app): State<AppState>,
-    CurrentUser(user): CurrentUser,
-    Query(q): Query<HashMap<String, String>>,
-    uri: Uri,
-) -> ApiResult<Response> {
-    let q = ListQuery::parse(q)?;
-    app.run(user, move |s| {
-        events_page(s, EventQuery::default(), &q, &uri)
-    })
-    .await
-    .map(IntoResponse::into_response)
-}
-
-#[utoipa::path(get, path = "/api/v4/documents/{document_id}/events/", tag = "events",
-    params(("document_id" = i64, Path), crate::page::PageParams),
-    responses((status = 200, body = EventPageOut), (status = 404, body = ErrorOut)))]
-async fn list_document_events(
-    State(app): State<AppState>,
-    CurrentUser(user): CurrentUser,
-    Ids(id): Ids<i64>,
-    Query(q): Query<HashMap<String, String>>,
-    uri: Uri,
-) -> ApiResult<Response> {
-    let q = ListQuery::parse(q)?;
-    app.run(user, move |s| {
-        s.document(DocumentId(id))?;
-        let query = EventQuery {
-            object: Some(("documents.document".into(), id)),
-            ..Default::default()
-        };
-        events_page(s, query, &q, &uri)
-    })
-    .await
-    .map(IntoResponse::into_response)
 }
 
 /// The lookup choices of a metadata type for one document.

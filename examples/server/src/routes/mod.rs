@@ -4,6 +4,7 @@
 mod acls;
 mod cabinets;
 mod documents;
+mod events;
 pub(crate) mod files;
 mod groups;
 mod metadata;
@@ -18,10 +19,13 @@ use utoipa_axum::router::OpenApiRouter;
 
 use crate::state::AppState;
 
+pub use events::{EVENTS, wants_event_stream};
+
 /// Registers every route (each with its OpenAPI operation).
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
     let router = metadata::register(router);
     let router = documents::register(router);
+    let router = events::register(router);
     let router = files::register(router);
     let router = acls::register(router);
     let router = users::register(router);
