@@ -227,7 +227,7 @@ impl From<core::DocumentMetadata> for DocumentMetadata {
 impl From<core::MetadataValueView> for DocumentMetadata {
     fn from(v: core::MetadataValueView) -> Self {
         DocumentMetadata {
-            metadata_type: Some(v.metadata_type.into()),
+            metadata_type: v.metadata_type.map(Into::into),
             ..DocumentMetadata::from(v.value)
         }
     }

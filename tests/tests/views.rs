@@ -3,8 +3,8 @@
 
 use docmeta_core::{
     Config, Docmeta, DocumentId, DocumentQuery, DocumentTypeId, EventQuery, GroupId,
-    MetadataTypeInput, ObjectKind, ObjectRef, PageRequest, Permission as P, PermissionSet, Result,
-    RoleId, Session, TaskState, UserId,
+    MetadataTypeId, MetadataTypeInput, ObjectKind, ObjectRef, PageRequest, Permission as P,
+    PermissionSet, Result, RoleId, Session, TaskState, UserId,
 };
 
 struct World {
@@ -379,7 +379,13 @@ fn a_search_metadata_page_shows_each_value_with_its_document_and_type() -> Resul
     assert_eq!(page.count, 1);
     assert_eq!(page.items[0].value.value, "INV-42");
     assert_eq!(page.items[0].document.id, d.id);
-    assert_eq!(page.items[0].metadata_type.name, "number");
+    assert_eq!(
+        page.items[0]
+            .metadata_type
+            .as_ref()
+            .map(|t| t.name.as_str()),
+        Some("number")
+    );
     Ok(())
 }
 
@@ -405,10 +411,52 @@ fn a_value_adder_without_value_view_is_answered_with_the_stored_value() -> Resul
     let ann = w.ann();
     let view = ann.add_document_metadata(d.id, mt.id, "INV-1")?;
     assert_eq!(view.value.value, "INV-1");
-    assert_eq!(view.metadata_type.name, "number");
+    assert_eq!(view.value.metadata_type_id, mt.id);
+    // The type is not shown to a writer who may not view it: its label and templates are
+    // the type's, not the writer's.
+    assert_eq!(view.metadata_type, None);
     assert!(
         ann.metadata_value(d.id, view.value.id).is_err(),
         "reading it back is still refused"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_value_adder_who_may_view_the_type_is_answered_with_it() -> Result<()> {
+    let w = world()?;
+    let dt = w.admin.create_document_type("Invoice")?;
+    let mt = w
+        .admin
+        .create_metadata_type(MetadataTypeInput::new("number", "Number"))?;
+    let other = w
+        .admin
+        .create_metadata_type(MetadataTypeInput::new("po", "Purchase order"))?;
+    w.admin.associate(dt.id, mt.id, false)?;
+    w.admin.associate(dt.id, other.id, false)?;
+    let d = w.admin.create_document(dt.id, "March", &[])?.document;
+    w.admin.grant(P::DocumentView, w.role, dt_ref(dt.id))?;
+    w.admin
+        .grant(P::DocumentMetadataAdd, w.role, dt_ref(dt.id))?;
+    let mt_ref = |id: MetadataTypeId| ObjectRef::new(ObjectKind::METADATA_TYPE, id.0);
+    // By the type's own view permission ...
+    w.admin
+        .grant(P::DocumentMetadataAdd, w.role, mt_ref(mt.id))?;
+    w.admin.grant(P::MetadataTypeView, w.role, mt_ref(mt.id))?;
+    // ... or by viewing its values on the document.
+    w.admin
+        .grant(P::DocumentMetadataAdd, w.role, mt_ref(other.id))?;
+    w.admin
+        .grant(P::DocumentMetadataView, w.role, mt_ref(other.id))?;
+    w.admin
+        .grant(P::DocumentMetadataView, w.role, dt_ref(dt.id))?;
+    let ann = w.ann();
+    let view = ann.add_document_metadata(d.id, mt.id, "INV-1")?;
+    assert_eq!(view.metadata_type.map(|t| t.label), Some("Number".into()));
+    let view = ann.add_document_metadata(d.id, other.id, "PO-7")?;
+    assert_eq!(
+        view.metadata_type.map(|t| t.label),
+        Some("Purchase order".into())
     );
     Ok(())
 }

@@ -121,8 +121,11 @@ pub struct MetadataValueView {
     pub value: DocumentMetadata,
     /// The document it belongs to.
     pub document: Document,
-    /// Its metadata type.
-    pub metadata_type: MetadataType,
+    /// Its metadata type; `None` only in the answer to an addition by a writer who may not
+    /// view the type (neither `metadata.metadata_type_view` on it nor
+    /// `metadata.document_metadata_view` on the type and the document): a write answers with
+    /// what its writer may see, as a read would. Every read shows it.
+    pub metadata_type: Option<MetadataType>,
 }
 
 /// Who did something in the event log, by name.

@@ -566,7 +566,7 @@ impl Session {
                 items.push(MetadataValueView {
                     value: value.clone(),
                     document: doc.clone(),
-                    metadata_type: metadata_type.clone(),
+                    metadata_type: Some(metadata_type.clone()),
                 });
             }
         }

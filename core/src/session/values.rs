@@ -146,7 +146,7 @@ impl Session {
     /// admin.edit_document_metadata(doc.id, added.value.id, "15/04/2024", None)?;
     /// let values = admin.document_metadata(doc.id, PageRequest::ALL)?;
     /// assert_eq!(values.count, 1);
-    /// assert_eq!(values.items[0].metadata_type.name, "due");
+    /// assert_eq!(values.items[0].metadata_type.as_ref().map(|t| t.name.as_str()), Some("due"));
     /// assert_eq!(values.items[0].value.value, "2024-04-15");
     /// # Ok::<(), docmeta_core::Error>(())
     /// ```
@@ -194,10 +194,15 @@ impl Session {
                 .ok_or_else(|| not_associated(metadata_type))?;
         let (value, metadata_type) =
             self.add_value_typed(u, &doc, metadata_type, value, a.required)?;
+        // The holder of `document_metadata_add` alone may add a value it may not read back:
+        // the answer shows the type only to a writer who may view it, as a read would.
+        let shown = self.can(P::MetadataTypeView, mt_ref(metadata_type.id))
+            || (self.can(P::DocumentMetadataView, doc_ref(doc.id))
+                && self.can(P::DocumentMetadataView, mt_ref(metadata_type.id)));
         Ok(MetadataValueView {
             value,
             document: doc,
-            metadata_type,
+            metadata_type: shown.then_some(metadata_type),
         })
     }
 
@@ -262,7 +267,7 @@ impl Session {
         Ok(MetadataValueView {
             value,
             document,
-            metadata_type,
+            metadata_type: Some(metadata_type),
         })
     }
 
@@ -340,7 +345,7 @@ impl Session {
         Page::of(values, page).map(|(value, metadata_type)| MetadataValueView {
             value,
             document: doc.clone(),
-            metadata_type,
+            metadata_type: Some(metadata_type),
         })
     }
 
@@ -435,7 +440,7 @@ impl Session {
             .map(|(document, value, metadata_type)| MetadataValueView {
                 value,
                 document,
-                metadata_type,
+                metadata_type: Some(metadata_type),
             })
     }
 

@@ -172,7 +172,11 @@ impl From<&Document> for DocumentRef {
 pub struct DocumentMetadataOut {
     pub id: i64,
     pub document: DocumentRef,
-    pub metadata_type: MetadataTypeOut,
+    /// `null` only in the answer to an addition by a writer who may not view the metadata
+    /// type (its id is `metadata_type_id`); every read shows it.
+    pub metadata_type: Option<MetadataTypeOut>,
+    /// The metadata type's id, also when `metadata_type` is `null`.
+    pub metadata_type_id: i64,
     pub value: String,
     pub url: String,
 }
@@ -186,7 +190,8 @@ impl From<MetadataValueView> for DocumentMetadataOut {
             id: m.id.0,
             url: format!("/api/v4/documents/{}/metadata/{}/", d.id, m.id),
             document: d.into(),
-            metadata_type: t.into(),
+            metadata_type: t.map(Into::into),
+            metadata_type_id: m.metadata_type_id.0,
             value: m.value,
         }
     }
