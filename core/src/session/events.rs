@@ -23,22 +23,74 @@ impl Session {
         let mut names: HashMap<UserId, Option<String>> = HashMap::new();
         let mut out = Vec::with_capacity(events.len());
         for event in events {
-            let actor = match event.actor {
-                None => None,
-                Some(id) => {
-                    if let std::collections::hash_map::Entry::Vacant(e) = names.entry(id) {
-                        e.insert(self.read(|tx| tx.user(id))?.map(|u| u.username));
-                    }
-                    names
-                        .get(&id)
-                        .cloned()
-                        .flatten()
-                        .map(|username| EventActor { id, username })
-                }
-            };
-            out.push(EventView { event, actor });
+            out.push(self.with_actor(event, &mut names)?);
         }
         Ok(out)
+    }
+
+    /// `event` as [`events`](Self::events) would show it to this session, read when it is
+    /// shown (a webhook's delivery, as its owner may see it then); `None` when this session
+    /// may not view its target.
+    pub(crate) fn event_as_seen(&self, event: Event) -> Result<Option<EventView>> {
+        let event = if self.actor == Actor::System || self.is_superuser() {
+            Some(event)
+        } else {
+            self.redacted(&self.db.kinds(), event)
+        };
+        match event {
+            Some(event) => self.with_actor(event, &mut HashMap::new()).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether this session may view the target of an event, so sees the event at all.
+    pub(crate) fn may_view_event(&self, target: &EventObject) -> bool {
+        self.actor == Actor::System
+            || self.is_superuser()
+            || self.may_view_event_object(&self.db.kinds(), target)
+    }
+
+    /// `event` with its actor's name (`names` remembers the names already read).
+    fn with_actor(
+        &self,
+        event: Event,
+        names: &mut HashMap<UserId, Option<String>>,
+    ) -> Result<EventView> {
+        let actor = match event.actor {
+            None => None,
+            Some(id) => {
+                if let std::collections::hash_map::Entry::Vacant(e) = names.entry(id) {
+                    e.insert(self.read(|tx| tx.user(id))?.map(|u| u.username));
+                }
+                names
+                    .get(&id)
+                    .cloned()
+                    .flatten()
+                    .map(|username| EventActor { id, username })
+            }
+        };
+        Ok(EventView { event, actor })
+    }
+
+    /// `e` as this session, neither docmeta itself nor a superuser (who see every event
+    /// whole), may see it: `None` when it may not view its target; its action object and
+    /// actor removed when it may not view them.
+    fn redacted(&self, kinds: &KindRegistry, mut e: Event) -> Option<Event> {
+        if !self.may_view_event_object(kinds, &e.target) {
+            return None;
+        }
+        // The second object is shown only to those who may view it too (a hidden document
+        // added to a visible cabinet, a hidden role in an ACL event).
+        if e.action_object
+            .as_ref()
+            .is_some_and(|o| !self.may_view_event_object(kinds, o))
+        {
+            e.action_object = None;
+        }
+        if e.actor.is_some_and(|a| !self.may_view_user(a)) {
+            e.actor = None;
+        }
+        Some(e)
     }
 
     /// The events of [`events`](Self::events), without their actors' names.
@@ -62,19 +114,8 @@ impl Session {
             let Some(last) = batch.last().map(|e| e.id) else {
                 break;
             };
-            for mut e in batch {
-                if self.may_view_event_object(&kinds, &e.target) {
-                    // The second object is shown only to those who may view it too (a hidden
-                    // document added to a visible cabinet, a hidden role in an ACL event).
-                    if e.action_object
-                        .as_ref()
-                        .is_some_and(|o| !self.may_view_event_object(&kinds, o))
-                    {
-                        e.action_object = None;
-                    }
-                    if e.actor.is_some_and(|a| !self.may_view_user(a)) {
-                        e.actor = None;
-                    }
+            for e in batch {
+                if let Some(e) = self.redacted(&kinds, e) {
                     out.push(e);
                     if out.len() == limit {
                         return Ok(out);

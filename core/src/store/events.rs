@@ -37,7 +37,10 @@ pub(crate) fn follow_after(dialect: Dialect) -> &'static str {
 impl Tx<'_> {
     // ----- events -----------------------------------------------------------------------
 
-    /// Appends an event; its id and time are assigned here.
+    /// Appends an event; its id and time are assigned here. In the same transaction, every
+    /// webhook that is for it gets a pending delivery (see
+    /// [`enqueue_webhook_deliveries`](Self::enqueue_webhook_deliveries)), so an event is never
+    /// committed without them.
     pub fn append_event(
         &mut self,
         name: &str,
@@ -64,6 +67,7 @@ impl Tx<'_> {
                 crate::events::changes_shared_state(name).into(),
             ],
         )?;
+        self.enqueue_webhook_deliveries(EventId(id), name, timestamp)?;
         Ok(Event {
             id: EventId(id),
             timestamp: from_micros(to_micros(timestamp)),
@@ -72,6 +76,18 @@ impl Tx<'_> {
             target: target.clone(),
             action_object: action.cloned(),
         })
+    }
+
+    /// One event.
+    pub fn event(&mut self, id: EventId) -> Result<Option<Event>> {
+        self.optional(
+            "SELECT id, timestamp, name, actor_id, target_kind, target_id, target_label, \
+                 action_kind, action_id, action_label \
+             FROM events \
+             WHERE id = ?1",
+            &[id.0.into()],
+            event,
+        )
     }
 
     /// Events matching `q`. Oldest first, they come in commit order, gap-free (see

@@ -35,11 +35,13 @@ pub(crate) mod records;
 mod settings;
 pub mod sqlite;
 mod tasks;
+mod webhooks;
 mod workflows;
 
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
 pub(crate) use reads::FollowedEvent;
+pub(crate) use webhooks::{ClaimedDelivery, DeliveryOutcome, WebhookRow};
 pub use sqlite::{SCHEMA_VERSION, SqliteStore};
 
 /// The migration that adds `users.username_key`; each store fills it for existing users in

@@ -42,10 +42,11 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
         9,
         include_str!("migrations/sqlite/0009_followed_events.sql"),
     ),
+    (11, include_str!("migrations/sqlite/0011_webhooks.sql")),
 ];
 
 /// Newest schema version this build knows.
-pub const SCHEMA_VERSION: u32 = 9;
+pub const SCHEMA_VERSION: u32 = 11;
 
 /// Reader connections kept open; more concurrent readers wait for one (opening a connection per
 /// read would cost more than the read).
