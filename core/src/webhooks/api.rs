@@ -90,7 +90,10 @@ impl Session {
                     format!("A user may have at most {MAX_WEBHOOKS_PER_USER} webhooks."),
                 ));
             }
-            let created = u.now();
+            // As the store keeps it (to the microsecond), so the answer equals what is read back.
+            let now = u.now();
+            let created =
+                chrono::DateTime::from_timestamp_micros(now.timestamp_micros()).unwrap_or(now);
             let id = u.tx.insert_webhook(owner, url, &secret, true, created)?;
             u.tx.set_webhook_events(id, &events)?;
             Ok(Webhook {
