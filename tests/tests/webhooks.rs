@@ -301,8 +301,11 @@ fn deliveries_are_signed_retried_and_in_order() -> Result<()> {
             ..Default::default()
         },
     )?;
-    w.admin.create_document(w.seen, "after the new secret", &[])?;
-    wait_for("the 13th delivery", || receiver.delivered(answer).len() == 13);
+    w.admin
+        .create_document(w.seen, "after the new secret", &[])?;
+    wait_for("the 13th delivery", || {
+        receiver.delivered(answer).len() == 13
+    });
     let last = receiver.delivered(answer).pop().expect("last");
     assert!(signed_with(&last, secret) && !signed_with(&last, &hook.secret));
     Ok(())
@@ -349,8 +352,14 @@ fn an_owner_gets_nothing_about_what_they_may_not_see_nor_after_a_revoke() -> Res
         .map(|r| String::from_utf8_lossy(&r.body).into_owned())
         .collect();
     for text in &bodies {
-        assert!(!text.contains("secret plans"), "hidden document sent: {text}");
-        assert!(!text.contains("after the revoke"), "sent after revoke: {text}");
+        assert!(
+            !text.contains("secret plans"),
+            "hidden document sent: {text}"
+        );
+        assert!(
+            !text.contains("after the revoke"),
+            "sent after revoke: {text}"
+        );
         assert!(!text.contains("Hidden"), "hidden type sent: {text}");
     }
     let targets: Vec<i64> = receiver
@@ -378,7 +387,9 @@ fn a_deactivated_owners_webhook_stops() -> Result<()> {
     let receiver = Receiver::start(Answer::Ok);
     let marker_receiver = Receiver::start(Answer::Ok);
     let alice = w.db.session(w.alice);
-    let hook = alice.create_webhook(&receiver.url, &created(), None)?.webhook;
+    let hook = alice
+        .create_webhook(&receiver.url, &created(), None)?
+        .webhook;
     let (bob, bob_role) = webhook_user(&w.admin, "bob")?;
     w.admin.grant(
         P::DocumentView,
@@ -557,9 +568,7 @@ fn others_webhooks_are_not_found_and_fields_are_checked() -> Result<()> {
         Err(Error::Validation { .. })
     ));
     assert!(not_found(
-        alice
-            .retry_webhook_delivery(mine.id, delivery)
-            .map(drop)
+        alice.retry_webhook_delivery(mine.id, delivery).map(drop)
     ));
     // Without the keys: refused.
     let carol = w.admin.create_user("carol", "a long password", false)?;

@@ -55,7 +55,10 @@ impl Session {
             secret,
             active,
         };
-        run(py, || self.inner.update_webhook(core::WebhookId(id), update)).map(Into::into)
+        run(py, || {
+            self.inner.update_webhook(core::WebhookId(id), update)
+        })
+        .map(Into::into)
     }
 
     /// Deletes a webhook with its deliveries.

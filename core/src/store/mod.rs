@@ -41,8 +41,8 @@ mod workflows;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
 pub(crate) use reads::FollowedEvent;
-pub(crate) use webhooks::{ClaimedDelivery, DeliveryOutcome, WebhookRow};
 pub use sqlite::{SCHEMA_VERSION, SqliteStore};
+pub(crate) use webhooks::{ClaimedDelivery, DeliveryOutcome, WebhookRow};
 
 /// The migration that adds `users.username_key`; each store fills it for existing users in
 /// Rust, in the migration's transaction (the key is not something SQL can compute).

@@ -298,7 +298,11 @@ impl Tx<'_> {
                  ORDER BY d.id DESC \
                  LIMIT ?2 OFFSET ?3"
             ),
-            &[webhook.0.into(), to_i64(limit).into(), to_i64(offset).into()],
+            &[
+                webhook.0.into(),
+                to_i64(limit).into(),
+                to_i64(offset).into(),
+            ],
             delivery,
         )
     }
@@ -346,19 +350,15 @@ impl Tx<'_> {
         token: &str,
     ) -> Result<Option<ClaimedDelivery>> {
         let now = to_micros(now);
-        let found = self.optional(
-            &due_delivery(self.dialect(), true),
-            &[now.into()],
-            |r| {
-                Ok(ClaimedDelivery {
-                    delivery: delivery(r)?,
-                    owner: UserId(r.int(10)?),
-                    url: r.text(11)?,
-                    secret: r.text(12)?,
-                    token: token.to_owned(),
-                })
-            },
-        )?;
+        let found = self.optional(&due_delivery(self.dialect(), true), &[now.into()], |r| {
+            Ok(ClaimedDelivery {
+                delivery: delivery(r)?,
+                owner: UserId(r.int(10)?),
+                url: r.text(11)?,
+                secret: r.text(12)?,
+                token: token.to_owned(),
+            })
+        })?;
         let Some(claimed) = found else {
             return Ok(None);
         };
@@ -481,7 +481,11 @@ fn due_delivery(dialect: Dialect, lock: bool) -> String {
     let (settled, lock) = match dialect {
         Dialect::Postgres => (
             " AND d.tx < (pg_snapshot_xmin(pg_current_snapshot())::text::bigint)",
-            if lock { " FOR UPDATE OF d SKIP LOCKED" } else { "" },
+            if lock {
+                " FOR UPDATE OF d SKIP LOCKED"
+            } else {
+                ""
+            },
         ),
         Dialect::Sqlite => ("", ""),
     };

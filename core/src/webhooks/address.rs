@@ -60,7 +60,10 @@ pub(crate) fn parse_url(url: &str) -> Result<Target> {
         return Err(invalid("Enter a valid URL."));
     }
     Ok(Target {
-        host: host.trim_start_matches('[').trim_end_matches(']').to_owned(),
+        host: host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned(),
         port: authority.port_u16().unwrap_or(port),
     })
 }

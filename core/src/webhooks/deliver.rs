@@ -90,7 +90,8 @@ impl Deliverer {
         let weak = Arc::downgrade(&db.inner);
         let agent = agent(db.config().webhooks_allow_private_networks);
         for n in 0..SENDERS {
-            let (stop, pool, weak, agent) = (stop.clone(), pool.clone(), weak.clone(), agent.clone());
+            let (stop, pool, weak, agent) =
+                (stop.clone(), pool.clone(), weak.clone(), agent.clone());
             let _ = std::thread::Builder::new()
                 .name(format!("docmeta-webhooks-{n}"))
                 .spawn(move || send_loop(&stop, &pool, &weak, &agent));
@@ -329,7 +330,8 @@ fn send(weak: &Weak<Inner>, agent: &ureq::Agent, claimed: ClaimedDelivery) -> Re
 fn prepare(db: &Docmeta, claimed: &ClaimedDelivery) -> Result<Option<Prepared>> {
     let id = claimed.delivery.id;
     let token = &claimed.token;
-    let (owner, event) = db.read(|tx| Ok((tx.user(claimed.owner)?, tx.event(claimed.delivery.event)?)))?;
+    let (owner, event) =
+        db.read(|tx| Ok((tx.user(claimed.owner)?, tx.event(claimed.delivery.event)?)))?;
     if !owner.is_some_and(|o| o.is_active) {
         db.write_system(|tx| tx.release_webhook_delivery(id, token))?;
         return Ok(None);

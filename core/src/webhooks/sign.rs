@@ -84,9 +84,6 @@ mod tests {
             1614265330,
             br#"{"test": 2432232314}"#,
         );
-        assert_eq!(
-            signature,
-            "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
-        );
+        assert_eq!(signature, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
     }
 }

@@ -469,7 +469,9 @@ impl From<&Webhook> for WebhookOut {
             url: w.url.clone(),
             events: w.events.clone(),
             active: w.active,
-            created: w.created.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+            created: w
+                .created
+                .to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
         }
     }
 }

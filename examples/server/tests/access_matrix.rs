@@ -4319,11 +4319,7 @@ const WH_DELETE: &str = "webhooks.webhook_delete";
 /// caller's webhook. Runs last, on the world the other phases left: it gives the webhook keys
 /// globally to some roles (each role a different set), so that callers hold every combination.
 fn webhooks(x: &mut Ctx) {
-    let roles: Vec<i64> = x
-        .admin_list("/api/v4/roles/")
-        .iter()
-        .map(id)
-        .collect();
+    let roles: Vec<i64> = x.admin_list("/api/v4/roles/").iter().map(id).collect();
     let sets: [&[&str]; 5] = [
         &[WH_CREATE, WH_VIEW, WH_EDIT, WH_DELETE],
         &[WH_CREATE, WH_VIEW],
@@ -4458,7 +4454,11 @@ fn webhooks(x: &mut Ctx) {
                 } else {
                     Cat::RefusedChanged
                 };
-                x.problem(cat, op, format!("{} on {target}: {st}, url {after}", c.name));
+                x.problem(
+                    cat,
+                    op,
+                    format!("{} on {target}: {st}, url {after}", c.name),
+                );
             }
             let op = "POST /api/v4/webhooks/{webhook_id}/deliveries/{delivery_id}/retry/";
             x.exercised.insert(op);
@@ -4520,11 +4520,7 @@ fn every_endpoint_as_every_user_agrees_with_the_reference_evaluator() {
     let started = Instant::now();
     let dir = tempfile::tempdir().expect("temp dir");
     // Webhooks on loopback (nothing listens there: their deliveries stay pending).
-    support::prepare(
-        dir.path(),
-        false,
-        "webhooks_allow_private_networks: true\n",
-    );
+    support::prepare(dir.path(), false, "webhooks_allow_private_networks: true\n");
     let s = Server::start(dir.path());
     // Every operation of openapi.json has a rule, and every rule an operation.
     let ops = openapi_operations(&s);
@@ -4595,7 +4591,11 @@ fn every_endpoint_as_every_user_agrees_with_the_reference_evaluator() {
     reads(&mut x);
     x.verify_model("the second reads");
     webhooks(&mut x);
-    println!("webhooks: {} requests, {:.1?}", x.requests, started.elapsed());
+    println!(
+        "webhooks: {} requests, {:.1?}",
+        x.requests,
+        started.elapsed()
+    );
     let never: Vec<&str> = (RULES.iter())
         .map(|(op, _)| *op)
         .filter(|op| !x.exercised.contains(op))

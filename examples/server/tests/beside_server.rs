@@ -588,7 +588,9 @@ fn webhook_list_deliveries_and_retry_beside_a_server_reach_its_deliverer() {
     });
     let shown = ok(dir.path(), &["webhook", "deliveries", &id.to_string()]);
     assert!(
-        shown.contains(&format!("{delivery}\t")) && shown.contains("pending") && shown.contains("500"),
+        shown.contains(&format!("{delivery}\t"))
+            && shown.contains("pending")
+            && shown.contains("500"),
         "{shown}"
     );
     // Retried by the command, sent again by the server.

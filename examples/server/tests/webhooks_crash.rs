@@ -81,7 +81,8 @@ fn serve(stream: TcpStream, got: &Mutex<Vec<Received>>) {
         body,
     });
     let mut stream = stream;
-    let _ = stream.write_all(b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+    let _ = stream
+        .write_all(b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
 }
 
 /// Whether `r` carries the Standard Webhooks signature of its id, timestamp and body under
@@ -96,7 +97,9 @@ fn signed_with(r: &Received, secret: &str) -> bool {
     mac.update(format!("{}.{}.", header("webhook-id"), header("webhook-timestamp")).as_bytes());
     mac.update(&r.body);
     let expected = format!("v1,{}", b64.encode(mac.finalize().into_bytes()));
-    header("webhook-signature").split(' ').any(|s| s == expected)
+    header("webhook-signature")
+        .split(' ')
+        .any(|s| s == expected)
 }
 
 /// Creates documents until `CHANGES` are acknowledged or the server stops answering; returns
@@ -180,7 +183,10 @@ fn every_event_is_delivered_signed_and_in_order_across_a_sigkill() {
             Some(&json!({"url": format!("{receiver_base}{path}"), "events": events})),
         );
         assert_eq!(status, 201, "{w}");
-        secrets.insert(path.to_owned(), w["secret"].as_str().expect("secret").to_owned());
+        secrets.insert(
+            path.to_owned(),
+            w["secret"].as_str().expect("secret").to_owned(),
+        );
     }
     // Half the changes, then SIGKILL while they still go on (and deliveries still go out).
     let acknowledged = Arc::new(AtomicUsize::new(0));
@@ -249,7 +255,10 @@ fn every_event_is_delivered_signed_and_in_order_across_a_sigkill() {
             assert_eq!(body["type"], body["data"]["name"]);
             ids.push(body["data"]["id"].as_i64().expect("data.id"));
         }
-        assert_eq!(&ids, want, "{path}: every event once, in the order of the log");
+        assert_eq!(
+            &ids, want,
+            "{path}: every event once, in the order of the log"
+        );
         // A repeat is the same delivery again: same event, same id.
         let mut by_id: BTreeMap<&str, BTreeSet<i64>> = BTreeMap::new();
         for r in all.iter().filter(|r| r.path == *path) {

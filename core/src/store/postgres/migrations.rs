@@ -43,10 +43,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
         9,
         include_str!("../migrations/postgres/0009_followed_events.sql"),
     ),
-    (
-        11,
-        include_str!("../migrations/postgres/0011_webhooks.sql"),
-    ),
+    (11, include_str!("../migrations/postgres/0011_webhooks.sql")),
 ];
 
 /// The session-level advisory lock `migrate` holds, so that one process migrates while the

@@ -37,7 +37,8 @@ pub(super) fn run(command: WebhookCommand) -> Result<(), AnyError> {
                     d.event,
                     d.status,
                     d.attempts,
-                    d.next_attempt.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                    d.next_attempt
+                        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
                     d.last_error
                 );
             }
