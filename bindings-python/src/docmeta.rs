@@ -578,6 +578,10 @@ impl Docmeta {
         d.set_item("renders_at_once", c.renders_at_once)?;
         d.set_item("postgres_pool_size", c.postgres_pool_size)?;
         d.set_item("read_cache_documents", c.read_cache_documents)?;
+        d.set_item(
+            "webhooks_allow_private_networks",
+            c.webhooks_allow_private_networks,
+        )?;
         Ok(d)
     }
 

@@ -143,6 +143,22 @@ record!(
     Task { id: i64, name: String, state: String, attempts: i64, error: String,
         target: Option<String> });
 record!(
+    /// A webhook: the events of the log its owner may see, POSTed signed to `url`; `events`
+    /// names the events it is for (empty: every event).
+    Webhook { id: i64, owner_id: i64, url: String, events: Vec<String>, active: bool,
+        created: DateTime<Utc> });
+record!(
+    /// A webhook just created, with its signing secret (`whsec_` and base64): the only answer
+    /// that holds it.
+    CreatedWebhook { webhook: Webhook, secret: String });
+record!(
+    /// One event to send to one webhook: `status` is `"pending"`, `"delivered"` or
+    /// `"failed"`; `message_id` is the `webhook-id` header of every attempt.
+    WebhookDelivery { id: i64, message_id: String, webhook_id: i64, event_id: i64,
+        status: String, attempts: i64, last_status_code: Option<u16>,
+        last_attempt: Option<DateTime<Utc>>, next_attempt: DateTime<Utc>, last_error: String,
+        created: DateTime<Utc> });
+record!(
     /// A workflow template.
     Workflow { id: i64, label: String, document_type_ids: Vec<i64> });
 record!(
@@ -437,6 +453,43 @@ impl From<core::Cabinet> for Cabinet {
             id: c.id.0,
             label: c.label,
             parent_id: c.parent_id.map(|p| p.0),
+        }
+    }
+}
+impl From<core::Webhook> for Webhook {
+    fn from(w: core::Webhook) -> Self {
+        Webhook {
+            id: w.id.0,
+            owner_id: w.owner.0,
+            url: w.url,
+            events: w.events,
+            active: w.active,
+            created: micros(w.created),
+        }
+    }
+}
+impl From<core::CreatedWebhook> for CreatedWebhook {
+    fn from(c: core::CreatedWebhook) -> Self {
+        CreatedWebhook {
+            webhook: c.webhook.into(),
+            secret: c.secret,
+        }
+    }
+}
+impl From<core::WebhookDelivery> for WebhookDelivery {
+    fn from(d: core::WebhookDelivery) -> Self {
+        WebhookDelivery {
+            id: d.id.0,
+            message_id: d.message_id,
+            webhook_id: d.webhook.0,
+            event_id: d.event.0,
+            status: d.status.key().to_owned(),
+            attempts: d.attempts,
+            last_status_code: d.last_status_code,
+            last_attempt: d.last_attempt.map(micros),
+            next_attempt: micros(d.next_attempt),
+            last_error: d.last_error,
+            created: micros(d.created),
         }
     }
 }

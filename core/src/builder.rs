@@ -401,6 +401,7 @@ impl Builder {
             next_subscription: AtomicU64::new(1),
             event_signal: crate::kernel::EventSignal::new(),
             task_signal: (Mutex::new(false), Condvar::new()),
+            delivery_signal: (Mutex::new(false), Condvar::new()),
             search,
             files,
             _lock: lock,
@@ -435,7 +436,14 @@ impl Builder {
             })?;
         }
         if self.worker {
-            db.worker = Some(Arc::new(Worker::start(&db)));
+            // Claims on webhook deliveries left by a process that stopped while sending end
+            // (another live process's would end by themselves, after their lease).
+            if db.inner._lock.as_ref().is_none_or(DataLock::alone) {
+                db.write_system(|tx| tx.release_webhook_deliveries())?;
+            }
+            let tasks = Worker::start(&db);
+            let deliveries = crate::webhooks::Deliverer::start(&db);
+            db.worker = Some(Arc::new((tasks, deliveries)));
         }
         Ok(db)
     }

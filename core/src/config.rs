@@ -102,6 +102,12 @@ pub struct Config {
     /// default is 10,000 on SQLite and 0, off, on PostgreSQL, where any transaction of the
     /// cluster empties it, so under load it would hold little. `0` turns it off.
     pub read_cache_documents: Option<usize>,
+    /// Whether webhooks may send to addresses that are not public: loopback, link-local,
+    /// private (RFC 1918, `fc00::/7`), multicast, unspecified, shared, reserved and
+    /// documentation ranges. Off by default, so that a user who may create a webhook cannot
+    /// make the server send requests into its own network (server-side request forgery); on
+    /// for a receiver on the same machine or network.
+    pub webhooks_allow_private_networks: bool,
 }
 
 /// The read cache's size on SQLite when `read_cache_documents` is not set.
@@ -145,6 +151,7 @@ impl Default for Config {
             renders_at_once: 4,
             postgres_pool_size: 32,
             read_cache_documents: None,
+            webhooks_allow_private_networks: false,
         }
     }
 }
@@ -207,6 +214,10 @@ postgres_pool_size: 32
 # before the next read. Default: 10000 on SQLite, 0 (off) on PostgreSQL, where any transaction
 # of the cluster empties it.
 # read_cache_documents: 10000
+# Whether webhooks may send to loopback, link-local, private (10/8, 172.16/12, 192.168/16,
+# fc00::/7) and other addresses that are not public. Off, a webhook whose host resolves to one
+# is refused when it is saved and when each delivery is sent.
+webhooks_allow_private_networks: false
 ";
 
 impl Config {

@@ -60,6 +60,7 @@ mod session;
 pub mod store;
 mod tasks;
 mod tokens;
+mod webhooks;
 mod workflows;
 
 // Every name a user needs is re-exported here; the modules are private but for two: `store`, the
@@ -107,6 +108,9 @@ pub use metadata::{
 
 // Workflows.
 pub use workflows::{MAX_CHAIN as MAX_WORKFLOW_CHAIN, TRIGGER_EVENTS};
+
+// Webhooks (their records are in `model`).
+pub use webhooks::{MAX_URL_LEN as MAX_WEBHOOK_URL_LEN, MAX_WEBHOOKS_PER_USER};
 
 // Search.
 pub use search::index::INDEX_SCHEMA_VERSION;

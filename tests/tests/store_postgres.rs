@@ -567,12 +567,13 @@ fn a_new_database_has_the_schema_older_versions_made() -> docmeta_core::Result<(
     }
     // Made the old way up to version 4, then PostgreSQL's own migrations from there.
     let before = migrated_as_before(SQLITE_MIGRATIONS.len());
+    let now = fresh_url();
+    // Every version a new database gets (not every number is one).
+    let all = PostgresStore::open(&now)?.migrate()?;
     assert_eq!(
         PostgresStore::open(&before)?.migrate()?,
-        (5..=docmeta_core::store::SCHEMA_VERSION).collect::<Vec<_>>()
+        all.into_iter().filter(|v| *v >= 5).collect::<Vec<_>>()
     );
-    let now = fresh_url();
-    PostgresStore::open(&now)?.migrate()?;
     assert_same_schema(&schema_of(&now), &schema_of(&before));
     Ok(())
 }
@@ -584,13 +585,13 @@ fn an_older_database_migrates_to_the_schema_of_a_new_one() -> docmeta_core::Resu
         return Ok(());
     }
     let old = migrated_as_before(2);
+    let fresh = fresh_url();
+    let all = PostgresStore::open(&fresh)?.migrate()?;
     let store = PostgresStore::open(&old)?;
     assert_eq!(
         store.migrate()?,
-        (3..=docmeta_core::store::SCHEMA_VERSION).collect::<Vec<_>>()
+        all.into_iter().filter(|v| *v >= 3).collect::<Vec<_>>()
     );
-    let fresh = fresh_url();
-    PostgresStore::open(&fresh)?.migrate()?;
     assert_same_schema(&schema_of(&old), &schema_of(&fresh));
     Ok(())
 }

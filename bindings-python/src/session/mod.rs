@@ -8,6 +8,7 @@ mod events;
 mod files;
 mod metadata;
 mod search;
+mod webhooks;
 mod workflows;
 
 use docmeta_core as core;

@@ -7,9 +7,11 @@
 mod access;
 mod metadata;
 mod operations;
+mod webhooks;
 mod workflows;
 
 pub use access::*;
 pub use metadata::*;
 pub use operations::*;
+pub use webhooks::*;
 pub use workflows::*;

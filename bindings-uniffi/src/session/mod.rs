@@ -11,6 +11,7 @@ mod files;
 mod metadata;
 mod search;
 mod users;
+mod webhooks;
 mod workflows;
 
 use std::sync::Arc;

@@ -490,6 +490,42 @@ fun followingTheLog() {
     expect(e.field == "wait", "the refusal names the field: ${e.field}")
 }
 
+fun webhooks() {
+    // Loopback allowed, no worker: deliveries are queued, never sent.
+    val data = Files.createTempDirectory("docmeta-kotlin-webhooks")
+    Files.writeString(data.resolve("config.yml"), "password_hash_memory_kib: 64\npassword_hash_iterations: 1\nwebhooks_allow_private_networks: true\n")
+    val db = Docmeta.open(data.toString(), worker = false)
+    val admin = db.system()
+    fun webhookUser(name: String): Long {
+        val user = admin.createUser(name, "a long password", false)
+        val group = admin.createGroup("$name's")
+        val role = admin.createRole("$name's role")
+        admin.setGroupMember(group.id, user.id, true)
+        admin.setRoleGroup(role.id, group.id, true)
+        for (key in listOf("create", "view", "edit", "delete")) admin.grantGlobal("webhooks.webhook_$key", role.id)
+        admin.grantGlobal("documents.document_type_view", role.id)
+        return user.id
+    }
+    val alice = db.session(webhookUser("alice"))
+    val created = alice.createWebhook("http://127.0.0.1:9/hook", listOf("documents.document_type_created"))
+    expect(created.secret.startsWith("whsec_") && created.webhook.active, "created, with its secret: ${created.webhook}")
+    val hook = created.webhook
+    expect(alice.webhooks() == listOf(hook) && alice.webhook(hook.id) == hook, "listed and read")
+    admin.createDocumentType("Invoice")
+    val queued = alice.webhookDeliveries(hook.id)
+    expect(queued.size == 1 && queued[0].status == DeliveryStatus.PENDING, "a delivery queued with the event: $queued")
+    expect(alice.retryWebhookDelivery(hook.id, queued[0].id).status == DeliveryStatus.PENDING, "retried")
+    val off = alice.updateWebhook(hook.id, WebhookUpdate(active = false))
+    expect(!off.active && off.url == hook.url && off.events == hook.events, "only what is given changes: $off")
+    val bob = db.session(webhookUser("bob"))
+    refused<DocmetaException.NotFound>("someone else's webhook") { bob.webhook(hook.id) }
+    refused<DocmetaException.NotFound>("someone else's webhook") { bob.deleteWebhook(hook.id) }
+    val url = refused<DocmetaException.Validation>("not http") { alice.createWebhook("ftp://example.com/", listOf(), null) }
+    expect(url.field == "url", "the refusal names the url: ${url.field}")
+    alice.deleteWebhook(hook.id)
+    expect(alice.webhooks().isEmpty(), "deleted")
+}
+
 fun main() {
     val groups = listOf(
         "metadata" to ::metadata,
@@ -503,6 +539,7 @@ fun main() {
         "offline validation" to ::offlineValidation,
         "events, tasks and errors" to ::eventsTasksAndErrors,
         "following the log" to ::followingTheLog,
+        "webhooks" to ::webhooks,
     )
     for ((name, run) in groups) {
         group = name

@@ -396,7 +396,12 @@ fn open_and_verify(builder: crate::Builder, manifest: Manifest) -> Result<Restor
     let files_restored = manifest.files.len();
     let db = builder.open()?;
     let (now, _) = db.store().schema_version()?;
-    let migrations = (manifest.info.schema_version + 1..=now).collect();
+    // The versions both stores number their migrations with (not every number is one).
+    let migrations = crate::store::sqlite::MIGRATIONS
+        .iter()
+        .map(|(version, _)| *version)
+        .filter(|v| *v > manifest.info.schema_version && *v <= now)
+        .collect();
     // The rebuild is for the restored directory's index (a fresh `search/INSTANCE`, renamed
     // into place with the directory). Search work the backup's database still had queued was
     // for indexes of the database it replaces: it goes to this index too, before the rebuild.

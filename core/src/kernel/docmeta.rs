@@ -80,6 +80,9 @@ pub(crate) struct Inner {
     /// Moved by every commit that appends events, for those waiting for new ones (see `feed`).
     pub(crate) event_signal: Arc<super::EventSignal>,
     pub(crate) task_signal: (Mutex<bool>, Condvar),
+    /// Wakes the webhook deliverer: events were committed (each may have queued deliveries),
+    /// or a delivery was made due.
+    pub(crate) delivery_signal: (Mutex<bool>, Condvar),
     pub(crate) search: crate::search::home::SearchHome,
     pub(crate) files: Arc<dyn FileStorage>,
     pub(crate) _lock: Option<DataLock>,
@@ -205,6 +208,13 @@ impl Docmeta {
     /// Wakes the task worker (a task was enqueued).
     pub(crate) fn notify_worker(&self) {
         let (lock, cv) = &self.inner.task_signal;
+        *lock.lock() = true;
+        cv.notify_all();
+    }
+
+    /// Wakes the webhook deliverer (deliveries may have been queued or made due).
+    pub(crate) fn notify_deliveries(&self) {
+        let (lock, cv) = &self.inner.delivery_signal;
         *lock.lock() = true;
         cv.notify_all();
     }

@@ -573,7 +573,7 @@ impl Docmeta {
     }
 
     /// What follows the commit of a unit of work: deletes the files it unlinked, wakes the
-    /// worker and notifies subscribers.
+    /// task worker and the webhook deliverer, and notifies subscribers.
     fn after_commit(&self, events: Vec<Event>, tasks_enqueued: bool, unlink: Vec<String>) {
         for name in unlink {
             // Moved aside, kept a day for backups that started before the commit. One that
@@ -592,6 +592,8 @@ impl Docmeta {
         if !events.is_empty() {
             // Before the subscribers, which may take their time: a follower reads at once.
             self.events_committed();
+            // Each event may have queued webhook deliveries in its transaction.
+            self.notify_deliveries();
         }
         self.publish(&events);
     }

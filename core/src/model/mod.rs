@@ -15,6 +15,7 @@ mod storage;
 mod task;
 mod username;
 mod views;
+mod webhook;
 mod workflow;
 
 pub(crate) use event::Changes;
@@ -35,6 +36,8 @@ pub use views::{
     AclView, AssociationView, DocumentView, EventActor, EventFeed, EventView, MetadataPageVersion,
     MetadataValueView, Page, PageRequest,
 };
+pub(crate) use webhook::message_id;
+pub use webhook::{CreatedWebhook, DeliveryStatus, Webhook, WebhookDelivery, WebhookUpdate};
 pub use workflow::*;
 
 use chrono::{DateTime, Utc};
@@ -98,6 +101,10 @@ ids! {
     WorkflowInstanceId;
     /// Identifies an entry of a workflow instance's log.
     WorkflowLogEntryId;
+    /// Identifies a [`Webhook`].
+    WebhookId;
+    /// Identifies a [`WebhookDelivery`].
+    WebhookDeliveryId;
 }
 
 /// Who performs an operation: every operation of docmeta runs as an actor.

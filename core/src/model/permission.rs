@@ -1,4 +1,5 @@
-//! Every permission key of spec 5.4, plus the keys api.md adds, as typed constants.
+//! Every permission key of spec 5.4, plus the keys api.md adds and docmeta's own (`webhooks.*`),
+//! as typed constants.
 //!
 //! A key from outside (`"documents.document_view"`) is parsed once with [`Permission::from_key`];
 //! inside docmeta permissions are small integers and sets of them are bitsets.
@@ -185,6 +186,12 @@ permissions! {
     "acls" "Access control lists" {
         AclView "acl_view" "View access control lists",
         AclEdit "acl_edit" "Edit access control lists",
+    }
+    "webhooks" "Webhooks" {
+        WebhookCreate "webhook_create" "Create webhooks",
+        WebhookView "webhook_view" "View one's own webhooks and their deliveries",
+        WebhookEdit "webhook_edit" "Edit one's own webhooks and retry their deliveries",
+        WebhookDelete "webhook_delete" "Delete one's own webhooks",
     }
 }
 

@@ -171,27 +171,57 @@ impl Session {
         let mut names: HashMap<UserId, Option<String>> = HashMap::new();
         let mut out = Vec::with_capacity(events.len());
         for event in events {
-            let actor = match event.actor {
-                None => None,
-                Some(id) => {
-                    if let std::collections::hash_map::Entry::Vacant(e) = names.entry(id) {
-                        e.insert(self.read(|tx| tx.user(id))?.map(|u| u.username));
-                    }
-                    names
-                        .get(&id)
-                        .cloned()
-                        .flatten()
-                        .map(|username| EventActor { id, username })
-                }
-            };
-            out.push(EventView { event, actor });
+            out.push(self.with_actor(event, &mut names)?);
         }
         Ok(out)
+    }
+
+    /// `event` with its actor's name (`names` remembers the names already read).
+    fn with_actor(
+        &self,
+        event: Event,
+        names: &mut HashMap<UserId, Option<String>>,
+    ) -> Result<EventView> {
+        let actor = match event.actor {
+            None => None,
+            Some(id) => {
+                if let std::collections::hash_map::Entry::Vacant(e) = names.entry(id) {
+                    e.insert(self.read(|tx| tx.user(id))?.map(|u| u.username));
+                }
+                names
+                    .get(&id)
+                    .cloned()
+                    .flatten()
+                    .map(|username| EventActor { id, username })
+            }
+        };
+        Ok(EventView { event, actor })
     }
 
     /// Whether this session sees every event whole (docmeta itself, a superuser).
     fn sees_every_event(&self) -> bool {
         self.actor == Actor::System || self.is_superuser()
+    }
+
+    /// `event` as [`events`](Self::events) would show it to this session, decided when it is
+    /// shown (a webhook's delivery, as its owner may see it then); `None` when this session
+    /// may not view its target.
+    pub(crate) fn event_as_seen(&self, event: Event) -> Result<Option<EventView>> {
+        let reader = self.deciding_from(Instant::now())?;
+        let event = if reader.sees_every_event() {
+            Some(event)
+        } else {
+            reader.shown(&self.db.kinds(), event)
+        };
+        match event {
+            Some(event) => reader.with_actor(event, &mut HashMap::new()).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether this session may view the target of an event, so sees the event at all.
+    pub(crate) fn may_view_event(&self, target: &EventObject) -> bool {
+        self.sees_every_event() || self.may_view_event_object(&self.db.kinds(), target)
     }
 
     /// The events of [`events`](Self::events), without their actors' names.

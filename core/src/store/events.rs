@@ -38,7 +38,10 @@ impl Tx<'_> {
     // ----- events -----------------------------------------------------------------------
 
     /// Appends an event with what it changed (stored as JSON text, see [`changes_json`]); its
-    /// id and time are assigned here.
+    /// id and time are assigned here. In the same transaction, every webhook that is for it
+    /// gets a pending delivery (see
+    /// [`enqueue_webhook_deliveries`](Self::enqueue_webhook_deliveries)), so an event is never
+    /// committed without them.
     pub fn append_event(
         &mut self,
         name: &str,
@@ -68,6 +71,7 @@ impl Tx<'_> {
                 (&json).into(),
             ],
         )?;
+        self.enqueue_webhook_deliveries(EventId(id), name, timestamp)?;
         Ok(Event {
             id: EventId(id),
             timestamp: from_micros(to_micros(timestamp)),
@@ -84,6 +88,18 @@ impl Tx<'_> {
     /// work that appended any, before its commit.
     pub fn notify_events(&mut self) -> Result<()> {
         self.inner.notify_events()
+    }
+
+    /// One event.
+    pub fn event(&mut self, id: EventId) -> Result<Option<Event>> {
+        self.optional(
+            "SELECT id, timestamp, name, actor_id, target_kind, target_id, target_label, \
+                 action_kind, action_id, action_label, changes \
+             FROM events \
+             WHERE id = ?1",
+            &[id.0.into()],
+            event,
+        )
     }
 
     /// Events matching `q`. Oldest first, they come in commit order, gap-free (see

@@ -37,12 +37,14 @@ pub(crate) mod records;
 mod settings;
 pub mod sqlite;
 mod tasks;
+mod webhooks;
 mod workflows;
 
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
 pub(crate) use reads::FollowedEvent;
 pub use sqlite::{SCHEMA_VERSION, SqliteStore};
+pub(crate) use webhooks::{ClaimedDelivery, DeliveryOutcome, WebhookRow};
 
 /// The migration that adds `users.username_key`; each store fills it for existing users in
 /// Rust, in the migration's transaction (the key is not something SQL can compute).

@@ -44,10 +44,11 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
         include_str!("migrations/sqlite/0009_followed_events.sql"),
     ),
     (10, include_str!("migrations/sqlite/0010_event_changes.sql")),
+    (11, include_str!("migrations/sqlite/0011_webhooks.sql")),
 ];
 
 /// Newest schema version this build knows.
-pub const SCHEMA_VERSION: u32 = 10;
+pub const SCHEMA_VERSION: u32 = 11;
 
 /// Reader connections kept open; more concurrent readers wait for one (opening a connection per
 /// read would cost more than the read).

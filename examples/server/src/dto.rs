@@ -2,8 +2,9 @@
 //! `requests`).
 
 use docmeta_core::{
-    AclView, AssociationView, Cabinet, Document, DocumentType, DocumentView, EventObject,
-    EventView, Group, MetadataType, MetadataValueView, Permission, Role, Task, User,
+    AclView, AssociationView, Cabinet, CreatedWebhook, Document, DocumentType, DocumentView,
+    EventObject, EventView, Group, MetadataType, MetadataValueView, Permission, Role, Task, User,
+    Webhook, WebhookDelivery,
 };
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -469,6 +470,101 @@ impl From<&Task> for TaskOut {
             attempts: t.attempts,
             error: t.error.clone(),
             target: t.target.clone(),
+        }
+    }
+}
+
+/// A webhook (its secret is write-only: only the answer that creates it holds it).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WebhookOut {
+    pub id: i64,
+    /// The user it belongs to: it sends what they may see.
+    pub owner_id: i64,
+    /// Where events are POSTed.
+    pub url: String,
+    /// The event names it is for; empty: every event.
+    pub events: Vec<String>,
+    pub active: bool,
+    pub created: String,
+}
+
+impl From<&Webhook> for WebhookOut {
+    fn from(w: &Webhook) -> Self {
+        WebhookOut {
+            id: w.id.0,
+            owner_id: w.owner.0,
+            url: w.url.clone(),
+            events: w.events.clone(),
+            active: w.active,
+            created: w
+                .created
+                .to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+        }
+    }
+}
+
+/// A webhook just created, with its signing secret (`whsec_` and base64): shown this once.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WebhookCreatedOut {
+    pub id: i64,
+    pub owner_id: i64,
+    pub url: String,
+    pub events: Vec<String>,
+    pub active: bool,
+    pub created: String,
+    pub secret: String,
+}
+
+impl From<&CreatedWebhook> for WebhookCreatedOut {
+    fn from(c: &CreatedWebhook) -> Self {
+        let w = WebhookOut::from(&c.webhook);
+        WebhookCreatedOut {
+            id: w.id,
+            owner_id: w.owner_id,
+            url: w.url,
+            events: w.events,
+            active: w.active,
+            created: w.created,
+            secret: c.secret.clone(),
+        }
+    }
+}
+
+/// One event to send to one webhook.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WebhookDeliveryOut {
+    pub id: i64,
+    /// The `webhook-id` header of every attempt (receivers drop repeats by it).
+    pub message_id: String,
+    pub webhook_id: i64,
+    pub event_id: i64,
+    /// `pending`, `delivered` or `failed`.
+    pub status: String,
+    pub attempts: i64,
+    pub last_status_code: Option<u16>,
+    pub last_attempt: Option<String>,
+    pub next_attempt: String,
+    pub last_error: String,
+    pub created: String,
+}
+
+impl From<&WebhookDelivery> for WebhookDeliveryOut {
+    fn from(d: &WebhookDelivery) -> Self {
+        let time = |t: &chrono::DateTime<chrono::Utc>| {
+            t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+        };
+        WebhookDeliveryOut {
+            id: d.id.0,
+            message_id: d.message_id.clone(),
+            webhook_id: d.webhook.0,
+            event_id: d.event.0,
+            status: d.status.key().to_owned(),
+            attempts: d.attempts,
+            last_status_code: d.last_status_code,
+            last_attempt: d.last_attempt.as_ref().map(time),
+            next_attempt: time(&d.next_attempt),
+            last_error: d.last_error.clone(),
+            created: time(&d.created),
         }
     }
 }

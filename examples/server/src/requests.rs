@@ -841,6 +841,80 @@ pub struct TakeTransitionIn {
     pub comment: Option<String>,
 }
 
+// ----- webhooks -------------------------------------------------------------------------------
+
+/// Longest webhook URL.
+const URL: usize = docmeta_core::MAX_WEBHOOK_URL_LEN;
+
+/// Body of POST on webhooks.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct WebhookIn {
+    /// Where events are POSTed: `http` or `https`, a host that resolves only to public
+    /// addresses (unless `webhooks_allow_private_networks`), no credentials.
+    #[schema(schema_with = webhook_url::<false>)]
+    pub url: String,
+    /// The event names it is for (absent or empty: every event).
+    #[schema(schema_with = event_names)]
+    pub events: Option<Vec<String>>,
+    /// The signing secret (absent: 32 random bytes); answered only by this request.
+    #[schema(schema_with = webhook_secret::<false>)]
+    pub secret: Option<String>,
+}
+
+/// Body of PATCH on webhooks: each field given replaces the stored one.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct WebhookPatchIn {
+    #[schema(schema_with = webhook_url::<true>)]
+    pub url: Option<String>,
+    #[schema(schema_with = event_names)]
+    pub events: Option<Vec<String>>,
+    /// A new signing secret (write-only).
+    #[schema(schema_with = webhook_secret::<true>)]
+    pub secret: Option<String>,
+    pub active: Option<Flag>,
+}
+
+/// A string schema, or `null` too when `OPTIONAL`.
+fn string_or_null<const OPTIONAL: bool>() -> ObjectBuilder {
+    let kind = if OPTIONAL {
+        utoipa::openapi::schema::SchemaType::from_iter([Type::String, Type::Null])
+    } else {
+        Type::String.into()
+    };
+    ObjectBuilder::new().schema_type(kind)
+}
+
+/// A webhook URL: `http://` or `https://` and at most 2,048 characters.
+fn webhook_url<const OPTIONAL: bool>() -> Schema {
+    string_or_null::<OPTIONAL>()
+        .max_length(Some(URL))
+        .pattern(Some("^https?://[^\\u0000]+$"))
+        .into()
+}
+
+/// A webhook secret: `whsec_` and base64 (of 24 to 64 bytes).
+fn webhook_secret<const OPTIONAL: bool>() -> Schema {
+    string_or_null::<OPTIONAL>()
+        .pattern(Some("^whsec_[A-Za-z0-9+/]+={0,2}$"))
+        .description(Some("`whsec_` and the base64 of 24 to 64 bytes."))
+        .into()
+}
+
+/// A list of event names, or `null` (absent).
+fn event_names() -> Schema {
+    ArrayBuilder::new()
+        .schema_type(utoipa::openapi::schema::SchemaType::from_iter([
+            Type::Array,
+            Type::Null,
+        ]))
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(docmeta_core::Event::NAMES.iter().copied())),
+        )
+        .into()
+}
+
 #[cfg(test)]
 mod tests {
     use serde::de::DeserializeOwned;

@@ -495,6 +495,34 @@ const RULES: &[(&str, &str)] = &[
         "POST /api/v5/objects/{app_label}/{model_name}/{object_id}/acls/{acl_id}/permissions/remove/",
         "acls.acl_edit on the object (403/404); an ACL of another object 404; the role visible (400); holding the permission there (403)",
     ),
+    (
+        "GET /api/v4/webhooks/",
+        "list: every webhook for a superuser; the caller's own with global webhook_view; else 403",
+    ),
+    (
+        "POST /api/v4/webhooks/",
+        "global webhook_create (403); the webhook is the caller's",
+    ),
+    (
+        "GET /api/v4/webhooks/{webhook_id}/",
+        "another user's webhook 404 (a superuser: any); global webhook_view (403)",
+    ),
+    (
+        "PATCH /api/v4/webhooks/{webhook_id}/",
+        "another user's webhook 404 (a superuser: any); global webhook_edit (403)",
+    ),
+    (
+        "DELETE /api/v4/webhooks/{webhook_id}/",
+        "another user's webhook 404 (a superuser: any); global webhook_delete (403)",
+    ),
+    (
+        "GET /api/v4/webhooks/{webhook_id}/deliveries/",
+        "another user's webhook 404 (a superuser: any); global webhook_view (403)",
+    ),
+    (
+        "POST /api/v4/webhooks/{webhook_id}/deliveries/{delivery_id}/retry/",
+        "another user's webhook 404 (a superuser: any); global webhook_edit (403)",
+    ),
 ];
 
 /// The answer for an object named in a request body: one the caller cannot see is invalid
@@ -4320,6 +4348,199 @@ fn deletions(x: &mut Ctx) {
 
 // ----- the tests ---------------------------------------------------------------------------------
 
+// ----- webhooks ----------------------------------------------------------------------------------
+
+const WH_CREATE: &str = "webhooks.webhook_create";
+const WH_VIEW: &str = "webhooks.webhook_view";
+const WH_EDIT: &str = "webhooks.webhook_edit";
+const WH_DELETE: &str = "webhooks.webhook_delete";
+
+/// Webhooks belong to their creator: every webhook operation as every caller, on every
+/// caller's webhook. Runs last, on the world the other phases left: it gives the webhook keys
+/// globally to some roles (each role a different set), so that callers hold every combination.
+fn webhooks(x: &mut Ctx) {
+    let roles: Vec<i64> = x.admin_list("/api/v4/roles/").iter().map(id).collect();
+    let sets: [&[&str]; 5] = [
+        &[WH_CREATE, WH_VIEW, WH_EDIT, WH_DELETE],
+        &[WH_CREATE, WH_VIEW],
+        &[WH_CREATE, WH_EDIT],
+        &[WH_CREATE, WH_DELETE],
+        &[WH_VIEW],
+    ];
+    for (r, keys) in roles.iter().zip(sets) {
+        for key in keys {
+            x.admin(
+                "POST",
+                &format!("/api/v4/roles/{r}/permissions/add/"),
+                Some(json!({ "permission": key })),
+            );
+        }
+    }
+    x.m = x.load_model();
+    // Each caller creates one (nothing listens on the discard port: deliveries stay pending).
+    let mut owner: BTreeMap<i64, i64> = BTreeMap::new();
+    let op = "POST /api/v4/webhooks/";
+    x.exercised.insert(op);
+    for c in x.callers.clone() {
+        let exp = x.expect(&c, &|m, u| {
+            if m.glob(u, WH_CREATE) {
+                Exp::Ok(201)
+            } else {
+                Exp::No(403)
+            }
+        });
+        let body = json!({
+            "url": format!("http://127.0.0.1:9/{}", c.name),
+            "events": ["user_management.user_edited"],
+        });
+        let (st, created) = x.call(&c, "POST", "/api/v4/webhooks/", Some(&body));
+        x.judge(op, &c, "-", exp, st);
+        if st == 201 {
+            if created["owner_id"].as_i64() != c.id || !created["secret"].is_string() {
+                x.problem(Cat::Other, op, format!("{} got {created}", c.name));
+            }
+            owner.insert(id(&created), c.id.unwrap_or_default());
+        }
+    }
+    let hooks: Vec<i64> = owner.keys().copied().collect();
+    // The rule of every operation on one webhook: someone else's is not found (but to a
+    // superuser), one's own needs the key.
+    let rule = |m: &Model, u: i64, owner: i64, key: &str, ok: u16| {
+        if owner != u && !m.sup(u) {
+            Exp::No(404)
+        } else if m.glob(u, key) {
+            Exp::Ok(ok)
+        } else {
+            Exp::No(403)
+        }
+    };
+    // An event each owner sees (an edit of themselves), so that each webhook has a delivery.
+    for o in owner.values().copied().collect::<BTreeSet<_>>() {
+        x.admin(
+            "PATCH",
+            &format!("/api/v4/users/{o}/"),
+            Some(json!({ "is_active": true })),
+        );
+    }
+    let mut delivery: BTreeMap<i64, i64> = BTreeMap::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    for h in &hooks {
+        loop {
+            let listed = x.admin_list(&format!("/api/v4/webhooks/{h}/deliveries/"));
+            if let Some(d) = listed.first() {
+                delivery.insert(*h, id(d));
+                break;
+            }
+            assert!(Instant::now() < deadline, "no delivery for webhook {h}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let all: BTreeSet<String> = set(hooks.iter().copied());
+    let listed_owner = owner.clone();
+    x.read_list(
+        "GET /api/v4/webhooks/",
+        "/api/v4/webhooks/?page_size=500",
+        "-",
+        &|m, u| {
+            if m.sup(u) {
+                Ok(all.clone())
+            } else if m.glob(u, WH_VIEW) {
+                Ok(set(listed_owner
+                    .iter()
+                    .filter(|(_, o)| **o == u)
+                    .map(|(h, _)| *h)))
+            } else {
+                Err(403)
+            }
+        },
+        ids,
+    );
+    for (&h, &o) in &owner {
+        x.read(
+            "GET /api/v4/webhooks/{webhook_id}/",
+            &format!("/api/v4/webhooks/{h}/"),
+            &format!("webhook {h}"),
+            &|m, u| rule(m, u, o, WH_VIEW, 200),
+        );
+        x.read(
+            "GET /api/v4/webhooks/{webhook_id}/deliveries/",
+            &format!("/api/v4/webhooks/{h}/deliveries/"),
+            &format!("webhook {h}"),
+            &|m, u| rule(m, u, o, WH_VIEW, 200),
+        );
+    }
+    // Writes: a refused one changes nothing, an allowed one what it says.
+    for (&h, &o) in &owner {
+        let d = delivery[&h];
+        for c in x.callers.clone() {
+            let target = format!("webhook {h}");
+            let op = "PATCH /api/v4/webhooks/{webhook_id}/";
+            x.exercised.insert(op);
+            let exp = x.expect(&c, &|m, u| rule(m, u, o, WH_EDIT, 200));
+            let url = format!("http://127.0.0.1:9/{h}/by/{}", c.name);
+            let before = x.admin_get(&format!("/api/v4/webhooks/{h}/"))["url"].clone();
+            let (st, _) = x.call(
+                &c,
+                "PATCH",
+                &format!("/api/v4/webhooks/{h}/"),
+                Some(&json!({ "url": url })),
+            );
+            x.judge(op, &c, &target, exp, st);
+            let after = x.admin_get(&format!("/api/v4/webhooks/{h}/"))["url"].clone();
+            let changed = after != before;
+            if changed != (st == 200) {
+                let cat = if st == 200 {
+                    Cat::AllowedNoEffect
+                } else {
+                    Cat::RefusedChanged
+                };
+                x.problem(
+                    cat,
+                    op,
+                    format!("{} on {target}: {st}, url {after}", c.name),
+                );
+            }
+            let op = "POST /api/v4/webhooks/{webhook_id}/deliveries/{delivery_id}/retry/";
+            x.exercised.insert(op);
+            let exp = x.expect(&c, &|m, u| rule(m, u, o, WH_EDIT, 200));
+            let (st, _) = x.call(
+                &c,
+                "POST",
+                &format!("/api/v4/webhooks/{h}/deliveries/{d}/retry/"),
+                None,
+            );
+            x.judge(op, &c, &format!("delivery {d} of {target}"), exp, st);
+        }
+    }
+    // Deletions, last: refused ones leave the webhook, the first allowed one deletes it.
+    let op = "DELETE /api/v4/webhooks/{webhook_id}/";
+    x.exercised.insert(op);
+    // Superusers last, so that owners holding the key delete their own.
+    let mut callers = x.callers.clone();
+    callers.sort_by_key(|c| c.id.is_some_and(|u| x.m.sup(u)));
+    for (&h, &o) in &owner {
+        let mut gone = false;
+        for c in callers.clone() {
+            let exp = if gone && c.id.is_some() {
+                Exp::Gone
+            } else {
+                x.expect(&c, &|m, u| rule(m, u, o, WH_DELETE, 204))
+            };
+            let (st, _) = x.call(&c, "DELETE", &format!("/api/v4/webhooks/{h}/"), None);
+            x.judge(op, &c, &format!("webhook {h}"), exp, st);
+            let (exists, _) = x.raw("GET", &format!("/api/v4/webhooks/{h}/"), Some(ADMIN), None);
+            if (exists == 404) != (gone || st == 204) {
+                x.problem(
+                    Cat::RefusedChanged,
+                    op,
+                    format!("{} on webhook {h}: {st}, then {exists}", c.name),
+                );
+            }
+            gone |= st == 204;
+        }
+    }
+}
+
 fn openapi_operations(s: &Server) -> BTreeSet<String> {
     let (status, doc) = s.call("GET", "/api/v4/openapi.json", None, None);
     assert_eq!(status, 200);
@@ -4338,7 +4559,8 @@ fn openapi_operations(s: &Server) -> BTreeSet<String> {
 fn every_endpoint_as_every_user_agrees_with_the_reference_evaluator() {
     let started = Instant::now();
     let dir = tempfile::tempdir().expect("temp dir");
-    support::prepare(dir.path(), false, "");
+    // Webhooks on loopback (nothing listens there: their deliveries stay pending).
+    support::prepare(dir.path(), false, "webhooks_allow_private_networks: true\n");
     let s = Server::start(dir.path());
     // Every operation of openapi.json has a rule, and every rule an operation.
     let ops = openapi_operations(&s);
@@ -4408,6 +4630,12 @@ fn every_endpoint_as_every_user_agrees_with_the_reference_evaluator() {
     x.verify_model("the deletions");
     reads(&mut x);
     x.verify_model("the second reads");
+    webhooks(&mut x);
+    println!(
+        "webhooks: {} requests, {:.1?}",
+        x.requests,
+        started.elapsed()
+    );
     let never: Vec<&str> = (RULES.iter())
         .map(|(op, _)| *op)
         .filter(|op| !x.exercised.contains(op))

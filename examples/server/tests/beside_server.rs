@@ -79,7 +79,8 @@ fn the_tests_cover_every_command_of_the_help() {
     assert_eq!(
         commands,
         [
-            "serve", "migrate", "user", "schema", "search", "demo", "backup", "restore", "storage"
+            "serve", "migrate", "user", "schema", "search", "demo", "backup", "restore", "webhook",
+            "storage"
         ],
         "a new command needs its test beside a running server in this file"
     );
@@ -522,4 +523,87 @@ fn a_reindex_whose_server_is_killed_while_running_it_is_finished_by_the_next_ser
         status.contains(&format!("documents.document: {MANY}")),
         "{status}"
     );
+}
+
+/// A receiver on loopback that answers `500` to every request; counts them.
+fn failing_receiver() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/hook", listener.local_addr().expect("addr"));
+    let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let thread_count = count.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut length = 0;
+            let mut line = String::new();
+            while reader.read_line(&mut line).unwrap_or(0) > 0 && line.trim_end() != "" {
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+                line.clear();
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            thread_count.fetch_add(1, Ordering::SeqCst);
+            let _ = stream.write_all(
+                b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+            );
+        }
+    });
+    (url, count)
+}
+
+#[test]
+fn webhook_list_deliveries_and_retry_beside_a_server_reach_its_deliverer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    prepare(dir.path(), true, "webhooks_allow_private_networks: true\n");
+    let server = Server::start(dir.path());
+    let (url, received) = failing_receiver();
+    let (status, hook) = server.call(
+        "POST",
+        "/api/v4/webhooks/",
+        Some(ADMIN),
+        Some(&json!({"url": url, "events": ["documents.document_type_created"]})),
+    );
+    assert_eq!(status, 201, "{hook}");
+    let id = hook["id"].as_i64().expect("id");
+    let listed = ok(dir.path(), &["webhook", "list"]);
+    assert!(listed.contains(&url), "{listed}");
+    let (status, _) = server.call(
+        "POST",
+        "/api/v4/documents/types/",
+        Some(ADMIN),
+        Some(&json!({"label": "Webhooked"})),
+    );
+    assert_eq!(status, 201);
+    // The server's deliverer tries it, and gets 500: it is pending, to be tried again later.
+    let deliveries = format!("/api/v4/webhooks/{id}/deliveries/");
+    let mut delivery = 0;
+    eventually("a failed attempt", || {
+        let (_, page) = server.get(&deliveries, ADMIN);
+        let first = &page["results"][0];
+        delivery = first["id"].as_i64().unwrap_or(0);
+        first["attempts"] == 1 && first["last_status_code"] == 500
+    });
+    let shown = ok(dir.path(), &["webhook", "deliveries", &id.to_string()]);
+    assert!(
+        shown.contains(&format!("{delivery}\t"))
+            && shown.contains("pending")
+            && shown.contains("500"),
+        "{shown}"
+    );
+    // Retried by the command, sent again by the server.
+    let retried = ok(
+        dir.path(),
+        &["webhook", "retry", &id.to_string(), &delivery.to_string()],
+    );
+    assert!(retried.contains("is due now"), "{retried}");
+    eventually("the retry", || {
+        received.load(Ordering::SeqCst) >= 2
+            && server.get(&deliveries, ADMIN).1["results"][0]["attempts"] == 2
+    });
+    // An unknown delivery is an error.
+    let r = run(docmeta(dir.path()).args(["webhook", "retry", &id.to_string(), "999999"]));
+    assert_ne!(r.code, 0, "{}{}", r.stdout, r.stderr);
 }

@@ -47,6 +47,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
         10,
         include_str!("../migrations/postgres/0010_event_changes.sql"),
     ),
+    (11, include_str!("../migrations/postgres/0011_webhooks.sql")),
 ];
 
 /// The session-level advisory lock `migrate` holds, so that one process migrates while the

@@ -11,6 +11,7 @@ mod search;
 mod serve;
 mod storage;
 mod user;
+mod webhook;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -136,6 +137,12 @@ pub(crate) enum Command {
         #[command(flatten)]
         data: Data,
     },
+    /// Inspect webhooks and their deliveries, and retry a delivery (as docmeta itself: every
+    /// user's webhooks). Safe beside a running server, whose deliverer sends a retried delivery.
+    Webhook {
+        #[command(subcommand)]
+        command: WebhookCommand,
+    },
     /// Convert the document file storage between plain and encrypted (MENC; needs the
     /// encrypted backend configured and its password, DOCMETA_STORAGE_PASSWORD; resumable), or
     /// verify every stored file.
@@ -187,6 +194,34 @@ pub(crate) enum StorageCommand {
     Verify {
         #[command(flatten)]
         data: Data,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum WebhookCommand {
+    /// List every webhook: id, owner, whether active, the events it is for, its URL.
+    List {
+        #[command(flatten)]
+        data: Data,
+    },
+    /// List a webhook's deliveries, pending first, then the most recent.
+    Deliveries {
+        #[command(flatten)]
+        data: Data,
+        /// The webhook.
+        webhook: i64,
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// Make a pending or failed delivery due now.
+    Retry {
+        #[command(flatten)]
+        data: Data,
+        /// The webhook.
+        webhook: i64,
+        /// The delivery.
+        delivery: i64,
     },
 }
 
@@ -349,5 +384,6 @@ pub fn run(cli: Cli) -> Result<(), AnyError> {
         } => backup::run(command, &data, out, since),
         Command::Restore { files, data } => restore::run(&files, &data),
         Command::Storage { command } => storage::run(command),
+        Command::Webhook { command } => webhook::run(command),
     }
 }

@@ -13,6 +13,7 @@ mod roles;
 mod search;
 mod system;
 mod users;
+mod webhooks;
 mod workflows;
 
 use utoipa_axum::router::OpenApiRouter;
@@ -35,5 +36,6 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
     let router = cabinets::register(router);
     let router = search::register(router);
     let router = workflows::register(router);
+    let router = webhooks::register(router);
     system::register(router)
 }
