@@ -12,7 +12,7 @@ use pyo3::types::PyDict;
 
 use crate::classes::Classes;
 use crate::errors::{Error, InvalidInput, deadline, permission, py_err, reads_the_store, run};
-use crate::records::{Event, Explanation, Task, User, all};
+use crate::records::{Event, Explanation, NewDevice, Task, User, all};
 use crate::session::Session;
 
 /// Calls a Python progress callback `(done, total)`; its exceptions are printed, not raised.
@@ -280,6 +280,34 @@ impl Docmeta {
     ) -> PyResult<Option<User>> {
         let db = self.db()?;
         run(py, || db.authenticate(&username, &password)).map(|u| u.map(Into::into))
+    }
+
+    /// Signs a device in: the username and password exchanged for a token accepted in their
+    /// place for `lifetime_seconds` (None: 90 days; at most a year), so the device never keeps
+    /// the password. None when the credentials are not an active user's. The answer is the
+    /// only one that holds the token.
+    #[pyo3(signature = (username, password, name, *, lifetime_seconds = None))]
+    fn sign_in_device(
+        &self,
+        py: Python<'_>,
+        username: String,
+        password: String,
+        name: String,
+        lifetime_seconds: Option<u64>,
+    ) -> PyResult<Option<NewDevice>> {
+        let db = self.db()?;
+        let lifetime = lifetime_seconds.map(std::time::Duration::from_secs);
+        run(py, || {
+            db.sign_in_device(&username, &password, &name, lifetime)
+        })
+        .map(|d| d.map(Into::into))
+    }
+
+    /// The active user a device's token signs in as, or None (unknown, revoked, expired, or
+    /// its user deactivated).
+    fn authenticate_device(&self, py: Python<'_>, token: String) -> PyResult<Option<User>> {
+        let db = self.db()?;
+        run(py, || db.authenticate_device(&token)).map(|u| u.map(Into::into))
     }
 
     /// Recreates the search index empty with the current schema.

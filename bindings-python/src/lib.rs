@@ -49,6 +49,8 @@ fn _docmeta(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<EventFeed>()?;
     m.add_class::<Cabinet>()?;
     m.add_class::<Task>()?;
+    m.add_class::<Device>()?;
+    m.add_class::<NewDevice>()?;
     m.add_class::<Webhook>()?;
     m.add_class::<CreatedWebhook>()?;
     m.add_class::<WebhookDelivery>()?;

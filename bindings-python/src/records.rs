@@ -159,6 +159,14 @@ record!(
         last_attempt: Option<DateTime<Utc>>, next_attempt: DateTime<Utc>, last_error: String,
         created: DateTime<Utc> });
 record!(
+    /// A device signed in as a user with a token of its own (see `Docmeta.sign_in_device`):
+    /// revocable, expiring at `expires`; `last_used` is to the minute.
+    Device { id: i64, user_id: i64, name: String, created: DateTime<Utc>,
+        expires: DateTime<Utc>, last_used: Option<DateTime<Utc>> });
+record!(
+    /// A device just signed in, with its token (`dmd_...`): the only answer that holds it.
+    NewDevice { device: Device, token: String });
+record!(
     /// A workflow template.
     Workflow { id: i64, label: String, document_type_ids: Vec<i64> });
 record!(
@@ -473,6 +481,26 @@ impl From<core::CreatedWebhook> for CreatedWebhook {
         CreatedWebhook {
             webhook: c.webhook.into(),
             secret: c.secret,
+        }
+    }
+}
+impl From<core::Device> for Device {
+    fn from(d: core::Device) -> Self {
+        Device {
+            id: d.id.0,
+            user_id: d.user.0,
+            name: d.name,
+            created: micros(d.created),
+            expires: micros(d.expires),
+            last_used: d.last_used.map(micros),
+        }
+    }
+}
+impl From<core::NewDevice> for NewDevice {
+    fn from(n: core::NewDevice) -> Self {
+        NewDevice {
+            device: n.device.into(),
+            token: n.token,
         }
     }
 }

@@ -11,9 +11,9 @@ use docmeta_core as core;
 use crate::classes::{Classes, registry};
 use crate::errors::{Result, permission, permissions};
 use crate::records::{
-    DurableTask, Event, Explanation, InstanceSettings, ObjectKindInfo, ObjectRef, SchemaChange,
-    SearchStatus, SearchTicket, SearchWork, SearchWorkRun, SearchWorkState, StorageReport, User,
-    keys,
+    DurableTask, Event, Explanation, InstanceSettings, NewDevice, ObjectKindInfo, ObjectRef,
+    SchemaChange, SearchStatus, SearchTicket, SearchWork, SearchWorkRun, SearchWorkState,
+    StorageReport, User, keys,
 };
 use crate::session::Session;
 
@@ -146,6 +146,31 @@ impl Docmeta {
             .inner
             .authenticate(&username, &password)?
             .map(Into::into))
+    }
+
+    /// Signs a device in: the username and password exchanged for a token accepted in their
+    /// place for `lifetime_seconds` (`None`: 90 days; at most a year), so the device never
+    /// keeps the password. `None` when the credentials are not an active user's. The answer is
+    /// the only one that holds the token.
+    #[uniffi::method(default(lifetime_seconds = None))]
+    pub fn sign_in_device(
+        &self,
+        username: String,
+        password: String,
+        name: String,
+        lifetime_seconds: Option<u64>,
+    ) -> Result<Option<NewDevice>> {
+        let lifetime = lifetime_seconds.map(std::time::Duration::from_secs);
+        Ok(self
+            .inner
+            .sign_in_device(&username, &password, &name, lifetime)?
+            .map(Into::into))
+    }
+
+    /// The active user a device's token signs in as, or `None` (unknown, revoked, expired, or
+    /// its user deactivated).
+    pub fn authenticate_device(&self, token: String) -> Result<Option<User>> {
+        Ok(self.inner.authenticate_device(&token)?.map(Into::into))
     }
 
     /// The name of user `id`, or `None` when there is no such user.

@@ -76,7 +76,10 @@ pub use error::{
 };
 pub use kernel::{Docmeta, EventWatch, SubscriptionId};
 pub use model::*;
-pub use session::{FileContent, MAX_DOCUMENT_BATCH, MAX_EVENT_WAIT, MAX_FEED_EVENTS, Session};
+pub use session::{
+    DEFAULT_DEVICE_LIFETIME, FileContent, MAX_DEVICE_LIFETIME, MAX_DEVICES_PER_USER,
+    MAX_DOCUMENT_BATCH, MAX_EVENT_WAIT, MAX_FEED_EVENTS, Session,
+};
 #[cfg(feature = "postgres")]
 pub use store::PostgresStore;
 pub use store::{SqliteStore, Store};

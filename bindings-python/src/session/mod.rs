@@ -3,6 +3,7 @@
 
 mod access;
 mod cabinets;
+mod devices;
 mod documents;
 mod events;
 mod files;

@@ -5,12 +5,14 @@
 //! instance's operations (events, tasks, search, storage, backups).
 
 mod access;
+mod devices;
 mod metadata;
 mod operations;
 mod webhooks;
 mod workflows;
 
 pub use access::*;
+pub use devices::*;
 pub use metadata::*;
 pub use operations::*;
 pub use webhooks::*;

@@ -526,6 +526,27 @@ fun webhooks() {
     expect(alice.webhooks().isEmpty(), "deleted")
 }
 
+fun devices() {
+    val data = Files.createTempDirectory("docmeta-kotlin-devices")
+    Files.writeString(data.resolve("config.yml"), "password_hash_memory_kib: 64\npassword_hash_iterations: 1\n")
+    val db = Docmeta.open(data.toString(), worker = false)
+    val admin = db.system()
+    val ann = admin.createUser("ann", "a long password", false)
+    expect(db.signInDevice("ann", "the wrong password", "phone") == null, "a wrong password signs nothing in")
+    val phone = db.signInDevice("ann", "a long password", "Ann's phone", 3600u)
+    expect(phone != null && phone.token.startsWith("dmd_") && phone.device.userId == ann.id, "signed in: $phone")
+    val token = phone!!.token
+    expect(db.authenticateDevice(token)?.id == ann.id, "the token signs in")
+    val mine = db.session(ann.id).devices()
+    expect(mine.map { it.id } == listOf(phone.device.id) && mine[0].lastUsed != null, "listed, with its last use: $mine")
+    val bob = admin.createUser("bob", "a long password", false)
+    refused<DocmetaException.NotFound>("another user's devices without user_view") { db.session(bob.id).devices(ann.id) }
+    val e = refused<DocmetaException.Validation>("a blank name") { db.signInDevice("ann", "a long password", " ") }
+    expect(e.field == "name", "the refusal names the field: ${e.field}")
+    db.session(ann.id).revokeDevice(phone.device.id)
+    expect(db.authenticateDevice(token) == null, "revoked")
+}
+
 fun main() {
     val groups = listOf(
         "metadata" to ::metadata,
@@ -540,6 +561,7 @@ fun main() {
         "events, tasks and errors" to ::eventsTasksAndErrors,
         "following the log" to ::followingTheLog,
         "webhooks" to ::webhooks,
+        "devices" to ::devices,
     )
     for ((name, run) in groups) {
         group = name

@@ -78,6 +78,11 @@ event_names! {
     GROUP_EDITED = "user_management.group_edited";
     /// A cabinet was created, edited or its documents changed.
     CABINET_EDITED = "cabinets.cabinet_edited";
+    /// A device signed in as a user with a token (target: the user; the change `device` names
+    /// it).
+    DEVICE_CREATED = "user_management.device_created";
+    /// A device's token was revoked (target: the user; the change `device` names it).
+    DEVICE_REVOKED = "user_management.device_revoked";
     /// The objects an application object inherits ACLs from were set
     /// (`Docmeta::set_object_parents`; target: the object).
     OBJECT_PARENTS_SET = "acls.object_parents_set";

@@ -4,6 +4,7 @@
 //!
 //! Layer 1 (with `config`): imports only `error`; everything else may import it.
 
+mod device;
 pub(crate) mod event;
 mod indexed;
 mod inputs;
@@ -18,6 +19,7 @@ mod views;
 mod webhook;
 mod workflow;
 
+pub use device::{Device, NewDevice};
 pub(crate) use event::Changes;
 pub use event::{Event, EventChange, EventObject, EventQuery};
 pub use indexed::{IndexedDocument, IndexedValue};
@@ -105,6 +107,8 @@ ids! {
     WebhookId;
     /// Identifies a [`WebhookDelivery`].
     WebhookDeliveryId;
+    /// Identifies a [`Device`].
+    DeviceId;
 }
 
 /// Who performs an operation: every operation of docmeta runs as an actor.

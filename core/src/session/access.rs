@@ -511,7 +511,7 @@ impl Session {
     /// Refuses unless this session holds everything `user` holds: everything each role of
     /// each of their groups grants (see [`require_holds_role`](Self::require_holds_role)).
     /// Nobody acts on a principal stronger than themselves.
-    fn require_holds_user(&self, tx: &mut Tx<'_>, user: UserId) -> Result<()> {
+    pub(super) fn require_holds_user(&self, tx: &mut Tx<'_>, user: UserId) -> Result<()> {
         if self.is_superuser() {
             return Ok(());
         }

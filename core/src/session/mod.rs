@@ -11,6 +11,7 @@
 mod access;
 mod associations;
 mod cabinets;
+mod devices;
 mod document_types;
 mod documents;
 mod events;
@@ -36,6 +37,7 @@ use crate::model::*;
 use crate::store::Tx;
 
 pub(crate) use access::permission_set;
+pub use devices::{DEFAULT_DEVICE_LIFETIME, MAX_DEVICE_LIFETIME, MAX_DEVICES_PER_USER};
 pub use documents::MAX_DOCUMENT_BATCH;
 pub use events::{MAX_EVENT_WAIT, MAX_FEED_EVENTS};
 pub use files::FileContent;

@@ -27,6 +27,7 @@ mod access;
 mod cabinets;
 #[cfg(feature = "conformance")]
 pub mod conformance;
+mod devices;
 mod documents;
 mod events;
 mod metadata;

@@ -37,7 +37,7 @@ pub const MAX_HEADER_BYTES: usize = 32 * 1024;
 #[openapi(
     info(title = "docmeta", description = "Metadata, access control and operations of a document-management system."),
     modifiers(&BasicAuth),
-    security(("basic" = []))
+    security(("basic" = []), ("device" = []))
 )]
 struct ApiDoc;
 
@@ -49,6 +49,16 @@ impl Modify for BasicAuth {
         components.add_security_scheme(
             "basic",
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Basic).build()),
+        );
+        // A device's token (`POST /api/v4/devices/` exchanges a password for one).
+        components.add_security_scheme(
+            "device",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("dmd_ token")
+                    .build(),
+            ),
         );
     }
 }

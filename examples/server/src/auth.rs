@@ -1,4 +1,5 @@
-//! HTTP Basic authentication against Argon2id hashes.
+//! HTTP Basic authentication against Argon2id hashes, and Bearer authentication by a device's
+//! token (`Authorization: Bearer dmd_...`, see [`Docmeta::sign_in_device`]).
 //!
 //! Verifying Argon2 on every request would cap throughput at a few dozen requests per second per
 //! core, so successful verifications are cached in memory, keyed by an HMAC (with the data
@@ -21,6 +22,11 @@
 //!   that username is not limited by the attack at all: nobody can lock a user out of an
 //!   address they have never guessed from, and a guesser with many addresses still gets only
 //!   one guess per address per minute.
+//!
+//! A device's token is checked against the store on every request (one indexed read; no cache),
+//! so a revoke, an expiry or a deactivation committed by any process refuses it at once. The
+//! sign-in that makes a token ([`Auth::sign_in_device`]) goes through the same limiter as a
+//! Basic login.
 //!
 //! The limiter is kept in each process's memory: two `docmeta serve` processes behind one
 //! balancer count separately, and a restart forgets.
@@ -254,6 +260,9 @@ impl Auth {
         header: Option<&str>,
         client: Option<IpAddr>,
     ) -> Result<UserId, ApiError> {
+        if let Some(token) = header.and_then(parse_bearer) {
+            return authenticate_device(db, token).await;
+        }
         let (username, password) = header
             .and_then(parse_basic)
             .ok_or_else(ApiError::unauthorized)?;
@@ -312,6 +321,82 @@ impl Auth {
             }
         }
     }
+}
+
+impl Auth {
+    /// Signs a device in (`POST /api/v4/devices/`): the username and password exchanged for a
+    /// token, limited as a Basic login is (a wrong password counts as a failed login).
+    pub async fn sign_in_device(
+        self: &Arc<Self>,
+        db: &Docmeta,
+        client: Option<IpAddr>,
+        username: String,
+        password: String,
+        name: String,
+        lifetime: Option<Duration>,
+    ) -> Result<docmeta_core::NewDevice, ApiError> {
+        let origin = Origin::of(client);
+        if let Some(wait) = self.wait(&username, origin) {
+            let mut e = ApiError::detail(
+                StatusCode::TOO_MANY_REQUESTS,
+                "Too many failed login attempts; try again later.",
+            );
+            e.retry_after = Some(wait);
+            return Err(e);
+        }
+        let _permit = self
+            .verifying
+            .acquire()
+            .await
+            .map_err(|_| ApiError::internal())?;
+        let db = db.clone();
+        let name_of_user = username.clone();
+        let device = tokio::task::spawn_blocking(move || {
+            db.sign_in_device(&name_of_user, &password, &name, lifetime)
+                .map_err(|e| match e {
+                    // The body names the lifetime in days.
+                    docmeta_core::Error::Validation { field, .. } if field == "lifetime" => {
+                        docmeta_core::Error::Validation {
+                            field: "lifetime_days".into(),
+                            message: "Ensure this value is between 1 and 365.".into(),
+                        }
+                    }
+                    e => e,
+                })
+        })
+        .await
+        .map_err(|_| ApiError::internal())??;
+        match device {
+            Some(device) => {
+                self.record_success(&username, origin);
+                Ok(device)
+            }
+            None => {
+                self.record_failure(&username, origin);
+                Err(ApiError::unauthorized())
+            }
+        }
+    }
+}
+
+/// The user a device's token signs in as (read from the store: see the module's documentation).
+async fn authenticate_device(db: &Docmeta, token: &str) -> Result<UserId, ApiError> {
+    let db = db.clone();
+    let token = token.to_owned();
+    let user = tokio::task::spawn_blocking(move || db.authenticate_device(&token))
+        .await
+        .map_err(|_| ApiError::internal())??;
+    user.map(|u| u.id).ok_or_else(|| {
+        // Revoked, expired, unknown, or its user deactivated: the device signs in again.
+        ApiError::detail(StatusCode::UNAUTHORIZED, "Invalid token.")
+    })
+}
+
+fn parse_bearer(header: &str) -> Option<&str> {
+    header
+        .strip_prefix("Bearer ")
+        .or_else(|| header.strip_prefix("bearer "))
+        .map(str::trim)
 }
 
 fn parse_basic(header: &str) -> Option<(String, String)> {

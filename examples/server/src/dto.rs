@@ -2,9 +2,9 @@
 //! `requests`).
 
 use docmeta_core::{
-    AclView, AssociationView, Cabinet, CreatedWebhook, Document, DocumentType, DocumentView,
-    EventObject, EventView, Group, MetadataType, MetadataValueView, Permission, Role, Task, User,
-    Webhook, WebhookDelivery,
+    AclView, AssociationView, Cabinet, CreatedWebhook, Device, Document, DocumentType,
+    DocumentView, EventObject, EventView, Group, MetadataType, MetadataValueView, Permission, Role,
+    Task, User, Webhook, WebhookDelivery,
 };
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -472,6 +472,46 @@ impl From<&Task> for TaskOut {
             target: t.target.clone(),
         }
     }
+}
+
+/// A device signed in as a user (its token is shown only by the sign-in).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeviceOut {
+    pub id: i64,
+    /// The user it acts as.
+    pub user_id: i64,
+    pub name: String,
+    pub created: String,
+    /// When its token stops being accepted.
+    pub expires: String,
+    /// When its token was last accepted (to the minute); `null` until then.
+    pub last_used: Option<String>,
+}
+
+impl From<&Device> for DeviceOut {
+    fn from(d: &Device) -> Self {
+        let time = |t: &chrono::DateTime<chrono::Utc>| {
+            t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+        };
+        DeviceOut {
+            id: d.id.0,
+            user_id: d.user.0,
+            name: d.name.clone(),
+            created: time(&d.created),
+            expires: time(&d.expires),
+            last_used: d.last_used.as_ref().map(time),
+        }
+    }
+}
+
+/// A device just signed in, with its token: shown this once; send it as `Authorization: Bearer
+/// <token>`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeviceSignedInOut {
+    #[serde(flatten)]
+    pub device: DeviceOut,
+    /// `dmd_` and 43 characters.
+    pub token: String,
 }
 
 /// A webhook (its secret is write-only: only the answer that creates it holds it).

@@ -116,6 +116,20 @@ impl AppState {
             })?
     }
 
+    /// Signs a device in: its credentials exchanged for a token, limited as a login is.
+    pub async fn sign_in_device(
+        &self,
+        client: Option<std::net::IpAddr>,
+        username: String,
+        password: String,
+        name: String,
+        lifetime: Option<std::time::Duration>,
+    ) -> ApiResult<docmeta_core::NewDevice> {
+        self.auth
+            .sign_in_device(&self.db, client, username, password, name, lifetime)
+            .await
+    }
+
     /// Whether the database answers (the health check).
     pub async fn database_ok(&self) -> bool {
         if let Ok(clock) = REQUEST.try_with(Arc::clone) {
@@ -157,6 +171,22 @@ impl FromRequestParts<AppState> for CurrentUser {
             .authenticate(&state.db, header, client)
             .await
             .map(CurrentUser)
+    }
+}
+
+/// The address of the client of a request (`None` where the server does not know it).
+pub struct ClientAddr(pub Option<std::net::IpAddr>);
+
+impl<S: Send + Sync> FromRequestParts<S> for ClientAddr {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(ClientAddr(
+            parts
+                .extensions
+                .get::<ConnectInfo<Conn>>()
+                .map(|c| c.0.addr.ip()),
+        ))
     }
 }
 

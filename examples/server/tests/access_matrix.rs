@@ -523,6 +523,18 @@ const RULES: &[(&str, &str)] = &[
         "POST /api/v4/webhooks/{webhook_id}/deliveries/{delivery_id}/retry/",
         "another user's webhook 404 (a superuser: any); global webhook_edit (403)",
     ),
+    (
+        "POST /api/v4/devices/",
+        "public: the body's username and password (401 when wrong); the device is that user's",
+    ),
+    (
+        "GET /api/v4/devices/",
+        "one's own; another user's with global user_view, else that user 404",
+    ),
+    (
+        "DELETE /api/v4/devices/{device_id}/",
+        "one's own; another user's: user_view (404), global user_edit (403), a superuser's only by a superuser (403), holding everything its user holds (403)",
+    ),
 ];
 
 /// The answer for an object named in a request body: one the caller cannot see is invalid
@@ -4541,6 +4553,76 @@ fn webhooks(x: &mut Ctx) {
     }
 }
 
+// ----- devices -----------------------------------------------------------------------------------
+
+/// Devices belong to the user whose password signed them in: every caller signs one in, lists
+/// every caller's devices, and tries to revoke every caller's device.
+fn devices(x: &mut Ctx) {
+    let op = "POST /api/v4/devices/";
+    x.exercised.insert(op);
+    let mut device_of: BTreeMap<i64, i64> = BTreeMap::new();
+    for c in x.callers.clone() {
+        let exp = x.expect(&c, &|_, _| Exp::Ok(201));
+        let body = json!({"username": c.name, "password": c.password, "name": "phone"});
+        let (st, created) = x.call(&c, "POST", "/api/v4/devices/", Some(&body));
+        x.judge(op, &c, "-", exp, st);
+        if st == 201 {
+            if created["user_id"].as_i64() != c.id || !created["token"].is_string() {
+                x.problem(Cat::Other, op, format!("{} got {created}", c.name));
+            }
+            device_of.insert(c.id.unwrap_or_default(), id(&created));
+        }
+    }
+    for &owner in device_of.keys() {
+        let device = device_of[&owner];
+        x.read_list(
+            "GET /api/v4/devices/",
+            &format!("/api/v4/devices/?user_id={owner}"),
+            &format!("user {owner}"),
+            &move |m, u| {
+                if u == owner || m.glob(u, USER_VIEW) {
+                    Ok(set([device]))
+                } else {
+                    Err(404)
+                }
+            },
+            ids,
+        );
+    }
+    let op = "DELETE /api/v4/devices/{device_id}/";
+    x.exercised.insert(op);
+    // Other non-superusers first, then the owner, superusers last: everyone is judged on a
+    // device that exists until one is allowed.
+    for (&owner, &device) in &device_of {
+        let mut callers = x.callers.clone();
+        callers.sort_by_key(|c| (c.id.is_some_and(|u| x.m.sup(u)), c.id == Some(owner)));
+        let mut gone = false;
+        for c in callers {
+            let exp = if gone && c.id.is_some() {
+                Exp::Gone
+            } else {
+                x.expect(&c, &|m, u| {
+                    if u == owner {
+                        Exp::Ok(204)
+                    } else if !m.glob(u, USER_VIEW) {
+                        Exp::No(404)
+                    } else if !m.glob(u, USER_EDIT)
+                        || (m.sup(owner) && !m.sup(u))
+                        || (!m.sup(u) && !m.holds_user(u, owner))
+                    {
+                        Exp::No(403)
+                    } else {
+                        Exp::Ok(204)
+                    }
+                })
+            };
+            let (st, _) = x.call(&c, "DELETE", &format!("/api/v4/devices/{device}/"), None);
+            x.judge(op, &c, &format!("device {device} of user {owner}"), exp, st);
+            gone |= st == 204;
+        }
+    }
+}
+
 fn openapi_operations(s: &Server) -> BTreeSet<String> {
     let (status, doc) = s.call("GET", "/api/v4/openapi.json", None, None);
     assert_eq!(status, 200);
@@ -4633,6 +4715,12 @@ fn every_endpoint_as_every_user_agrees_with_the_reference_evaluator() {
     webhooks(&mut x);
     println!(
         "webhooks: {} requests, {:.1?}",
+        x.requests,
+        started.elapsed()
+    );
+    devices(&mut x);
+    println!(
+        "devices: {} requests, {:.1?}",
         x.requests,
         started.elapsed()
     );

@@ -48,6 +48,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
         include_str!("../migrations/postgres/0010_event_changes.sql"),
     ),
     (11, include_str!("../migrations/postgres/0011_webhooks.sql")),
+    (12, include_str!("../migrations/postgres/0012_devices.sql")),
 ];
 
 /// The session-level advisory lock `migrate` holds, so that one process migrates while the

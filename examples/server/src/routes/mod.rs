@@ -3,6 +3,7 @@
 
 mod acls;
 mod cabinets;
+mod devices;
 mod documents;
 mod events;
 pub(crate) mod files;
@@ -37,5 +38,6 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
     let router = search::register(router);
     let router = workflows::register(router);
     let router = webhooks::register(router);
+    let router = devices::register(router);
     system::register(router)
 }
