@@ -14,7 +14,7 @@
 //! permission, globally or through one ACL on one object, through a role and group of its own;
 //! most of them also hold the baseline (view the public type, its documents and the public
 //! values), and one more user holds only the baseline.
-//! Every label, name, value, file name and file content, username, group name, role label,
+//! Every label, name, value, file name and file content, username, device name, group name, role label,
 //! workflow text and log comment the world holds is a unique canary (`cnry` + serial + random);
 //! metadata type *names* are not (they are identifiers an attacker is assumed to know, as
 //! `salary` in the reported attack), and the narrow users only ever write text of their own.
@@ -193,6 +193,7 @@ enum Home {
     Cabinet(i64),
     Role(i64),
     Group(i64),
+    /// A username, or the name of one of the user's devices.
     User(i64),
     /// A workflow's label, its states', transitions' and actions' labels.
     Workflow(i64),
@@ -211,7 +212,7 @@ impl Home {
             Home::Cabinet(_) => "cabinet label",
             Home::Role(_) => "role label",
             Home::Group(_) => "group name",
-            Home::User(_) => "username",
+            Home::User(_) => "username or device name",
             Home::Workflow(_) => "workflow text",
             Home::Comment(_) => "workflow log comment",
         }
@@ -1010,6 +1011,14 @@ impl World {
         w.fixed.vic = user(&mut w, false)?;
         w.fixed.sleeper = user(&mut w, false)?;
         w.fixed.bystander = user(&mut w, false)?;
+        // Each fixed user signs a device in, named with a canary of the user's (who may view
+        // the user may see their devices and the events that name them).
+        for t in [w.fixed.root, w.fixed.vic, w.fixed.bystander] {
+            let username = s.user(UserId(t))?.username;
+            let name = w.canary();
+            w.db.sign_in_device(&username, pw, &name, None)?;
+            w.canaries.register(&name, Home::User(t));
+        }
         s.update_user(
             UserId(w.fixed.sleeper),
             UserUpdate {
@@ -1738,6 +1747,10 @@ impl World {
         }
         for t in choose(m.users.keys().copied().collect(), &|t| m.user_visible(u, t)) {
             see!(format!("user({t})"), s.user(UserId(t)));
+            see!(
+                format!("devices({t})"),
+                s.devices(Some(UserId(t)), PageRequest::ALL)
+            );
         }
         for g in choose(m.groups.keys().copied().collect(), &|_| {
             m.glob(u, GROUP_VIEW)
