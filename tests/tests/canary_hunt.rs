@@ -14,8 +14,9 @@
 //! permission, globally or through one ACL on one object, through a role and group of its own;
 //! most of them also hold the baseline (view the public type, its documents and the public
 //! values), and one more user holds only the baseline.
-//! Every label, name, value, file name and file content, username, device name, group name, role label,
-//! workflow text and log comment the world holds is a unique canary (`cnry` + serial + random);
+//! Every label, name, value, file name and file content, username, device name, group name, role
+//! label, workflow text and log comment the world holds is a unique canary (`cnry` + serial +
+//! random);
 //! metadata type *names* are not (they are identifiers an attacker is assumed to know, as
 //! `salary` in the reported attack), and the narrow users only ever write text of their own.
 //!
