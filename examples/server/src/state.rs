@@ -162,10 +162,7 @@ impl FromRequestParts<AppState> for CurrentUser {
             .headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
-        let client = parts
-            .extensions
-            .get::<ConnectInfo<Conn>>()
-            .map(|c| c.0.addr.ip());
+        let client = client_addr(parts);
         state
             .auth
             .authenticate(&state.db, header, client)
@@ -181,13 +178,16 @@ impl<S: Send + Sync> FromRequestParts<S> for ClientAddr {
     type Rejection = std::convert::Infallible;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        Ok(ClientAddr(
-            parts
-                .extensions
-                .get::<ConnectInfo<Conn>>()
-                .map(|c| c.0.addr.ip()),
-        ))
+        Ok(ClientAddr(client_addr(parts)))
     }
+}
+
+/// The address of a request's client, from its connection.
+fn client_addr(parts: &Parts) -> Option<std::net::IpAddr> {
+    parts
+        .extensions
+        .get::<ConnectInfo<Conn>>()
+        .map(|c| c.0.addr.ip())
 }
 
 /// Path parameters; a malformed id is `404`, as an unknown one is.
