@@ -13,6 +13,7 @@ mod permission;
 mod principals;
 mod shapers;
 mod storage;
+mod sync;
 mod task;
 mod username;
 mod views;
@@ -29,6 +30,7 @@ pub use permission::{Permission, PermissionSet};
 pub use principals::{Acl, Cabinet, Group, Role, Task, TaskState, User};
 pub(crate) use shapers::{MetadataTypeShapers, Shapers};
 pub use storage::{DamagedFile, FileDamage, StorageReport};
+pub use sync::{SyncBatch, SyncCursor, SyncSchema, SyncedDocument};
 pub use task::{
     ADD_REQUIRED_METADATA_TYPE, REMOVE_METADATA_TYPE, SEARCH_REINDEX, SEARCH_TASKS, SEARCH_WORK,
 };

@@ -18,6 +18,7 @@ mod events;
 mod files;
 mod metadata_types;
 mod objects;
+mod sync;
 mod values;
 mod views;
 
@@ -39,6 +40,7 @@ use crate::store::Tx;
 pub(crate) use access::permission_set;
 pub use devices::{DEFAULT_DEVICE_LIFETIME, MAX_DEVICE_LIFETIME, MAX_DEVICES_PER_USER};
 pub use documents::MAX_DOCUMENT_BATCH;
+pub use sync::MAX_SYNC_BATCH;
 pub use events::{MAX_EVENT_WAIT, MAX_FEED_EVENTS};
 pub use files::FileContent;
 

@@ -90,6 +90,29 @@ impl Tx<'_> {
         self.inner.notify_events()
     }
 
+    /// The last event a follower may read now (`None` while there is none): every event a
+    /// follower reads after it (see [`FOLLOW_AFTER`]) committed after this statement's
+    /// snapshot, or is yet to commit. On PostgreSQL, the last in commit order of the events of
+    /// transactions older than the oldest one still running.
+    pub fn follow_position(&mut self) -> Result<Option<EventId>> {
+        let sql = match self.dialect() {
+            Dialect::Postgres => {
+                "SELECT id \
+                 FROM events \
+                 WHERE tx < (pg_snapshot_xmin(pg_current_snapshot())::text::bigint) \
+                 ORDER BY tx DESC, id DESC \
+                 LIMIT 1"
+            }
+            _ => {
+                "SELECT id \
+                 FROM events \
+                 ORDER BY id DESC \
+                 LIMIT 1"
+            }
+        };
+        self.optional(sql, &[], |r| r.int(0).map(EventId))
+    }
+
     /// One event.
     pub fn event(&mut self, id: EventId) -> Result<Option<Event>> {
         self.optional(

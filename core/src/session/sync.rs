@@ -1,0 +1,255 @@
+//! The server's half of offline sync: what changed, for one user, since a replica's cursor.
+//!
+//! A replica first receives every document its user may see, in pages (a pass), then only the
+//! documents that events name since its cursor. A change that may change what the user sees at
+//! large (a grant, an ACL, a membership, a role, a type's definition) starts a new pass, at the
+//! end of which the replica drops whatever it was not sent again: visibility always follows the
+//! server, whatever changed it. Everything sent is read through this session, so each document,
+//! value and file is shown by the rules that show it to the user online.
+//!
+//! Part of `session` (layer 6 of `scripts/check-structure`): it may import only what `session`
+//! may (see `session`'s module documentation).
+
+use std::collections::BTreeSet;
+
+use super::Session;
+use crate::error::{Error, Result};
+use crate::events::{EventQuery, changes_shared_state, names};
+use crate::model::*;
+
+/// The most documents one batch sends.
+pub const MAX_SYNC_BATCH: u32 = 500;
+
+const DOCUMENT: &str = "documents.document";
+
+/// What one event of the log asks of a replica.
+enum Effect {
+    /// Nothing.
+    None,
+    /// Send these documents again (or their removal).
+    Documents(Vec<DocumentId>),
+    /// The types may have changed: send them.
+    Schema,
+    /// What the user sees may have changed anywhere: a new pass.
+    Pass,
+}
+
+fn effect(e: &Event) -> Effect {
+    use names::*;
+    let documents: Vec<DocumentId> = [Some(&e.target), e.action_object.as_ref()]
+        .into_iter()
+        .flatten()
+        .filter(|o| o.kind == DOCUMENT)
+        .map(|o| DocumentId(o.id))
+        .collect();
+    match e.name.as_str() {
+        // A document's own life: sent again, or removed if the user no longer sees it.
+        DOCUMENT_CREATED | DOCUMENT_EDITED | DOCUMENT_TYPE_CHANGED | DOCUMENT_DELETED
+        | DOCUMENT_METADATA_ADDED | DOCUMENT_METADATA_EDITED | DOCUMENT_METADATA_REMOVED
+        | DOCUMENT_FILE_CREATED | DOCUMENT_FILE_DELETED | WORKFLOW_INSTANCE_TRANSITIONED => {
+            Effect::Documents(documents)
+        }
+        DOCUMENT_TYPE_CREATED | DOCUMENT_TYPE_EDITED | METADATA_TYPE_CREATED
+        | METADATA_TYPE_RELATIONSHIP_UPDATED => Effect::Schema,
+        DEVICE_CREATED | DEVICE_REVOKED => Effect::None,
+        // Grants, ACLs, memberships, roles, users, cabinets, parents, deleted or edited types:
+        // anything that may change what the user sees beyond the documents it names.
+        name if changes_shared_state(name) => Effect::Pass,
+        _ if documents.is_empty() => Effect::None,
+        _ => Effect::Documents(documents),
+    }
+}
+
+impl Session {
+    /// The next batch of changes for a replica of what this session's user may see, after
+    /// `cursor` (`None`: a replica that has nothing yet), at most `limit` documents (1 to
+    /// [`MAX_SYNC_BATCH`]); apply it as [`SyncBatch`] says, keep its cursor, and ask again
+    /// while [`more`](SyncBatch::more). A batch is idempotent: applied twice, or after a lost
+    /// answer from the same cursor, it leaves the same replica.
+    ///
+    /// Sent: the documents this session may view, each with its type, the values it may view
+    /// with their types, and its files' records, read through this session as
+    /// [`document`](Self::document), [`document_metadata`](Self::document_metadata) and
+    /// [`files`](Self::files) show them; and the document types, metadata types and
+    /// associations it may view. Not sent (yet): cabinets and workflow instances.
+    ///
+    /// ```
+    /// use docmeta_core::{Docmeta, SyncCursor};
+    /// use std::collections::BTreeMap;
+    ///
+    /// let db = Docmeta::in_memory()?;
+    /// let admin = db.system();
+    /// let memo = admin.create_document_type("Memo")?;
+    /// admin.create_document(memo.id, "Note", &[])?;
+    ///
+    /// // A replica: documents by id, and a cursor.
+    /// let mut replica = BTreeMap::new();
+    /// let mut cursor: Option<SyncCursor> = None;
+    /// loop {
+    ///     let batch = admin.sync_changes(cursor.as_ref(), 100)?;
+    ///     if batch.scan_started { replica.clear(); } // (a real replica marks, then sweeps)
+    ///     for d in batch.documents { replica.insert(d.document.document.id, d); }
+    ///     for id in batch.removed { replica.remove(&id); }
+    ///     cursor = Some(batch.cursor);
+    ///     if !batch.more { break; }
+    /// }
+    /// assert_eq!(replica.len(), 1);
+    /// # Ok::<(), docmeta_core::Error>(())
+    /// ```
+    pub fn sync_changes(&self, cursor: Option<&SyncCursor>, limit: u32) -> Result<SyncBatch> {
+        if !(1..=MAX_SYNC_BATCH).contains(&limit) {
+            return Err(Error::validation(
+                "limit",
+                format!("Ensure this value is between 1 and {MAX_SYNC_BATCH}."),
+            ));
+        }
+        let limit = limit as usize;
+        match cursor {
+            None => {
+                // Where the log stands before anything is read: every change after it is
+                // read again from the log, so none made during the pass is lost.
+                let log = self.read(|tx| tx.follow_position())?;
+                self.pass(log, None, true, limit)
+            }
+            Some(c) if c.scan => self.pass(c.log, c.scan_after, false, limit),
+            Some(c) => self.changes_since(c.log, limit),
+        }
+    }
+
+    /// One page of a pass: the documents after `after` this session may view.
+    fn pass(
+        &self,
+        log: Option<EventId>,
+        after: Option<DocumentId>,
+        started: bool,
+        limit: usize,
+    ) -> Result<SyncBatch> {
+        let page = self.documents(
+            DocumentQuery {
+                after,
+                ..DocumentQuery::default()
+            },
+            PageRequest::new(1, limit),
+        )?;
+        let finished = page.items.len() < limit;
+        let last = page.items.last().map(|d| d.document.id).or(after);
+        let mut documents = Vec::with_capacity(page.items.len());
+        for view in page.items {
+            if let Some(d) = self.synced(view)? {
+                documents.push(d);
+            }
+        }
+        Ok(SyncBatch {
+            scan_started: started,
+            documents,
+            removed: Vec::new(),
+            scan_finished: finished,
+            schema: if started {
+                Some(self.sync_schema()?)
+            } else {
+                None
+            },
+            cursor: SyncCursor {
+                log,
+                scan: !finished,
+                scan_after: if finished { None } else { last },
+            },
+            // After a pass, what changed during it.
+            more: true,
+        })
+    }
+
+    /// The documents events after `log` name, read again (or removed), up to `limit` of them;
+    /// a new pass when an event may have changed more than the documents it names.
+    fn changes_since(&self, log: Option<EventId>, limit: usize) -> Result<SyncBatch> {
+        let events = self.db.events(&EventQuery {
+            after: log,
+            limit: Some(u32::try_from(limit).unwrap_or(MAX_SYNC_BATCH)),
+            oldest_first: true,
+            ..EventQuery::default()
+        })?;
+        let more = events.len() == limit;
+        let mut cursor = log;
+        let mut changed = BTreeSet::new();
+        let mut schema = false;
+        for e in &events {
+            match effect(e) {
+                Effect::None => {}
+                Effect::Documents(ids) => changed.extend(ids),
+                Effect::Schema => schema = true,
+                Effect::Pass => {
+                    // Everything up to this event is covered by the pass, which reads the
+                    // state after it.
+                    return self.pass(Some(e.id), None, true, limit);
+                }
+            }
+            cursor = Some(e.id);
+        }
+        let mut documents = Vec::new();
+        let mut removed = Vec::new();
+        for id in changed {
+            match self.document(id) {
+                Ok(view) => match self.synced(view)? {
+                    Some(d) => documents.push(d),
+                    None => removed.push(id),
+                },
+                Err(Error::NotFound(_) | Error::PermissionDenied(_)) => removed.push(id),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(SyncBatch {
+            scan_started: false,
+            documents,
+            removed,
+            scan_finished: false,
+            schema: if schema {
+                Some(self.sync_schema()?)
+            } else {
+                None
+            },
+            cursor: SyncCursor {
+                log: cursor,
+                scan: false,
+                scan_after: None,
+            },
+            more,
+        })
+    }
+
+    /// A document as a replica keeps it; `None` when it went (or became hidden) since it was
+    /// listed.
+    fn synced(&self, view: DocumentView) -> Result<Option<SyncedDocument>> {
+        let id = view.document.id;
+        let hidden = |e: &Error| matches!(e, Error::NotFound(_) | Error::PermissionDenied(_));
+        let values = match self.document_metadata(id, PageRequest::ALL) {
+            Ok(page) => page.items,
+            Err(e) if hidden(&e) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let files = match self.files(id) {
+            Ok(files) => files,
+            Err(e) if hidden(&e) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        Ok(Some(SyncedDocument {
+            document: view,
+            values,
+            files,
+        }))
+    }
+
+    /// The types this session may view.
+    fn sync_schema(&self) -> Result<SyncSchema> {
+        let document_types = self.document_types()?;
+        let metadata_types = self.metadata_types()?;
+        let mut associations = Vec::new();
+        for t in &document_types {
+            associations.extend(self.associations(t.id, PageRequest::ALL)?.items);
+        }
+        Ok(SyncSchema {
+            document_types,
+            metadata_types,
+            associations,
+        })
+    }
+}
