@@ -9,30 +9,47 @@ use super::{
 };
 use crate::error::{Error, Result};
 
-/// Where a replica stands in the server's changes. Every change committed up to `log` is
-/// reflected in what the replica received; while `scan` is set, a full pass over the documents
-/// the user may see is under way (documents after `scan_after` are still to come).
-///
-/// Faces carry it as an opaque text ([`SyncCursor::token`], [`SyncCursor::parse`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Where a replica stands in the server's changes (see
+/// [`Session::sync_changes`](crate::Session::sync_changes)). Faces carry it as an opaque text
+/// ([`SyncCursor::token`], [`SyncCursor::parse`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SyncCursor {
     /// The last event of the log whose change the replica has (`None`: none yet).
     pub log: Option<EventId>,
-    /// A full pass is under way.
-    pub scan: bool,
-    /// During a pass: the last document sent (`None`: none yet).
-    pub scan_after: Option<DocumentId>,
+    /// What the next batch does.
+    pub phase: SyncPhase,
+    /// The device's pass this cursor belongs to (a cursor of an older pass starts a new one).
+    pub pass: i64,
+}
+
+/// What the next batch of a sync does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncPhase {
+    /// Sends the documents the log names after the cursor.
+    Changes,
+    /// A full pass over what the user may see: sends the documents after this one.
+    Pass {
+        /// The last document sent (`None`: none yet).
+        after: Option<DocumentId>,
+    },
+    /// The end of a pass: removes what an earlier pass sent and this one did not.
+    Sweep,
 }
 
 impl SyncCursor {
-    /// The cursor as text: `s1.<log>.<scan>.<after>`, each number or `-`.
+    /// The cursor as text: `s1.<log>.<phase>.<after>.<pass>`.
     pub fn token(&self) -> String {
         let n = |v: Option<i64>| v.map_or_else(|| "-".to_owned(), |v| v.to_string());
+        let (phase, after) = match self.phase {
+            SyncPhase::Changes => ("c", None),
+            SyncPhase::Pass { after } => ("p", after.map(|d| d.0)),
+            SyncPhase::Sweep => ("s", None),
+        };
         format!(
-            "s1.{}.{}.{}",
+            "s1.{}.{phase}.{}.{}",
             n(self.log.map(|e| e.0)),
-            u8::from(self.scan),
-            n(self.scan_after.map(|d| d.0))
+            n(after),
+            self.pass
         )
     }
 
@@ -41,7 +58,7 @@ impl SyncCursor {
     pub fn parse(token: &str) -> Result<SyncCursor> {
         let invalid = || Error::validation("cursor", "Not a cursor this server gave.");
         let parts: Vec<&str> = token.split('.').collect();
-        let [version, log, scan, after] = parts.as_slice() else {
+        let [version, log, phase, after, pass] = parts.as_slice() else {
             return Err(invalid());
         };
         let n = |s: &str| -> Result<Option<i64>> {
@@ -58,15 +75,17 @@ impl SyncCursor {
         if *version != "s1" {
             return Err(invalid());
         }
-        let scan = match *scan {
-            "0" => false,
-            "1" => true,
+        let after = n(after)?.map(DocumentId);
+        let phase = match *phase {
+            "c" if after.is_none() => SyncPhase::Changes,
+            "p" => SyncPhase::Pass { after },
+            "s" if after.is_none() => SyncPhase::Sweep,
             _ => return Err(invalid()),
         };
         Ok(SyncCursor {
             log: n(log)?.map(EventId),
-            scan,
-            scan_after: n(after)?.map(DocumentId),
+            phase,
+            pass: n(pass)?.ok_or_else(invalid)?,
         })
     }
 }
@@ -95,22 +114,16 @@ pub struct SyncSchema {
     pub associations: Vec<AssociationView>,
 }
 
-/// One batch of changes for a replica, applied in this order: when `scan_started`, every
-/// document the replica holds becomes unconfirmed; `documents` replace the replica's copies
-/// (and are confirmed); `removed` are deleted; when `scan_finished`, every document still
-/// unconfirmed is deleted (the user may no longer see it). Then `cursor` is where the replica
-/// stands, and `more` says whether to ask again at once.
+/// One batch of changes for a replica: store `documents` (each replaces the replica's copy),
+/// delete `removed`, keep `cursor`, and ask again at once while `more`. Every document a batch
+/// removes was sent to this device before: a removal never names a document its user never saw.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyncBatch {
-    /// A full pass over the user's documents begins with this batch.
-    pub scan_started: bool,
     /// Documents to store, whole.
     pub documents: Vec<SyncedDocument>,
-    /// Documents the user may no longer see, or that are gone.
+    /// Documents sent before that the user may no longer see, or that are gone.
     pub removed: Vec<DocumentId>,
-    /// The full pass ended with this batch.
-    pub scan_finished: bool,
-    /// The types, when they may have changed (with every batch that starts a pass).
+    /// The types, when they may have changed (and with the first batch of every pass).
     pub schema: Option<SyncSchema>,
     /// Where the replica stands once it applied this batch.
     pub cursor: SyncCursor,

@@ -1,11 +1,14 @@
-//! The server's half of offline sync: what changed, for one user, since a replica's cursor.
+//! The server's half of offline sync: what changed, for one user's device, since its replica's
+//! cursor.
 //!
 //! A replica first receives every document its user may see, in pages (a pass), then only the
 //! documents that events name since its cursor. A change that may change what the user sees at
 //! large (a grant, an ACL, a membership, a role, a type's definition) starts a new pass, at the
-//! end of which the replica drops whatever it was not sent again: visibility always follows the
-//! server, whatever changed it. Everything sent is read through this session, so each document,
-//! value and file is shown by the rules that show it to the user online.
+//! end of which (the sweep) whatever an earlier pass sent and this one did not is removed:
+//! visibility always follows the server, whatever changed it. The server records what it sent
+//! to each device (`device_documents`), so a removal names only a document the device was sent,
+//! never one its user never saw. Everything sent is read through this session, so each
+//! document, value and file is shown by the rules that show it to the user online.
 //!
 //! Part of `session` (layer 6 of `scripts/check-structure`): it may import only what `session`
 //! may (see `session`'s module documentation).
@@ -44,12 +47,19 @@ fn effect(e: &Event) -> Effect {
         .collect();
     match e.name.as_str() {
         // A document's own life: sent again, or removed if the user no longer sees it.
-        DOCUMENT_CREATED | DOCUMENT_EDITED | DOCUMENT_TYPE_CHANGED | DOCUMENT_DELETED
-        | DOCUMENT_METADATA_ADDED | DOCUMENT_METADATA_EDITED | DOCUMENT_METADATA_REMOVED
-        | DOCUMENT_FILE_CREATED | DOCUMENT_FILE_DELETED | WORKFLOW_INSTANCE_TRANSITIONED => {
-            Effect::Documents(documents)
-        }
-        DOCUMENT_TYPE_CREATED | DOCUMENT_TYPE_EDITED | METADATA_TYPE_CREATED
+        DOCUMENT_CREATED
+        | DOCUMENT_EDITED
+        | DOCUMENT_TYPE_CHANGED
+        | DOCUMENT_DELETED
+        | DOCUMENT_METADATA_ADDED
+        | DOCUMENT_METADATA_EDITED
+        | DOCUMENT_METADATA_REMOVED
+        | DOCUMENT_FILE_CREATED
+        | DOCUMENT_FILE_DELETED
+        | WORKFLOW_INSTANCE_TRANSITIONED => Effect::Documents(documents),
+        DOCUMENT_TYPE_CREATED
+        | DOCUMENT_TYPE_EDITED
+        | METADATA_TYPE_CREATED
         | METADATA_TYPE_RELATIONSHIP_UPDATED => Effect::Schema,
         DEVICE_CREATED | DEVICE_REVOKED => Effect::None,
         // Grants, ACLs, memberships, roles, users, cabinets, parents, deleted or edited types:
@@ -61,17 +71,21 @@ fn effect(e: &Event) -> Effect {
 }
 
 impl Session {
-    /// The next batch of changes for a replica of what this session's user may see, after
-    /// `cursor` (`None`: a replica that has nothing yet), at most `limit` documents (1 to
-    /// [`MAX_SYNC_BATCH`]); apply it as [`SyncBatch`] says, keep its cursor, and ask again
-    /// while [`more`](SyncBatch::more). A batch is idempotent: applied twice, or after a lost
-    /// answer from the same cursor, it leaves the same replica.
+    /// The next batch of changes for the replica of device `device` (one of this session's
+    /// user's: see [`Docmeta::sign_in_device`](crate::Docmeta::sign_in_device)), after `cursor`
+    /// (`None`: a replica that holds nothing), at most `limit` documents (1 to
+    /// [`MAX_SYNC_BATCH`]). Apply it as [`SyncBatch`] says, keep its cursor, and ask again while
+    /// [`more`](SyncBatch::more). Applying a batch twice, or asking again from the same cursor
+    /// after a lost answer, leaves the same replica.
     ///
     /// Sent: the documents this session may view, each with its type, the values it may view
     /// with their types, and its files' records, read through this session as
     /// [`document`](Self::document), [`document_metadata`](Self::document_metadata) and
     /// [`files`](Self::files) show them; and the document types, metadata types and
-    /// associations it may view. Not sent (yet): cabinets and workflow instances.
+    /// associations it may view. Removed: a document sent to this device before that the user
+    /// may no longer see (or that is gone). Not sent (yet): cabinets and workflow instances.
+    ///
+    /// A device that is not this session's user's is `NotFound`.
     ///
     /// ```
     /// use docmeta_core::{Docmeta, SyncCursor};
@@ -79,15 +93,17 @@ impl Session {
     ///
     /// let db = Docmeta::in_memory()?;
     /// let admin = db.system();
+    /// let ann = admin.create_user("ann", "a long password", true)?;
     /// let memo = admin.create_document_type("Memo")?;
     /// admin.create_document(memo.id, "Note", &[])?;
+    /// let phone = db.sign_in_device("ann", "a long password", "phone", None)?.expect("ann");
     ///
     /// // A replica: documents by id, and a cursor.
+    /// let session = db.session(ann.id);
     /// let mut replica = BTreeMap::new();
     /// let mut cursor: Option<SyncCursor> = None;
     /// loop {
-    ///     let batch = admin.sync_changes(cursor.as_ref(), 100)?;
-    ///     if batch.scan_started { replica.clear(); } // (a real replica marks, then sweeps)
+    ///     let batch = session.sync_changes(phone.device.id, cursor.as_ref(), 100)?;
     ///     for d in batch.documents { replica.insert(d.document.document.id, d); }
     ///     for id in batch.removed { replica.remove(&id); }
     ///     cursor = Some(batch.cursor);
@@ -96,7 +112,12 @@ impl Session {
     /// assert_eq!(replica.len(), 1);
     /// # Ok::<(), docmeta_core::Error>(())
     /// ```
-    pub fn sync_changes(&self, cursor: Option<&SyncCursor>, limit: u32) -> Result<SyncBatch> {
+    pub fn sync_changes(
+        &self,
+        device: DeviceId,
+        cursor: Option<&SyncCursor>,
+        limit: u32,
+    ) -> Result<SyncBatch> {
         if !(1..=MAX_SYNC_BATCH).contains(&limit) {
             return Err(Error::validation(
                 "limit",
@@ -104,24 +125,49 @@ impl Session {
             ));
         }
         let limit = limit as usize;
+        let not_found = || Error::not_found(format!("device {device}"));
+        let Actor::User(me) = self.actor else {
+            return Err(not_found());
+        };
+        let current = self.read(|tx| {
+            match tx.device(device)? {
+                Some(d) if d.user == me => {}
+                _ => return Err(not_found()),
+            }
+            tx.sync_pass(device)
+        })?;
         match cursor {
             None => {
-                // Where the log stands before anything is read: every change after it is
-                // read again from the log, so none made during the pass is lost.
+                // Where the log stands before anything is read: every change after it is read
+                // again from the log, so none made during the pass is lost.
                 let log = self.read(|tx| tx.follow_position())?;
-                self.pass(log, None, true, limit)
+                let pass = self.db.write_system(|tx| {
+                    tx.forget_all_sent(device)?;
+                    tx.next_sync_pass(device)
+                })?;
+                self.pass(device, log, None, pass, limit)
             }
-            Some(c) if c.scan => self.pass(c.log, c.scan_after, false, limit),
-            Some(c) => self.changes_since(c.log, limit),
+            // A cursor of an earlier pass (another copy of the replica went on since): a new
+            // pass from where it stood.
+            Some(c) if c.pass != current => {
+                let pass = self.db.write_system(|tx| tx.next_sync_pass(device))?;
+                self.pass(device, c.log, None, pass, limit)
+            }
+            Some(c) => match c.phase {
+                SyncPhase::Pass { after } => self.pass(device, c.log, after, c.pass, limit),
+                SyncPhase::Sweep => self.sweep(device, c.log, c.pass, limit),
+                SyncPhase::Changes => self.changes_since(device, c.log, c.pass, limit),
+            },
         }
     }
 
     /// One page of a pass: the documents after `after` this session may view.
     fn pass(
         &self,
+        device: DeviceId,
         log: Option<EventId>,
         after: Option<DocumentId>,
-        started: bool,
+        pass: i64,
         limit: usize,
     ) -> Result<SyncBatch> {
         let page = self.documents(
@@ -139,29 +185,74 @@ impl Session {
                 documents.push(d);
             }
         }
+        let sent: Vec<DocumentId> = documents.iter().map(|d| d.document.document.id).collect();
+        self.db
+            .write_system(|tx| tx.record_sent(device, &sent, pass))?;
         Ok(SyncBatch {
-            scan_started: started,
             documents,
             removed: Vec::new(),
-            scan_finished: finished,
-            schema: if started {
+            schema: if after.is_none() {
                 Some(self.sync_schema()?)
             } else {
                 None
             },
             cursor: SyncCursor {
                 log,
-                scan: !finished,
-                scan_after: if finished { None } else { last },
+                phase: if finished {
+                    SyncPhase::Sweep
+                } else {
+                    SyncPhase::Pass { after: last }
+                },
+                pass,
+            },
+            more: true,
+        })
+    }
+
+    /// The end of a pass: what an earlier pass sent and this one did not, removed (in pages of
+    /// ten times `limit`).
+    fn sweep(
+        &self,
+        device: DeviceId,
+        log: Option<EventId>,
+        pass: i64,
+        limit: usize,
+    ) -> Result<SyncBatch> {
+        let cap = limit * 10;
+        let removed = self.db.write_system(|tx| {
+            let stale = tx.sent_before_pass(device, pass, cap)?;
+            tx.forget_sent(device, &stale)?;
+            Ok(stale)
+        })?;
+        let done = removed.len() < cap;
+        Ok(SyncBatch {
+            documents: Vec::new(),
+            removed,
+            schema: None,
+            cursor: SyncCursor {
+                log,
+                phase: if done {
+                    SyncPhase::Changes
+                } else {
+                    SyncPhase::Sweep
+                },
+                pass,
             },
             // After a pass, what changed during it.
             more: true,
         })
     }
 
-    /// The documents events after `log` name, read again (or removed), up to `limit` of them;
-    /// a new pass when an event may have changed more than the documents it names.
-    fn changes_since(&self, log: Option<EventId>, limit: usize) -> Result<SyncBatch> {
+    /// The documents events after `log` name, read again, up to `limit` events; a document
+    /// sent before that the user may no longer see is removed. A new pass when an event may
+    /// have changed more than the documents it names.
+    fn changes_since(
+        &self,
+        device: DeviceId,
+        log: Option<EventId>,
+        pass: i64,
+        limit: usize,
+    ) -> Result<SyncBatch> {
         let events = self.db.events(&EventQuery {
             after: log,
             limit: Some(u32::try_from(limit).unwrap_or(MAX_SYNC_BATCH)),
@@ -180,28 +271,35 @@ impl Session {
                 Effect::Pass => {
                     // Everything up to this event is covered by the pass, which reads the
                     // state after it.
-                    return self.pass(Some(e.id), None, true, limit);
+                    let pass = self.db.write_system(|tx| tx.next_sync_pass(device))?;
+                    return self.pass(device, Some(e.id), None, pass, limit);
                 }
             }
             cursor = Some(e.id);
         }
         let mut documents = Vec::new();
-        let mut removed = Vec::new();
+        let mut gone = Vec::new();
         for id in changed {
             match self.document(id) {
                 Ok(view) => match self.synced(view)? {
                     Some(d) => documents.push(d),
-                    None => removed.push(id),
+                    None => gone.push(id),
                 },
-                Err(Error::NotFound(_) | Error::PermissionDenied(_)) => removed.push(id),
+                Err(Error::NotFound(_) | Error::PermissionDenied(_)) => gone.push(id),
                 Err(e) => return Err(e),
             }
         }
+        let sent: Vec<DocumentId> = documents.iter().map(|d| d.document.document.id).collect();
+        // Only what this device was sent is removed: never a document its user never saw.
+        let removed = self.db.write_system(|tx| {
+            tx.record_sent(device, &sent, pass)?;
+            let removed = tx.sent_among(device, &gone)?;
+            tx.forget_sent(device, &removed)?;
+            Ok(removed)
+        })?;
         Ok(SyncBatch {
-            scan_started: false,
             documents,
             removed,
-            scan_finished: false,
             schema: if schema {
                 Some(self.sync_schema()?)
             } else {
@@ -209,8 +307,8 @@ impl Session {
             },
             cursor: SyncCursor {
                 log: cursor,
-                scan: false,
-                scan_after: None,
+                phase: SyncPhase::Changes,
+                pass,
             },
             more,
         })

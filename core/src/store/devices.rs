@@ -142,4 +142,116 @@ impl Tx<'_> {
             &[user.0.into(), to_micros(before).into()],
         )
     }
+
+    // ----- what a device's replica was sent ------------------------------------------------
+
+    /// Starts a new pass of a device's sync: its pass number, one more than the last.
+    pub fn next_sync_pass(&mut self, device: DeviceId) -> Result<i64> {
+        self.execute(
+            "UPDATE devices \
+             SET sync_pass = sync_pass + 1 \
+             WHERE id = ?1",
+            &[device.0.into()],
+        )?;
+        self.sync_pass(device)
+    }
+
+    /// The pass a device's sync is in (0 before its first).
+    pub fn sync_pass(&mut self, device: DeviceId) -> Result<i64> {
+        self.optional(
+            "SELECT sync_pass \
+             FROM devices \
+             WHERE id = ?1",
+            &[device.0.into()],
+            |r| r.int(0),
+        )
+        .map(|p| p.unwrap_or(0))
+    }
+
+    /// Records that `documents` were sent to a device in `pass`.
+    pub fn record_sent(
+        &mut self,
+        device: DeviceId,
+        documents: &[DocumentId],
+        pass: i64,
+    ) -> Result<()> {
+        for d in documents {
+            self.execute(
+                "INSERT INTO device_documents (device_id, document_id, pass) \
+                 VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (device_id, document_id) DO UPDATE SET pass = excluded.pass",
+                &[device.0.into(), d.0.into(), pass.into()],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Which of `documents` were sent to a device (and not removed since).
+    pub fn sent_among(
+        &mut self,
+        device: DeviceId,
+        documents: &[DocumentId],
+    ) -> Result<Vec<DocumentId>> {
+        let mut out = Vec::new();
+        for d in documents {
+            let sent = self.optional(
+                "SELECT document_id \
+                 FROM device_documents \
+                 WHERE device_id = ?1 \
+                 AND document_id = ?2",
+                &[device.0.into(), d.0.into()],
+                |r| r.int(0),
+            )?;
+            if sent.is_some() {
+                out.push(*d);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Up to `limit` documents sent to a device in a pass before `pass`, by id.
+    pub fn sent_before_pass(
+        &mut self,
+        device: DeviceId,
+        pass: i64,
+        limit: usize,
+    ) -> Result<Vec<DocumentId>> {
+        self.rows(
+            "SELECT document_id \
+             FROM device_documents \
+             WHERE device_id = ?1 \
+             AND pass < ?2 \
+             ORDER BY document_id \
+             LIMIT ?3",
+            &[
+                device.0.into(),
+                pass.into(),
+                i64::try_from(limit).unwrap_or(i64::MAX).into(),
+            ],
+            |r| r.int(0).map(DocumentId),
+        )
+    }
+
+    /// Forgets that `documents` were sent to a device (they were removed from its replica).
+    pub fn forget_sent(&mut self, device: DeviceId, documents: &[DocumentId]) -> Result<()> {
+        for d in documents {
+            self.execute(
+                "DELETE FROM device_documents \
+                 WHERE device_id = ?1 \
+                 AND document_id = ?2",
+                &[device.0.into(), d.0.into()],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Forgets everything sent to a device (its replica starts again from nothing).
+    pub fn forget_all_sent(&mut self, device: DeviceId) -> Result<()> {
+        self.execute(
+            "DELETE FROM device_documents \
+             WHERE device_id = ?1",
+            &[device.0.into()],
+        )
+        .map(drop)
+    }
 }

@@ -46,10 +46,14 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
     (10, include_str!("migrations/sqlite/0010_event_changes.sql")),
     (11, include_str!("migrations/sqlite/0011_webhooks.sql")),
     (12, include_str!("migrations/sqlite/0012_devices.sql")),
+    (
+        13,
+        include_str!("migrations/sqlite/0013_device_documents.sql"),
+    ),
 ];
 
 /// Newest schema version this build knows.
-pub const SCHEMA_VERSION: u32 = 12;
+pub const SCHEMA_VERSION: u32 = 13;
 
 /// Reader connections kept open; more concurrent readers wait for one (opening a connection per
 /// read would cost more than the read).

@@ -49,6 +49,10 @@ const MIGRATIONS: &[(u32, &str)] = &[
     ),
     (11, include_str!("../migrations/postgres/0011_webhooks.sql")),
     (12, include_str!("../migrations/postgres/0012_devices.sql")),
+    (
+        13,
+        include_str!("../migrations/postgres/0013_device_documents.sql"),
+    ),
 ];
 
 /// The session-level advisory lock `migrate` holds, so that one process migrates while the

@@ -1,0 +1,321 @@
+//! The server's half of sync (`Session::sync_changes`): random server-side changes (grants and
+//! revokes, membership, documents and values created, edited, retyped and deleted) between syncs
+//! of a replica kept as a map; after each sync, the replica holds exactly what the server shows
+//! its user (documents, their labels and types, their values), and no batch ever removed a
+//! document the device was not sent.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use docmeta_core::{
+    Config, DeviceId, Docmeta, DocumentId, DocumentQuery, DocumentTypeId, MetadataTypeId,
+    MetadataTypeInput, ObjectKind, ObjectRef, PageRequest, Permission as P, Result, RoleId,
+    Session, SyncCursor, UserId,
+};
+use proptest::prelude::*;
+
+/// A replica: per document, its label, type and values (by metadata type).
+type Held = BTreeMap<i64, (String, i64, BTreeMap<i64, String>)>;
+
+struct World {
+    db: Docmeta,
+    admin: Session,
+    user: UserId,
+    role: RoleId,
+    group: docmeta_core::GroupId,
+    device: DeviceId,
+    types: [DocumentTypeId; 2],
+    metadata: [MetadataTypeId; 2],
+}
+
+fn world() -> Result<World> {
+    let db = Docmeta::builder()
+        .config(Config {
+            password_hash_memory_kib: 64,
+            password_hash_iterations: 1,
+            ..Config::default()
+        })
+        .worker(false)
+        .open()?;
+    let admin = db.system();
+    let user = admin.create_user("ann", "a long password", false)?.id;
+    let group = admin.create_group("ann's")?.id;
+    let role = admin.create_role("ann's role")?.id;
+    admin.set_group_member(group, user, true)?;
+    admin.set_role_group(role, group, true)?;
+    let types = [
+        admin.create_document_type("Open")?.id,
+        admin.create_document_type("Closed")?.id,
+    ];
+    let metadata = [
+        admin
+            .create_metadata_type(MetadataTypeInput::new("amount", "Amount"))?
+            .id,
+        admin
+            .create_metadata_type(MetadataTypeInput::new("secret", "Secret"))?
+            .id,
+    ];
+    for t in types {
+        for m in metadata {
+            admin.associate(t, m, false)?;
+        }
+    }
+    // Ann sees the first type's documents and the first metadata type's values to start with.
+    admin.grant(P::DocumentView, role, dt(types[0]))?;
+    admin.grant(P::DocumentTypeView, role, dt(types[0]))?;
+    admin.grant(P::DocumentMetadataView, role, dt(types[0]))?;
+    admin.grant(P::DocumentMetadataView, role, dt(types[1]))?;
+    admin.grant(P::DocumentMetadataView, role, mt(metadata[0]))?;
+    admin.grant(P::MetadataTypeView, role, mt(metadata[0]))?;
+    let device = db
+        .sign_in_device("ann", "a long password", "phone", None)?
+        .expect("ann signs in")
+        .device
+        .id;
+    Ok(World {
+        db,
+        admin,
+        user,
+        role,
+        group,
+        device,
+        types,
+        metadata,
+    })
+}
+
+fn dt(t: DocumentTypeId) -> ObjectRef {
+    ObjectRef::new(ObjectKind::DOCUMENT_TYPE, t.0)
+}
+
+fn mt(m: MetadataTypeId) -> ObjectRef {
+    ObjectRef::new(ObjectKind::METADATA_TYPE, m.0)
+}
+
+/// What the server shows ann now.
+fn truth(w: &World) -> Result<Held> {
+    let s = w.db.session(w.user);
+    let mut held = Held::new();
+    for d in s
+        .documents(DocumentQuery::default(), PageRequest::ALL)?
+        .items
+    {
+        let values = s
+            .document_metadata(d.document.id, PageRequest::ALL)?
+            .items
+            .into_iter()
+            .map(|v| (v.value.metadata_type_id.0, v.value.value))
+            .collect();
+        held.insert(
+            d.document.id.0,
+            (d.document.label, d.document.document_type_id.0, values),
+        );
+    }
+    Ok(held)
+}
+
+/// Syncs the replica to the end; fails on a removal of a document never sent.
+fn sync(
+    w: &World,
+    held: &mut Held,
+    sent: &mut BTreeSet<i64>,
+    cursor: &mut Option<SyncCursor>,
+) -> std::result::Result<(), TestCaseError> {
+    let s = w.db.session(w.user);
+    for _ in 0..10_000 {
+        let batch = s
+            .sync_changes(w.device, cursor.as_ref(), 3)
+            .map_err(|e| TestCaseError::fail(format!("sync: {e}")))?;
+        for d in batch.documents {
+            let values = d
+                .values
+                .into_iter()
+                .map(|v| (v.value.metadata_type_id.0, v.value.value))
+                .collect();
+            let doc = d.document.document;
+            sent.insert(doc.id.0);
+            held.insert(doc.id.0, (doc.label, doc.document_type_id.0, values));
+        }
+        for id in batch.removed {
+            prop_assert!(sent.contains(&id.0), "removed {id}, never sent");
+            held.remove(&id.0);
+        }
+        // A cursor survives its text form.
+        let token = batch.cursor.token();
+        prop_assert_eq!(SyncCursor::parse(&token).ok(), Some(batch.cursor));
+        *cursor = Some(batch.cursor);
+        if !batch.more {
+            return Ok(());
+        }
+    }
+    Err(TestCaseError::fail("sync never ended"))
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Create(usize, bool),
+    Delete(usize),
+    Rename(usize),
+    SetValue(usize, usize),
+    RemoveValue(usize, usize),
+    Retype(usize),
+    Grant(usize, bool),
+    GrantValues(usize, bool),
+    Membership(bool),
+    Sync,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => (0..2usize, any::<bool>()).prop_map(|(t, v)| Op::Create(t, v)),
+        1 => (0..64usize).prop_map(Op::Delete),
+        2 => (0..64usize).prop_map(Op::Rename),
+        3 => (0..64usize, 0..2usize).prop_map(|(d, m)| Op::SetValue(d, m)),
+        1 => (0..64usize, 0..2usize).prop_map(|(d, m)| Op::RemoveValue(d, m)),
+        2 => (0..64usize).prop_map(Op::Retype),
+        1 => (0..2usize, any::<bool>()).prop_map(|(t, g)| Op::Grant(t, g)),
+        1 => (0..2usize, any::<bool>()).prop_map(|(m, g)| Op::GrantValues(m, g)),
+        1 => any::<bool>().prop_map(Op::Membership),
+        3 => Just(Op::Sync),
+    ]
+}
+
+fn pick(w: &World, i: usize) -> Result<Option<DocumentId>> {
+    let all = w
+        .admin
+        .documents(DocumentQuery::default(), PageRequest::ALL)?
+        .items;
+    Ok((!all.is_empty()).then(|| all[i % all.len()].document.id))
+}
+
+fn apply(w: &World, op: &Op, serial: usize) -> Result<()> {
+    let a = &w.admin;
+    match *op {
+        Op::Create(t, with_value) => {
+            let values = if with_value {
+                vec![(w.metadata[0], "12")]
+            } else {
+                Vec::new()
+            };
+            a.create_document(w.types[t], &format!("doc {serial}"), &values)?;
+        }
+        Op::Delete(i) => {
+            if let Some(d) = pick(w, i)? {
+                a.delete_document(d)?;
+            }
+        }
+        Op::Rename(i) => {
+            if let Some(d) = pick(w, i)? {
+                a.update_document(d, &format!("renamed {serial}"))?;
+            }
+        }
+        Op::SetValue(i, m) => {
+            if let Some(d) = pick(w, i)? {
+                let values = a.document_metadata(d, PageRequest::ALL)?.items;
+                let value = format!("{serial}");
+                match values
+                    .iter()
+                    .find(|v| v.value.metadata_type_id == w.metadata[m])
+                {
+                    Some(v) => {
+                        a.edit_document_metadata(d, v.value.id, &value, None)?;
+                    }
+                    None => {
+                        a.add_document_metadata(d, w.metadata[m], &value)?;
+                    }
+                }
+            }
+        }
+        Op::RemoveValue(i, m) => {
+            if let Some(d) = pick(w, i)? {
+                let values = a.document_metadata(d, PageRequest::ALL)?.items;
+                if let Some(v) = values
+                    .iter()
+                    .find(|v| v.value.metadata_type_id == w.metadata[m])
+                {
+                    a.remove_document_metadata(d, v.value.id)?;
+                }
+            }
+        }
+        Op::Retype(i) => {
+            if let Some(d) = pick(w, i)? {
+                let now = a.document(d)?.document.document_type_id;
+                let other = if now == w.types[0] {
+                    w.types[1]
+                } else {
+                    w.types[0]
+                };
+                a.change_document_type(d, other)?;
+            }
+        }
+        Op::Grant(t, grant) => {
+            if grant {
+                a.grant(P::DocumentView, w.role, dt(w.types[t]))?;
+            } else {
+                a.revoke(P::DocumentView, w.role, dt(w.types[t]))?;
+            }
+        }
+        Op::GrantValues(m, grant) => {
+            if grant {
+                a.grant(P::DocumentMetadataView, w.role, mt(w.metadata[m]))?;
+            } else {
+                a.revoke(P::DocumentMetadataView, w.role, mt(w.metadata[m]))?;
+            }
+        }
+        Op::Membership(member) => {
+            a.set_group_member(w.group, w.user, member)?;
+        }
+        Op::Sync => {}
+    }
+    Ok(())
+}
+
+fn cases() -> u32 {
+    std::env::var("DOCMETA_SYNC_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(64)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_replica_holds_exactly_what_the_server_shows_its_user(
+        ops in proptest::collection::vec(op(), 1..40)
+    ) {
+        let w = world().map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let mut held = Held::new();
+        let mut sent = BTreeSet::new();
+        let mut cursor = None;
+        for (serial, op) in ops.iter().enumerate() {
+            apply(&w, op, serial).map_err(|e| TestCaseError::fail(format!("{op:?}: {e}")))?;
+            if matches!(op, Op::Sync) {
+                sync(&w, &mut held, &mut sent, &mut cursor)?;
+                let truth = truth(&w).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                prop_assert_eq!(&held, &truth, "after {:?}", ops);
+            }
+        }
+        sync(&w, &mut held, &mut sent, &mut cursor)?;
+        let truth = truth(&w).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(&held, &truth, "at the end of {:?}", ops);
+    }
+}
+
+#[test]
+fn another_users_device_is_not_found_and_a_bad_limit_is_named() -> Result<()> {
+    let w = world()?;
+    let bob = w.admin.create_user("bob", "a long password", false)?.id;
+    let s = w.db.session(bob);
+    assert!(matches!(
+        s.sync_changes(w.device, None, 10),
+        Err(docmeta_core::Error::NotFound(_))
+    ));
+    let ann = w.db.session(w.user);
+    assert!(matches!(
+        ann.sync_changes(w.device, None, 0),
+        Err(docmeta_core::Error::Validation { field, .. }) if field == "limit"
+    ));
+    assert!(SyncCursor::parse("s1.x.c.-.1").is_err());
+    assert!(SyncCursor::parse("garbage").is_err());
+    Ok(())
+}
