@@ -51,6 +51,9 @@ fn _docmeta(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Task>()?;
     m.add_class::<Device>()?;
     m.add_class::<NewDevice>()?;
+    m.add_class::<SyncedDocument>()?;
+    m.add_class::<SyncSchema>()?;
+    m.add_class::<SyncBatch>()?;
     m.add_class::<Webhook>()?;
     m.add_class::<CreatedWebhook>()?;
     m.add_class::<WebhookDelivery>()?;

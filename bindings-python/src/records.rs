@@ -167,6 +167,21 @@ record!(
     /// A device just signed in, with its token (`dmd_...`): the only answer that holds it.
     NewDevice { device: Device, token: String });
 record!(
+    /// A document as a replica keeps it (see `Session.sync_changes`): the document with its
+    /// type, the values the user may see with their types, and its files' records.
+    SyncedDocument { document: Document, values: Vec<DocumentMetadata>,
+        files: Vec<DocumentFile> });
+record!(
+    /// The types a user may see, as a sync sends them.
+    SyncSchema { document_types: Vec<DocumentType>, metadata_types: Vec<MetadataType>,
+        associations: Vec<Association> });
+record!(
+    /// One batch of changes for a replica (see `Session.sync_changes`): store `documents`
+    /// (each replaces the replica's copy), delete the ids in `removed`, keep `cursor`, and ask
+    /// again at once while `more`. `schema` is set when the types may have changed.
+    SyncBatch { documents: Vec<SyncedDocument>, removed: Vec<i64>,
+        schema: Option<SyncSchema>, cursor: String, more: bool });
+record!(
     /// A workflow template.
     Workflow { id: i64, label: String, document_type_ids: Vec<i64> });
 record!(
@@ -253,6 +268,35 @@ impl From<core::MetadataValueView> for DocumentMetadata {
         DocumentMetadata {
             metadata_type: v.metadata_type.map(Into::into),
             ..DocumentMetadata::from(v.value)
+        }
+    }
+}
+impl From<core::SyncedDocument> for SyncedDocument {
+    fn from(d: core::SyncedDocument) -> Self {
+        SyncedDocument {
+            document: d.document.into(),
+            values: all(d.values),
+            files: all(d.files),
+        }
+    }
+}
+impl From<core::SyncSchema> for SyncSchema {
+    fn from(s: core::SyncSchema) -> Self {
+        SyncSchema {
+            document_types: all(s.document_types),
+            metadata_types: all(s.metadata_types),
+            associations: all(s.associations),
+        }
+    }
+}
+impl From<core::SyncBatch> for SyncBatch {
+    fn from(b: core::SyncBatch) -> Self {
+        SyncBatch {
+            documents: all(b.documents),
+            removed: b.removed.iter().map(|d| d.0).collect(),
+            schema: b.schema.map(Into::into),
+            cursor: b.cursor.token(),
+            more: b.more,
         }
     }
 }

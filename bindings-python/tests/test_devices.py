@@ -74,3 +74,50 @@ def test_a_deactivated_user_s_token_stops_and_others_devices_need_permissions(
         assert [d.name for d in admin.devices(ann.id)] == ["phone"]
         admin.revoke_device(phone.device.id)
         assert db.authenticate_device(phone.token) is None
+
+
+def test_a_replica_syncs_what_its_user_may_see(tmp_path: Path) -> None:
+    with open_db(tmp_path) as db:
+        admin = db.system()
+        ann = admin.create_user("ann", "a long password")
+        memo = admin.create_document_type("Memo")
+        secret = admin.create_document_type("Secret")
+        amount = admin.create_metadata_type("amount", "Amount")
+        admin.associate(memo.id, amount.id)
+        reader = admin.create_role("Reader")
+        group = admin.create_group("Readers")
+        admin.set_group_member(group.id, ann.id)
+        admin.set_role_group(reader.id, group.id)
+        for permission in ["documents.document_view", "metadata.document_metadata_view"]:
+            admin.grant(permission, reader.id, "documents.documenttype", memo.id)
+            admin.grant(permission, reader.id, "metadata.metadatatype", amount.id)
+        note = admin.create_document(memo.id, "Note", values={amount.id: "12"})
+        admin.create_document(secret.id, "Hidden")
+        phone = db.sign_in_device("ann", "a long password", "phone")
+        assert phone is not None
+        session = db.session(ann.id)
+
+        replica: dict[int, docmeta.SyncedDocument] = {}
+        cursor = None
+        while True:
+            batch = session.sync_changes(phone.device.id, cursor, limit=1)
+            replica.update({d.document.id: d for d in batch.documents})
+            for gone in batch.removed:
+                replica.pop(gone, None)
+            cursor = batch.cursor
+            if batch.schema is not None:
+                assert [t.label for t in batch.schema.document_types] == ["Memo"]
+            if not batch.more:
+                break
+        assert list(replica) == [note.id]
+        assert [v.value for v in replica[note.id].values] == ["12"]
+
+        admin.delete_document(note.id)
+        batch = session.sync_changes(phone.device.id, cursor)
+        assert batch.removed == [note.id] and batch.documents == []
+        with pytest.raises(docmeta.ValidationError) as refused:
+            session.sync_changes(phone.device.id, "not a cursor")
+        assert refused.value.field == "cursor"
+        bob = admin.create_user("bob", "a long password")
+        with pytest.raises(docmeta.NotFound):
+            db.session(bob.id).sync_changes(phone.device.id)

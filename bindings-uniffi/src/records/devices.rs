@@ -52,3 +52,75 @@ impl From<core::NewDevice> for NewDevice {
         }
     }
 }
+
+/// A document as a replica keeps it (see `Session.syncChanges`): the document, the values the
+/// user may see, and its files' records.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct SyncedDocument {
+    /// The document.
+    pub document: crate::records::Document,
+    /// Its values the user may see (their types are in the batch's schema).
+    pub values: Vec<crate::records::DocumentMetadata>,
+    /// Its files' records (the bytes are read on demand).
+    pub files: Vec<crate::records::DocumentFile>,
+}
+
+impl From<core::SyncedDocument> for SyncedDocument {
+    fn from(d: core::SyncedDocument) -> Self {
+        SyncedDocument {
+            document: d.document.into(),
+            values: d.values.into_iter().map(Into::into).collect(),
+            files: d.files.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+/// The types a user may see, as a sync sends them.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct SyncSchema {
+    /// The document types.
+    pub document_types: Vec<crate::records::DocumentType>,
+    /// The metadata types.
+    pub metadata_types: Vec<crate::records::MetadataType>,
+    /// The associations between them.
+    pub associations: Vec<crate::records::Association>,
+}
+
+impl From<core::SyncSchema> for SyncSchema {
+    fn from(s: core::SyncSchema) -> Self {
+        SyncSchema {
+            document_types: s.document_types.into_iter().map(Into::into).collect(),
+            metadata_types: s.metadata_types.into_iter().map(Into::into).collect(),
+            associations: s.associations.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+/// One batch of changes for a replica (see `Session.syncChanges`): store `documents` (each
+/// replaces the replica's copy), delete the ids in `removed`, keep `cursor`, and ask again at
+/// once while `more`.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct SyncBatch {
+    /// Documents to store, whole.
+    pub documents: Vec<SyncedDocument>,
+    /// Documents sent before that the user may no longer see, or that are gone.
+    pub removed: Vec<i64>,
+    /// The types, when they may have changed (and with the first batch of every full pass).
+    pub schema: Option<SyncSchema>,
+    /// Where the replica stands once it applied this batch: the next call's cursor.
+    pub cursor: String,
+    /// Whether more changes are ready now.
+    pub more: bool,
+}
+
+impl From<core::SyncBatch> for SyncBatch {
+    fn from(b: core::SyncBatch) -> Self {
+        SyncBatch {
+            documents: b.documents.into_iter().map(Into::into).collect(),
+            removed: b.removed.iter().map(|d| d.0).collect(),
+            schema: b.schema.map(Into::into),
+            cursor: b.cursor.token(),
+            more: b.more,
+        }
+    }
+}

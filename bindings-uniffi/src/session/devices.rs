@@ -4,7 +4,7 @@ use docmeta_core as core;
 
 use super::Session;
 use crate::errors::Result;
-use crate::records::Device;
+use crate::records::{Device, SyncBatch};
 
 #[uniffi::export]
 impl Session {
@@ -25,5 +25,27 @@ impl Session {
     /// another user's needs `user_management.user_edit` and holding everything they hold.
     pub fn revoke_device(&self, id: i64) -> Result<()> {
         Ok(self.inner.revoke_device(core::DeviceId(id))?)
+    }
+
+    /// The next batch of changes for the replica of `device_id` (one of this session's
+    /// user's: see `Docmeta.signInDevice`), after `cursor` (the `cursor` of the last batch
+    /// applied; `None`: a replica that holds nothing), at most `limit` documents (1 to 500).
+    /// Apply it as `SyncBatch` says and ask again while `more`: first every document the user
+    /// may see, in pages, then the documents changed since the cursor; a document sent before
+    /// that the user may no longer see is in `removed`. Applying a batch twice, or asking again
+    /// with the same cursor after a lost answer, leaves the same replica. Another user's device
+    /// is `NotFound`; a cursor the server never gave, `Validation` on `cursor`.
+    #[uniffi::method(default(cursor = None, limit = 100))]
+    pub fn sync_changes(
+        &self,
+        device_id: i64,
+        cursor: Option<String>,
+        limit: u32,
+    ) -> Result<SyncBatch> {
+        let cursor = cursor.as_deref().map(core::SyncCursor::parse).transpose()?;
+        Ok(self
+            .inner
+            .sync_changes(core::DeviceId(device_id), cursor.as_ref(), limit)?
+            .into())
     }
 }

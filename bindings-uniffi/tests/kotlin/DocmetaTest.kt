@@ -543,6 +543,34 @@ fun devices() {
     refused<DocmetaException.NotFound>("another user's devices without user_view") { db.session(bob.id).devices(ann.id) }
     val e = refused<DocmetaException.Validation>("a blank name") { db.signInDevice("ann", "a long password", " ") }
     expect(e.field == "name", "the refusal names the field: ${e.field}")
+    // A replica of what ann may see: nothing yet, then the document she is granted.
+    val memo = admin.createDocumentType("Memo")
+    val doc = admin.createDocument(memo.id, "Note", listOf())
+    fun sync(from: String?): Pair<Set<Long>, String> {
+        var cursor = from
+        val seen = mutableSetOf<Long>()
+        while (true) {
+            val batch = db.session(ann.id).syncChanges(phone.device.id, cursor, 10u)
+            seen.addAll(batch.documents.map { it.document.id })
+            seen.removeAll(batch.removed.toSet())
+            cursor = batch.cursor
+            if (!batch.more) return seen to batch.cursor
+        }
+    }
+    val (none, cursor) = sync(null)
+    expect(none.isEmpty(), "nothing visible, nothing synced: $none")
+    val role = admin.createRole("Reader")
+    val group = admin.createGroup("Readers")
+    admin.setGroupMember(group.id, ann.id, true)
+    admin.setRoleGroup(role.id, group.id, true)
+    admin.grant("documents.document_view", role.id, "documents.document", doc.id)
+    val (granted, _) = sync(cursor)
+    expect(granted == setOf(doc.id), "a grant sends the document: $granted")
+    val wrong = refused<DocmetaException.Validation>("a cursor the server never gave") {
+        db.session(ann.id).syncChanges(phone.device.id, "x", 10u)
+    }
+    expect(wrong.field == "cursor", "the refusal names the cursor: ${wrong.field}")
+    refused<DocmetaException.NotFound>("another user's device") { db.session(bob.id).syncChanges(phone.device.id, null, 10u) }
     db.session(ann.id).revokeDevice(phone.device.id)
     expect(db.authenticateDevice(token) == null, "revoked")
 }

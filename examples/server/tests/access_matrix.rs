@@ -535,6 +535,10 @@ const RULES: &[(&str, &str)] = &[
         "DELETE /api/v4/devices/{device_id}/",
         "one's own; another user's: user_view (404), global user_edit (403), a superuser's only by a superuser (403), holding everything its user holds (403)",
     ),
+    (
+        "GET /api/v4/sync/",
+        "one's own device (another user's 404); sends exactly the documents, values and files the caller may view",
+    ),
 ];
 
 /// The answer for an object named in a request body: one the caller cannot see is invalid
@@ -4589,6 +4593,7 @@ fn devices(x: &mut Ctx) {
             ids,
         );
     }
+    sync(x, &device_of);
     let op = "DELETE /api/v4/devices/{device_id}/";
     x.exercised.insert(op);
     // Other non-superusers first, then the owner, superusers last: everyone is judged on a
@@ -4619,6 +4624,86 @@ fn devices(x: &mut Ctx) {
             let (st, _) = x.call(&c, "DELETE", &format!("/api/v4/devices/{device}/"), None);
             x.judge(op, &c, &format!("device {device} of user {owner}"), exp, st);
             gone |= st == 204;
+        }
+    }
+}
+
+/// Every caller syncs a replica with its own device (it must hold exactly the documents, values
+/// and files the model shows the caller) and is refused another caller's device.
+fn sync(x: &mut Ctx, device_of: &BTreeMap<i64, i64>) {
+    let op = "GET /api/v4/sync/";
+    x.exercised.insert(op);
+    for c in x.callers.clone() {
+        for (&owner, &device) in device_of {
+            let exp = x.expect(&c, &|_, u| {
+                if u == owner {
+                    Exp::Ok(200)
+                } else {
+                    Exp::No(404)
+                }
+            });
+            let mut cursor = String::new();
+            let (mut docs, mut values, mut files) =
+                (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
+            loop {
+                let path = format!("/api/v4/sync/?device={device}&limit=500&cursor={cursor}");
+                let (st, batch) = x.call(&c, "GET", &path, None);
+                x.judge(op, &c, &format!("device {device} of user {owner}"), exp, st);
+                if st != 200 {
+                    break;
+                }
+                for d in batch["documents"].as_array().into_iter().flatten() {
+                    docs.insert(d["document"]["id"].to_string());
+                    values.extend(
+                        d["metadata"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .map(|v| v["id"].to_string()),
+                    );
+                    files.extend(
+                        d["files"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .map(|f| f["id"].to_string()),
+                    );
+                }
+                for r in batch["removed"].as_array().into_iter().flatten() {
+                    x.problem(
+                        Cat::Other,
+                        op,
+                        format!("{}: a first sync removed {r}", c.name),
+                    );
+                }
+                cursor = batch["cursor"].as_str().unwrap_or_default().to_owned();
+                if batch["more"] != true {
+                    break;
+                }
+            }
+            let Some(u) = c.id.filter(|u| *u == owner) else {
+                continue;
+            };
+            let m = &x.m;
+            let seen = |d: i64| m.seen(u, (K::Doc, d));
+            let want_docs = set(m.docs.keys().copied().filter(|d| seen(*d)));
+            let want_values = set((m.values.iter())
+                .filter(|(_, v)| {
+                    seen(v.doc)
+                        && m.has(u, DM_VIEW, (K::Doc, v.doc))
+                        && m.has(u, DM_VIEW, (K::MetaType, v.mt))
+                })
+                .map(|(i, _)| *i));
+            let want_files = set(m.files.iter().filter(|(_, d)| seen(**d)).map(|(f, _)| *f));
+            let target = format!("user {u}'s replica");
+            for (what, want, got) in [
+                ("documents", want_docs, docs),
+                ("values", want_values, values),
+                ("files", want_files, files),
+            ] {
+                let body = json!({"results": got.iter().map(|i| json!({"id": i.parse::<i64>().unwrap_or_default()})).collect::<Vec<_>>()});
+                x.compare_items(op, &c, &format!("{target}: {what}"), &want, &body, ids);
+            }
         }
     }
 }

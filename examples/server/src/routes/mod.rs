@@ -12,6 +12,7 @@ mod metadata;
 mod permissions;
 mod roles;
 mod search;
+mod sync;
 mod system;
 mod users;
 mod webhooks;
@@ -39,5 +40,6 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
     let router = workflows::register(router);
     let router = webhooks::register(router);
     let router = devices::register(router);
+    let router = sync::register(router);
     system::register(router)
 }

@@ -1,0 +1,134 @@
+//! Offline sync: the next batch of changes for a device's replica (see
+//! `Session::sync_changes`).
+
+use std::collections::HashMap;
+
+use crate::body::Json;
+use axum::extract::{Query, State};
+use docmeta_core::{DeviceId, SyncBatch, SyncCursor, SyncSchema, SyncedDocument};
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::dto::*;
+use crate::error::{ApiError, ApiResult};
+use crate::state::{AppState, CurrentUser};
+
+pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
+    router.routes(routes!(sync))
+}
+
+/// The query parameters of a sync, for the OpenAPI document.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)] // Describes the parameters; never constructed.
+struct SyncParams {
+    /// The device whose replica asks (one of the caller's: `POST /api/v4/devices/`).
+    device: i64,
+    /// The `cursor` of the last batch the replica applied; absent: a replica that holds
+    /// nothing.
+    cursor: Option<String>,
+    /// The most documents the batch sends (1 to 500; default 100).
+    #[param(minimum = 1, maximum = 500)]
+    limit: Option<u32>,
+}
+
+/// A document as a replica keeps it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SyncedDocumentOut {
+    pub document: DocumentOut,
+    /// Its values the caller may view.
+    pub metadata: Vec<DocumentMetadataOut>,
+    /// Its files' records (the bytes: `download_url`).
+    pub files: Vec<DocumentFileOut>,
+}
+
+impl From<SyncedDocument> for SyncedDocumentOut {
+    fn from(d: SyncedDocument) -> Self {
+        SyncedDocumentOut {
+            document: (&d.document).into(),
+            metadata: d.values.into_iter().map(Into::into).collect(),
+            files: d.files.iter().map(Into::into).collect(),
+        }
+    }
+}
+
+/// The types the caller may view.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SyncSchemaOut {
+    pub document_types: Vec<DocumentTypeOut>,
+    pub metadata_types: Vec<MetadataTypeOut>,
+    pub associations: Vec<AssociationOut>,
+}
+
+impl From<SyncSchema> for SyncSchemaOut {
+    fn from(s: SyncSchema) -> Self {
+        SyncSchemaOut {
+            document_types: s.document_types.iter().map(Into::into).collect(),
+            metadata_types: s.metadata_types.into_iter().map(Into::into).collect(),
+            associations: s.associations.iter().map(Into::into).collect(),
+        }
+    }
+}
+
+/// One batch of changes: store `documents` (each replaces the replica's copy), delete
+/// `removed`, keep `cursor`, and ask again at once while `more`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SyncBatchOut {
+    pub documents: Vec<SyncedDocumentOut>,
+    /// Ids of documents sent to this device before that the caller may no longer view, or
+    /// that are gone.
+    pub removed: Vec<i64>,
+    /// The types, when they may have changed (and with the first batch of every full pass).
+    pub schema: Option<SyncSchemaOut>,
+    /// Where the replica stands once it applied this batch: the next request's `cursor`.
+    pub cursor: String,
+    /// Whether more changes are ready now.
+    pub more: bool,
+}
+
+impl From<SyncBatch> for SyncBatchOut {
+    fn from(b: SyncBatch) -> Self {
+        SyncBatchOut {
+            documents: b.documents.into_iter().map(Into::into).collect(),
+            removed: b.removed.iter().map(|d| d.0).collect(),
+            schema: b.schema.map(Into::into),
+            cursor: b.cursor.token(),
+            more: b.more,
+        }
+    }
+}
+
+#[utoipa::path(get, path = "/api/v4/sync/", tag = "sync",
+    description = "The next batch of changes for the replica of one of the caller's devices: first every document the caller may view, in pages, then the documents events name since the cursor; a document sent to this device before that the caller may no longer view is in `removed`. Applying a batch twice, or asking again with the same cursor after a lost answer, leaves the same replica.",
+    params(SyncParams),
+    responses((status = 200, body = SyncBatchOut), (status = 400, body = ErrorOut),
+        (status = 404, body = ErrorOut)))]
+async fn sync(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<SyncBatchOut>> {
+    let device = match q.get("device") {
+        None => return Err(ApiError::field("device", "This field is required.")),
+        Some(d) => DeviceId(
+            d.parse()
+                .map_err(|_| ApiError::field("device", "A valid integer is required."))?,
+        ),
+    };
+    let cursor = match q.get("cursor").filter(|c| !c.is_empty()) {
+        None => None,
+        Some(c) => Some(SyncCursor::parse(c)?),
+    };
+    let limit = match q.get("limit") {
+        None => 100,
+        Some(l) => l
+            .parse()
+            .map_err(|_| ApiError::field("limit", "A valid integer is required."))?,
+    };
+    app.run(user, move |s| {
+        Ok(Json(s.sync_changes(device, cursor.as_ref(), limit)?.into()))
+    })
+    .await
+}

@@ -1,0 +1,161 @@
+//! Offline sync over HTTP, against a running `docmeta serve`: `GET /api/v4/sync/` sends a
+//! device's replica every document its user may see (with the values and files the user may
+//! see), then what changed since its cursor: an edit sends the document again, a deletion
+//! removes it. A device of another user, a cursor the server never gave and a limit out of
+//! range are refused; the OpenAPI document describes it.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+use support::{ADMIN, Server, prepare};
+
+const ALICE: (&str, &str) = ("alice", "demo-password");
+
+fn device(s: &Server, user: (&str, &str)) -> i64 {
+    let (status, d) = s.call(
+        "POST",
+        "/api/v4/devices/",
+        None,
+        Some(&json!({"username": user.0, "password": user.1, "name": "tablet"})),
+    );
+    assert_eq!(status, 201, "{d}");
+    d["id"].as_i64().expect("an id")
+}
+
+/// A replica: documents by id, and the cursor.
+#[derive(Default)]
+struct Replica {
+    documents: BTreeMap<i64, Value>,
+    cursor: Option<String>,
+    batches: usize,
+}
+
+impl Replica {
+    /// Syncs until the server has nothing more, in batches of `limit`.
+    fn sync(&mut self, s: &Server, user: (&str, &str), device: i64, limit: u32) {
+        loop {
+            let cursor = self.cursor.as_deref().unwrap_or("");
+            let (status, batch) = s.get(
+                &format!("/api/v4/sync/?device={device}&cursor={cursor}&limit={limit}"),
+                user,
+            );
+            assert_eq!(status, 200, "{batch}");
+            self.batches += 1;
+            for d in batch["documents"].as_array().expect("documents") {
+                let id = d["document"]["id"].as_i64().expect("an id");
+                self.documents.insert(id, d.clone());
+            }
+            for id in batch["removed"].as_array().expect("removed") {
+                self.documents.remove(&id.as_i64().expect("an id"));
+            }
+            self.cursor = Some(batch["cursor"].as_str().expect("a cursor").to_owned());
+            if batch["more"] != true {
+                break;
+            }
+        }
+    }
+
+    fn ids(&self) -> BTreeSet<i64> {
+        self.documents.keys().copied().collect()
+    }
+}
+
+fn visible(s: &Server, user: (&str, &str)) -> BTreeSet<i64> {
+    let (status, list) = s.get("/api/v4/documents/?page_size=500", user);
+    assert_eq!(status, 200, "{list}");
+    let ids = list["results"].as_array().expect("results").iter();
+    ids.map(|d| d["id"].as_i64().expect("an id")).collect()
+}
+
+#[test]
+fn a_replica_holds_what_its_user_sees_and_follows_changes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    prepare(dir.path(), true, "");
+    let s = Server::start(dir.path());
+    let tablet = device(&s, ALICE);
+
+    let mut replica = Replica::default();
+    replica.sync(&s, ALICE, tablet, 2);
+    let seen = visible(&s, ALICE);
+    assert!(!seen.is_empty(), "the demo shows alice documents");
+    assert_eq!(replica.ids(), seen, "the replica holds what alice sees");
+    assert!(replica.batches > 2, "in pages of two");
+    // Each document with the values alice sees on it.
+    for (id, d) in &replica.documents {
+        let (_, values) = s.get(&format!("/api/v4/documents/{id}/metadata/"), ALICE);
+        let want: BTreeSet<i64> = values["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|v| v["id"].as_i64().expect("an id"))
+            .collect();
+        let got: BTreeSet<i64> = d["metadata"]
+            .as_array()
+            .expect("metadata")
+            .iter()
+            .map(|v| v["id"].as_i64().expect("an id"))
+            .collect();
+        assert_eq!(got, want, "document {id}'s values");
+        assert!(d["files"].is_array());
+    }
+
+    // An edit sends the document again; a deletion removes it.
+    let mut ids = seen.iter();
+    let (edited, deleted) = (*ids.next().expect("one"), *ids.next().expect("two"));
+    let (status, _) = s.call(
+        "PATCH",
+        &format!("/api/v4/documents/{edited}/"),
+        Some(ADMIN),
+        Some(&json!({"label": "Renamed offline"})),
+    );
+    assert_eq!(status, 200);
+    let (status, _) = s.call(
+        "DELETE",
+        &format!("/api/v4/documents/{deleted}/"),
+        Some(ADMIN),
+        None,
+    );
+    assert!(status == 202 || status == 204, "deleted: {status}");
+    replica.sync(&s, ALICE, tablet, 100);
+    assert_eq!(
+        replica.documents[&edited]["document"]["label"],
+        "Renamed offline"
+    );
+    assert!(!replica.documents.contains_key(&deleted));
+    assert_eq!(replica.ids(), visible(&s, ALICE));
+}
+
+#[test]
+fn a_sync_refuses_what_is_not_the_callers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    prepare(dir.path(), true, "");
+    let s = Server::start(dir.path());
+    let admins = device(&s, ADMIN);
+    let alices = device(&s, ALICE);
+    let get = |path: &str| s.get(path, ALICE);
+    // Another user's device does not exist for alice.
+    let (status, answer) = get(&format!("/api/v4/sync/?device={admins}"));
+    assert_eq!(status, 404, "{answer}");
+    let field = |path: &str, name: &str| {
+        let (status, answer) = get(path);
+        assert_eq!(status, 400, "{path}: {answer}");
+        assert!(answer[name].is_array(), "{path}: {answer}");
+    };
+    field("/api/v4/sync/", "device");
+    field("/api/v4/sync/?device=x", "device");
+    field(
+        &format!("/api/v4/sync/?device={alices}&cursor=s1.x"),
+        "cursor",
+    );
+    field(&format!("/api/v4/sync/?device={alices}&limit=0"), "limit");
+    field(&format!("/api/v4/sync/?device={alices}&limit=501"), "limit");
+    // Without credentials: 401.
+    let (status, _) = s.call("GET", &format!("/api/v4/sync/?device={alices}"), None, None);
+    assert_eq!(status, 401);
+    // The OpenAPI document names the operation.
+    let (_, doc) = s.call("GET", "/api/v4/openapi.json", None, None);
+    let op: &Value = &doc["paths"]["/api/v4/sync/"]["get"];
+    assert!(op["parameters"].is_array(), "{op}");
+}
