@@ -1039,6 +1039,11 @@ impl Session {
             let row =
                 u.tx.acl(acl)?
                     .ok_or_else(|| Error::not_found(format!("ACL {acl}")))?;
+            // Only what this unit wrote goes into the access snapshot. The ACL as read here
+            // is not news when the grant changed nothing: on PostgreSQL another process may
+            // have changed it since this transaction's snapshot (a unit that only read the
+            // ACL commits after such a change without a conflict), and applying the ACL as read
+            // would undo that change in this process (found by `postgres_races`).
             if changed {
                 u.event(
                     names::ACL_EDITED,
@@ -1050,13 +1055,13 @@ impl Session {
                         keys_text(&row.permissions),
                     ),
                 )?;
+                u.access.push(AccessChange::Acl {
+                    object,
+                    acl,
+                    role,
+                    permissions: permission_set(row.permissions.clone()),
+                });
             }
-            u.access.push(AccessChange::Acl {
-                object,
-                acl,
-                role,
-                permissions: permission_set(row.permissions.clone()),
-            });
             Ok(row)
         }
     }
@@ -1119,12 +1124,15 @@ impl Session {
                 )?;
             }
             let set = permission_set(row.permissions.clone());
-            u.access.push(AccessChange::Acl {
-                object,
-                acl: acl.id,
-                role,
-                permissions: set,
-            });
+            // Only what this unit wrote (see `grant_in`): an emptied ACL is deleted below.
+            if changed || set.is_empty() {
+                u.access.push(AccessChange::Acl {
+                    object,
+                    acl: acl.id,
+                    role,
+                    permissions: set,
+                });
+            }
             if set.is_empty() {
                 u.tx.delete_acl(acl.id)?;
                 u.event(
@@ -1271,5 +1279,197 @@ impl Acl {
             object,
             permissions: super::permission_set(row.permissions),
         }
+    }
+}
+
+/// Races on PostgreSQL, where two processes' units of work run at once (on SQLite one writer
+/// at a time makes them impossible): a unit paused while another process commits.
+#[cfg(all(test, feature = "postgres"))]
+mod postgres_races {
+    use std::sync::mpsc;
+
+    use crate::access::ObjectKind;
+    use crate::model::Actor;
+    use crate::{Config, Docmeta, Permission, PostgresStore, UserId};
+
+    use super::*;
+
+    /// Two handles on a new database, or `None` without `DOCMETA_TEST_POSTGRES_URL`.
+    fn two_handles(name: &str) -> Option<(Docmeta, Docmeta, [tempfile::TempDir; 2])> {
+        let Some(base) = std::env::var("DOCMETA_TEST_POSTGRES_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+        else {
+            let required = std::env::var("DOCMETA_REQUIRE_POSTGRES").is_ok_and(|v| v == "1");
+            assert!(
+                !required,
+                "DOCMETA_REQUIRE_POSTGRES=1 but DOCMETA_TEST_POSTGRES_URL is not set"
+            );
+            eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
+            return None;
+        };
+        let db = format!("docmeta_race_{name}_{}", std::process::id());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            let (client, connection) = tokio_postgres::connect(&base, tokio_postgres::NoTls)
+                .await
+                .expect("connect");
+            tokio::spawn(connection);
+            for sql in [
+                format!("DROP DATABASE IF EXISTS {db}"),
+                format!("CREATE DATABASE {db}"),
+            ] {
+                client.batch_execute(&sql).await.expect(&sql);
+            }
+        });
+        let url = format!("{}/{db}", &base[..base.rfind('/').expect("a database")]);
+        let dirs = [
+            tempfile::tempdir().expect("the race's step"),
+            tempfile::tempdir().expect("the race's step"),
+        ];
+        let open = |dir: &tempfile::TempDir| {
+            Docmeta::builder()
+                .config(Config {
+                    password_hash_memory_kib: 64,
+                    password_hash_iterations: 1,
+                    ..Config::default()
+                })
+                .data_dir(dir.path())
+                .worker(false)
+                .store(PostgresStore::open(&url).expect("open"))
+                .open()
+                .expect("open")
+        };
+        let (a, b) = (open(&dirs[0]), open(&dirs[1]));
+        Some((a, b, dirs))
+    }
+
+    /// Bob, in a role holding `held` on a new document: the role, the document.
+    fn bob_with(db: &Docmeta, held: Permission) -> (UserId, RoleId, ObjectRef) {
+        let admin = db.system();
+        let bob = admin
+            .create_user("bob", "a long password", false)
+            .expect("the race's step")
+            .id;
+        let group = admin.create_group("Lawyers").expect("the race's step").id;
+        let role = admin.create_role("Lawyer").expect("the race's step").id;
+        admin
+            .set_group_member(group, bob, true)
+            .expect("the race's step");
+        admin
+            .set_role_group(role, group, true)
+            .expect("the race's step");
+        let memo = admin
+            .create_document_type("Memo")
+            .expect("the race's step")
+            .id;
+        let doc = admin
+            .create_document(memo, "Note", &[])
+            .expect("the race's step")
+            .document
+            .id;
+        let doc = ObjectRef::new(ObjectKind::DOCUMENT, doc.0);
+        admin.grant(held, role, doc).expect("the race's step");
+        (bob, role, doc)
+    }
+
+    /// Runs `change` in a unit of `a` that pauses before it commits while `b` commits `other`
+    /// and `a` catches up with it; then lets the unit commit.
+    fn paused_while(
+        a: &Docmeta,
+        change: impl Fn(&Session, &mut crate::kernel::Unit<'_>) -> Result<()> + Send + Sync,
+        other: impl FnOnce(),
+    ) {
+        let (paused, wait) = mpsc::channel();
+        let (resume, resumed) = mpsc::channel::<()>();
+        let resumed = std::sync::Mutex::new(resumed);
+        std::thread::scope(|s| {
+            let unit = s.spawn(|| {
+                let admin = a.system();
+                let mut first = true;
+                a.write(Actor::System, |u| {
+                    change(&admin, u)?;
+                    if std::mem::take(&mut first) {
+                        paused.send(()).expect("the race's step");
+                        resumed
+                            .lock()
+                            .expect("the race's step")
+                            .recv()
+                            .expect("the race's step");
+                    }
+                    Ok(())
+                })
+            });
+            wait.recv().expect("the race's step");
+            other();
+            a.catch_up().expect("the race's step");
+            resume.send(()).expect("the race's step");
+            unit.join()
+                .expect("the race's step")
+                .expect("the race's step");
+        });
+    }
+
+    /// A revocation that changes nothing, paused while another process grants on the same
+    /// ACL, must not put the ACL as it read it over the grant (it did: the user lost the
+    /// document in that process until the ACL changed again).
+    #[test]
+    fn a_revocation_that_changes_nothing_does_not_undo_a_concurrent_grant() {
+        let Some((a, b, _dirs)) = two_handles("noop_revoke") else {
+            return;
+        };
+        let (bob, role, doc) = bob_with(&a, Permission::DocumentEdit);
+        paused_while(
+            &a,
+            |admin, u| {
+                admin
+                    .revoke_in(u, Permission::DocumentMetadataView, role, doc)
+                    .map(drop)
+            },
+            || {
+                b.system()
+                    .grant(Permission::DocumentView, role, doc)
+                    .expect("the race's step");
+            },
+        );
+        assert!(
+            b.check(bob, Permission::DocumentView, doc),
+            "the other process"
+        );
+        assert!(a.check(bob, Permission::DocumentView, doc), "this process");
+    }
+
+    /// The mirror: a grant that changes nothing, paused while another process revokes, must
+    /// not bring the revoked permission back in this process.
+    #[test]
+    fn a_grant_that_changes_nothing_does_not_undo_a_concurrent_revocation() {
+        let Some((a, b, _dirs)) = two_handles("noop_grant") else {
+            return;
+        };
+        let (bob, role, doc) = bob_with(&a, Permission::DocumentView);
+        a.system()
+            .grant(Permission::DocumentEdit, role, doc)
+            .expect("the race's step");
+        paused_while(
+            &a,
+            |admin, u| {
+                admin
+                    .grant_in(u, Permission::DocumentEdit, role, doc)
+                    .map(drop)
+            },
+            || {
+                b.system()
+                    .revoke(Permission::DocumentView, role, doc)
+                    .expect("the race's step");
+            },
+        );
+        assert!(
+            !b.check(bob, Permission::DocumentView, doc),
+            "the other process"
+        );
+        assert!(!a.check(bob, Permission::DocumentView, doc), "this process");
     }
 }
