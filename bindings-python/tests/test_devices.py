@@ -88,9 +88,10 @@ def test_a_replica_syncs_what_its_user_may_see(tmp_path: Path) -> None:
         group = admin.create_group("Readers")
         admin.set_group_member(group.id, ann.id)
         admin.set_role_group(reader.id, group.id)
-        for permission in ["documents.document_view", "metadata.document_metadata_view"]:
+        viewing = ["documents.document_view", "documents.document_type_view"]
+        for permission in [*viewing, "metadata.document_metadata_view"]:
             admin.grant(permission, reader.id, "documents.documenttype", memo.id)
-            admin.grant(permission, reader.id, "metadata.metadatatype", amount.id)
+        admin.grant("metadata.document_metadata_view", reader.id, "metadata.metadatatype", amount.id)
         note = admin.create_document(memo.id, "Note", values={amount.id: "12"})
         admin.create_document(secret.id, "Hidden")
         phone = db.sign_in_device("ann", "a long password", "phone")
