@@ -480,7 +480,17 @@ impl Session {
     /// Answers the group: the change was the caller's to make, so the answer shows the group
     /// even when the caller just left the group that let them see it.
     pub fn set_group_member(&self, group: GroupId, user: UserId, member: bool) -> Result<Group> {
-        self.write(|u| {
+        self.write(|u| self.set_group_member_in(u, group, user, member))
+    }
+
+    pub(crate) fn set_group_member_in(
+        &self,
+        u: &mut crate::kernel::Unit<'_>,
+        group: GroupId,
+        user: UserId,
+        member: bool,
+    ) -> Result<Group> {
+        {
             let name = self.load_group(&mut u.tx, group, P::GroupEdit)?;
             // Unknown and invisible users answer alike: no existence probe.
             let username =
@@ -505,7 +515,7 @@ impl Session {
                 )?;
             }
             group_of(&mut u.tx, group)
-        })
+        }
     }
 
     /// Refuses unless this session holds everything `user` holds: everything each role of
@@ -724,7 +734,17 @@ impl Session {
     /// grants (its members gain it, or lose it: see [`set_group_member`](Self::set_group_member)).
     /// Answers the role (shown to whoever may edit it).
     pub fn set_role_group(&self, role: RoleId, group: GroupId, assigned: bool) -> Result<Role> {
-        self.write(|u| {
+        self.write(|u| self.set_role_group_in(u, role, group, assigned))
+    }
+
+    pub(crate) fn set_role_group_in(
+        &self,
+        u: &mut crate::kernel::Unit<'_>,
+        role: RoleId,
+        group: GroupId,
+        assigned: bool,
+    ) -> Result<Role> {
+        {
             let label = self.load_role(&mut u.tx, role, P::RoleEdit)?;
             // Unknown and invisible groups answer alike: no existence probe.
             let group_name =
@@ -751,7 +771,7 @@ impl Session {
                 )?;
             }
             role_of(&mut u.tx, role)
-        })
+        }
     }
 
     /// A page of the groups a role is assigned to that this session may see
@@ -1294,8 +1314,10 @@ mod postgres_races {
 
     use super::*;
 
-    /// Two handles on a new database, or `None` without `DOCMETA_TEST_POSTGRES_URL`.
-    fn two_handles(name: &str) -> Option<(Docmeta, Docmeta, [tempfile::TempDir; 2])> {
+    /// Three handles on a new database (the third to read it afresh), or `None` without
+    /// `DOCMETA_TEST_POSTGRES_URL`.
+    #[allow(clippy::type_complexity)]
+    fn handles(name: &str) -> Option<([Docmeta; 3], [tempfile::TempDir; 3])> {
         let Some(base) = std::env::var("DOCMETA_TEST_POSTGRES_URL")
             .ok()
             .filter(|u| !u.is_empty())
@@ -1308,28 +1330,11 @@ mod postgres_races {
             eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
             return None;
         };
-        let db = format!("docmeta_race_{name}_{}", std::process::id());
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        runtime.block_on(async {
-            let (client, connection) = tokio_postgres::connect(&base, tokio_postgres::NoTls)
-                .await
-                .expect("connect");
-            tokio::spawn(connection);
-            for sql in [
-                format!("DROP DATABASE IF EXISTS {db}"),
-                format!("CREATE DATABASE {db}"),
-            ] {
-                client.batch_execute(&sql).await.expect(&sql);
-            }
-        });
-        let url = format!("{}/{db}", &base[..base.rfind('/').expect("a database")]);
-        let dirs = [
-            tempfile::tempdir().expect("the race's step"),
-            tempfile::tempdir().expect("the race's step"),
-        ];
+        let url = crate::store::postgres::fresh_test_database(
+            &base,
+            &format!("docmeta_race_{name}_{}", std::process::id()),
+        );
+        let dirs = [(); 3].map(|()| tempfile::tempdir().expect("a temporary directory"));
         let open = |dir: &tempfile::TempDir| {
             Docmeta::builder()
                 .config(Config {
@@ -1343,8 +1348,7 @@ mod postgres_races {
                 .open()
                 .expect("open")
         };
-        let (a, b) = (open(&dirs[0]), open(&dirs[1]));
-        Some((a, b, dirs))
+        Some((dirs.each_ref().map(open), dirs))
     }
 
     /// Bob, in a role holding `held` on a new document: the role, the document.
@@ -1418,7 +1422,7 @@ mod postgres_races {
     /// document in that process until the ACL changed again).
     #[test]
     fn a_revocation_that_changes_nothing_does_not_undo_a_concurrent_grant() {
-        let Some((a, b, _dirs)) = two_handles("noop_revoke") else {
+        let Some(([a, b, _], _dirs)) = handles("noop_revoke") else {
             return;
         };
         let (bob, role, doc) = bob_with(&a, Permission::DocumentEdit);
@@ -1446,7 +1450,7 @@ mod postgres_races {
     /// not bring the revoked permission back in this process.
     #[test]
     fn a_grant_that_changes_nothing_does_not_undo_a_concurrent_revocation() {
-        let Some((a, b, _dirs)) = two_handles("noop_grant") else {
+        let Some(([a, b, _], _dirs)) = handles("noop_grant") else {
             return;
         };
         let (bob, role, doc) = bob_with(&a, Permission::DocumentView);
@@ -1471,5 +1475,177 @@ mod postgres_races {
             "the other process"
         );
         assert!(!a.check(bob, Permission::DocumentView, doc), "this process");
+    }
+
+    /// One change of what a user may do, as the race below makes it.
+    #[derive(Debug, Clone, Copy)]
+    enum Change {
+        Grant(Permission),
+        Revoke(Permission),
+        Member(bool),
+        Assigned(bool),
+        Global(bool),
+    }
+
+    const CHANGES: [Change; 10] = [
+        Change::Grant(Permission::DocumentView),
+        Change::Revoke(Permission::DocumentView),
+        Change::Grant(Permission::DocumentEdit),
+        Change::Revoke(Permission::DocumentEdit),
+        Change::Member(true),
+        Change::Member(false),
+        Change::Assigned(true),
+        Change::Assigned(false),
+        Change::Global(true),
+        Change::Global(false),
+    ];
+
+    /// A user in a group given a role, and a document the role has an ACL on: what one case
+    /// of the race changes.
+    struct Case {
+        user: UserId,
+        group: crate::GroupId,
+        role: RoleId,
+        doc: ObjectRef,
+    }
+
+    impl Case {
+        /// A new case starting from the state in the bits of `state` (the ACL's two
+        /// permissions, the membership, the role's group, the role's global permission).
+        fn new(db: &Docmeta, n: usize, state: u32) -> Case {
+            let (admin, step) = (db.system(), "the case's set-up");
+            let user = admin.create_user(&format!("u{n}"), "a long password", false);
+            let case = Case {
+                user: user.expect(step).id,
+                group: admin.create_group(&format!("g{n}")).expect(step).id,
+                role: admin.create_role(&format!("r{n}")).expect(step).id,
+                doc: {
+                    let memo = admin.create_document_type(&format!("t{n}")).expect(step);
+                    let doc = admin.create_document(memo.id, "d", &[]).expect(step);
+                    ObjectRef::new(ObjectKind::DOCUMENT, doc.document.id.0)
+                },
+            };
+            let view = state & 1 != 0;
+            // At least one permission, so that the ACL exists.
+            let edit = state & 2 != 0 || !view;
+            for (on, p) in [
+                (view, Permission::DocumentView),
+                (edit, Permission::DocumentEdit),
+            ] {
+                if on {
+                    admin.grant(p, case.role, case.doc).expect(step);
+                }
+            }
+            let (member, assigned) = (state & 4 != 0, state & 8 != 0);
+            admin
+                .set_group_member(case.group, case.user, member)
+                .expect(step);
+            admin
+                .set_role_group(case.role, case.group, assigned)
+                .expect(step);
+            if state & 16 != 0 {
+                admin
+                    .grant_global(Permission::DocumentView, case.role)
+                    .expect(step);
+            }
+            case
+        }
+
+        fn run(&self, admin: &Session, u: &mut crate::kernel::Unit<'_>, c: Change) -> Result<()> {
+            let (role, group) = (self.role, self.group);
+            match c {
+                Change::Grant(p) => admin.grant_in(u, p, role, self.doc).map(drop),
+                Change::Revoke(p) => admin.revoke_in(u, p, role, self.doc).map(drop),
+                Change::Member(m) => admin.set_group_member_in(u, group, self.user, m).map(drop),
+                Change::Assigned(a) => admin.set_role_group_in(u, role, group, a).map(drop),
+                Change::Global(g) => admin.set_global_in(u, Permission::DocumentView, role, g),
+            }
+        }
+
+        /// What `db` answers about the case's user on the case's document.
+        fn answers(&self, db: &Docmeta) -> [bool; 2] {
+            [Permission::DocumentView, Permission::DocumentEdit]
+                .map(|p| db.check(self.user, p, self.doc))
+        }
+    }
+
+    /// The test that looks for the next door of the class above: for every ordered pair of
+    /// changes to one user's access (an ACL's permissions, a membership, a role's group, a
+    /// global permission; each of which may change nothing), the first runs in process A and
+    /// pauses before its commit while process B commits the second and A catches up. Then A
+    /// and B must answer what a process that reads the database afresh answers.
+    #[test]
+    fn every_pair_of_concurrent_access_changes_leaves_each_process_with_the_database_s_answer() {
+        let Some(([a, b, fresh], _dirs)) = handles("pairs") else {
+            return;
+        };
+        let mut wrong = Vec::new();
+        let mut n = 0;
+        for first in CHANGES {
+            for second in CHANGES {
+                for base in [0b00111, 0b11010] {
+                    n += 1;
+                    let state = (base + 5 * n as u32) % 32;
+                    let case = Case::new(&a, n, state);
+                    race(&a, &b, |admin, u, p| case.run(admin, u, [first, second][p]));
+                    fresh.reload_access().expect("a fresh read");
+                    let truth = case.answers(&fresh);
+                    for (process, db) in [("A", &a), ("B", &b)] {
+                        let got = case.answers(db);
+                        if got != truth {
+                            wrong.push(format!(
+                                "{first:?} in A paused while {second:?} in B, from state \
+                                 {state:05b}: {process} answers view/edit {got:?}, the database \
+                                 {truth:?}"
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "{} of {n} cases: {wrong:#?}", wrong.len());
+    }
+
+    /// Runs `change(.., 0)` in a unit of `a` that pauses before its commit while `b` runs
+    /// `change(.., 1)` (on a thread of its own: it may wait for a row A's unit holds) and `a`
+    /// catches up; then lets A's unit commit.
+    fn race(
+        a: &Docmeta,
+        b: &Docmeta,
+        change: impl Fn(&Session, &mut crate::kernel::Unit<'_>, usize) -> Result<()> + Sync,
+    ) {
+        let step = "the race's step";
+        let (paused, wait) = mpsc::channel();
+        let (resume, resumed) = mpsc::channel::<()>();
+        let resumed = std::sync::Mutex::new(resumed);
+        let (done, finished) = mpsc::channel();
+        std::thread::scope(|s| {
+            let change = &change;
+            let first = s.spawn(move || {
+                let admin = a.system();
+                let mut pause = true;
+                a.write(Actor::System, |u| {
+                    change(&admin, u, 0)?;
+                    if std::mem::take(&mut pause) {
+                        paused.send(()).expect(step);
+                        resumed.lock().expect(step).recv().expect(step);
+                    }
+                    Ok(())
+                })
+            });
+            // A change that fails before its pause (none should) lets the race go on.
+            let _ = wait.recv();
+            let second = s.spawn(move || {
+                let admin = b.system();
+                let ran = b.write(Actor::System, |u| change(&admin, u, 1));
+                let _ = done.send(());
+                ran
+            });
+            let _ = finished.recv_timeout(std::time::Duration::from_millis(300));
+            a.catch_up().expect(step);
+            let _ = resume.send(());
+            first.join().expect(step).expect("A's change");
+            second.join().expect(step).expect("B's change");
+        });
     }
 }

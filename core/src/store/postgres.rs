@@ -204,6 +204,32 @@ fn redact(url: &str) -> String {
     }
 }
 
+/// For the crate's tests: the URL of a new, empty database `name` beside the one `base` names
+/// (dropped first if a run before left it).
+#[cfg(test)]
+pub(crate) fn fresh_test_database(base: &str, name: &str) -> String {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let (client, connection) = tokio_postgres::connect(base, tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(connection);
+        for sql in [
+            format!("DROP DATABASE IF EXISTS {name}"),
+            format!("CREATE DATABASE {name}"),
+        ] {
+            client.batch_execute(&sql).await.expect("a new database");
+        }
+    });
+    format!(
+        "{}/{name}",
+        &base[..base.rfind('/').expect("a URL naming a database")]
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
