@@ -55,6 +55,7 @@ mod kernel;
 mod metadata;
 mod model;
 mod owner_only;
+mod replica;
 mod search;
 mod session;
 pub mod store;
@@ -75,7 +76,12 @@ pub use error::{
     BoxError, DATA_DIRECTORY_IN_USE, Error, ErrorKind, FieldStep, NON_FIELD_ERRORS, Result,
 };
 pub use kernel::{Docmeta, EventWatch, SubscriptionId};
+// A replica of a server on a device (offline reads and search).
 pub use model::*;
+pub use replica::{
+    DEVICE_NAME as REPLICA_DEVICE_NAME, HttpServer, InProcessServer, Pulled, Remote, Replica,
+    SignedIn, SyncProgress, SyncServer,
+};
 pub use session::{
     DEFAULT_DEVICE_LIFETIME, FileContent, MAX_DEVICE_LIFETIME, MAX_DEVICES_PER_USER,
     MAX_DOCUMENT_BATCH, MAX_EVENT_WAIT, MAX_FEED_EVENTS, MAX_SYNC_BATCH, Session,

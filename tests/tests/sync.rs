@@ -1,15 +1,18 @@
-//! The server's half of sync (`Session::sync_changes`): random server-side changes (grants and
+//! Sync. The server's half (`Session::sync_changes`): random server-side changes (grants and
 //! revokes, membership, documents and values created, edited, retyped and deleted) between syncs
 //! of a replica kept as a map; after each sync, the replica holds exactly what the server shows
 //! its user (documents, their labels and types, their values), and no batch ever removed a
-//! document the device was not sent.
+//! document the device was not sent. The replica (`Replica`): the same histories, and its
+//! session answers offline what the server shows (documents, values, searches, types); a sync
+//! cut off goes on; a refused device leaves nothing readable.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use docmeta_core::{
-    Config, DeviceId, Docmeta, DocumentId, DocumentQuery, DocumentTypeId, MetadataTypeId,
-    MetadataTypeInput, ObjectKind, ObjectRef, PageRequest, Permission as P, Result, RoleId,
-    Session, SyncCursor, UserId,
+    Config, DeviceId, Docmeta, DocumentId, DocumentQuery, DocumentTypeId, InProcessServer,
+    MetadataTypeId, MetadataTypeInput, ObjectKind, ObjectRef, PageRequest, Permission as P, Pulled,
+    REPLICA_DEVICE_NAME, Replica, Result, RoleId, Session, SignedIn, SyncCursor, SyncServer,
+    UserId,
 };
 use proptest::prelude::*;
 
@@ -93,7 +96,11 @@ fn mt(m: MetadataTypeId) -> ObjectRef {
 
 /// What the server shows ann now.
 fn truth(w: &World) -> Result<Held> {
-    let s = w.db.session(w.user);
+    view(&w.db.session(w.user))
+}
+
+/// What a session shows: on the server, or on a replica.
+fn view(s: &Session) -> Result<Held> {
     let mut held = Held::new();
     for d in s
         .documents(DocumentQuery::default(), PageRequest::ALL)?
@@ -318,4 +325,251 @@ fn another_users_device_is_not_found_and_a_bad_limit_is_named() -> Result<()> {
     assert!(SyncCursor::parse("s1.x.c.-.1").is_err());
     assert!(SyncCursor::parse("garbage").is_err());
     Ok(())
+}
+
+// ----- the replica ------------------------------------------------------------------------------
+
+/// What a session finds for each of a few searches (words of labels and values): document ids.
+fn found(s: &Session) -> Result<Vec<BTreeSet<i64>>> {
+    ["doc", "renamed", "12", "Open", "Closed"]
+        .iter()
+        .map(|q| {
+            Ok(s.search_documents(q, PageRequest::new(1, 500))?
+                .items
+                .iter()
+                .map(|d| d.document.id.0)
+                .collect())
+        })
+        .collect()
+}
+
+/// The document types and metadata types a session may view, by label.
+fn types(s: &Session) -> Result<(Vec<String>, Vec<String>)> {
+    Ok((
+        s.document_types()?.into_iter().map(|t| t.label).collect(),
+        s.metadata_types()?.into_iter().map(|t| t.label).collect(),
+    ))
+}
+
+fn replica_of(w: &World, dir: &std::path::Path) -> Result<Replica> {
+    Replica::open_with(
+        dir,
+        InProcessServer::new(w.db.clone()),
+        "ann",
+        "a long password",
+    )
+}
+
+fn replica_cases() -> u32 {
+    std::env::var("DOCMETA_REPLICA_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(24)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: replica_cases(), ..ProptestConfig::default() })]
+
+    /// A replica, synced at random points of a random history, answers offline (documents,
+    /// values, searches, types) exactly what the server shows its user.
+    #[test]
+    fn a_replica_answers_offline_what_the_server_shows_its_user(
+        ops in proptest::collection::vec(op(), 1..30)
+    ) {
+        let fail = |e: docmeta_core::Error| TestCaseError::fail(e.to_string());
+        let w = world().map_err(fail)?;
+        let dir = tempfile::tempdir().expect("a directory");
+        let replica = replica_of(&w, dir.path()).map_err(fail)?;
+        let server = w.db.session(w.user);
+        for (serial, op) in ops.iter().enumerate() {
+            apply(&w, op, serial).map_err(|e| TestCaseError::fail(format!("{op:?}: {e}")))?;
+            if matches!(op, Op::Sync) {
+                replica.sync().map_err(fail)?;
+                let local = replica.session();
+                prop_assert_eq!(view(&local).map_err(fail)?, truth(&w).map_err(fail)?, "after {:?}", ops);
+                prop_assert_eq!(found(&local).map_err(fail)?, found(&server).map_err(fail)?, "searches after {:?}", ops);
+            }
+        }
+        replica.sync().map_err(fail)?;
+        let local = replica.session();
+        prop_assert_eq!(view(&local).map_err(fail)?, truth(&w).map_err(fail)?, "at the end of {:?}", ops);
+        prop_assert_eq!(found(&local).map_err(fail)?, found(&server).map_err(fail)?, "searches at the end of {:?}", ops);
+        prop_assert_eq!(types(&local).map_err(fail)?, types(&server).map_err(fail)?);
+    }
+}
+
+/// A server that fails every `n`th pull (a dropped connection), and may answer a batch without
+/// the replica storing it twice.
+struct Flaky {
+    inner: InProcessServer,
+    pulls: std::sync::atomic::AtomicUsize,
+    every: usize,
+}
+
+impl SyncServer for Flaky {
+    fn address(&self) -> String {
+        self.inner.address()
+    }
+
+    fn sign_in(&self, username: &str, password: &str, name: &str) -> Result<Option<SignedIn>> {
+        self.inner.sign_in(username, password, name)
+    }
+
+    fn pull(&self, device: &SignedIn, cursor: Option<&SyncCursor>, limit: u32) -> Result<Pulled> {
+        let n = self.pulls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        if n.is_multiple_of(self.every) {
+            return Err(docmeta_core::Error::Timeout(
+                "the connection dropped".into(),
+            ));
+        }
+        self.inner.pull(device, cursor, limit)
+    }
+}
+
+#[test]
+fn a_sync_cut_off_goes_on_where_it_stopped() -> Result<()> {
+    let w = world()?;
+    for i in 0..250 {
+        w.admin
+            .create_document(w.types[0], &format!("doc {i}"), &[(w.metadata[0], "12")])?;
+    }
+    let dir = tempfile::tempdir().expect("a directory");
+    let flaky = Flaky {
+        inner: InProcessServer::new(w.db.clone()),
+        pulls: 0.into(),
+        every: 2,
+    };
+    let replica = Replica::open_with(dir.path(), flaky, "ann", "a long password")?;
+    let mut seen = Vec::new();
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        match replica.sync_with_progress(|p| seen.push(*p)) {
+            Ok(done) => {
+                assert!(!done.more);
+                break;
+            }
+            Err(docmeta_core::Error::Timeout(_)) if attempts < 20 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    assert!(attempts > 2, "the connection dropped on the way");
+    assert!(
+        seen.iter().all(|p| p.batches >= 1),
+        "progress after each batch"
+    );
+    assert_eq!(view(&replica.session())?, truth(&w)?);
+    Ok(())
+}
+
+#[test]
+fn a_refused_device_leaves_nothing_readable_and_the_password_signs_in_again() -> Result<()> {
+    let w = world()?;
+    w.admin
+        .create_document(w.types[0], "doc secret plans", &[(w.metadata[0], "12")])?;
+    let dir = tempfile::tempdir().expect("a directory");
+    let replica = replica_of(&w, dir.path())?;
+    replica.sync()?;
+    assert_eq!(
+        replica
+            .session()
+            .documents(DocumentQuery::default(), PageRequest::ALL)?
+            .count,
+        1
+    );
+    // No password in the replica's directory, only the device's token.
+    for entry in walk(dir.path()) {
+        let bytes = std::fs::read(&entry).unwrap_or_default();
+        assert!(
+            !bytes.windows(15).any(|w| w == b"a long password"),
+            "{} holds the password",
+            entry.display()
+        );
+    }
+    // Ann's devices: the replica's is listed by its name.
+    let device = replica.device()?.expect("signed in");
+    let listed = w.db.session(w.user).devices(None, PageRequest::ALL)?.items;
+    assert!(
+        listed
+            .iter()
+            .any(|d| d.id == device && d.name == REPLICA_DEVICE_NAME)
+    );
+    w.db.session(w.user).revoke_device(device)?;
+    match replica.sync() {
+        Err(docmeta_core::Error::PermissionDenied(_)) => {}
+        other => panic!("a revoked device syncs: {other:?}"),
+    }
+    let local = replica.session();
+    assert_eq!(
+        local
+            .documents(DocumentQuery::default(), PageRequest::ALL)?
+            .count,
+        0
+    );
+    assert_eq!(
+        local
+            .search_documents("secret", PageRequest::new(1, 10))?
+            .count,
+        0
+    );
+    assert!(replica.device()?.is_none());
+    drop(replica);
+    // The wrong password does not sign in; the right one does, and the documents come back.
+    assert!(matches!(
+        Replica::open_with(
+            dir.path(),
+            InProcessServer::new(w.db.clone()),
+            "ann",
+            "wrong"
+        ),
+        Err(docmeta_core::Error::PermissionDenied(_))
+    ));
+    let replica = replica_of(&w, dir.path())?;
+    replica.sync()?;
+    assert_eq!(view(&replica.session())?, truth(&w)?);
+    // A directory is the replica of one user only.
+    drop(replica);
+    w.admin.create_user("bob", "a long password", false)?;
+    assert!(matches!(
+        Replica::open_with(dir.path(), InProcessServer::new(w.db.clone()), "bob", "a long password"),
+        Err(docmeta_core::Error::Validation { field, .. }) if field == "username"
+    ));
+    Ok(())
+}
+
+#[test]
+fn a_deactivated_user_s_replica_is_emptied() -> Result<()> {
+    let w = world()?;
+    w.admin.create_document(w.types[0], "doc", &[])?;
+    let dir = tempfile::tempdir().expect("a directory");
+    let replica = replica_of(&w, dir.path())?;
+    replica.sync()?;
+    assert_eq!(view(&replica.session())?.len(), 1);
+    w.admin.update_user(
+        w.user,
+        docmeta_core::UserUpdate {
+            is_active: Some(false),
+            ..Default::default()
+        },
+    )?;
+    assert!(matches!(
+        replica.sync(),
+        Err(docmeta_core::Error::PermissionDenied(_))
+    ));
+    assert!(view(&replica.session())?.is_empty());
+    Ok(())
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
 }

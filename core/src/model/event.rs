@@ -86,6 +86,12 @@ event_names! {
     /// The objects an application object inherits ACLs from were set
     /// (`Docmeta::set_object_parents`; target: the object).
     OBJECT_PARENTS_SET = "acls.object_parents_set";
+    /// A replica stored a document as its server sent it, with its values and file records
+    /// (target: the document; written only in a replica's own data directory).
+    REPLICA_DOCUMENT_SYNCED = "replica.document_synced";
+    /// A replica removed a document its user may no longer see on the server, or that is gone
+    /// there (target: the document; written only in a replica's own data directory).
+    REPLICA_DOCUMENT_REMOVED = "replica.document_removed";
 }
 
 /// An object an event refers to, with its label at the time of the event.

@@ -35,6 +35,7 @@ mod metadata;
 pub mod postgres;
 mod reads;
 pub(crate) mod records;
+mod replica;
 mod settings;
 pub mod sqlite;
 mod tasks;

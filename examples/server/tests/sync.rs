@@ -159,3 +159,107 @@ fn a_sync_refuses_what_is_not_the_callers() {
     let op: &Value = &doc["paths"]["/api/v4/sync/"]["get"];
     assert!(op["parameters"].is_array(), "{op}");
 }
+
+/// A replica of alice's documents over HTTP (`docmeta_core::Replica`): it holds what she sees,
+/// finds it offline with the same search, keeps no password, and is emptied once her device is
+/// revoked.
+#[test]
+fn a_replica_over_http_answers_offline_and_is_emptied_when_its_device_is_revoked() {
+    use docmeta_core::{DocumentQuery, PageRequest, Remote, Replica};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    prepare(dir.path(), true, "");
+    let s = Server::start(dir.path());
+    let local = tempfile::tempdir().expect("tempdir");
+    let remote = Remote {
+        url: s.base.clone(),
+        username: ALICE.0.into(),
+        password: ALICE.1.into(),
+    };
+    let replica = Replica::open(local.path(), &remote).expect("signed in");
+    let mut batches = 0;
+    let done = replica
+        .sync_with_progress(|_| batches += 1)
+        .expect("synced");
+    assert!(!done.more && batches == done.batches);
+    let session = replica.session();
+    let held: BTreeSet<i64> = session
+        .documents(DocumentQuery::default(), PageRequest::ALL)
+        .expect("a list")
+        .items
+        .iter()
+        .map(|d| d.document.id.0)
+        .collect();
+    assert_eq!(
+        held,
+        visible(&s, ALICE),
+        "the replica holds what alice sees"
+    );
+    // Each document's values, as the server shows them to her.
+    for id in &held {
+        let (_, values) = s.get(&format!("/api/v4/documents/{id}/metadata/"), ALICE);
+        let want: BTreeSet<(i64, String)> = values["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|v| {
+                (
+                    v["id"].as_i64().expect("id"),
+                    v["value"].as_str().expect("value").to_owned(),
+                )
+            })
+            .collect();
+        let got: BTreeSet<(i64, String)> = session
+            .document_metadata(docmeta_core::DocumentId(*id), PageRequest::ALL)
+            .expect("values")
+            .items
+            .into_iter()
+            .map(|v| (v.value.id.0, v.value.value))
+            .collect();
+        assert_eq!(got, want, "document {id}'s values");
+    }
+    // A search offline finds what the same search finds on the server.
+    let (_, online) = s.get("/api/v4/search/documents/?q=invoice&page_size=500", ALICE);
+    let online: BTreeSet<i64> = online["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|d| d["id"].as_i64().expect("id"))
+        .collect();
+    let offline: BTreeSet<i64> = session
+        .search_documents("invoice", PageRequest::new(1, 500))
+        .expect("a search")
+        .items
+        .iter()
+        .map(|d| d.document.id.0)
+        .collect();
+    assert!(!online.is_empty(), "the demo has invoices alice sees");
+    assert_eq!(offline, online);
+    // Revoked: the next sync says so and nothing stays readable.
+    let device = replica.device().expect("read").expect("signed in");
+    let (status, _) = s.call(
+        "DELETE",
+        &format!("/api/v4/devices/{device}/"),
+        Some(ALICE),
+        None,
+    );
+    assert_eq!(status, 204);
+    assert!(matches!(
+        replica.sync(),
+        Err(docmeta_core::Error::PermissionDenied(_))
+    ));
+    let left = session
+        .documents(DocumentQuery::default(), PageRequest::ALL)
+        .expect("a list");
+    assert_eq!(left.count, 0);
+    // A wrong password does not sign the replica in again.
+    drop(replica);
+    let wrong = Remote {
+        password: "not hers".into(),
+        ..remote.clone()
+    };
+    assert!(matches!(
+        Replica::open(local.path(), &wrong),
+        Err(docmeta_core::Error::PermissionDenied(_))
+    ));
+}

@@ -1,0 +1,422 @@
+//! How a replica reaches its server: signing a device in, and pulling batches. Over HTTP
+//! ([`HttpServer`], the server's `POST /api/v4/devices/` and `GET /api/v4/sync/`), or in the
+//! same process ([`InProcessServer`], a [`Docmeta`] handle: tests, and an application that
+//! keeps a replica of a database it opens itself).
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::kernel::Docmeta;
+use crate::model::*;
+
+/// A device signed in on a server: what a replica keeps instead of a password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SignedIn {
+    /// The device.
+    pub device: DeviceId,
+    /// Its token.
+    pub token: String,
+}
+
+impl std::fmt::Debug for SignedIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignedIn")
+            .field("device", &self.device)
+            .field("token", &"<redacted>")
+            .finish()
+    }
+}
+
+/// What a server answered a pull.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pulled {
+    /// The next batch.
+    Batch(SyncBatch),
+    /// The server no longer accepts the device: its token was revoked or expired, or its user
+    /// was deactivated or deleted.
+    Refused,
+}
+
+/// A server a replica syncs with.
+pub trait SyncServer: Send + Sync {
+    /// Which server this is, as a replica remembers it (so that a directory is never the
+    /// replica of two servers): the URL of an HTTP server.
+    fn address(&self) -> String;
+
+    /// Exchanges a username and password for a device token (`None`: wrong credentials).
+    fn sign_in(
+        &self,
+        username: &str,
+        password: &str,
+        device_name: &str,
+    ) -> Result<Option<SignedIn>>;
+
+    /// The next batch of changes for the device after `cursor` (see
+    /// [`Session::sync_changes`](crate::Session::sync_changes)).
+    fn pull(&self, device: &SignedIn, cursor: Option<&SyncCursor>, limit: u32) -> Result<Pulled>;
+}
+
+/// A server in this process: a handle on its database.
+#[derive(Clone)]
+pub struct InProcessServer {
+    db: Docmeta,
+}
+
+impl InProcessServer {
+    /// The server whose database `db` is open.
+    pub fn new(db: Docmeta) -> InProcessServer {
+        InProcessServer { db }
+    }
+}
+
+impl SyncServer for InProcessServer {
+    fn address(&self) -> String {
+        "in-process".to_owned()
+    }
+
+    fn sign_in(
+        &self,
+        username: &str,
+        password: &str,
+        device_name: &str,
+    ) -> Result<Option<SignedIn>> {
+        Ok(self
+            .db
+            .sign_in_device(username, password, device_name, None)?
+            .map(|n| SignedIn {
+                device: n.device.id,
+                token: n.token,
+            }))
+    }
+
+    fn pull(&self, device: &SignedIn, cursor: Option<&SyncCursor>, limit: u32) -> Result<Pulled> {
+        let Some(user) = self.db.authenticate_device(&device.token)? else {
+            return Ok(Pulled::Refused);
+        };
+        let session = self.db.session(user.id);
+        Ok(Pulled::Batch(session.sync_changes(
+            device.device,
+            cursor,
+            limit,
+        )?))
+    }
+}
+
+/// A docmeta server reached over HTTP (`docmeta serve`).
+pub struct HttpServer {
+    base: String,
+    agent: ureq::Agent,
+}
+
+impl HttpServer {
+    /// The server at `url` (`http://host:port` or `https://...`, without `/api/...`).
+    pub fn new(url: &str) -> Result<HttpServer> {
+        let base = url.trim().trim_end_matches('/').to_owned();
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(Error::validation(
+                "url",
+                "Enter the server's address as http://host:port or https://host.",
+            ));
+        }
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(120)))
+            .build()
+            .into();
+        Ok(HttpServer { base, agent })
+    }
+
+    fn unreachable(&self, e: impl std::error::Error + Send + Sync + 'static) -> Error {
+        Error::Storage {
+            operation: format!("reaching the server {}", self.base),
+            source: Box::new(e),
+        }
+    }
+
+    /// The answer's status and JSON body (`Null` when it has none).
+    fn answer(&self, response: ureq::http::Response<ureq::Body>) -> Result<(u16, Value)> {
+        let status = response.status().as_u16();
+        let mut body = response.into_body();
+        let text = body
+            .with_config()
+            .limit(256 * 1024 * 1024)
+            .read_to_string()
+            .map_err(|e| self.unreachable(e))?;
+        Ok((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
+    }
+
+    /// The error an answer other than the expected one stands for.
+    fn refusal(&self, status: u16, body: &Value) -> Error {
+        let detail = body["detail"].as_str().map(str::to_owned);
+        match status {
+            400 => {
+                // `{"field": ["message", ...]}`: the first field named.
+                let named = body.as_object().and_then(|o| {
+                    o.iter().find_map(|(field, messages)| {
+                        let message = messages.get(0)?.as_str()?;
+                        Some(Error::validation(field.clone(), message))
+                    })
+                });
+                named.unwrap_or_else(|| Error::InvalidInput(body.to_string()))
+            }
+            403 => Error::PermissionDenied(detail.unwrap_or_default()),
+            404 => Error::not_found(detail.unwrap_or_else(|| "the device".into())),
+            429 => Error::Throttled(detail.unwrap_or_default()),
+            _ => Error::Storage {
+                operation: format!("syncing with {}", self.base),
+                source: format!("the server answered {status}: {body}").into(),
+            },
+        }
+    }
+}
+
+impl SyncServer for HttpServer {
+    fn address(&self) -> String {
+        self.base.clone()
+    }
+
+    fn sign_in(
+        &self,
+        username: &str,
+        password: &str,
+        device_name: &str,
+    ) -> Result<Option<SignedIn>> {
+        let body = serde_json::json!({
+            "username": username, "password": password, "name": device_name,
+        });
+        let response = self
+            .agent
+            .post(&format!("{}/api/v4/devices/", self.base))
+            .send_json(&body)
+            .map_err(|e| self.unreachable(e))?;
+        match self.answer(response)? {
+            (201, d) => {
+                let bad = || Error::InvalidInput(format!("not a device from the server: {d}"));
+                Ok(Some(SignedIn {
+                    device: DeviceId(d["id"].as_i64().ok_or_else(bad)?),
+                    token: d["token"].as_str().ok_or_else(bad)?.to_owned(),
+                }))
+            }
+            (401, _) => Ok(None),
+            (status, body) => Err(self.refusal(status, &body)),
+        }
+    }
+
+    fn pull(&self, device: &SignedIn, cursor: Option<&SyncCursor>, limit: u32) -> Result<Pulled> {
+        let cursor = cursor.map(SyncCursor::token).unwrap_or_default();
+        let response = self
+            .agent
+            .get(&format!(
+                "{}/api/v4/sync/?device={}&cursor={cursor}&limit={limit}",
+                self.base, device.device
+            ))
+            .header("Authorization", &format!("Bearer {}", device.token))
+            .call()
+            .map_err(|e| self.unreachable(e))?;
+        match self.answer(response)? {
+            (200, batch) => Ok(Pulled::Batch(parse_batch(&batch).map_err(|what| {
+                Error::InvalidInput(format!("not a sync batch from the server: {what}"))
+            })?)),
+            (401, _) => Ok(Pulled::Refused),
+            (status, body) => Err(self.refusal(status, &body)),
+        }
+    }
+}
+
+// ----- the JSON of `GET /api/v4/sync/` ---------------------------------------------------------
+
+type Parsed<T> = std::result::Result<T, String>;
+
+fn int(v: &Value, key: &str) -> Parsed<i64> {
+    v[key].as_i64().ok_or_else(|| format!("`{key}` in {v}"))
+}
+
+fn text(v: &Value, key: &str) -> Parsed<String> {
+    v[key]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| format!("`{key}` in {v}"))
+}
+
+fn time(v: &Value, key: &str) -> Parsed<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(&text(v, key)?)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|_| format!("`{key}` in {v}"))
+}
+
+fn list<'a>(v: &'a Value, key: &str) -> Parsed<&'a Vec<Value>> {
+    v[key].as_array().ok_or_else(|| format!("`{key}` in {v}"))
+}
+
+fn document_type(v: &Value) -> Parsed<DocumentType> {
+    Ok(DocumentType {
+        id: DocumentTypeId(int(v, "id")?),
+        label: text(v, "label")?,
+    })
+}
+
+fn metadata_type(v: &Value) -> Parsed<MetadataType> {
+    Ok(MetadataType {
+        id: MetadataTypeId(int(v, "id")?),
+        name: text(v, "name")?,
+        label: text(v, "label")?,
+        default: text(v, "default")?,
+        lookup: text(v, "lookup")?,
+        validation: text(v, "validation")?,
+        validation_arguments: text(v, "validation_arguments")?,
+        parser: text(v, "parser")?,
+        parser_arguments: text(v, "parser_arguments")?,
+    })
+}
+
+fn synced_document(v: &Value) -> Parsed<SyncedDocument> {
+    let d = &v["document"];
+    let document_type = document_type(&d["document_type"])?;
+    let document = Document {
+        id: DocumentId(int(d, "id")?),
+        label: text(d, "label")?,
+        document_type_id: document_type.id,
+        created: time(d, "datetime_created")?,
+    };
+    let values = list(v, "metadata")?
+        .iter()
+        .map(|m| {
+            Ok(MetadataValueView {
+                value: DocumentMetadata {
+                    id: DocumentMetadataId(int(m, "id")?),
+                    document_id: document.id,
+                    metadata_type_id: MetadataTypeId(int(m, "metadata_type_id")?),
+                    value: text(m, "value")?,
+                },
+                document: document.clone(),
+                metadata_type: match &m["metadata_type"] {
+                    Value::Null => None,
+                    t => Some(metadata_type(t)?),
+                },
+            })
+        })
+        .collect::<Parsed<Vec<_>>>()?;
+    let files = list(v, "files")?
+        .iter()
+        .map(|f| {
+            Ok(DocumentFile {
+                id: DocumentFileId(int(f, "id")?),
+                document_id: document.id,
+                filename: text(f, "filename")?,
+                size: u64::try_from(int(f, "size")?).map_err(|_| format!("`size` in {f}"))?,
+                checksum: text(f, "checksum")?,
+                mimetype: text(f, "mimetype")?,
+                created: time(f, "timestamp")?,
+            })
+        })
+        .collect::<Parsed<Vec<_>>>()?;
+    Ok(SyncedDocument {
+        document: DocumentView {
+            document,
+            document_type,
+        },
+        values,
+        files,
+    })
+}
+
+fn schema(v: &Value) -> Parsed<SyncSchema> {
+    let document_types = list(v, "document_types")?
+        .iter()
+        .map(document_type)
+        .collect::<Parsed<Vec<_>>>()?;
+    let metadata_types = list(v, "metadata_types")?
+        .iter()
+        .map(metadata_type)
+        .collect::<Parsed<Vec<_>>>()?;
+    let associations = list(v, "associations")?
+        .iter()
+        .map(|a| {
+            let (d, m) = (
+                document_type(&a["document_type"])?,
+                metadata_type(&a["metadata_type"])?,
+            );
+            Ok(AssociationView {
+                association: DocumentTypeMetadataType {
+                    id: AssociationId(int(a, "id")?),
+                    document_type_id: d.id,
+                    metadata_type_id: m.id,
+                    required: a["required"]
+                        .as_bool()
+                        .ok_or_else(|| format!("`required` in {a}"))?,
+                },
+                document_type: d,
+                metadata_type: m,
+            })
+        })
+        .collect::<Parsed<Vec<_>>>()?;
+    Ok(SyncSchema {
+        document_types,
+        metadata_types,
+        associations,
+    })
+}
+
+fn parse_batch(v: &Value) -> Parsed<SyncBatch> {
+    Ok(SyncBatch {
+        documents: list(v, "documents")?
+            .iter()
+            .map(synced_document)
+            .collect::<Parsed<Vec<_>>>()?,
+        removed: list(v, "removed")?
+            .iter()
+            .map(|id| {
+                id.as_i64()
+                    .map(DocumentId)
+                    .ok_or_else(|| format!("`removed` in {v}"))
+            })
+            .collect::<Parsed<Vec<_>>>()?,
+        schema: match &v["schema"] {
+            Value::Null => None,
+            s => Some(schema(s)?),
+        },
+        cursor: SyncCursor::parse(&text(v, "cursor")?).map_err(|e| e.to_string())?,
+        more: v["more"]
+            .as_bool()
+            .ok_or_else(|| format!("`more` in {v}"))?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_is_read_from_the_server_s_json() {
+        let json = serde_json::json!({
+            "documents": [{
+                "document": {"id": 9, "label": "Note", "url": "/api/v4/documents/9/",
+                    "datetime_created": "2026-11-27T08:00:00.000001Z",
+                    "document_type": {"id": 2, "label": "Memo", "url": "x"}},
+                "metadata": [{"id": 4, "document": {"id": 9, "label": "Note", "url": "x"},
+                    "metadata_type": null, "metadata_type_id": 3, "value": "12", "url": "x"}],
+                "files": [{"id": 5, "document_id": 9, "filename": "a.pdf", "size": 10,
+                    "checksum": "ab", "mimetype": "application/pdf",
+                    "timestamp": "2026-11-27T08:00:00Z", "download_url": "x", "url": "x"}]
+            }],
+            "removed": [7],
+            "schema": null,
+            "cursor": "s1.-.c.-.1",
+            "more": false
+        });
+        let batch = parse_batch(&json).expect("a batch");
+        let d = &batch.documents[0];
+        assert_eq!(d.document.document.id, DocumentId(9));
+        assert_eq!(d.document.document_type.label, "Memo");
+        assert_eq!(d.values[0].value.value, "12");
+        assert!(d.values[0].metadata_type.is_none());
+        assert_eq!(d.files[0].size, 10);
+        assert_eq!(batch.removed, vec![DocumentId(7)]);
+        assert!(!batch.more);
+        let broken = serde_json::json!({"documents": [{"document": {}}]});
+        assert!(parse_batch(&broken).is_err());
+    }
+}

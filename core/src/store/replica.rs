@@ -1,0 +1,228 @@
+//! Statements of a replica (see `replica`): the server's records stored under the server's ids,
+//! as a batch of sync hands them over, and the replica's own state by key.
+//!
+//! Part of `store` (layer 3): imports only `error`, `model`, `config`, `events` and its siblings.
+
+use super::Tx;
+use super::records::to_micros;
+use crate::error::Result;
+use crate::model::*;
+
+/// A label no user can give (labels are trimmed, and this one starts with a control
+/// character): where a type's label waits while labels move between types.
+fn parked(id: i64) -> String {
+    format!("\u{1}parked {id}")
+}
+
+impl Tx<'_> {
+    /// Stores document types under their ids, labels as given (two types that swapped labels
+    /// included).
+    pub(crate) fn mirror_document_types(&mut self, types: &[DocumentType]) -> Result<()> {
+        for t in types {
+            // Whichever type holds the label now lets go of it.
+            self.execute(
+                "UPDATE document_types SET label = ?1 WHERE label = ?2 AND id <> ?3",
+                &[
+                    parked(t.id.0).as_str().into(),
+                    t.label.as_str().into(),
+                    t.id.0.into(),
+                ],
+            )?;
+            self.execute(
+                "INSERT INTO document_types (id, label) VALUES (?1, ?2) \
+                 ON CONFLICT (id) DO UPDATE SET label = excluded.label",
+                &[t.id.0.into(), t.label.as_str().into()],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Stores metadata types under their ids, every field as given, their default and lookup
+    /// shaped by `shaper` (templates render locally with no more than the replica's user).
+    pub(crate) fn mirror_metadata_types(
+        &mut self,
+        types: &[MetadataType],
+        shaper: &str,
+    ) -> Result<()> {
+        for t in types {
+            self.execute(
+                "UPDATE metadata_types SET name = ?1 WHERE name = ?2 AND id <> ?3",
+                &[
+                    parked(t.id.0).as_str().into(),
+                    t.name.as_str().into(),
+                    t.id.0.into(),
+                ],
+            )?;
+            let shaped = |template: &str| {
+                if template.trim().is_empty() {
+                    ""
+                } else {
+                    shaper
+                }
+            };
+            self.execute(
+                "INSERT INTO metadata_types (id, name, label, default_value, lookup, validation, \
+                     validation_arguments, parser, parser_arguments, default_shapers, \
+                     lookup_shapers) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+                 ON CONFLICT (id) DO UPDATE SET name = excluded.name, label = excluded.label, \
+                     default_value = excluded.default_value, lookup = excluded.lookup, \
+                     validation = excluded.validation, \
+                     validation_arguments = excluded.validation_arguments, \
+                     parser = excluded.parser, parser_arguments = excluded.parser_arguments, \
+                     default_shapers = excluded.default_shapers, \
+                     lookup_shapers = excluded.lookup_shapers",
+                &[
+                    t.id.0.into(),
+                    t.name.as_str().into(),
+                    t.label.as_str().into(),
+                    t.default.as_str().into(),
+                    t.lookup.as_str().into(),
+                    t.validation.as_str().into(),
+                    t.validation_arguments.as_str().into(),
+                    t.parser.as_str().into(),
+                    t.parser_arguments.as_str().into(),
+                    shaped(&t.default).into(),
+                    shaped(&t.lookup).into(),
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Replaces every association with `associations` (their types stored before).
+    pub(crate) fn mirror_associations(
+        &mut self,
+        associations: &[DocumentTypeMetadataType],
+    ) -> Result<()> {
+        self.execute("DELETE FROM document_type_metadata_types", &[])?;
+        for a in associations {
+            self.execute(
+                "INSERT INTO document_type_metadata_types \
+                     (id, document_type_id, metadata_type_id, required) \
+                 VALUES (?1, ?2, ?3, ?4)",
+                &[
+                    a.id.0.into(),
+                    a.document_type_id.0.into(),
+                    a.metadata_type_id.0.into(),
+                    i64::from(a.required).into(),
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Stores a document under its id with exactly `values` and `files` (file records: their
+    /// bytes are the server's, named `remote-<id>` in no local storage).
+    pub(crate) fn mirror_document(
+        &mut self,
+        d: &Document,
+        values: &[DocumentMetadata],
+        files: &[DocumentFile],
+    ) -> Result<()> {
+        self.execute(
+            "INSERT INTO documents (id, label, document_type_id, created) \
+             VALUES (?1, ?2, ?3, ?4) \
+             ON CONFLICT (id) DO UPDATE SET label = excluded.label, \
+                 document_type_id = excluded.document_type_id, created = excluded.created",
+            &[
+                d.id.0.into(),
+                d.label.as_str().into(),
+                d.document_type_id.0.into(),
+                to_micros(d.created).into(),
+            ],
+        )?;
+        self.execute(
+            "DELETE FROM document_metadata WHERE document_id = ?1",
+            &[d.id.0.into()],
+        )?;
+        for v in values {
+            self.execute(
+                "INSERT INTO document_metadata (id, document_id, metadata_type_id, value) \
+                 VALUES (?1, ?2, ?3, ?4)",
+                &[
+                    v.id.0.into(),
+                    d.id.0.into(),
+                    v.metadata_type_id.0.into(),
+                    v.value.as_str().into(),
+                ],
+            )?;
+        }
+        self.execute(
+            "DELETE FROM document_files WHERE document_id = ?1",
+            &[d.id.0.into()],
+        )?;
+        for f in files {
+            self.execute(
+                "INSERT INTO document_files (id, document_id, filename, size, checksum, \
+                     mimetype, created, storage_name, encrypted) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0)",
+                &[
+                    f.id.0.into(),
+                    d.id.0.into(),
+                    f.filename.as_str().into(),
+                    i64::try_from(f.size).unwrap_or(i64::MAX).into(),
+                    f.checksum.as_str().into(),
+                    f.mimetype.as_str().into(),
+                    to_micros(f.created).into(),
+                    format!("remote-{}", f.id.0).as_str().into(),
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Deletes a document the replica held, with its values and file records.
+    pub(crate) fn mirror_remove_document(&mut self, id: DocumentId) -> Result<()> {
+        self.execute(
+            "DELETE FROM document_files WHERE document_id = ?1",
+            &[id.0.into()],
+        )?;
+        self.delete_document(id)
+    }
+
+    /// Deletes the document types and metadata types that are neither in `keep` nor used by
+    /// a document, a value or an association the replica holds; answers those deleted.
+    pub(crate) fn mirror_drop_unused_types(
+        &mut self,
+        keep_document_types: &[DocumentTypeId],
+        keep_metadata_types: &[MetadataTypeId],
+    ) -> Result<(Vec<DocumentTypeId>, Vec<MetadataTypeId>)> {
+        let mut dropped = (Vec::new(), Vec::new());
+        let document_types = self.rows(
+            "SELECT t.id FROM document_types t WHERE NOT EXISTS \
+                 (SELECT 1 FROM documents d WHERE d.document_type_id = t.id) \
+             AND NOT EXISTS \
+                 (SELECT 1 FROM document_type_metadata_types a WHERE a.document_type_id = t.id)",
+            &[],
+            |r| r.int(0).map(DocumentTypeId),
+        )?;
+        for t in document_types {
+            if !keep_document_types.contains(&t) {
+                self.execute("DELETE FROM document_types WHERE id = ?1", &[t.0.into()])?;
+                dropped.0.push(t);
+            }
+        }
+        let metadata_types = self.rows(
+            "SELECT t.id FROM metadata_types t WHERE NOT EXISTS \
+                 (SELECT 1 FROM document_metadata m WHERE m.metadata_type_id = t.id) \
+             AND NOT EXISTS \
+                 (SELECT 1 FROM document_type_metadata_types a WHERE a.metadata_type_id = t.id)",
+            &[],
+            |r| r.int(0).map(MetadataTypeId),
+        )?;
+        for t in metadata_types {
+            if !keep_metadata_types.contains(&t) {
+                self.execute("DELETE FROM metadata_types WHERE id = ?1", &[t.0.into()])?;
+                dropped.1.push(t);
+            }
+        }
+        Ok(dropped)
+    }
+
+    /// Deletes a setting.
+    pub(crate) fn delete_setting(&mut self, key: &str) -> Result<()> {
+        self.execute("DELETE FROM settings WHERE key = ?1", &[key.into()])
+            .map(drop)
+    }
+}
