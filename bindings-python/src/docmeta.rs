@@ -45,7 +45,7 @@ impl Docmeta {
             .ok_or_else(|| Error::new_err("this Docmeta is closed"))
     }
 
-    fn of(db: core::Docmeta) -> Docmeta {
+    pub(crate) fn of(db: core::Docmeta) -> Docmeta {
         Docmeta {
             inner: RwLock::new(Some(db)),
         }

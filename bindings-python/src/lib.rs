@@ -18,6 +18,7 @@ mod classes;
 mod docmeta;
 mod errors;
 mod records;
+mod replica;
 mod search_work;
 mod session;
 
@@ -36,6 +37,8 @@ fn _docmeta(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<Docmeta>()?;
     m.add_class::<Session>()?;
+    m.add_class::<replica::Replica>()?;
+    m.add_class::<SyncProgress>()?;
     m.add_class::<DocumentIterator>()?;
     m.add_class::<MetadataType>()?;
     m.add_class::<DocumentType>()?;

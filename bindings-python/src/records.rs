@@ -182,6 +182,10 @@ record!(
     SyncBatch { documents: Vec<SyncedDocument>, removed: Vec<i64>,
         schema: Option<SyncSchema>, cursor: String, more: bool });
 record!(
+    /// How far a replica's sync has come: `batches` stored, documents `received` and
+    /// `removed`, and whether the server has `more` ready now (False at the end).
+    SyncProgress { batches: usize, received: usize, removed: usize, more: bool });
+record!(
     /// A workflow template.
     Workflow { id: i64, label: String, document_type_ids: Vec<i64> });
 record!(
@@ -297,6 +301,16 @@ impl From<core::SyncBatch> for SyncBatch {
             schema: b.schema.map(Into::into),
             cursor: b.cursor.token(),
             more: b.more,
+        }
+    }
+}
+impl From<core::SyncProgress> for SyncProgress {
+    fn from(p: core::SyncProgress) -> Self {
+        SyncProgress {
+            batches: p.batches,
+            received: p.received,
+            removed: p.removed,
+            more: p.more,
         }
     }
 }

@@ -66,7 +66,7 @@ pub struct Docmeta {
 }
 
 impl Docmeta {
-    fn of(inner: core::Docmeta) -> Arc<Self> {
+    pub(crate) fn of(inner: core::Docmeta) -> Arc<Self> {
         Arc::new(Docmeta {
             inner,
             subscriptions: Subscriptions::default(),

@@ -18,7 +18,7 @@
 //! Modules point one way: `errors` and `records` at the bottom; `classes` (foreign validators
 //! and parsers) and `offline` (validation without a store) on them; `session/` (the `Session`
 //! object, one file per concern) and `backup` (archive functions); `docmeta` on top, handing
-//! out sessions.
+//! out sessions, and `replica` beside it (a replica of a server, read through a session).
 
 mod backup;
 mod classes;
@@ -26,6 +26,7 @@ mod docmeta;
 mod errors;
 mod offline;
 mod records;
+mod replica;
 mod session;
 
 pub use backup::*;
@@ -34,6 +35,7 @@ pub use docmeta::*;
 pub use errors::DocmetaError;
 pub use offline::*;
 pub use records::*;
+pub use replica::{Replica, SyncListener, SyncProgress};
 pub use session::Session;
 
 uniffi::setup_scaffolding!("docmeta");

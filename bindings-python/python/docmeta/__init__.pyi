@@ -903,6 +903,30 @@ class Session:
     def delete_workflow_action(self, workflow: int, state: int, action: int) -> None: ...
 
 @final
+class SyncProgress:
+    """How far a replica's sync has come."""
+
+    @property
+    def batches(self) -> int: ...
+    @property
+    def received(self) -> int: ...
+    @property
+    def removed(self) -> int: ...
+    @property
+    def more(self) -> bool: ...
+
+@final
+class Replica:
+    """A replica of what one user may see on a docmeta server, read and searched offline."""
+
+    @staticmethod
+    def open(path: _Path, url: str, username: str, password: str = ...) -> Replica: ...
+    def sync(self, progress: Optional[Callable[[SyncProgress], object]] = ...) -> SyncProgress: ...
+    def session(self) -> Session: ...
+    def device(self) -> Optional[int]: ...
+    def local(self) -> Docmeta: ...
+
+@final
 class Docmeta:
     """A docmeta instance; share it between threads."""
 
@@ -1048,7 +1072,9 @@ __all__ = [
     "SearchTicket",
     "SearchWorkResult",
     "SearchWorkState",
+    "Replica",
     "Session",
+    "SyncProgress",
     "StorageError",
     "StorageFull",
     "Task",

@@ -575,6 +575,54 @@ fun devices() {
     expect(db.authenticateDevice(token) == null, "revoked")
 }
 
+fun replica() {
+    val bin = System.getenv("DOCMETA_SERVER_BIN")
+    if (bin.isNullOrEmpty()) {
+        println("kotlin: replica skipped: DOCMETA_SERVER_BIN is not set (scripts/test sets it)")
+        return
+    }
+    val data = Files.createTempDirectory("docmeta-kotlin-server")
+    Files.writeString(data.resolve("config.yml"), "password_hash_memory_kib: 64\npassword_hash_iterations: 1\n")
+    fun command(vararg args: String): ProcessBuilder {
+        val builder = ProcessBuilder(listOf(bin) + args)
+        builder.environment()["DOCMETA_DATA"] = data.toString()
+        builder.environment()["DOCMETA_ADMIN_PASSWORD"] = "admin-password"
+        builder.environment().remove("DOCMETA_DATABASE_URL")
+        return builder
+    }
+    val demo = command("demo").redirectOutput(ProcessBuilder.Redirect.DISCARD).start()
+    expect(demo.waitFor() == 0, "the demo data loaded")
+    val server = command("serve", "--bind", "127.0.0.1:0").redirectError(ProcessBuilder.Redirect.INHERIT).start()
+    try {
+        val lines = server.inputStream.bufferedReader()
+        var url = ""
+        while (url.isEmpty()) {
+            val line = lines.readLine() ?: break
+            if (line.startsWith("docmeta listening on ")) url = line.removePrefix("docmeta listening on ").trim()
+        }
+        expect(url.isNotEmpty(), "the server started")
+        Thread { lines.lineSequence().forEach { } }.apply { isDaemon = true }.start()
+        val path = Files.createTempDirectory("docmeta-kotlin-replica").toString()
+        val replica = Replica.open(path, url, "alice", "demo-password")
+        var seen = 0uL
+        val done = replica.sync(object : SyncListener {
+            override fun onBatch(progress: SyncProgress) { seen = progress.batches }
+        })
+        expect(!done.more && done.received > 0uL && seen == done.batches, "synced with progress: $done")
+        val session = replica.session()
+        expect(session.documentIds(null).isNotEmpty(), "the replica holds alice's documents")
+        expect(session.searchDocuments("invoice", 1u, 20u).count > 0uL, "found offline")
+        expect(replica.device() != null, "signed in as a device")
+        // Opened again with the token it keeps: no password.
+        expect(Replica.open(path, url, "alice", "").sync(null).received == 0uL, "nothing new")
+        val e = refused<DocmetaException.Validation>("another user's replica") { Replica.open(path, url, "bob", "demo-password") }
+        expect(e.field == "username", "the refusal names the username: ${e.field}")
+    } finally {
+        server.destroyForcibly()
+        server.waitFor()
+    }
+}
+
 fun main() {
     val groups = listOf(
         "metadata" to ::metadata,
@@ -590,6 +638,7 @@ fun main() {
         "following the log" to ::followingTheLog,
         "webhooks" to ::webhooks,
         "devices" to ::devices,
+        "replica" to ::replica,
     )
     for ((name, run) in groups) {
         group = name

@@ -1,0 +1,90 @@
+//! The `Replica` class: a data directory holding what one user may see on a docmeta server,
+//! read and searched offline through an ordinary `Session`.
+
+use std::path::PathBuf;
+
+use docmeta_core as core;
+use parking_lot::Mutex;
+use pyo3::prelude::*;
+
+use crate::docmeta::Docmeta;
+use crate::errors::run;
+use crate::records::SyncProgress;
+use crate::session::Session;
+
+/// A replica of what one user may see on a docmeta server (see `Replica.open`).
+#[pyclass(frozen, module = "docmeta")]
+pub struct Replica {
+    inner: core::Replica,
+}
+
+#[pymethods]
+impl Replica {
+    /// Opens (or creates) the replica in `path` of the server at `url` for `username`. The
+    /// first time (and after the server refused the device) it signs the device in with
+    /// `password`; otherwise it uses the device token it keeps, and `password` may be empty.
+    /// The password is never stored. A directory that is the replica of another server or user
+    /// raises `ValidationError` (`url`, `username`); wrong credentials `PermissionDenied`.
+    #[staticmethod]
+    #[pyo3(signature = (path, url, username, password = String::new()))]
+    fn open(
+        py: Python<'_>,
+        path: PathBuf,
+        url: String,
+        username: String,
+        password: String,
+    ) -> PyResult<Replica> {
+        let remote = core::Remote {
+            url,
+            username,
+            password,
+        };
+        run(py, || core::Replica::open(&path, &remote)).map(|inner| Replica { inner })
+    }
+
+    /// Pulls every change since the last sync, in batches, calling `progress(SyncProgress)`
+    /// after each batch is stored (with the GIL taken; an exception it raises is raised once
+    /// the sync has ended). A sync cut off goes on from the last batch stored. When the server
+    /// refuses the device (its token revoked or expired, its user deactivated), everything
+    /// synced is removed and `PermissionDenied` is raised: open the replica again with the
+    /// password.
+    #[pyo3(signature = (progress = None))]
+    fn sync(&self, py: Python<'_>, progress: Option<Py<PyAny>>) -> PyResult<SyncProgress> {
+        let raised: Mutex<Option<PyErr>> = Mutex::new(None);
+        let done = run(py, || {
+            self.inner.sync_with_progress(|p| {
+                let Some(callback) = &progress else {
+                    return;
+                };
+                let p = SyncProgress::from(*p);
+                Python::attach(|py| {
+                    if let Err(e) = callback.call1(py, (p,)) {
+                        raised.lock().get_or_insert(e);
+                    }
+                });
+            })
+        })?;
+        match raised.into_inner() {
+            Some(e) => Err(e),
+            None => Ok(done.into()),
+        }
+    }
+
+    /// A session on the replica: the same calls and records as a session on the server,
+    /// answered from what the replica holds. Writes are refused (`PermissionDenied`): the
+    /// replica is read-only for now.
+    fn session(&self) -> Session {
+        Session::new(self.inner.session(), self.inner.local().clone())
+    }
+
+    /// The device the replica is signed in as (None after the server refused it).
+    fn device(&self, py: Python<'_>) -> PyResult<Option<i64>> {
+        run(py, || self.inner.device()).map(|d| d.map(|d| d.0))
+    }
+
+    /// The replica's own database (its event log says which documents each sync stored and
+    /// removed: `replica.document_synced`, `replica.document_removed`).
+    fn local(&self) -> Docmeta {
+        Docmeta::of(self.inner.local().clone())
+    }
+}
