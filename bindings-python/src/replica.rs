@@ -70,6 +70,21 @@ impl Replica {
         }
     }
 
+    /// Waits until the server has a change this replica's user may see (at most `wait`
+    /// seconds, and at most a minute), with the GIL released, then syncs. Keeps a replica
+    /// current while online: `while running: replica.sync_when_changed(25.0)`. A change that
+    /// only alters what the user may see (a grant) arrives by the end of the wait.
+    fn sync_when_changed(&self, py: Python<'_>, wait: f64) -> PyResult<SyncProgress> {
+        if !wait.is_finite() || wait < 0.0 {
+            return Err(crate::errors::py_err(core::Error::validation(
+                "wait",
+                "Ensure this value is a number of seconds, 0 or more.",
+            )));
+        }
+        let wait = std::time::Duration::from_secs_f64(wait.min(3600.0));
+        run(py, || self.inner.sync_when_changed(wait)).map(Into::into)
+    }
+
     /// A session on the replica: the same calls and records as a session on the server,
     /// answered from what the replica holds. Writes are refused (`PermissionDenied`): the
     /// replica is read-only for now.

@@ -72,6 +72,10 @@ def test_a_replica_holds_what_its_user_sees_and_answers_offline(
     del session, replica
     replica = docmeta.Replica.open(path, server, "alice")
     assert replica.sync().received == 0
+    # Waiting for a change (none comes: the wait ends, and the sync finds nothing new).
+    assert replica.sync_when_changed(1.0).received == 0
+    with pytest.raises(docmeta.ValidationError):
+        replica.sync_when_changed(-1.0)
     device = replica.device()
     assert device is not None
     local_events = [e.name for e in replica.local().events(limit=1000)]

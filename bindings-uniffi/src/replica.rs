@@ -89,6 +89,15 @@ impl Replica {
         Ok(done.into())
     }
 
+    /// Waits until the server has a change this replica's user may see (at most
+    /// `waitSeconds`, and at most a minute), then syncs. Keeps a replica current while online:
+    /// call it in a loop on a background thread. A change that only alters what the user may
+    /// see (a grant) arrives by the end of the wait.
+    pub fn sync_when_changed(&self, wait_seconds: u32) -> Result<SyncProgress> {
+        let wait = std::time::Duration::from_secs(u64::from(wait_seconds));
+        Ok(self.inner.sync_when_changed(wait)?.into())
+    }
+
     /// A session on the replica: the same calls and records as a session on the server,
     /// answered from what the replica holds. Writes are refused (`PermissionDenied`): the
     /// replica is read-only for now.

@@ -573,3 +573,39 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[test]
+fn a_watching_replica_wakes_when_the_server_changes() -> Result<()> {
+    let w = world()?;
+    let doc = w
+        .admin
+        .create_document(w.types[0], "doc watched", &[(w.metadata[0], "12")])?;
+    let dir = tempfile::tempdir().expect("a directory");
+    let replica = replica_of(&w, dir.path())?;
+    replica.sync()?;
+    let value = w
+        .admin
+        .document_metadata(doc.document.id, PageRequest::ALL)?
+        .items[0]
+        .value
+        .clone();
+    let long = std::time::Duration::from_secs(30);
+    std::thread::scope(|s| {
+        let watcher = s.spawn(|| {
+            let started = std::time::Instant::now();
+            let done = replica.sync_when_changed(long);
+            (done, started.elapsed())
+        });
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        w.admin
+            .edit_document_metadata(doc.document.id, value.id, "13", None)
+            .expect("an edit");
+        let (done, took) = watcher.join().expect("the watcher");
+        let done = done.expect("a sync");
+        assert_eq!(done.received, 1);
+        // Woken by the change, well before the wait's end (never a number of milliseconds).
+        assert!(took < long / 2, "woke after {took:?}");
+    });
+    assert_eq!(view(&replica.session())?, truth(&w)?);
+    Ok(())
+}

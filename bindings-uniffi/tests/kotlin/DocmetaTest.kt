@@ -615,6 +615,7 @@ fun replica() {
         expect(replica.device() != null, "signed in as a device")
         // Opened again with the token it keeps: no password.
         expect(Replica.open(path, url, "alice", "").sync(null).received == 0uL, "nothing new")
+        expect(replica.syncWhenChanged(1u).received == 0uL, "no change within the wait")
         val e = refused<DocmetaException.Validation>("another user's replica") { Replica.open(path, url, "bob", "demo-password") }
         expect(e.field == "username", "the refusal names the username: ${e.field}")
     } finally {

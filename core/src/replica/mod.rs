@@ -208,6 +208,29 @@ impl Replica {
         Ok(device.and_then(|d| d.parse().ok()).map(DeviceId))
     }
 
+    /// Waits until the server has a change this replica's user may see (at most `wait`, and
+    /// at most a minute), then syncs: the loop that keeps a replica current while online is
+    /// `loop { replica.sync_when_changed(Duration::from_secs(25))?; }`. A change the user sees
+    /// arrives as soon as it is committed (the server's live feed wakes the wait); a change
+    /// that only alters what the user may see (a grant, say) arrives by the end of the wait.
+    /// The first call, before any sync, syncs at once.
+    pub fn sync_when_changed(&self, wait: std::time::Duration) -> Result<SyncProgress> {
+        let (device, token, cursor) = self
+            .local
+            .read(|tx| Ok((tx.setting(DEVICE)?, tx.setting(TOKEN)?, tx.setting(CURSOR)?)))?;
+        let (Some(device), Some(token)) = (device.and_then(|d| d.parse().ok()), token) else {
+            return Err(signed_out());
+        };
+        if let Some(cursor) = cursor.map(|c| SyncCursor::parse(&c)).transpose()? {
+            let signed = SignedIn {
+                device: DeviceId(device),
+                token,
+            };
+            self.server.wait_for_change(&signed, cursor.log, wait)?;
+        }
+        self.sync()
+    }
+
     /// [`sync_with_progress`](Self::sync_with_progress) without a callback.
     pub fn sync(&self) -> Result<SyncProgress> {
         self.sync_with_progress(|_| {})

@@ -57,6 +57,21 @@ pub trait SyncServer: Send + Sync {
     /// The next batch of changes for the device after `cursor` (see
     /// [`Session::sync_changes`](crate::Session::sync_changes)).
     fn pull(&self, device: &SignedIn, cursor: Option<&SyncCursor>, limit: u32) -> Result<Pulled>;
+
+    /// Returns when an event the device's user may see is committed after `after`, or when
+    /// `wait` has passed (whichever comes first; a refused device returns at once: the next
+    /// pull says so). The default waits the whole time: a transport without a live feed makes
+    /// a replica poll.
+    fn wait_for_change(
+        &self,
+        device: &SignedIn,
+        after: Option<EventId>,
+        wait: Duration,
+    ) -> Result<()> {
+        let _ = (device, after);
+        std::thread::sleep(wait);
+        Ok(())
+    }
 }
 
 /// A server in this process: a handle on its database.
@@ -102,6 +117,19 @@ impl SyncServer for InProcessServer {
             cursor,
             limit,
         )?))
+    }
+
+    fn wait_for_change(
+        &self,
+        device: &SignedIn,
+        after: Option<EventId>,
+        wait: Duration,
+    ) -> Result<()> {
+        if let Some(user) = self.db.authenticate_device(&device.token)? {
+            let wait = wait.min(crate::session::MAX_EVENT_WAIT);
+            self.db.session(user.id).events_after(after, wait, 1)?;
+        }
+        Ok(())
     }
 }
 
@@ -221,6 +249,32 @@ impl SyncServer for HttpServer {
                 Error::InvalidInput(format!("not a sync batch from the server: {what}"))
             })?)),
             (401, _) => Ok(Pulled::Refused),
+            (status, body) => Err(self.refusal(status, &body)),
+        }
+    }
+
+    /// A long poll of the event log (`GET /api/v4/events/?after=&wait=`), which the server
+    /// answers as soon as an event the user may see is committed, by any of its processes.
+    fn wait_for_change(
+        &self,
+        device: &SignedIn,
+        after: Option<EventId>,
+        wait: Duration,
+    ) -> Result<()> {
+        let seconds = wait.min(crate::session::MAX_EVENT_WAIT).as_secs().max(1);
+        let after = after.map(|e| format!("&after={e}")).unwrap_or_default();
+        let response = self
+            .agent
+            .get(&format!(
+                "{}/api/v4/events/?wait={seconds}&page_size=1{after}",
+                self.base
+            ))
+            .header("Authorization", &format!("Bearer {}", device.token))
+            .call()
+            .map_err(|e| self.unreachable(e))?;
+        match self.answer(response)? {
+            // Refused: the next pull says so.
+            (200 | 401, _) => Ok(()),
             (status, body) => Err(self.refusal(status, &body)),
         }
     }
