@@ -300,6 +300,37 @@ pub enum ErrorKind {
     StorageFull,
 }
 
+impl ErrorKind {
+    const NAMES: [(ErrorKind, &'static str); 10] = [
+        (ErrorKind::Validation, "validation"),
+        (ErrorKind::PermissionDenied, "permission_denied"),
+        (ErrorKind::NotFound, "not_found"),
+        (ErrorKind::Conflict, "conflict"),
+        (ErrorKind::InvalidInput, "invalid_input"),
+        (ErrorKind::Decryption, "decryption"),
+        (ErrorKind::Storage, "storage"),
+        (ErrorKind::Timeout, "timeout"),
+        (ErrorKind::Throttled, "throttled"),
+        (ErrorKind::StorageFull, "storage_full"),
+    ];
+
+    /// The kind's name in snake case (`permission_denied`), as the faces write it.
+    pub fn name(self) -> &'static str {
+        Self::NAMES
+            .iter()
+            .find(|(k, _)| *k == self)
+            .map_or("storage", |(_, n)| n)
+    }
+
+    /// The kind [`name`](Self::name) gives `name`.
+    pub fn from_name(name: &str) -> Option<ErrorKind> {
+        Self::NAMES
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(k, _)| *k)
+    }
+}
+
 /// Whether `e` or one of its causes is an I/O error saying the disk or a quota is full.
 fn io_says_full(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut cause = Some(e);

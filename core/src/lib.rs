@@ -84,7 +84,7 @@ pub use replica::{
 };
 pub use session::{
     DEFAULT_DEVICE_LIFETIME, FileContent, MAX_DEVICE_LIFETIME, MAX_DEVICES_PER_USER,
-    MAX_DOCUMENT_BATCH, MAX_EVENT_WAIT, MAX_FEED_EVENTS, MAX_SYNC_BATCH, Session,
+    MAX_DOCUMENT_BATCH, MAX_EVENT_WAIT, MAX_FEED_EVENTS, MAX_PUSH_WRITES, MAX_SYNC_BATCH, Session,
 };
 #[cfg(feature = "postgres")]
 pub use store::PostgresStore;

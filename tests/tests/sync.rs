@@ -9,8 +9,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use docmeta_core::{
-    Config, DeviceId, Docmeta, DocumentId, DocumentQuery, DocumentTypeId, InProcessServer,
-    MetadataTypeId, MetadataTypeInput, ObjectKind, ObjectRef, PageRequest, Permission as P, Pulled,
+    Config, DeviceId, Docmeta, DocumentId, DocumentQuery, DocumentTypeId, ErrorKind,
+    InProcessServer, MAX_PUSH_WRITES, MetadataTypeId, MetadataTypeInput, ObjectKind, ObjectRef,
+    PageRequest, Permission as P, Pulled, PushOutcome, PushResult, PushedChange, PushedWrite,
     REPLICA_DEVICE_NAME, Replica, Result, RoleId, Session, SignedIn, SyncCursor, SyncServer,
     UserId,
 };
@@ -607,5 +608,219 @@ fn a_watching_replica_wakes_when_the_server_changes() -> Result<()> {
         assert!(took < long / 2, "woke after {took:?}");
     });
     assert_eq!(view(&replica.session())?, truth(&w)?);
+    Ok(())
+}
+
+// ----- pushing writes made offline -------------------------------------------------------------
+
+fn set(
+    key: &str,
+    d: DocumentId,
+    m: MetadataTypeId,
+    value: &str,
+    base: Option<&str>,
+) -> PushedWrite {
+    PushedWrite {
+        key: key.into(),
+        document: d,
+        metadata_type: m,
+        change: PushedChange::Set {
+            value: value.into(),
+            base: base.map(Into::into),
+        },
+    }
+}
+
+fn remove(key: &str, d: DocumentId, m: MetadataTypeId, base: Option<&str>) -> PushedWrite {
+    PushedWrite {
+        key: key.into(),
+        document: d,
+        metadata_type: m,
+        change: PushedChange::Remove {
+            base: base.map(Into::into),
+        },
+    }
+}
+
+/// Ann may edit values of the first metadata type on the first type's documents.
+fn writer(w: &World) -> Result<()> {
+    for p in [
+        P::DocumentMetadataAdd,
+        P::DocumentMetadataEdit,
+        P::DocumentMetadataRemove,
+    ] {
+        w.admin.grant(p, w.role, dt(w.types[0]))?;
+        w.admin.grant(p, w.role, mt(w.metadata[0]))?;
+    }
+    Ok(())
+}
+
+fn value_of(w: &World, d: DocumentId, m: MetadataTypeId) -> Result<Option<String>> {
+    Ok(w.admin
+        .document_metadata(d, PageRequest::ALL)?
+        .items
+        .into_iter()
+        .find(|v| v.value.metadata_type_id == m)
+        .map(|v| v.value.value))
+}
+
+#[test]
+fn a_push_applies_what_is_based_on_the_server_s_value_and_keeps_the_server_s_in_a_conflict()
+-> Result<()> {
+    let w = world()?;
+    writer(&w)?;
+    let m = w.metadata[0];
+    let d = w
+        .admin
+        .create_document(w.types[0], "doc", &[(m, "12")])?
+        .document
+        .id;
+    let ann = w.db.session(w.user);
+    let result = |o: &[PushOutcome]| o.iter().map(|o| o.result.clone()).collect::<Vec<_>>();
+
+    // Based on the value held: applied.
+    let out = ann.sync_push(w.device, &[set("a", d, m, "13", Some("12"))])?;
+    assert_eq!(out[0].key, "a");
+    assert_eq!(result(&out), [PushResult::Applied]);
+    assert_eq!(value_of(&w, d, m)?.as_deref(), Some("13"));
+    // The same push again (its answer was lost): applied once, no second event.
+    let events = w.db.events(&Default::default())?.len();
+    assert_eq!(
+        result(&ann.sync_push(w.device, &[set("a", d, m, "13", Some("12"))])?),
+        [PushResult::Applied]
+    );
+    assert_eq!(w.db.events(&Default::default())?.len(), events);
+    // Based on a value the server no longer holds: a conflict, the server's value stands.
+    let out = ann.sync_push(w.device, &[set("b", d, m, "14", Some("12"))])?;
+    assert_eq!(
+        result(&out),
+        [PushResult::Conflict {
+            server: Some("13".into())
+        }]
+    );
+    assert_eq!(value_of(&w, d, m)?.as_deref(), Some("13"));
+    // A removal: of a value changed since, a conflict; of the value held, applied; of a value
+    // already gone, applied.
+    assert_eq!(
+        result(&ann.sync_push(w.device, &[remove("c", d, m, Some("12"))])?),
+        [PushResult::Conflict {
+            server: Some("13".into())
+        }]
+    );
+    assert_eq!(
+        result(&ann.sync_push(w.device, &[remove("d", d, m, Some("13"))])?),
+        [PushResult::Applied]
+    );
+    assert_eq!(value_of(&w, d, m)?, None);
+    assert_eq!(
+        result(&ann.sync_push(w.device, &[remove("e", d, m, Some("13"))])?),
+        [PushResult::Applied]
+    );
+    // An addition based on no value: applied; another addition based on none: a conflict.
+    assert_eq!(
+        result(&ann.sync_push(w.device, &[set("f", d, m, "15", None)])?),
+        [PushResult::Applied]
+    );
+    assert_eq!(
+        result(&ann.sync_push(w.device, &[set("g", d, m, "16", None)])?),
+        [PushResult::Conflict {
+            server: Some("15".into())
+        }]
+    );
+    Ok(())
+}
+
+#[test]
+fn a_push_is_refused_as_online_and_never_reveals_a_hidden_value() -> Result<()> {
+    let w = world()?;
+    writer(&w)?;
+    let (m, secret) = (w.metadata[0], w.metadata[1]);
+    let open = w
+        .admin
+        .create_document(w.types[0], "open", &[(m, "1"), (secret, "canary")])?
+        .document
+        .id;
+    let closed = w
+        .admin
+        .create_document(w.types[1], "closed", &[(m, "2")])?
+        .document
+        .id;
+    let ann = w.db.session(w.user);
+    let out = ann.sync_push(
+        w.device,
+        &[
+            // A type ann may not edit (nor view): refused, its value never shown.
+            set("secret", open, secret, "x", Some("guess")),
+            // A document ann may not see: refused as not found, even with a stale base.
+            set("closed", closed, m, "x", Some("guess")),
+            remove("closed-remove", closed, m, Some("guess")),
+        ],
+    )?;
+    for o in &out {
+        match &o.result {
+            PushResult::Refused { kind, message, .. } => {
+                assert!(
+                    matches!(kind, ErrorKind::PermissionDenied | ErrorKind::NotFound),
+                    "{o:?}"
+                );
+                assert!(!message.contains("canary"), "{o:?}");
+            }
+            other => panic!("{}: {other:?}", o.key),
+        }
+    }
+    assert_eq!(value_of(&w, open, secret)?.as_deref(), Some("canary"));
+    assert_eq!(value_of(&w, closed, m)?.as_deref(), Some("2"));
+    // Another user's device, and too many writes.
+    let bob = w.admin.create_user("bob", "a long password", false)?.id;
+    assert!(matches!(
+        w.db.session(bob)
+            .sync_push(w.device, &[set("a", open, m, "3", Some("1"))]),
+        Err(docmeta_core::Error::NotFound(_))
+    ));
+    let many: Vec<_> = (0..=MAX_PUSH_WRITES)
+        .map(|i| set(&i.to_string(), open, m, "3", None))
+        .collect();
+    assert!(matches!(
+        ann.sync_push(w.device, &many),
+        Err(docmeta_core::Error::Validation { field, .. }) if field == "writes"
+    ));
+    assert!(matches!(
+        ann.sync_push(w.device, &[set("", open, m, "3", None)]),
+        Err(docmeta_core::Error::Validation { field, .. }) if field == "key"
+    ));
+    Ok(())
+}
+
+#[test]
+fn a_pushed_value_runs_through_the_pipeline() -> Result<()> {
+    let w = world()?;
+    writer(&w)?;
+    let m = w.metadata[0];
+    let d = w
+        .admin
+        .create_document(w.types[0], "doc", &[(m, "12")])?
+        .document
+        .id;
+    w.admin.update_metadata_type(
+        m,
+        MetadataTypeInput {
+            validation: "svc.apps.metadata.metadata_validators.DateValidator".into(),
+            ..MetadataTypeInput::new("amount", "Amount")
+        },
+    )?;
+    let out =
+        w.db.session(w.user)
+            .sync_push(w.device, &[set("a", d, m, "twelve", Some("12"))])?;
+    match &out[0].result {
+        PushResult::Refused {
+            kind: ErrorKind::Validation,
+            field,
+            ..
+        } => {
+            assert_eq!(field.as_deref(), Some("value"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(value_of(&w, d, m)?.as_deref(), Some("12"));
     Ok(())
 }

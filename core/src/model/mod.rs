@@ -30,7 +30,10 @@ pub use permission::{Permission, PermissionSet};
 pub use principals::{Acl, Cabinet, Group, Role, Task, TaskState, User};
 pub(crate) use shapers::{MetadataTypeShapers, Shapers};
 pub use storage::{DamagedFile, FileDamage, StorageReport};
-pub use sync::{SyncBatch, SyncCursor, SyncPhase, SyncSchema, SyncedDocument};
+pub use sync::{
+    PushOutcome, PushResult, PushedChange, PushedWrite, SyncBatch, SyncCursor, SyncPhase,
+    SyncSchema, SyncedDocument,
+};
 pub use task::{
     ADD_REQUIRED_METADATA_TYPE, REMOVE_METADATA_TYPE, SEARCH_REINDEX, SEARCH_TASKS, SEARCH_WORK,
 };

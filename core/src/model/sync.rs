@@ -5,7 +5,7 @@
 
 use super::{
     AssociationView, DocumentFile, DocumentId, DocumentType, DocumentView, EventId, MetadataType,
-    MetadataValueView,
+    MetadataTypeId, MetadataValueView,
 };
 use crate::error::{Error, Result};
 
@@ -129,4 +129,70 @@ pub struct SyncBatch {
     pub cursor: SyncCursor,
     /// Whether more changes are ready now.
     pub more: bool,
+}
+
+/// A change of one document's value made on a replica, pushed to the server (see
+/// [`Session::sync_push`](crate::Session::sync_push)). Values are named by document and
+/// metadata type (a document holds at most one value of a type), so a write made offline names
+/// the same value on the server whatever ids were given since.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushedWrite {
+    /// The replica's name for the write (1 to 64 characters): its outcome carries it.
+    pub key: String,
+    /// The document.
+    pub document: DocumentId,
+    /// The metadata type of the value.
+    pub metadata_type: MetadataTypeId,
+    /// What the write does.
+    pub change: PushedChange,
+}
+
+/// What a pushed write does, and the value it was based on (what the replica held when it was
+/// made: `None` for no value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PushedChange {
+    /// Sets the value (adds it, or edits it), through the pipeline, as submitted.
+    Set {
+        /// The value as submitted.
+        value: String,
+        /// The value the replica held.
+        base: Option<String>,
+    },
+    /// Removes the value.
+    Remove {
+        /// The value the replica held.
+        base: Option<String>,
+    },
+}
+
+/// What became of a pushed write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushOutcome {
+    /// The write's key.
+    pub key: String,
+    /// What became of it.
+    pub result: PushResult,
+}
+
+/// What became of a pushed write: applied, in conflict with a change made on the server since
+/// the replica read the value, or refused as it would have been online.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PushResult {
+    /// Applied (or already what the write asked for: a push retried after a lost answer
+    /// applies once).
+    Applied,
+    /// The value changed on the server since the replica read it: the server's value stands.
+    Conflict {
+        /// The server's value now (`None`: no value, or one the user may not view).
+        server: Option<String>,
+    },
+    /// Refused, as the same write online would have been.
+    Refused {
+        /// The kind of error.
+        kind: crate::error::ErrorKind,
+        /// The field a validation error names.
+        field: Option<String>,
+        /// The error's message.
+        message: String,
+    },
 }

@@ -42,7 +42,7 @@ pub use devices::{DEFAULT_DEVICE_LIFETIME, MAX_DEVICE_LIFETIME, MAX_DEVICES_PER_
 pub use documents::MAX_DOCUMENT_BATCH;
 pub use events::{MAX_EVENT_WAIT, MAX_FEED_EVENTS};
 pub use files::FileContent;
-pub use sync::MAX_SYNC_BATCH;
+pub use sync::{MAX_PUSH_WRITES, MAX_SYNC_BATCH};
 
 /// Operations of docmeta as one actor. Cheap to create; see [`Docmeta::session`].
 ///

@@ -16,6 +16,7 @@
 use std::collections::BTreeSet;
 
 use super::Session;
+use crate::access::Permission as P;
 use crate::error::{Error, Result};
 use crate::events::{EventQuery, changes_shared_state, names};
 use crate::model::*;
@@ -348,6 +349,133 @@ impl Session {
             document_types,
             metadata_types,
             associations,
+        })
+    }
+}
+
+/// The most writes one push carries.
+pub const MAX_PUSH_WRITES: usize = 500;
+
+/// What one write found, in its unit of work.
+enum Pushed {
+    Applied,
+    Conflict,
+}
+
+impl Session {
+    /// Applies the writes a replica of device `device` (one of this session's user's) made
+    /// offline, in order, each in its own unit of work through this session: the same
+    /// pipeline, permission checks and workflow triggers as online. Each write is based on the
+    /// value the replica held (`base`); when the server's value is no longer that value, the
+    /// write is a conflict and the server's value stands, unless the server already holds what
+    /// the write asks for (then it is applied: a push retried after a lost answer applies
+    /// once). A removal of a value that is gone is applied. The rules are per value: writes to
+    /// other values of the same document never conflict. A write this session may not make is
+    /// refused with the error it would get online, and never reveals a value the user may not
+    /// view (a hidden document is refused as not found before anything is compared).
+    ///
+    /// At most [`MAX_PUSH_WRITES`] writes; each key 1 to 64 characters.
+    pub fn sync_push(&self, device: DeviceId, writes: &[PushedWrite]) -> Result<Vec<PushOutcome>> {
+        if writes.len() > MAX_PUSH_WRITES {
+            return Err(Error::validation(
+                "writes",
+                format!("Ensure this field has no more than {MAX_PUSH_WRITES} elements."),
+            ));
+        }
+        if let Some(bad) = writes
+            .iter()
+            .position(|w| w.key.is_empty() || w.key.chars().count() > 64)
+        {
+            return Err(Error::validation(
+                "key",
+                format!("Write {bad}: a key is 1 to 64 characters."),
+            ));
+        }
+        let not_found = || Error::not_found(format!("device {device}"));
+        let Actor::User(me) = self.actor else {
+            return Err(not_found());
+        };
+        self.read(|tx| match tx.device(device)? {
+            Some(d) if d.user == me => Ok(()),
+            _ => Err(not_found()),
+        })?;
+        Ok(writes
+            .iter()
+            .map(|w| PushOutcome {
+                key: w.key.clone(),
+                result: match self.push_one(w) {
+                    Ok(Pushed::Applied) => PushResult::Applied,
+                    Ok(Pushed::Conflict) => PushResult::Conflict {
+                        server: self.visible_value(w.document, w.metadata_type),
+                    },
+                    Err(e) => PushResult::Refused {
+                        kind: e.kind(),
+                        field: match &e {
+                            Error::Validation { field, .. } => Some(field.clone()),
+                            _ => None,
+                        },
+                        message: e.to_string(),
+                    },
+                },
+            })
+            .collect())
+    }
+
+    /// The value of `metadata_type` on `document` as this session may view it.
+    fn visible_value(&self, document: DocumentId, metadata_type: MetadataTypeId) -> Option<String> {
+        let values = self.document_metadata(document, PageRequest::ALL).ok()?;
+        values
+            .items
+            .into_iter()
+            .find(|v| v.value.metadata_type_id == metadata_type)
+            .map(|v| v.value.value)
+    }
+
+    fn push_one(&self, w: &PushedWrite) -> Result<Pushed> {
+        let (document, mt) = (w.document, w.metadata_type);
+        self.write(|u| {
+            // Nothing is compared before the caller is known to see the value's place: a
+            // conflict must not tell anything about a document or a type it may not see.
+            let doc = self.load_document(&mut u.tx, document, P::DocumentView)?;
+            self.require(
+                P::DocumentMetadataView,
+                crate::access::ObjectRef::new(crate::access::ObjectKind::DOCUMENT, doc.id.0),
+                format!("document {}", doc.id),
+            )?;
+            self.require_on_metadata_type(P::DocumentMetadataView, mt)?;
+            let current =
+                u.tx.metadata_of_document(document)?
+                    .into_iter()
+                    .find(|m| m.metadata_type_id == mt);
+            let held = current.as_ref().map(|m| m.value.as_str());
+            match &w.change {
+                PushedChange::Set { value, base } => {
+                    if held != base.as_deref() {
+                        return Ok(if held == Some(value.as_str()) {
+                            Pushed::Applied
+                        } else {
+                            Pushed::Conflict
+                        });
+                    }
+                    match &current {
+                        Some(m) => {
+                            self.edit_document_metadata_in(u, document, m.id, value)?;
+                        }
+                        None => {
+                            self.add_document_metadata_in(u, document, mt, value)?;
+                        }
+                    }
+                    Ok(Pushed::Applied)
+                }
+                PushedChange::Remove { base } => match &current {
+                    None => Ok(Pushed::Applied),
+                    Some(m) if held == base.as_deref() => {
+                        self.remove_document_metadata_in(u, document, m.id)?;
+                        Ok(Pushed::Applied)
+                    }
+                    Some(_) => Ok(Pushed::Conflict),
+                },
+            }
         })
     }
 }

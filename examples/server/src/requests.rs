@@ -1147,3 +1147,47 @@ pub struct DeviceSignInIn {
     #[schema(minimum = 1, maximum = 365)]
     pub lifetime_days: Option<u32>,
 }
+
+// ----- sync -----------------------------------------------------------------------------------
+
+/// Body of POST on sync/push: the writes a replica made offline, in the order made.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct SyncPushIn {
+    /// The device whose replica made them (one of the caller's).
+    #[schema(minimum = 1)]
+    #[serde(deserialize_with = "integer")]
+    pub device: i64,
+    /// The writes (at most 500).
+    #[schema(max_items = 500)]
+    pub writes: Vec<PushedWriteIn>,
+}
+
+/// One write a replica made offline, based on the value it held (`base`, `null` for none).
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct PushedWriteIn {
+    /// The replica's name for the write; its result carries it.
+    #[schema(min_length = 1, max_length = 64)]
+    pub key: String,
+    /// `set` (add or edit the value, through the pipeline) or `remove`.
+    pub action: PushAction,
+    #[schema(minimum = 1)]
+    #[serde(deserialize_with = "integer")]
+    pub document_id: i64,
+    #[schema(minimum = 1)]
+    #[serde(deserialize_with = "integer")]
+    pub metadata_type_id: i64,
+    /// The value as submitted (`set` only).
+    #[schema(max_length = 10000)]
+    pub value: Option<String>,
+    /// The value the replica held when the write was made (`null`: none).
+    #[schema(max_length = 10000)]
+    pub base: Option<String>,
+}
+
+/// What a pushed write does.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PushAction {
+    Set,
+    Remove,
+}

@@ -539,6 +539,10 @@ const RULES: &[(&str, &str)] = &[
         "GET /api/v4/sync/",
         "one's own device (another user's 404); sends exactly the documents, values and files the caller may view",
     ),
+    (
+        "POST /api/v4/sync/push/",
+        "one's own device (another user's 404); each write as the same write online",
+    ),
 ];
 
 /// The answer for an object named in a request body: one the caller cannot see is invalid
@@ -4681,6 +4685,17 @@ fn sync(x: &mut Ctx, device_of: &BTreeMap<i64, i64>) {
                     break;
                 }
             }
+            let push = "POST /api/v4/sync/push/";
+            x.exercised.insert(push);
+            let body = json!({"device": device, "writes": []});
+            let (st, _) = x.call(&c, "POST", "/api/v4/sync/push/", Some(&body));
+            x.judge(
+                push,
+                &c,
+                &format!("device {device} of user {owner}"),
+                exp,
+                st,
+            );
             let Some(u) = c.id.filter(|u| *u == owner) else {
                 continue;
             };

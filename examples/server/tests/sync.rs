@@ -263,3 +263,81 @@ fn a_replica_over_http_answers_offline_and_is_emptied_when_its_device_is_revoked
         Err(docmeta_core::Error::PermissionDenied(_))
     ));
 }
+
+#[test]
+fn a_push_over_http_applies_conflicts_and_refuses_as_online() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    prepare(dir.path(), true, "");
+    let s = Server::start(dir.path());
+    let device = device(&s, ADMIN);
+    // A value of a document: the admin's replica edits it offline based on what it held.
+    let (_, docs) = s.get("/api/v4/documents/?page_size=500", ADMIN);
+    let mut found = None;
+    for d in docs["results"].as_array().expect("results") {
+        let id = d["id"].as_i64().expect("id");
+        let (_, values) = s.get(&format!("/api/v4/documents/{id}/metadata/"), ADMIN);
+        if let Some(v) = values["results"].as_array().and_then(|v| v.first()) {
+            found = Some((
+                id,
+                v["metadata_type_id"].as_i64().expect("type"),
+                v["value"].clone(),
+            ));
+            break;
+        }
+    }
+    let (doc, mt, held) = found.expect("a demo document with a value");
+    let write = |key: &str, value: &str, base: &Value| {
+        json!({"key": key, "action": "set", "document_id": doc, "metadata_type_id": mt,
+            "value": value, "base": base})
+    };
+    let push = |writes: Vec<Value>| {
+        let (status, answer) = s.call(
+            "POST",
+            "/api/v4/sync/push/",
+            Some(ADMIN),
+            Some(&json!({"device": device, "writes": writes})),
+        );
+        assert_eq!(status, 200, "{answer}");
+        answer["results"].as_array().expect("results").clone()
+    };
+    // The held value is the base: a value the type accepts is applied; an unchanged one too.
+    let out = push(vec![write("a", held.as_str().expect("text"), &held)]);
+    assert_eq!(out[0]["key"], "a");
+    assert_eq!(out[0]["status"], "applied", "{out:?}");
+    // Based on a value the server does not hold: a conflict naming the server's value.
+    let out = push(vec![write(
+        "b",
+        "something else",
+        &json!("not what the server holds"),
+    )]);
+    assert_eq!(out[0]["status"], "conflict", "{out:?}");
+    assert_eq!(out[0]["server_value"], held);
+    // A document that does not exist: refused, as online.
+    let out = push(vec![
+        json!({"key": "c", "action": "remove", "document_id": 999_999,
+        "metadata_type_id": mt, "base": null}),
+    ]);
+    assert_eq!(out[0]["status"], "refused", "{out:?}");
+    assert_eq!(out[0]["error"]["kind"], "not_found");
+    // A set without a value, an unknown action: 400.
+    let (status, answer) = s.call(
+        "POST",
+        "/api/v4/sync/push/",
+        Some(ADMIN),
+        Some(
+            &json!({"device": device, "writes": [{"key": "d", "action": "set",
+            "document_id": doc, "metadata_type_id": mt, "base": null}]}),
+        ),
+    );
+    assert_eq!(status, 400, "{answer}");
+    let (status, _) = s.call(
+        "POST",
+        "/api/v4/sync/push/",
+        Some(ADMIN),
+        Some(
+            &json!({"device": device, "writes": [{"key": "d", "action": "explode",
+            "document_id": doc, "metadata_type_id": mt}]}),
+        ),
+    );
+    assert_eq!(status, 400);
+}

@@ -5,18 +5,23 @@ use std::collections::HashMap;
 
 use crate::body::Json;
 use axum::extract::{Query, State};
-use docmeta_core::{DeviceId, SyncBatch, SyncCursor, SyncSchema, SyncedDocument};
+use docmeta_core::{
+    DeviceId, DocumentId, MetadataTypeId, PushOutcome, PushResult, PushedChange, PushedWrite,
+    SyncBatch, SyncCursor, SyncSchema, SyncedDocument,
+};
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::body::JsonBody;
 use crate::dto::*;
 use crate::error::{ApiError, ApiResult};
+use crate::requests::{PushAction, SyncPushIn};
 use crate::state::{AppState, CurrentUser};
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
-    router.routes(routes!(sync))
+    router.routes(routes!(sync)).routes(routes!(push))
 }
 
 /// The query parameters of a sync, for the OpenAPI document.
@@ -129,6 +134,100 @@ async fn sync(
     };
     app.run(user, move |s| {
         Ok(Json(s.sync_changes(device, cursor.as_ref(), limit)?.into()))
+    })
+    .await
+}
+
+/// What became of one pushed write.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PushResultOut {
+    /// The write's key.
+    pub key: String,
+    /// `applied`, `conflict` (the server's value stands: `server_value`) or `refused` (as the
+    /// same write online would be: `error`).
+    pub status: String,
+    /// In a conflict: the server's value now (`null`: none, or one the caller may not view).
+    pub server_value: Option<String>,
+    /// When refused: the error's kind (`validation`, `permission_denied`, `not_found`, ...),
+    /// the field a validation error names, and the message.
+    pub error: Option<PushErrorOut>,
+}
+
+/// Why a pushed write was refused.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PushErrorOut {
+    pub kind: String,
+    pub field: Option<String>,
+    pub message: String,
+}
+
+/// The results of a push, one per write, in order.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SyncPushOut {
+    pub results: Vec<PushResultOut>,
+}
+
+impl From<PushOutcome> for PushResultOut {
+    fn from(o: PushOutcome) -> Self {
+        let (status, server_value, error) = match o.result {
+            PushResult::Applied => ("applied", None, None),
+            PushResult::Conflict { server } => ("conflict", server, None),
+            PushResult::Refused {
+                kind,
+                field,
+                message,
+            } => (
+                "refused",
+                None,
+                Some(PushErrorOut {
+                    kind: kind.name().to_owned(),
+                    field,
+                    message,
+                }),
+            ),
+        };
+        PushResultOut {
+            key: o.key,
+            status: status.to_owned(),
+            server_value,
+            error,
+        }
+    }
+}
+
+#[utoipa::path(post, path = "/api/v4/sync/push/", tag = "sync", request_body = SyncPushIn,
+    description = "Applies the writes one of the caller's devices' replica made offline, in order, each as the same write online would be (the pipeline, permission checks, workflow triggers). A write based on a value the server no longer holds is a conflict: the server's value stands. A push retried after a lost answer applies once.",
+    responses((status = 200, body = SyncPushOut), (status = 400, body = ErrorOut),
+        (status = 404, body = ErrorOut)))]
+async fn push(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    JsonBody(body): JsonBody<SyncPushIn>,
+) -> ApiResult<Json<SyncPushOut>> {
+    let device = DeviceId(body.device);
+    let mut writes = Vec::with_capacity(body.writes.len());
+    for (i, w) in body.writes.into_iter().enumerate() {
+        let change = match w.action {
+            PushAction::Set => PushedChange::Set {
+                value: w.value.ok_or_else(|| {
+                    ApiError::field("writes", format!("Write {i}: a set needs a value."))
+                })?,
+                base: w.base,
+            },
+            PushAction::Remove => PushedChange::Remove { base: w.base },
+        };
+        writes.push(PushedWrite {
+            key: w.key,
+            document: DocumentId(w.document_id),
+            metadata_type: MetadataTypeId(w.metadata_type_id),
+            change,
+        });
+    }
+    app.run(user, move |s| {
+        let results = s.sync_push(device, &writes)?;
+        Ok(Json(SyncPushOut {
+            results: results.into_iter().map(Into::into).collect(),
+        }))
     })
     .await
 }
