@@ -170,6 +170,9 @@ enum Op {
     GrantValues(usize, bool),
     Membership(bool),
     Sync,
+    /// On the replica, offline: set (`true`) or remove the value of a metadata type on one of
+    /// the documents it holds.
+    Offline(usize, usize, bool),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -185,6 +188,47 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<bool>().prop_map(Op::Membership),
         3 => Just(Op::Sync),
     ]
+}
+
+/// The server's operations and writes made offline on a replica.
+fn replica_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => op(),
+        2 => (0..64usize, 0..2usize, any::<bool>()).prop_map(|(d, m, set)| Op::Offline(d, m, set)),
+    ]
+}
+
+/// A write made offline on one of the documents the replica holds; a refusal there (a value
+/// the pipeline refuses, a value to remove that is not there) is what the user would see.
+fn offline(
+    w: &World,
+    replica: &Replica,
+    i: usize,
+    m: usize,
+    set: bool,
+    serial: usize,
+) -> Result<()> {
+    let held = replica
+        .session()
+        .documents(DocumentQuery::default(), PageRequest::ALL)?
+        .items;
+    if held.is_empty() {
+        return Ok(());
+    }
+    let d = held[i % held.len()].document.id;
+    let written = if set {
+        replica
+            .set_value(d, w.metadata[m], &format!("{serial}"))
+            .map(drop)
+    } else {
+        replica.remove_value(d, w.metadata[m])
+    };
+    match written {
+        Ok(()) | Err(docmeta_core::Error::NotFound(_) | docmeta_core::Error::Validation { .. }) => {
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
 }
 
 fn pick(w: &World, i: usize) -> Result<Option<DocumentId>> {
@@ -272,7 +316,7 @@ fn apply(w: &World, op: &Op, serial: usize) -> Result<()> {
         Op::Membership(member) => {
             a.set_group_member(w.group, w.user, member)?;
         }
-        Op::Sync => {}
+        Op::Sync | Op::Offline(..) => {}
     }
     Ok(())
 }
@@ -365,7 +409,7 @@ fn replica_cases() -> u32 {
     std::env::var("DOCMETA_REPLICA_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(24)
+        .unwrap_or(500)
 }
 
 proptest! {
@@ -375,17 +419,25 @@ proptest! {
     /// values, searches, types) exactly what the server shows its user.
     #[test]
     fn a_replica_answers_offline_what_the_server_shows_its_user(
-        ops in proptest::collection::vec(op(), 1..30)
+        ops in proptest::collection::vec(replica_op(), 1..30)
     ) {
         let fail = |e: docmeta_core::Error| TestCaseError::fail(e.to_string());
         let w = world().map_err(fail)?;
+        writer(&w).map_err(fail)?;
         let dir = tempfile::tempdir().expect("a directory");
         let replica = replica_of(&w, dir.path()).map_err(fail)?;
         let server = w.db.session(w.user);
         for (serial, op) in ops.iter().enumerate() {
-            apply(&w, op, serial).map_err(|e| TestCaseError::fail(format!("{op:?}: {e}")))?;
+            match *op {
+                Op::Offline(i, m, set) => {
+                    offline(&w, &replica, i, m, set, serial).map_err(|e| TestCaseError::fail(format!("{op:?}: {e}")))?;
+                    continue;
+                }
+                _ => apply(&w, op, serial).map_err(|e| TestCaseError::fail(format!("{op:?}: {e}")))?,
+            }
             if matches!(op, Op::Sync) {
                 replica.sync().map_err(fail)?;
+                prop_assert!(replica.pending().map_err(fail)?.is_empty(), "every write pushed");
                 let local = replica.session();
                 prop_assert_eq!(view(&local).map_err(fail)?, truth(&w).map_err(fail)?, "after {:?}", ops);
                 prop_assert_eq!(found(&local).map_err(fail)?, found(&server).map_err(fail)?, "searches after {:?}", ops);
@@ -424,6 +476,16 @@ impl SyncServer for Flaky {
             ));
         }
         self.inner.pull(device, cursor, limit)
+    }
+
+    /// Every `n`th push is applied and its answer lost.
+    fn push(&self, device: &SignedIn, writes: &[PushedWrite]) -> Result<Option<Vec<PushOutcome>>> {
+        let n = self.pulls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        let answer = self.inner.push(device, writes)?;
+        if n.is_multiple_of(self.every) {
+            return Err(docmeta_core::Error::Timeout("the answer was lost".into()));
+        }
+        Ok(answer)
     }
 }
 
@@ -822,5 +884,186 @@ fn a_pushed_value_runs_through_the_pipeline() -> Result<()> {
         other => panic!("{other:?}"),
     }
     assert_eq!(value_of(&w, d, m)?.as_deref(), Some("12"));
+    Ok(())
+}
+
+#[test]
+fn a_write_made_offline_is_pushed_and_a_conflict_is_kept_to_retry_or_discard() -> Result<()> {
+    let w = world()?;
+    writer(&w)?;
+    let m = w.metadata[0];
+    let d = w
+        .admin
+        .create_document(w.types[0], "doc", &[(m, "12")])?
+        .document
+        .id;
+    let dir = tempfile::tempdir().expect("a directory");
+    let replica = replica_of(&w, dir.path())?;
+    replica.sync()?;
+
+    // Offline: the replica's pipeline answers as the server's would; the write is stored.
+    let shown = replica.set_value(d, m, "13")?;
+    assert_eq!(shown.value.value, "13");
+    assert_eq!(replica.pending()?.len(), 1);
+    let done = replica.sync()?;
+    assert_eq!((done.pushed, done.rejected), (1, 0));
+    assert_eq!(value_of(&w, d, m)?.as_deref(), Some("13"));
+    assert!(replica.pending()?.is_empty());
+    assert_eq!(view(&replica.session())?, truth(&w)?);
+
+    // A conflict: edited on the server meanwhile. The server's value stands, on both sides.
+    replica.set_value(d, m, "mine")?;
+    let on_server = w.admin.document_metadata(d, PageRequest::ALL)?.items[0]
+        .value
+        .clone();
+    w.admin
+        .edit_document_metadata(d, on_server.id, "theirs", None)?;
+    let done = replica.sync()?;
+    assert_eq!((done.pushed, done.rejected), (0, 1));
+    assert_eq!(value_of(&w, d, m)?.as_deref(), Some("theirs"));
+    assert_eq!(view(&replica.session())?, truth(&w)?);
+    let rejected = replica.rejected()?;
+    assert_eq!(rejected.len(), 1);
+    assert_eq!(
+        rejected[0].result,
+        PushResult::Conflict {
+            server: Some("theirs".into())
+        }
+    );
+    assert!(
+        matches!(&rejected[0].write.change, PushedChange::Set { value, base }
+        if value == "mine" && base.as_deref() == Some("13"))
+    );
+    // Retried: mine over theirs, now based on theirs.
+    replica.retry(&rejected[0].write.key)?;
+    assert!(replica.rejected()?.is_empty());
+    replica.sync()?;
+    assert_eq!(value_of(&w, d, m)?.as_deref(), Some("mine"));
+
+    // Refused (ann may no longer edit these values): kept, the server's truth shown; discarded.
+    w.admin.revoke(P::DocumentMetadataEdit, w.role, mt(m))?;
+    replica.set_value(d, m, "refused")?;
+    let done = replica.sync()?;
+    assert_eq!(done.rejected, 1);
+    assert_eq!(view(&replica.session())?, truth(&w)?);
+    let rejected = replica.rejected()?;
+    assert!(
+        matches!(rejected[0].result, PushResult::Refused { .. }),
+        "{rejected:?}"
+    );
+    replica.discard(&rejected[0].write.key)?;
+    assert!(replica.rejected()?.is_empty());
+    assert!(matches!(
+        replica.discard("no such key"),
+        Err(docmeta_core::Error::NotFound(_))
+    ));
+
+    // Removed offline, pushed.
+    assert_eq!(value_of(&w, d, m)?.as_deref(), Some("mine"));
+    replica.remove_value(d, m)?;
+    replica.sync()?;
+    assert_eq!(value_of(&w, d, m)?, None);
+    assert!(matches!(
+        replica.remove_value(d, m),
+        Err(docmeta_core::Error::NotFound(_))
+    ));
+    Ok(())
+}
+
+#[test]
+fn a_push_whose_answer_was_lost_applies_once() -> Result<()> {
+    let w = world()?;
+    writer(&w)?;
+    let m = w.metadata[0];
+    let d = w
+        .admin
+        .create_document(w.types[0], "doc", &[(m, "12")])?
+        .document
+        .id;
+    let dir = tempfile::tempdir().expect("a directory");
+    let flaky = Flaky {
+        inner: InProcessServer::new(w.db.clone()),
+        pulls: 0.into(),
+        every: 1_000_000,
+    };
+    let replica = Replica::open_with(dir.path(), flaky, "ann", "a long password")?;
+    replica.sync()?;
+    replica.set_value(d, m, "13")?;
+    // The next push is applied and its answer lost.
+    let replica = {
+        drop(replica);
+        let lossy = Flaky {
+            inner: InProcessServer::new(w.db.clone()),
+            pulls: 0.into(),
+            every: 1,
+        };
+        Replica::open_with(dir.path(), lossy, "ann", "")?
+    };
+    assert!(matches!(
+        replica.sync(),
+        Err(docmeta_core::Error::Timeout(_))
+    ));
+    assert_eq!(
+        value_of(&w, d, m)?.as_deref(),
+        Some("13"),
+        "applied on the server"
+    );
+    assert_eq!(replica.pending()?.len(), 1, "not lost on the replica");
+    let edits = |w: &World| -> Result<usize> {
+        Ok(w.db
+            .events(&Default::default())?
+            .iter()
+            .filter(|e| e.name == docmeta_core::Event::DOCUMENT_METADATA_EDITED)
+            .count())
+    };
+    let before = edits(&w)?;
+    drop(replica);
+    let replica = replica_of(&w, dir.path())?;
+    let done = replica.sync()?;
+    assert_eq!((done.pushed, done.rejected), (1, 0), "applied once");
+    assert_eq!(edits(&w)?, before, "no second edit");
+    assert_eq!(view(&replica.session())?, truth(&w)?);
+    Ok(())
+}
+
+#[test]
+fn a_value_the_pipeline_refuses_is_refused_offline_as_online() -> Result<()> {
+    let w = world()?;
+    writer(&w)?;
+    let m = w.metadata[0];
+    let d = w
+        .admin
+        .create_document(w.types[0], "doc", &[(m, "12")])?
+        .document
+        .id;
+    w.admin.update_metadata_type(
+        m,
+        MetadataTypeInput {
+            validation: "svc.apps.metadata.metadata_validators.DateValidator".into(),
+            ..MetadataTypeInput::new("amount", "Amount")
+        },
+    )?;
+    let dir = tempfile::tempdir().expect("a directory");
+    let replica = replica_of(&w, dir.path())?;
+    replica.sync()?;
+    let online = w.db.session(w.user).add_document_metadata(d, m, "twelve");
+    let offline = replica.set_value(d, m, "twelve");
+    match (online, offline) {
+        (
+            Err(docmeta_core::Error::Validation {
+                field: a,
+                message: x,
+            }),
+            Err(docmeta_core::Error::Validation {
+                field: b,
+                message: y,
+            }),
+        ) => {
+            assert_eq!((a, x), (b.clone(), y));
+            assert_eq!(b, "value");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(replica.pending()?.is_empty(), "nothing queued");
     Ok(())
 }

@@ -172,6 +172,10 @@ pub struct PushOutcome {
     pub key: String,
     /// What became of it.
     pub result: PushResult,
+    /// The document as the user may see it on the server after the write (`None`: no longer
+    /// visible, or gone): the replica stores it at once, so what it shows is the server's
+    /// truth whatever became of the write.
+    pub document: Option<SyncedDocument>,
 }
 
 /// What became of a pushed write: applied, in conflict with a change made on the server since

@@ -24,9 +24,9 @@ pub use remote::{HttpServer, InProcessServer, Pulled, SignedIn, SyncServer};
 use crate::access::{ObjectKind, ObjectRef, Permission};
 use crate::error::{Error, Result};
 use crate::events::{EventObject, names};
-use crate::kernel::Docmeta;
+use crate::kernel::{Docmeta, Unit};
 use crate::model::*;
-use crate::session::{MAX_SYNC_BATCH, Session};
+use crate::session::{MAX_PUSH_WRITES, MAX_SYNC_BATCH, Session};
 
 /// The name a replica's device is signed in with (listed for its user and administrators).
 pub const DEVICE_NAME: &str = "docmeta replica";
@@ -39,8 +39,16 @@ const ROLE: &str = "replica.role";
 const DEVICE: &str = "replica.device";
 const TOKEN: &str = "replica.token";
 const CURSOR: &str = "replica.cursor";
+const PENDING: &str = "replica.pending";
+const REJECTED: &str = "replica.rejected";
+/// Where the ids of values added offline start: far above any id a server gives, so that a
+/// value added offline never takes a server value's id (the next sync replaces it with the
+/// server's).
+const LOCAL_VALUE_IDS: i64 = 1 << 50;
 
 const DOCUMENT: &str = "documents.document";
+/// The password hash of the replica's own user: not a PHC string, so no password verifies.
+const NO_PASSWORD: &str = "!";
 
 /// A server over HTTP and who signs in to it.
 #[derive(Clone)]
@@ -74,8 +82,25 @@ pub struct SyncProgress {
     pub received: usize,
     /// Documents removed.
     pub removed: usize,
+    /// Writes made offline that the server applied.
+    pub pushed: usize,
+    /// Writes made offline that the server refused or found in conflict (see
+    /// [`Replica::rejected`]).
+    pub rejected: usize,
     /// Whether the server has more ready now (`false` at the end).
     pub more: bool,
+}
+
+/// A write made offline that the server did not apply: in conflict with a change made on the
+/// server since the replica read the value, or refused as it would have been online. It stays
+/// until the application [discards](Replica::discard) or [retries](Replica::retry) it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RejectedWrite {
+    /// The write, as made offline (with the value it was based on).
+    pub write: PushedWrite,
+    /// What the server answered: [`PushResult::Conflict`] (with the server's value) or
+    /// [`PushResult::Refused`].
+    pub result: PushResult,
 }
 
 /// A replica of what one user may see on a server (see the [module](self) documentation).
@@ -258,6 +283,14 @@ impl Replica {
         };
         let mut cursor = cursor.map(|c| SyncCursor::parse(&c)).transpose()?;
         let mut done = SyncProgress::default();
+        // Writes made offline first: the pull then brings the server's truth after them.
+        if !self.push(&signed, &mut done)? {
+            self.forget_everything()?;
+            return Err(signed_out());
+        }
+        if done.pushed + done.rejected > 0 {
+            progress(&done);
+        }
         loop {
             let batch = match self
                 .server
@@ -280,6 +313,199 @@ impl Replica {
                 return Ok(done);
             }
         }
+    }
+
+    /// Pushes the pending writes, in order, in pushes of up to [`MAX_PUSH_WRITES`]; a write
+    /// the server did not apply moves to the rejected ones, and each document a write touched
+    /// is stored as the server answered it. `false` when the server refused the device.
+    fn push(&self, device: &SignedIn, done: &mut SyncProgress) -> Result<bool> {
+        loop {
+            let pending = writes(self.local.read(|tx| tx.setting(PENDING))?)?;
+            if pending.is_empty() {
+                return Ok(true);
+            }
+            let chunk = &pending[..pending.len().min(MAX_PUSH_WRITES)];
+            let Some(outcomes) = self.server.push(device, chunk)? else {
+                return Ok(false);
+            };
+            let shaper = self.user.0.to_string();
+            let (applied, rejected) = self.local.write(Actor::System, |u| {
+                let mut pending = writes(u.tx.setting(PENDING)?)?;
+                let mut refused = rejected_writes(u.tx.setting(REJECTED)?)?;
+                let (mut applied, mut rejected) = (0, 0);
+                for o in &outcomes {
+                    let Some(at) = pending.iter().position(|p| p.key == o.key) else {
+                        continue;
+                    };
+                    let write = pending.remove(at);
+                    if o.result == PushResult::Applied {
+                        applied += 1;
+                    } else {
+                        rejected += 1;
+                        refused.push(RejectedWrite {
+                            write,
+                            result: o.result.clone(),
+                        });
+                    }
+                    if let Some(d) = &o.document {
+                        store_document(u, d, &shaper)?;
+                    }
+                }
+                u.tx.set_setting(PENDING, &writes_text(&pending))?;
+                u.tx.set_setting(REJECTED, &rejected_text(&refused))?;
+                Ok((applied, rejected))
+            })?;
+            done.pushed += applied;
+            done.rejected += rejected;
+            if applied + rejected == 0 {
+                // The server answered none of the writes sent: never loop on them.
+                return Err(Error::InvalidInput(
+                    "the server answered a push without the writes' keys".into(),
+                ));
+            }
+        }
+    }
+
+    /// Sets the value of `metadata_type` on `document` offline: through the replica's pipeline
+    /// (the same validators, parsers, lookups and defaults as the server: a refusal is the
+    /// error the server would give, `Validation` on `value`), stored at once, and pushed at the
+    /// next [`sync`](Self::sync), based on the value the replica held. The server decides
+    /// again when the write arrives: it may refuse it (a permission) or find it in conflict
+    /// (the value changed there since); see [`rejected`](Self::rejected).
+    pub fn set_value(
+        &self,
+        document: DocumentId,
+        metadata_type: MetadataTypeId,
+        value: &str,
+    ) -> Result<MetadataValueView> {
+        let _one = self.syncing.lock();
+        let id = self.write_value(document, metadata_type, Some(value))?;
+        let id = id.ok_or_else(|| Error::not_found(format!("document {document}")))?;
+        self.session().metadata_value(document, id)
+    }
+
+    /// Removes the value of `metadata_type` from `document` offline (a type the document's
+    /// type requires cannot be removed, as online), pushed at the next sync.
+    pub fn remove_value(&self, document: DocumentId, metadata_type: MetadataTypeId) -> Result<()> {
+        let _one = self.syncing.lock();
+        self.write_value(document, metadata_type, None).map(drop)
+    }
+
+    /// The writes made offline and not pushed yet, in the order made (one per value: a later
+    /// write of the same value replaces the earlier, keeping the value it was based on).
+    pub fn pending(&self) -> Result<Vec<PushedWrite>> {
+        writes(self.local.read(|tx| tx.setting(PENDING))?)
+    }
+
+    /// The writes the server did not apply (see [`RejectedWrite`]), oldest first.
+    pub fn rejected(&self) -> Result<Vec<RejectedWrite>> {
+        rejected_writes(self.local.read(|tx| tx.setting(REJECTED))?)
+    }
+
+    /// Forgets a rejected write (the replica already shows the server's value).
+    pub fn discard(&self, key: &str) -> Result<()> {
+        let _one = self.syncing.lock();
+        self.local.write_system(|tx| {
+            let mut rejected = rejected_writes(tx.setting(REJECTED)?)?;
+            let before = rejected.len();
+            rejected.retain(|r| r.write.key != key);
+            if rejected.len() == before {
+                return Err(Error::not_found(format!("rejected write {key}")));
+            }
+            tx.set_setting(REJECTED, &rejected_text(&rejected))
+        })
+    }
+
+    /// Makes a rejected write again, now based on the value the replica holds (the server's,
+    /// after a conflict): "mine over theirs". It runs through the pipeline again and is pushed
+    /// at the next sync.
+    pub fn retry(&self, key: &str) -> Result<()> {
+        let _one = self.syncing.lock();
+        let rejected = rejected_writes(self.local.read(|tx| tx.setting(REJECTED))?)?;
+        let found = rejected
+            .into_iter()
+            .find(|r| r.write.key == key)
+            .ok_or_else(|| Error::not_found(format!("rejected write {key}")))?;
+        let w = found.write;
+        let value = match &w.change {
+            PushedChange::Set { value, .. } => Some(value.as_str()),
+            PushedChange::Remove { .. } => None,
+        };
+        self.write_value(w.document, w.metadata_type, value)?;
+        self.local.write_system(|tx| {
+            let mut rejected = rejected_writes(tx.setting(REJECTED)?)?;
+            rejected.retain(|r| r.write.key != key);
+            tx.set_setting(REJECTED, &rejected_text(&rejected))
+        })
+    }
+
+    /// A write of one value (`None`: its removal) stored in the replica and queued, in one
+    /// transaction; answers the id of the value set.
+    fn write_value(
+        &self,
+        document: DocumentId,
+        metadata_type: MetadataTypeId,
+        value: Option<&str>,
+    ) -> Result<Option<DocumentMetadataId>> {
+        let key = random_key()?;
+        let admin = self.local.system();
+        self.local.write(Actor::System, |u| {
+            u.tx.reserve_local_value_ids(LOCAL_VALUE_IDS)?;
+            let mut pending = writes(u.tx.setting(PENDING)?)?;
+            let current =
+                u.tx.metadata_of_document(document)?
+                    .into_iter()
+                    .find(|m| m.metadata_type_id == metadata_type);
+            let same = |p: &PushedWrite| p.document == document && p.metadata_type == metadata_type;
+            // Based on what the server held: an earlier write of the same value keeps its base.
+            let base = match pending.iter().find(|p| same(p)) {
+                Some(p) => match &p.change {
+                    PushedChange::Set { base, .. } | PushedChange::Remove { base } => base.clone(),
+                },
+                None => current.as_ref().map(|m| m.value.clone()),
+            };
+            let (id, change) = match (value, &current) {
+                (Some(value), Some(m)) => {
+                    admin.edit_document_metadata_in(u, document, m.id, value)?;
+                    (
+                        Some(m.id),
+                        PushedChange::Set {
+                            value: value.to_owned(),
+                            base,
+                        },
+                    )
+                }
+                (Some(value), None) => {
+                    let added =
+                        admin.add_document_metadata_in(u, document, metadata_type, value)?;
+                    (
+                        Some(added.id),
+                        PushedChange::Set {
+                            value: value.to_owned(),
+                            base,
+                        },
+                    )
+                }
+                (None, Some(m)) => {
+                    admin.remove_document_metadata_in(u, document, m.id)?;
+                    (None, PushedChange::Remove { base })
+                }
+                (None, None) => {
+                    return Err(Error::not_found(format!(
+                        "a value of metadata type {metadata_type} on document {document}"
+                    )));
+                }
+            };
+            pending.retain(|p| !same(p));
+            pending.push(PushedWrite {
+                key: key.clone(),
+                document,
+                metadata_type,
+                change,
+            });
+            u.tx.set_setting(PENDING, &writes_text(&pending))?;
+            Ok(id)
+        })
     }
 
     /// Stores a batch and its cursor in one transaction.
@@ -319,34 +545,7 @@ impl Replica {
                 }
             }
             for d in received {
-                // The types a document and its values need, also those the user may not
-                // view as types (a document's type, a value's type, as the server shows them).
-                let view = &d.document;
-                u.tx.mirror_document_types(std::slice::from_ref(&view.document_type))?;
-                let types: Vec<MetadataType> = d
-                    .values
-                    .iter()
-                    .filter_map(|v| v.metadata_type.clone())
-                    .collect();
-                u.tx.mirror_metadata_types(&types, &shaper)?;
-                u.invalidated.extend(types.iter().map(|t| t.id));
-                let values: Vec<DocumentMetadata> =
-                    d.values.iter().map(|v| v.value.clone()).collect();
-                u.tx.mirror_document(&view.document, &values, &d.files)?;
-                // The access snapshot counts documents by type and knows each one's type.
-                u.access.push(crate::session::parents_change(
-                    ObjectRef::new(ObjectKind::DOCUMENT, view.document.id.0),
-                    vec![ObjectRef::new(
-                        ObjectKind::DOCUMENT_TYPE,
-                        view.document_type.id.0,
-                    )],
-                ));
-                u.event(
-                    names::REPLICA_DOCUMENT_SYNCED,
-                    object(DOCUMENT, view.document.id.0, &view.document.label),
-                    None,
-                    Default::default(),
-                )?;
+                store_document(u, d, &shaper)?;
             }
             for id in removed {
                 u.tx.mirror_remove_document(*id)?;
@@ -438,18 +637,53 @@ impl Replica {
     }
 }
 
+/// Stores a document as the server sent it, in `u`.
+fn store_document(u: &mut Unit<'_>, d: &SyncedDocument, shaper: &str) -> Result<()> {
+    // The types a document and its values need, also those the user may not view as types (a
+    // document's type, a value's type, as the server shows them).
+    let view = &d.document;
+    u.tx.mirror_document_types(std::slice::from_ref(&view.document_type))?;
+    let types: Vec<MetadataType> = d
+        .values
+        .iter()
+        .filter_map(|v| v.metadata_type.clone())
+        .collect();
+    u.tx.mirror_metadata_types(&types, shaper)?;
+    u.invalidated.extend(types.iter().map(|t| t.id));
+    let values: Vec<DocumentMetadata> = d.values.iter().map(|v| v.value.clone()).collect();
+    u.tx.mirror_document(&view.document, &values, &d.files)?;
+    // The access snapshot counts documents by type and knows each one's type.
+    u.access.push(crate::session::parents_change(
+        ObjectRef::new(ObjectKind::DOCUMENT, view.document.id.0),
+        vec![ObjectRef::new(
+            ObjectKind::DOCUMENT_TYPE,
+            view.document_type.id.0,
+        )],
+    ));
+    u.event(
+        names::REPLICA_DOCUMENT_SYNCED,
+        object(DOCUMENT, view.document.id.0, &view.document.label),
+        None,
+        Default::default(),
+    )
+}
+
 /// Creates the replica's own user, in a group given a role that views every document and
 /// value the replica holds (and, by ACLs set at each sync, the types its user may view as
-/// types on the server). It never signs in: its password is random and not kept.
+/// types on the server). It never signs in: it has no password.
 fn local_user(local: &Docmeta, username: &str, address: &str) -> Result<(UserId, RoleId)> {
-    let mut secret = [0u8; 32];
-    getrandom::fill(&mut secret).map_err(|e| Error::Storage {
-        operation: "drawing a random password".into(),
-        source: e.to_string().into(),
-    })?;
-    let secret: String = secret.iter().map(|b| format!("{b:02x}")).collect();
     let admin = local.system();
-    let user = admin.create_user(username, &secret, false)?.id;
+    // No password at all: the stored hash is one no password verifies against (and no
+    // Argon2 work is spent on opening a replica).
+    let user = local.write(Actor::System, |u| {
+        let user = u.tx.insert_user(username, NO_PASSWORD, false)?;
+        u.access.push(crate::kernel::AccessChange::User {
+            id: user.id,
+            superuser: false,
+            active: true,
+        });
+        Ok(user.id)
+    })?;
     let group = admin.create_group("replica")?.id;
     let role = admin.create_role("replica")?.id;
     admin.set_group_member(group, user, true)?;
@@ -464,6 +698,133 @@ fn local_user(local: &Docmeta, username: &str, address: &str) -> Result<(UserId,
         tx.set_setting(USER, &user.0.to_string())
     })?;
     Ok((user, role))
+}
+
+/// A random key for a write.
+fn random_key() -> Result<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| Error::Storage {
+        operation: "drawing a random key".into(),
+        source: e.to_string().into(),
+    })?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+// ----- the queues, kept as JSON in the replica's settings ---------------------------------------
+
+fn write_json(w: &PushedWrite) -> serde_json::Value {
+    let (action, value, base) = match &w.change {
+        PushedChange::Set { value, base } => ("set", Some(value), base),
+        PushedChange::Remove { base } => ("remove", None, base),
+    };
+    serde_json::json!({
+        "key": w.key, "document": w.document.0, "metadata_type": w.metadata_type.0,
+        "action": action, "value": value, "base": base,
+    })
+}
+
+fn write_from(v: &serde_json::Value) -> Option<PushedWrite> {
+    let text = |k: &str| v[k].as_str().map(str::to_owned);
+    let base = text("base");
+    Some(PushedWrite {
+        key: text("key")?,
+        document: DocumentId(v["document"].as_i64()?),
+        metadata_type: MetadataTypeId(v["metadata_type"].as_i64()?),
+        change: match v["action"].as_str()? {
+            "set" => PushedChange::Set {
+                value: text("value")?,
+                base,
+            },
+            "remove" => PushedChange::Remove { base },
+            _ => return None,
+        },
+    })
+}
+
+fn result_json(r: &PushResult) -> serde_json::Value {
+    match r {
+        PushResult::Applied => serde_json::json!({"status": "applied"}),
+        PushResult::Conflict { server } => {
+            serde_json::json!({"status": "conflict", "server": server})
+        }
+        PushResult::Refused {
+            kind,
+            field,
+            message,
+        } => serde_json::json!({
+            "status": "refused", "kind": kind.name(), "field": field, "message": message,
+        }),
+    }
+}
+
+fn result_from(v: &serde_json::Value) -> Option<PushResult> {
+    let text = |k: &str| v[k].as_str().map(str::to_owned);
+    Some(match v["status"].as_str()? {
+        "applied" => PushResult::Applied,
+        "conflict" => PushResult::Conflict {
+            server: text("server"),
+        },
+        "refused" => PushResult::Refused {
+            kind: crate::error::ErrorKind::from_name(v["kind"].as_str()?)?,
+            field: text("field"),
+            message: text("message")?,
+        },
+        _ => return None,
+    })
+}
+
+fn corrupt(what: &str) -> Error {
+    Error::InvalidInput(format!(
+        "the replica's {what} cannot be read: its database was altered outside docmeta"
+    ))
+}
+
+fn writes(text: Option<String>) -> Result<Vec<PushedWrite>> {
+    let Some(text) = text else {
+        return Ok(Vec::new());
+    };
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|_| corrupt("pending writes"))?;
+    v.as_array()
+        .ok_or_else(|| corrupt("pending writes"))?
+        .iter()
+        .map(|w| write_from(w).ok_or_else(|| corrupt("pending writes")))
+        .collect()
+}
+
+fn writes_text(writes: &[PushedWrite]) -> String {
+    serde_json::Value::Array(writes.iter().map(write_json).collect()).to_string()
+}
+
+fn rejected_writes(text: Option<String>) -> Result<Vec<RejectedWrite>> {
+    let Some(text) = text else {
+        return Ok(Vec::new());
+    };
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|_| corrupt("rejected writes"))?;
+    v.as_array()
+        .ok_or_else(|| corrupt("rejected writes"))?
+        .iter()
+        .map(|r| {
+            let read = || {
+                Some(RejectedWrite {
+                    write: write_from(&r["write"])?,
+                    result: result_from(&r["result"])?,
+                })
+            };
+            read().ok_or_else(|| corrupt("rejected writes"))
+        })
+        .collect()
+}
+
+fn rejected_text(rejected: &[RejectedWrite]) -> String {
+    serde_json::Value::Array(
+        rejected
+            .iter()
+            .map(|r| serde_json::json!({"write": write_json(&r.write), "result": result_json(&r.result)}))
+            .collect(),
+    )
+    .to_string()
 }
 
 const DOCUMENT_TYPE: &str = "documents.documenttype";

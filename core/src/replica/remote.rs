@@ -58,6 +58,11 @@ pub trait SyncServer: Send + Sync {
     /// [`Session::sync_changes`](crate::Session::sync_changes)).
     fn pull(&self, device: &SignedIn, cursor: Option<&SyncCursor>, limit: u32) -> Result<Pulled>;
 
+    /// Applies writes the replica made offline (see
+    /// [`Session::sync_push`](crate::Session::sync_push)); `None` when the server no longer
+    /// accepts the device.
+    fn push(&self, device: &SignedIn, writes: &[PushedWrite]) -> Result<Option<Vec<PushOutcome>>>;
+
     /// Returns when an event the device's user may see is committed after `after`, or when
     /// `wait` has passed (whichever comes first; a refused device returns at once: the next
     /// pull says so). The default waits the whole time: a transport without a live feed makes
@@ -117,6 +122,15 @@ impl SyncServer for InProcessServer {
             cursor,
             limit,
         )?))
+    }
+
+    fn push(&self, device: &SignedIn, writes: &[PushedWrite]) -> Result<Option<Vec<PushOutcome>>> {
+        let Some(user) = self.db.authenticate_device(&device.token)? else {
+            return Ok(None);
+        };
+        Ok(Some(
+            self.db.session(user.id).sync_push(device.device, writes)?,
+        ))
     }
 
     fn wait_for_change(
@@ -249,6 +263,36 @@ impl SyncServer for HttpServer {
                 Error::InvalidInput(format!("not a sync batch from the server: {what}"))
             })?)),
             (401, _) => Ok(Pulled::Refused),
+            (status, body) => Err(self.refusal(status, &body)),
+        }
+    }
+
+    fn push(&self, device: &SignedIn, writes: &[PushedWrite]) -> Result<Option<Vec<PushOutcome>>> {
+        let writes: Vec<Value> = writes
+            .iter()
+            .map(|w| {
+                let (action, value, base) = match &w.change {
+                    PushedChange::Set { value, base } => ("set", Some(value), base),
+                    PushedChange::Remove { base } => ("remove", None, base),
+                };
+                serde_json::json!({
+                    "key": w.key, "action": action, "document_id": w.document.0,
+                    "metadata_type_id": w.metadata_type.0, "value": value, "base": base,
+                })
+            })
+            .collect();
+        let body = serde_json::json!({"device": device.device.0, "writes": writes});
+        let response = self
+            .agent
+            .post(&format!("{}/api/v4/sync/push/", self.base))
+            .header("Authorization", &format!("Bearer {}", device.token))
+            .send_json(&body)
+            .map_err(|e| self.unreachable(e))?;
+        match self.answer(response)? {
+            (200, answer) => Ok(Some(parse_outcomes(&answer).map_err(|what| {
+                Error::InvalidInput(format!("not the results of a push from the server: {what}"))
+            })?)),
+            (401, _) => Ok(None),
             (status, body) => Err(self.refusal(status, &body)),
         }
     }
@@ -412,6 +456,38 @@ fn schema(v: &Value) -> Parsed<SyncSchema> {
         metadata_types,
         associations,
     })
+}
+
+fn parse_outcomes(v: &Value) -> Parsed<Vec<PushOutcome>> {
+    list(v, "results")?
+        .iter()
+        .map(|r| {
+            let result = match text(r, "status")?.as_str() {
+                "applied" => PushResult::Applied,
+                "conflict" => PushResult::Conflict {
+                    server: r["server_value"].as_str().map(str::to_owned),
+                },
+                "refused" => {
+                    let e = &r["error"];
+                    PushResult::Refused {
+                        kind: crate::error::ErrorKind::from_name(&text(e, "kind")?)
+                            .ok_or_else(|| format!("`kind` in {e}"))?,
+                        field: e["field"].as_str().map(str::to_owned),
+                        message: text(e, "message")?,
+                    }
+                }
+                _ => return Err(format!("`status` in {r}")),
+            };
+            Ok(PushOutcome {
+                key: text(r, "key")?,
+                result,
+                document: match &r["document"] {
+                    Value::Null => None,
+                    d => Some(synced_document(d)?),
+                },
+            })
+        })
+        .collect()
 }
 
 fn parse_batch(v: &Value) -> Parsed<SyncBatch> {

@@ -403,22 +403,31 @@ impl Session {
             .iter()
             .map(|w| PushOutcome {
                 key: w.key.clone(),
-                result: match self.push_one(w) {
-                    Ok(Pushed::Applied) => PushResult::Applied,
-                    Ok(Pushed::Conflict) => PushResult::Conflict {
-                        server: self.visible_value(w.document, w.metadata_type),
-                    },
-                    Err(e) => PushResult::Refused {
-                        kind: e.kind(),
-                        field: match &e {
-                            Error::Validation { field, .. } => Some(field.clone()),
-                            _ => None,
-                        },
-                        message: e.to_string(),
-                    },
-                },
+                result: self.push_result(w),
+                document: self
+                    .document(w.document)
+                    .ok()
+                    .and_then(|view| self.synced(view).ok().flatten()),
             })
             .collect())
+    }
+
+    /// What became of one write.
+    fn push_result(&self, w: &PushedWrite) -> PushResult {
+        match self.push_one(w) {
+            Ok(Pushed::Applied) => PushResult::Applied,
+            Ok(Pushed::Conflict) => PushResult::Conflict {
+                server: self.visible_value(w.document, w.metadata_type),
+            },
+            Err(e) => PushResult::Refused {
+                kind: e.kind(),
+                field: match &e {
+                    Error::Validation { field, .. } => Some(field.clone()),
+                    _ => None,
+                },
+                message: e.to_string(),
+            },
+        }
     }
 
     /// The value of `metadata_type` on `document` as this session may view it.

@@ -220,6 +220,25 @@ impl Tx<'_> {
         Ok(dropped)
     }
 
+    /// Makes the ids SQLite gives new values of this database start at `from` (it goes on
+    /// from the largest id given), so that a value a replica adds offline never takes the id of
+    /// one the server holds. Nothing on PostgreSQL (a replica is a SQLite directory).
+    pub(crate) fn reserve_local_value_ids(&mut self, from: i64) -> Result<()> {
+        if self.dialect() != super::Dialect::Sqlite {
+            return Ok(());
+        }
+        self.execute(
+            "INSERT INTO sqlite_sequence (name, seq) SELECT 'document_metadata', ?1 \
+             WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'document_metadata')",
+            &[from.into()],
+        )?;
+        self.execute(
+            "UPDATE sqlite_sequence SET seq = ?1 WHERE name = 'document_metadata' AND seq < ?1",
+            &[from.into()],
+        )
+        .map(drop)
+    }
+
     /// Deletes a setting.
     pub(crate) fn delete_setting(&mut self, key: &str) -> Result<()> {
         self.execute("DELETE FROM settings WHERE key = ?1", &[key.into()])

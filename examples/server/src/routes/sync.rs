@@ -151,6 +151,9 @@ pub struct PushResultOut {
     /// When refused: the error's kind (`validation`, `permission_denied`, `not_found`, ...),
     /// the field a validation error names, and the message.
     pub error: Option<PushErrorOut>,
+    /// The document as the caller may see it now, whatever became of the write (`null`: not
+    /// visible, or gone): a replica stores it at once.
+    pub document: Option<SyncedDocumentOut>,
 }
 
 /// Why a pushed write was refused.
@@ -191,6 +194,7 @@ impl From<PushOutcome> for PushResultOut {
             status: status.to_owned(),
             server_value,
             error,
+            document: o.document.map(Into::into),
         }
     }
 }
