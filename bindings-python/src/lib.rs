@@ -39,6 +39,9 @@ fn _docmeta(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Session>()?;
     m.add_class::<replica::Replica>()?;
     m.add_class::<SyncProgress>()?;
+    m.add_class::<PendingWrite>()?;
+    m.add_class::<PushOutcome>()?;
+    m.add_class::<RejectedWrite>()?;
     m.add_class::<DocumentIterator>()?;
     m.add_class::<MetadataType>()?;
     m.add_class::<DocumentType>()?;

@@ -183,8 +183,28 @@ record!(
         schema: Option<SyncSchema>, cursor: String, more: bool });
 record!(
     /// How far a replica's sync has come: `batches` stored, documents `received` and
-    /// `removed`, and whether the server has `more` ready now (False at the end).
-    SyncProgress { batches: usize, received: usize, removed: usize, more: bool });
+    /// `removed`, writes made offline the server applied (`pushed`) and did not (`rejected`),
+    /// and whether the server has `more` ready now (False at the end).
+    SyncProgress { batches: usize, received: usize, removed: usize, pushed: usize,
+        rejected: usize, more: bool });
+record!(
+    /// A write made on a replica: `action` is `"set"` (with `value`, as submitted) or
+    /// `"remove"`; `base` is the value the replica held when it was made (None: none).
+    PendingWrite { key: String, document_id: i64, metadata_type_id: i64, action: String,
+        value: Option<String>, base: Option<String> });
+record!(
+    /// What became of a pushed write: `status` is `"applied"`, `"conflict"` (the server's
+    /// value stands: `server_value`) or `"refused"` (`error_kind`, `error_field`,
+    /// `error_message`, as online); `document` is the document as the user may see it on the
+    /// server now (None: not visible).
+    PushOutcome { key: String, status: String, server_value: Option<String>,
+        error_kind: Option<String>, error_field: Option<String>, error_message: Option<String>,
+        document: Option<SyncedDocument> });
+record!(
+    /// A write made offline that the server did not apply (`status` `"conflict"` or
+    /// `"refused"`, as in `PushOutcome`): kept until `Replica.discard` or `Replica.retry`.
+    RejectedWrite { write: PendingWrite, status: String, server_value: Option<String>,
+        error_kind: Option<String>, error_field: Option<String>, error_message: Option<String> });
 record!(
     /// A workflow template.
     Workflow { id: i64, label: String, document_type_ids: Vec<i64> });
@@ -310,7 +330,77 @@ impl From<core::SyncProgress> for SyncProgress {
             batches: p.batches,
             received: p.received,
             removed: p.removed,
+            pushed: p.pushed,
+            rejected: p.rejected,
             more: p.more,
+        }
+    }
+}
+impl From<core::PushedWrite> for PendingWrite {
+    fn from(w: core::PushedWrite) -> Self {
+        let (action, value, base) = match w.change {
+            core::PushedChange::Set { value, base } => ("set", Some(value), base),
+            core::PushedChange::Remove { base } => ("remove", None, base),
+        };
+        PendingWrite {
+            key: w.key,
+            document_id: w.document.0,
+            metadata_type_id: w.metadata_type.0,
+            action: action.to_owned(),
+            value,
+            base,
+        }
+    }
+}
+/// A push result's status, server value and error (kind, field, message).
+type ResultParts = (
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+fn result_parts(r: core::PushResult) -> ResultParts {
+    match r {
+        core::PushResult::Applied => ("applied".into(), None, None, None, None),
+        core::PushResult::Conflict { server } => ("conflict".into(), server, None, None, None),
+        core::PushResult::Refused {
+            kind,
+            field,
+            message,
+        } => (
+            "refused".into(),
+            None,
+            Some(kind.name().to_owned()),
+            field,
+            Some(message),
+        ),
+    }
+}
+impl From<core::PushOutcome> for PushOutcome {
+    fn from(o: core::PushOutcome) -> Self {
+        let (status, server_value, error_kind, error_field, error_message) = result_parts(o.result);
+        PushOutcome {
+            key: o.key,
+            status,
+            server_value,
+            error_kind,
+            error_field,
+            error_message,
+            document: o.document.map(Into::into),
+        }
+    }
+}
+impl From<core::RejectedWrite> for RejectedWrite {
+    fn from(r: core::RejectedWrite) -> Self {
+        let (status, server_value, error_kind, error_field, error_message) = result_parts(r.result);
+        RejectedWrite {
+            write: r.write.into(),
+            status,
+            server_value,
+            error_kind,
+            error_field,
+            error_message,
         }
     }
 }

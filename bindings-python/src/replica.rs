@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 
 use crate::docmeta::Docmeta;
 use crate::errors::run;
-use crate::records::SyncProgress;
+use crate::records::{DocumentMetadata, PendingWrite, RejectedWrite, SyncProgress, all};
 use crate::session::Session;
 
 /// A replica of what one user may see on a docmeta server (see `Replica.open`).
@@ -83,6 +83,57 @@ impl Replica {
         }
         let wait = std::time::Duration::from_secs_f64(wait.min(3600.0));
         run(py, || self.inner.sync_when_changed(wait)).map(Into::into)
+    }
+
+    /// Sets the value of `metadata_type` on `document` offline: through the replica's
+    /// pipeline (a refusal raises the error the server would), stored at once and pushed at
+    /// the next sync, based on the value the replica held.
+    fn set_value(
+        &self,
+        py: Python<'_>,
+        document: i64,
+        metadata_type: i64,
+        value: String,
+    ) -> PyResult<DocumentMetadata> {
+        run(py, || {
+            self.inner.set_value(
+                core::DocumentId(document),
+                core::MetadataTypeId(metadata_type),
+                &value,
+            )
+        })
+        .map(Into::into)
+    }
+
+    /// Removes the value of `metadata_type` from `document` offline, pushed at the next sync.
+    fn remove_value(&self, py: Python<'_>, document: i64, metadata_type: i64) -> PyResult<()> {
+        run(py, || {
+            self.inner.remove_value(
+                core::DocumentId(document),
+                core::MetadataTypeId(metadata_type),
+            )
+        })
+    }
+
+    /// The writes made offline and not pushed yet, in the order made.
+    fn pending(&self, py: Python<'_>) -> PyResult<Vec<PendingWrite>> {
+        run(py, || self.inner.pending()).map(all)
+    }
+
+    /// The writes the server did not apply (conflicts and refusals), oldest first.
+    fn rejected(&self, py: Python<'_>) -> PyResult<Vec<RejectedWrite>> {
+        run(py, || self.inner.rejected()).map(all)
+    }
+
+    /// Forgets a rejected write (the replica shows the server's value).
+    fn discard(&self, py: Python<'_>, key: String) -> PyResult<()> {
+        run(py, || self.inner.discard(&key))
+    }
+
+    /// Makes a rejected write again, based on the value the replica holds now (mine over
+    /// theirs); pushed at the next sync.
+    fn retry(&self, py: Python<'_>, key: String) -> PyResult<()> {
+        run(py, || self.inner.retry(&key))
     }
 
     /// A session on the replica: the same calls and records as a session on the server,

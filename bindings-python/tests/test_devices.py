@@ -122,3 +122,29 @@ def test_a_replica_syncs_what_its_user_may_see(tmp_path: Path) -> None:
         bob = admin.create_user("bob", "a long password")
         with pytest.raises(docmeta.NotFound):
             db.session(bob.id).sync_changes(phone.device.id)
+
+
+def test_a_push_applies_a_write_and_keeps_the_server_s_value_in_a_conflict(tmp_path: Path) -> None:
+    with open_db(tmp_path) as db:
+        admin = db.system()
+        ann = admin.create_user("ann", "a long password", superuser=True)
+        memo = admin.create_document_type("Memo")
+        amount = admin.create_metadata_type("amount", "Amount")
+        admin.associate(memo.id, amount.id)
+        note = admin.create_document(memo.id, "Note", values={amount.id: "12"})
+        phone = db.sign_in_device("ann", "a long password", "phone")
+        assert phone is not None
+        session = db.session(ann.id)
+        write = {"key": "k1", "action": "set", "document_id": note.id,
+                 "metadata_type_id": amount.id, "value": "13", "base": "12"}
+        [applied] = session.sync_push(phone.device.id, [write])
+        assert (applied.key, applied.status) == ("k1", "applied")
+        assert applied.document is not None
+        assert [v.value for v in applied.document.values] == ["13"]
+        stale = {**write, "key": "k2", "value": "14"}
+        [conflict] = session.sync_push(phone.device.id, [stale])
+        assert (conflict.status, conflict.server_value) == ("conflict", "13")
+        gone = {"key": "k3", "action": "remove", "document_id": 999_999,
+                "metadata_type_id": amount.id, "base": None}
+        [refused] = session.sync_push(phone.device.id, [gone])
+        assert (refused.status, refused.error_kind) == ("refused", "not_found")

@@ -109,3 +109,63 @@ def test_a_progress_callback_that_raises_stops_nothing_stored(server: str, tmp_p
     # What was stored stays; the next sync goes on.
     assert replica.sync().more is False
     assert len(list(replica.session().documents())) > 0
+
+
+def test_a_write_made_offline_is_pushed_or_kept_as_a_conflict(server: str, tmp_path: Path) -> None:
+    replica = docmeta.Replica.open(tmp_path / "replica", server, "admin", "admin-password")
+    replica.sync()
+    session = replica.session()
+    document, value = next(
+        (d.id, v)
+        for d in session.documents()
+        for v in session.document_metadata(d.id)
+        if v.metadata_type is not None
+        and not (v.metadata_type.validation or v.metadata_type.lookup or v.metadata_type.parser)
+    )
+    # Offline: stored at once, queued with the value it was based on.
+    written = replica.set_value(document, value.metadata_type_id, "written offline")
+    assert written.value == "written offline"
+    [pending] = replica.pending()
+    assert (pending.action, pending.value, pending.base) == ("set", "written offline", value.value)
+    done = replica.sync()
+    assert (done.pushed, done.rejected) == (1, 0)
+    assert replica.pending() == []
+    # A conflict: the server's value changed meanwhile (another device of the same user).
+    other = docmeta.Replica.open(tmp_path / "other", server, "admin", "admin-password")
+    other.sync()
+    other.set_value(document, value.metadata_type_id, "theirs")
+    replica.set_value(document, value.metadata_type_id, "mine")
+    other.sync()
+    done = replica.sync()
+    assert done.rejected == 1
+    [rejected] = replica.rejected()
+    assert (rejected.status, rejected.server_value) == ("conflict", "theirs")
+    shown = [v.value for v in replica.session().document_metadata(document)
+             if v.metadata_type_id == value.metadata_type_id]
+    assert shown == ["theirs"], "the server's value stands on the replica"
+    replica.retry(rejected.write.key)
+    assert replica.rejected() == []
+    replica.sync()
+    other.sync()
+    mine = [v.value for v in other.session().document_metadata(document)
+            if v.metadata_type_id == value.metadata_type_id]
+    assert mine == ["mine"]
+    with pytest.raises(docmeta.NotFound):
+        replica.discard("no such key")
+
+
+def test_a_push_names_its_writes_and_refuses_a_bad_one(server: str, tmp_path: Path) -> None:
+    replica = docmeta.Replica.open(tmp_path / "replica", server, "admin", "admin-password")
+    replica.sync()
+    device = replica.device()
+    assert device is not None
+    # Through the local handle of the server's API: the replica's own database has no users of
+    # the server, so sync_push is exercised through a Docmeta opened on the server's data in
+    # test_devices.py; here, its refusals of malformed writes.
+    session = replica.local().system()
+    with pytest.raises(docmeta.ValidationError):
+        session.sync_push(device, [{"key": "a", "action": "explode", "document_id": 1,
+                                    "metadata_type_id": 1}])
+    with pytest.raises(docmeta.ValidationError):
+        session.sync_push(device, [{"key": "a", "action": "set", "document_id": 1,
+                                    "metadata_type_id": 1}])

@@ -35,7 +35,10 @@ pub use docmeta::*;
 pub use errors::DocmetaError;
 pub use offline::*;
 pub use records::*;
-pub use replica::{Replica, SyncListener, SyncProgress};
+pub use replica::{
+    PendingWrite, PushAction, PushOutcome, PushStatus, RejectedWrite, Replica, SyncListener,
+    SyncProgress,
+};
 pub use session::Session;
 
 uniffi::setup_scaffolding!("docmeta");

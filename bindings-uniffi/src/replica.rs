@@ -19,8 +19,178 @@ pub struct SyncProgress {
     pub received: u64,
     /// Documents removed.
     pub removed: u64,
+    /// Writes made offline that the server applied.
+    pub pushed: u64,
+    /// Writes made offline that the server did not apply (see `Replica.rejected`).
+    pub rejected: u64,
     /// Whether the server has more ready now (`false` at the end).
     pub more: bool,
+}
+
+/// What a write made on a replica does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
+pub enum PushAction {
+    /// Sets the value (adds or edits it), through the pipeline.
+    Set,
+    /// Removes the value.
+    Remove,
+}
+
+/// A write made on a replica, based on the value it held (`base`; `null`: none).
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct PendingWrite {
+    /// The replica's name for the write.
+    pub key: String,
+    /// The document.
+    pub document_id: i64,
+    /// The metadata type of the value.
+    pub metadata_type_id: i64,
+    /// Set or remove.
+    pub action: PushAction,
+    /// The value as submitted (a set).
+    pub value: Option<String>,
+    /// The value the replica held when the write was made.
+    pub base: Option<String>,
+}
+
+impl From<core::PushedWrite> for PendingWrite {
+    fn from(w: core::PushedWrite) -> Self {
+        let (action, value, base) = match w.change {
+            core::PushedChange::Set { value, base } => (PushAction::Set, Some(value), base),
+            core::PushedChange::Remove { base } => (PushAction::Remove, None, base),
+        };
+        PendingWrite {
+            key: w.key,
+            document_id: w.document.0,
+            metadata_type_id: w.metadata_type.0,
+            action,
+            value,
+            base,
+        }
+    }
+}
+
+impl From<PendingWrite> for core::PushedWrite {
+    fn from(w: PendingWrite) -> Self {
+        core::PushedWrite {
+            key: w.key,
+            document: core::DocumentId(w.document_id),
+            metadata_type: core::MetadataTypeId(w.metadata_type_id),
+            change: match w.action {
+                // A set without a value sets the empty value (the pipeline decides).
+                PushAction::Set => core::PushedChange::Set {
+                    value: w.value.unwrap_or_default(),
+                    base: w.base,
+                },
+                PushAction::Remove => core::PushedChange::Remove { base: w.base },
+            },
+        }
+    }
+}
+
+/// What became of a pushed write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
+pub enum PushStatus {
+    /// Applied (or already what the write asked for).
+    Applied,
+    /// The value changed on the server since the replica read it: the server's value stands.
+    Conflict,
+    /// Refused, as the same write online would have been.
+    Refused,
+}
+
+/// What became of a pushed write: its status, the server's value in a conflict, the error
+/// when refused (kind `validation`, `permission_denied`, `not_found`, ...; the field a
+/// validation error names; the message), and the document as the user may see it now.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct PushOutcome {
+    /// The write's key.
+    pub key: String,
+    /// What became of it.
+    pub status: PushStatus,
+    /// In a conflict: the server's value (`null`: none, or one the user may not view).
+    pub server_value: Option<String>,
+    /// When refused: the error's kind.
+    pub error_kind: Option<String>,
+    /// When refused by a validation: the field.
+    pub error_field: Option<String>,
+    /// When refused: the message.
+    pub error_message: Option<String>,
+    /// The document as the user may see it on the server now (`null`: not visible).
+    pub document: Option<crate::records::SyncedDocument>,
+}
+
+/// A write made offline that the server did not apply: kept until `Replica.discard` or
+/// `Replica.retry`.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct RejectedWrite {
+    /// The write.
+    pub write: PendingWrite,
+    /// `Conflict` or `Refused`.
+    pub status: PushStatus,
+    /// In a conflict: the server's value.
+    pub server_value: Option<String>,
+    /// When refused: the error's kind.
+    pub error_kind: Option<String>,
+    /// When refused by a validation: the field.
+    pub error_field: Option<String>,
+    /// When refused: the message.
+    pub error_message: Option<String>,
+}
+
+type ResultParts = (
+    PushStatus,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
+fn result_parts(r: core::PushResult) -> ResultParts {
+    match r {
+        core::PushResult::Applied => (PushStatus::Applied, None, None, None, None),
+        core::PushResult::Conflict { server } => (PushStatus::Conflict, server, None, None, None),
+        core::PushResult::Refused {
+            kind,
+            field,
+            message,
+        } => (
+            PushStatus::Refused,
+            None,
+            Some(kind.name().to_owned()),
+            field,
+            Some(message),
+        ),
+    }
+}
+
+impl From<core::PushOutcome> for PushOutcome {
+    fn from(o: core::PushOutcome) -> Self {
+        let (status, server_value, error_kind, error_field, error_message) = result_parts(o.result);
+        PushOutcome {
+            key: o.key,
+            status,
+            server_value,
+            error_kind,
+            error_field,
+            error_message,
+            document: o.document.map(Into::into),
+        }
+    }
+}
+
+impl From<core::RejectedWrite> for RejectedWrite {
+    fn from(r: core::RejectedWrite) -> Self {
+        let (status, server_value, error_kind, error_field, error_message) = result_parts(r.result);
+        RejectedWrite {
+            write: r.write.into(),
+            status,
+            server_value,
+            error_kind,
+            error_field,
+            error_message,
+        }
+    }
 }
 
 impl From<core::SyncProgress> for SyncProgress {
@@ -30,6 +200,8 @@ impl From<core::SyncProgress> for SyncProgress {
             batches: n(p.batches),
             received: n(p.received),
             removed: n(p.removed),
+            pushed: n(p.pushed),
+            rejected: n(p.rejected),
             more: p.more,
         }
     }
@@ -96,6 +268,54 @@ impl Replica {
     pub fn sync_when_changed(&self, wait_seconds: u32) -> Result<SyncProgress> {
         let wait = std::time::Duration::from_secs(u64::from(wait_seconds));
         Ok(self.inner.sync_when_changed(wait)?.into())
+    }
+
+    /// Sets the value of `metadataTypeId` on `documentId` offline: through the replica's
+    /// pipeline (a refusal is the error the server would give), stored at once and pushed at
+    /// the next sync, based on the value the replica held.
+    pub fn set_value(
+        &self,
+        document_id: i64,
+        metadata_type_id: i64,
+        value: String,
+    ) -> Result<crate::records::DocumentMetadata> {
+        Ok(self
+            .inner
+            .set_value(
+                core::DocumentId(document_id),
+                core::MetadataTypeId(metadata_type_id),
+                &value,
+            )?
+            .into())
+    }
+
+    /// Removes the value of `metadataTypeId` from `documentId` offline, pushed at the next sync.
+    pub fn remove_value(&self, document_id: i64, metadata_type_id: i64) -> Result<()> {
+        Ok(self.inner.remove_value(
+            core::DocumentId(document_id),
+            core::MetadataTypeId(metadata_type_id),
+        )?)
+    }
+
+    /// The writes made offline and not pushed yet, in the order made.
+    pub fn pending(&self) -> Result<Vec<PendingWrite>> {
+        Ok(self.inner.pending()?.into_iter().map(Into::into).collect())
+    }
+
+    /// The writes the server did not apply (conflicts and refusals), oldest first.
+    pub fn rejected(&self) -> Result<Vec<RejectedWrite>> {
+        Ok(self.inner.rejected()?.into_iter().map(Into::into).collect())
+    }
+
+    /// Forgets a rejected write (the replica shows the server's value).
+    pub fn discard(&self, key: String) -> Result<()> {
+        Ok(self.inner.discard(&key)?)
+    }
+
+    /// Makes a rejected write again, based on the value the replica holds now (mine over
+    /// theirs); pushed at the next sync.
+    pub fn retry(&self, key: String) -> Result<()> {
+        Ok(self.inner.retry(&key)?)
     }
 
     /// A session on the replica: the same calls and records as a session on the server,

@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 
 use super::Session;
 use crate::errors::run;
-use crate::records::{Device, SyncBatch, all};
+use crate::records::{Device, PushOutcome, SyncBatch, all};
 
 #[pymethods]
 impl Session {
@@ -49,4 +49,64 @@ impl Session {
         })
         .map(Into::into)
     }
+
+    /// Applies the writes a replica of `device_id` made offline (see `Replica.set_value`), in
+    /// order, each as the same write online would be; a write based on a value the server no
+    /// longer holds is a conflict (the server's value stands). `writes` are dicts with `key`,
+    /// `action` (`"set"` or `"remove"`), `document_id`, `metadata_type_id`, `value` (for a set)
+    /// and `base` (the value the replica held, or None). At most 500.
+    fn sync_push(
+        &self,
+        py: Python<'_>,
+        device_id: i64,
+        writes: Vec<Bound<'_, pyo3::types::PyDict>>,
+    ) -> PyResult<Vec<PushOutcome>> {
+        let mut pushed = Vec::with_capacity(writes.len());
+        for (i, w) in writes.iter().enumerate() {
+            pushed.push(pushed_write(i, w)?);
+        }
+        run(py, || {
+            self.inner.sync_push(core::DeviceId(device_id), &pushed)
+        })
+        .map(all)
+    }
+}
+
+/// A pushed write from its dict.
+fn pushed_write(i: usize, w: &Bound<'_, pyo3::types::PyDict>) -> PyResult<core::PushedWrite> {
+    use pyo3::types::PyDictMethods;
+    let bad = |what: &str| {
+        crate::errors::py_err(core::Error::validation(
+            "writes",
+            format!("Write {i}: {what}."),
+        ))
+    };
+    let get = |k: &str| w.get_item(k).ok().flatten().filter(|v| !v.is_none());
+    let text = |k: &str| -> PyResult<Option<String>> {
+        get(k)
+            .map(|v| v.extract::<String>())
+            .transpose()
+            .map_err(|_| bad(&format!("`{k}` is text")))
+    };
+    let id = |k: &str| -> PyResult<i64> {
+        get(k)
+            .ok_or_else(|| bad(&format!("`{k}` is required")))?
+            .extract::<i64>()
+            .map_err(|_| bad(&format!("`{k}` is an integer")))
+    };
+    let base = text("base")?;
+    let change = match text("action")?.as_deref() {
+        Some("set") => core::PushedChange::Set {
+            value: text("value")?.ok_or_else(|| bad("a set needs a `value`"))?,
+            base,
+        },
+        Some("remove") => core::PushedChange::Remove { base },
+        _ => return Err(bad("`action` is \"set\" or \"remove\"")),
+    };
+    Ok(core::PushedWrite {
+        key: text("key")?.ok_or_else(|| bad("`key` is required"))?,
+        document: core::DocumentId(id("document_id")?),
+        metadata_type: core::MetadataTypeId(id("metadata_type_id")?),
+        change,
+    })
 }

@@ -48,4 +48,21 @@ impl Session {
             .sync_changes(core::DeviceId(device_id), cursor.as_ref(), limit)?
             .into())
     }
+
+    /// Applies the writes a replica of `deviceId` made offline, in order, each as the same
+    /// write online would be; a write based on a value the server no longer holds is a conflict
+    /// (the server's value stands). At most 500.
+    pub fn sync_push(
+        &self,
+        device_id: i64,
+        writes: Vec<crate::replica::PendingWrite>,
+    ) -> Result<Vec<crate::replica::PushOutcome>> {
+        let writes: Vec<core::PushedWrite> = writes.into_iter().map(Into::into).collect();
+        Ok(self
+            .inner
+            .sync_push(core::DeviceId(device_id), &writes)?
+            .into_iter()
+            .map(Into::into)
+            .collect())
+    }
 }

@@ -571,6 +571,8 @@ fun devices() {
     }
     expect(wrong.field == "cursor", "the refusal names the cursor: ${wrong.field}")
     refused<DocmetaException.NotFound>("another user's device") { db.session(bob.id).syncChanges(phone.device.id, null, 10u) }
+    val pushed = db.session(ann.id).syncPush(phone.device.id, listOf(PendingWrite("k", 999_999L, 1L, PushAction.REMOVE, null, null)))
+    expect(pushed.size == 1 && pushed[0].key == "k" && pushed[0].status == PushStatus.REFUSED && pushed[0].errorKind == "not_found", "a push refused as online: $pushed")
     db.session(ann.id).revokeDevice(phone.device.id)
     expect(db.authenticateDevice(token) == null, "revoked")
 }
@@ -618,6 +620,19 @@ fun replica() {
         expect(replica.syncWhenChanged(1u).received == 0uL, "no change within the wait")
         val e = refused<DocmetaException.Validation>("another user's replica") { Replica.open(path, url, "bob", "demo-password") }
         expect(e.field == "username", "the refusal names the username: ${e.field}")
+        // Writes made offline on the admin's replica, pushed at the next sync.
+        val admins = Replica.open(Files.createTempDirectory("docmeta-kotlin-admin").toString(), url, "admin", "admin-password")
+        admins.sync(null)
+        val local = admins.session()
+        val party = local.metadataTypes().first { it.name == "party" }.id
+        val doc = local.documentIds(null).first { id -> local.documentMetadata(id).any { it.metadataTypeId == party } }
+        expect(admins.setValue(doc, party, "written offline").value == "written offline", "stored offline")
+        val pending = admins.pending()
+        expect(pending.size == 1 && pending[0].action == PushAction.SET && pending[0].base != null, "queued: $pending")
+        val pushed = admins.sync(null)
+        expect(pushed.pushed == 1uL && pushed.rejected == 0uL, "pushed: $pushed")
+        expect(admins.pending().isEmpty() && admins.rejected().isEmpty(), "nothing left")
+        refused<DocmetaException.NotFound>("an unknown rejected write") { admins.discard("no such key") }
     } finally {
         server.destroyForcibly()
         server.waitFor()
