@@ -193,6 +193,16 @@ impl HttpServer {
     /// The error an answer other than the expected one stands for.
     fn refusal(&self, status: u16, body: &Value) -> Error {
         let detail = body["detail"].as_str().map(str::to_owned);
+        // Not a route of this server (`{"detail": "No such endpoint."}` from docmeta, anything
+        // else from another server): not one a replica can sync with.
+        let no_route =
+            status == 404 && (body.is_null() || detail.as_deref() == Some("No such endpoint."));
+        if no_route || status == 405 {
+            return Error::InvalidInput(format!(
+                "{} does not offer sync: it is not a docmeta server, or one from before sync",
+                self.base
+            ));
+        }
         match status {
             400 => {
                 // `{"field": ["message", ...]}`: the first field named.

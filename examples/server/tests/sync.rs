@@ -262,6 +262,29 @@ fn a_replica_over_http_answers_offline_and_is_emptied_when_its_device_is_revoked
         Replica::open(local.path(), &wrong),
         Err(docmeta_core::Error::PermissionDenied(_))
     ));
+    // A server that does not offer sync, and one that does not answer: clear errors.
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    let not_sync = Remote {
+        url: format!("{}/not-docmeta", s.base),
+        ..remote.clone()
+    };
+    match Replica::open(elsewhere.path(), &not_sync) {
+        Err(docmeta_core::Error::InvalidInput(m)) => {
+            assert!(m.contains("does not offer sync"), "{m}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let nobody = tempfile::tempdir().expect("tempdir");
+    let gone = Remote {
+        url: "http://127.0.0.1:9".into(),
+        ..remote.clone()
+    };
+    match Replica::open(nobody.path(), &gone) {
+        Err(e @ docmeta_core::Error::Storage { .. }) => {
+            assert!(e.to_string().contains("reaching the server"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
