@@ -136,6 +136,17 @@ impl Replica {
         run(py, || self.inner.retry(&key))
     }
 
+    /// The content of a file the replica holds: fetched from the server the first time (its
+    /// SHA-256 checked), then read from the replica.
+    fn read_file<'py>(
+        &self,
+        py: Python<'py>,
+        id: i64,
+    ) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+        let bytes = run(py, || self.inner.read_file(core::DocumentFileId(id)))?;
+        Ok(pyo3::types::PyBytes::new(py, &bytes))
+    }
+
     /// A session on the replica: the same calls and records as a session on the server,
     /// answered from what the replica holds. Writes are refused (`PermissionDenied`): the
     /// replica is read-only for now.

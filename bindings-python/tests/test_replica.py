@@ -61,6 +61,11 @@ def test_a_replica_holds_what_its_user_sees_and_answers_offline(
     held = [d.id for d in session.documents()]
     assert held, "the demo shows alice documents"
     assert session.search_documents("invoice").count > 0
+    # A file's bytes, fetched the first time (the demo's invoices have a scan each).
+    with_file = next(d for d in held if session.files(d))
+    scan = session.files(with_file)[0]
+    assert replica.read_file(scan.id).startswith(b"Invoice")
+    assert session.read_file(scan.id).startswith(b"Invoice"), "then read from the replica"
     # Reads go through the same records as online; writes are refused for now.
     with pytest.raises(docmeta.PermissionDenied):
         session.update_document(held[0], "renamed offline")

@@ -318,6 +318,12 @@ impl Replica {
         Ok(self.inner.retry(&key)?)
     }
 
+    /// The content of a file the replica holds: fetched from the server the first time (its
+    /// SHA-256 checked), then read from the replica.
+    pub fn read_file(&self, id: i64) -> Result<Vec<u8>> {
+        Ok(self.inner.read_file(core::DocumentFileId(id))?)
+    }
+
     /// A session on the replica: the same calls and records as a session on the server,
     /// answered from what the replica holds. Writes are refused (`PermissionDenied`): the
     /// replica is read-only for now.

@@ -478,6 +478,14 @@ impl SyncServer for Flaky {
         self.inner.pull(device, cursor, limit)
     }
 
+    fn download(
+        &self,
+        device: &SignedIn,
+        file: &docmeta_core::DocumentFile,
+    ) -> Result<Option<Vec<u8>>> {
+        self.inner.download(device, file)
+    }
+
     /// Every `n`th push is applied and its answer lost.
     fn push(&self, device: &SignedIn, writes: &[PushedWrite]) -> Result<Option<Vec<PushOutcome>>> {
         let n = self.pulls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
@@ -528,11 +536,17 @@ fn a_sync_cut_off_goes_on_where_it_stopped() -> Result<()> {
 #[test]
 fn a_refused_device_leaves_nothing_readable_and_the_password_signs_in_again() -> Result<()> {
     let w = world()?;
-    w.admin
-        .create_document(w.types[0], "doc secret plans", &[(w.metadata[0], "12")])?;
+    let (_, file) = w.admin.create_document_with_file(
+        w.types[0],
+        "doc secret plans",
+        &[(w.metadata[0], "12")],
+        "plans.txt",
+        &mut &b"the secret plans"[..],
+    )?;
     let dir = tempfile::tempdir().expect("a directory");
     let replica = replica_of(&w, dir.path())?;
     replica.sync()?;
+    assert_eq!(replica.read_file(file.id)?, b"the secret plans");
     assert_eq!(
         replica
             .session()
@@ -576,6 +590,8 @@ fn a_refused_device_leaves_nothing_readable_and_the_password_signs_in_again() ->
         0
     );
     assert!(replica.device()?.is_none());
+    let left = walk(&dir.path().join("document_file_storage"));
+    assert!(left.is_empty(), "no file's bytes stay: {left:?}");
     drop(replica);
     // The wrong password does not sign in; the right one does, and the documents come back.
     assert!(matches!(
@@ -1065,5 +1081,40 @@ fn a_value_the_pipeline_refuses_is_refused_offline_as_online() -> Result<()> {
         other => panic!("{other:?}"),
     }
     assert!(replica.pending()?.is_empty(), "nothing queued");
+    Ok(())
+}
+
+#[test]
+fn a_file_s_bytes_are_fetched_once_checked_and_dropped_with_the_file() -> Result<()> {
+    let w = world()?;
+    let (doc, file) = w.admin.create_document_with_file(
+        w.types[0],
+        "doc with a file",
+        &[],
+        "note.txt",
+        &mut &b"the file's content"[..],
+    )?;
+    let dir = tempfile::tempdir().expect("a directory");
+    let replica = replica_of(&w, dir.path())?;
+    replica.sync()?;
+    let held = replica.session().files(doc.document.id)?;
+    assert_eq!(held, std::slice::from_ref(&file), "the record, as the server has it");
+    assert_eq!(replica.read_file(file.id)?, b"the file's content");
+    // Fetched once: now read from the replica's own storage, also through its session.
+    assert_eq!(replica.session().read_file(file.id)?, b"the file's content");
+    let stored: Vec<_> = walk(&dir.path().join("document_file_storage"))
+        .into_iter()
+        .collect();
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    // The file goes on the server: at the next sync its record and its bytes go here too.
+    w.admin.delete_file(file.id)?;
+    replica.sync()?;
+    assert!(replica.session().files(doc.document.id)?.is_empty());
+    assert!(matches!(
+        replica.read_file(file.id),
+        Err(docmeta_core::Error::NotFound(_))
+    ));
+    let left = walk(&dir.path().join("document_file_storage"));
+    assert!(left.is_empty(), "the bytes are gone: {left:?}");
     Ok(())
 }

@@ -614,6 +614,9 @@ fun replica() {
         val session = replica.session()
         expect(session.documentIds(null).isNotEmpty(), "the replica holds alice's documents")
         expect(session.searchDocuments("invoice", 1u, 20u).count > 0uL, "found offline")
+        val withFile = session.documentIds(null).first { session.files(it).isNotEmpty() }
+        val scan = session.files(withFile)[0]
+        expect(String(replica.readFile(scan.id)).startsWith("Invoice"), "a file's bytes fetched")
         expect(replica.device() != null, "signed in as a device")
         // Opened again with the token it keeps: no password.
         expect(Replica.open(path, url, "alice", "").sync(null).received == 0uL, "nothing new")

@@ -73,6 +73,13 @@ pub trait FileStorage: Send + Sync + std::fmt::Debug {
         self.open(name)
     }
 
+    /// Removes at once the bytes of files deleted before, which a storage may keep for a while
+    /// (a day, for a backup taken meanwhile): for a replica, which must keep nothing of what
+    /// its user may no longer see. Nothing to do by default.
+    fn purge_deleted(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// For a backup: the length of the bytes stored under `name` as stored, or of the bytes
     /// kept aside after a recent delete (a backup's database snapshot may still reference
     /// them); `None` when neither exists. The default is [`FileStorage::stored_len`].
@@ -274,6 +281,11 @@ pub(crate) fn content_error(operation: &str, e: io::Error) -> Error {
 }
 
 impl FileStorage for PlainStorage {
+    fn purge_deleted(&self) -> Result<()> {
+        remove_older_than(&self.root.join(DELETED), std::time::Duration::ZERO);
+        Ok(())
+    }
+
     fn put(&self, content: &mut dyn Read) -> Result<String> {
         let name = generate_name()?;
         self.put_as(&name, content)?;
@@ -368,6 +380,10 @@ impl EncryptedStorage {
 }
 
 impl FileStorage for EncryptedStorage {
+    fn purge_deleted(&self) -> Result<()> {
+        self.plain.purge_deleted()
+    }
+
     fn put(&self, content: &mut dyn Read) -> Result<String> {
         // The name is chosen first and authenticated with every chunk (MENC version 2), so
         // these bytes decrypt under this name only: a stored file copied over another's fails

@@ -215,6 +215,52 @@ impl Replica {
         })
     }
 
+    /// The content of a file the replica holds: fetched from the server the first time (its
+    /// SHA-256 checked against the record), then kept in the replica's file storage (encrypted
+    /// when the replica's storage is) until the file changes or goes. Needs the server the
+    /// first time; `NotFound` for a file the replica does not hold.
+    pub fn read_file(&self, id: DocumentFileId) -> Result<Vec<u8>> {
+        let (name, checksum) = self
+            .local
+            .read(|tx| tx.mirror_file(id))?
+            .ok_or_else(|| Error::not_found(format!("document file {id}")))?;
+        if name.starts_with(crate::store::REMOTE_FILE) {
+            let (device, token) = self
+                .local
+                .read(|tx| Ok((tx.setting(DEVICE)?, tx.setting(TOKEN)?)))?;
+            let (Some(device), Some(token)) = (device.and_then(|d| d.parse().ok()), token) else {
+                return Err(signed_out());
+            };
+            let signed = SignedIn {
+                device: DeviceId(device),
+                token,
+            };
+            let file = self.session().file(id)?;
+            let Some(bytes) = self.server.download(&signed, &file)? else {
+                return Err(signed_out());
+            };
+            let (_, got) = crate::files::sha256(&mut bytes.as_slice())
+                .map_err(|e| Error::storage("checking a fetched file", e))?;
+            if got != checksum {
+                return Err(Error::Storage {
+                    operation: format!("fetching document file {id}"),
+                    source: format!("the server sent bytes whose SHA-256 is {got}, not {checksum}")
+                        .into(),
+                });
+            }
+            let stored = self.local.file_storage().put(&mut bytes.as_slice())?;
+            let recorded = self
+                .local
+                .write_system(|tx| tx.mirror_file_fetched(id, &checksum, &stored))?;
+            if !recorded {
+                // The record changed meanwhile: these bytes are not its.
+                let _ = self.local.file_storage().delete(&stored);
+            }
+            return Ok(bytes);
+        }
+        self.session().read_file(id)
+    }
+
     /// A session on the replica: the same calls and records as a session on the server,
     /// answered from what the replica holds (its user's view of the server at the last sync).
     pub fn session(&self) -> Session {
@@ -355,6 +401,7 @@ impl Replica {
                 u.tx.set_setting(REJECTED, &rejected_text(&refused))?;
                 Ok((applied, rejected))
             })?;
+            self.local.file_storage().purge_deleted()?;
             done.pushed += applied;
             done.rejected += rejected;
             if applied + rejected == 0 {
@@ -510,6 +557,13 @@ impl Replica {
 
     /// Stores a batch and its cursor in one transaction.
     fn store(&self, batch: &SyncBatch) -> Result<()> {
+        self.store_batch(batch)?;
+        // The bytes of files gone from the replica go at once, not after the storage's day of
+        // grace: nothing of what the user may no longer see stays.
+        self.local.file_storage().purge_deleted()
+    }
+
+    fn store_batch(&self, batch: &SyncBatch) -> Result<()> {
         let shaper = self.user.0.to_string();
         let (received, removed) = (&batch.documents, &batch.removed);
         self.local.write(Actor::System, |u| {
@@ -548,7 +602,8 @@ impl Replica {
                 store_document(u, d, &shaper)?;
             }
             for id in removed {
-                u.tx.mirror_remove_document(*id)?;
+                let fetched = u.tx.mirror_remove_document(*id)?;
+                u.unlink.extend(fetched);
                 u.forget_object(DOCUMENT, ObjectRef::new(ObjectKind::DOCUMENT, id.0))?;
                 u.event(
                     names::REPLICA_DOCUMENT_REMOVED,
@@ -592,9 +647,15 @@ impl Replica {
     /// Removes everything synced, and the device's token and cursor: the server no longer
     /// accepts the device.
     fn forget_everything(&self) -> Result<()> {
+        self.forget_all()?;
+        self.local.file_storage().purge_deleted()
+    }
+
+    fn forget_all(&self) -> Result<()> {
         self.local.write(Actor::System, |u| {
             for id in u.tx.document_ids(None)? {
-                u.tx.mirror_remove_document(id)?;
+                let fetched = u.tx.mirror_remove_document(id)?;
+                u.unlink.extend(fetched);
                 u.forget_object(DOCUMENT, ObjectRef::new(ObjectKind::DOCUMENT, id.0))?;
                 u.event(
                     names::REPLICA_DOCUMENT_REMOVED,
@@ -651,7 +712,8 @@ fn store_document(u: &mut Unit<'_>, d: &SyncedDocument, shaper: &str) -> Result<
     u.tx.mirror_metadata_types(&types, shaper)?;
     u.invalidated.extend(types.iter().map(|t| t.id));
     let values: Vec<DocumentMetadata> = d.values.iter().map(|v| v.value.clone()).collect();
-    u.tx.mirror_document(&view.document, &values, &d.files)?;
+    let unneeded = u.tx.mirror_document(&view.document, &values, &d.files)?;
+    u.unlink.extend(unneeded);
     // The access snapshot counts documents by type and knows each one's type.
     u.access.push(crate::session::parents_change(
         ObjectRef::new(ObjectKind::DOCUMENT, view.document.id.0),

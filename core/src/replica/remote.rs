@@ -63,6 +63,9 @@ pub trait SyncServer: Send + Sync {
     /// accepts the device.
     fn push(&self, device: &SignedIn, writes: &[PushedWrite]) -> Result<Option<Vec<PushOutcome>>>;
 
+    /// The content of a document file (`None` when the server no longer accepts the device).
+    fn download(&self, device: &SignedIn, file: &DocumentFile) -> Result<Option<Vec<u8>>>;
+
     /// Returns when an event the device's user may see is committed after `after`, or when
     /// `wait` has passed (whichever comes first; a refused device returns at once: the next
     /// pull says so). The default waits the whole time: a transport without a live feed makes
@@ -122,6 +125,13 @@ impl SyncServer for InProcessServer {
             cursor,
             limit,
         )?))
+    }
+
+    fn download(&self, device: &SignedIn, file: &DocumentFile) -> Result<Option<Vec<u8>>> {
+        let Some(user) = self.db.authenticate_device(&device.token)? else {
+            return Ok(None);
+        };
+        Ok(Some(self.db.session(user.id).read_file(file.id)?))
     }
 
     fn push(&self, device: &SignedIn, writes: &[PushedWrite]) -> Result<Option<Vec<PushOutcome>>> {
@@ -305,6 +315,34 @@ impl SyncServer for HttpServer {
             (401, _) => Ok(None),
             (status, body) => Err(self.refusal(status, &body)),
         }
+    }
+
+    fn download(&self, device: &SignedIn, file: &DocumentFile) -> Result<Option<Vec<u8>>> {
+        let response = self
+            .agent
+            .get(&format!(
+                "{}/api/v4/documents/{}/files/{}/download/",
+                self.base, file.document_id, file.id
+            ))
+            .header("Authorization", &format!("Bearer {}", device.token))
+            .call()
+            .map_err(|e| self.unreachable(e))?;
+        let status = response.status().as_u16();
+        if status == 401 {
+            return Ok(None);
+        }
+        let mut body = response.into_body();
+        let limit = file.size.saturating_add(1);
+        let bytes = body
+            .with_config()
+            .limit(limit)
+            .read_to_vec()
+            .map_err(|e| self.unreachable(e))?;
+        if status != 200 {
+            let answer = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+            return Err(self.refusal(status, &answer));
+        }
+        Ok(Some(bytes))
     }
 
     /// A long poll of the event log (`GET /api/v4/events/?after=&wait=`), which the server

@@ -312,10 +312,13 @@ impl Session {
             u.forget_object(FILE, super::obj(ObjectKind::DOCUMENT_FILE, id.0))?;
             u.tx.delete_document_file(id)?;
             u.unlink.push(f.storage_name);
+            // The document too, as on creation: a follower of the log (a replica, the search
+            // index) learns which document lost a file.
+            let document = u.tx.document(f.file.document_id)?;
             u.event(
                 names::DOCUMENT_FILE_DELETED,
                 event_object(FILE, id.0, &f.file.filename),
-                None,
+                document.map(|d| event_object(DOC, d.id.0, &d.label)),
                 Changes::new(),
             )
         })

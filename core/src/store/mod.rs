@@ -36,6 +36,7 @@ pub mod postgres;
 mod reads;
 pub(crate) mod records;
 mod replica;
+pub(crate) use replica::REMOTE as REMOTE_FILE;
 mod settings;
 pub mod sqlite;
 mod tasks;

@@ -8,6 +8,9 @@ use super::records::to_micros;
 use crate::error::Result;
 use crate::model::*;
 
+/// The storage name of a file whose bytes a replica has not fetched: `remote-<id>`.
+pub(crate) const REMOTE: &str = "remote-";
+
 /// A label no user can give (labels are trimmed, and this one starts with a control
 /// character): where a type's label waits while labels move between types.
 fn parked(id: i64) -> String {
@@ -113,13 +116,15 @@ impl Tx<'_> {
     }
 
     /// Stores a document under its id with exactly `values` and `files` (file records: their
-    /// bytes are the server's, named `remote-<id>` in no local storage).
+    /// bytes are the server's, named `remote-<id>` until fetched; a file fetched before keeps
+    /// its bytes while its checksum is the same). Answers the storage names of fetched bytes no
+    /// longer needed (files gone or changed), to unlink once this commits.
     pub(crate) fn mirror_document(
         &mut self,
         d: &Document,
         values: &[DocumentMetadata],
         files: &[DocumentFile],
-    ) -> Result<()> {
+    ) -> Result<Vec<String>> {
         self.execute(
             "INSERT INTO documents (id, label, document_type_id, created) \
              VALUES (?1, ?2, ?3, ?4) \
@@ -148,15 +153,29 @@ impl Tx<'_> {
                 ],
             )?;
         }
-        self.execute(
-            "DELETE FROM document_files WHERE document_id = ?1",
+        // What is held now: (id, checksum, storage name).
+        let held = self.rows(
+            "SELECT id, checksum, storage_name FROM document_files WHERE document_id = ?1",
             &[d.id.0.into()],
+            |r| Ok((r.int(0)?, r.text(1)?, r.text(2)?)),
         )?;
+        let mut unlink = Vec::new();
+        for (id, checksum, name) in held {
+            let kept = files.iter().any(|f| f.id.0 == id && f.checksum == checksum);
+            if !kept {
+                self.execute("DELETE FROM document_files WHERE id = ?1", &[id.into()])?;
+                if !name.starts_with(REMOTE) {
+                    unlink.push(name);
+                }
+            }
+        }
         for f in files {
             self.execute(
                 "INSERT INTO document_files (id, document_id, filename, size, checksum, \
                      mimetype, created, storage_name, encrypted) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0) \
+                 ON CONFLICT (id) DO UPDATE SET filename = excluded.filename, \
+                     mimetype = excluded.mimetype, created = excluded.created",
                 &[
                     f.id.0.into(),
                     d.id.0.into(),
@@ -165,20 +184,60 @@ impl Tx<'_> {
                     f.checksum.as_str().into(),
                     f.mimetype.as_str().into(),
                     to_micros(f.created).into(),
-                    format!("remote-{}", f.id.0).as_str().into(),
+                    format!("{REMOTE}{}", f.id.0).as_str().into(),
                 ],
             )?;
         }
-        Ok(())
+        Ok(unlink)
     }
 
-    /// Deletes a document the replica held, with its values and file records.
-    pub(crate) fn mirror_remove_document(&mut self, id: DocumentId) -> Result<()> {
+    /// Deletes a document the replica held, with its values and file records; answers the
+    /// storage names of its fetched file bytes, to unlink once this commits.
+    pub(crate) fn mirror_remove_document(&mut self, id: DocumentId) -> Result<Vec<String>> {
+        let names = self.rows(
+            "SELECT storage_name FROM document_files WHERE document_id = ?1",
+            &[id.0.into()],
+            |r| r.text(0),
+        )?;
         self.execute(
             "DELETE FROM document_files WHERE document_id = ?1",
             &[id.0.into()],
         )?;
-        self.delete_document(id)
+        self.delete_document(id)?;
+        Ok(names
+            .into_iter()
+            .filter(|n| !n.starts_with(REMOTE))
+            .collect())
+    }
+
+    /// The storage name of a file the replica holds (`remote-<id>`: not fetched yet) and its
+    /// record.
+    pub(crate) fn mirror_file(&mut self, id: DocumentFileId) -> Result<Option<(String, String)>> {
+        self.optional(
+            "SELECT storage_name, checksum FROM document_files WHERE id = ?1",
+            &[id.0.into()],
+            |r| Ok((r.text(0)?, r.text(1)?)),
+        )
+    }
+
+    /// Records that a file's bytes, with `checksum`, are stored under `name`; `false` when the
+    /// record changed meanwhile (the bytes are then not needed).
+    pub(crate) fn mirror_file_fetched(
+        &mut self,
+        id: DocumentFileId,
+        checksum: &str,
+        name: &str,
+    ) -> Result<bool> {
+        Ok(self.execute(
+            "UPDATE document_files SET storage_name = ?1 \
+             WHERE id = ?2 AND checksum = ?3 AND storage_name = ?4",
+            &[
+                name.into(),
+                id.0.into(),
+                checksum.into(),
+                format!("{REMOTE}{}", id.0).as_str().into(),
+            ],
+        )? == 1)
     }
 
     /// Deletes the document types and metadata types that are neither in `keep` nor used by
