@@ -36,7 +36,8 @@
 //! ever legitimately copied, and one seen outside its home's visibility is a leak.
 //!
 //! **After every operation**, for every narrow user:
-//! * *canaries*: everything the user can read through `Session` is scanned for canaries; one the
+//! * *canaries*: everything the user can read through `Session` (a replica of their device
+//!   synced from scratch included) is scanned for canaries; one the
 //!   reference model (`tests/oracle/access_model.rs`, spec 5.2-5.4, plus the records api.md
 //!   nests: a document shows its type, a value its metadata type, an ACL its role, an instance
 //!   its workflow) says the user may not see fails the case. Every user's lists (documents,
@@ -95,10 +96,10 @@ use access_model::{
 };
 use docmeta_core::TransitionUpdate;
 use docmeta_core::{
-    AclId, ActionKind, CabinetId, Docmeta, DocumentFileId, DocumentId, DocumentMetadataId,
-    DocumentQuery, DocumentTypeId, EventQuery, GroupId, MetadataTypeId, MetadataTypeInput,
-    ObjectKind, ObjectRef, PageRequest, Permission, Result, RoleId, Session, UserId, UserUpdate,
-    WorkflowId, WorkflowInstanceId, WorkflowStateId, WorkflowTransitionId,
+    AclId, ActionKind, CabinetId, DeviceId, Docmeta, DocumentFileId, DocumentId,
+    DocumentMetadataId, DocumentQuery, DocumentTypeId, EventQuery, GroupId, MetadataTypeId,
+    MetadataTypeInput, ObjectKind, ObjectRef, PageRequest, Permission, Result, RoleId, Session,
+    UserId, UserUpdate, WorkflowId, WorkflowInstanceId, WorkflowStateId, WorkflowTransitionId,
 };
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -689,6 +690,8 @@ fn may_grant(m: &Model, who: Who, user: Option<i64>, grant: &Grant) -> bool {
 
 struct Narrow {
     user: i64,
+    /// A device of the user's, whose replica the hunt syncs from scratch at each read.
+    device: DeviceId,
     role: i64,
     group: i64,
     pair: Pair,
@@ -1298,8 +1301,14 @@ impl World {
                     Some(o)
                 }
             };
+            let username = s.user(UserId(u))?.username;
+            let device = (w.db.sign_in_device(&username, pw, "phone", None)?)
+                .expect("a narrow user signs in")
+                .device
+                .id;
             w.narrow.push(Narrow {
                 user: u,
+                device,
                 role: r,
                 group: g,
                 pair: *pair,
@@ -1310,8 +1319,14 @@ impl World {
         // A reader with the baseline only.
         let u = user(&mut w, false)?;
         s.set_group_member(GroupId(f.staff), UserId(u), true)?;
+        let username = s.user(UserId(u))?.username;
+        let device = (w.db.sign_in_device(&username, pw, "phone", None)?)
+            .expect("the reader signs in")
+            .device
+            .id;
         w.narrow.push(Narrow {
             user: u,
+            device,
             role: f.baseline,
             group: f.staff,
             pair: Pair {
@@ -1624,6 +1639,20 @@ impl World {
             }
             shown
         };
+
+        // What a replica of the user's device is sent, from scratch: every document, value,
+        // file record and type in it must be one the user may see.
+        let device = self.narrow[i].device;
+        let mut cursor = None;
+        for _ in 0..1000 {
+            match see!(
+                "sync_changes".to_owned(),
+                s.sync_changes(device, cursor.as_ref(), 50)
+            ) {
+                Ok(batch) if batch.more => cursor = Some(batch.cursor),
+                _ => break,
+            }
+        }
 
         // What is on each document, listed.
         let mut lists = BTreeMap::new();

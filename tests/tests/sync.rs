@@ -1098,7 +1098,11 @@ fn a_file_s_bytes_are_fetched_once_checked_and_dropped_with_the_file() -> Result
     let replica = replica_of(&w, dir.path())?;
     replica.sync()?;
     let held = replica.session().files(doc.document.id)?;
-    assert_eq!(held, std::slice::from_ref(&file), "the record, as the server has it");
+    assert_eq!(
+        held,
+        std::slice::from_ref(&file),
+        "the record, as the server has it"
+    );
     assert_eq!(replica.read_file(file.id)?, b"the file's content");
     // Fetched once: now read from the replica's own storage, also through its session.
     assert_eq!(replica.session().read_file(file.id)?, b"the file's content");
