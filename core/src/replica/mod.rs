@@ -1,16 +1,6 @@
 //! A replica: a data directory on a device that holds what one user may see on a docmeta
-//! server, and answers reads and searches offline with the same calls and records as a session
-//! on the server.
-//!
-//! [`Replica::open`] signs the device in once with the user's password and keeps a device
-//! token instead (no password is stored). [`Replica::sync`] pulls what changed since the
-//! replica's cursor (see [`Session::sync_changes`](crate::Session::sync_changes)): each batch
-//! is stored, with the cursor, in one transaction of the replica's own database, so a sync cut
-//! off anywhere goes on from the last batch stored. [`Replica::session`] reads it: documents,
-//! values with their types, file records, document and metadata types and associations, and
-//! the search index over them.
-//!
-//! Not built yet: writes made offline and pushed back, file bytes, cabinets and workflows.
+//! server (see [`Replica`]), the writes made there offline, and how it reaches the server
+//! (`remote`).
 //!
 //! Layer 9 (with `backup` and `installation`): it opens a whole data directory with the
 //! builder.
@@ -103,7 +93,15 @@ pub struct RejectedWrite {
     pub result: PushResult,
 }
 
-/// A replica of what one user may see on a server (see the [module](self) documentation).
+/// A replica of what one user may see on a docmeta server: a data directory on a device,
+/// read and searched offline with the same calls and records as a session on the server.
+///
+/// [`Replica::open`] signs the device in once with the user's password and keeps a device
+/// token instead (no password is stored). [`Replica::sync`] pushes the writes made offline
+/// ([`Replica::set_value`], [`Replica::remove_value`]) and pulls what changed since the
+/// replica's cursor (see [`Session::sync_changes`](crate::Session::sync_changes)), each batch
+/// stored with the cursor in one transaction, so a sync cut off anywhere goes on from the last
+/// batch stored. [`Replica::session`] reads it. Not held yet: cabinets and workflow states.
 pub struct Replica {
     local: Docmeta,
     server: Box<dyn SyncServer>,
