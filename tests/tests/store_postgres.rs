@@ -1678,3 +1678,85 @@ fn a_catch_up_with_nothing_new_is_one_round_trip() -> docmeta_core::Result<()> {
     assert_eq!(trips, 1);
     Ok(())
 }
+
+/// A replica of a user's view of a PostgreSQL installation: the server's half of sync (the
+/// log position a pass starts from, what was sent to the device, a sweep after a revoke) and of
+/// push (a write applied, a conflict) on PostgreSQL.
+#[test]
+fn a_replica_syncs_and_pushes_against_a_postgres_server() -> docmeta_core::Result<()> {
+    use docmeta_core::{
+        InProcessServer, ObjectKind, ObjectRef, Permission as P, PushResult, Replica,
+    };
+    if base_url().is_none() {
+        eprintln!("skipped: DOCMETA_TEST_POSTGRES_URL is not set");
+        return Ok(());
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = docmeta_core::Docmeta::builder()
+        .data_dir(dir.path())
+        .config(docmeta_core::Config {
+            password_hash_memory_kib: 64,
+            password_hash_iterations: 1,
+            ..Default::default()
+        })
+        .store(fresh_store())
+        .open()?;
+    let admin = db.system();
+    let ann = admin.create_user("ann", "a long password", false)?.id;
+    let group = admin.create_group("readers")?.id;
+    let role = admin.create_role("reader")?.id;
+    admin.set_group_member(group, ann, true)?;
+    admin.set_role_group(role, group, true)?;
+    let memo = admin.create_document_type("Memo")?;
+    let note = admin.create_metadata_type(docmeta_core::MetadataTypeInput::new("note", "Note"))?;
+    admin.associate(memo.id, note.id, false)?;
+    let on_memo = ObjectRef::new(ObjectKind::DOCUMENT_TYPE, memo.id.0);
+    let on_note = ObjectRef::new(ObjectKind::METADATA_TYPE, note.id.0);
+    admin.grant(P::DocumentView, role, on_memo)?;
+    for p in [P::DocumentMetadataView, P::DocumentMetadataEdit] {
+        admin.grant(p, role, on_memo)?;
+        admin.grant(p, role, on_note)?;
+    }
+    let doc = admin
+        .create_document(memo.id, "Minutes", &[(note.id, "draft")])?
+        .document;
+    let local = tempfile::tempdir().expect("tempdir");
+    let replica = Replica::open_with(
+        local.path(),
+        InProcessServer::new(db.clone()),
+        "ann",
+        "a long password",
+    )?;
+    replica.sync()?;
+    let held = |r: &Replica| -> docmeta_core::Result<Vec<i64>> {
+        Ok(r.session()
+            .documents(DocumentQuery::default(), PageRequest::ALL)?
+            .items
+            .iter()
+            .map(|d| d.document.id.0)
+            .collect())
+    };
+    assert_eq!(held(&replica)?, [doc.id.0]);
+    // Offline: a write applied; then one in conflict with a change on the server.
+    replica.set_value(doc.id, note.id, "final")?;
+    assert_eq!(replica.sync()?.pushed, 1);
+    assert_eq!(
+        admin.metadata_value_of(doc.id, "note")?.as_deref(),
+        Some("final")
+    );
+    replica.set_value(doc.id, note.id, "mine")?;
+    let value = admin.document_metadata(doc.id, PageRequest::ALL)?.items[0]
+        .value
+        .clone();
+    admin.edit_document_metadata(doc.id, value.id, "theirs", None)?;
+    assert_eq!(replica.sync()?.rejected, 1);
+    assert!(matches!(
+        &replica.rejected()?[0].result,
+        PushResult::Conflict { server } if server.as_deref() == Some("theirs")
+    ));
+    // A revoke: the document leaves the replica at the next sync.
+    admin.revoke(P::DocumentView, role, on_memo)?;
+    replica.sync()?;
+    assert!(held(&replica)?.is_empty());
+    Ok(())
+}
