@@ -70,21 +70,29 @@ impl From<core::PushedWrite> for PendingWrite {
     }
 }
 
-impl From<PendingWrite> for core::PushedWrite {
-    fn from(w: PendingWrite) -> Self {
-        core::PushedWrite {
+impl TryFrom<PendingWrite> for core::PushedWrite {
+    type Error = core::Error;
+
+    /// Refuses a set without a value, as the other faces do (`Validation` on `writes`).
+    fn try_from(w: PendingWrite) -> core::Result<Self> {
+        let change = match w.action {
+            PushAction::Set => core::PushedChange::Set {
+                value: w.value.ok_or_else(|| {
+                    core::Error::validation(
+                        "writes",
+                        format!("Write {}: a set needs a value.", w.key),
+                    )
+                })?,
+                base: w.base,
+            },
+            PushAction::Remove => core::PushedChange::Remove { base: w.base },
+        };
+        Ok(core::PushedWrite {
             key: w.key,
             document: core::DocumentId(w.document_id),
             metadata_type: core::MetadataTypeId(w.metadata_type_id),
-            change: match w.action {
-                // A set without a value sets the empty value (the pipeline decides).
-                PushAction::Set => core::PushedChange::Set {
-                    value: w.value.unwrap_or_default(),
-                    base: w.base,
-                },
-                PushAction::Remove => core::PushedChange::Remove { base: w.base },
-            },
-        }
+            change,
+        })
     }
 }
 

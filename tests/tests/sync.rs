@@ -869,8 +869,9 @@ fn a_push_is_refused_as_online_and_never_reveals_a_hidden_value() -> Result<()> 
     Ok(())
 }
 
-#[test]
-fn a_pushed_value_runs_through_the_pipeline() -> Result<()> {
+/// A world where ann may write the first metadata type's values, a document holding "12" of
+/// it, and the type then given a date validator (so "12" stays, and "twelve" is refused).
+fn dated() -> Result<(World, MetadataTypeId, DocumentId)> {
     let w = world()?;
     writer(&w)?;
     let m = w.metadata[0];
@@ -886,6 +887,12 @@ fn a_pushed_value_runs_through_the_pipeline() -> Result<()> {
             ..MetadataTypeInput::new("amount", "Amount")
         },
     )?;
+    Ok((w, m, d))
+}
+
+#[test]
+fn a_pushed_value_runs_through_the_pipeline() -> Result<()> {
+    let (w, m, d) = dated()?;
     let out =
         w.db.session(w.user)
             .sync_push(w.device, &[set("a", d, m, "twelve", Some("12"))])?;
@@ -1044,21 +1051,7 @@ fn a_push_whose_answer_was_lost_applies_once() -> Result<()> {
 
 #[test]
 fn a_value_the_pipeline_refuses_is_refused_offline_as_online() -> Result<()> {
-    let w = world()?;
-    writer(&w)?;
-    let m = w.metadata[0];
-    let d = w
-        .admin
-        .create_document(w.types[0], "doc", &[(m, "12")])?
-        .document
-        .id;
-    w.admin.update_metadata_type(
-        m,
-        MetadataTypeInput {
-            validation: "svc.apps.metadata.metadata_validators.DateValidator".into(),
-            ..MetadataTypeInput::new("amount", "Amount")
-        },
-    )?;
+    let (w, m, d) = dated()?;
     let dir = tempfile::tempdir().expect("a directory");
     let replica = replica_of(&w, dir.path())?;
     replica.sync()?;

@@ -57,7 +57,10 @@ impl Session {
         device_id: i64,
         writes: Vec<crate::replica::PendingWrite>,
     ) -> Result<Vec<crate::replica::PushOutcome>> {
-        let writes: Vec<core::PushedWrite> = writes.into_iter().map(Into::into).collect();
+        let writes = writes
+            .into_iter()
+            .map(core::PushedWrite::try_from)
+            .collect::<core::Result<Vec<_>>>()?;
         Ok(self
             .inner
             .sync_push(core::DeviceId(device_id), &writes)?

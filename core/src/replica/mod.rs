@@ -223,16 +223,7 @@ impl Replica {
             .read(|tx| tx.mirror_file(id))?
             .ok_or_else(|| Error::not_found(format!("document file {id}")))?;
         if name.starts_with(crate::store::REMOTE_FILE) {
-            let (device, token) = self
-                .local
-                .read(|tx| Ok((tx.setting(DEVICE)?, tx.setting(TOKEN)?)))?;
-            let (Some(device), Some(token)) = (device.and_then(|d| d.parse().ok()), token) else {
-                return Err(signed_out());
-            };
-            let signed = SignedIn {
-                device: DeviceId(device),
-                token,
-            };
+            let (signed, _) = self.signed_in()?;
             let file = self.session().file(id)?;
             let Some(bytes) = self.server.download(&signed, &file)? else {
                 return Err(signed_out());
@@ -271,6 +262,20 @@ impl Replica {
         &self.local
     }
 
+    /// The device the replica is signed in as, with its token, and its cursor; signed out
+    /// (`PermissionDenied`) after the server refused the device.
+    fn signed_in(&self) -> Result<(SignedIn, Option<SyncCursor>)> {
+        let (device, token, cursor) = self
+            .local
+            .read(|tx| Ok((tx.setting(DEVICE)?, tx.setting(TOKEN)?, tx.setting(CURSOR)?)))?;
+        let (Some(device), Some(token)) = (device.and_then(|d| d.parse().ok()), token) else {
+            return Err(signed_out());
+        };
+        let cursor = cursor.map(|c| SyncCursor::parse(&c)).transpose()?;
+        let device = DeviceId(device);
+        Ok((SignedIn { device, token }, cursor))
+    }
+
     /// The device the replica is signed in as (`None` after the server refused it).
     pub fn device(&self) -> Result<Option<DeviceId>> {
         let device = self.local.read(|tx| tx.setting(DEVICE))?;
@@ -284,17 +289,8 @@ impl Replica {
     /// that only alters what the user may see (a grant, say) arrives by the end of the wait.
     /// The first call, before any sync, syncs at once.
     pub fn sync_when_changed(&self, wait: std::time::Duration) -> Result<SyncProgress> {
-        let (device, token, cursor) = self
-            .local
-            .read(|tx| Ok((tx.setting(DEVICE)?, tx.setting(TOKEN)?, tx.setting(CURSOR)?)))?;
-        let (Some(device), Some(token)) = (device.and_then(|d| d.parse().ok()), token) else {
-            return Err(signed_out());
-        };
-        if let Some(cursor) = cursor.map(|c| SyncCursor::parse(&c)).transpose()? {
-            let signed = SignedIn {
-                device: DeviceId(device),
-                token,
-            };
+        let (signed, cursor) = self.signed_in()?;
+        if let Some(cursor) = cursor {
             self.server.wait_for_change(&signed, cursor.log, wait)?;
         }
         self.sync()
@@ -315,17 +311,7 @@ impl Replica {
         mut progress: impl FnMut(&SyncProgress),
     ) -> Result<SyncProgress> {
         let _one = self.syncing.lock();
-        let (device, token, cursor) = self
-            .local
-            .read(|tx| Ok((tx.setting(DEVICE)?, tx.setting(TOKEN)?, tx.setting(CURSOR)?)))?;
-        let (Some(device), Some(token)) = (device.and_then(|d| d.parse().ok()), token) else {
-            return Err(signed_out());
-        };
-        let signed = SignedIn {
-            device: DeviceId(device),
-            token,
-        };
-        let mut cursor = cursor.map(|c| SyncCursor::parse(&c)).transpose()?;
+        let (signed, mut cursor) = self.signed_in()?;
         let mut done = SyncProgress::default();
         // Writes made offline first: the pull then brings the server's truth after them.
         if !self.push(&signed, &mut done)? {
@@ -839,17 +825,25 @@ fn corrupt(what: &str) -> Error {
     ))
 }
 
-fn writes(text: Option<String>) -> Result<Vec<PushedWrite>> {
+/// The entries of a queue kept as a JSON array, each read by `entry`.
+fn queue<T>(
+    text: Option<String>,
+    what: &str,
+    entry: impl Fn(&serde_json::Value) -> Option<T>,
+) -> Result<Vec<T>> {
     let Some(text) = text else {
         return Ok(Vec::new());
     };
-    let v: serde_json::Value =
-        serde_json::from_str(&text).map_err(|_| corrupt("pending writes"))?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|_| corrupt(what))?;
     v.as_array()
-        .ok_or_else(|| corrupt("pending writes"))?
+        .ok_or_else(|| corrupt(what))?
         .iter()
-        .map(|w| write_from(w).ok_or_else(|| corrupt("pending writes")))
+        .map(|e| entry(e).ok_or_else(|| corrupt(what)))
         .collect()
+}
+
+fn writes(text: Option<String>) -> Result<Vec<PushedWrite>> {
+    queue(text, "pending writes", write_from)
 }
 
 fn writes_text(writes: &[PushedWrite]) -> String {
@@ -857,24 +851,12 @@ fn writes_text(writes: &[PushedWrite]) -> String {
 }
 
 fn rejected_writes(text: Option<String>) -> Result<Vec<RejectedWrite>> {
-    let Some(text) = text else {
-        return Ok(Vec::new());
-    };
-    let v: serde_json::Value =
-        serde_json::from_str(&text).map_err(|_| corrupt("rejected writes"))?;
-    v.as_array()
-        .ok_or_else(|| corrupt("rejected writes"))?
-        .iter()
-        .map(|r| {
-            let read = || {
-                Some(RejectedWrite {
-                    write: write_from(&r["write"])?,
-                    result: result_from(&r["result"])?,
-                })
-            };
-            read().ok_or_else(|| corrupt("rejected writes"))
+    queue(text, "rejected writes", |r| {
+        Some(RejectedWrite {
+            write: write_from(&r["write"])?,
+            result: result_from(&r["result"])?,
         })
-        .collect()
+    })
 }
 
 fn rejected_text(rejected: &[RejectedWrite]) -> String {

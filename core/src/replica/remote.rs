@@ -95,6 +95,14 @@ impl InProcessServer {
     }
 }
 
+impl InProcessServer {
+    /// A session of the device's user; `None` when the device's token is refused.
+    fn session_of(&self, device: &SignedIn) -> Result<Option<crate::session::Session>> {
+        let user = self.db.authenticate_device(&device.token)?;
+        Ok(user.map(|u| self.db.session(u.id)))
+    }
+}
+
 impl SyncServer for InProcessServer {
     fn address(&self) -> String {
         "in-process".to_owned()
@@ -116,10 +124,9 @@ impl SyncServer for InProcessServer {
     }
 
     fn pull(&self, device: &SignedIn, cursor: Option<&SyncCursor>, limit: u32) -> Result<Pulled> {
-        let Some(user) = self.db.authenticate_device(&device.token)? else {
+        let Some(session) = self.session_of(device)? else {
             return Ok(Pulled::Refused);
         };
-        let session = self.db.session(user.id);
         Ok(Pulled::Batch(session.sync_changes(
             device.device,
             cursor,
@@ -128,19 +135,15 @@ impl SyncServer for InProcessServer {
     }
 
     fn download(&self, device: &SignedIn, file: &DocumentFile) -> Result<Option<Vec<u8>>> {
-        let Some(user) = self.db.authenticate_device(&device.token)? else {
-            return Ok(None);
-        };
-        Ok(Some(self.db.session(user.id).read_file(file.id)?))
+        self.session_of(device)?
+            .map(|s| s.read_file(file.id))
+            .transpose()
     }
 
     fn push(&self, device: &SignedIn, writes: &[PushedWrite]) -> Result<Option<Vec<PushOutcome>>> {
-        let Some(user) = self.db.authenticate_device(&device.token)? else {
-            return Ok(None);
-        };
-        Ok(Some(
-            self.db.session(user.id).sync_push(device.device, writes)?,
-        ))
+        self.session_of(device)?
+            .map(|s| s.sync_push(device.device, writes))
+            .transpose()
     }
 
     fn wait_for_change(
@@ -149,9 +152,9 @@ impl SyncServer for InProcessServer {
         after: Option<EventId>,
         wait: Duration,
     ) -> Result<()> {
-        if let Some(user) = self.db.authenticate_device(&device.token)? {
+        if let Some(session) = self.session_of(device)? {
             let wait = wait.min(crate::session::MAX_EVENT_WAIT);
-            self.db.session(user.id).events_after(after, wait, 1)?;
+            session.events_after(after, wait, 1)?;
         }
         Ok(())
     }
