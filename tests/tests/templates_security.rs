@@ -119,6 +119,48 @@ fn a_default_template_sees_only_what_the_acting_user_may_view() -> Result<()> {
     Ok(())
 }
 
+/// The label of a document's type is shown to a template as a document's answer shows it: to
+/// whoever may view the document or the type. A creator who holds `document_create` alone sees
+/// neither, so its default renders without it, and the error of a default that then fails
+/// names nothing the creator may not view.
+#[test]
+fn a_default_sees_the_document_type_label_only_where_its_runner_may() -> Result<()> {
+    let f = fixture(
+        MetadataTypeInput::new("note", "Note")
+            .default_value("[{{ document.document_type.label }}]")
+            .lookup("[Invoice]"),
+    )?;
+    let association = f
+        .admin
+        .associations(f.invoice, docmeta_core::PageRequest::ALL)?
+        .items
+        .into_iter()
+        .find(|a| a.metadata_type.id == f.note)
+        .expect("note is associated")
+        .association
+        .id;
+    f.admin.update_association(f.invoice, association, true)?;
+    let (maker, maker_role) = user(&f.admin, "maker")?;
+    f.admin
+        .grant(Permission::DocumentCreate, maker_role, dt_ref(f.invoice))?;
+    let maker = f.db.session(maker);
+    let err = maker
+        .create_document(f.invoice, "INV-9", &[])
+        .expect_err("the default renders '[]', not a choice");
+    let text = format!("{err:?}");
+    assert!(text.contains("'[]'"), "{text}");
+    assert!(!text.contains("Invoice"), "the type label leaked: {text}");
+    // The clerk may view the type (and its documents): the same default sees the label.
+    let clerk = f.db.session(f.clerk);
+    let made = clerk.create_document(f.invoice, "INV-10", &[])?;
+    let values = clerk.document_metadata(made.document.id, docmeta_core::PageRequest::ALL)?;
+    assert!(
+        values.items.iter().any(|v| v.value.value == "[Invoice]"),
+        "{values:?}"
+    );
+    Ok(())
+}
+
 #[test]
 fn a_lookup_sees_only_the_values_users_and_groups_the_acting_user_may_view() -> Result<()> {
     let f = fixture(MetadataTypeInput::new("note", "Note").lookup(

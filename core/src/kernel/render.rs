@@ -44,7 +44,7 @@ pub(crate) enum TemplateView {
     Everything,
     /// Only what every one of these users may view.
     Only(Vec<UserId>),
-    /// No metadata value, user or group.
+    /// No metadata value, user, group or document type.
     Nothing,
 }
 
@@ -123,6 +123,30 @@ impl TemplateView {
                     p,
                     ObjectRef::new(ObjectKind::METADATA_TYPE, metadata_type.0),
                 )
+        })
+    }
+
+    /// Whether the view sees the label of `doc`'s type: every one of its users may view the
+    /// document (whose answer shows its type) or the type itself. The document is checked as a
+    /// document of the type it has in the running transaction, as in
+    /// [`sees_metadata`](Self::sees_metadata).
+    pub(crate) fn sees_document_type(&self, snapshot: &AccessSnapshot, doc: &Document) -> bool {
+        let users = match self {
+            TemplateView::Everything => return true,
+            TemplateView::Nothing => return false,
+            TemplateView::Only(users) => users,
+        };
+        users.iter().all(|u| {
+            snapshot.check_document(
+                *u,
+                Permission::DocumentView,
+                doc.id.0,
+                doc.document_type_id.0,
+            ) || snapshot.check(
+                *u,
+                Permission::DocumentTypeView,
+                ObjectRef::new(ObjectKind::DOCUMENT_TYPE, doc.document_type_id.0),
+            )
         })
     }
 

@@ -360,20 +360,27 @@ pub(crate) fn document_context_of(
     entries: Vec<(String, String, String, MetadataTypeId)>,
     view: &TemplateView,
 ) -> DocumentContext {
+    let snapshot = db.inner.access.read();
     let metadata = if *view == TemplateView::Nothing {
         Vec::new()
     } else {
-        let snapshot = db.inner.access.read();
         entries
             .into_iter()
             .filter(|(_, _, _, t)| view.sees_metadata(&snapshot, doc, *t))
             .map(|(name, label, value, _)| MetadataEntry { name, label, value })
             .collect()
     };
+    // The type's label is shown as a document's answer shows it: to whoever may view the
+    // document or its type (a creator with `document_create` alone sees neither).
+    let document_type_label = if view.sees_document_type(&snapshot, doc) {
+        type_label
+    } else {
+        String::new()
+    };
     DocumentContext {
         id: doc.id.0,
         label: doc.label.clone(),
-        document_type_label: type_label,
+        document_type_label,
         created: doc.created,
         metadata,
     }
