@@ -188,10 +188,15 @@ record!(
     SyncProgress { batches: usize, received: usize, removed: usize, pushed: usize,
         rejected: usize, more: bool });
 record!(
-    /// A write made on a replica: `action` is `"set"` (with `value`, as submitted) or
-    /// `"remove"`; `base` is the value the replica held when it was made (None: none).
-    PendingWrite { key: String, document_id: i64, metadata_type_id: i64, action: String,
-        value: Option<String>, base: Option<String> });
+    /// A write made on a replica: `action` is `"set"` (of `metadata_type_id`, with `value`,
+    /// as submitted), `"remove"` (of `metadata_type_id`) or `"create"` (the document
+    /// `document_id`, the replica's own id for it, of `document_type_id` with `label` and
+    /// `values` as submitted); `base` is the value the replica held when a set or removal was
+    /// made (None: none).
+    PendingWrite { key: String, document_id: i64, metadata_type_id: Option<i64>,
+        action: String, value: Option<String>, base: Option<String>,
+        document_type_id: Option<i64>, label: Option<String>,
+        values: std::collections::BTreeMap<i64, String> });
 record!(
     /// What became of a pushed write: `status` is `"applied"`, `"conflict"` (the server's
     /// value stands: `server_value`) or `"refused"` (`error_kind`, `error_field`,
@@ -338,18 +343,48 @@ impl From<core::SyncProgress> for SyncProgress {
 }
 impl From<core::PushedWrite> for PendingWrite {
     fn from(w: core::PushedWrite) -> Self {
-        let (action, value, base) = match w.change {
-            core::PushedChange::Set { value, base } => ("set", Some(value), base),
-            core::PushedChange::Remove { base } => ("remove", None, base),
-        };
-        PendingWrite {
+        let mut p = PendingWrite {
             key: w.key,
             document_id: w.document.0,
-            metadata_type_id: w.metadata_type.0,
-            action: action.to_owned(),
-            value,
-            base,
+            metadata_type_id: None,
+            action: String::new(),
+            value: None,
+            base: None,
+            document_type_id: None,
+            label: None,
+            values: Default::default(),
+        };
+        match w.change {
+            core::PushedChange::Set {
+                metadata_type,
+                value,
+                base,
+            } => {
+                p.action = "set".into();
+                p.metadata_type_id = Some(metadata_type.0);
+                p.value = Some(value);
+                p.base = base;
+            }
+            core::PushedChange::Remove {
+                metadata_type,
+                base,
+            } => {
+                p.action = "remove".into();
+                p.metadata_type_id = Some(metadata_type.0);
+                p.base = base;
+            }
+            core::PushedChange::Create {
+                document_type,
+                label,
+                values,
+            } => {
+                p.action = "create".into();
+                p.document_type_id = Some(document_type.0);
+                p.label = Some(label);
+                p.values = values.into_iter().map(|(t, v)| (t.0, v)).collect();
+            }
         }
+        p
     }
 }
 /// A push result's status, server value and error (kind, field, message).

@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 
 use crate::docmeta::Docmeta;
 use crate::errors::run;
-use crate::records::{DocumentMetadata, PendingWrite, RejectedWrite, SyncProgress, all};
+use crate::records::{Document, DocumentMetadata, PendingWrite, RejectedWrite, SyncProgress, all};
 use crate::session::Session;
 
 /// A replica of what one user may see on a docmeta server (see `Replica.open`).
@@ -101,6 +101,30 @@ impl Replica {
                 core::MetadataTypeId(metadata_type),
                 &value,
             )
+        })
+        .map(Into::into)
+    }
+
+    /// Creates a document offline: through the replica's pipeline (a refusal raises the error
+    /// the server would), stored at once under a local id (at least 2**50) and pushed at the
+    /// next sync, where the server creates it through the user's session; the replica then
+    /// holds the server's document in its place. `values` maps metadata type ids to values.
+    #[pyo3(signature = (document_type, label, values=None))]
+    fn create_document(
+        &self,
+        py: Python<'_>,
+        document_type: i64,
+        label: String,
+        values: Option<std::collections::BTreeMap<i64, String>>,
+    ) -> PyResult<Document> {
+        let values = values.unwrap_or_default();
+        run(py, || {
+            let pairs: Vec<(core::MetadataTypeId, &str)> = values
+                .iter()
+                .map(|(t, v)| (core::MetadataTypeId(*t), v.as_str()))
+                .collect();
+            self.inner
+                .create_document(core::DocumentTypeId(document_type), &label, &pairs)
         })
         .map(Into::into)
     }

@@ -159,6 +159,34 @@ def test_a_write_made_offline_is_pushed_or_kept_as_a_conflict(server: str, tmp_p
         replica.discard("no such key")
 
 
+def test_a_document_created_offline_is_created_on_the_server(server: str, tmp_path: Path) -> None:
+    replica = docmeta.Replica.open(tmp_path / "replica", server, "admin", "admin-password")
+    replica.sync()
+    session = replica.session()
+    contract = next(t.id for t in session.document_types() if t.label == "Contract")
+    party = next(t.id for t in session.metadata_types() if t.name == "party")
+    # The same errors offline as online: a required value without a default.
+    with pytest.raises(docmeta.ValidationError):
+        replica.create_document(contract, "No party")
+    made = replica.create_document(contract, "Signed offline", {party: "ACME"})
+    assert made.id >= 2**50, "a local id until the server gives one"
+    assert session.search_documents("offline").count == 1
+    [pending] = replica.pending()
+    assert (pending.action, pending.document_id, pending.label) == ("create", made.id, "Signed offline")
+    assert (pending.document_type_id, pending.values) == (contract, {party: "ACME"})
+    assert pending.metadata_type_id is None
+    done = replica.sync()
+    assert (done.pushed, done.rejected) == (1, 0)
+    [created] = [d for d in replica.session().documents() if d.label == "Signed offline"]
+    assert created.id < 2**50, "the server's document took the local one's place"
+    values = {v.metadata_type_id: v.value for v in replica.session().document_metadata(created.id)}
+    assert values[party] == "ACME"
+    # Another replica of the server holds it too.
+    other = docmeta.Replica.open(tmp_path / "other", server, "admin", "admin-password")
+    other.sync()
+    assert [d.id for d in other.session().documents() if d.label == "Signed offline"] == [created.id]
+
+
 def test_a_push_names_its_writes_and_refuses_a_bad_one(server: str, tmp_path: Path) -> None:
     replica = docmeta.Replica.open(tmp_path / "replica", server, "admin", "admin-password")
     replica.sync()
@@ -174,3 +202,6 @@ def test_a_push_names_its_writes_and_refuses_a_bad_one(server: str, tmp_path: Pa
     with pytest.raises(docmeta.ValidationError):
         session.sync_push(device, [{"key": "a", "action": "set", "document_id": 1,
                                     "metadata_type_id": 1}])
+    with pytest.raises(docmeta.ValidationError):
+        session.sync_push(device, [{"key": "a", "action": "create", "document_id": 1,
+                                    "document_type_id": 1}])

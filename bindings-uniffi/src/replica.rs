@@ -34,63 +34,122 @@ pub enum PushAction {
     Set,
     /// Removes the value.
     Remove,
+    /// Creates a document.
+    Create,
 }
 
-/// A write made on a replica, based on the value it held (`base`; `null`: none).
+/// A write made on a replica: a value set or removed (of `metadataTypeId`, based on the value
+/// the replica held, `base`; `null`: none), or a document created (`documentId` is the
+/// replica's own id for it; `documentTypeId`, `label` and `values` as submitted).
 #[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
 pub struct PendingWrite {
     /// The replica's name for the write.
     pub key: String,
     /// The document.
     pub document_id: i64,
-    /// The metadata type of the value.
-    pub metadata_type_id: i64,
-    /// Set or remove.
+    /// The metadata type of the value (a set or a removal).
+    pub metadata_type_id: Option<i64>,
+    /// Set, remove or create.
     pub action: PushAction,
     /// The value as submitted (a set).
     pub value: Option<String>,
-    /// The value the replica held when the write was made.
+    /// The value the replica held when the write was made (a set or a removal).
     pub base: Option<String>,
+    /// The new document's type (a create).
+    pub document_type_id: Option<i64>,
+    /// The new document's label (a create).
+    pub label: Option<String>,
+    /// The new document's values as submitted (a create).
+    pub values: Vec<crate::records::NewValue>,
 }
 
 impl From<core::PushedWrite> for PendingWrite {
     fn from(w: core::PushedWrite) -> Self {
-        let (action, value, base) = match w.change {
-            core::PushedChange::Set { value, base } => (PushAction::Set, Some(value), base),
-            core::PushedChange::Remove { base } => (PushAction::Remove, None, base),
-        };
-        PendingWrite {
+        let mut p = PendingWrite {
             key: w.key,
             document_id: w.document.0,
-            metadata_type_id: w.metadata_type.0,
-            action,
-            value,
-            base,
+            metadata_type_id: None,
+            action: PushAction::Set,
+            value: None,
+            base: None,
+            document_type_id: None,
+            label: None,
+            values: Vec::new(),
+        };
+        match w.change {
+            core::PushedChange::Set {
+                metadata_type,
+                value,
+                base,
+            } => {
+                p.metadata_type_id = Some(metadata_type.0);
+                p.value = Some(value);
+                p.base = base;
+            }
+            core::PushedChange::Remove {
+                metadata_type,
+                base,
+            } => {
+                p.action = PushAction::Remove;
+                p.metadata_type_id = Some(metadata_type.0);
+                p.base = base;
+            }
+            core::PushedChange::Create {
+                document_type,
+                label,
+                values,
+            } => {
+                p.action = PushAction::Create;
+                p.document_type_id = Some(document_type.0);
+                p.label = Some(label);
+                p.values = values
+                    .into_iter()
+                    .map(|(t, value)| crate::records::NewValue {
+                        metadata_type_id: t.0,
+                        value,
+                    })
+                    .collect();
+            }
         }
+        p
     }
 }
 
 impl TryFrom<PendingWrite> for core::PushedWrite {
     type Error = core::Error;
 
-    /// Refuses a set without a value, as the other faces do (`Validation` on `writes`).
+    /// Refuses a write without what its action needs (a set without a value, ...), as the
+    /// other faces do (`Validation` on `writes`).
     fn try_from(w: PendingWrite) -> core::Result<Self> {
+        let needs = |what: &str| {
+            core::Error::validation("writes", format!("Write {} needs {what}.", w.key))
+        };
+        let metadata_type = w.metadata_type_id.map(core::MetadataTypeId);
         let change = match w.action {
             PushAction::Set => core::PushedChange::Set {
-                value: w.value.ok_or_else(|| {
-                    core::Error::validation(
-                        "writes",
-                        format!("Write {}: a set needs a value.", w.key),
-                    )
-                })?,
-                base: w.base,
+                metadata_type: metadata_type.ok_or_else(|| needs("a metadata type"))?,
+                value: w.value.clone().ok_or_else(|| needs("a value"))?,
+                base: w.base.clone(),
             },
-            PushAction::Remove => core::PushedChange::Remove { base: w.base },
+            PushAction::Remove => core::PushedChange::Remove {
+                metadata_type: metadata_type.ok_or_else(|| needs("a metadata type"))?,
+                base: w.base.clone(),
+            },
+            PushAction::Create => core::PushedChange::Create {
+                document_type: core::DocumentTypeId(
+                    w.document_type_id.ok_or_else(|| needs("a document type"))?,
+                ),
+                label: w.label.clone().ok_or_else(|| needs("a label"))?,
+                values: w
+                    .values
+                    .iter()
+                    .map(|v| (core::MetadataTypeId(v.metadata_type_id), v.value.clone()))
+                    .collect(),
+            },
         };
         Ok(core::PushedWrite {
             key: w.key,
             document: core::DocumentId(w.document_id),
-            metadata_type: core::MetadataTypeId(w.metadata_type_id),
             change,
         })
     }
@@ -294,6 +353,26 @@ impl Replica {
                 core::MetadataTypeId(metadata_type_id),
                 &value,
             )?
+            .into())
+    }
+
+    /// Creates a document offline: through the replica's pipeline (a refusal is the error the
+    /// server would give), stored at once under a local id (at least 2^50) and pushed at the
+    /// next sync, where the server creates it through the user's session; the replica then
+    /// holds the server's document in its place.
+    pub fn create_document(
+        &self,
+        document_type: i64,
+        label: String,
+        values: Vec<crate::records::NewValue>,
+    ) -> Result<crate::records::Document> {
+        let pairs: Vec<(core::MetadataTypeId, &str)> = values
+            .iter()
+            .map(|v| (core::MetadataTypeId(v.metadata_type_id), v.value.as_str()))
+            .collect();
+        Ok(self
+            .inner
+            .create_document(core::DocumentTypeId(document_type), &label, &pairs)?
             .into())
     }
 

@@ -79,8 +79,8 @@ pub use kernel::{Docmeta, EventWatch, SubscriptionId};
 // A replica of a server on a device (offline reads and search).
 pub use model::*;
 pub use replica::{
-    DEVICE_NAME as REPLICA_DEVICE_NAME, HttpServer, InProcessServer, Pulled, RejectedWrite, Remote,
-    Replica, SignedIn, SyncProgress, SyncServer,
+    DEVICE_NAME as REPLICA_DEVICE_NAME, HttpServer, InProcessServer, LOCAL_IDS, Pulled,
+    RejectedWrite, Remote, Replica, SignedIn, SyncProgress, SyncServer,
 };
 pub use session::{
     DEFAULT_DEVICE_LIFETIME, FileContent, MAX_DEVICE_LIFETIME, MAX_DEVICES_PER_USER,

@@ -173,6 +173,8 @@ enum Op {
     /// On the replica, offline: set (`true`) or remove the value of a metadata type on one of
     /// the documents it holds.
     Offline(usize, usize, bool),
+    /// On the replica, offline: create a document of a type (with a value or not).
+    OfflineCreate(usize, bool),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -195,6 +197,7 @@ fn replica_op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => op(),
         2 => (0..64usize, 0..2usize, any::<bool>()).prop_map(|(d, m, set)| Op::Offline(d, m, set)),
+        1 => (0..2usize, any::<bool>()).prop_map(|(t, v)| Op::OfflineCreate(t, v)),
     ]
 }
 
@@ -227,6 +230,30 @@ fn offline(
         Ok(()) | Err(docmeta_core::Error::NotFound(_) | docmeta_core::Error::Validation { .. }) => {
             Ok(())
         }
+        Err(e) => Err(e),
+    }
+}
+
+/// A document created offline; a refusal there (a type the replica does not hold) is what
+/// the user would see.
+fn offline_create(
+    w: &World,
+    replica: &Replica,
+    t: usize,
+    with_value: bool,
+    serial: usize,
+) -> Result<()> {
+    let values = if with_value {
+        vec![(w.metadata[0], "12")]
+    } else {
+        Vec::new()
+    };
+    match replica.create_document(w.types[t], &format!("made offline {serial}"), &values) {
+        Ok(made) => {
+            assert!(made.document.id.0 >= docmeta_core::LOCAL_IDS, "a local id");
+            Ok(())
+        }
+        Err(docmeta_core::Error::NotFound(_) | docmeta_core::Error::Validation { .. }) => Ok(()),
         Err(e) => Err(e),
     }
 }
@@ -316,7 +343,7 @@ fn apply(w: &World, op: &Op, serial: usize) -> Result<()> {
         Op::Membership(member) => {
             a.set_group_member(w.group, w.user, member)?;
         }
-        Op::Sync | Op::Offline(..) => {}
+        Op::Sync | Op::Offline(..) | Op::OfflineCreate(..) => {}
     }
     Ok(())
 }
@@ -431,6 +458,10 @@ proptest! {
             match *op {
                 Op::Offline(i, m, set) => {
                     offline(&w, &replica, i, m, set, serial).map_err(|e| TestCaseError::fail(format!("{op:?}: {e}")))?;
+                    continue;
+                }
+                Op::OfflineCreate(t, v) => {
+                    offline_create(&w, &replica, t, v, serial).map_err(|e| TestCaseError::fail(format!("{op:?}: {e}")))?;
                     continue;
                 }
                 _ => apply(&w, op, serial).map_err(|e| TestCaseError::fail(format!("{op:?}: {e}")))?,
@@ -701,8 +732,8 @@ fn set(
     PushedWrite {
         key: key.into(),
         document: d,
-        metadata_type: m,
         change: PushedChange::Set {
+            metadata_type: m,
             value: value.into(),
             base: base.map(Into::into),
         },
@@ -713,15 +744,17 @@ fn remove(key: &str, d: DocumentId, m: MetadataTypeId, base: Option<&str>) -> Pu
     PushedWrite {
         key: key.into(),
         document: d,
-        metadata_type: m,
         change: PushedChange::Remove {
+            metadata_type: m,
             base: base.map(Into::into),
         },
     }
 }
 
-/// Ann may edit values of the first metadata type on the first type's documents.
+/// Ann may create documents of the first type, and edit values of the first metadata type on
+/// its documents.
 fn writer(w: &World) -> Result<()> {
+    w.admin.grant(P::DocumentCreate, w.role, dt(w.types[0]))?;
     for p in [
         P::DocumentMetadataAdd,
         P::DocumentMetadataEdit,
@@ -954,7 +987,7 @@ fn a_write_made_offline_is_pushed_and_a_conflict_is_kept_to_retry_or_discard() -
         }
     );
     assert!(
-        matches!(&rejected[0].write.change, PushedChange::Set { value, base }
+        matches!(&rejected[0].write.change, PushedChange::Set { value, base, .. }
         if value == "mine" && base.as_deref() == Some("13"))
     );
     // Retried: mine over theirs, now based on theirs.
@@ -1113,5 +1146,125 @@ fn a_file_s_bytes_are_fetched_once_checked_and_dropped_with_the_file() -> Result
     ));
     let left = walk(&dir.path().join("document_file_storage"));
     assert!(left.is_empty(), "the bytes are gone: {left:?}");
+    Ok(())
+}
+
+#[test]
+fn a_document_created_offline_is_created_on_the_server_and_replaced_by_it() -> Result<()> {
+    let w = world()?;
+    writer(&w)?;
+    let m = w.metadata[0];
+    let dir = tempfile::tempdir().expect("a directory");
+    let replica = replica_of(&w, dir.path())?;
+    replica.sync()?;
+
+    // Offline: the local pipeline answers as the server's would, under a local id.
+    let made = replica.create_document(w.types[0], "made offline", &[(m, "12")])?;
+    let local = made.document.id;
+    assert!(local.0 >= docmeta_core::LOCAL_IDS);
+    assert_eq!(made.document_type.id, w.types[0]);
+    assert!(
+        replica
+            .session()
+            .search_documents("offline", PageRequest::new(1, 20))?
+            .count
+            == 1,
+        "searchable offline"
+    );
+    // A value set on it goes with its creation: one pending write.
+    replica.set_value(local, m, "13")?;
+    let pending = replica.pending()?;
+    assert_eq!(pending.len(), 1);
+    assert!(
+        matches!(&pending[0].change, PushedChange::Create { label, values, .. }
+        if label == "made offline" && values == &[(m, "13".to_owned())])
+    );
+    // Refused offline as online: nothing queued.
+    assert!(matches!(
+        replica.create_document(w.types[0], "", &[]),
+        Err(docmeta_core::Error::Validation { ref field, .. }) if field == "label"
+    ));
+    assert_eq!(replica.pending()?.len(), 1);
+
+    let done = replica.sync()?;
+    assert_eq!((done.pushed, done.rejected), (1, 0));
+    assert!(replica.pending()?.is_empty());
+    let held = view(&replica.session())?;
+    assert_eq!(held, truth(&w)?);
+    assert_eq!(held.len(), 1);
+    let (id, (label, _, values)) = held.iter().next().expect("one document");
+    assert!(
+        *id < docmeta_core::LOCAL_IDS,
+        "the server's id replaced the local one"
+    );
+    assert_eq!(label, "made offline");
+    assert_eq!(values.get(&m.0).map(String::as_str), Some("13"));
+    Ok(())
+}
+
+#[test]
+fn a_create_whose_answer_was_lost_creates_one_document() -> Result<()> {
+    let w = world()?;
+    writer(&w)?;
+    let dir = tempfile::tempdir().expect("a directory");
+    let replica = replica_of(&w, dir.path())?;
+    replica.sync()?;
+    replica.create_document(w.types[0], "once", &[])?;
+    drop(replica);
+    let lossy = Flaky {
+        inner: InProcessServer::new(w.db.clone()),
+        pulls: 0.into(),
+        every: 1,
+    };
+    let replica = Replica::open_with(dir.path(), lossy, "ann", "")?;
+    assert!(matches!(
+        replica.sync(),
+        Err(docmeta_core::Error::Timeout(_))
+    ));
+    assert_eq!(truth(&w)?.len(), 1, "created on the server");
+    assert_eq!(replica.pending()?.len(), 1, "not lost on the replica");
+    drop(replica);
+    let replica = replica_of(&w, dir.path())?;
+    let done = replica.sync()?;
+    assert_eq!((done.pushed, done.rejected), (1, 0));
+    assert_eq!(truth(&w)?.len(), 1, "created once");
+    assert_eq!(view(&replica.session())?, truth(&w)?);
+    Ok(())
+}
+
+#[test]
+fn a_create_the_server_refuses_leaves_the_replica_and_can_be_retried() -> Result<()> {
+    let w = world()?;
+    writer(&w)?;
+    let dir = tempfile::tempdir().expect("a directory");
+    let replica = replica_of(&w, dir.path())?;
+    replica.sync()?;
+    replica.create_document(w.types[0], "refused", &[(w.metadata[0], "12")])?;
+    // Meanwhile, ann lost the right to create documents of the type.
+    w.admin.revoke(P::DocumentCreate, w.role, dt(w.types[0]))?;
+    let done = replica.sync()?;
+    assert_eq!((done.pushed, done.rejected), (0, 1));
+    assert!(
+        view(&replica.session())?.is_empty(),
+        "the refused document left the replica"
+    );
+    assert!(truth(&w)?.is_empty());
+    let rejected = replica.rejected()?;
+    assert!(matches!(
+        &rejected[0].result,
+        PushResult::Refused {
+            kind: ErrorKind::PermissionDenied,
+            ..
+        }
+    ));
+    // Granted again, the rejected create is made again (a new local id) and pushed.
+    w.admin.grant(P::DocumentCreate, w.role, dt(w.types[0]))?;
+    replica.retry(&rejected[0].write.key)?;
+    assert!(replica.rejected()?.is_empty());
+    assert_eq!(view(&replica.session())?.len(), 1);
+    let done = replica.sync()?;
+    assert_eq!((done.pushed, done.rejected), (1, 0));
+    assert_eq!(view(&replica.session())?, truth(&w)?);
+    assert_eq!(truth(&w)?.len(), 1);
     Ok(())
 }

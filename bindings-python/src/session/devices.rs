@@ -95,18 +95,34 @@ fn pushed_write(i: usize, w: &Bound<'_, pyo3::types::PyDict>) -> PyResult<core::
             .map_err(|_| bad(&format!("`{k}` is an integer")))
     };
     let base = text("base")?;
+    let metadata_type = || id("metadata_type_id").map(core::MetadataTypeId);
     let change = match text("action")?.as_deref() {
         Some("set") => core::PushedChange::Set {
+            metadata_type: metadata_type()?,
             value: text("value")?.ok_or_else(|| bad("a set needs a `value`"))?,
             base,
         },
-        Some("remove") => core::PushedChange::Remove { base },
-        _ => return Err(bad("`action` is \"set\" or \"remove\"")),
+        Some("remove") => core::PushedChange::Remove {
+            metadata_type: metadata_type()?,
+            base,
+        },
+        Some("create") => core::PushedChange::Create {
+            document_type: core::DocumentTypeId(id("document_type_id")?),
+            label: text("label")?.ok_or_else(|| bad("a create needs a `label`"))?,
+            values: get("values")
+                .map(|v| v.extract::<std::collections::BTreeMap<i64, String>>())
+                .transpose()
+                .map_err(|_| bad("`values` is a dict of metadata type ids to text"))?
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(t, v)| (core::MetadataTypeId(t), v))
+                .collect(),
+        },
+        _ => return Err(bad("`action` is \"set\", \"remove\" or \"create\"")),
     };
     Ok(core::PushedWrite {
         key: text("key")?.ok_or_else(|| bad("`key` is required"))?,
         document: core::DocumentId(id("document_id")?),
-        metadata_type: core::MetadataTypeId(id("metadata_type_id")?),
         change,
     })
 }

@@ -158,7 +158,7 @@ impl From<core::DocumentView> for Document {
 }
 
 /// A metadata value to set on a new document: a type and the submitted value.
-#[derive(Debug, Clone, uniffi::Record)]
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
 pub struct NewValue {
     /// The metadata type.
     pub metadata_type_id: i64,

@@ -571,7 +571,7 @@ fun devices() {
     }
     expect(wrong.field == "cursor", "the refusal names the cursor: ${wrong.field}")
     refused<DocmetaException.NotFound>("another user's device") { db.session(bob.id).syncChanges(phone.device.id, null, 10u) }
-    val pushed = db.session(ann.id).syncPush(phone.device.id, listOf(PendingWrite("k", 999_999L, 1L, PushAction.REMOVE, null, null)))
+    val pushed = db.session(ann.id).syncPush(phone.device.id, listOf(PendingWrite("k", 999_999L, 1L, PushAction.REMOVE, null, null, null, null, listOf())))
     expect(pushed.size == 1 && pushed[0].key == "k" && pushed[0].status == PushStatus.REFUSED && pushed[0].errorKind == "not_found", "a push refused as online: $pushed")
     db.session(ann.id).revokeDevice(phone.device.id)
     expect(db.authenticateDevice(token) == null, "revoked")
@@ -636,6 +636,17 @@ fun replica() {
         expect(pushed.pushed == 1uL && pushed.rejected == 0uL, "pushed: $pushed")
         expect(admins.pending().isEmpty() && admins.rejected().isEmpty(), "nothing left")
         refused<DocmetaException.NotFound>("an unknown rejected write") { admins.discard("no such key") }
+        // A document created offline: a local id, then the server's document in its place.
+        val contract = local.documentTypes().first { it.label == "Contract" }.id
+        refused<DocmetaException.Validation>("a required value without a default, as online") { admins.createDocument(contract, "No party", listOf()) }
+        val made = admins.createDocument(contract, "Signed offline", listOf(NewValue(party, "ACME")))
+        expect(made.id >= (1L shl 50), "a local id: ${made.id}")
+        val create = admins.pending().single()
+        expect(create.action == PushAction.CREATE && create.documentTypeId == contract && create.values == listOf(NewValue(party, "ACME")), "queued: $create")
+        val created = admins.sync(null)
+        expect(created.pushed == 1uL && created.rejected == 0uL, "created: $created")
+        val id = local.documentIds(null).single { local.document(it).label == "Signed offline" }
+        expect(id < (1L shl 50), "the server's id: $id")
     } finally {
         server.destroyForcibly()
         server.waitFor()

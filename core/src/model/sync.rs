@@ -4,8 +4,8 @@
 //! Part of `model` (layer 1 of `scripts/check-structure`): it imports only `error`.
 
 use super::{
-    AssociationView, DocumentFile, DocumentId, DocumentType, DocumentView, EventId, MetadataType,
-    MetadataTypeId, MetadataValueView,
+    AssociationView, DocumentFile, DocumentId, DocumentType, DocumentTypeId, DocumentView, EventId,
+    MetadataType, MetadataTypeId, MetadataValueView,
 };
 use crate::error::{Error, Result};
 
@@ -131,37 +131,65 @@ pub struct SyncBatch {
     pub more: bool,
 }
 
-/// A change of one document's value made on a replica, pushed to the server (see
-/// [`Session::sync_push`](crate::Session::sync_push)). Values are named by document and
-/// metadata type (a document holds at most one value of a type), so a write made offline names
-/// the same value on the server whatever ids were given since.
+/// A write made on a replica, pushed to the server (see
+/// [`Session::sync_push`](crate::Session::sync_push)): a change of one document's value, or a
+/// document created offline. Values are named by document and metadata type (a document holds
+/// at most one value of a type), so a write made offline names the same value on the server
+/// whatever ids were given since.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PushedWrite {
-    /// The replica's name for the write (1 to 64 characters): its outcome carries it.
+    /// The replica's name for the write (1 to 64 characters): its outcome carries it, and a
+    /// create pushed again under the same key (after a lost answer) creates nothing more.
     pub key: String,
-    /// The document.
+    /// The document: for a [`Create`](PushedChange::Create), the replica's own id for the
+    /// document it made (the server gives it another, answered in the outcome).
     pub document: DocumentId,
-    /// The metadata type of the value.
-    pub metadata_type: MetadataTypeId,
     /// What the write does.
     pub change: PushedChange,
 }
 
-/// What a pushed write does, and the value it was based on (what the replica held when it was
-/// made: `None` for no value).
+impl PushedWrite {
+    /// The metadata type of the value a set or a removal writes (`None` for a create).
+    pub fn metadata_type(&self) -> Option<MetadataTypeId> {
+        match &self.change {
+            PushedChange::Set { metadata_type, .. }
+            | PushedChange::Remove { metadata_type, .. } => Some(*metadata_type),
+            PushedChange::Create { .. } => None,
+        }
+    }
+}
+
+/// What a pushed write does, and for a value the value it was based on (what the replica held
+/// when it was made: `None` for no value).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PushedChange {
-    /// Sets the value (adds it, or edits it), through the pipeline, as submitted.
+    /// Sets the value of `metadata_type` (adds it, or edits it), through the pipeline, as
+    /// submitted.
     Set {
+        /// The value's type.
+        metadata_type: MetadataTypeId,
         /// The value as submitted.
         value: String,
         /// The value the replica held.
         base: Option<String>,
     },
-    /// Removes the value.
+    /// Removes the value of `metadata_type`.
     Remove {
+        /// The value's type.
+        metadata_type: MetadataTypeId,
         /// The value the replica held.
         base: Option<String>,
+    },
+    /// Creates a document of `document_type` with `values`, as
+    /// [`Session::create_document`](crate::Session::create_document) does (the same checks,
+    /// pipeline, required defaults and workflow starts). Never a conflict.
+    Create {
+        /// The document's type.
+        document_type: DocumentTypeId,
+        /// Its label.
+        label: String,
+        /// Its values as submitted, by metadata type.
+        values: Vec<(MetadataTypeId, String)>,
     },
 }
 
@@ -173,8 +201,9 @@ pub struct PushOutcome {
     /// What became of it.
     pub result: PushResult,
     /// The document as the user may see it on the server after the write (`None`: no longer
-    /// visible, or gone): the replica stores it at once, so what it shows is the server's
-    /// truth whatever became of the write.
+    /// visible, or gone; for a create, the document created, under the server's id, or `None`
+    /// when refused or not visible to the user): the replica stores it at once, so what it
+    /// shows is the server's truth whatever became of the write.
     pub document: Option<SyncedDocument>,
 }
 

@@ -31,12 +31,15 @@ const TOKEN: &str = "replica.token";
 const CURSOR: &str = "replica.cursor";
 const PENDING: &str = "replica.pending";
 const REJECTED: &str = "replica.rejected";
-/// Where the ids of values added offline start: far above any id a server gives, so that a
-/// value added offline never takes a server value's id (the next sync replaces it with the
-/// server's).
-const LOCAL_VALUE_IDS: i64 = 1 << 50;
+/// Where the ids of documents and values made offline start: far above any id a server gives,
+/// so that nothing made offline takes a server record's id (the sync that pushes it replaces it
+/// with the server's record).
+pub const LOCAL_IDS: i64 = 1 << 50;
 
 const DOCUMENT: &str = "documents.document";
+/// The tables whose ids things made offline take (see [`LOCAL_IDS`]).
+const LOCAL_DOCUMENTS: &str = "documents";
+const LOCAL_VALUES: &str = "document_metadata";
 /// The password hash of the replica's own user: not a PHC string, so no password verifies.
 const NO_PASSWORD: &str = "!";
 
@@ -368,6 +371,10 @@ impl Replica {
                         continue;
                     };
                     let write = pending.remove(at);
+                    if write.metadata_type().is_none() {
+                        // A create: the server's document (if any) takes the local one's place.
+                        remove_document(u, write.document)?;
+                    }
                     if o.result == PushResult::Applied {
                         applied += 1;
                     } else {
@@ -415,6 +422,58 @@ impl Replica {
         self.session().metadata_value(document, id)
     }
 
+    /// Creates a document offline, as [`Session::create_document`] does on the server: through
+    /// the replica's pipeline (the same validators, parsers, lookups, required types and their
+    /// defaults: a refusal is the error the server would give), stored at once under a local id
+    /// (at or above [`LOCAL_IDS`]), and pushed at the next [`sync`](Self::sync), where the
+    /// server creates it again through the user's session (who may create documents of the
+    /// type is decided there). Values set or removed on it before then go with its creation.
+    /// Once pushed, the replica holds the server's document, under the server's id, in its
+    /// place; a refused one leaves the replica and is kept among the
+    /// [`rejected`](Self::rejected) writes.
+    pub fn create_document(
+        &self,
+        document_type: DocumentTypeId,
+        label: &str,
+        values: &[(MetadataTypeId, &str)],
+    ) -> Result<DocumentView> {
+        let _one = self.syncing.lock();
+        let id = self.create_local(document_type, label, values)?;
+        self.session().document(id)
+    }
+
+    /// A document made offline, stored with its pending create in one transaction.
+    fn create_local(
+        &self,
+        document_type: DocumentTypeId,
+        label: &str,
+        values: &[(MetadataTypeId, &str)],
+    ) -> Result<DocumentId> {
+        let label = crate::model::check_text("label", label, crate::session::MAX_LABEL_LEN)?;
+        let key = random_key()?;
+        let admin = self.local.system();
+        self.local.write(Actor::System, |u| {
+            u.tx.reserve_local_ids(LOCAL_DOCUMENTS, LOCAL_IDS)?;
+            u.tx.reserve_local_ids(LOCAL_VALUES, LOCAL_IDS)?;
+            let doc = admin.create_document_in(u, document_type, label, values)?;
+            let mut pending = writes(u.tx.setting(PENDING)?)?;
+            pending.push(PushedWrite {
+                key: key.clone(),
+                document: doc.id,
+                change: PushedChange::Create {
+                    document_type,
+                    label: label.to_owned(),
+                    values: values
+                        .iter()
+                        .map(|(mt, v)| (*mt, (*v).to_owned()))
+                        .collect(),
+                },
+            });
+            u.tx.set_setting(PENDING, &writes_text(&pending))?;
+            Ok(doc.id)
+        })
+    }
+
     /// Removes the value of `metadata_type` from `document` offline (a type the document's
     /// type requires cannot be removed, as online), pushed at the next sync.
     pub fn remove_value(&self, document: DocumentId, metadata_type: MetadataTypeId) -> Result<()> {
@@ -458,11 +517,28 @@ impl Replica {
             .find(|r| r.write.key == key)
             .ok_or_else(|| Error::not_found(format!("rejected write {key}")))?;
         let w = found.write;
-        let value = match &w.change {
-            PushedChange::Set { value, .. } => Some(value.as_str()),
-            PushedChange::Remove { .. } => None,
-        };
-        self.write_value(w.document, w.metadata_type, value)?;
+        match &w.change {
+            PushedChange::Set {
+                metadata_type,
+                value,
+                ..
+            } => {
+                self.write_value(w.document, *metadata_type, Some(value))?;
+            }
+            PushedChange::Remove { metadata_type, .. } => {
+                self.write_value(w.document, *metadata_type, None)?;
+            }
+            // The document was refused: made again, under a new local id.
+            PushedChange::Create {
+                document_type,
+                label,
+                values,
+            } => {
+                let values: Vec<(MetadataTypeId, &str)> =
+                    values.iter().map(|(mt, v)| (*mt, v.as_str())).collect();
+                self.create_local(*document_type, label, &values)?;
+            }
+        }
         self.local.write_system(|tx| {
             let mut rejected = rejected_writes(tx.setting(REJECTED)?)?;
             rejected.retain(|r| r.write.key != key);
@@ -481,19 +557,53 @@ impl Replica {
         let key = random_key()?;
         let admin = self.local.system();
         self.local.write(Actor::System, |u| {
-            u.tx.reserve_local_value_ids(LOCAL_VALUE_IDS)?;
+            u.tx.reserve_local_ids(LOCAL_VALUES, LOCAL_IDS)?;
             let mut pending = writes(u.tx.setting(PENDING)?)?;
             let current =
                 u.tx.metadata_of_document(document)?
                     .into_iter()
                     .find(|m| m.metadata_type_id == metadata_type);
-            let same = |p: &PushedWrite| p.document == document && p.metadata_type == metadata_type;
+            if let Some(at) = pending
+                .iter()
+                .position(|p| p.document == document && p.metadata_type().is_none())
+            {
+                // A document made offline: its create carries its values, as submitted.
+                let id = match (value, &current) {
+                    (Some(value), Some(m)) => {
+                        admin.edit_document_metadata_in(u, document, m.id, value)?;
+                        Some(m.id)
+                    }
+                    (Some(value), None) => Some(
+                        admin
+                            .add_document_metadata_in(u, document, metadata_type, value)?
+                            .id,
+                    ),
+                    (None, Some(m)) => {
+                        admin.remove_document_metadata_in(u, document, m.id)?;
+                        None
+                    }
+                    (None, None) => return Err(no_value(document, metadata_type)),
+                };
+                if let PushedChange::Create { values, .. } = &mut pending[at].change {
+                    values.retain(|(mt, _)| *mt != metadata_type);
+                    if let Some(value) = value {
+                        values.push((metadata_type, value.to_owned()));
+                    }
+                }
+                u.tx.set_setting(PENDING, &writes_text(&pending))?;
+                return Ok(id);
+            }
+            let same = |p: &PushedWrite| {
+                p.document == document && p.metadata_type() == Some(metadata_type)
+            };
             // Based on what the server held: an earlier write of the same value keeps its base.
-            let base = match pending.iter().find(|p| same(p)) {
-                Some(p) => match &p.change {
-                    PushedChange::Set { base, .. } | PushedChange::Remove { base } => base.clone(),
-                },
-                None => current.as_ref().map(|m| m.value.clone()),
+            let base = match pending.iter().find(|p| same(p)).map(|p| &p.change) {
+                Some(PushedChange::Set { base, .. } | PushedChange::Remove { base, .. }) => {
+                    base.clone()
+                }
+                Some(PushedChange::Create { .. }) | None => {
+                    current.as_ref().map(|m| m.value.clone())
+                }
             };
             let (id, change) = match (value, &current) {
                 (Some(value), Some(m)) => {
@@ -501,6 +611,7 @@ impl Replica {
                     (
                         Some(m.id),
                         PushedChange::Set {
+                            metadata_type,
                             value: value.to_owned(),
                             base,
                         },
@@ -512,6 +623,7 @@ impl Replica {
                     (
                         Some(added.id),
                         PushedChange::Set {
+                            metadata_type,
                             value: value.to_owned(),
                             base,
                         },
@@ -519,19 +631,20 @@ impl Replica {
                 }
                 (None, Some(m)) => {
                     admin.remove_document_metadata_in(u, document, m.id)?;
-                    (None, PushedChange::Remove { base })
+                    (
+                        None,
+                        PushedChange::Remove {
+                            metadata_type,
+                            base,
+                        },
+                    )
                 }
-                (None, None) => {
-                    return Err(Error::not_found(format!(
-                        "a value of metadata type {metadata_type} on document {document}"
-                    )));
-                }
+                (None, None) => return Err(no_value(document, metadata_type)),
             };
             pending.retain(|p| !same(p));
             pending.push(PushedWrite {
                 key: key.clone(),
                 document,
-                metadata_type,
                 change,
             });
             u.tx.set_setting(PENDING, &writes_text(&pending))?;
@@ -586,15 +699,7 @@ impl Replica {
                 store_document(u, d, &shaper)?;
             }
             for id in removed {
-                let fetched = u.tx.mirror_remove_document(*id)?;
-                u.unlink.extend(fetched);
-                u.forget_object(DOCUMENT, ObjectRef::new(ObjectKind::DOCUMENT, id.0))?;
-                u.event(
-                    names::REPLICA_DOCUMENT_REMOVED,
-                    object(DOCUMENT, id.0, ""),
-                    None,
-                    Default::default(),
-                )?;
+                remove_document(u, *id)?;
             }
             if let Some(schema) = &batch.schema {
                 let keep_document_types: Vec<_> =
@@ -637,16 +742,12 @@ impl Replica {
 
     fn forget_all(&self) -> Result<()> {
         self.local.write(Actor::System, |u| {
+            // The documents made offline and not pushed yet are the user's own work: kept
+            // (with their pending creates) for the next sign-in.
             for id in u.tx.document_ids(None)? {
-                let fetched = u.tx.mirror_remove_document(id)?;
-                u.unlink.extend(fetched);
-                u.forget_object(DOCUMENT, ObjectRef::new(ObjectKind::DOCUMENT, id.0))?;
-                u.event(
-                    names::REPLICA_DOCUMENT_REMOVED,
-                    object(DOCUMENT, id.0, ""),
-                    None,
-                    Default::default(),
-                )?;
+                if id.0 < LOCAL_IDS {
+                    remove_document(u, id)?;
+                }
             }
             u.tx.mirror_associations(&[])?;
             let dropped = u.tx.mirror_drop_unused_types(&[], &[])?;
@@ -680,6 +781,25 @@ impl Replica {
         }
         Ok(())
     }
+}
+
+/// Removes a document, its values, files and index entries, in `u`.
+fn remove_document(u: &mut Unit<'_>, id: DocumentId) -> Result<()> {
+    let fetched = u.tx.mirror_remove_document(id)?;
+    u.unlink.extend(fetched);
+    u.forget_object(DOCUMENT, ObjectRef::new(ObjectKind::DOCUMENT, id.0))?;
+    u.event(
+        names::REPLICA_DOCUMENT_REMOVED,
+        object(DOCUMENT, id.0, ""),
+        None,
+        Default::default(),
+    )
+}
+
+fn no_value(document: DocumentId, metadata_type: MetadataTypeId) -> Error {
+    Error::not_found(format!(
+        "a value of metadata type {metadata_type} on document {document}"
+    ))
 }
 
 /// Stores a document as the server sent it, in `u`.
@@ -759,29 +879,61 @@ fn random_key() -> Result<String> {
 // ----- the queues, kept as JSON in the replica's settings ---------------------------------------
 
 fn write_json(w: &PushedWrite) -> serde_json::Value {
-    let (action, value, base) = match &w.change {
-        PushedChange::Set { value, base } => ("set", Some(value), base),
-        PushedChange::Remove { base } => ("remove", None, base),
-    };
-    serde_json::json!({
-        "key": w.key, "document": w.document.0, "metadata_type": w.metadata_type.0,
-        "action": action, "value": value, "base": base,
-    })
+    let (key, document) = (&w.key, w.document.0);
+    match &w.change {
+        PushedChange::Set {
+            metadata_type,
+            value,
+            base,
+        } => serde_json::json!({
+            "key": key, "document": document, "action": "set",
+            "metadata_type": metadata_type.0, "value": value, "base": base,
+        }),
+        PushedChange::Remove {
+            metadata_type,
+            base,
+        } => serde_json::json!({
+            "key": key, "document": document, "action": "remove",
+            "metadata_type": metadata_type.0, "base": base,
+        }),
+        PushedChange::Create {
+            document_type,
+            label,
+            values,
+        } => serde_json::json!({
+            "key": key, "document": document, "action": "create",
+            "document_type": document_type.0, "label": label,
+            "values": values.iter().map(|(mt, v)| serde_json::json!([mt.0, v])).collect::<Vec<_>>(),
+        }),
+    }
 }
 
 fn write_from(v: &serde_json::Value) -> Option<PushedWrite> {
     let text = |k: &str| v[k].as_str().map(str::to_owned);
     let base = text("base");
+    let metadata_type = || v["metadata_type"].as_i64().map(MetadataTypeId);
     Some(PushedWrite {
         key: text("key")?,
         document: DocumentId(v["document"].as_i64()?),
-        metadata_type: MetadataTypeId(v["metadata_type"].as_i64()?),
         change: match v["action"].as_str()? {
             "set" => PushedChange::Set {
+                metadata_type: metadata_type()?,
                 value: text("value")?,
                 base,
             },
-            "remove" => PushedChange::Remove { base },
+            "remove" => PushedChange::Remove {
+                metadata_type: metadata_type()?,
+                base,
+            },
+            "create" => PushedChange::Create {
+                document_type: DocumentTypeId(v["document_type"].as_i64()?),
+                label: text("label")?,
+                values: v["values"]
+                    .as_array()?
+                    .iter()
+                    .map(|e| Some((MetadataTypeId(e[0].as_i64()?), e[1].as_str()?.to_owned())))
+                    .collect::<Option<Vec<_>>>()?,
+            },
             _ => return None,
         },
     })

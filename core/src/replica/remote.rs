@@ -294,14 +294,36 @@ impl SyncServer for HttpServer {
         let writes: Vec<Value> = writes
             .iter()
             .map(|w| {
-                let (action, value, base) = match &w.change {
-                    PushedChange::Set { value, base } => ("set", Some(value), base),
-                    PushedChange::Remove { base } => ("remove", None, base),
-                };
-                serde_json::json!({
-                    "key": w.key, "action": action, "document_id": w.document.0,
-                    "metadata_type_id": w.metadata_type.0, "value": value, "base": base,
-                })
+                let (key, document) = (&w.key, w.document.0);
+                match &w.change {
+                    PushedChange::Set {
+                        metadata_type,
+                        value,
+                        base,
+                    } => serde_json::json!({
+                        "key": key, "action": "set", "document_id": document,
+                        "metadata_type_id": metadata_type.0, "value": value, "base": base,
+                    }),
+                    PushedChange::Remove {
+                        metadata_type,
+                        base,
+                    } => serde_json::json!({
+                        "key": key, "action": "remove", "document_id": document,
+                        "metadata_type_id": metadata_type.0, "base": base,
+                    }),
+                    PushedChange::Create {
+                        document_type,
+                        label,
+                        values,
+                    } => serde_json::json!({
+                        "key": key, "action": "create", "document_id": document,
+                        "document_type_id": document_type.0, "label": label,
+                        "metadata": values
+                            .iter()
+                            .map(|(mt, v)| serde_json::json!({"metadata_type_id": mt.0, "value": v}))
+                            .collect::<Vec<_>>(),
+                    }),
+                }
             })
             .collect();
         let body = serde_json::json!({"device": device.device.0, "writes": writes});

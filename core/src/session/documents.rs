@@ -18,7 +18,7 @@ use crate::model::*;
 use crate::store::Tx;
 
 /// Longest document label.
-const MAX_LABEL_LEN: usize = 255;
+pub(crate) const MAX_LABEL_LEN: usize = 255;
 
 /// Most documents one [`Session::create_documents`] call may create: a batch is one
 /// transaction, and a bound keeps its memory and the time it holds the writer's lock bounded.

@@ -40,6 +40,7 @@ use crate::store::Tx;
 pub(crate) use access::permission_set;
 pub use devices::{DEFAULT_DEVICE_LIFETIME, MAX_DEVICE_LIFETIME, MAX_DEVICES_PER_USER};
 pub use documents::MAX_DOCUMENT_BATCH;
+pub(crate) use documents::MAX_LABEL_LEN;
 pub use events::{MAX_EVENT_WAIT, MAX_FEED_EVENTS};
 pub use files::FileContent;
 pub use sync::{MAX_PUSH_WRITES, MAX_SYNC_BATCH};

@@ -374,6 +374,10 @@ impl Session {
     /// refused with the error it would get online, and never reveals a value the user may not
     /// view (a hidden document is refused as not found before anything is compared).
     ///
+    /// A [`Create`](PushedChange::Create) creates its document as
+    /// [`create_document`](Self::create_document) does (never a conflict); pushed again under
+    /// the same key by the same device, it creates nothing and answers the document it made.
+    ///
     /// At most [`MAX_PUSH_WRITES`] writes; each key 1 to 64 characters.
     pub fn sync_push(&self, device: DeviceId, writes: &[PushedWrite]) -> Result<Vec<PushOutcome>> {
         if writes.len() > MAX_PUSH_WRITES {
@@ -399,35 +403,97 @@ impl Session {
             Some(d) if d.user == me => Ok(()),
             _ => Err(not_found()),
         })?;
-        Ok(writes
+        let outcomes: Vec<PushOutcome> = writes
             .iter()
-            .map(|w| PushOutcome {
-                key: w.key.clone(),
-                result: self.push_result(w),
-                document: self
-                    .document(w.document)
-                    .ok()
-                    .and_then(|view| self.synced(view).ok().flatten()),
+            .map(|w| {
+                let (result, shown) = self.push_result(device, w);
+                PushOutcome {
+                    key: w.key.clone(),
+                    result,
+                    document: shown
+                        .and_then(|id| self.document(id).ok())
+                        .and_then(|view| self.synced(view).ok().flatten()),
+                }
             })
-            .collect())
+            .collect();
+        // The replica stores each document answered: sent to the device (a document created
+        // here is removed from the replica later like any other it was sent).
+        let sent: Vec<DocumentId> = outcomes
+            .iter()
+            .filter_map(|o| o.document.as_ref().map(|d| d.document.document.id))
+            .collect();
+        if !sent.is_empty() {
+            self.db.write_system(|tx| {
+                let pass = tx.sync_pass(device)?;
+                tx.record_sent(device, &sent, pass)
+            })?;
+        }
+        Ok(outcomes)
     }
 
-    /// What became of one write.
-    fn push_result(&self, w: &PushedWrite) -> PushResult {
-        match self.push_one(w) {
-            Ok(Pushed::Applied) => PushResult::Applied,
-            Ok(Pushed::Conflict) => PushResult::Conflict {
-                server: self.visible_value(w.document, w.metadata_type),
-            },
-            Err(e) => PushResult::Refused {
-                kind: e.kind(),
-                field: match &e {
-                    Error::Validation { field, .. } => Some(field.clone()),
-                    _ => None,
+    /// What became of one write, and the document its outcome shows (`None`: none, for a
+    /// create that was refused).
+    fn push_result(&self, device: DeviceId, w: &PushedWrite) -> (PushResult, Option<DocumentId>) {
+        let outcome = match &w.change {
+            PushedChange::Create {
+                document_type,
+                label,
+                values,
+            } => self
+                .push_create(device, &w.key, *document_type, label, values)
+                .map(|id| (Pushed::Applied, Some(id))),
+            PushedChange::Set { metadata_type, .. }
+            | PushedChange::Remove { metadata_type, .. } => self
+                .push_one(w.document, *metadata_type, &w.change)
+                .map(|p| (p, Some(w.document))),
+        };
+        match outcome {
+            Ok((Pushed::Applied, shown)) => (PushResult::Applied, shown),
+            Ok((Pushed::Conflict, shown)) => (
+                PushResult::Conflict {
+                    server: w
+                        .metadata_type()
+                        .and_then(|mt| self.visible_value(w.document, mt)),
                 },
-                message: e.to_string(),
-            },
+                shown,
+            ),
+            Err(e) => (
+                PushResult::Refused {
+                    kind: e.kind(),
+                    field: match &e {
+                        Error::Validation { field, .. } => Some(field.clone()),
+                        _ => None,
+                    },
+                    message: e.to_string(),
+                },
+                // A refused value write still shows the document as the server holds it.
+                w.metadata_type().map(|_| w.document),
+            ),
         }
+    }
+
+    /// A document created offline, created here as [`create_document`](Self::create_document)
+    /// creates it; a create this device pushed before under the same key answers the document
+    /// it created then, and creates nothing.
+    fn push_create(
+        &self,
+        device: DeviceId,
+        key: &str,
+        document_type: DocumentTypeId,
+        label: &str,
+        values: &[(MetadataTypeId, String)],
+    ) -> Result<DocumentId> {
+        let label = crate::model::check_text("label", label, super::MAX_LABEL_LEN)?;
+        let values: Vec<(MetadataTypeId, &str)> =
+            values.iter().map(|(mt, v)| (*mt, v.as_str())).collect();
+        self.write(|u| {
+            if let Some(done) = u.tx.device_created(device, key)? {
+                return Ok(done);
+            }
+            let doc = self.create_document_in(u, document_type, label, &values)?;
+            u.tx.record_device_created(device, key, doc.id)?;
+            Ok(doc.id)
+        })
     }
 
     /// The value of `metadata_type` on `document` as this session may view it.
@@ -440,8 +506,12 @@ impl Session {
             .map(|v| v.value.value)
     }
 
-    fn push_one(&self, w: &PushedWrite) -> Result<Pushed> {
-        let (document, mt) = (w.document, w.metadata_type);
+    fn push_one(
+        &self,
+        document: DocumentId,
+        mt: MetadataTypeId,
+        change: &PushedChange,
+    ) -> Result<Pushed> {
         self.write(|u| {
             // Nothing is compared before the caller is known to see the value's place: a
             // conflict must not tell anything about a document or a type it may not see.
@@ -457,8 +527,8 @@ impl Session {
                     .into_iter()
                     .find(|m| m.metadata_type_id == mt);
             let held = current.as_ref().map(|m| m.value.as_str());
-            match &w.change {
-                PushedChange::Set { value, base } => {
+            match change {
+                PushedChange::Set { value, base, .. } => {
                     if held != base.as_deref() {
                         return Ok(if held == Some(value.as_str()) {
                             Pushed::Applied
@@ -476,7 +546,7 @@ impl Session {
                     }
                     Ok(Pushed::Applied)
                 }
-                PushedChange::Remove { base } => match &current {
+                PushedChange::Remove { base, .. } => match &current {
                     None => Ok(Pushed::Applied),
                     Some(m) if held == base.as_deref() => {
                         self.remove_document_metadata_in(u, document, m.id)?;
@@ -484,6 +554,9 @@ impl Session {
                     }
                     Some(_) => Ok(Pushed::Conflict),
                 },
+                PushedChange::Create { .. } => Err(Error::InvalidInput(
+                    "a create is not a value's write".into(),
+                )),
             }
         })
     }

@@ -254,4 +254,31 @@ impl Tx<'_> {
         )
         .map(drop)
     }
+
+    /// The document a device's create pushed under `key` made, if it made one.
+    pub fn device_created(&mut self, device: DeviceId, key: &str) -> Result<Option<DocumentId>> {
+        self.optional(
+            "SELECT document_id \
+             FROM device_creates \
+             WHERE device_id = ?1 \
+             AND key = ?2",
+            &[device.0.into(), key.into()],
+            |r| r.int(0).map(DocumentId),
+        )
+    }
+
+    /// Records that a device's create pushed under `key` made `document`.
+    pub fn record_device_created(
+        &mut self,
+        device: DeviceId,
+        key: &str,
+        document: DocumentId,
+    ) -> Result<()> {
+        self.execute(
+            "INSERT INTO device_creates (device_id, key, document_id) \
+             VALUES (?1, ?2, ?3)",
+            &[device.0.into(), key.into(), document.0.into()],
+        )
+        .map(drop)
+    }
 }

@@ -5,7 +5,7 @@
 
 use super::Tx;
 use super::records::to_micros;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::*;
 
 /// The storage name of a file whose bytes a replica has not fetched: `remote-<id>`.
@@ -279,21 +279,31 @@ impl Tx<'_> {
         Ok(dropped)
     }
 
-    /// Makes the ids SQLite gives new values of this database start at `from` (it goes on
-    /// from the largest id given), so that a value a replica adds offline never takes the id of
-    /// one the server holds. Nothing on PostgreSQL (a replica is a SQLite directory).
-    pub(crate) fn reserve_local_value_ids(&mut self, from: i64) -> Result<()> {
+    /// Makes the ids SQLite gives new rows of `table` (`documents` or `document_metadata`) of
+    /// this database start at `from` (it goes on from the largest id given), so that what a
+    /// replica makes offline never takes the id of a record the server holds. Nothing on
+    /// PostgreSQL (a replica is a SQLite directory).
+    pub(crate) fn reserve_local_ids(&mut self, table: &str, from: i64) -> Result<()> {
         if self.dialect() != super::Dialect::Sqlite {
             return Ok(());
         }
+        let table = match table {
+            "documents" => "documents",
+            "document_metadata" => "document_metadata",
+            other => {
+                return Err(Error::InvalidInput(format!(
+                    "no local ids are reserved in {other}"
+                )));
+            }
+        };
         self.execute(
-            "INSERT INTO sqlite_sequence (name, seq) SELECT 'document_metadata', ?1 \
-             WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'document_metadata')",
-            &[from.into()],
+            "INSERT INTO sqlite_sequence (name, seq) SELECT ?2, ?1 \
+             WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = ?2)",
+            &[from.into(), table.into()],
         )?;
         self.execute(
-            "UPDATE sqlite_sequence SET seq = ?1 WHERE name = 'document_metadata' AND seq < ?1",
-            &[from.into()],
+            "UPDATE sqlite_sequence SET seq = ?1 WHERE name = ?2 AND seq < ?1",
+            &[from.into(), table.into()],
         )
         .map(drop)
     }

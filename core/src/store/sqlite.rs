@@ -50,10 +50,14 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
         13,
         include_str!("migrations/sqlite/0013_device_documents.sql"),
     ),
+    (
+        14,
+        include_str!("migrations/sqlite/0014_device_creates.sql"),
+    ),
 ];
 
 /// Newest schema version this build knows.
-pub const SCHEMA_VERSION: u32 = 13;
+pub const SCHEMA_VERSION: u32 = 14;
 
 /// Reader connections kept open; more concurrent readers wait for one (opening a connection per
 /// read would cost more than the read).

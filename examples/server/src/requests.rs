@@ -1162,26 +1162,35 @@ pub struct SyncPushIn {
     pub writes: Vec<PushedWriteIn>,
 }
 
-/// One write a replica made offline, based on the value it held (`base`, `null` for none).
+/// One write a replica made offline: a value set or removed (based on the value the replica
+/// held, `base`, `null` for none), or a document created.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct PushedWriteIn {
-    /// The replica's name for the write; its result carries it.
+    /// The replica's name for the write; its result carries it (a create pushed again under
+    /// the same key creates nothing more).
     #[schema(min_length = 1, max_length = 64)]
     pub key: String,
-    /// `set` (add or edit the value, through the pipeline) or `remove`.
+    /// `set` (add or edit the value, through the pipeline), `remove`, or `create` (a document).
     pub action: PushAction,
+    /// The document; for `create`, the replica's own id for the document it made.
     #[schema(minimum = 1)]
     #[serde(deserialize_with = "integer")]
     pub document_id: i64,
-    #[schema(minimum = 1)]
-    #[serde(deserialize_with = "integer")]
-    pub metadata_type_id: i64,
+    /// The value's type (`set` and `remove`).
+    pub metadata_type_id: Option<Id>,
     /// The value as submitted (`set` only).
     #[schema(max_length = 10000)]
     pub value: Option<String>,
     /// The value the replica held when the write was made (`null`: none).
     #[schema(max_length = 10000)]
     pub base: Option<String>,
+    /// The new document's type (`create` only).
+    pub document_type_id: Option<Id>,
+    /// The new document's label (`create` only).
+    #[schema(schema_with = optional_label::<LABEL>)]
+    pub label: Option<String>,
+    /// The new document's values, each run through the pipeline (`create` only).
+    pub metadata: Option<InitialValues>,
 }
 
 /// What a pushed write does.
@@ -1190,4 +1199,5 @@ pub struct PushedWriteIn {
 pub enum PushAction {
     Set,
     Remove,
+    Create,
 }

@@ -363,4 +363,53 @@ fn a_push_over_http_applies_conflicts_and_refuses_as_online() {
         ),
     );
     assert_eq!(status, 400);
+    // A document created offline: created once per key, answered under the server's id.
+    let (_, types) = s.get("/api/v4/documents/types/?page_size=500", ADMIN);
+    let contract = types["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|t| t["label"] == "Contract")
+        .expect("the demo's Contract")["id"]
+        .clone();
+    let (_, kinds) = s.get("/api/v4/metadata/metadata-types/?page_size=500", ADMIN);
+    let party = kinds["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|t| t["name"] == "party")
+        .expect("the demo's party")["id"]
+        .clone();
+    let create = json!({"key": "e", "action": "create", "document_id": 1_i64 << 50,
+        "document_type_id": contract, "label": "Signed offline",
+        "metadata": [{"metadata_type_id": party, "value": "ACME"}]});
+    let first = push(vec![create.clone()]);
+    assert_eq!(first[0]["status"], "applied", "{first:?}");
+    let created = first[0]["document"]["document"]["id"].clone();
+    assert!(created.as_i64().expect("an id") < 1 << 50, "{first:?}");
+    let again = push(vec![create]);
+    assert_eq!(again[0]["document"]["document"]["id"], created, "created once");
+    let (_, found) = s.get("/api/v4/documents/?page_size=500", ADMIN);
+    let made = found["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .filter(|d| d["label"] == "Signed offline")
+        .count();
+    assert_eq!(made, 1);
+    // A create without its label: 400; one the pipeline refuses: refused, as online.
+    let (status, _) = s.call(
+        "POST",
+        "/api/v4/sync/push/",
+        Some(ADMIN),
+        Some(
+            &json!({"device": device, "writes": [{"key": "f", "action": "create",
+            "document_id": 1, "document_type_id": contract}]}),
+        ),
+    );
+    assert_eq!(status, 400);
+    let out = push(vec![json!({"key": "g", "action": "create", "document_id": 2,
+        "document_type_id": contract, "label": "No party"})]);
+    assert_eq!(out[0]["status"], "refused", "{out:?}");
+    assert_eq!(out[0]["error"]["kind"], "validation");
 }

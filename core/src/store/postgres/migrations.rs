@@ -53,6 +53,10 @@ const MIGRATIONS: &[(u32, &str)] = &[
         13,
         include_str!("../migrations/postgres/0013_device_documents.sql"),
     ),
+    (
+        14,
+        include_str!("../migrations/postgres/0014_device_creates.sql"),
+    ),
 ];
 
 /// The session-level advisory lock `migrate` holds, so that one process migrates while the

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use crate::body::Json;
 use axum::extract::{Query, State};
 use docmeta_core::{
-    DeviceId, DocumentId, MetadataTypeId, PushOutcome, PushResult, PushedChange, PushedWrite,
-    SyncBatch, SyncCursor, SyncSchema, SyncedDocument,
+    DeviceId, DocumentId, DocumentTypeId, MetadataTypeId, PushOutcome, PushResult, PushedChange,
+    PushedWrite, SyncBatch, SyncCursor, SyncSchema, SyncedDocument,
 };
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -152,7 +152,8 @@ pub struct PushResultOut {
     /// the field a validation error names, and the message.
     pub error: Option<PushErrorOut>,
     /// The document as the caller may see it now, whatever became of the write (`null`: not
-    /// visible, or gone): a replica stores it at once.
+    /// visible, or gone; for a create, the document created, under the server's id): a replica
+    /// stores it at once.
     pub document: Option<SyncedDocumentOut>,
 }
 
@@ -200,7 +201,7 @@ impl From<PushOutcome> for PushResultOut {
 }
 
 #[utoipa::path(post, path = "/api/v4/sync/push/", tag = "sync", request_body = SyncPushIn,
-    description = "Applies the writes one of the caller's devices' replica made offline, in order, each as the same write online would be (the pipeline, permission checks, workflow triggers). A write based on a value the server no longer holds is a conflict: the server's value stands. A push retried after a lost answer applies once.",
+    description = "Applies the writes one of the caller's devices' replica made offline, in order, each as the same write online would be (the pipeline, permission checks, workflow triggers): values set and removed, documents created. A write based on a value the server no longer holds is a conflict: the server's value stands. A push retried after a lost answer applies once (a create pushed again under its key answers the document made the first time).",
     responses((status = 200, body = SyncPushOut), (status = 400, body = ErrorOut),
         (status = 404, body = ErrorOut)))]
 async fn push(
@@ -211,19 +212,31 @@ async fn push(
     let device = DeviceId(body.device);
     let mut writes = Vec::with_capacity(body.writes.len());
     for (i, w) in body.writes.into_iter().enumerate() {
+        let needs = |what: &str| ApiError::field("writes", format!("Write {i} needs {what}."));
+        let metadata_type = w.metadata_type_id.map(|t| MetadataTypeId(t.0));
         let change = match w.action {
             PushAction::Set => PushedChange::Set {
-                value: w.value.ok_or_else(|| {
-                    ApiError::field("writes", format!("Write {i}: a set needs a value."))
-                })?,
+                metadata_type: metadata_type.ok_or_else(|| needs("a metadata_type_id"))?,
+                value: w.value.ok_or_else(|| needs("a value"))?,
                 base: w.base,
             },
-            PushAction::Remove => PushedChange::Remove { base: w.base },
+            PushAction::Remove => PushedChange::Remove {
+                metadata_type: metadata_type.ok_or_else(|| needs("a metadata_type_id"))?,
+                base: w.base,
+            },
+            PushAction::Create => PushedChange::Create {
+                document_type: DocumentTypeId(
+                    w.document_type_id
+                        .ok_or_else(|| needs("a document_type_id"))?
+                        .0,
+                ),
+                label: w.label.ok_or_else(|| needs("a label"))?,
+                values: w.metadata.unwrap_or_default().0,
+            },
         };
         writes.push(PushedWrite {
             key: w.key,
             document: DocumentId(w.document_id),
-            metadata_type: MetadataTypeId(w.metadata_type_id),
             change,
         });
     }

@@ -1,0 +1,7 @@
+-- PostgreSQL's form of sqlite/0014_device_creates.sql (see there).
+CREATE TABLE device_creates (
+    device_id BIGINT NOT NULL REFERENCES devices(id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    document_id BIGINT NOT NULL,
+    PRIMARY KEY (device_id, key)
+);

@@ -1,0 +1,9 @@
+-- The documents each device's replica created offline (see session/sync.rs): a create pushed
+-- again under the same key (its answer was lost) answers the document made the first time and
+-- creates nothing. The document may be deleted since: its id is kept, not referenced.
+CREATE TABLE device_creates (
+    device_id INTEGER NOT NULL REFERENCES devices(id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    document_id INTEGER NOT NULL,
+    PRIMARY KEY (device_id, key)
+);
