@@ -168,13 +168,14 @@ record!(
     NewDevice { device: Device, token: String });
 record!(
     /// A document as a replica keeps it (see `Session.sync_changes`): the document with its
-    /// type, the values the user may see with their types, and its files' records.
+    /// type, the values the user may see with their types, its files' records, and the ids of
+    /// the cabinets it is in that the user may see.
     SyncedDocument { document: Document, values: Vec<DocumentMetadata>,
-        files: Vec<DocumentFile> });
+        files: Vec<DocumentFile>, cabinet_ids: Vec<i64> });
 record!(
-    /// The types a user may see, as a sync sends them.
+    /// The types and cabinets a user may see, as a sync sends them.
     SyncSchema { document_types: Vec<DocumentType>, metadata_types: Vec<MetadataType>,
-        associations: Vec<Association> });
+        associations: Vec<Association>, cabinets: Vec<Cabinet> });
 record!(
     /// One batch of changes for a replica (see `Session.sync_changes`): store `documents`
     /// (each replaces the replica's copy), delete the ids in `removed`, keep `cursor`, and ask
@@ -306,6 +307,7 @@ impl From<core::SyncedDocument> for SyncedDocument {
             document: d.document.into(),
             values: all(d.values),
             files: all(d.files),
+            cabinet_ids: d.cabinets.iter().map(|c| c.0).collect(),
         }
     }
 }
@@ -315,6 +317,7 @@ impl From<core::SyncSchema> for SyncSchema {
             document_types: all(s.document_types),
             metadata_types: all(s.metadata_types),
             associations: all(s.associations),
+            cabinets: all(s.cabinets),
         }
     }
 }

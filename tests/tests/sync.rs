@@ -175,6 +175,15 @@ enum Op {
     Offline(usize, usize, bool),
     /// On the replica, offline: create a document of a type (with a value or not).
     OfflineCreate(usize, bool),
+    /// A cabinet, a root (`None`) or under one of the cabinets.
+    Cabinet(Option<usize>),
+    /// A document filed in (`true`) or taken out of a cabinet.
+    File(usize, usize, bool),
+    RenameCabinet(usize),
+    DeleteCabinet(usize),
+    /// Ann may (`true`) or may not view a cabinet (an ACL on it: a sub-cabinet's parent may
+    /// stay hidden).
+    GrantCabinet(usize, bool),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -192,10 +201,22 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// The operations on cabinets (sent to replicas only).
+fn cabinet_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        2 => proptest::option::of(0..8usize).prop_map(Op::Cabinet),
+        3 => (0..64usize, 0..8usize, any::<bool>()).prop_map(|(d, c, m)| Op::File(d, c, m)),
+        1 => (0..8usize).prop_map(Op::RenameCabinet),
+        1 => (0..8usize).prop_map(Op::DeleteCabinet),
+        2 => (0..8usize, any::<bool>()).prop_map(|(c, g)| Op::GrantCabinet(c, g)),
+    ]
+}
+
 /// The server's operations and writes made offline on a replica.
 fn replica_op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => op(),
+        2 => cabinet_op(),
         2 => (0..64usize, 0..2usize, any::<bool>()).prop_map(|(d, m, set)| Op::Offline(d, m, set)),
         1 => (0..2usize, any::<bool>()).prop_map(|(t, v)| Op::OfflineCreate(t, v)),
     ]
@@ -256,6 +277,29 @@ fn offline_create(
         Err(docmeta_core::Error::NotFound(_) | docmeta_core::Error::Validation { .. }) => Ok(()),
         Err(e) => Err(e),
     }
+}
+
+fn pick_cabinet(w: &World, i: usize) -> Result<Option<docmeta_core::CabinetId>> {
+    let all = w.admin.cabinets()?;
+    Ok((!all.is_empty()).then(|| all[i % all.len()].id))
+}
+
+/// What a session shows of cabinets: each one it may view (label, parent) with the documents
+/// in it it may view.
+type Cabinets = BTreeMap<i64, (String, Option<i64>, Vec<i64>)>;
+
+fn cabinets(s: &Session) -> Result<Cabinets> {
+    let mut out = Cabinets::new();
+    for c in s.cabinets()? {
+        let documents = s
+            .cabinet_documents(c.id, PageRequest::ALL)?
+            .items
+            .iter()
+            .map(|d| d.document.id.0)
+            .collect();
+        out.insert(c.id.0, (c.label, c.parent_id.map(|p| p.0), documents));
+    }
+    Ok(out)
 }
 
 fn pick(w: &World, i: usize) -> Result<Option<DocumentId>> {
@@ -342,6 +386,38 @@ fn apply(w: &World, op: &Op, serial: usize) -> Result<()> {
         }
         Op::Membership(member) => {
             a.set_group_member(w.group, w.user, member)?;
+        }
+        Op::Cabinet(parent) => {
+            let parent = match parent {
+                Some(i) => pick_cabinet(w, i)?,
+                None => None,
+            };
+            a.create_cabinet(&format!("cabinet {serial}"), parent)?;
+        }
+        Op::File(d, c, member) => {
+            if let (Some(d), Some(c)) = (pick(w, d)?, pick_cabinet(w, c)?) {
+                a.set_cabinet_document(c, d, member)?;
+            }
+        }
+        Op::RenameCabinet(c) => {
+            if let Some(c) = pick_cabinet(w, c)? {
+                a.rename_cabinet(c, &format!("renamed {serial}"))?;
+            }
+        }
+        Op::DeleteCabinet(c) => {
+            if let Some(c) = pick_cabinet(w, c)? {
+                a.delete_cabinet(c)?;
+            }
+        }
+        Op::GrantCabinet(c, grant) => {
+            if let Some(c) = pick_cabinet(w, c)? {
+                let on = ObjectRef::new(ObjectKind::CABINET, c.0);
+                if grant {
+                    a.grant(P::CabinetView, w.role, on)?;
+                } else {
+                    a.revoke(P::CabinetView, w.role, on)?;
+                }
+            }
         }
         Op::Sync | Op::Offline(..) | Op::OfflineCreate(..) => {}
     }
@@ -472,6 +548,7 @@ proptest! {
                 let local = replica.session();
                 prop_assert_eq!(view(&local).map_err(fail)?, truth(&w).map_err(fail)?, "after {:?}", ops);
                 prop_assert_eq!(found(&local).map_err(fail)?, found(&server).map_err(fail)?, "searches after {:?}", ops);
+                prop_assert_eq!(cabinets(&local).map_err(fail)?, cabinets(&server).map_err(fail)?, "cabinets after {:?}", ops);
             }
         }
         replica.sync().map_err(fail)?;
@@ -479,6 +556,7 @@ proptest! {
         prop_assert_eq!(view(&local).map_err(fail)?, truth(&w).map_err(fail)?, "at the end of {:?}", ops);
         prop_assert_eq!(found(&local).map_err(fail)?, found(&server).map_err(fail)?, "searches at the end of {:?}", ops);
         prop_assert_eq!(types(&local).map_err(fail)?, types(&server).map_err(fail)?);
+        prop_assert_eq!(cabinets(&local).map_err(fail)?, cabinets(&server).map_err(fail)?, "cabinets at the end of {:?}", ops);
     }
 }
 
@@ -1266,5 +1344,62 @@ fn a_create_the_server_refuses_leaves_the_replica_and_can_be_retried() -> Result
     assert_eq!((done.pushed, done.rejected), (1, 0));
     assert_eq!(view(&replica.session())?, truth(&w)?);
     assert_eq!(truth(&w)?.len(), 1);
+    Ok(())
+}
+
+#[test]
+fn a_replica_holds_the_cabinets_its_user_sees_and_nothing_of_a_hidden_parent() -> Result<()> {
+    let w = world()?;
+    let a = &w.admin;
+    let d = a.create_document(w.types[0], "filed", &[])?.document.id;
+    let root = a.create_cabinet("Secret root", None)?.id;
+    let child = a.create_cabinet("Shared", Some(root))?.id;
+    let other = a.create_cabinet("Other", None)?.id;
+    a.set_cabinet_document(child, d, true)?;
+    a.set_cabinet_document(other, d, true)?;
+    a.grant(
+        P::CabinetView,
+        w.role,
+        ObjectRef::new(ObjectKind::CABINET, child.0),
+    )?;
+    let dir = tempfile::tempdir().expect("a directory");
+    let replica = replica_of(&w, dir.path())?;
+    replica.sync()?;
+    let local = replica.session();
+    let held = cabinets(&local)?;
+    assert_eq!(held, cabinets(&w.db.session(w.user))?);
+    assert_eq!(
+        held.get(&child.0),
+        Some(&("Shared".to_owned(), Some(root.0), vec![d.0]))
+    );
+    assert_eq!(held.len(), 1, "neither the hidden parent nor the other cabinet");
+    assert!(local.cabinet(root).is_err());
+    // Nothing of the hidden parent's label is in the replica's database.
+    for file in walk(dir.path()) {
+        let bytes = std::fs::read(&file).unwrap_or_default();
+        assert!(
+            !bytes.windows(11).any(|b| b == b"Secret root"),
+            "{file:?} holds the hidden cabinet's label"
+        );
+    }
+    // Filed elsewhere, renamed, taken out, deleted: the replica follows.
+    let more = a.create_cabinet("More", Some(root))?.id;
+    a.set_cabinet_document(child, d, false)?;
+    a.rename_cabinet(child, "Shared, renamed")?;
+    replica.sync()?;
+    assert_eq!(cabinets(&local)?, cabinets(&w.db.session(w.user))?);
+    a.grant(
+        P::CabinetView,
+        w.role,
+        ObjectRef::new(ObjectKind::CABINET, root.0),
+    )?;
+    a.set_cabinet_document(more, d, true)?;
+    replica.sync()?;
+    assert_eq!(cabinets(&local)?, cabinets(&w.db.session(w.user))?);
+    assert_eq!(cabinets(&local)?.len(), 3);
+    a.delete_cabinet(root)?;
+    replica.sync()?;
+    assert_eq!(cabinets(&local)?, cabinets(&w.db.session(w.user))?);
+    assert!(cabinets(&local)?.is_empty());
     Ok(())
 }

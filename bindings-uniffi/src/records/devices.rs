@@ -63,6 +63,8 @@ pub struct SyncedDocument {
     pub values: Vec<crate::records::DocumentMetadata>,
     /// Its files' records (the bytes are read on demand).
     pub files: Vec<crate::records::DocumentFile>,
+    /// The cabinets it is in that the user may see.
+    pub cabinet_ids: Vec<i64>,
 }
 
 impl From<core::SyncedDocument> for SyncedDocument {
@@ -71,11 +73,12 @@ impl From<core::SyncedDocument> for SyncedDocument {
             document: d.document.into(),
             values: d.values.into_iter().map(Into::into).collect(),
             files: d.files.into_iter().map(Into::into).collect(),
+            cabinet_ids: d.cabinets.iter().map(|c| c.0).collect(),
         }
     }
 }
 
-/// The types a user may see, as a sync sends them.
+/// The types and cabinets a user may see, as a sync sends them.
 #[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
 pub struct SyncSchema {
     /// The document types.
@@ -84,6 +87,8 @@ pub struct SyncSchema {
     pub metadata_types: Vec<crate::records::MetadataType>,
     /// The associations between them.
     pub associations: Vec<crate::records::Association>,
+    /// The cabinets the user may see (a parent the user may not see is named by id only).
+    pub cabinets: Vec<crate::records::Cabinet>,
 }
 
 impl From<core::SyncSchema> for SyncSchema {
@@ -92,6 +97,7 @@ impl From<core::SyncSchema> for SyncSchema {
             document_types: s.document_types.into_iter().map(Into::into).collect(),
             metadata_types: s.metadata_types.into_iter().map(Into::into).collect(),
             associations: s.associations.into_iter().map(Into::into).collect(),
+            cabinets: s.cabinets.into_iter().map(Into::into).collect(),
         }
     }
 }

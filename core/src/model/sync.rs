@@ -4,8 +4,8 @@
 //! Part of `model` (layer 1 of `scripts/check-structure`): it imports only `error`.
 
 use super::{
-    AssociationView, DocumentFile, DocumentId, DocumentType, DocumentTypeId, DocumentView, EventId,
-    MetadataType, MetadataTypeId, MetadataValueView,
+    AssociationView, Cabinet, CabinetId, DocumentFile, DocumentId, DocumentType, DocumentTypeId,
+    DocumentView, EventId, MetadataType, MetadataTypeId, MetadataValueView,
 };
 use crate::error::{Error, Result};
 
@@ -100,6 +100,8 @@ pub struct SyncedDocument {
     pub values: Vec<MetadataValueView>,
     /// Its files (their records; the bytes are read on demand).
     pub files: Vec<DocumentFile>,
+    /// The cabinets it is in that the user may view (see [`SyncSchema::cabinets`]).
+    pub cabinets: Vec<CabinetId>,
 }
 
 /// The types a user may see: what a replica needs to show documents and run values through
@@ -112,6 +114,9 @@ pub struct SyncSchema {
     pub metadata_types: Vec<MetadataType>,
     /// The associations of those document types whose metadata type the user may view.
     pub associations: Vec<AssociationView>,
+    /// The cabinets the user may view, by id (a cabinet's parent may be one the user may not
+    /// view: its id is shown, as online, and nothing else of it).
+    pub cabinets: Vec<Cabinet>,
 }
 
 /// One batch of changes for a replica: store `documents` (each replaces the replica's copy),

@@ -671,6 +671,7 @@ impl Replica {
                 let associations: Vec<_> =
                     schema.associations.iter().map(|a| a.association).collect();
                 u.tx.mirror_associations(&associations)?;
+                self.mirror_cabinets(u, &schema.cabinets)?;
                 // The search records of documents carry their types' labels: those whose
                 // type changed are indexed again (the index follows these events).
                 for t in &schema.document_types {
@@ -750,6 +751,7 @@ impl Replica {
                 }
             }
             u.tx.mirror_associations(&[])?;
+            self.mirror_cabinets(u, &[])?;
             let dropped = u.tx.mirror_drop_unused_types(&[], &[])?;
             self.forget_types(u, &dropped)?;
             for key in [DEVICE, TOKEN, CURSOR] {
@@ -761,6 +763,25 @@ impl Replica {
 }
 
 impl Replica {
+    /// Holds `visible` as the replica's cabinets: its user views exactly those (an ACL on
+    /// each; a parent the user may not view is held without a label and without one).
+    fn mirror_cabinets(&self, u: &mut Unit<'_>, visible: &[Cabinet]) -> Result<()> {
+        let (gone, hidden) = u.tx.mirror_cabinets(visible)?;
+        for id in gone {
+            u.forget_object(CABINET, ObjectRef::new(ObjectKind::CABINET, id.0))?;
+        }
+        let admin = self.local.system();
+        for c in visible {
+            let o = ObjectRef::new(ObjectKind::CABINET, c.id.0);
+            admin.grant_in(u, Permission::CabinetView, self.role, o)?;
+        }
+        for id in hidden {
+            let o = ObjectRef::new(ObjectKind::CABINET, id.0);
+            admin.revoke_in(u, Permission::CabinetView, self.role, o)?;
+        }
+        Ok(())
+    }
+
     /// Removes what protects types the replica no longer holds (their ACLs).
     fn forget_types(
         &self,
@@ -816,7 +837,8 @@ fn store_document(u: &mut Unit<'_>, d: &SyncedDocument, shaper: &str) -> Result<
     u.tx.mirror_metadata_types(&types, shaper)?;
     u.invalidated.extend(types.iter().map(|t| t.id));
     let values: Vec<DocumentMetadata> = d.values.iter().map(|v| v.value.clone()).collect();
-    let unneeded = u.tx.mirror_document(&view.document, &values, &d.files)?;
+    let unneeded =
+        u.tx.mirror_document(&view.document, &values, &d.files, &d.cabinets)?;
     u.unlink.extend(unneeded);
     // The access snapshot counts documents by type and knows each one's type.
     u.access.push(crate::session::parents_change(
@@ -1022,6 +1044,7 @@ fn rejected_text(rejected: &[RejectedWrite]) -> String {
 }
 
 const DOCUMENT_TYPE: &str = "documents.documenttype";
+const CABINET: &str = "cabinets.cabinet";
 const METADATA_TYPE: &str = "metadata.metadatatype";
 
 fn object(kind: &str, id: i64, label: &str) -> EventObject {

@@ -484,6 +484,14 @@ fn synced_document(v: &Value) -> Parsed<SyncedDocument> {
             })
         })
         .collect::<Parsed<Vec<_>>>()?;
+    let cabinets = list(v, "cabinet_ids")?
+        .iter()
+        .map(|c| {
+            c.as_i64()
+                .map(CabinetId)
+                .ok_or_else(|| format!("`cabinet_ids` in {v}"))
+        })
+        .collect::<Parsed<Vec<_>>>()?;
     Ok(SyncedDocument {
         document: DocumentView {
             document,
@@ -491,6 +499,7 @@ fn synced_document(v: &Value) -> Parsed<SyncedDocument> {
         },
         values,
         files,
+        cabinets,
     })
 }
 
@@ -524,10 +533,21 @@ fn schema(v: &Value) -> Parsed<SyncSchema> {
             })
         })
         .collect::<Parsed<Vec<_>>>()?;
+    let cabinets = list(v, "cabinets")?
+        .iter()
+        .map(|c| {
+            Ok(Cabinet {
+                id: CabinetId(int(c, "id")?),
+                label: text(c, "label")?,
+                parent_id: c["parent_id"].as_i64().map(CabinetId),
+            })
+        })
+        .collect::<Parsed<Vec<_>>>()?;
     Ok(SyncSchema {
         document_types,
         metadata_types,
         associations,
+        cabinets,
     })
 }
 

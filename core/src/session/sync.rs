@@ -62,6 +62,11 @@ fn effect(e: &Event) -> Effect {
         | DOCUMENT_TYPE_EDITED
         | METADATA_TYPE_CREATED
         | METADATA_TYPE_RELATIONSHIP_UPDATED => Effect::Schema,
+        // A document filed or taken out: that document; a cabinet created, renamed, moved or
+        // deleted: the cabinets (documents never inherit access from cabinets, and a
+        // cabinet's ACLs are ACL events).
+        CABINET_EDITED if !documents.is_empty() => Effect::Documents(documents),
+        CABINET_EDITED => Effect::Schema,
         DEVICE_CREATED | DEVICE_REVOKED => Effect::None,
         // Grants, ACLs, memberships, roles, users, cabinets, parents, deleted or edited types:
         // anything that may change what the user sees beyond the documents it names.
@@ -84,7 +89,8 @@ impl Session {
     /// [`document`](Self::document), [`document_metadata`](Self::document_metadata) and
     /// [`files`](Self::files) show them; and the document types, metadata types and
     /// associations it may view. Removed: a document sent to this device before that the user
-    /// may no longer see (or that is gone). Not sent (yet): cabinets and workflow instances.
+    /// may no longer see (or that is gone). With the types, the cabinets it may view, and with
+    /// each document the ids of those it is in. Not sent (yet): workflow instances.
     ///
     /// A device that is not this session's user's is `NotFound`.
     ///
@@ -330,10 +336,15 @@ impl Session {
             Err(e) if hidden(&e) => return Ok(None),
             Err(e) => return Err(e),
         };
+        let cabinets = self.read(|tx| tx.cabinets_of_document(id))?;
+        let cabinets = self.visible(P::CabinetView, cabinets, |c| {
+            crate::access::ObjectRef::new(crate::access::ObjectKind::CABINET, c.0)
+        });
         Ok(Some(SyncedDocument {
             document: view,
             values,
             files,
+            cabinets,
         }))
     }
 
@@ -349,6 +360,7 @@ impl Session {
             document_types,
             metadata_types,
             associations,
+            cabinets: self.cabinets()?,
         })
     }
 }

@@ -105,4 +105,13 @@ impl Tx<'_> {
         )
         .map(id_list)
     }
+
+    /// The cabinets a document is in, by id.
+    pub fn cabinets_of_document(&mut self, d: DocumentId) -> Result<Vec<CabinetId>> {
+        self.rows(
+            "SELECT cabinet_id FROM cabinet_documents WHERE document_id = ?1 ORDER BY cabinet_id",
+            &[d.0.into()],
+            |r| r.int(0).map(CabinetId),
+        )
+    }
 }

@@ -124,6 +124,7 @@ impl Tx<'_> {
         d: &Document,
         values: &[DocumentMetadata],
         files: &[DocumentFile],
+        cabinets: &[CabinetId],
     ) -> Result<Vec<String>> {
         self.execute(
             "INSERT INTO documents (id, label, document_type_id, created) \
@@ -141,6 +142,20 @@ impl Tx<'_> {
             "DELETE FROM document_metadata WHERE document_id = ?1",
             &[d.id.0.into()],
         )?;
+        // Its cabinets the replica holds (one made since the replica's cabinets were sent
+        // comes with them, and the document is sent again).
+        self.execute(
+            "DELETE FROM cabinet_documents WHERE document_id = ?1",
+            &[d.id.0.into()],
+        )?;
+        for c in cabinets {
+            self.execute(
+                "INSERT INTO cabinet_documents (cabinet_id, document_id) \
+                 SELECT id, ?2 FROM cabinets WHERE id = ?1 \
+                 ON CONFLICT DO NOTHING",
+                &[c.0.into(), d.id.0.into()],
+            )?;
+        }
         for v in values {
             self.execute(
                 "INSERT INTO document_metadata (id, document_id, metadata_type_id, value) \
@@ -238,6 +253,71 @@ impl Tx<'_> {
                 format!("{REMOTE}{}", id.0).as_str().into(),
             ],
         )? == 1)
+    }
+
+    /// Makes the replica's cabinets `visible` (labels and parents as sent), with a row without
+    /// a label for each ancestor of one of them that is not among them (a parent the user may
+    /// not view: its id is shown, as online, and nothing else); deletes every other cabinet
+    /// with its documents' links. Answers the cabinets deleted and the ancestors kept without
+    /// a label.
+    pub(crate) fn mirror_cabinets(
+        &mut self,
+        visible: &[Cabinet],
+    ) -> Result<(Vec<CabinetId>, Vec<CabinetId>)> {
+        use std::collections::BTreeSet;
+        let shown: BTreeSet<CabinetId> = visible.iter().map(|c| c.id).collect();
+        let hidden: BTreeSet<CabinetId> = visible
+            .iter()
+            .filter_map(|c| c.parent_id)
+            .filter(|p| !shown.contains(p))
+            .collect();
+        // Rows first, without parents (any order), then the parents.
+        for (id, label) in visible
+            .iter()
+            .map(|c| (c.id, c.label.as_str()))
+            .chain(hidden.iter().map(|id| (*id, "")))
+        {
+            self.execute(
+                "INSERT INTO cabinets (id, label, parent_id) VALUES (?1, ?2, NULL) \
+                 ON CONFLICT (id) DO UPDATE SET label = excluded.label",
+                &[id.0.into(), label.into()],
+            )?;
+        }
+        // A hidden ancestor's own parent is not known: it is a root here.
+        for (id, parent) in visible
+            .iter()
+            .map(|c| (c.id, c.parent_id))
+            .chain(hidden.iter().map(|id| (*id, None)))
+        {
+            self.execute(
+                "UPDATE cabinets SET parent_id = ?2 WHERE id = ?1",
+                &[id.0.into(), parent.map(|p| p.0).into()],
+            )?;
+        }
+        let gone: Vec<CabinetId> = self
+            .rows("SELECT id FROM cabinets ORDER BY id", &[], |r| {
+                r.int(0).map(CabinetId)
+            })?
+            .into_iter()
+            .filter(|id| !shown.contains(id) && !hidden.contains(id))
+            .collect();
+        for id in &gone {
+            self.execute(
+                "UPDATE cabinets SET parent_id = NULL WHERE id = ?1",
+                &[id.0.into()],
+            )?;
+        }
+        for id in &gone {
+            self.delete_cabinet(*id)?;
+        }
+        // A hidden ancestor holds no document the replica shows.
+        for id in &hidden {
+            self.execute(
+                "DELETE FROM cabinet_documents WHERE cabinet_id = ?1",
+                &[id.0.into()],
+            )?;
+        }
+        Ok((gone, hidden.into_iter().collect()))
     }
 
     /// Deletes the document types and metadata types that are neither in `keep` nor used by

@@ -388,7 +388,10 @@ fn a_push_over_http_applies_conflicts_and_refuses_as_online() {
     let created = first[0]["document"]["document"]["id"].clone();
     assert!(created.as_i64().expect("an id") < 1 << 50, "{first:?}");
     let again = push(vec![create]);
-    assert_eq!(again[0]["document"]["document"]["id"], created, "created once");
+    assert_eq!(
+        again[0]["document"]["document"]["id"], created,
+        "created once"
+    );
     let (_, found) = s.get("/api/v4/documents/?page_size=500", ADMIN);
     let made = found["results"]
         .as_array()
@@ -408,8 +411,10 @@ fn a_push_over_http_applies_conflicts_and_refuses_as_online() {
         ),
     );
     assert_eq!(status, 400);
-    let out = push(vec![json!({"key": "g", "action": "create", "document_id": 2,
-        "document_type_id": contract, "label": "No party"})]);
+    let out = push(vec![
+        json!({"key": "g", "action": "create", "document_id": 2,
+        "document_type_id": contract, "label": "No party"}),
+    ]);
     assert_eq!(out[0]["status"], "refused", "{out:?}");
     assert_eq!(out[0]["error"]["kind"], "validation");
 }

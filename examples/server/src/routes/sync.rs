@@ -47,6 +47,8 @@ pub struct SyncedDocumentOut {
     pub metadata: Vec<DocumentMetadataOut>,
     /// Its files' records (the bytes: `download_url`).
     pub files: Vec<DocumentFileOut>,
+    /// The ids of the cabinets it is in that the caller may view.
+    pub cabinet_ids: Vec<i64>,
 }
 
 impl From<SyncedDocument> for SyncedDocumentOut {
@@ -55,16 +57,19 @@ impl From<SyncedDocument> for SyncedDocumentOut {
             document: (&d.document).into(),
             metadata: d.values.into_iter().map(Into::into).collect(),
             files: d.files.iter().map(Into::into).collect(),
+            cabinet_ids: d.cabinets.iter().map(|c| c.0).collect(),
         }
     }
 }
 
-/// The types the caller may view.
+/// The types and cabinets the caller may view.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SyncSchemaOut {
     pub document_types: Vec<DocumentTypeOut>,
     pub metadata_types: Vec<MetadataTypeOut>,
     pub associations: Vec<AssociationOut>,
+    /// The cabinets the caller may view (a parent it may not view is named by id only).
+    pub cabinets: Vec<CabinetOut>,
 }
 
 impl From<SyncSchema> for SyncSchemaOut {
@@ -73,6 +78,7 @@ impl From<SyncSchema> for SyncSchemaOut {
             document_types: s.document_types.iter().map(Into::into).collect(),
             metadata_types: s.metadata_types.into_iter().map(Into::into).collect(),
             associations: s.associations.iter().map(Into::into).collect(),
+            cabinets: s.cabinets.iter().map(Into::into).collect(),
         }
     }
 }
