@@ -623,7 +623,8 @@ mod tests {
                     "metadata_type": null, "metadata_type_id": 3, "value": "12", "url": "x"}],
                 "files": [{"id": 5, "document_id": 9, "filename": "a.pdf", "size": 10,
                     "checksum": "ab", "mimetype": "application/pdf",
-                    "timestamp": "2026-11-27T08:00:00Z", "download_url": "x", "url": "x"}]
+                    "timestamp": "2026-11-27T08:00:00Z", "download_url": "x", "url": "x"}],
+                "cabinet_ids": [3]
             }],
             "removed": [7],
             "schema": null,
@@ -637,6 +638,7 @@ mod tests {
         assert_eq!(d.values[0].value.value, "12");
         assert!(d.values[0].metadata_type.is_none());
         assert_eq!(d.files[0].size, 10);
+        assert_eq!(d.cabinets, vec![CabinetId(3)]);
         assert_eq!(batch.removed, vec![DocumentId(7)]);
         assert!(!batch.more);
         let broken = serde_json::json!({"documents": [{"document": {}}]});
