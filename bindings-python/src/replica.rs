@@ -171,6 +171,30 @@ impl Replica {
         Ok(pyo3::types::PyBytes::new(py, &bytes))
     }
 
+    /// Fetches the bytes of every file the replica holds and has not fetched yet, so that
+    /// every file reads offline; `progress(done, total)` is called after each one. Returns
+    /// how many were fetched. Call it after `sync` to keep every file on the device.
+    #[pyo3(signature = (progress = None))]
+    fn fetch_files(&self, py: Python<'_>, progress: Option<Py<PyAny>>) -> PyResult<usize> {
+        let raised: Mutex<Option<PyErr>> = Mutex::new(None);
+        let fetched = run(py, || {
+            self.inner.fetch_files(|done, total| {
+                let Some(callback) = &progress else {
+                    return;
+                };
+                Python::attach(|py| {
+                    if let Err(e) = callback.call1(py, (done, total)) {
+                        raised.lock().get_or_insert(e);
+                    }
+                });
+            })
+        })?;
+        match raised.into_inner() {
+            Some(e) => Err(e),
+            None => Ok(fetched),
+        }
+    }
+
     /// A session on the replica: the same calls and records as a session on the server,
     /// answered from what the replica holds. Writes are refused (`PermissionDenied`): the
     /// replica is read-only for now.

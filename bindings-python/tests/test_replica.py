@@ -10,7 +10,7 @@ import os
 import urllib.request
 import subprocess
 from pathlib import Path
-from typing import Iterator, List
+from typing import Iterator, List, Tuple
 
 import pytest
 
@@ -66,6 +66,14 @@ def test_a_replica_holds_what_its_user_sees_and_answers_offline(
     scan = session.files(with_file)[0]
     assert replica.read_file(scan.id).startswith(b"Invoice")
     assert session.read_file(scan.id).startswith(b"Invoice"), "then read from the replica"
+    # Every other file, fetched on request: then each reads from the replica.
+    calls: List[Tuple[int, int]] = []
+    fetched = replica.fetch_files(lambda done, total: calls.append((done, total)))
+    assert fetched == len(calls) > 0 and calls[-1] == (fetched, fetched)
+    assert replica.fetch_files() == 0
+    for d in held:
+        for f in session.files(d):
+            assert session.read_file(f.id), "held offline"
     # Reads go through the same records as online; writes are refused for now.
     with pytest.raises(docmeta.PermissionDenied):
         session.update_document(held[0], "renamed offline")

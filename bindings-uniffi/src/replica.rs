@@ -411,6 +411,13 @@ impl Replica {
         Ok(self.inner.read_file(core::DocumentFileId(id))?)
     }
 
+    /// Fetches the bytes of every file the replica holds and has not fetched yet, so that every
+    /// file reads offline. Returns how many were fetched. Call it after `sync` to keep every
+    /// file on the device.
+    pub fn fetch_files(&self) -> Result<u64> {
+        Ok(self.inner.fetch_files(|_, _| {})? as u64)
+    }
+
     /// A session on the replica: the same calls and records as a session on the server,
     /// answered from what the replica holds. Writes are refused (`PermissionDenied`): the
     /// replica is read-only for now.

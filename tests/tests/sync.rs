@@ -1372,7 +1372,11 @@ fn a_replica_holds_the_cabinets_its_user_sees_and_nothing_of_a_hidden_parent() -
         held.get(&child.0),
         Some(&("Shared".to_owned(), Some(root.0), vec![d.0]))
     );
-    assert_eq!(held.len(), 1, "neither the hidden parent nor the other cabinet");
+    assert_eq!(
+        held.len(),
+        1,
+        "neither the hidden parent nor the other cabinet"
+    );
     assert!(local.cabinet(root).is_err());
     // Nothing of the hidden parent's label is in the replica's database.
     for file in walk(dir.path()) {
@@ -1401,5 +1405,45 @@ fn a_replica_holds_the_cabinets_its_user_sees_and_nothing_of_a_hidden_parent() -
     replica.sync()?;
     assert_eq!(cabinets(&local)?, cabinets(&w.db.session(w.user))?);
     assert!(cabinets(&local)?.is_empty());
+    Ok(())
+}
+
+#[test]
+fn every_file_is_fetched_on_request_and_then_reads_without_the_server() -> Result<()> {
+    let w = world()?;
+    let mut files = Vec::new();
+    for i in 0..3 {
+        let (_, file) = w.admin.create_document_with_file(
+            w.types[0],
+            &format!("doc {i}"),
+            &[],
+            "note.txt",
+            &mut format!("content {i}").as_bytes(),
+        )?;
+        files.push(file);
+    }
+    let dir = tempfile::tempdir().expect("a directory");
+    let replica = replica_of(&w, dir.path())?;
+    replica.sync()?;
+    replica.read_file(files[0].id)?;
+    let mut seen = Vec::new();
+    let fetched = replica.fetch_files(|done, total| seen.push((done, total)))?;
+    assert_eq!(fetched, 2, "the two not fetched yet");
+    assert_eq!(seen, [(1, 2), (2, 2)]);
+    assert_eq!(replica.fetch_files(|_, _| {})?, 0, "nothing left to fetch");
+    // Without the server (a replica over a server that answers nothing), every file reads.
+    drop(replica);
+    let offline = Flaky {
+        inner: InProcessServer::new(w.db.clone()),
+        pulls: 0.into(),
+        every: 1,
+    };
+    let replica = Replica::open_with(dir.path(), offline, "ann", "")?;
+    for (i, f) in files.iter().enumerate() {
+        assert_eq!(
+            replica.session().read_file(f.id)?,
+            format!("content {i}").as_bytes()
+        );
+    }
     Ok(())
 }

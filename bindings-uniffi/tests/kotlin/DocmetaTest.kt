@@ -617,6 +617,9 @@ fun replica() {
         val withFile = session.documentIds(null).first { session.files(it).isNotEmpty() }
         val scan = session.files(withFile)[0]
         expect(String(replica.readFile(scan.id)).startsWith("Invoice"), "a file's bytes fetched")
+        val fetched = replica.fetchFiles()
+        expect(fetched > 0uL && replica.fetchFiles() == 0uL, "every other file fetched: $fetched")
+        expect(session.documentIds(null).all { d -> session.files(d).all { session.readFile(it.id).isNotEmpty() } }, "every file reads from the replica")
         expect(replica.device() != null, "signed in as a device")
         // Opened again with the token it keeps: no password.
         expect(Replica.open(path, url, "alice", "").sync(null).received == 0uL, "nothing new")

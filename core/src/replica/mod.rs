@@ -253,6 +253,26 @@ impl Replica {
         self.session().read_file(id)
     }
 
+    /// Fetches the bytes of every file the replica holds and has not fetched yet (each as
+    /// [`read_file`](Self::read_file) fetches it: checked, then kept), so that every file reads
+    /// offline; `progress` is called after each one with how many are done and how many there
+    /// are. Answers how many were fetched. Call it after a [`sync`](Self::sync) to keep every
+    /// file on the device; without it, bytes are fetched when first read. A file gone from the
+    /// replica meanwhile (a sync removed it) is skipped.
+    pub fn fetch_files(&self, mut progress: impl FnMut(usize, usize)) -> Result<usize> {
+        let missing = self.local.read(|tx| tx.mirror_unfetched_files())?;
+        let mut fetched = 0;
+        for (done, id) in missing.iter().enumerate() {
+            match self.read_file(*id) {
+                Ok(_) => fetched += 1,
+                Err(Error::NotFound(_)) => {}
+                Err(e) => return Err(e),
+            }
+            progress(done + 1, missing.len());
+        }
+        Ok(fetched)
+    }
+
     /// A session on the replica: the same calls and records as a session on the server,
     /// answered from what the replica holds (its user's view of the server at the last sync).
     pub fn session(&self) -> Session {

@@ -225,6 +225,15 @@ impl Tx<'_> {
             .collect())
     }
 
+    /// The files whose bytes the replica has not fetched yet, by id.
+    pub(crate) fn mirror_unfetched_files(&mut self) -> Result<Vec<DocumentFileId>> {
+        self.rows(
+            "SELECT id FROM document_files WHERE storage_name LIKE 'remote-%' ORDER BY id",
+            &[],
+            |r| r.int(0).map(DocumentFileId),
+        )
+    }
+
     /// The storage name of a file the replica holds (`remote-<id>`: not fetched yet) and its
     /// record.
     pub(crate) fn mirror_file(&mut self, id: DocumentFileId) -> Result<Option<(String, String)>> {
