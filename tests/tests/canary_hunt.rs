@@ -3142,6 +3142,29 @@ impl World {
                 let Some(dt) = self.target(i, K::DocType, a) else {
                     done!("no document type", Ok(()))
                 };
+                if c.is_multiple_of(3) {
+                    // As a replica pushes a document created offline: the same rules, and
+                    // its answer (the outcome, the document as the user sees it) checked the
+                    // same way. A key used before answers the document made then.
+                    let before = self.db.system().document_ids(None)?;
+                    let key = format!("create-{a}-{b}");
+                    let write = docmeta_core::PushedWrite {
+                        key: key.clone(),
+                        document: DocumentId(docmeta_core::LOCAL_IDS),
+                        change: docmeta_core::PushedChange::Create {
+                            document_type: DocumentTypeId(dt),
+                            label: text.clone(),
+                            values: Vec::new(),
+                        },
+                    };
+                    let r = s.sync_push(self.narrow[i].device, &[write]);
+                    for d in self.db.system().document_ids(None)? {
+                        if !before.contains(&d) {
+                            e.rewrites.insert(d.0);
+                        }
+                    }
+                    done!(format!("sync_push(create {dt}, key {key})"), r)
+                }
                 let r = s.create_document(DocumentTypeId(dt), &text, &[]);
                 if let Ok(d) = &r {
                     e.rewrites.insert(d.document.id.0);
