@@ -1447,3 +1447,77 @@ fn every_file_is_fetched_on_request_and_then_reads_without_the_server() -> Resul
     }
     Ok(())
 }
+
+/// A replica altered outside docmeta (its queue of writes unreadable) or whose database is not
+/// one (a half-written file): a clear error at each call that needs it, never a panic, nothing
+/// pushed, and the writes made offline are still there once the queue reads again.
+#[test]
+fn a_corrupt_replica_is_a_clear_error_and_keeps_its_pending_writes() -> Result<()> {
+    let w = world()?;
+    writer(&w)?;
+    let m = w.metadata[0];
+    let d = w
+        .admin
+        .create_document(w.types[0], "doc", &[(m, "12")])?
+        .document
+        .id;
+    let dir = tempfile::tempdir().expect("a directory");
+    {
+        let replica = replica_of(&w, dir.path())?;
+        replica.sync()?;
+        replica.set_value(d, m, "13")?;
+    }
+    let db = dir.path().join("db.sqlite3");
+    let connect = || rusqlite::Connection::open(&db).expect("the replica's database");
+    let set_pending = |text: &str| {
+        connect()
+            .execute(
+                "UPDATE settings SET value = ?1 WHERE key = 'replica.pending'",
+                [text],
+            )
+            .expect("altered");
+    };
+    let kept: String = connect()
+        .query_row(
+            "SELECT value FROM settings WHERE key = 'replica.pending'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("the queue");
+    set_pending("[{\"key\": 1}");
+    let replica = replica_of(&w, dir.path())?;
+    for e in [
+        replica.pending().map(drop).expect_err("unreadable"),
+        replica.sync().map(drop).expect_err("unreadable"),
+        replica.set_value(d, m, "14").map(drop).expect_err("unreadable"),
+    ] {
+        assert!(
+            matches!(&e, docmeta_core::Error::InvalidInput(text) if text.contains("pending writes")),
+            "{e:?}"
+        );
+    }
+    assert_eq!(value_of(&w, d, m)?.as_deref(), Some("12"), "nothing pushed");
+    drop(replica);
+    set_pending(&kept);
+    let replica = replica_of(&w, dir.path())?;
+    assert_eq!(replica.pending()?.len(), 1, "the write made offline is still there");
+    assert_eq!(replica.sync()?.pushed, 1);
+    assert_eq!(value_of(&w, d, m)?.as_deref(), Some("13"));
+    drop(replica);
+    // A database file that is not one.
+    for f in ["db.sqlite3-wal", "db.sqlite3-shm"] {
+        let _ = std::fs::remove_file(dir.path().join(f));
+    }
+    std::fs::write(&db, b"half written, not a database").expect("written");
+    let e = replica_of(&w, dir.path())
+        .map(drop)
+        .expect_err("not a database");
+    assert!(
+        matches!(
+            e,
+            docmeta_core::Error::Storage { .. } | docmeta_core::Error::InvalidInput(_)
+        ),
+        "{e:?}"
+    );
+    Ok(())
+}
