@@ -1489,7 +1489,10 @@ fn a_corrupt_replica_is_a_clear_error_and_keeps_its_pending_writes() -> Result<(
     for e in [
         replica.pending().map(drop).expect_err("unreadable"),
         replica.sync().map(drop).expect_err("unreadable"),
-        replica.set_value(d, m, "14").map(drop).expect_err("unreadable"),
+        replica
+            .set_value(d, m, "14")
+            .map(drop)
+            .expect_err("unreadable"),
     ] {
         assert!(
             matches!(&e, docmeta_core::Error::InvalidInput(text) if text.contains("pending writes")),
@@ -1500,7 +1503,11 @@ fn a_corrupt_replica_is_a_clear_error_and_keeps_its_pending_writes() -> Result<(
     drop(replica);
     set_pending(&kept);
     let replica = replica_of(&w, dir.path())?;
-    assert_eq!(replica.pending()?.len(), 1, "the write made offline is still there");
+    assert_eq!(
+        replica.pending()?.len(),
+        1,
+        "the write made offline is still there"
+    );
     assert_eq!(replica.sync()?.pushed, 1);
     assert_eq!(value_of(&w, d, m)?.as_deref(), Some("13"));
     drop(replica);
@@ -1519,5 +1526,117 @@ fn a_corrupt_replica_is_a_clear_error_and_keeps_its_pending_writes() -> Result<(
         ),
         "{e:?}"
     );
+    Ok(())
+}
+
+/// A server that fails the `at`th call of a sync (counting pulls and pushes): a push fails
+/// after it was applied when `lose_answer` (its answer lost), before otherwise.
+struct FailAt {
+    inner: InProcessServer,
+    calls: std::sync::atomic::AtomicUsize,
+    at: usize,
+    lose_answer: bool,
+}
+
+impl FailAt {
+    fn fails_now(&self) -> bool {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == self.at
+    }
+}
+
+impl SyncServer for FailAt {
+    fn address(&self) -> String {
+        self.inner.address()
+    }
+
+    fn sign_in(&self, username: &str, password: &str, name: &str) -> Result<Option<SignedIn>> {
+        self.inner.sign_in(username, password, name)
+    }
+
+    fn pull(&self, device: &SignedIn, cursor: Option<&SyncCursor>, limit: u32) -> Result<Pulled> {
+        if self.fails_now() {
+            return Err(docmeta_core::Error::Timeout("cut off".into()));
+        }
+        self.inner.pull(device, cursor, limit)
+    }
+
+    fn push(&self, device: &SignedIn, writes: &[PushedWrite]) -> Result<Option<Vec<PushOutcome>>> {
+        if !self.fails_now() {
+            return self.inner.push(device, writes);
+        }
+        if self.lose_answer {
+            self.inner.push(device, writes)?;
+        }
+        Err(docmeta_core::Error::Timeout("cut off".into()))
+    }
+
+    fn download(
+        &self,
+        device: &SignedIn,
+        file: &docmeta_core::DocumentFile,
+    ) -> Result<Option<Vec<u8>>> {
+        self.inner.download(device, file)
+    }
+}
+
+/// A sync cut off at any one of its steps (each pull, the push before or after the server
+/// applied it), with writes made offline and changes on the server waiting, then run again to
+/// the end: the replica equals the server's view, nothing is left to push, and every write
+/// made offline was applied exactly once.
+#[test]
+fn a_sync_interrupted_at_any_step_converges() -> Result<()> {
+    let mut cut_off = 0;
+    for at in 1..=8 {
+        for lose_answer in [false, true] {
+            let w = world()?;
+            writer(&w)?;
+            let m = w.metadata[0];
+            for i in 0..120 {
+                w.admin
+                    .create_document(w.types[0], &format!("doc {i}"), &[(m, "12")])?;
+            }
+            let d = w.admin.document_ids(Some(w.types[0]))?[0];
+            let dir = tempfile::tempdir().expect("a directory");
+            replica_of(&w, dir.path())?.sync()?;
+            {
+                let replica = replica_of(&w, dir.path())?;
+                replica.set_value(d, m, "13")?;
+                replica.create_document(w.types[0], "made offline", &[(m, "7")])?;
+            }
+            for i in 0..130 {
+                w.admin
+                    .create_document(w.types[0], &format!("more {i}"), &[])?;
+            }
+            let cut = FailAt {
+                inner: InProcessServer::new(w.db.clone()),
+                calls: 0.into(),
+                at,
+                lose_answer,
+            };
+            let replica = Replica::open_with(dir.path(), cut, "ann", "")?;
+            let first = replica.sync();
+            match first {
+                Ok(_) => {}
+                Err(docmeta_core::Error::Timeout(_)) => cut_off += 1,
+                Err(e) => return Err(e),
+            }
+            drop(replica);
+            let replica = replica_of(&w, dir.path())?;
+            replica.sync()?;
+            let case = format!("cut at call {at}, answer lost: {lose_answer}");
+            assert_eq!(view(&replica.session())?, truth(&w)?, "{case}");
+            assert!(replica.pending()?.is_empty(), "{case}");
+            assert!(replica.rejected()?.is_empty(), "{case}");
+            assert_eq!(value_of(&w, d, m)?.as_deref(), Some("13"), "{case}");
+            let made = truth(&w)?
+                .values()
+                .filter(|(label, _, _)| label == "made offline")
+                .count();
+            assert_eq!(made, 1, "{case}");
+        }
+    }
+    // The push and each of the (at least two) pulls of the sync were cut, once with the
+    // push's answer lost and once without.
+    assert!(cut_off >= 6, "{cut_off} syncs were cut off");
     Ok(())
 }
