@@ -160,9 +160,11 @@ record!(
         created: DateTime<Utc> });
 record!(
     /// A device signed in as a user with a token of its own (see `Docmeta.sign_in_device`):
-    /// revocable, expiring at `expires`; `last_used` is to the minute.
+    /// revocable, expiring at `expires`; `last_used` (its token last accepted) and
+    /// `last_sync` (its replica last brought up to date) are to the minute.
     Device { id: i64, user_id: i64, name: String, created: DateTime<Utc>,
-        expires: DateTime<Utc>, last_used: Option<DateTime<Utc>> });
+        expires: DateTime<Utc>, last_used: Option<DateTime<Utc>>,
+        last_sync: Option<DateTime<Utc>> });
 record!(
     /// A device just signed in, with its token (`dmd_...`): the only answer that holds it.
     NewDevice { device: Device, token: String });
@@ -679,6 +681,7 @@ impl From<core::Device> for Device {
             created: micros(d.created),
             expires: micros(d.expires),
             last_used: d.last_used.map(micros),
+            last_sync: d.last_sync.map(micros),
         }
     }
 }

@@ -6,6 +6,7 @@ device is revoked."""
 from __future__ import annotations
 
 import base64
+import json
 import os
 import urllib.request
 import subprocess
@@ -91,6 +92,13 @@ def test_a_replica_holds_what_its_user_sees_and_answers_offline(
         replica.sync_when_changed(-1.0)
     device = replica.device()
     assert device is not None
+    listed = urllib.request.Request(
+        f"{server}/api/v4/devices/",
+        headers={"Authorization": "Basic " + base64.b64encode(b"alice:demo-password").decode()},
+    )
+    with urllib.request.urlopen(listed) as answer:
+        devices = json.load(answer)["results"]
+    assert [d["last_sync"] is not None for d in devices if d["id"] == device] == [True]
     local_events = [e.name for e in replica.local().events(limit=1000)]
     assert "replica.document_synced" in local_events
     # Alice revokes the device on the server: the next sync says so and empties the replica.

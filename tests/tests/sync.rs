@@ -1640,3 +1640,30 @@ fn a_sync_interrupted_at_any_step_converges() -> Result<()> {
     assert!(cut_off >= 6, "{cut_off} syncs were cut off");
     Ok(())
 }
+
+#[test]
+fn a_device_is_listed_with_when_its_replica_was_last_brought_up_to_date() -> Result<()> {
+    let w = world()?;
+    let listed = |w: &World| -> Result<Vec<docmeta_core::Device>> {
+        Ok(w.db.session(w.user).devices(None, PageRequest::ALL)?.items)
+    };
+    assert!(listed(&w)?.iter().all(|d| d.last_sync.is_none()));
+    let dir = tempfile::tempdir().expect("a directory");
+    let replica = replica_of(&w, dir.path())?;
+    let before = chrono::Utc::now();
+    replica.sync()?;
+    let device = replica.device()?.expect("signed in");
+    let synced = listed(&w)?
+        .into_iter()
+        .find(|d| d.id == device)
+        .and_then(|d| d.last_sync)
+        .expect("recorded");
+    assert!(synced >= before - chrono::TimeDelta::seconds(1));
+    // The other device (never synced) has none.
+    assert!(
+        listed(&w)?
+            .iter()
+            .any(|d| d.id == w.device && d.last_sync.is_none())
+    );
+    Ok(())
+}

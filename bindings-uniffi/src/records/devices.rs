@@ -20,6 +20,8 @@ pub struct Device {
     pub expires: SystemTime,
     /// When its token was last accepted (to the minute); `None` until then.
     pub last_used: Option<SystemTime>,
+    /// When its replica was last brought up to date (to the minute); `None` until then.
+    pub last_sync: Option<SystemTime>,
 }
 
 impl From<core::Device> for Device {
@@ -31,6 +33,7 @@ impl From<core::Device> for Device {
             created: d.created.into(),
             expires: d.expires.into(),
             last_used: d.last_used.map(Into::into),
+            last_sync: d.last_sync.map(Into::into),
         }
     }
 }

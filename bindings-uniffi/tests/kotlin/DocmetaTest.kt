@@ -557,8 +557,10 @@ fun devices() {
             if (!batch.more) return seen to batch.cursor
         }
     }
+    expect(db.session(ann.id).devices().single().lastSync == null, "never synced")
     val (none, cursor) = sync(null)
     expect(none.isEmpty(), "nothing visible, nothing synced: $none")
+    expect(db.session(ann.id).devices().single().lastSync != null, "listed with its last sync")
     val role = admin.createRole("Reader")
     val group = admin.createGroup("Readers")
     admin.setGroupMember(group.id, ann.id, true)

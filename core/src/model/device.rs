@@ -24,6 +24,9 @@ pub struct Device {
     /// When its token was last accepted (to the minute: a token used again within a minute is
     /// not written again); `None` until it is first used.
     pub last_used: Option<DateTime<Utc>>,
+    /// When its replica was last brought up to date: the last batch of changes answered with
+    /// nothing more to send (to the minute); `None` until then.
+    pub last_sync: Option<DateTime<Utc>>,
 }
 
 /// A device just signed in, with its token: the only answer that holds it.

@@ -202,6 +202,7 @@ impl Docmeta {
                 created,
                 expires,
                 last_used: None,
+                last_sync: None,
             })
         })?;
         Ok(Some(NewDevice { device, token }))

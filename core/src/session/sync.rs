@@ -143,6 +143,26 @@ impl Session {
             }
             tx.sync_pass(device)
         })?;
+        let batch = self.next_batch(device, cursor, current, limit)?;
+        if !batch.more {
+            // Up to date: recorded at most once a minute (a watching replica asks often).
+            let now = crate::model::now();
+            self.db.write_system(|tx| {
+                tx.record_device_synced(device, now, now - chrono::TimeDelta::minutes(1))
+            })?;
+        }
+        Ok(batch)
+    }
+
+    /// The batch after `cursor` (see [`sync_changes`](Self::sync_changes)); `current` is the
+    /// device's pass.
+    fn next_batch(
+        &self,
+        device: DeviceId,
+        cursor: Option<&SyncCursor>,
+        current: i64,
+        limit: usize,
+    ) -> Result<SyncBatch> {
         match cursor {
             None => {
                 // Where the log stands before anything is read: every change after it is read

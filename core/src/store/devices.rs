@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::model::*;
 
 /// The columns [`device`] reads, in its order.
-const DEVICE_COLUMNS: &str = "id, user_id, name, created, expires, last_used";
+const DEVICE_COLUMNS: &str = "id, user_id, name, created, expires, last_used, last_sync";
 
 fn device(r: &Row) -> Result<Device> {
     Ok(Device {
@@ -20,6 +20,7 @@ fn device(r: &Row) -> Result<Device> {
         created: from_micros(r.int(3)?),
         expires: from_micros(r.int(4)?),
         last_used: r.opt_int(5)?.map(from_micros),
+        last_sync: r.opt_int(6)?.map(from_micros),
     })
 }
 
@@ -251,6 +252,28 @@ impl Tx<'_> {
             "DELETE FROM device_documents \
              WHERE device_id = ?1",
             &[device.0.into()],
+        )
+        .map(drop)
+    }
+
+    /// Records that a device's replica is up to date at `at`, unless it was recorded after
+    /// `unless_after` (written at most once a minute).
+    pub fn record_device_synced(
+        &mut self,
+        device: DeviceId,
+        at: DateTime<Utc>,
+        unless_after: DateTime<Utc>,
+    ) -> Result<()> {
+        self.execute(
+            "UPDATE devices \
+             SET last_sync = ?2 \
+             WHERE id = ?1 \
+             AND (last_sync IS NULL OR last_sync < ?3)",
+            &[
+                device.0.into(),
+                to_micros(at).into(),
+                to_micros(unless_after).into(),
+            ],
         )
         .map(drop)
     }

@@ -486,6 +486,8 @@ pub struct DeviceOut {
     pub expires: String,
     /// When its token was last accepted (to the minute); `null` until then.
     pub last_used: Option<String>,
+    /// When its replica was last brought up to date (to the minute); `null` until then.
+    pub last_sync: Option<String>,
 }
 
 impl From<&Device> for DeviceOut {
@@ -500,6 +502,7 @@ impl From<&Device> for DeviceOut {
             created: time(&d.created),
             expires: time(&d.expires),
             last_used: d.last_used.as_ref().map(time),
+            last_sync: d.last_sync.as_ref().map(time),
         }
     }
 }

@@ -182,6 +182,15 @@ fn a_replica_over_http_answers_offline_and_is_emptied_when_its_device_is_revoked
         .sync_with_progress(|_| batches += 1)
         .expect("synced");
     assert!(!done.more && batches == done.batches);
+    let (_, devices) = s.get("/api/v4/devices/", ALICE);
+    assert!(
+        devices["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .any(|d| d["last_sync"].is_string()),
+        "listed with its last sync: {devices}"
+    );
     let session = replica.session();
     let held: BTreeSet<i64> = session
         .documents(DocumentQuery::default(), PageRequest::ALL)

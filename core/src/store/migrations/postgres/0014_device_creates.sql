@@ -5,5 +5,6 @@ CREATE TABLE device_creates (
     document_id BIGINT NOT NULL,
     PRIMARY KEY (device_id, key)
 );
+ALTER TABLE devices ADD COLUMN last_sync BIGINT;
 -- A document's cabinets are read with every document a replica is sent.
 CREATE INDEX IF NOT EXISTS cabinet_documents_by_document ON cabinet_documents(document_id);

@@ -7,5 +7,7 @@ CREATE TABLE device_creates (
     document_id INTEGER NOT NULL,
     PRIMARY KEY (device_id, key)
 );
+-- When each device's replica was last brought up to date (see `Device::last_sync`).
+ALTER TABLE devices ADD COLUMN last_sync INTEGER;
 -- A document's cabinets are read with every document a replica is sent.
 CREATE INDEX IF NOT EXISTS cabinet_documents_by_document ON cabinet_documents(document_id);
