@@ -177,7 +177,8 @@ record!(
 record!(
     /// The types and cabinets a user may see, as a sync sends them.
     SyncSchema { document_types: Vec<DocumentType>, metadata_types: Vec<MetadataType>,
-        associations: Vec<Association>, cabinets: Vec<Cabinet> });
+        associations: Vec<Association>, cabinets: Vec<Cabinet>,
+        write_associations: Vec<Association> });
 record!(
     /// One batch of changes for a replica (see `Session.sync_changes`): store `documents`
     /// (each replaces the replica's copy), delete the ids in `removed`, keep `cursor`, and ask
@@ -320,6 +321,7 @@ impl From<core::SyncSchema> for SyncSchema {
             metadata_types: all(s.metadata_types),
             associations: all(s.associations),
             cabinets: all(s.cabinets),
+            write_associations: all(s.write_associations),
         }
     }
 }

@@ -1713,7 +1713,14 @@ fn a_replica_syncs_and_pushes_against_a_postgres_server() -> docmeta_core::Resul
     let on_memo = ObjectRef::new(ObjectKind::DOCUMENT_TYPE, memo.id.0);
     let on_note = ObjectRef::new(ObjectKind::METADATA_TYPE, note.id.0);
     admin.grant(P::DocumentView, role, on_memo)?;
-    for p in [P::DocumentMetadataView, P::DocumentMetadataEdit] {
+    // Ann may create memos without viewing their type as a type: her replica is sent the
+    // type's associations to check its writes against.
+    admin.grant(P::DocumentCreate, role, on_memo)?;
+    for p in [
+        P::DocumentMetadataView,
+        P::DocumentMetadataEdit,
+        P::DocumentMetadataAdd,
+    ] {
         admin.grant(p, role, on_memo)?;
         admin.grant(p, role, on_note)?;
     }
@@ -1755,6 +1762,18 @@ fn a_replica_syncs_and_pushes_against_a_postgres_server() -> docmeta_core::Resul
         PushResult::Conflict { server } if server.as_deref() == Some("theirs")
     ));
     // A revoke: the document leaves the replica at the next sync.
+    // A document created offline: created once on the server (the device's key is recorded
+    // in PostgreSQL), and the replica holds the server's document in its place.
+    let made = replica.create_document(memo.id, "Made offline", &[(note.id, "x")])?;
+    assert!(made.document.id.0 >= docmeta_core::LOCAL_IDS);
+    assert_eq!(replica.sync()?.pushed, 1);
+    let on_server = admin.document_ids(Some(memo.id))?;
+    assert_eq!(on_server.len(), 2);
+    assert!(
+        held(&replica)?
+            .iter()
+            .all(|id| on_server.contains(&docmeta_core::DocumentId(*id)))
+    );
     // The revoke's event is followed once every older transaction of the cluster has finished
     // (docs/postgresql.md, "The event log no follower can skip"): other tests share the
     // cluster, so sync until it is (bounded).

@@ -1667,3 +1667,43 @@ fn a_device_is_listed_with_when_its_replica_was_last_brought_up_to_date() -> Res
     );
     Ok(())
 }
+
+/// A user who may create documents of a type without viewing it as a type: the replica holds
+/// the type's associations (for the metadata types whose values the user may see) to check its
+/// writes as the server does, and does not list the type.
+#[test]
+fn a_type_written_to_but_not_viewed_is_checked_offline_and_not_listed() -> Result<()> {
+    let w = world()?;
+    let (closed, m) = (w.types[1], w.metadata[0]);
+    for p in [P::DocumentCreate, P::DocumentMetadataAdd] {
+        w.admin.grant(p, w.role, dt(closed))?;
+    }
+    w.admin.grant(P::DocumentMetadataAdd, w.role, mt(m))?;
+    let dir = tempfile::tempdir().expect("a directory");
+    let replica = replica_of(&w, dir.path())?;
+    replica.sync()?;
+    let listed: Vec<DocumentTypeId> = replica
+        .session()
+        .document_types()?
+        .iter()
+        .map(|t| t.id)
+        .collect();
+    assert_eq!(listed, [w.types[0]], "the type written to is not listed");
+    // Offline as online: a value of an associated type is taken, the other type (whose values
+    // ann may not see) is not associated as far as she can tell.
+    replica.create_document(closed, "closed offline", &[(m, "5")])?;
+    let online =
+        w.db.session(w.user)
+            .create_document(closed, "x", &[(w.metadata[1], "5")]);
+    let offline = replica.create_document(closed, "x", &[(w.metadata[1], "5")]);
+    assert_eq!(
+        format!("{:?}", offline.map(drop)),
+        format!("{:?}", online.map(drop))
+    );
+    let done = replica.sync()?;
+    assert_eq!((done.pushed, done.rejected), (1, 0));
+    // Created; ann may not view documents of the type, so it left her replica.
+    assert_eq!(w.admin.document_ids(Some(closed))?.len(), 1);
+    assert_eq!(view(&replica.session())?, truth(&w)?);
+    Ok(())
+}

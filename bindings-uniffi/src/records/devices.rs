@@ -92,6 +92,9 @@ pub struct SyncSchema {
     pub associations: Vec<crate::records::Association>,
     /// The cabinets the user may see (a parent the user may not see is named by id only).
     pub cabinets: Vec<crate::records::Cabinet>,
+    /// The associations of the document types the user may write to without viewing them as
+    /// types (what a replica checks its writes against; not types to list).
+    pub write_associations: Vec<crate::records::Association>,
 }
 
 impl From<core::SyncSchema> for SyncSchema {
@@ -101,6 +104,7 @@ impl From<core::SyncSchema> for SyncSchema {
             metadata_types: s.metadata_types.into_iter().map(Into::into).collect(),
             associations: s.associations.into_iter().map(Into::into).collect(),
             cabinets: s.cabinets.into_iter().map(Into::into).collect(),
+            write_associations: s.write_associations.into_iter().map(Into::into).collect(),
         }
     }
 }

@@ -117,6 +117,11 @@ pub struct SyncSchema {
     /// The cabinets the user may view, by id (a cabinet's parent may be one the user may not
     /// view: its id is shown, as online, and nothing else of it).
     pub cabinets: Vec<Cabinet>,
+    /// The associations of the document types the user may create documents of or add values
+    /// to without viewing them as types, with both types, for the metadata types whose values
+    /// the user may view: what a replica checks its writes against, as the server does. Not
+    /// listed on the replica (its user may not view these types as types).
+    pub write_associations: Vec<AssociationView>,
 }
 
 /// One batch of changes for a replica: store `documents` (each replaces the replica's copy),

@@ -688,8 +688,16 @@ impl Replica {
                 let before = (u.tx.document_types()?, u.tx.metadata_types()?);
                 u.tx.mirror_document_types(&schema.document_types)?;
                 u.tx.mirror_metadata_types(&schema.metadata_types, &shaper)?;
-                let associations: Vec<_> =
-                    schema.associations.iter().map(|a| a.association).collect();
+                // The types written to without being viewed as types: held, not listed.
+                let (write_document_types, write_metadata_types) = write_types(schema);
+                u.tx.mirror_document_types(&write_document_types)?;
+                u.tx.mirror_metadata_types(&write_metadata_types, &shaper)?;
+                u.invalidated
+                    .extend(write_metadata_types.iter().map(|t| t.id));
+                let associations: Vec<_> = (schema.associations.iter())
+                    .chain(&schema.write_associations)
+                    .map(|a| a.association)
+                    .collect();
                 u.tx.mirror_associations(&associations)?;
                 self.mirror_cabinets(u, &schema.cabinets)?;
                 // The search records of documents carry their types' labels: those whose
@@ -727,8 +735,15 @@ impl Replica {
                     schema.document_types.iter().map(|t| t.id).collect();
                 let keep_metadata_types: Vec<_> =
                     schema.metadata_types.iter().map(|t| t.id).collect();
+                let (write_document_types, write_metadata_types) = write_types(schema);
+                let held_document_types: Vec<_> = (keep_document_types.iter().copied())
+                    .chain(write_document_types.iter().map(|t| t.id))
+                    .collect();
+                let held_metadata_types: Vec<_> = (keep_metadata_types.iter().copied())
+                    .chain(write_metadata_types.iter().map(|t| t.id))
+                    .collect();
                 let dropped =
-                    u.tx.mirror_drop_unused_types(&keep_document_types, &keep_metadata_types)?;
+                    u.tx.mirror_drop_unused_types(&held_document_types, &held_metadata_types)?;
                 self.forget_types(u, &dropped)?;
                 // The types the user may view as types on the server are those the replica's
                 // user may view (a type held only for a document or a value it has is not).
@@ -822,6 +837,22 @@ impl Replica {
         }
         Ok(())
     }
+}
+
+/// The document types and metadata types of a schema's write associations (see
+/// [`SyncSchema::write_associations`]), each once.
+fn write_types(schema: &SyncSchema) -> (Vec<DocumentType>, Vec<MetadataType>) {
+    let mut document_types: Vec<DocumentType> = Vec::new();
+    let mut metadata_types: Vec<MetadataType> = Vec::new();
+    for a in &schema.write_associations {
+        if !document_types.iter().any(|t| t.id == a.document_type.id) {
+            document_types.push(a.document_type.clone());
+        }
+        if !metadata_types.iter().any(|t| t.id == a.metadata_type.id) {
+            metadata_types.push(a.metadata_type.clone());
+        }
+    }
+    (document_types, metadata_types)
 }
 
 /// Removes a document, its values, files and index entries, in `u`.

@@ -33,8 +33,8 @@ impl std::fmt::Debug for SignedIn {
 /// What a server answered a pull.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pulled {
-    /// The next batch.
-    Batch(SyncBatch),
+    /// The next batch (boxed: a batch is large beside a refusal).
+    Batch(Box<SyncBatch>),
     /// The server no longer accepts the device: its token was revoked or expired, or its user
     /// was deactivated or deleted.
     Refused,
@@ -127,11 +127,11 @@ impl SyncServer for InProcessServer {
         let Some(session) = self.session_of(device)? else {
             return Ok(Pulled::Refused);
         };
-        Ok(Pulled::Batch(session.sync_changes(
+        Ok(Pulled::Batch(Box::new(session.sync_changes(
             device.device,
             cursor,
             limit,
-        )?))
+        )?)))
     }
 
     fn download(&self, device: &SignedIn, file: &DocumentFile) -> Result<Option<Vec<u8>>> {
@@ -282,9 +282,9 @@ impl SyncServer for HttpServer {
             .call()
             .map_err(|e| self.unreachable(e))?;
         match self.answer(response)? {
-            (200, batch) => Ok(Pulled::Batch(parse_batch(&batch).map_err(|what| {
-                Error::InvalidInput(format!("not a sync batch from the server: {what}"))
-            })?)),
+            (200, batch) => Ok(Pulled::Batch(Box::new(parse_batch(&batch).map_err(
+                |what| Error::InvalidInput(format!("not a sync batch from the server: {what}")),
+            )?))),
             (401, _) => Ok(Pulled::Refused),
             (status, body) => Err(self.refusal(status, &body)),
         }
@@ -512,8 +512,29 @@ fn schema(v: &Value) -> Parsed<SyncSchema> {
         .iter()
         .map(metadata_type)
         .collect::<Parsed<Vec<_>>>()?;
-    let associations = list(v, "associations")?
+    let associations = association_views(list(v, "associations")?)?;
+    let write_associations = association_views(list(v, "write_associations")?)?;
+    let cabinets = list(v, "cabinets")?
         .iter()
+        .map(|c| {
+            Ok(Cabinet {
+                id: CabinetId(int(c, "id")?),
+                label: text(c, "label")?,
+                parent_id: c["parent_id"].as_i64().map(CabinetId),
+            })
+        })
+        .collect::<Parsed<Vec<_>>>()?;
+    Ok(SyncSchema {
+        document_types,
+        metadata_types,
+        associations,
+        cabinets,
+        write_associations,
+    })
+}
+
+fn association_views(list: &[Value]) -> Parsed<Vec<AssociationView>> {
+    list.iter()
         .map(|a| {
             let (d, m) = (
                 document_type(&a["document_type"])?,
@@ -532,23 +553,7 @@ fn schema(v: &Value) -> Parsed<SyncSchema> {
                 metadata_type: m,
             })
         })
-        .collect::<Parsed<Vec<_>>>()?;
-    let cabinets = list(v, "cabinets")?
-        .iter()
-        .map(|c| {
-            Ok(Cabinet {
-                id: CabinetId(int(c, "id")?),
-                label: text(c, "label")?,
-                parent_id: c["parent_id"].as_i64().map(CabinetId),
-            })
-        })
-        .collect::<Parsed<Vec<_>>>()?;
-    Ok(SyncSchema {
-        document_types,
-        metadata_types,
-        associations,
-        cabinets,
-    })
+        .collect()
 }
 
 fn parse_outcomes(v: &Value) -> Parsed<Vec<PushOutcome>> {

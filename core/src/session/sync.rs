@@ -376,11 +376,50 @@ impl Session {
         for t in &document_types {
             associations.extend(self.associations(t.id, PageRequest::ALL)?.items);
         }
+        // The types a user may write to without viewing them as types: a replica runs its
+        // writes against their associations (whose metadata types the user may see values of,
+        // as a value's answer shows its type), as the server runs them.
+        let dt_ref = |t: DocumentTypeId| {
+            crate::access::ObjectRef::new(crate::access::ObjectKind::DOCUMENT_TYPE, t.0)
+        };
+        let mt_ref = |t: MetadataTypeId| {
+            crate::access::ObjectRef::new(crate::access::ObjectKind::METADATA_TYPE, t.0)
+        };
+        let mut write_associations = Vec::new();
+        let shown: BTreeSet<DocumentTypeId> = document_types.iter().map(|t| t.id).collect();
+        for t in self.read(|tx| tx.document_types())? {
+            if shown.contains(&t.id)
+                || !(self.can(P::DocumentCreate, dt_ref(t.id))
+                    || self.can(P::DocumentMetadataAdd, dt_ref(t.id)))
+            {
+                continue;
+            }
+            let found = self.read(|tx| {
+                let mut found = Vec::new();
+                for a in tx.associations_of_document_type(t.id)? {
+                    if let Some(m) = tx.metadata_type(a.metadata_type_id)? {
+                        found.push((a, m));
+                    }
+                }
+                Ok(found)
+            })?;
+            for (association, metadata_type) in found {
+                let mt = mt_ref(metadata_type.id);
+                if self.can(P::MetadataTypeView, mt) || self.can(P::DocumentMetadataView, mt) {
+                    write_associations.push(AssociationView {
+                        association,
+                        document_type: t.clone(),
+                        metadata_type,
+                    });
+                }
+            }
+        }
         Ok(SyncSchema {
             document_types,
             metadata_types,
             associations,
             cabinets: self.cabinets()?,
+            write_associations,
         })
     }
 }

@@ -70,6 +70,10 @@ pub struct SyncSchemaOut {
     pub associations: Vec<AssociationOut>,
     /// The cabinets the caller may view (a parent it may not view is named by id only).
     pub cabinets: Vec<CabinetOut>,
+    /// The associations of the document types the caller may create documents of or add
+    /// values to without viewing them as types (for metadata types whose values it may view):
+    /// what a replica checks its writes against. Not types to list.
+    pub write_associations: Vec<AssociationOut>,
 }
 
 impl From<SyncSchema> for SyncSchemaOut {
@@ -79,6 +83,7 @@ impl From<SyncSchema> for SyncSchemaOut {
             metadata_types: s.metadata_types.into_iter().map(Into::into).collect(),
             associations: s.associations.iter().map(Into::into).collect(),
             cabinets: s.cabinets.iter().map(Into::into).collect(),
+            write_associations: s.write_associations.iter().map(Into::into).collect(),
         }
     }
 }
