@@ -1714,8 +1714,9 @@ fn a_replica_syncs_and_pushes_against_a_postgres_server() -> docmeta_core::Resul
     let on_note = ObjectRef::new(ObjectKind::METADATA_TYPE, note.id.0);
     admin.grant(P::DocumentView, role, on_memo)?;
     // Ann may create memos without viewing their type as a type: her replica is sent the
-    // type's associations to check its writes against.
+    // type's associations (to the metadata types she may view) to check its writes against.
     admin.grant(P::DocumentCreate, role, on_memo)?;
+    admin.grant(P::MetadataTypeView, role, on_note)?;
     for p in [
         P::DocumentMetadataView,
         P::DocumentMetadataEdit,

@@ -1669,8 +1669,8 @@ fn a_device_is_listed_with_when_its_replica_was_last_brought_up_to_date() -> Res
 }
 
 /// A user who may create documents of a type without viewing it as a type: the replica holds
-/// the type's associations (for the metadata types whose values the user may see) to check its
-/// writes as the server does, and does not list the type.
+/// the type's associations (to the metadata types the user may view) to check its writes as
+/// the server does, and neither lists the type nor holds its label.
 #[test]
 fn a_type_written_to_but_not_viewed_is_checked_offline_and_not_listed() -> Result<()> {
     let w = world()?;
@@ -1689,6 +1689,13 @@ fn a_type_written_to_but_not_viewed_is_checked_offline_and_not_listed() -> Resul
         .map(|t| t.id)
         .collect();
     assert_eq!(listed, [w.types[0]], "the type written to is not listed");
+    for file in walk(dir.path()) {
+        let bytes = std::fs::read(&file).unwrap_or_default();
+        assert!(
+            !bytes.windows(6).any(|b| b == b"Closed"),
+            "{file:?} holds the label of a type ann may not view"
+        );
+    }
     // Offline as online: a value of an associated type is taken, the other type (whose values
     // ann may not see) is not associated as far as she can tell.
     replica.create_document(closed, "closed offline", &[(m, "5")])?;

@@ -118,9 +118,9 @@ pub struct SyncSchema {
     /// view: its id is shown, as online, and nothing else of it).
     pub cabinets: Vec<Cabinet>,
     /// The associations of the document types the user may create documents of or add values
-    /// to without viewing them as types, with both types, for the metadata types whose values
-    /// the user may view: what a replica checks its writes against, as the server does. Not
-    /// listed on the replica (its user may not view these types as types).
+    /// to without viewing them as types, to the metadata types the user may view: what a
+    /// replica checks its writes against, as the server does. Each document type is named by
+    /// id only (an empty label: the user may not read it); not listed on the replica.
     pub write_associations: Vec<AssociationView>,
 }
 

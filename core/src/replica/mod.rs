@@ -690,7 +690,8 @@ impl Replica {
                 u.tx.mirror_metadata_types(&schema.metadata_types, &shaper)?;
                 // The types written to without being viewed as types: held, not listed.
                 let (write_document_types, write_metadata_types) = write_types(schema);
-                u.tx.mirror_document_types(&write_document_types)?;
+                let ids: Vec<DocumentTypeId> = write_document_types.iter().map(|t| t.id).collect();
+                u.tx.mirror_document_type_ids(&ids)?;
                 u.tx.mirror_metadata_types(&write_metadata_types, &shaper)?;
                 u.invalidated
                     .extend(write_metadata_types.iter().map(|t| t.id));

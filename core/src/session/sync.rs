@@ -377,8 +377,9 @@ impl Session {
             associations.extend(self.associations(t.id, PageRequest::ALL)?.items);
         }
         // The types a user may write to without viewing them as types: a replica runs its
-        // writes against their associations (whose metadata types the user may see values of,
-        // as a value's answer shows its type), as the server runs them.
+        // writes against their associations (to the metadata types the user may view, as
+        // `associations` shows them), as the server runs them. The type is named by id only:
+        // its label is not the user's to read.
         let dt_ref = |t: DocumentTypeId| {
             crate::access::ObjectRef::new(crate::access::ObjectKind::DOCUMENT_TYPE, t.0)
         };
@@ -404,11 +405,13 @@ impl Session {
                 Ok(found)
             })?;
             for (association, metadata_type) in found {
-                let mt = mt_ref(metadata_type.id);
-                if self.can(P::MetadataTypeView, mt) || self.can(P::DocumentMetadataView, mt) {
+                if self.can(P::MetadataTypeView, mt_ref(metadata_type.id)) {
                     write_associations.push(AssociationView {
                         association,
-                        document_type: t.clone(),
+                        document_type: DocumentType {
+                            id: t.id,
+                            label: String::new(),
+                        },
                         metadata_type,
                     });
                 }

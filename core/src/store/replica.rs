@@ -40,6 +40,19 @@ impl Tx<'_> {
         Ok(())
     }
 
+    /// Holds document types known by id only (their labels are not the user's to read): each
+    /// one not held yet is stored with a parked label; one held keeps its label.
+    pub(crate) fn mirror_document_type_ids(&mut self, ids: &[DocumentTypeId]) -> Result<()> {
+        for id in ids {
+            self.execute(
+                "INSERT INTO document_types (id, label) VALUES (?1, ?2) \
+                 ON CONFLICT (id) DO NOTHING",
+                &[id.0.into(), parked(id.0).as_str().into()],
+            )?;
+        }
+        Ok(())
+    }
+
     /// Stores metadata types under their ids, every field as given, their default and lookup
     /// shaped by `shaper` (templates render locally with no more than the replica's user).
     pub(crate) fn mirror_metadata_types(
