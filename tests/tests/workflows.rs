@@ -630,3 +630,56 @@ fn a_transition_the_log_records_is_not_deleted_an_unused_one_is() -> Result<()> 
     ));
     Ok(())
 }
+
+/// Every change of a workflow's definition is logged as `document_states.workflow_edited` on the
+/// workflow, shown to whoever may view the workflow and to nobody else.
+#[test]
+fn a_change_of_a_workflow_s_definition_is_an_event_shown_to_its_viewers() -> docmeta_core::Result<()>
+{
+    use docmeta_core::{Event, EventQuery, ObjectKind, ObjectRef, Permission};
+    let db = docmeta_core::Docmeta::in_memory()?;
+    let admin = db.system();
+    let memo = admin.create_document_type("Memo")?;
+    let wf = admin.create_workflow("Review", &[memo.id])?;
+    let draft = admin.create_workflow_state(wf.id, "draft", true)?;
+    let done = admin.create_workflow_state(wf.id, "done", false)?;
+    let t = admin.create_workflow_transition(wf.id, "finish", draft.id, done.id, "")?;
+    admin.update_workflow_transition(
+        wf.id,
+        t.id,
+        docmeta_core::TransitionUpdate {
+            label: Some("complete".into()),
+            ..Default::default()
+        },
+    )?;
+    admin.delete_workflow_transition(wf.id, t.id)?;
+    let edited = |s: &docmeta_core::Session| -> docmeta_core::Result<usize> {
+        Ok(s.events(&EventQuery {
+            limit: Some(1000),
+            ..EventQuery::default()
+        })?
+        .iter()
+        .filter(|e| e.event.name == Event::WORKFLOW_EDITED && e.event.target.id == wf.id.0)
+        .count())
+    };
+    // Created, two states, a transition added, changed and deleted.
+    assert_eq!(edited(&admin)?, 6);
+    let ann = admin.create_user("ann", "a long password", false)?.id;
+    let ann_s = db.session(ann);
+    assert_eq!(
+        edited(&ann_s)?,
+        0,
+        "not shown to a user who may not view the workflow"
+    );
+    let group = admin.create_group("g")?.id;
+    let role = admin.create_role("r")?.id;
+    admin.set_group_member(group, ann, true)?;
+    admin.set_role_group(role, group, true)?;
+    admin.grant(
+        Permission::WorkflowTemplateView,
+        role,
+        ObjectRef::new(ObjectKind::WORKFLOW, wf.id.0),
+    )?;
+    assert_eq!(edited(&ann_s)?, 6);
+    Ok(())
+}

@@ -60,6 +60,10 @@ event_names! {
     /// A workflow instance took a transition (target: the document; action object: the
     /// instance).
     WORKFLOW_INSTANCE_TRANSITIONED = "document_states.workflow_instance_transitioned";
+    /// A workflow's definition changed: created, renamed, rebound, deleted, or one of its
+    /// states, transitions, triggers or actions added, changed or deleted (target: the
+    /// workflow).
+    WORKFLOW_EDITED = "document_states.workflow_edited";
     /// A file was added to a document (target: the file; action object: the document).
     DOCUMENT_FILE_CREATED = "documents.document_file_created";
     /// A document file was deleted.

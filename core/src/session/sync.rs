@@ -68,6 +68,8 @@ fn effect(e: &Event) -> Effect {
         CABINET_EDITED if !documents.is_empty() => Effect::Documents(documents),
         CABINET_EDITED => Effect::Schema,
         DEVICE_CREATED | DEVICE_REVOKED => Effect::None,
+        // Nothing of a workflow is sent yet.
+        WORKFLOW_EDITED => Effect::None,
         // Grants, ACLs, memberships, roles, users, cabinets, parents, deleted or edited types:
         // anything that may change what the user sees beyond the documents it names.
         name if changes_shared_state(name) => Effect::Pass,

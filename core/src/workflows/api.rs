@@ -8,6 +8,9 @@ use crate::model::*;
 use crate::session::Session;
 use crate::store::Tx;
 
+/// The kind of a workflow in events.
+const WORKFLOW: &str = "document_states.workflow";
+
 use super::engine::{condition_allows, fire};
 use super::*;
 
@@ -82,8 +85,36 @@ impl Session {
                 u.tx.insert_workflow(&label)
                     .map_err(|e| unique(e, "label", "A workflow"))?;
             u.tx.set_workflow_document_types(id, document_types)?;
+            u.event(
+                names::WORKFLOW_EDITED,
+                crate::session::event_object(WORKFLOW, id.0, &label),
+                None,
+                Changes::new().created("label", &label),
+            )?;
             u.tx.workflow(id)?
                 .ok_or_else(|| Error::not_found("workflow"))
+        })
+    }
+
+    /// Runs `f` as a change of `workflow`'s definition, in one unit of work that also logs
+    /// [`WORKFLOW_EDITED`](names::WORKFLOW_EDITED) on the workflow (with its label after the
+    /// change, or before it for a deletion), so that followers of the log learn of it.
+    fn edit_template<T: Send>(
+        &self,
+        workflow: WorkflowId,
+        mut f: impl FnMut(&mut crate::kernel::Unit<'_>) -> Result<T> + Send,
+    ) -> Result<T> {
+        self.write(|u| {
+            let before = u.tx.workflow(workflow)?.map(|w| w.label);
+            let out = f(u)?;
+            let label = u.tx.workflow(workflow)?.map(|w| w.label).or(before);
+            u.event(
+                names::WORKFLOW_EDITED,
+                crate::session::event_object(WORKFLOW, workflow.0, label.as_deref().unwrap_or("")),
+                None,
+                Changes::new(),
+            )?;
+            Ok(out)
         })
     }
 
@@ -117,7 +148,7 @@ impl Session {
         document_types: Option<&[DocumentTypeId]>,
     ) -> Result<Workflow> {
         let label = label.map(|l| check_label("label", l)).transpose()?;
-        self.write(|u| {
+        self.edit_template(id, |u| {
             let w = self.workflow_for(&mut u.tx, id, P::WorkflowTemplateEdit)?;
             if let Some(label) = label.as_ref().filter(|l| **l != w.label) {
                 // Conditions and action values read `workflow_instance.workflow.label`.
@@ -192,7 +223,7 @@ impl Session {
     /// `document_states.workflow_template_delete`, and what its actions do on the document types
     /// it is bound to (deleting stops them: a revocation, say).
     pub fn delete_workflow(&self, id: WorkflowId) -> Result<()> {
-        self.write(|u| {
+        self.edit_template(id, |u| {
             self.workflow_for(&mut u.tx, id, P::WorkflowTemplateDelete)?;
             self.require_workflow_rights(&mut u.tx, id)?;
             u.forget_object("document_states.workflow", wf_ref(id))?;
@@ -211,7 +242,7 @@ impl Session {
         initial: bool,
     ) -> Result<WorkflowState> {
         let label = check_label("label", label)?;
-        self.write(|u| {
+        self.edit_template(workflow, |u| {
             self.workflow_for(&mut u.tx, workflow, P::WorkflowTemplateEdit)?;
             self.require_workflow_rights(&mut u.tx, workflow)?;
             let id =
@@ -268,7 +299,7 @@ impl Session {
         initial: Option<bool>,
     ) -> Result<WorkflowState> {
         let label = label.map(|l| check_label("label", l)).transpose()?;
-        self.write(|u| {
+        self.edit_template(workflow, |u| {
             let mut state = self.state_for(&mut u.tx, workflow, id, P::WorkflowTemplateEdit)?;
             if label.as_ref().is_some_and(|l| *l != state.label)
                 || initial.is_some_and(|i| i != state.initial)
@@ -293,7 +324,7 @@ impl Session {
     /// `document_states.workflow_template_edit` and what the workflow's actions do on its
     /// document types.
     pub fn delete_workflow_state(&self, workflow: WorkflowId, id: WorkflowStateId) -> Result<()> {
-        self.write(|u| {
+        self.edit_template(workflow, |u| {
             self.state_for(&mut u.tx, workflow, id, P::WorkflowTemplateEdit)?;
             self.require_workflow_rights(&mut u.tx, workflow)?;
             let (instances, transitions) = u.tx.workflow_state_usage(id)?;
@@ -351,7 +382,7 @@ impl Session {
                 .check(condition)
                 .map_err(|e| Error::validation("condition", e.0))?;
         }
-        self.write(|u| {
+        self.edit_template(workflow, |u| {
             let mut t = self.transition_for(&mut u.tx, workflow, id, P::WorkflowTemplateEdit)?;
             for (field, state) in [
                 ("origin_state_id", update.origin),
@@ -414,7 +445,7 @@ impl Session {
         workflow: WorkflowId,
         id: WorkflowTransitionId,
     ) -> Result<()> {
-        self.write(|u| {
+        self.edit_template(workflow, |u| {
             self.transition_for(&mut u.tx, workflow, id, P::WorkflowTemplateEdit)?;
             self.require_workflow_rights(&mut u.tx, workflow)?;
             let logged = u.tx.workflow_transition_log_count(id)?;
@@ -449,7 +480,7 @@ impl Session {
                 .check(condition)
                 .map_err(|e| Error::validation("condition", e.0))?;
         }
-        self.write(|u| {
+        self.edit_template(workflow, |u| {
             self.workflow_for(&mut u.tx, workflow, P::WorkflowTemplateEdit)?;
             self.require_workflow_rights(&mut u.tx, workflow)?;
             for (field, state) in [
@@ -533,7 +564,7 @@ impl Session {
         on: bool,
     ) -> Result<WorkflowTransition> {
         let event = trigger_name(event)?;
-        self.write(|u| {
+        self.edit_template(workflow, |u| {
             self.transition_for(&mut u.tx, workflow, transition, P::WorkflowTemplateEdit)?;
             self.require_workflow_rights(&mut u.tx, workflow)?;
             u.tx.set_workflow_trigger(transition, event, on)?;
@@ -569,7 +600,7 @@ impl Session {
         action: ActionKind,
     ) -> Result<WorkflowAction> {
         let label = check_label("label", label)?;
-        self.write(|u| {
+        self.edit_template(workflow, |u| {
             self.workflow_for(&mut u.tx, workflow, P::WorkflowTemplateEdit)?;
             if u.tx
                 .workflow_state(state)?
@@ -767,7 +798,7 @@ impl Session {
         state: WorkflowStateId,
         action: WorkflowActionId,
     ) -> Result<()> {
-        self.write(|u| {
+        self.edit_template(workflow, |u| {
             let w = self.workflow_for(&mut u.tx, workflow, P::WorkflowTemplateEdit)?;
             if u.tx
                 .workflow_state(state)?
