@@ -59,6 +59,8 @@ fn _docmeta(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NewDevice>()?;
     m.add_class::<SyncedDocument>()?;
     m.add_class::<SyncSchema>()?;
+    m.add_class::<SyncedInstance>()?;
+    m.add_class::<SyncedWorkflow>()?;
     m.add_class::<SyncBatch>()?;
     m.add_class::<Webhook>()?;
     m.add_class::<CreatedWebhook>()?;

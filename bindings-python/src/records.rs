@@ -173,12 +173,20 @@ record!(
     /// type, the values the user may see with their types, its files' records, and the ids of
     /// the cabinets it is in that the user may see.
     SyncedDocument { document: Document, values: Vec<DocumentMetadata>,
-        files: Vec<DocumentFile>, cabinet_ids: Vec<i64> });
+        files: Vec<DocumentFile>, cabinet_ids: Vec<i64>, workflows: Vec<SyncedInstance> });
+record!(
+    /// A document's workflow instance as a replica keeps it: the instance and its log.
+    SyncedInstance { instance: WorkflowInstance, log: Vec<WorkflowLogEntry> });
+record!(
+    /// A workflow as a replica keeps it: the workflow, its states and its transitions (with
+    /// their conditions and triggers; not its actions).
+    SyncedWorkflow { workflow: Workflow, states: Vec<WorkflowState>,
+        transitions: Vec<WorkflowTransition> });
 record!(
     /// The types and cabinets a user may see, as a sync sends them.
     SyncSchema { document_types: Vec<DocumentType>, metadata_types: Vec<MetadataType>,
         associations: Vec<Association>, cabinets: Vec<Cabinet>,
-        write_associations: Vec<Association> });
+        write_associations: Vec<Association>, workflows: Vec<SyncedWorkflow> });
 record!(
     /// One batch of changes for a replica (see `Session.sync_changes`): store `documents`
     /// (each replaces the replica's copy), delete the ids in `removed`, keep `cursor`, and ask
@@ -193,14 +201,16 @@ record!(
         rejected: usize, more: bool });
 record!(
     /// A write made on a replica: `action` is `"set"` (of `metadata_type_id`, with `value`,
-    /// as submitted), `"remove"` (of `metadata_type_id`) or `"create"` (the document
+    /// as submitted), `"remove"` (of `metadata_type_id`), `"create"` (the document
     /// `document_id`, the replica's own id for it, of `document_type_id` with `label` and
-    /// `values` as submitted); `base` is the value the replica held when a set or removal was
-    /// made (None: none).
+    /// `values` as submitted) or `"transition"` (`transition_id` taken on the instance
+    /// `workflow_instance_id` with `comment`, from the state `base_state_id`); `base` is the
+    /// value the replica held when a set or removal was made (None: none).
     PendingWrite { key: String, document_id: i64, metadata_type_id: Option<i64>,
         action: String, value: Option<String>, base: Option<String>,
         document_type_id: Option<i64>, label: Option<String>,
-        values: std::collections::BTreeMap<i64, String> });
+        values: std::collections::BTreeMap<i64, String>, workflow_instance_id: Option<i64>,
+        transition_id: Option<i64>, comment: Option<String>, base_state_id: Option<i64> });
 record!(
     /// What became of a pushed write: `status` is `"applied"`, `"conflict"` (the server's
     /// value stands: `server_value`) or `"refused"` (`error_kind`, `error_field`,
@@ -311,6 +321,24 @@ impl From<core::SyncedDocument> for SyncedDocument {
             values: all(d.values),
             files: all(d.files),
             cabinet_ids: d.cabinets.iter().map(|c| c.0).collect(),
+            workflows: all(d.workflows),
+        }
+    }
+}
+impl From<core::SyncedInstance> for SyncedInstance {
+    fn from(i: core::SyncedInstance) -> Self {
+        SyncedInstance {
+            instance: i.instance.into(),
+            log: all(i.log),
+        }
+    }
+}
+impl From<core::SyncedWorkflow> for SyncedWorkflow {
+    fn from(w: core::SyncedWorkflow) -> Self {
+        SyncedWorkflow {
+            workflow: w.workflow.into(),
+            states: all(w.states),
+            transitions: all(w.transitions),
         }
     }
 }
@@ -322,6 +350,7 @@ impl From<core::SyncSchema> for SyncSchema {
             associations: all(s.associations),
             cabinets: all(s.cabinets),
             write_associations: all(s.write_associations),
+            workflows: all(s.workflows),
         }
     }
 }
@@ -360,6 +389,10 @@ impl From<core::PushedWrite> for PendingWrite {
             document_type_id: None,
             label: None,
             values: Default::default(),
+            workflow_instance_id: None,
+            transition_id: None,
+            comment: None,
+            base_state_id: None,
         };
         match w.change {
             core::PushedChange::Set {
@@ -389,6 +422,18 @@ impl From<core::PushedWrite> for PendingWrite {
                 p.document_type_id = Some(document_type.0);
                 p.label = Some(label);
                 p.values = values.into_iter().map(|(t, v)| (t.0, v)).collect();
+            }
+            core::PushedChange::Transition {
+                instance,
+                transition,
+                comment,
+                base,
+            } => {
+                p.action = "transition".into();
+                p.workflow_instance_id = Some(instance.0);
+                p.transition_id = Some(transition.0);
+                p.comment = Some(comment);
+                p.base_state_id = base.map(|s| s.0);
             }
         }
         p

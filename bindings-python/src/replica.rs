@@ -9,7 +9,9 @@ use pyo3::prelude::*;
 
 use crate::docmeta::Docmeta;
 use crate::errors::run;
-use crate::records::{Document, DocumentMetadata, PendingWrite, RejectedWrite, SyncProgress, all};
+use crate::records::{
+    Document, DocumentMetadata, PendingWrite, RejectedWrite, SyncProgress, WorkflowLogEntry, all,
+};
 use crate::session::Session;
 
 /// A replica of what one user may see on a docmeta server (see `Replica.open`).
@@ -125,6 +127,32 @@ impl Replica {
                 .collect();
             self.inner
                 .create_document(core::DocumentTypeId(document_type), &label, &pairs)
+        })
+        .map(Into::into)
+    }
+
+    /// Takes a workflow transition offline: the instance must be in the transition's origin and
+    /// its condition must allow it, evaluated on the replica (a refusal raises the error the
+    /// server would); the instance moves at once and the transition is pushed at the next
+    /// sync, where the server takes it through the user's session (or finds it in conflict
+    /// when the instance moved there since). A document made offline takes transitions once
+    /// synced (`ValidationError` on `document` before).
+    #[pyo3(signature = (document, instance, transition, *, comment = String::new()))]
+    fn transition_workflow(
+        &self,
+        py: Python<'_>,
+        document: i64,
+        instance: i64,
+        transition: i64,
+        comment: String,
+    ) -> PyResult<WorkflowLogEntry> {
+        run(py, || {
+            self.inner.transition_workflow(
+                core::DocumentId(document),
+                core::WorkflowInstanceId(instance),
+                core::WorkflowTransitionId(transition),
+                &comment,
+            )
         })
         .map(Into::into)
     }

@@ -221,3 +221,61 @@ def test_a_push_names_its_writes_and_refuses_a_bad_one(server: str, tmp_path: Pa
     with pytest.raises(docmeta.ValidationError):
         session.sync_push(device, [{"key": "a", "action": "create", "document_id": 1,
                                     "document_type_id": 1}])
+
+
+def test_a_replica_follows_workflows_and_takes_transitions_offline(
+    server: str, tmp_path: Path
+) -> None:
+    replica = docmeta.Replica.open(tmp_path / "replica", server, "admin", "admin-password")
+    done = replica.sync()
+    session = replica.session()
+    [flow] = [w for w in session.workflows() if w.label == "Invoice approval"]
+    states = {s.label: s.id for s in session.workflow_states(flow.id)}
+    # A transition without a condition, added on the server: the next sync brings it.
+    reopen = urllib.request.Request(
+        f"{server}/api/v4/workflow-templates/{flow.id}/transitions/",
+        method="POST",
+        data=json.dumps({"label": "reopen", "origin_state_id": states["review"],
+                         "destination_state_id": states["draft"]}).encode(),
+        headers={"Authorization": "Basic " + base64.b64encode(b"admin:admin-password").decode(),
+                 "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(reopen) as answer:
+        assert answer.status == 201
+    replica.sync()
+    transitions = {t.label: t.id for t in session.workflow_transitions(flow.id)}
+    assert "reopen" in transitions
+    # An invoice made offline starts its workflow once the server created it.
+    invoice = next(t.id for t in session.document_types() if t.label == "Invoice")
+    kinds = {t.name: t.id for t in session.metadata_types()}
+    made = replica.create_document(invoice, "Workflow offline", {
+        kinds["invoice_number"]: "INV-4242", kinds["due_date"]: "2027-01-31",
+        kinds["status"]: "draft"})
+    with pytest.raises(docmeta.ValidationError) as refused:
+        [local] = session.workflow_instances(made.id)
+        replica.transition_workflow(made.id, local.id, transitions["submit"])
+    assert refused.value.field == "document"
+    replica.sync()
+    [doc] = [d.id for d in session.documents() if d.label == "Workflow offline"]
+    [instance] = session.workflow_instances(doc)
+    assert instance.state_id == states["draft"]
+    # The status edit fires the trigger offline, as it will on the server.
+    replica.set_value(doc, kinds["status"], "review")
+    assert session.workflow_instance(doc, instance.id).state_id == states["review"]
+    # A condition that does not allow it: refused offline, as online.
+    with pytest.raises(docmeta.ValidationError):
+        replica.transition_workflow(doc, instance.id, transitions["approve"])
+    entry = replica.transition_workflow(doc, instance.id, transitions["reopen"], comment="again")
+    assert entry.comment == "again"
+    pending = replica.pending()
+    assert [p.action for p in pending] == ["set", "transition"]
+    assert (pending[1].transition_id, pending[1].base_state_id) == (transitions["reopen"], states["review"])
+    done = replica.sync()
+    assert (done.pushed, done.rejected) == (2, 0)
+    assert session.workflow_instance(doc, instance.id).state_id == states["draft"]
+    log = session.workflow_log(doc, instance.id)
+    assert [e.comment for e in log][-1] == "again"
+    # The server's log: the same entries.
+    other = docmeta.Replica.open(tmp_path / "other", server, "admin", "admin-password")
+    other.sync()
+    assert [e.id for e in other.session().workflow_log(doc, instance.id)] == [e.id for e in log]

@@ -36,11 +36,15 @@ pub enum PushAction {
     Remove,
     /// Creates a document.
     Create,
+    /// Takes a workflow transition.
+    Transition,
 }
 
 /// A write made on a replica: a value set or removed (of `metadataTypeId`, based on the value
-/// the replica held, `base`; `null`: none), or a document created (`documentId` is the
-/// replica's own id for it; `documentTypeId`, `label` and `values` as submitted).
+/// the replica held, `base`; `null`: none), a document created (`documentId` is the
+/// replica's own id for it; `documentTypeId`, `label` and `values` as submitted), or a
+/// workflow transition taken (`transitionId` on `workflowInstanceId` with `comment`, from the
+/// state `baseStateId`).
 #[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
 pub struct PendingWrite {
     /// The replica's name for the write.
@@ -61,6 +65,14 @@ pub struct PendingWrite {
     pub label: Option<String>,
     /// The new document's values as submitted (a create).
     pub values: Vec<crate::records::NewValue>,
+    /// The workflow instance (a transition).
+    pub workflow_instance_id: Option<i64>,
+    /// The transition taken (a transition).
+    pub transition_id: Option<i64>,
+    /// The log entry's comment (a transition).
+    pub comment: Option<String>,
+    /// The instance's state the replica held (a transition).
+    pub base_state_id: Option<i64>,
 }
 
 impl From<core::PushedWrite> for PendingWrite {
@@ -75,6 +87,10 @@ impl From<core::PushedWrite> for PendingWrite {
             document_type_id: None,
             label: None,
             values: Vec::new(),
+            workflow_instance_id: None,
+            transition_id: None,
+            comment: None,
+            base_state_id: None,
         };
         match w.change {
             core::PushedChange::Set {
@@ -109,6 +125,18 @@ impl From<core::PushedWrite> for PendingWrite {
                         value,
                     })
                     .collect();
+            }
+            core::PushedChange::Transition {
+                instance,
+                transition,
+                comment,
+                base,
+            } => {
+                p.action = PushAction::Transition;
+                p.workflow_instance_id = Some(instance.0);
+                p.transition_id = Some(transition.0);
+                p.comment = Some(comment);
+                p.base_state_id = base.map(|s| s.0);
             }
         }
         p
@@ -145,6 +173,17 @@ impl TryFrom<PendingWrite> for core::PushedWrite {
                     .iter()
                     .map(|v| (core::MetadataTypeId(v.metadata_type_id), v.value.clone()))
                     .collect(),
+            },
+            PushAction::Transition => core::PushedChange::Transition {
+                instance: core::WorkflowInstanceId(
+                    w.workflow_instance_id
+                        .ok_or_else(|| needs("a workflow instance"))?,
+                ),
+                transition: core::WorkflowTransitionId(
+                    w.transition_id.ok_or_else(|| needs("a transition"))?,
+                ),
+                comment: w.comment.clone().unwrap_or_default(),
+                base: w.base_state_id.map(core::WorkflowStateId),
             },
         };
         Ok(core::PushedWrite {
@@ -373,6 +412,30 @@ impl Replica {
         Ok(self
             .inner
             .create_document(core::DocumentTypeId(document_type), &label, &pairs)?
+            .into())
+    }
+
+    /// Takes a workflow transition offline: the instance must be in the transition's origin
+    /// and its condition must allow it, evaluated on the replica (a refusal is the error the
+    /// server would give); the instance moves at once and the transition is pushed at the next
+    /// sync, where the server takes it through the user's session (or finds it in conflict
+    /// when the instance moved there since). A document made offline takes transitions once
+    /// synced (`Validation` on `document` before).
+    pub fn transition_workflow(
+        &self,
+        document: i64,
+        instance: i64,
+        transition: i64,
+        comment: String,
+    ) -> Result<crate::records::WorkflowLogEntry> {
+        Ok(self
+            .inner
+            .transition_workflow(
+                core::DocumentId(document),
+                core::WorkflowInstanceId(instance),
+                core::WorkflowTransitionId(transition),
+                &comment,
+            )?
             .into())
     }
 

@@ -469,6 +469,7 @@ fn hooks() -> Hooks {
         event: crate::workflows::note_event,
         before_commit: crate::workflows::run_triggers,
         document_created: crate::workflows::launch,
+        push_transition: crate::workflows::push_transition,
         tasks,
     }
 }

@@ -1714,3 +1714,215 @@ fn a_type_written_to_but_not_viewed_is_checked_offline_and_not_listed() -> Resul
     assert_eq!(view(&replica.session())?, truth(&w)?);
     Ok(())
 }
+
+/// Per instance: its id, its state, the labels of its available transitions, and its log
+/// (transition, comment).
+type Instances = Vec<(i64, Option<i64>, Vec<String>, Vec<(Option<i64>, String)>)>;
+
+/// A document's workflow instances as a session shows them.
+fn workflow_view(s: &Session, d: DocumentId) -> Result<Instances> {
+    let mut out = Vec::new();
+    for i in s.workflow_instances(d)? {
+        let available = s
+            .available_transitions(d, i.id)?
+            .into_iter()
+            .map(|t| t.label)
+            .collect();
+        let log = s
+            .workflow_log(d, i.id)?
+            .into_iter()
+            .map(|e| (e.transition_id.map(|t| t.0), e.comment))
+            .collect();
+        out.push((i.id.0, i.state_id.map(|s| s.0), available, log));
+    }
+    Ok(out)
+}
+
+#[test]
+fn a_replica_shows_workflow_states_and_takes_transitions_offline() -> Result<()> {
+    let w = world()?;
+    writer(&w)?;
+    let m = w.metadata[0];
+    let a = &w.admin;
+    let review = a.create_workflow("Review", &[w.types[0]])?;
+    let draft = a.create_workflow_state(review.id, "draft", true)?;
+    let sent = a.create_workflow_state(review.id, "sent", false)?;
+    let done = a.create_workflow_state(review.id, "done", false)?;
+    let submit = a.create_workflow_transition(review.id, "submit", draft.id, sent.id, "")?;
+    let back = a.create_workflow_transition(review.id, "back", sent.id, draft.id, "")?;
+    let approve = a.create_workflow_transition(
+        review.id,
+        "approve",
+        sent.id,
+        done.id,
+        "{% if workflow_instance.document.metadata_value_of.amount == '12' %}True{% endif %}",
+    )?;
+    let d = a
+        .create_document(w.types[0], "doc", &[(m, "12")])?
+        .document
+        .id;
+    let instance = a.workflow_instances(d)?[0].id;
+    let ann = w.db.session(w.user);
+    let dir = tempfile::tempdir().expect("a directory");
+    let replica = replica_of(&w, dir.path())?;
+
+    // Not a workflow ann may view: nothing of it on the replica.
+    replica.sync()?;
+    assert!(replica.session().workflows()?.is_empty());
+    assert!(replica.session().workflow_instances(d)?.is_empty());
+
+    // Granted: the workflow, the instance's state, its log and its available transitions, as
+    // the server shows them to ann.
+    let wf = ObjectRef::new(ObjectKind::WORKFLOW, review.id.0);
+    a.grant(P::WorkflowTemplateView, w.role, wf)?;
+    replica.sync()?;
+    let local = replica.session();
+    assert_eq!(local.workflows()?, ann.workflows()?);
+    assert_eq!(
+        local.workflow_states(review.id)?,
+        ann.workflow_states(review.id)?
+    );
+    assert_eq!(
+        local.workflow_transitions(review.id)?,
+        ann.workflow_transitions(review.id)?
+    );
+    assert_eq!(workflow_view(&local, d)?, workflow_view(&ann, d)?);
+    assert_eq!(workflow_view(&local, d)?[0].2, vec!["submit".to_owned()]);
+
+    // Offline: taken at once, with the condition evaluated on the replica; refused where the
+    // server would refuse it.
+    replica.transition_workflow(d, instance, submit.id, "sent from the train")?;
+    let moved = workflow_view(&replica.session(), d)?;
+    assert_eq!(moved[0].1, Some(sent.id.0));
+    assert_eq!(moved[0].2, vec!["back".to_owned(), "approve".to_owned()]);
+    let refused = replica.transition_workflow(d, instance, submit.id, "");
+    assert!(
+        matches!(refused, Err(docmeta_core::Error::Conflict { .. })),
+        "{refused:?}"
+    );
+    assert!(matches!(
+        replica.pending()?[0].change,
+        PushedChange::Transition { base: Some(b), .. } if b == draft.id
+    ));
+
+    // Ann may not take transitions: refused as online, and the replica shows the server's state.
+    let done_sync = replica.sync()?;
+    assert_eq!(done_sync.rejected, 1);
+    assert_eq!(
+        workflow_view(&replica.session(), d)?,
+        workflow_view(&ann, d)?
+    );
+    let rejected = replica.rejected()?;
+    assert!(
+        matches!(
+            rejected[0].result,
+            PushResult::Refused {
+                kind: ErrorKind::PermissionDenied,
+                ..
+            }
+        ),
+        "{rejected:?}"
+    );
+
+    // Allowed now: retried, taken on the server through ann's session, logged with her comment.
+    a.grant(P::WorkflowInstanceTransition, w.role, wf)?;
+    replica.retry(&rejected[0].write.key)?;
+    assert_eq!(replica.sync()?.pushed, 1);
+    assert_eq!(a.workflow_instance(d, instance)?.state_id, Some(sent.id));
+    let log = a.workflow_log(d, instance)?;
+    assert_eq!(
+        log.last().map(|e| e.comment.as_str()),
+        Some("sent from the train")
+    );
+    assert_eq!(log.last().and_then(|e| e.user_id), Some(w.user));
+    assert_eq!(
+        workflow_view(&replica.session(), d)?,
+        workflow_view(&ann, d)?
+    );
+
+    // A condition that does not allow it offline is refused offline, as online.
+    let edited = replica.set_value(d, m, "13")?;
+    assert_eq!(edited.value.value, "13");
+    let no = replica.transition_workflow(d, instance, approve.id, "");
+    assert!(
+        matches!(&no, Err(docmeta_core::Error::Validation { field, .. }) if field == "transition_id"),
+        "{no:?}"
+    );
+    replica.set_value(d, m, "12")?;
+
+    // A conflict: the instance moved on the server meanwhile; the server's state stands.
+    replica.transition_workflow(d, instance, approve.id, "mine")?;
+    a.transition_workflow(d, instance, back.id, "theirs")?;
+    let done_sync = replica.sync()?;
+    assert_eq!((done_sync.pushed, done_sync.rejected), (1, 1));
+    let rejected = replica.rejected()?;
+    assert_eq!(
+        rejected[0].result,
+        PushResult::Conflict {
+            server: Some(draft.id.0.to_string())
+        }
+    );
+    assert_eq!(a.workflow_instance(d, instance)?.state_id, Some(draft.id));
+    assert_eq!(
+        workflow_view(&replica.session(), d)?,
+        workflow_view(&ann, d)?
+    );
+    // Retried from where the instance is now: approve does not leave draft.
+    let again = replica.retry(&rejected[0].write.key);
+    assert!(
+        matches!(again, Err(docmeta_core::Error::Conflict { .. })),
+        "{again:?}"
+    );
+    replica.discard(&rejected[0].write.key)?;
+
+    // Pushed twice (an answer lost): taken once.
+    let write = PushedWrite {
+        key: "t-1".into(),
+        document: d,
+        change: PushedChange::Transition {
+            instance,
+            transition: submit.id,
+            comment: "once".into(),
+            base: Some(draft.id),
+        },
+    };
+    for _ in 0..2 {
+        let outcome = ann.sync_push(w.device, std::slice::from_ref(&write))?;
+        assert_eq!(outcome[0].result, PushResult::Applied);
+    }
+    let once = a.workflow_log(d, instance)?;
+    assert_eq!(once.iter().filter(|e| e.comment == "once").count(), 1);
+
+    // A document made offline takes transitions once synced (its instance started locally).
+    let made = replica.create_document(w.types[0], "offline", &[(m, "1")])?;
+    let local_instance = replica.session().workflow_instances(made.document.id)?;
+    assert_eq!(local_instance.len(), 1);
+    assert_eq!(local_instance[0].state_id, Some(draft.id));
+    let early = replica.transition_workflow(made.document.id, local_instance[0].id, submit.id, "");
+    assert!(
+        matches!(&early, Err(docmeta_core::Error::Validation { field, .. }) if field == "document"),
+        "{early:?}"
+    );
+    replica.sync()?;
+    let created = ann
+        .documents(DocumentQuery::default(), PageRequest::ALL)?
+        .items
+        .into_iter()
+        .find(|v| v.document.label == "offline")
+        .expect("created on the server")
+        .document
+        .id;
+    assert_eq!(
+        workflow_view(&replica.session(), created)?,
+        workflow_view(&ann, created)?
+    );
+
+    // Revoked: nothing of the workflow stays on the replica.
+    a.revoke(P::WorkflowTemplateView, w.role, wf)?;
+    replica.sync()?;
+    assert!(replica.session().workflows()?.is_empty());
+    assert!(replica.session().workflow_instances(d)?.is_empty());
+    let held = replica.local().system().workflows()?;
+    assert!(held.is_empty(), "{held:?}");
+    Ok(())
+}

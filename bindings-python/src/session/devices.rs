@@ -118,7 +118,21 @@ fn pushed_write(i: usize, w: &Bound<'_, pyo3::types::PyDict>) -> PyResult<core::
                 .map(|(t, v)| (core::MetadataTypeId(t), v))
                 .collect(),
         },
-        _ => return Err(bad("`action` is \"set\", \"remove\" or \"create\"")),
+        Some("transition") => core::PushedChange::Transition {
+            instance: core::WorkflowInstanceId(id("workflow_instance_id")?),
+            transition: core::WorkflowTransitionId(id("transition_id")?),
+            comment: text("comment")?.unwrap_or_default(),
+            base: get("base_state_id")
+                .map(|v| v.extract::<i64>())
+                .transpose()
+                .map_err(|_| bad("`base_state_id` is an integer"))?
+                .map(core::WorkflowStateId),
+        },
+        _ => {
+            return Err(bad(
+                "`action` is \"set\", \"remove\", \"create\" or \"transition\"",
+            ));
+        }
     };
     Ok(core::PushedWrite {
         key: text("key")?.ok_or_else(|| bad("`key` is required"))?,

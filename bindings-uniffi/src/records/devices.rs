@@ -68,6 +68,48 @@ pub struct SyncedDocument {
     pub files: Vec<crate::records::DocumentFile>,
     /// The cabinets it is in that the user may see.
     pub cabinet_ids: Vec<i64>,
+    /// Its instances of the workflows the user may see, each with its log.
+    pub workflows: Vec<SyncedInstance>,
+}
+
+/// A document's workflow instance as a replica keeps it: the instance and its log.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct SyncedInstance {
+    /// The instance.
+    pub instance: crate::records::WorkflowInstance,
+    /// Its log, oldest first.
+    pub log: Vec<crate::records::WorkflowLogEntry>,
+}
+
+impl From<core::SyncedInstance> for SyncedInstance {
+    fn from(i: core::SyncedInstance) -> Self {
+        SyncedInstance {
+            instance: i.instance.into(),
+            log: i.log.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+/// A workflow as a replica keeps it: the workflow, its states and its transitions (with their
+/// conditions and triggers; not its actions).
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct SyncedWorkflow {
+    /// The workflow.
+    pub workflow: crate::records::Workflow,
+    /// Its states.
+    pub states: Vec<crate::records::WorkflowState>,
+    /// Its transitions.
+    pub transitions: Vec<crate::records::WorkflowTransition>,
+}
+
+impl From<core::SyncedWorkflow> for SyncedWorkflow {
+    fn from(w: core::SyncedWorkflow) -> Self {
+        SyncedWorkflow {
+            workflow: w.workflow.into(),
+            states: w.states.into_iter().map(Into::into).collect(),
+            transitions: w.transitions.into_iter().map(Into::into).collect(),
+        }
+    }
 }
 
 impl From<core::SyncedDocument> for SyncedDocument {
@@ -77,6 +119,7 @@ impl From<core::SyncedDocument> for SyncedDocument {
             values: d.values.into_iter().map(Into::into).collect(),
             files: d.files.into_iter().map(Into::into).collect(),
             cabinet_ids: d.cabinets.iter().map(|c| c.0).collect(),
+            workflows: d.workflows.into_iter().map(Into::into).collect(),
         }
     }
 }
@@ -95,6 +138,8 @@ pub struct SyncSchema {
     /// The associations of the document types the user may write to without viewing them as
     /// types (what a replica checks its writes against; not types to list).
     pub write_associations: Vec<crate::records::Association>,
+    /// The workflows the user may see, with their states and transitions.
+    pub workflows: Vec<SyncedWorkflow>,
 }
 
 impl From<core::SyncSchema> for SyncSchema {
@@ -105,6 +150,7 @@ impl From<core::SyncSchema> for SyncSchema {
             associations: s.associations.into_iter().map(Into::into).collect(),
             cabinets: s.cabinets.into_iter().map(Into::into).collect(),
             write_associations: s.write_associations.into_iter().map(Into::into).collect(),
+            workflows: s.workflows.into_iter().map(Into::into).collect(),
         }
     }
 }

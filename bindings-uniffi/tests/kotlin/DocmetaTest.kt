@@ -573,8 +573,13 @@ fun devices() {
     }
     expect(wrong.field == "cursor", "the refusal names the cursor: ${wrong.field}")
     refused<DocmetaException.NotFound>("another user's device") { db.session(bob.id).syncChanges(phone.device.id, null, 10u) }
-    val pushed = db.session(ann.id).syncPush(phone.device.id, listOf(PendingWrite("k", 999_999L, 1L, PushAction.REMOVE, null, null, null, null, listOf())))
+    val pushed = db.session(ann.id).syncPush(phone.device.id, listOf(PendingWrite("k", 999_999L, 1L, PushAction.REMOVE, null, null, null, null, listOf(), null, null, null, null)))
     expect(pushed.size == 1 && pushed[0].key == "k" && pushed[0].status == PushStatus.REFUSED && pushed[0].errorKind == "not_found", "a push refused as online: $pushed")
+    val moved = db.session(ann.id).syncPush(phone.device.id, listOf(PendingWrite("t", 999_999L, null, PushAction.TRANSITION, null, null, null, null, listOf(), 5L, 6L, "offline", 7L)))
+    expect(moved.single().status == PushStatus.REFUSED && moved.single().errorKind == "not_found", "a transition refused as online: $moved")
+    refused<DocmetaException.Validation>("a transition without its transition") {
+        db.session(ann.id).syncPush(phone.device.id, listOf(PendingWrite("u", 1L, null, PushAction.TRANSITION, null, null, null, null, listOf(), 5L, null, null, null)))
+    }
     db.session(ann.id).revokeDevice(phone.device.id)
     expect(db.authenticateDevice(token) == null, "revoked")
 }
@@ -652,6 +657,30 @@ fun replica() {
         expect(created.pushed == 1uL && created.rejected == 0uL, "created: $created")
         val id = local.documentIds(null).single { local.document(it).label == "Signed offline" }
         expect(id < (1L shl 50), "the server's id: $id")
+        // Workflows on the replica: the demo's invoice workflow, its trigger fired offline.
+        val flow = local.workflows().single { it.label == "Invoice approval" }
+        val states = local.workflowStates(flow.id).associate { it.label to it.id }
+        val transitions = local.workflowTransitions(flow.id).associate { it.label to it.id }
+        val invoice = local.documentTypes().first { it.label == "Invoice" }.id
+        val kinds = local.metadataTypes().associate { it.name to it.id }
+        admins.createDocument(invoice, "Kotlin workflow", listOf(
+            NewValue(kinds.getValue("invoice_number"), "INV-5151"),
+            NewValue(kinds.getValue("due_date"), "2027-01-31"),
+            NewValue(kinds.getValue("status"), "draft")))
+        admins.sync(null)
+        val flowing = local.documentIds(null).single { local.document(it).label == "Kotlin workflow" }
+        val instance = local.workflowInstances(flowing).single()
+        expect(instance.stateId == states["draft"], "started in draft on the server: $instance")
+        admins.setValue(flowing, kinds.getValue("status"), "review")
+        expect(local.workflowInstances(flowing).single().stateId == states["review"], "the trigger fired offline")
+        val notYet = refused<DocmetaException.Validation>("a transition its condition does not allow") {
+            admins.transitionWorkflow(flowing, instance.id, transitions.getValue("approve"), "")
+        }
+        expect(notYet.field == "transition_id", "the refusal names the transition: ${notYet.field}")
+        val flowed = admins.sync(null)
+        expect(flowed.pushed == 1uL && flowed.rejected == 0uL, "pushed: $flowed")
+        expect(local.workflowInstances(flowing).single().stateId == states["review"], "the server's trigger fired too")
+        expect(local.workflowLog(flowing, instance.id).isNotEmpty(), "the server's log on the replica")
     } finally {
         server.destroyForcibly()
         server.waitFor()

@@ -22,6 +22,15 @@ use crate::store::{Mode, PendingCommit, Tx};
 /// A handler of a durable task, by name: runs the task with its JSON payload.
 pub(crate) type TaskHandler = fn(&Docmeta, &str) -> Result<()>;
 
+/// See [`Hooks::push_transition`].
+pub(crate) type PushTransition = fn(
+    &Docmeta,
+    &mut Unit<'_>,
+    Actor,
+    DocumentId,
+    &PushedChange,
+) -> Result<Option<Option<WorkflowStateId>>>;
+
 /// How the layers above the kernel take part in a unit of work, filled when an instance opens
 /// (see `builder.rs`): workflow triggers, workflow launches, and the task handlers.
 pub(crate) struct Hooks {
@@ -31,6 +40,10 @@ pub(crate) struct Hooks {
     pub(crate) before_commit: fn(&Docmeta, &mut Unit<'_>) -> Result<()>,
     /// Runs in the unit of work that created a document.
     pub(crate) document_created: fn(&Docmeta, &mut Unit<'_>, &Document) -> Result<()>,
+    /// Takes a workflow transition a replica pushed ([`PushedChange::Transition`] on a
+    /// document) for an actor, in its unit of work: `Ok(None)` when taken (or already taken),
+    /// `Ok(Some(state))` when in conflict (the instance's state now).
+    pub(crate) push_transition: PushTransition,
     /// Task handlers by task name.
     pub(crate) tasks: FxHashMap<&'static str, TaskHandler>,
 }
@@ -601,6 +614,18 @@ impl Docmeta {
     /// Runs the hook of a document created in `u` (workflows start on it).
     pub(crate) fn document_created(&self, u: &mut Unit<'_>, doc: &Document) -> Result<()> {
         (self.inner.hooks.document_created)(self, u, doc)
+    }
+
+    /// Takes a transition a replica pushed, for `actor`, in `u` (see
+    /// [`Hooks::push_transition`]).
+    pub(crate) fn push_transition(
+        &self,
+        u: &mut Unit<'_>,
+        actor: Actor,
+        document: DocumentId,
+        change: &PushedChange,
+    ) -> Result<Option<Option<WorkflowStateId>>> {
+        (self.inner.hooks.push_transition)(self, u, actor, document, change)
     }
 }
 

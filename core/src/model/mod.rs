@@ -32,7 +32,7 @@ pub(crate) use shapers::{MetadataTypeShapers, Shapers};
 pub use storage::{DamagedFile, FileDamage, StorageReport};
 pub use sync::{
     PushOutcome, PushResult, PushedChange, PushedWrite, SyncBatch, SyncCursor, SyncPhase,
-    SyncSchema, SyncedDocument,
+    SyncSchema, SyncedDocument, SyncedInstance, SyncedWorkflow,
 };
 pub use task::{
     ADD_REQUIRED_METADATA_TYPE, REMOVE_METADATA_TYPE, SEARCH_REINDEX, SEARCH_TASKS, SEARCH_WORK,

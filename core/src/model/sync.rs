@@ -5,7 +5,9 @@
 
 use super::{
     AssociationView, Cabinet, CabinetId, DocumentFile, DocumentId, DocumentType, DocumentTypeId,
-    DocumentView, EventId, MetadataType, MetadataTypeId, MetadataValueView,
+    DocumentView, EventId, MetadataType, MetadataTypeId, MetadataValueView, Workflow,
+    WorkflowInstance, WorkflowInstanceId, WorkflowLogEntry, WorkflowState, WorkflowStateId,
+    WorkflowTransition, WorkflowTransitionId,
 };
 use crate::error::{Error, Result};
 
@@ -92,7 +94,7 @@ impl SyncCursor {
 
 /// A document as a replica keeps it: the document with its type, the values the user may see,
 /// each with its type, and its files' records.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SyncedDocument {
     /// The document.
     pub document: DocumentView,
@@ -102,6 +104,32 @@ pub struct SyncedDocument {
     pub files: Vec<DocumentFile>,
     /// The cabinets it is in that the user may view (see [`SyncSchema::cabinets`]).
     pub cabinets: Vec<CabinetId>,
+    /// Its workflow instances of the workflows the user may view (see
+    /// [`SyncSchema::workflows`]), each with its log.
+    pub workflows: Vec<SyncedInstance>,
+}
+
+/// A document's workflow instance as a replica keeps it: its state, and its log as
+/// [`Session::workflow_log`](crate::Session::workflow_log) shows it to the user.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyncedInstance {
+    /// The instance.
+    pub instance: WorkflowInstance,
+    /// Its log, oldest first.
+    pub log: Vec<WorkflowLogEntry>,
+}
+
+/// A workflow as a replica keeps it: the workflow with its states and its transitions (their
+/// conditions and triggers), as the user may view them online. Its actions are not sent: they
+/// run on the server only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyncedWorkflow {
+    /// The workflow.
+    pub workflow: Workflow,
+    /// Its states.
+    pub states: Vec<WorkflowState>,
+    /// Its transitions, with their conditions and triggers.
+    pub transitions: Vec<WorkflowTransition>,
 }
 
 /// The types a user may see: what a replica needs to show documents and run values through
@@ -122,12 +150,16 @@ pub struct SyncSchema {
     /// replica checks its writes against, as the server does. Each document type is named by
     /// id only (an empty label: the user may not read it); not listed on the replica.
     pub write_associations: Vec<AssociationView>,
+    /// The workflows the user may view, with their states and transitions: a replica shows a
+    /// document's workflow state, evaluates which transitions are available and takes them
+    /// offline.
+    pub workflows: Vec<SyncedWorkflow>,
 }
 
 /// One batch of changes for a replica: store `documents` (each replaces the replica's copy),
 /// delete `removed`, keep `cursor`, and ask again at once while `more`. Every document a batch
 /// removes was sent to this device before: a removal never names a document its user never saw.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SyncBatch {
     /// Documents to store, whole.
     pub documents: Vec<SyncedDocument>,
@@ -159,13 +191,19 @@ pub struct PushedWrite {
 }
 
 impl PushedWrite {
-    /// The metadata type of the value a set or a removal writes (`None` for a create).
+    /// The metadata type of the value a set or a removal writes (`None` for a create or a
+    /// transition).
     pub fn metadata_type(&self) -> Option<MetadataTypeId> {
         match &self.change {
             PushedChange::Set { metadata_type, .. }
             | PushedChange::Remove { metadata_type, .. } => Some(*metadata_type),
-            PushedChange::Create { .. } => None,
+            PushedChange::Create { .. } | PushedChange::Transition { .. } => None,
         }
+    }
+
+    /// Whether the write creates its document.
+    pub fn is_create(&self) -> bool {
+        matches!(self.change, PushedChange::Create { .. })
     }
 }
 
@@ -201,10 +239,26 @@ pub enum PushedChange {
         /// Its values as submitted, by metadata type.
         values: Vec<(MetadataTypeId, String)>,
     },
+    /// Takes `transition` on the document's workflow instance `instance`, as
+    /// [`Session::transition_workflow`](crate::Session::transition_workflow) does (the same
+    /// permission, condition and actions), logged with `comment`. In conflict when the
+    /// instance is no longer in the state the replica held (`base`), unless it is already in
+    /// the transition's destination (then applied: a push retried after a lost answer applies
+    /// once).
+    Transition {
+        /// The instance.
+        instance: WorkflowInstanceId,
+        /// The transition.
+        transition: WorkflowTransitionId,
+        /// The log entry's comment.
+        comment: String,
+        /// The instance's state the replica held.
+        base: Option<WorkflowStateId>,
+    },
 }
 
 /// What became of a pushed write.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PushOutcome {
     /// The write's key.
     pub key: String,
@@ -226,7 +280,8 @@ pub enum PushResult {
     Applied,
     /// The value changed on the server since the replica read it: the server's value stands.
     Conflict {
-        /// The server's value now (`None`: no value, or one the user may not view).
+        /// The server's value now (`None`: no value, or one the user may not view); for a
+        /// transition, the id of the instance's state on the server (`None`: no state).
         server: Option<String>,
     },
     /// Refused, as the same write online would have been.

@@ -38,8 +38,12 @@ pub const LOCAL_IDS: i64 = 1 << 50;
 
 const DOCUMENT: &str = "documents.document";
 /// The tables whose ids things made offline take (see [`LOCAL_IDS`]).
-const LOCAL_DOCUMENTS: &str = "documents";
-const LOCAL_VALUES: &str = "document_metadata";
+const LOCAL_TABLES: [&str; 4] = [
+    "documents",
+    "document_metadata",
+    "workflow_instances",
+    "workflow_instance_log",
+];
 /// The password hash of the replica's own user: not a PHC string, so no password verifies.
 const NO_PASSWORD: &str = "!";
 
@@ -101,10 +105,11 @@ pub struct RejectedWrite {
 ///
 /// [`Replica::open`] signs the device in once with the user's password and keeps a device
 /// token instead (no password is stored). [`Replica::sync`] pushes the writes made offline
-/// ([`Replica::set_value`], [`Replica::remove_value`]) and pulls what changed since the
-/// replica's cursor (see [`Session::sync_changes`](crate::Session::sync_changes)), each batch
-/// stored with the cursor in one transaction, so a sync cut off anywhere goes on from the last
-/// batch stored. [`Replica::session`] reads it. Not held yet: cabinets and workflow states.
+/// ([`Replica::set_value`], [`Replica::remove_value`], [`Replica::create_document`],
+/// [`Replica::transition_workflow`]) and pulls what changed since the replica's cursor (see
+/// [`Session::sync_changes`](crate::Session::sync_changes)), each batch stored with the cursor
+/// in one transaction, so a sync cut off anywhere goes on from the last batch stored.
+/// [`Replica::session`] reads it: documents, values, files, types, cabinets and workflows.
 pub struct Replica {
     local: Docmeta,
     server: Box<dyn SyncServer>,
@@ -391,7 +396,7 @@ impl Replica {
                         continue;
                     };
                     let write = pending.remove(at);
-                    if write.metadata_type().is_none() {
+                    if write.is_create() {
                         // A create: the server's document (if any) takes the local one's place.
                         remove_document(u, write.document)?;
                     }
@@ -473,8 +478,7 @@ impl Replica {
         let key = random_key()?;
         let admin = self.local.system();
         self.local.write(Actor::System, |u| {
-            u.tx.reserve_local_ids(LOCAL_DOCUMENTS, LOCAL_IDS)?;
-            u.tx.reserve_local_ids(LOCAL_VALUES, LOCAL_IDS)?;
+            reserve_local_ids(u)?;
             let doc = admin.create_document_in(u, document_type, label, values)?;
             let mut pending = writes(u.tx.setting(PENDING)?)?;
             pending.push(PushedWrite {
@@ -499,6 +503,65 @@ impl Replica {
     pub fn remove_value(&self, document: DocumentId, metadata_type: MetadataTypeId) -> Result<()> {
         let _one = self.syncing.lock();
         self.write_value(document, metadata_type, None).map(drop)
+    }
+
+    /// Takes a workflow transition offline, as
+    /// [`Session::transition_workflow`](crate::Session::transition_workflow) does on the
+    /// server: the instance must be in the transition's origin and the transition's condition
+    /// must allow it, evaluated on the replica (a refusal is the error the server would give);
+    /// the instance moves at once, with a log entry, and the transition is pushed at the next
+    /// [`sync`](Self::sync), based on the state the instance was in. There the server takes
+    /// it through the user's session (who may take it is decided there; its actions run
+    /// there) or finds it in conflict (the instance moved since); see
+    /// [`rejected`](Self::rejected). A document made offline takes transitions once a sync
+    /// has created it on the server (`Validation` on `document` before).
+    pub fn transition_workflow(
+        &self,
+        document: DocumentId,
+        instance: WorkflowInstanceId,
+        transition: WorkflowTransitionId,
+        comment: &str,
+    ) -> Result<WorkflowLogEntry> {
+        let _one = self.syncing.lock();
+        self.transition_local(document, instance, transition, comment)
+    }
+
+    fn transition_local(
+        &self,
+        document: DocumentId,
+        instance: WorkflowInstanceId,
+        transition: WorkflowTransitionId,
+        comment: &str,
+    ) -> Result<WorkflowLogEntry> {
+        // What the replica's user may not see is not found, as online.
+        self.session().workflow_instance(document, instance)?;
+        if document.0 >= LOCAL_IDS {
+            return Err(Error::validation(
+                "document",
+                "A document made offline takes workflow transitions once a sync has created it \
+                 on the server.",
+            ));
+        }
+        let key = random_key()?;
+        let admin = self.local.system();
+        self.local.write(Actor::System, |u| {
+            reserve_local_ids(u)?;
+            let base = u.tx.workflow_instance(instance)?.and_then(|i| i.state_id);
+            let entry = admin.transition_in(u, document, instance, transition, comment)?;
+            let mut pending = writes(u.tx.setting(PENDING)?)?;
+            pending.push(PushedWrite {
+                key: key.clone(),
+                document,
+                change: PushedChange::Transition {
+                    instance,
+                    transition,
+                    comment: comment.to_owned(),
+                    base,
+                },
+            });
+            u.tx.set_setting(PENDING, &writes_text(&pending))?;
+            Ok(entry)
+        })
     }
 
     /// The writes made offline and not pushed yet, in the order made (one per value: a later
@@ -558,6 +621,16 @@ impl Replica {
                     values.iter().map(|(mt, v)| (*mt, v.as_str())).collect();
                 self.create_local(*document_type, label, &values)?;
             }
+            // Taken again from the state the instance is in now (the server's, after a
+            // conflict): refused here when the transition no longer leaves it.
+            PushedChange::Transition {
+                instance,
+                transition,
+                comment,
+                ..
+            } => {
+                self.transition_local(w.document, *instance, *transition, comment)?;
+            }
         }
         self.local.write_system(|tx| {
             let mut rejected = rejected_writes(tx.setting(REJECTED)?)?;
@@ -577,7 +650,7 @@ impl Replica {
         let key = random_key()?;
         let admin = self.local.system();
         self.local.write(Actor::System, |u| {
-            u.tx.reserve_local_ids(LOCAL_VALUES, LOCAL_IDS)?;
+            reserve_local_ids(u)?;
             let mut pending = writes(u.tx.setting(PENDING)?)?;
             let current =
                 u.tx.metadata_of_document(document)?
@@ -585,7 +658,7 @@ impl Replica {
                     .find(|m| m.metadata_type_id == metadata_type);
             if let Some(at) = pending
                 .iter()
-                .position(|p| p.document == document && p.metadata_type().is_none())
+                .position(|p| p.document == document && p.is_create())
             {
                 // A document made offline: its create carries its values, as submitted.
                 let id = match (value, &current) {
@@ -621,7 +694,7 @@ impl Replica {
                 Some(PushedChange::Set { base, .. } | PushedChange::Remove { base, .. }) => {
                     base.clone()
                 }
-                Some(PushedChange::Create { .. }) | None => {
+                Some(PushedChange::Create { .. } | PushedChange::Transition { .. }) | None => {
                     current.as_ref().map(|m| m.value.clone())
                 }
             };
@@ -701,6 +774,7 @@ impl Replica {
                     .collect();
                 u.tx.mirror_associations(&associations)?;
                 self.mirror_cabinets(u, &schema.cabinets)?;
+                self.mirror_workflows(u, &schema.workflows, &shaper)?;
                 // The search records of documents carry their types' labels: those whose
                 // type changed are indexed again (the index follows these events).
                 for t in &schema.document_types {
@@ -788,6 +862,7 @@ impl Replica {
             }
             u.tx.mirror_associations(&[])?;
             self.mirror_cabinets(u, &[])?;
+            self.mirror_workflows(u, &[], "")?;
             let dropped = u.tx.mirror_drop_unused_types(&[], &[])?;
             self.forget_types(u, &dropped)?;
             for key in [DEVICE, TOKEN, CURSOR] {
@@ -814,6 +889,24 @@ impl Replica {
         for id in hidden {
             let o = ObjectRef::new(ObjectKind::CABINET, id.0);
             admin.revoke_in(u, Permission::CabinetView, self.role, o)?;
+        }
+        Ok(())
+    }
+
+    /// Holds `workflows` as the replica's: its user views exactly those (an ACL on each).
+    fn mirror_workflows(
+        &self,
+        u: &mut Unit<'_>,
+        workflows: &[SyncedWorkflow],
+        shaper: &str,
+    ) -> Result<()> {
+        for id in u.tx.mirror_workflows(workflows, shaper)? {
+            u.forget_object(WORKFLOW, ObjectRef::new(ObjectKind::WORKFLOW, id.0))?;
+        }
+        let admin = self.local.system();
+        for w in workflows {
+            let o = ObjectRef::new(ObjectKind::WORKFLOW, w.workflow.id.0);
+            admin.grant_in(u, Permission::WorkflowTemplateView, self.role, o)?;
         }
         Ok(())
     }
@@ -890,7 +983,7 @@ fn store_document(u: &mut Unit<'_>, d: &SyncedDocument, shaper: &str) -> Result<
     u.invalidated.extend(types.iter().map(|t| t.id));
     let values: Vec<DocumentMetadata> = d.values.iter().map(|v| v.value.clone()).collect();
     let unneeded =
-        u.tx.mirror_document(&view.document, &values, &d.files, &d.cabinets)?;
+        u.tx.mirror_document(&view.document, &values, &d.files, &d.cabinets, &d.workflows)?;
     u.unlink.extend(unneeded);
     // The access snapshot counts documents by type and knows each one's type.
     u.access.push(crate::session::parents_change(
@@ -940,6 +1033,15 @@ fn local_user(local: &Docmeta, username: &str, address: &str) -> Result<(UserId,
     Ok((user, role))
 }
 
+/// Makes the records made offline in `u` (documents, values, and the workflow instances and
+/// log entries workflows make with them) take ids at or above [`LOCAL_IDS`].
+fn reserve_local_ids(u: &mut Unit<'_>) -> Result<()> {
+    for table in LOCAL_TABLES {
+        u.tx.reserve_local_ids(table, LOCAL_IDS)?;
+    }
+    Ok(())
+}
+
 /// A random key for a write.
 fn random_key() -> Result<String> {
     let mut bytes = [0u8; 16];
@@ -979,6 +1081,16 @@ fn write_json(w: &PushedWrite) -> serde_json::Value {
             "document_type": document_type.0, "label": label,
             "values": values.iter().map(|(mt, v)| serde_json::json!([mt.0, v])).collect::<Vec<_>>(),
         }),
+        PushedChange::Transition {
+            instance,
+            transition,
+            comment,
+            base,
+        } => serde_json::json!({
+            "key": key, "document": document, "action": "transition",
+            "instance": instance.0, "transition": transition.0, "comment": comment,
+            "base": base.map(|s| s.0),
+        }),
     }
 }
 
@@ -1007,6 +1119,15 @@ fn write_from(v: &serde_json::Value) -> Option<PushedWrite> {
                     .iter()
                     .map(|e| Some((MetadataTypeId(e[0].as_i64()?), e[1].as_str()?.to_owned())))
                     .collect::<Option<Vec<_>>>()?,
+            },
+            "transition" => PushedChange::Transition {
+                instance: WorkflowInstanceId(v["instance"].as_i64()?),
+                transition: WorkflowTransitionId(v["transition"].as_i64()?),
+                comment: text("comment")?,
+                base: match &v["base"] {
+                    serde_json::Value::Null => None,
+                    b => Some(WorkflowStateId(b.as_i64()?)),
+                },
             },
             _ => return None,
         },
@@ -1097,6 +1218,7 @@ fn rejected_text(rejected: &[RejectedWrite]) -> String {
 
 const DOCUMENT_TYPE: &str = "documents.documenttype";
 const CABINET: &str = "cabinets.cabinet";
+const WORKFLOW: &str = "document_states.workflow";
 const METADATA_TYPE: &str = "metadata.metadatatype";
 
 fn object(kind: &str, id: i64, label: &str) -> EventObject {

@@ -31,7 +31,7 @@ impl std::fmt::Debug for SignedIn {
 }
 
 /// What a server answered a pull.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Pulled {
     /// The next batch (boxed: a batch is large beside a refusal).
     Batch(Box<SyncBatch>),
@@ -323,6 +323,16 @@ impl SyncServer for HttpServer {
                             .map(|(mt, v)| serde_json::json!({"metadata_type_id": mt.0, "value": v}))
                             .collect::<Vec<_>>(),
                     }),
+                    PushedChange::Transition {
+                        instance,
+                        transition,
+                        comment,
+                        base,
+                    } => serde_json::json!({
+                        "key": key, "action": "transition", "document_id": document,
+                        "workflow_instance_id": instance.0, "transition_id": transition.0,
+                        "comment": comment, "base_state_id": base.map(|s| s.0),
+                    }),
                 }
             })
             .collect();
@@ -422,6 +432,112 @@ fn list<'a>(v: &'a Value, key: &str) -> Parsed<&'a Vec<Value>> {
     v[key].as_array().ok_or_else(|| format!("`{key}` in {v}"))
 }
 
+/// A list that a server older than workflows on replicas does not send: empty then.
+fn optional_list<'a>(v: &'a Value, key: &str) -> Parsed<&'a [Value]> {
+    match &v[key] {
+        Value::Null => Ok(&[]),
+        l => l
+            .as_array()
+            .map(Vec::as_slice)
+            .ok_or_else(|| format!("`{key}` in {v}")),
+    }
+}
+
+fn optional_int(v: &Value, key: &str) -> Parsed<Option<i64>> {
+    match &v[key] {
+        Value::Null => Ok(None),
+        n => n
+            .as_i64()
+            .map(Some)
+            .ok_or_else(|| format!("`{key}` in {v}")),
+    }
+}
+
+fn synced_instance(v: &Value) -> Parsed<SyncedInstance> {
+    let i = &v["instance"];
+    let instance = WorkflowInstance {
+        id: WorkflowInstanceId(int(i, "id")?),
+        workflow_id: WorkflowId(int(i, "workflow_id")?),
+        document_id: DocumentId(int(i, "document_id")?),
+        state_id: optional_int(i, "current_state_id")?.map(WorkflowStateId),
+        context: i["context"].clone(),
+    };
+    let log = list(v, "log")?
+        .iter()
+        .map(|e| {
+            Ok(WorkflowLogEntry {
+                id: WorkflowLogEntryId(int(e, "id")?),
+                instance_id: instance.id,
+                transition_id: optional_int(e, "transition_id")?.map(WorkflowTransitionId),
+                user_id: optional_int(e, "user_id")?.map(UserId),
+                comment: text(e, "comment")?,
+                error: e["error"]
+                    .as_bool()
+                    .ok_or_else(|| format!("`error` in {e}"))?,
+                created: time(e, "datetime_created")?,
+            })
+        })
+        .collect::<Parsed<Vec<_>>>()?;
+    Ok(SyncedInstance { instance, log })
+}
+
+fn synced_workflow(v: &Value) -> Parsed<SyncedWorkflow> {
+    let w = &v["workflow"];
+    let id = WorkflowId(int(w, "id")?);
+    let ids = |l: &[Value], key: &str| -> Parsed<Vec<i64>> {
+        l.iter()
+            .map(|t| t.as_i64().ok_or_else(|| format!("`{key}` in {w}")))
+            .collect()
+    };
+    let workflow = Workflow {
+        id,
+        label: text(w, "label")?,
+        document_type_ids: ids(list(w, "document_type_ids")?, "document_type_ids")?
+            .into_iter()
+            .map(DocumentTypeId)
+            .collect(),
+    };
+    let states = list(v, "states")?
+        .iter()
+        .map(|s| {
+            Ok(WorkflowState {
+                id: WorkflowStateId(int(s, "id")?),
+                workflow_id: id,
+                label: text(s, "label")?,
+                initial: s["initial"]
+                    .as_bool()
+                    .ok_or_else(|| format!("`initial` in {s}"))?,
+            })
+        })
+        .collect::<Parsed<Vec<_>>>()?;
+    let transitions = list(v, "transitions")?
+        .iter()
+        .map(|t| {
+            Ok(WorkflowTransition {
+                id: WorkflowTransitionId(int(t, "id")?),
+                workflow_id: id,
+                label: text(t, "label")?,
+                origin_state_id: WorkflowStateId(int(t, "origin_state_id")?),
+                destination_state_id: WorkflowStateId(int(t, "destination_state_id")?),
+                condition: text(t, "condition")?,
+                triggers: list(t, "triggers")?
+                    .iter()
+                    .map(|e| {
+                        e.as_str()
+                            .map(str::to_owned)
+                            .ok_or_else(|| format!("`triggers` in {t}"))
+                    })
+                    .collect::<Parsed<Vec<_>>>()?,
+            })
+        })
+        .collect::<Parsed<Vec<_>>>()?;
+    Ok(SyncedWorkflow {
+        workflow,
+        states,
+        transitions,
+    })
+}
+
 fn document_type(v: &Value) -> Parsed<DocumentType> {
     Ok(DocumentType {
         id: DocumentTypeId(int(v, "id")?),
@@ -500,6 +616,10 @@ fn synced_document(v: &Value) -> Parsed<SyncedDocument> {
         values,
         files,
         cabinets,
+        workflows: optional_list(v, "workflows")?
+            .iter()
+            .map(synced_instance)
+            .collect::<Parsed<Vec<_>>>()?,
     })
 }
 
@@ -530,6 +650,10 @@ fn schema(v: &Value) -> Parsed<SyncSchema> {
         associations,
         cabinets,
         write_associations,
+        workflows: optional_list(v, "workflows")?
+            .iter()
+            .map(synced_workflow)
+            .collect::<Parsed<Vec<_>>>()?,
     })
 }
 
@@ -629,7 +753,13 @@ mod tests {
                 "files": [{"id": 5, "document_id": 9, "filename": "a.pdf", "size": 10,
                     "checksum": "ab", "mimetype": "application/pdf",
                     "timestamp": "2026-11-27T08:00:00Z", "download_url": "x", "url": "x"}],
-                "cabinet_ids": [3]
+                "cabinet_ids": [3],
+                "workflows": [{
+                    "instance": {"id": 6, "workflow_id": 1, "document_id": 9,
+                        "current_state_id": 2, "context": {}, "url": "x"},
+                    "log": [{"id": 8, "transition_id": null, "user_id": 4, "comment": "",
+                        "error": false, "datetime_created": "2026-11-27T08:00:00Z"}]
+                }]
             }],
             "removed": [7],
             "schema": null,
@@ -644,6 +774,8 @@ mod tests {
         assert!(d.values[0].metadata_type.is_none());
         assert_eq!(d.files[0].size, 10);
         assert_eq!(d.cabinets, vec![CabinetId(3)]);
+        assert_eq!(d.workflows[0].instance.state_id, Some(WorkflowStateId(2)));
+        assert_eq!(d.workflows[0].log[0].user_id, Some(UserId(4)));
         assert_eq!(batch.removed, vec![DocumentId(7)]);
         assert!(!batch.more);
         let broken = serde_json::json!({"documents": [{"document": {}}]});

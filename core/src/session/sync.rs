@@ -26,6 +26,10 @@ pub const MAX_SYNC_BATCH: u32 = 500;
 
 const DOCUMENT: &str = "documents.document";
 
+fn workflow_ref(id: WorkflowId) -> crate::access::ObjectRef {
+    crate::access::ObjectRef::new(crate::access::ObjectKind::WORKFLOW, id.0)
+}
+
 /// What one event of the log asks of a replica.
 enum Effect {
     /// Nothing.
@@ -68,8 +72,9 @@ fn effect(e: &Event) -> Effect {
         CABINET_EDITED if !documents.is_empty() => Effect::Documents(documents),
         CABINET_EDITED => Effect::Schema,
         DEVICE_CREATED | DEVICE_REVOKED => Effect::None,
-        // Nothing of a workflow is sent yet.
-        WORKFLOW_EDITED => Effect::None,
+        // A workflow's definition (its states, transitions, conditions, bindings) may change
+        // which transitions are available on any of its documents.
+        WORKFLOW_EDITED => Effect::Pass,
         // Grants, ACLs, memberships, roles, users, cabinets, parents, deleted or edited types:
         // anything that may change what the user sees beyond the documents it names.
         name if changes_shared_state(name) => Effect::Pass,
@@ -91,8 +96,9 @@ impl Session {
     /// [`document`](Self::document), [`document_metadata`](Self::document_metadata) and
     /// [`files`](Self::files) show them; and the document types, metadata types and
     /// associations it may view. Removed: a document sent to this device before that the user
-    /// may no longer see (or that is gone). With the types, the cabinets it may view, and with
-    /// each document the ids of those it is in. Not sent (yet): workflow instances.
+    /// may no longer see (or that is gone). With the types, the cabinets and the workflows it
+    /// may view (states and transitions, not actions), and with each document the ids of the
+    /// cabinets it is in and its instances of those workflows with their logs.
     ///
     /// A device that is not this session's user's is `NotFound`.
     ///
@@ -367,7 +373,55 @@ impl Session {
             values,
             files,
             cabinets,
+            workflows: self.synced_instances(id)?,
         }))
+    }
+
+    /// A document's instances of the workflows this session may view, with their logs (an
+    /// entry's user named only to a reader who may view that user, as online).
+    fn synced_instances(&self, document: DocumentId) -> Result<Vec<SyncedInstance>> {
+        let found = self.read(|tx| {
+            let mut found = Vec::new();
+            for instance in tx.workflow_instances_of(document)? {
+                if self.can(P::WorkflowTemplateView, workflow_ref(instance.workflow_id)) {
+                    let log = tx.workflow_log(instance.id)?;
+                    found.push(SyncedInstance { instance, log });
+                }
+            }
+            Ok(found)
+        })?;
+        Ok(found
+            .into_iter()
+            .map(|mut i| {
+                for entry in &mut i.log {
+                    if entry.user_id.is_some_and(|u| !self.may_view_user(u)) {
+                        entry.user_id = None;
+                    }
+                }
+                i
+            })
+            .collect())
+    }
+
+    /// The workflows this session may view, with their states and transitions.
+    fn synced_workflows(&self) -> Result<Vec<SyncedWorkflow>> {
+        self.read(|tx| {
+            let mut found = Vec::new();
+            for id in tx.workflow_ids()? {
+                if !self.can(P::WorkflowTemplateView, workflow_ref(id)) {
+                    continue;
+                }
+                let Some(workflow) = tx.workflow(id)? else {
+                    continue;
+                };
+                found.push(SyncedWorkflow {
+                    workflow,
+                    states: tx.workflow_states(id)?,
+                    transitions: tx.workflow_transitions(id, None)?,
+                });
+            }
+            Ok(found)
+        })
     }
 
     /// The types this session may view.
@@ -425,6 +479,7 @@ impl Session {
             associations,
             cabinets: self.cabinets()?,
             write_associations,
+            workflows: self.synced_workflows()?,
         })
     }
 }
@@ -436,6 +491,8 @@ pub const MAX_PUSH_WRITES: usize = 500;
 enum Pushed {
     Applied,
     Conflict,
+    /// A transition in conflict: the instance's state now.
+    Moved(Option<WorkflowStateId>),
 }
 
 impl Session {
@@ -453,6 +510,10 @@ impl Session {
     /// A [`Create`](PushedChange::Create) creates its document as
     /// [`create_document`](Self::create_document) does (never a conflict); pushed again under
     /// the same key by the same device, it creates nothing and answers the document it made.
+    /// A [`Transition`](PushedChange::Transition) is taken as
+    /// [`transition_workflow`](Self::transition_workflow) takes it, when the instance is still
+    /// in the state the replica held; one already in the transition's destination is applied
+    /// without taking it again; any other state is a conflict (per instance).
     ///
     /// At most [`MAX_PUSH_WRITES`] writes; each key 1 to 64 characters.
     pub fn sync_push(&self, device: DeviceId, writes: &[PushedWrite]) -> Result<Vec<PushOutcome>> {
@@ -522,6 +583,15 @@ impl Session {
             | PushedChange::Remove { metadata_type, .. } => self
                 .push_one(w.document, *metadata_type, &w.change)
                 .map(|p| (p, Some(w.document))),
+            PushedChange::Transition { .. } => self
+                .write(|u| {
+                    self.db
+                        .push_transition(u, self.actor, w.document, &w.change)
+                })
+                .map(|moved| {
+                    let p = moved.map_or(Pushed::Applied, Pushed::Moved);
+                    (p, Some(w.document))
+                }),
         };
         match outcome {
             Ok((Pushed::Applied, shown)) => (PushResult::Applied, shown),
@@ -530,6 +600,12 @@ impl Session {
                     server: w
                         .metadata_type()
                         .and_then(|mt| self.visible_value(w.document, mt)),
+                },
+                shown,
+            ),
+            Ok((Pushed::Moved(state), shown)) => (
+                PushResult::Conflict {
+                    server: state.map(|s| s.0.to_string()),
                 },
                 shown,
             ),
@@ -542,8 +618,9 @@ impl Session {
                     },
                     message: e.to_string(),
                 },
-                // A refused value write still shows the document as the server holds it.
-                w.metadata_type().map(|_| w.document),
+                // A refused write of a document's (not a create) still shows the document as
+                // the server holds it.
+                (!w.is_create()).then_some(w.document),
             ),
         }
     }
@@ -630,9 +707,9 @@ impl Session {
                     }
                     Some(_) => Ok(Pushed::Conflict),
                 },
-                PushedChange::Create { .. } => Err(Error::InvalidInput(
-                    "a create is not a value's write".into(),
-                )),
+                PushedChange::Create { .. } | PushedChange::Transition { .. } => {
+                    Err(Error::InvalidInput("not a value's write".into()))
+                }
             }
         })
     }

@@ -138,6 +138,7 @@ impl Tx<'_> {
         values: &[DocumentMetadata],
         files: &[DocumentFile],
         cabinets: &[CabinetId],
+        workflows: &[SyncedInstance],
     ) -> Result<Vec<String>> {
         self.execute(
             "INSERT INTO documents (id, label, document_type_id, created) \
@@ -181,6 +182,7 @@ impl Tx<'_> {
                 ],
             )?;
         }
+        self.mirror_instances(d.id, workflows)?;
         // What is held now: (id, checksum, storage name).
         let held = self.rows(
             "SELECT id, checksum, storage_name FROM document_files WHERE document_id = ?1",
@@ -231,6 +233,7 @@ impl Tx<'_> {
             "DELETE FROM document_files WHERE document_id = ?1",
             &[id.0.into()],
         )?;
+        self.delete_workflow_instances_of(id)?;
         self.delete_document(id)?;
         Ok(names
             .into_iter()
@@ -275,6 +278,226 @@ impl Tx<'_> {
                 format!("{REMOTE}{}", id.0).as_str().into(),
             ],
         )? == 1)
+    }
+
+    /// Holds exactly `instances` (with their logs) as the workflow instances of `document`: an
+    /// instance of a workflow the replica does not hold is left out, a state or a transition
+    /// it does not hold is named by nothing.
+    fn mirror_instances(
+        &mut self,
+        document: DocumentId,
+        instances: &[SyncedInstance],
+    ) -> Result<()> {
+        let held = self.rows(
+            "SELECT id FROM workflow_instances WHERE document_id = ?1",
+            &[document.0.into()],
+            |r| r.int(0),
+        )?;
+        for id in held {
+            if !instances.iter().any(|i| i.instance.id.0 == id) {
+                self.execute(
+                    "DELETE FROM workflow_instance_log WHERE instance_id = ?1",
+                    &[id.into()],
+                )?;
+                self.execute("DELETE FROM workflow_instances WHERE id = ?1", &[id.into()])?;
+            }
+        }
+        for SyncedInstance { instance: i, log } in instances {
+            let held = self.execute(
+                "INSERT INTO workflow_instances (id, workflow_id, document_id, state_id, context) \
+                 SELECT ?1, w.id, ?3, (SELECT s.id FROM workflow_states s \
+                                       WHERE s.id = ?4 AND s.workflow_id = w.id), ?5 \
+                 FROM workflows w WHERE w.id = ?2 \
+                 ON CONFLICT (id) DO UPDATE SET state_id = excluded.state_id, \
+                     context = excluded.context",
+                &[
+                    i.id.0.into(),
+                    i.workflow_id.0.into(),
+                    document.0.into(),
+                    i.state_id.map(|s| s.0).into(),
+                    i.context.to_string().as_str().into(),
+                ],
+            )?;
+            self.execute(
+                "DELETE FROM workflow_instance_log WHERE instance_id = ?1",
+                &[i.id.0.into()],
+            )?;
+            if held == 0 {
+                continue;
+            }
+            for e in log {
+                self.execute(
+                    "INSERT INTO workflow_instance_log \
+                         (id, instance_id, transition_id, user_id, comment, error, created) \
+                     VALUES (?1, ?2, (SELECT id FROM workflow_transitions WHERE id = ?3), ?4, \
+                         ?5, ?6, ?7)",
+                    &[
+                        e.id.0.into(),
+                        i.id.0.into(),
+                        e.transition_id.map(|t| t.0).into(),
+                        e.user_id.map(|u| u.0).into(),
+                        e.comment.as_str().into(),
+                        i64::from(e.error).into(),
+                        to_micros(e.created).into(),
+                    ],
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Holds exactly `workflows` (their states, transitions with conditions and triggers, and
+    /// bindings to the document types the replica holds), their conditions shaped by `shaper`
+    /// (they render locally with no more than the replica's user); deletes every other
+    /// workflow with its instances. Answers the workflows deleted.
+    pub(crate) fn mirror_workflows(
+        &mut self,
+        workflows: &[SyncedWorkflow],
+        shaper: &str,
+    ) -> Result<Vec<WorkflowId>> {
+        let gone: Vec<WorkflowId> = self
+            .workflow_ids()?
+            .into_iter()
+            .filter(|id| !workflows.iter().any(|w| w.workflow.id == *id))
+            .collect();
+        for id in &gone {
+            self.execute(
+                "UPDATE workflow_instance_log SET transition_id = NULL WHERE transition_id IN \
+                     (SELECT id FROM workflow_transitions WHERE workflow_id = ?1)",
+                &[id.0.into()],
+            )?;
+            self.delete_workflow_rows(*id)?;
+        }
+        for SyncedWorkflow {
+            workflow: w,
+            states,
+            transitions,
+        } in workflows
+        {
+            self.execute(
+                "UPDATE workflows SET label = ?1 WHERE label = ?2 AND id <> ?3",
+                &[
+                    parked(w.id.0).as_str().into(),
+                    w.label.as_str().into(),
+                    w.id.0.into(),
+                ],
+            )?;
+            self.execute(
+                "INSERT INTO workflows (id, label) VALUES (?1, ?2) \
+                 ON CONFLICT (id) DO UPDATE SET label = excluded.label",
+                &[w.id.0.into(), w.label.as_str().into()],
+            )?;
+            self.execute(
+                "DELETE FROM workflow_document_types WHERE workflow_id = ?1",
+                &[w.id.0.into()],
+            )?;
+            for t in &w.document_type_ids {
+                self.execute(
+                    "INSERT INTO workflow_document_types (workflow_id, document_type_id) \
+                     SELECT ?1, id FROM document_types WHERE id = ?2",
+                    &[w.id.0.into(), t.0.into()],
+                )?;
+            }
+            // Labels are unique in a workflow: each one's parked while they move.
+            for table in ["workflow_states", "workflow_transitions"] {
+                self.execute(
+                    &format!(
+                        "UPDATE {table} SET label = '\u{1}parked ' || CAST(id AS TEXT) \
+                         WHERE workflow_id = ?1"
+                    ),
+                    &[w.id.0.into()],
+                )?;
+            }
+            for st in states {
+                self.execute(
+                    "INSERT INTO workflow_states (id, workflow_id, label, initial) \
+                     VALUES (?1, ?2, ?3, ?4) \
+                     ON CONFLICT (id) DO UPDATE SET label = excluded.label, \
+                         initial = excluded.initial",
+                    &[
+                        st.id.0.into(),
+                        w.id.0.into(),
+                        st.label.as_str().into(),
+                        st.initial.into(),
+                    ],
+                )?;
+            }
+            self.execute(
+                "DELETE FROM workflow_transition_triggers WHERE transition_id IN \
+                     (SELECT id FROM workflow_transitions WHERE workflow_id = ?1)",
+                &[w.id.0.into()],
+            )?;
+            for t in transitions {
+                let shapers = if t.condition.trim().is_empty() {
+                    ""
+                } else {
+                    shaper
+                };
+                self.execute(
+                    "INSERT INTO workflow_transitions (id, workflow_id, label, origin_state_id, \
+                         destination_state_id, condition, condition_shapers) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+                     ON CONFLICT (id) DO UPDATE SET label = excluded.label, \
+                         origin_state_id = excluded.origin_state_id, \
+                         destination_state_id = excluded.destination_state_id, \
+                         condition = excluded.condition, \
+                         condition_shapers = excluded.condition_shapers",
+                    &[
+                        t.id.0.into(),
+                        w.id.0.into(),
+                        t.label.as_str().into(),
+                        t.origin_state_id.0.into(),
+                        t.destination_state_id.0.into(),
+                        t.condition.as_str().into(),
+                        shapers.into(),
+                    ],
+                )?;
+                for event in &t.triggers {
+                    self.execute(
+                        "INSERT INTO workflow_transition_triggers (transition_id, event_name) \
+                         VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+                        &[t.id.0.into(), event.as_str().into()],
+                    )?;
+                }
+            }
+            let old_transitions = self.rows(
+                "SELECT id FROM workflow_transitions WHERE workflow_id = ?1",
+                &[w.id.0.into()],
+                |r| r.int(0),
+            )?;
+            for id in old_transitions {
+                if !transitions.iter().any(|t| t.id.0 == id) {
+                    self.execute(
+                        "UPDATE workflow_instance_log SET transition_id = NULL \
+                         WHERE transition_id = ?1",
+                        &[id.into()],
+                    )?;
+                    self.execute(
+                        "DELETE FROM workflow_transitions WHERE id = ?1",
+                        &[id.into()],
+                    )?;
+                }
+            }
+            let old_states = self.rows(
+                "SELECT id FROM workflow_states WHERE workflow_id = ?1",
+                &[w.id.0.into()],
+                |r| r.int(0),
+            )?;
+            for id in old_states {
+                if !states.iter().any(|s| s.id.0 == id) {
+                    self.execute(
+                        "UPDATE workflow_instances SET state_id = NULL WHERE state_id = ?1",
+                        &[id.into()],
+                    )?;
+                    self.execute(
+                        "DELETE FROM workflow_state_actions WHERE state_id = ?1",
+                        &[id.into()],
+                    )?;
+                    self.execute("DELETE FROM workflow_states WHERE id = ?1", &[id.into()])?;
+                }
+            }
+        }
+        Ok(gone)
     }
 
     /// Makes the replica's cabinets `visible` (labels and parents as sent), with a row without
@@ -360,6 +583,7 @@ impl Tx<'_> {
         )?;
         for t in document_types {
             if !keep_document_types.contains(&t) {
+                self.unbind_workflows_from(t)?;
                 self.execute("DELETE FROM document_types WHERE id = ?1", &[t.0.into()])?;
                 dropped.0.push(t);
             }
@@ -392,6 +616,8 @@ impl Tx<'_> {
         let table = match table {
             "documents" => "documents",
             "document_metadata" => "document_metadata",
+            "workflow_instances" => "workflow_instances",
+            "workflow_instance_log" => "workflow_instance_log",
             other => {
                 return Err(Error::InvalidInput(format!(
                     "no local ids are reserved in {other}"

@@ -4,6 +4,7 @@
 
 use crate::access::{KnownParents, ObjectKind, ObjectRef, Permission as P, Permission};
 use crate::error::{Error, NON_FIELD_ERRORS, Result};
+use crate::kernel::{Docmeta, Unit};
 use crate::model::*;
 use crate::session::Session;
 use crate::store::Tx;
@@ -956,27 +957,88 @@ impl Session {
         transition: WorkflowTransitionId,
         comment: &str,
     ) -> Result<WorkflowLogEntry> {
-        self.write(|u| {
-            let instance = self.instance_for(&mut u.tx, document, id)?;
-            if !self.can_instance(P::WorkflowInstanceTransition, &instance)
-                && !self.can(P::WorkflowInstanceTransition, doc_ref(document))
-            {
-                return Err(Error::PermissionDenied(format!(
-                    "'{}' is needed on workflow instance {id}",
-                    P::WorkflowInstanceTransition.key()
-                )));
-            }
-            let t = u
-                .tx
-                .workflow_transition(transition)?
-                .filter(|t| t.workflow_id == instance.workflow_id)
-                .ok_or_else(|| {
-                    Error::validation(
-                        "transition_id",
-                        format!("Transition {transition} is not a transition of this workflow."),
-                    )
-                })?;
-            fire(&self.db, u, &instance, &t, self.actor().user(), comment)
-        })
+        self.write(|u| self.transition_in(u, document, id, transition, comment))
     }
+
+    /// [`transition_workflow`](Self::transition_workflow) in `u`.
+    pub(crate) fn transition_in(
+        &self,
+        u: &mut Unit<'_>,
+        document: DocumentId,
+        id: WorkflowInstanceId,
+        transition: WorkflowTransitionId,
+        comment: &str,
+    ) -> Result<WorkflowLogEntry> {
+        let (instance, t) = self.checked_transition(&mut u.tx, document, id, transition)?;
+        fire(&self.db, u, &instance, &t, self.actor().user(), comment)
+    }
+
+    /// The instance and the transition of a transition this session asks for: the instance
+    /// visible, the permission held, the transition one of its workflow's.
+    fn checked_transition(
+        &self,
+        tx: &mut Tx<'_>,
+        document: DocumentId,
+        id: WorkflowInstanceId,
+        transition: WorkflowTransitionId,
+    ) -> Result<(WorkflowInstance, WorkflowTransition)> {
+        let instance = self.instance_for(tx, document, id)?;
+        if !self.can_instance(P::WorkflowInstanceTransition, &instance)
+            && !self.can(P::WorkflowInstanceTransition, doc_ref(document))
+        {
+            return Err(Error::PermissionDenied(format!(
+                "'{}' is needed on workflow instance {id}",
+                P::WorkflowInstanceTransition.key()
+            )));
+        }
+        let t = tx
+            .workflow_transition(transition)?
+            .filter(|t| t.workflow_id == instance.workflow_id)
+            .ok_or_else(|| {
+                Error::validation(
+                    "transition_id",
+                    format!("Transition {transition} is not a transition of this workflow."),
+                )
+            })?;
+        Ok((instance, t))
+    }
+}
+
+/// The hook that takes a transition a replica pushed (see
+/// [`PushedChange::Transition`](crate::PushedChange::Transition)) for `actor`, in `u`, with
+/// the checks of [`Session::transition_workflow`] first (a hidden instance is not found, a
+/// missing permission refused, before anything is compared): `Ok(None)` when taken, or when
+/// the instance already left the replica's state for the transition's destination (a push
+/// retried after a lost answer); `Ok(Some(state))`, the instance's state now, when it is no
+/// longer in the state the replica held.
+pub(crate) fn push_transition(
+    db: &Docmeta,
+    u: &mut Unit<'_>,
+    actor: Actor,
+    document: DocumentId,
+    change: &PushedChange,
+) -> Result<Option<Option<WorkflowStateId>>> {
+    let PushedChange::Transition {
+        instance,
+        transition,
+        comment,
+        base,
+    } = change
+    else {
+        return Err(Error::InvalidInput("not a transition".into()));
+    };
+    let session = match actor {
+        Actor::User(user) => db.session(user),
+        _ => db.system(),
+    };
+    let (current, t) = session.checked_transition(&mut u.tx, document, *instance, *transition)?;
+    if current.state_id != *base {
+        return Ok(if current.state_id == Some(t.destination_state_id) {
+            None
+        } else {
+            Some(current.state_id)
+        });
+    }
+    fire(db, u, &current, &t, actor.user(), comment)?;
+    Ok(None)
 }

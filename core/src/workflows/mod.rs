@@ -98,4 +98,5 @@ mod api;
 mod engine;
 mod triggers;
 
+pub(crate) use api::push_transition;
 pub(crate) use triggers::{launch, note_event, run_trigger, run_triggers};

@@ -1163,14 +1163,16 @@ pub struct SyncPushIn {
 }
 
 /// One write a replica made offline: a value set or removed (based on the value the replica
-/// held, `base`, `null` for none), or a document created.
+/// held, `base`, `null` for none), a document created, or a workflow transition taken (based
+/// on the state the replica held, `base_state_id`).
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct PushedWriteIn {
     /// The replica's name for the write; its result carries it (a create pushed again under
     /// the same key creates nothing more).
     #[schema(min_length = 1, max_length = 64)]
     pub key: String,
-    /// `set` (add or edit the value, through the pipeline), `remove`, or `create` (a document).
+    /// `set` (add or edit the value, through the pipeline), `remove`, `create` (a document) or
+    /// `transition` (a workflow transition).
     pub action: PushAction,
     /// The document; for `create`, the replica's own id for the document it made.
     #[schema(minimum = 1)]
@@ -1191,6 +1193,16 @@ pub struct PushedWriteIn {
     pub label: Option<String>,
     /// The new document's values, each run through the pipeline (`create` only).
     pub metadata: Option<InitialValues>,
+    /// The document's workflow instance (`transition` only).
+    pub workflow_instance_id: Option<Id>,
+    /// The transition to take (`transition` only).
+    pub transition_id: Option<Id>,
+    /// The log entry's comment (`transition` only; default empty).
+    #[schema(schema_with = optional_text::<VALUE>)]
+    pub comment: Option<String>,
+    /// The instance's state the replica held when it took the transition (`transition` only;
+    /// `null`: none).
+    pub base_state_id: Option<Id>,
 }
 
 /// What a pushed write does.
@@ -1200,4 +1212,5 @@ pub enum PushAction {
     Set,
     Remove,
     Create,
+    Transition,
 }

@@ -427,3 +427,198 @@ fn a_push_over_http_applies_conflicts_and_refuses_as_online() {
     assert_eq!(out[0]["status"], "refused", "{out:?}");
     assert_eq!(out[0]["error"]["kind"], "validation");
 }
+
+#[test]
+fn a_replica_over_http_follows_workflows_and_pushes_transitions() {
+    use docmeta_core::{DocumentId, MetadataTypeId, Remote, Replica, WorkflowTransitionId};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    prepare(dir.path(), true, "");
+    let s = Server::start(dir.path());
+    let find = |path: &str, key: &str, wanted: &str| -> i64 {
+        let (_, list) = s.get(path, ADMIN);
+        list["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .find(|t| t[key] == wanted)
+            .unwrap_or_else(|| panic!("{wanted} in {path}"))["id"]
+            .as_i64()
+            .expect("an id")
+    };
+    let invoice = find("/api/v4/documents/types/?page_size=500", "label", "Invoice");
+    let mt = |name: &str| {
+        find(
+            "/api/v4/metadata/metadata-types/?page_size=500",
+            "name",
+            name,
+        )
+    };
+    let status = mt("status");
+    let (code, created) = s.call(
+        "POST",
+        "/api/v4/documents/",
+        Some(ADMIN),
+        Some(
+            &json!({"document_type_id": invoice, "label": "Offline approval",
+            "metadata": [{"metadata_type_id": mt("invoice_number"), "value": "INV-7777"},
+                {"metadata_type_id": mt("due_date"), "value": "2027-01-31"},
+                {"metadata_type_id": status, "value": "draft"}]}),
+        ),
+    );
+    assert_eq!(code, 201, "{created}");
+    let doc = created["id"].as_i64().expect("an id");
+    let (_, instances) = s.get(&format!("/api/v4/documents/{doc}/workflows/"), ADMIN);
+    let instance = &instances["results"][0];
+    let instance_id = instance["id"].as_i64().expect("an instance");
+
+    let local = tempfile::tempdir().expect("tempdir");
+    let remote = Remote {
+        url: s.base.clone(),
+        username: ADMIN.0.into(),
+        password: ADMIN.1.into(),
+    };
+    let replica = Replica::open(local.path(), &remote).expect("signed in");
+    replica.sync().expect("synced");
+    let session = replica.session();
+    let held = session
+        .workflow_instances(DocumentId(doc))
+        .expect("instances");
+    assert_eq!(held.len(), 1);
+    assert_eq!(
+        held[0].state_id.map(|s| s.0),
+        instance["current_state_id"].as_i64()
+    );
+    let (_, online) = s.get(
+        &format!("/api/v4/documents/{doc}/workflows/{instance_id}/transitions/"),
+        ADMIN,
+    );
+    let offline = session
+        .available_transitions(DocumentId(doc), held[0].id)
+        .expect("available");
+    assert_eq!(
+        offline.len(),
+        online["results"].as_array().map_or(0, Vec::len),
+        "{online}"
+    );
+
+    // Offline, the status edit fires the workflow's trigger on the replica, as on the server;
+    // the sync pushes the value, and the server's trigger moves the instance there too.
+    replica
+        .set_value(DocumentId(doc), MetadataTypeId(status), "review")
+        .expect("set offline");
+    let moved = session
+        .workflow_instances(DocumentId(doc))
+        .expect("instances");
+    let review = session
+        .workflow_states(moved[0].workflow_id)
+        .expect("states")
+        .into_iter()
+        .find(|s| s.label == "review")
+        .expect("review");
+    assert_eq!(
+        moved[0].state_id,
+        Some(review.id),
+        "the trigger fired offline"
+    );
+    replica.sync().expect("pushed");
+    let (_, after) = s.get(
+        &format!("/api/v4/documents/{doc}/workflows/{instance_id}/"),
+        ADMIN,
+    );
+    assert_eq!(after["current_state_id"], review.id.0, "{after}");
+
+    // A transition taken offline goes over HTTP; the server takes it through the user's session.
+    let approve = session
+        .workflow_transitions(moved[0].workflow_id)
+        .expect("transitions")
+        .into_iter()
+        .find(|t| t.label == "approve")
+        .expect("approve");
+    replica
+        .set_value(DocumentId(doc), MetadataTypeId(status), "approved")
+        .expect("set offline");
+    let state = session
+        .workflow_instances(DocumentId(doc))
+        .expect("instances")[0]
+        .state_id;
+    assert_eq!(
+        state,
+        Some(approve.destination_state_id),
+        "the trigger fired offline"
+    );
+    replica.sync().expect("pushed");
+    let (_, log) = s.get(
+        &format!("/api/v4/documents/{doc}/workflows/{instance_id}/log/"),
+        ADMIN,
+    );
+    let taken: Vec<i64> = log["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .filter_map(|e| e["transition_id"].as_i64())
+        .collect();
+    assert!(taken.contains(&approve.id.0), "{log}");
+    assert_eq!(
+        session
+            .workflow_log(DocumentId(doc), held[0].id)
+            .expect("log")
+            .len(),
+        log["results"].as_array().map_or(0, Vec::len),
+        "the replica holds the server's log"
+    );
+
+    // Pushed by hand: a transition without its transition id is a 400; one that does not
+    // leave the state the replica held is a conflict naming the server's state.
+    let device = replica.device().expect("read").expect("signed in").0;
+    let (code, _) = s.call(
+        "POST",
+        "/api/v4/sync/push/",
+        Some(ADMIN),
+        Some(
+            &json!({"device": device, "writes": [{"key": "t", "action": "transition",
+            "document_id": doc, "workflow_instance_id": instance_id}]}),
+        ),
+    );
+    assert_eq!(code, 400);
+    let (code, answer) = s.call(
+        "POST",
+        "/api/v4/sync/push/",
+        Some(ADMIN),
+        Some(
+            &json!({"device": device, "writes": [{"key": "u", "action": "transition",
+            "document_id": doc, "workflow_instance_id": instance_id,
+            "transition_id": approve.id.0, "base_state_id": review.id.0 + 1000}]}),
+        ),
+    );
+    assert_eq!(code, 200, "{answer}");
+    let result = &answer["results"][0];
+    assert_eq!(
+        result["status"], "applied",
+        "already in its destination: {answer}"
+    );
+    let pay: WorkflowTransitionId = session
+        .workflow_transitions(moved[0].workflow_id)
+        .expect("transitions")
+        .into_iter()
+        .find(|t| t.label == "pay")
+        .expect("pay")
+        .id;
+    let (_, answer) = s.call(
+        "POST",
+        "/api/v4/sync/push/",
+        Some(ADMIN),
+        Some(
+            &json!({"device": device, "writes": [{"key": "v", "action": "transition",
+            "document_id": doc, "workflow_instance_id": instance_id,
+            "transition_id": pay.0, "base_state_id": review.id.0}]}),
+        ),
+    );
+    let result = &answer["results"][0];
+    assert_eq!(result["status"], "conflict", "{answer}");
+    assert_eq!(
+        result["server_value"],
+        approve.destination_state_id.0.to_string(),
+        "{answer}"
+    );
+}

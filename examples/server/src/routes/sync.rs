@@ -7,7 +7,8 @@ use crate::body::Json;
 use axum::extract::{Query, State};
 use docmeta_core::{
     DeviceId, DocumentId, DocumentTypeId, MetadataTypeId, PushOutcome, PushResult, PushedChange,
-    PushedWrite, SyncBatch, SyncCursor, SyncSchema, SyncedDocument,
+    PushedWrite, SyncBatch, SyncCursor, SyncSchema, SyncedDocument, SyncedInstance, SyncedWorkflow,
+    WorkflowInstanceId, WorkflowStateId, WorkflowTransitionId,
 };
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -18,6 +19,7 @@ use crate::body::JsonBody;
 use crate::dto::*;
 use crate::error::{ApiError, ApiResult};
 use crate::requests::{PushAction, SyncPushIn};
+use crate::routes::workflows::{InstanceOut, LogEntryOut, StateOut, TransitionOut, WorkflowOut};
 use crate::state::{AppState, CurrentUser};
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
@@ -49,6 +51,44 @@ pub struct SyncedDocumentOut {
     pub files: Vec<DocumentFileOut>,
     /// The ids of the cabinets it is in that the caller may view.
     pub cabinet_ids: Vec<i64>,
+    /// Its instances of the workflows the caller may view, each with its log.
+    pub workflows: Vec<SyncedInstanceOut>,
+}
+
+/// A document's workflow instance as a replica keeps it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SyncedInstanceOut {
+    pub instance: InstanceOut,
+    /// Its log, oldest first (a user the caller may not view is `null`).
+    pub log: Vec<LogEntryOut>,
+}
+
+impl From<SyncedInstance> for SyncedInstanceOut {
+    fn from(i: SyncedInstance) -> Self {
+        SyncedInstanceOut {
+            instance: (&i.instance).into(),
+            log: i.log.iter().map(Into::into).collect(),
+        }
+    }
+}
+
+/// A workflow as a replica keeps it: its states and transitions (not its actions).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SyncedWorkflowOut {
+    pub workflow: WorkflowOut,
+    pub states: Vec<StateOut>,
+    /// With their conditions and triggers.
+    pub transitions: Vec<TransitionOut>,
+}
+
+impl From<SyncedWorkflow> for SyncedWorkflowOut {
+    fn from(w: SyncedWorkflow) -> Self {
+        SyncedWorkflowOut {
+            workflow: (&w.workflow).into(),
+            states: w.states.iter().map(Into::into).collect(),
+            transitions: w.transitions.iter().map(Into::into).collect(),
+        }
+    }
 }
 
 impl From<SyncedDocument> for SyncedDocumentOut {
@@ -58,6 +98,7 @@ impl From<SyncedDocument> for SyncedDocumentOut {
             metadata: d.values.into_iter().map(Into::into).collect(),
             files: d.files.iter().map(Into::into).collect(),
             cabinet_ids: d.cabinets.iter().map(|c| c.0).collect(),
+            workflows: d.workflows.into_iter().map(Into::into).collect(),
         }
     }
 }
@@ -74,6 +115,8 @@ pub struct SyncSchemaOut {
     /// values to without viewing them as types (for metadata types whose values it may view):
     /// what a replica checks its writes against. Not types to list.
     pub write_associations: Vec<AssociationOut>,
+    /// The workflows the caller may view, with their states and transitions.
+    pub workflows: Vec<SyncedWorkflowOut>,
 }
 
 impl From<SyncSchema> for SyncSchemaOut {
@@ -84,6 +127,7 @@ impl From<SyncSchema> for SyncSchemaOut {
             associations: s.associations.iter().map(Into::into).collect(),
             cabinets: s.cabinets.iter().map(Into::into).collect(),
             write_associations: s.write_associations.iter().map(Into::into).collect(),
+            workflows: s.workflows.into_iter().map(Into::into).collect(),
         }
     }
 }
@@ -157,7 +201,8 @@ pub struct PushResultOut {
     /// `applied`, `conflict` (the server's value stands: `server_value`) or `refused` (as the
     /// same write online would be: `error`).
     pub status: String,
-    /// In a conflict: the server's value now (`null`: none, or one the caller may not view).
+    /// In a conflict: the server's value now (`null`: none, or one the caller may not view);
+    /// for a transition, the id of the instance's state now.
     pub server_value: Option<String>,
     /// When refused: the error's kind (`validation`, `permission_denied`, `not_found`, ...),
     /// the field a validation error names, and the message.
@@ -212,7 +257,7 @@ impl From<PushOutcome> for PushResultOut {
 }
 
 #[utoipa::path(post, path = "/api/v4/sync/push/", tag = "sync", request_body = SyncPushIn,
-    description = "Applies the writes one of the caller's devices' replica made offline, in order, each as the same write online would be (the pipeline, permission checks, workflow triggers): values set and removed, documents created. A write based on a value the server no longer holds is a conflict: the server's value stands. A push retried after a lost answer applies once (a create pushed again under its key answers the document made the first time).",
+    description = "Applies the writes one of the caller's devices' replica made offline, in order, each as the same write online would be (the pipeline, permission checks, workflow triggers): values set and removed, documents created, workflow transitions taken. A write based on a value the server no longer holds is a conflict: the server's value stands (a transition: based on a state the instance has left, unless it is in the transition's destination). A push retried after a lost answer applies once (a create pushed again under its key answers the document made the first time).",
     responses((status = 200, body = SyncPushOut), (status = 400, body = ErrorOut),
         (status = 404, body = ErrorOut)))]
 async fn push(
@@ -243,6 +288,18 @@ async fn push(
                 ),
                 label: w.label.ok_or_else(|| needs("a label"))?,
                 values: w.metadata.unwrap_or_default().0,
+            },
+            PushAction::Transition => PushedChange::Transition {
+                instance: WorkflowInstanceId(
+                    w.workflow_instance_id
+                        .ok_or_else(|| needs("a workflow_instance_id"))?
+                        .0,
+                ),
+                transition: WorkflowTransitionId(
+                    w.transition_id.ok_or_else(|| needs("a transition_id"))?.0,
+                ),
+                comment: w.comment.unwrap_or_default(),
+                base: w.base_state_id.map(|s| WorkflowStateId(s.0)),
             },
         };
         writes.push(PushedWrite {
