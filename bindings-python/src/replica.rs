@@ -27,21 +27,32 @@ impl Replica {
     /// `password`; otherwise it uses the device token it keeps, and `password` may be empty.
     /// The password is never stored. A directory that is the replica of another server or user
     /// raises `ValidationError` (`url`, `username`); wrong credentials `PermissionDenied`.
+    /// With `storage_password`, the file bytes the replica fetches are kept encrypted (MENC)
+    /// under a key derived from it; once encrypted, every later open needs it
+    /// (`ValidationError` on `storage_password` without it, `DecryptionError` with another).
     #[staticmethod]
-    #[pyo3(signature = (path, url, username, password = String::new()))]
+    #[pyo3(signature = (path, url, username, password = String::new(), *, storage_password = None))]
     fn open(
         py: Python<'_>,
         path: PathBuf,
         url: String,
         username: String,
         password: String,
+        storage_password: Option<String>,
     ) -> PyResult<Replica> {
         let remote = core::Remote {
             url,
             username,
             password,
         };
-        run(py, || core::Replica::open(&path, &remote)).map(|inner| Replica { inner })
+        run(py, || {
+            let builder = core::Replica::builder(&path);
+            match storage_password {
+                Some(p) => builder.storage_password(p).open(&remote),
+                None => builder.open(&remote),
+            }
+        })
+        .map(|inner| Replica { inner })
     }
 
     /// Pulls every change since the last sync, in batches, calling `progress(SyncProgress)`

@@ -279,3 +279,28 @@ def test_a_replica_follows_workflows_and_takes_transitions_offline(
     other = docmeta.Replica.open(tmp_path / "other", server, "admin", "admin-password")
     other.sync()
     assert [e.id for e in other.session().workflow_log(doc, instance.id)] == [e.id for e in log]
+
+
+def test_an_encrypted_replica_keeps_fetched_files_encrypted(server: str, tmp_path: Path) -> None:
+    path = tmp_path / "replica"
+    replica = docmeta.Replica.open(path, server, "alice", "demo-password",
+                                   storage_password="the phone's secret")
+    replica.sync()
+    assert replica.fetch_files() > 0
+    session = replica.session()
+    contents = [session.read_file(f.id) for d in session.documents() for f in session.files(d.id)]
+    assert contents and all(c.startswith(b"Invoice") for c in contents if c)
+    for file in path.rglob("*"):
+        if file.is_file():
+            data = file.read_bytes()
+            assert not any(c in data for c in contents if c), f"{file} holds a file's bytes"
+    del replica, session
+    with pytest.raises(docmeta.ValidationError) as refused:
+        docmeta.Replica.open(path, server, "alice")
+    assert refused.value.field == "storage_password"
+    with pytest.raises(docmeta.DecryptionError):
+        docmeta.Replica.open(path, server, "alice", storage_password="another")
+    again = docmeta.Replica.open(path, server, "alice", storage_password="the phone's secret")
+    assert again.session().read_file(
+        next(f.id for d in again.session().documents() for f in again.session().files(d.id))
+    ).startswith(b"Invoice")

@@ -352,6 +352,30 @@ impl Replica {
         }))
     }
 
+    /// `open`, with the file bytes the replica fetches kept encrypted (MENC) under a key
+    /// derived from `storagePassword`. Once a replica's storage is encrypted, every later open
+    /// needs it: `open` without it is a `Validation` error on `storage_password`, another
+    /// password a `Decryption` error.
+    #[uniffi::constructor]
+    pub fn open_encrypted(
+        path: String,
+        url: String,
+        username: String,
+        password: String,
+        storage_password: String,
+    ) -> Result<Arc<Self>> {
+        let remote = core::Remote {
+            url,
+            username,
+            password,
+        };
+        Ok(Arc::new(Replica {
+            inner: core::Replica::builder(PathBuf::from(path))
+                .storage_password(storage_password)
+                .open(&remote)?,
+        }))
+    }
+
     /// Pulls every change since the last sync, in batches, telling `listener` after each batch
     /// is stored. A sync cut off goes on from the last batch stored. When the server refuses
     /// the device (its token revoked or expired, its user deactivated), everything synced is

@@ -80,7 +80,7 @@ pub use kernel::{Docmeta, EventWatch, SubscriptionId};
 pub use model::*;
 pub use replica::{
     DEVICE_NAME as REPLICA_DEVICE_NAME, HttpServer, InProcessServer, LOCAL_IDS, Pulled,
-    RejectedWrite, Remote, Replica, SignedIn, SyncProgress, SyncServer,
+    RejectedWrite, Remote, Replica, ReplicaBuilder, SignedIn, SyncProgress, SyncServer,
 };
 pub use session::{
     DEFAULT_DEVICE_LIFETIME, FileContent, MAX_DEVICE_LIFETIME, MAX_DEVICES_PER_USER,

@@ -1189,6 +1189,59 @@ fn a_value_the_pipeline_refuses_is_refused_offline_as_online() -> Result<()> {
 }
 
 #[test]
+fn an_encrypted_replica_keeps_every_fetched_byte_encrypted_and_needs_its_password() -> Result<()> {
+    let w = world()?;
+    let content = b"plaintext canary 7f3a9c of a scanned letter";
+    let (doc, file) = w.admin.create_document_with_file(
+        w.types[0],
+        "sealed",
+        &[],
+        "letter.txt",
+        &mut &content[..],
+    )?;
+    let dir = tempfile::tempdir().expect("a directory");
+    let open = |password: Option<&str>| {
+        let builder = Replica::builder(dir.path());
+        let builder = match password {
+            Some(p) => builder.storage_password(p),
+            None => builder,
+        };
+        builder.open_with(InProcessServer::new(w.db.clone()), "ann", "a long password")
+    };
+    let replica = open(Some("the device's secret"))?;
+    replica.sync()?;
+    assert_eq!(replica.read_file(file.id)?, content);
+    assert_eq!(replica.session().read_file(file.id)?, content);
+    assert_eq!(replica.fetch_files(|_, _| {})?, 0, "fetched already");
+    let holds = |needle: &[u8]| {
+        walk(dir.path()).into_iter().any(|p| {
+            std::fs::read(&p)
+                .map(|b| b.windows(needle.len()).any(|w| w == needle))
+                .unwrap_or(false)
+        })
+    };
+    assert!(
+        !holds(b"plaintext canary 7f3a9c"),
+        "no file of the replica holds the bytes"
+    );
+    drop(replica);
+    // Without its password, or with another: refused, nothing read.
+    match open(None) {
+        Err(docmeta_core::Error::Validation { field, .. }) => assert_eq!(field, "storage_password"),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        open(Some("not the secret")),
+        Err(docmeta_core::Error::Decryption(_))
+    ));
+    // With it: read offline, and the document's other records as before.
+    let replica = open(Some("the device's secret"))?;
+    assert_eq!(replica.session().read_file(file.id)?, content);
+    assert_eq!(replica.session().files(doc.document.id)?, [file]);
+    Ok(())
+}
+
+#[test]
 fn a_file_s_bytes_are_fetched_once_checked_and_dropped_with_the_file() -> Result<()> {
     let w = world()?;
     let (doc, file) = w.admin.create_document_with_file(

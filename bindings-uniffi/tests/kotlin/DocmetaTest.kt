@@ -628,6 +628,20 @@ fun replica() {
         expect(fetched > 0uL && replica.fetchFiles() == 0uL, "every other file fetched: $fetched")
         expect(session.documentIds(null).all { d -> session.files(d).all { session.readFile(it.id).isNotEmpty() } }, "every file reads from the replica")
         expect(replica.device() != null, "signed in as a device")
+        // An encrypted replica: the bytes it fetches are sealed on the device; its password is needed.
+        val sealedPath = Files.createTempDirectory("docmeta-kotlin-sealed").toString()
+        val sealed = Replica.openEncrypted(sealedPath, url, "alice", "demo-password", "the phone's secret")
+        sealed.sync(null)
+        expect(sealed.fetchFiles() > 0uL, "fetched into the encrypted storage")
+        val plain = String(sealed.session().readFile(scan.id))
+        expect(plain.startsWith("Invoice"), "read back through the key")
+        Files.walk(java.nio.file.Paths.get(sealedPath)).use { paths ->
+            paths.filter { Files.isRegularFile(it) }.forEach {
+                expect(!String(Files.readAllBytes(it), Charsets.ISO_8859_1).contains(plain), "no file holds the bytes: $it")
+            }
+        }
+        val locked = refused<DocmetaException.Validation>("an encrypted replica without its password") { Replica.open(sealedPath, url, "alice", "") }
+        expect(locked.field == "storage_password", "the refusal names the password: ${locked.field}")
         // Opened again with the token it keeps: no password.
         expect(Replica.open(path, url, "alice", "").sync(null).received == 0uL, "nothing new")
         expect(replica.syncWhenChanged(1u).received == 0uL, "no change within the wait")

@@ -47,6 +47,102 @@ const LOCAL_TABLES: [&str; 4] = [
 /// The password hash of the replica's own user: not a PHC string, so no password verifies.
 const NO_PASSWORD: &str = "!";
 
+/// How a replica is opened: [`Replica::builder`], then [`open`](Self::open) or
+/// [`open_with`](Self::open_with).
+///
+/// ```
+/// use docmeta_core::{Docmeta, InProcessServer, Replica};
+///
+/// let server = Docmeta::in_memory()?;
+/// server.system().create_user("ann", "a long password", true)?;
+/// let dir = tempfile::tempdir().expect("a directory");
+/// let replica = Replica::builder(dir.path())
+///     .storage_password("the device's secret")
+///     .open_with(InProcessServer::new(server.clone()), "ann", "a long password")?;
+/// replica.sync()?;
+/// # Ok::<(), docmeta_core::Error>(())
+/// ```
+pub struct ReplicaBuilder {
+    dir: std::path::PathBuf,
+    storage_password: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for ReplicaBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReplicaBuilder")
+            .field("dir", &self.dir)
+            .field(
+                "storage_password",
+                &self.storage_password.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
+}
+
+impl ReplicaBuilder {
+    /// Keeps the file bytes the replica fetches encrypted (MENC, AES-256-GCM, as a server's
+    /// encrypted storage) under a key derived from `password` (Argon2id). Once a replica's
+    /// storage is encrypted, every later open needs the same password: without it the open is
+    /// `Validation` on `storage_password`, with another one `Decryption`. A replica fetched
+    /// into before keeps those bytes as they were and encrypts what it fetches from then on.
+    /// The replica's database (labels, values) is not encrypted.
+    pub fn storage_password(mut self, password: impl Into<Vec<u8>>) -> Self {
+        self.storage_password = Some(password.into());
+        self
+    }
+
+    /// Opens the replica of the server `remote.url` for `remote.username` (see
+    /// [`Replica::open`]).
+    pub fn open(self, remote: &Remote) -> Result<Replica> {
+        let server = HttpServer::new(&remote.url)?;
+        self.open_with(server, &remote.username, &remote.password)
+    }
+
+    /// Opens the replica of any [`SyncServer`] (see [`Replica::open_with`]).
+    pub fn open_with(
+        self,
+        server: impl SyncServer + 'static,
+        username: &str,
+        password: &str,
+    ) -> Result<Replica> {
+        Replica::open_local(self.local()?, server, username, password)
+    }
+
+    /// The replica's own database, its file storage encrypted when it is to be.
+    fn local(&self) -> Result<Docmeta> {
+        let dir = &self.dir;
+        let mut builder = Docmeta::builder().data_dir(dir).worker(false);
+        let keyed = dir.join("system").join("storage_key").exists();
+        let config = |dir: &Path| -> Result<crate::config::Config> {
+            crate::owner_only::create_dir_all(dir).map_err(|e| {
+                Error::storage(
+                    format!("creating the replica's directory {}", dir.display()),
+                    e,
+                )
+            })?;
+            crate::config::Config::load_or_create(dir)
+        };
+        match &self.storage_password {
+            Some(password) => {
+                let mut config = config(dir)?;
+                config.documents_file_storage_backend = crate::config::StorageBackend::Encrypted;
+                builder = builder.config(config).storage_password(password.clone());
+            }
+            None if keyed
+                && config(dir)?.documents_file_storage_backend
+                    != crate::config::StorageBackend::Encrypted =>
+            {
+                return Err(Error::validation(
+                    "storage_password",
+                    "This replica keeps its files encrypted: open it with its storage password.",
+                ));
+            }
+            None => {}
+        }
+        builder.open()
+    }
+}
+
 /// A server over HTTP and who signs in to it.
 #[derive(Clone)]
 pub struct Remote {
@@ -133,8 +229,15 @@ impl Replica {
     /// is the replica of another server or user is refused (`Validation` on `url` or
     /// `username`); wrong credentials are `PermissionDenied`.
     pub fn open(dir: impl AsRef<Path>, remote: &Remote) -> Result<Replica> {
-        let server = HttpServer::new(&remote.url)?;
-        Replica::open_with(dir, server, &remote.username, &remote.password)
+        Replica::builder(dir).open(remote)
+    }
+
+    /// A replica in `dir` opened with options ([`ReplicaBuilder::storage_password`]).
+    pub fn builder(dir: impl AsRef<Path>) -> ReplicaBuilder {
+        ReplicaBuilder {
+            dir: dir.as_ref().to_path_buf(),
+            storage_password: None,
+        }
     }
 
     /// [`open`](Self::open) with any [`SyncServer`] (an [`InProcessServer`], say).
@@ -163,7 +266,15 @@ impl Replica {
         username: &str,
         password: &str,
     ) -> Result<Replica> {
-        let local = Docmeta::builder().data_dir(dir).worker(false).open()?;
+        Replica::builder(dir).open_with(server, username, password)
+    }
+
+    fn open_local(
+        local: Docmeta,
+        server: impl SyncServer + 'static,
+        username: &str,
+        password: &str,
+    ) -> Result<Replica> {
         let address = server.address();
         let id = |v: Option<String>| v.and_then(|v| v.parse::<i64>().ok());
         let (stored_server, stored_username, user, role, token) = local.read(|tx| {
@@ -245,10 +356,12 @@ impl Replica {
                         .into(),
                 });
             }
-            let stored = self.local.file_storage().put(&mut bytes.as_slice())?;
+            let storage = self.local.file_storage();
+            let stored = storage.put(&mut bytes.as_slice())?;
+            let encrypted = storage.encrypts();
             let recorded = self
                 .local
-                .write_system(|tx| tx.mirror_file_fetched(id, &checksum, &stored))?;
+                .write_system(|tx| tx.mirror_file_fetched(id, &checksum, &stored, encrypted))?;
             if !recorded {
                 // The record changed meanwhile: these bytes are not its.
                 let _ = self.local.file_storage().delete(&stored);

@@ -260,22 +260,25 @@ impl Tx<'_> {
         )
     }
 
-    /// Records that a file's bytes, with `checksum`, are stored under `name`; `false` when the
-    /// record changed meanwhile (the bytes are then not needed).
+    /// Records that a file's bytes, with `checksum`, are stored under `name` (`encrypted`:
+    /// sealed by the replica's encrypted storage); `false` when the record changed meanwhile
+    /// (the bytes are then not needed).
     pub(crate) fn mirror_file_fetched(
         &mut self,
         id: DocumentFileId,
         checksum: &str,
         name: &str,
+        encrypted: bool,
     ) -> Result<bool> {
         Ok(self.execute(
-            "UPDATE document_files SET storage_name = ?1 \
+            "UPDATE document_files SET storage_name = ?1, encrypted = ?5 \
              WHERE id = ?2 AND checksum = ?3 AND storage_name = ?4",
             &[
                 name.into(),
                 id.0.into(),
                 checksum.into(),
                 format!("{REMOTE}{}", id.0).as_str().into(),
+                encrypted.into(),
             ],
         )? == 1)
     }
