@@ -204,13 +204,15 @@ record!(
     /// as submitted), `"remove"` (of `metadata_type_id`), `"create"` (the document
     /// `document_id`, the replica's own id for it, of `document_type_id` with `label` and
     /// `values` as submitted) or `"transition"` (`transition_id` taken on the instance
-    /// `workflow_instance_id` with `comment`, from the state `base_state_id`); `base` is the
-    /// value the replica held when a set or removal was made (None: none).
+    /// `workflow_instance_id` with `comment`, from the state `base_state_id`) or `"file"` (the
+    /// file `file_id`, the replica's own id for it, named `filename`, added to the document);
+    /// `base` is the value the replica held when a set or removal was made (None: none).
     PendingWrite { key: String, document_id: i64, metadata_type_id: Option<i64>,
         action: String, value: Option<String>, base: Option<String>,
         document_type_id: Option<i64>, label: Option<String>,
         values: std::collections::BTreeMap<i64, String>, workflow_instance_id: Option<i64>,
-        transition_id: Option<i64>, comment: Option<String>, base_state_id: Option<i64> });
+        transition_id: Option<i64>, comment: Option<String>, base_state_id: Option<i64>,
+        file_id: Option<i64>, filename: Option<String> });
 record!(
     /// What became of a pushed write: `status` is `"applied"`, `"conflict"` (the server's
     /// value stands: `server_value`) or `"refused"` (`error_kind`, `error_field`,
@@ -393,6 +395,8 @@ impl From<core::PushedWrite> for PendingWrite {
             transition_id: None,
             comment: None,
             base_state_id: None,
+            file_id: None,
+            filename: None,
         };
         match w.change {
             core::PushedChange::Set {
@@ -434,6 +438,11 @@ impl From<core::PushedWrite> for PendingWrite {
                 p.transition_id = Some(transition.0);
                 p.comment = Some(comment);
                 p.base_state_id = base.map(|s| s.0);
+            }
+            core::PushedChange::AddFile { file, filename } => {
+                p.action = "file".into();
+                p.file_id = Some(file.0);
+                p.filename = Some(filename);
             }
         }
         p

@@ -10,7 +10,8 @@ use pyo3::prelude::*;
 use crate::docmeta::Docmeta;
 use crate::errors::run;
 use crate::records::{
-    Document, DocumentMetadata, PendingWrite, RejectedWrite, SyncProgress, WorkflowLogEntry, all,
+    Document, DocumentFile, DocumentMetadata, PendingWrite, RejectedWrite, SyncProgress,
+    WorkflowLogEntry, all,
 };
 use crate::session::Session;
 
@@ -164,6 +165,24 @@ impl Replica {
                 core::WorkflowTransitionId(transition),
                 &comment,
             )
+        })
+        .map(Into::into)
+    }
+
+    /// Adds a file to `document` offline: its bytes kept in the replica (encrypted when its
+    /// storage is), readable at once under a local id (at least 2**50), and pushed with the
+    /// next sync, where the server adds it through the user's session, once per write. A file
+    /// on a document made offline waits for the document's creation.
+    fn add_file(
+        &self,
+        py: Python<'_>,
+        document: i64,
+        filename: String,
+        data: Vec<u8>,
+    ) -> PyResult<DocumentFile> {
+        run(py, || {
+            self.inner
+                .add_file(core::DocumentId(document), &filename, &mut data.as_slice())
         })
         .map(Into::into)
     }

@@ -304,3 +304,32 @@ def test_an_encrypted_replica_keeps_fetched_files_encrypted(server: str, tmp_pat
     assert again.session().read_file(
         next(f.id for d in again.session().documents() for f in again.session().files(d.id))
     ).startswith(b"Invoice")
+
+
+def test_a_file_added_offline_is_pushed_with_its_bytes(server: str, tmp_path: Path) -> None:
+    replica = docmeta.Replica.open(tmp_path / "replica", server, "admin", "admin-password")
+    replica.sync()
+    session = replica.session()
+    doc = next(iter(session.documents())).id
+    added = replica.add_file(doc, "field notes.txt", b"written on a train")
+    assert added.id >= 2**50 and session.read_file(added.id) == b"written on a train"
+    [pending] = replica.pending()
+    assert (pending.action, pending.file_id, pending.filename) == ("file", added.id, "field notes.txt")
+    done = replica.sync()
+    assert (done.pushed, done.rejected) == (1, 0)
+    [sent] = [f for f in session.files(doc) if f.filename == "field notes.txt"]
+    assert sent.id < 2**50 and session.read_file(sent.id) == b"written on a train"
+    other = docmeta.Replica.open(tmp_path / "other", server, "admin", "admin-password")
+    other.sync()
+    assert other.read_file(sent.id) == b"written on a train"
+    # Alice may not add files to her invoices: refused as online, kept to retry or discard.
+    alices = docmeta.Replica.open(tmp_path / "alice", server, "alice", "demo-password")
+    alices.sync()
+    hers = next(iter(alices.session().documents())).id
+    alices.add_file(hers, "mine.txt", b"no")
+    done = alices.sync()
+    assert (done.pushed, done.rejected) == (0, 1)
+    [refused] = alices.rejected()
+    assert refused.error_kind == "permission_denied"
+    alices.discard(refused.write.key)
+    assert alices.rejected() == []

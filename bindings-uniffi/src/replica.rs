@@ -38,6 +38,8 @@ pub enum PushAction {
     Create,
     /// Takes a workflow transition.
     Transition,
+    /// Adds a file (its bytes go with `Session.syncPushFile`).
+    File,
 }
 
 /// A write made on a replica: a value set or removed (of `metadataTypeId`, based on the value
@@ -73,6 +75,10 @@ pub struct PendingWrite {
     pub comment: Option<String>,
     /// The instance's state the replica held (a transition).
     pub base_state_id: Option<i64>,
+    /// The replica's own id for the file (a file).
+    pub file_id: Option<i64>,
+    /// The file's name (a file).
+    pub filename: Option<String>,
 }
 
 impl From<core::PushedWrite> for PendingWrite {
@@ -91,6 +97,8 @@ impl From<core::PushedWrite> for PendingWrite {
             transition_id: None,
             comment: None,
             base_state_id: None,
+            file_id: None,
+            filename: None,
         };
         match w.change {
             core::PushedChange::Set {
@@ -138,6 +146,11 @@ impl From<core::PushedWrite> for PendingWrite {
                 p.comment = Some(comment);
                 p.base_state_id = base.map(|s| s.0);
             }
+            core::PushedChange::AddFile { file, filename } => {
+                p.action = PushAction::File;
+                p.file_id = Some(file.0);
+                p.filename = Some(filename);
+            }
         }
         p
     }
@@ -184,6 +197,10 @@ impl TryFrom<PendingWrite> for core::PushedWrite {
                 ),
                 comment: w.comment.clone().unwrap_or_default(),
                 base: w.base_state_id.map(core::WorkflowStateId),
+            },
+            PushAction::File => core::PushedChange::AddFile {
+                file: core::DocumentFileId(w.file_id.ok_or_else(|| needs("a file"))?),
+                filename: w.filename.clone().ok_or_else(|| needs("a filename"))?,
             },
         };
         Ok(core::PushedWrite {
@@ -460,6 +477,22 @@ impl Replica {
                 core::WorkflowTransitionId(transition),
                 &comment,
             )?
+            .into())
+    }
+
+    /// Adds a file to `document` offline: its bytes kept in the replica (encrypted when its
+    /// storage is), readable at once under a local id (at least 2^50), and pushed with the next
+    /// sync, where the server adds it through the user's session, once per write. A file on a
+    /// document made offline waits for the document's creation.
+    pub fn add_file(
+        &self,
+        document: i64,
+        filename: String,
+        data: Vec<u8>,
+    ) -> Result<crate::records::DocumentFile> {
+        Ok(self
+            .inner
+            .add_file(core::DocumentId(document), &filename, &mut data.as_slice())?
             .into())
     }
 

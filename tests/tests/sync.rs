@@ -604,6 +604,21 @@ impl SyncServer for Flaky {
         }
         Ok(answer)
     }
+
+    /// Every `n`th file is added and its answer lost.
+    fn push_file(
+        &self,
+        device: &SignedIn,
+        write: &PushedWrite,
+        content: &mut dyn std::io::Read,
+    ) -> Result<Option<PushOutcome>> {
+        let n = self.pulls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        let answer = self.inner.push_file(device, write, content)?;
+        if n.is_multiple_of(self.every) {
+            return Err(docmeta_core::Error::Timeout("the answer was lost".into()));
+        }
+        Ok(answer)
+    }
 }
 
 #[test]
@@ -1977,5 +1992,181 @@ fn a_replica_shows_workflow_states_and_takes_transitions_offline() -> Result<()>
     assert!(replica.session().workflow_instances(d)?.is_empty());
     let held = replica.local().system().workflows()?;
     assert!(held.is_empty(), "{held:?}");
+    Ok(())
+}
+
+#[test]
+fn a_file_added_offline_is_pushed_with_its_bytes_once_and_kept_when_refused() -> Result<()> {
+    let w = world()?;
+    writer(&w)?;
+    let m = w.metadata[0];
+    let d = w
+        .admin
+        .create_document(w.types[0], "doc", &[(m, "1")])?
+        .document
+        .id;
+    let dir = tempfile::tempdir().expect("a directory");
+    let replica = replica_of(&w, dir.path())?;
+    replica.sync()?;
+    let stored = |dir: &std::path::Path| walk(&dir.join("document_file_storage")).len();
+
+    // Added offline: readable at once, under a local id; queued.
+    let added = replica.add_file(d, "scan.pdf", &mut &b"%PDF scanned offline"[..])?;
+    assert!(added.id.0 >= docmeta_core::LOCAL_IDS, "{added:?}");
+    assert_eq!(
+        (added.size, added.mimetype.as_str()),
+        (20, "application/pdf")
+    );
+    assert_eq!(
+        replica.session().read_file(added.id)?,
+        b"%PDF scanned offline"
+    );
+    assert!(matches!(
+        &replica.pending()?[0].change,
+        PushedChange::AddFile { filename, .. } if filename == "scan.pdf"
+    ));
+    assert!(matches!(
+        replica.add_file(DocumentId(999_999), "x", &mut &b"x"[..]),
+        Err(docmeta_core::Error::NotFound(_))
+    ));
+
+    // Ann may not add files: refused as online; the replica shows the server's document, the
+    // bytes are kept for a retry.
+    let done = replica.sync()?;
+    assert_eq!((done.pushed, done.rejected), (0, 1));
+    assert!(replica.session().files(d)?.is_empty());
+    let rejected = replica.rejected()?;
+    assert!(
+        matches!(
+            rejected[0].result,
+            PushResult::Refused {
+                kind: ErrorKind::PermissionDenied,
+                ..
+            }
+        ),
+        "{rejected:?}"
+    );
+    assert_eq!(stored(dir.path()), 1, "the bytes wait for a retry");
+
+    // Allowed: retried, added on the server with its bytes; the replica keeps them as the
+    // server's file's (nothing to fetch).
+    w.admin.grant(P::DocumentFileNew, w.role, dt(w.types[0]))?;
+    replica.retry(&rejected[0].write.key)?;
+    assert_eq!(replica.sync()?.pushed, 1);
+    let on_server = w.admin.files(d)?;
+    assert_eq!(on_server.len(), 1);
+    assert_eq!(w.admin.read_file(on_server[0].id)?, b"%PDF scanned offline");
+    assert_eq!(replica.session().files(d)?, on_server);
+    assert_eq!(
+        replica.fetch_files(|_, _| {})?,
+        0,
+        "the bytes sent are the file's"
+    );
+    assert_eq!(
+        replica.session().read_file(on_server[0].id)?,
+        b"%PDF scanned offline"
+    );
+    assert_eq!(stored(dir.path()), 1);
+
+    // A file on a document made offline: sent once the document is created.
+    let made = replica.create_document(w.types[0], "made offline", &[(m, "2")])?;
+    replica.add_file(made.document.id, "photo.jpg", &mut &b"JPEG bytes"[..])?;
+    assert_eq!(replica.sync()?.pushed, 2);
+    let created = w
+        .admin
+        .documents(DocumentQuery::default(), PageRequest::ALL)?
+        .items
+        .into_iter()
+        .find(|v| v.document.label == "made offline")
+        .expect("created")
+        .document
+        .id;
+    let files = w.admin.files(created)?;
+    assert_eq!(files.len(), 1);
+    assert_eq!(w.admin.read_file(files[0].id)?, b"JPEG bytes");
+    assert_eq!(view(&replica.session())?, truth(&w)?);
+
+    // A refused file discarded: its bytes go.
+    w.admin.revoke(P::DocumentFileNew, w.role, dt(w.types[0]))?;
+    replica.add_file(d, "late.txt", &mut &b"too late"[..])?;
+    replica.sync()?;
+    let before = stored(dir.path());
+    let key = replica.rejected()?[0].write.key.clone();
+    replica.discard(&key)?;
+    assert_eq!(stored(dir.path()), before - 1);
+    assert!(replica.pending()?.is_empty() && replica.rejected()?.is_empty());
+    Ok(())
+}
+
+/// A server that adds the first file pushed to it and loses the answer.
+struct LosesFirstFileAnswer {
+    inner: InProcessServer,
+    lost: std::sync::atomic::AtomicBool,
+}
+
+impl SyncServer for LosesFirstFileAnswer {
+    fn address(&self) -> String {
+        self.inner.address()
+    }
+
+    fn sign_in(&self, username: &str, password: &str, name: &str) -> Result<Option<SignedIn>> {
+        self.inner.sign_in(username, password, name)
+    }
+
+    fn pull(&self, device: &SignedIn, cursor: Option<&SyncCursor>, limit: u32) -> Result<Pulled> {
+        self.inner.pull(device, cursor, limit)
+    }
+
+    fn download(
+        &self,
+        device: &SignedIn,
+        file: &docmeta_core::DocumentFile,
+    ) -> Result<Option<Vec<u8>>> {
+        self.inner.download(device, file)
+    }
+
+    fn push(&self, device: &SignedIn, writes: &[PushedWrite]) -> Result<Option<Vec<PushOutcome>>> {
+        self.inner.push(device, writes)
+    }
+
+    fn push_file(
+        &self,
+        device: &SignedIn,
+        write: &PushedWrite,
+        content: &mut dyn std::io::Read,
+    ) -> Result<Option<PushOutcome>> {
+        let answer = self.inner.push_file(device, write, content)?;
+        if !self.lost.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return Err(docmeta_core::Error::Timeout("the answer was lost".into()));
+        }
+        Ok(answer)
+    }
+}
+
+#[test]
+fn a_file_whose_answer_was_lost_is_added_once() -> Result<()> {
+    let w = world()?;
+    w.admin.grant(P::DocumentFileNew, w.role, dt(w.types[0]))?;
+    let d = w.admin.create_document(w.types[0], "doc", &[])?.document.id;
+    let dir = tempfile::tempdir().expect("a directory");
+    let server = LosesFirstFileAnswer {
+        inner: InProcessServer::new(w.db.clone()),
+        lost: std::sync::atomic::AtomicBool::new(false),
+    };
+    let replica = Replica::open_with(dir.path(), server, "ann", "a long password")?;
+    replica.sync()?;
+    replica.add_file(d, "a.txt", &mut &b"once"[..])?;
+    assert!(matches!(
+        replica.sync(),
+        Err(docmeta_core::Error::Timeout(_))
+    ));
+    assert_eq!(w.admin.files(d)?.len(), 1, "added, its answer lost");
+    assert_eq!(replica.pending()?.len(), 1, "still queued");
+    let done = replica.sync()?;
+    assert_eq!((done.pushed, done.rejected), (1, 0));
+    let files = w.admin.files(d)?;
+    assert_eq!(files.len(), 1, "added once");
+    assert_eq!(replica.session().files(d)?, files);
+    assert_eq!(replica.session().read_file(files[0].id)?, b"once");
     Ok(())
 }

@@ -70,6 +70,30 @@ impl Session {
         })
         .map(all)
     }
+
+    /// Adds a file a replica of `device_id` added offline to `document` (as `add_file`, through
+    /// this session), recording the write's `key`: pushed again under the same key, it is
+    /// added once. Returns the write's outcome (a refusal is `"refused"`, as in `sync_push`).
+    fn sync_push_file(
+        &self,
+        py: Python<'_>,
+        device_id: i64,
+        key: String,
+        document: i64,
+        filename: String,
+        data: Vec<u8>,
+    ) -> PyResult<PushOutcome> {
+        run(py, || {
+            self.inner.sync_push_file(
+                core::DeviceId(device_id),
+                &key,
+                core::DocumentId(document),
+                &filename,
+                &mut data.as_slice(),
+            )
+        })
+        .map(Into::into)
+    }
 }
 
 /// A pushed write from its dict.
@@ -118,6 +142,10 @@ fn pushed_write(i: usize, w: &Bound<'_, pyo3::types::PyDict>) -> PyResult<core::
                 .map(|(t, v)| (core::MetadataTypeId(t), v))
                 .collect(),
         },
+        Some("file") => core::PushedChange::AddFile {
+            file: core::DocumentFileId(id("file_id")?),
+            filename: text("filename")?.ok_or_else(|| bad("a file needs a `filename`"))?,
+        },
         Some("transition") => core::PushedChange::Transition {
             instance: core::WorkflowInstanceId(id("workflow_instance_id")?),
             transition: core::WorkflowTransitionId(id("transition_id")?),
@@ -130,7 +158,7 @@ fn pushed_write(i: usize, w: &Bound<'_, pyo3::types::PyDict>) -> PyResult<core::
         },
         _ => {
             return Err(bad(
-                "`action` is \"set\", \"remove\", \"create\" or \"transition\"",
+                "`action` is \"set\", \"remove\", \"create\", \"transition\" or \"file\"",
             ));
         }
     };

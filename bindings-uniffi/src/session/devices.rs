@@ -68,4 +68,27 @@ impl Session {
             .map(Into::into)
             .collect())
     }
+
+    /// Adds a file a replica of `deviceId` added offline to `document` (as `addFile`, through
+    /// this session), recording the write's `key`: pushed again under the same key, it is
+    /// added once. Returns the write's outcome (a refusal is `Refused`, as in `syncPush`).
+    pub fn sync_push_file(
+        &self,
+        device_id: i64,
+        key: String,
+        document: i64,
+        filename: String,
+        data: Vec<u8>,
+    ) -> Result<crate::replica::PushOutcome> {
+        Ok(self
+            .inner
+            .sync_push_file(
+                core::DeviceId(device_id),
+                &key,
+                core::DocumentId(document),
+                &filename,
+                &mut data.as_slice(),
+            )?
+            .into())
+    }
 }

@@ -573,12 +573,12 @@ fun devices() {
     }
     expect(wrong.field == "cursor", "the refusal names the cursor: ${wrong.field}")
     refused<DocmetaException.NotFound>("another user's device") { db.session(bob.id).syncChanges(phone.device.id, null, 10u) }
-    val pushed = db.session(ann.id).syncPush(phone.device.id, listOf(PendingWrite("k", 999_999L, 1L, PushAction.REMOVE, null, null, null, null, listOf(), null, null, null, null)))
+    val pushed = db.session(ann.id).syncPush(phone.device.id, listOf(PendingWrite("k", 999_999L, 1L, PushAction.REMOVE, null, null, null, null, listOf(), null, null, null, null, null, null)))
     expect(pushed.size == 1 && pushed[0].key == "k" && pushed[0].status == PushStatus.REFUSED && pushed[0].errorKind == "not_found", "a push refused as online: $pushed")
-    val moved = db.session(ann.id).syncPush(phone.device.id, listOf(PendingWrite("t", 999_999L, null, PushAction.TRANSITION, null, null, null, null, listOf(), 5L, 6L, "offline", 7L)))
+    val moved = db.session(ann.id).syncPush(phone.device.id, listOf(PendingWrite("t", 999_999L, null, PushAction.TRANSITION, null, null, null, null, listOf(), 5L, 6L, "offline", 7L, null, null)))
     expect(moved.single().status == PushStatus.REFUSED && moved.single().errorKind == "not_found", "a transition refused as online: $moved")
     refused<DocmetaException.Validation>("a transition without its transition") {
-        db.session(ann.id).syncPush(phone.device.id, listOf(PendingWrite("u", 1L, null, PushAction.TRANSITION, null, null, null, null, listOf(), 5L, null, null, null)))
+        db.session(ann.id).syncPush(phone.device.id, listOf(PendingWrite("u", 1L, null, PushAction.TRANSITION, null, null, null, null, listOf(), 5L, null, null, null, null, null)))
     }
     db.session(ann.id).revokeDevice(phone.device.id)
     expect(db.authenticateDevice(token) == null, "revoked")
@@ -695,6 +695,15 @@ fun replica() {
         expect(flowed.pushed == 1uL && flowed.rejected == 0uL, "pushed: $flowed")
         expect(local.workflowInstances(flowing).single().stateId == states["review"], "the server's trigger fired too")
         expect(local.workflowLog(flowing, instance.id).isNotEmpty(), "the server's log on the replica")
+        // A file added offline: readable at once, pushed with its bytes.
+        val photo = admins.addFile(flowing, "receipt.jpg", "JPEG receipt".toByteArray())
+        expect(photo.id >= (1L shl 50) && String(local.readFile(photo.id)) == "JPEG receipt", "added offline: $photo")
+        val queued = admins.pending().single()
+        expect(queued.action == PushAction.FILE && queued.fileId == photo.id && queued.filename == "receipt.jpg", "queued: $queued")
+        val sent = admins.sync(null)
+        expect(sent.pushed == 1uL && sent.rejected == 0uL, "pushed: $sent")
+        val onServer = local.files(flowing).single { it.filename == "receipt.jpg" }
+        expect(onServer.id < (1L shl 50) && String(local.readFile(onServer.id)) == "JPEG receipt", "the server's file, its bytes kept: $onServer")
     } finally {
         server.destroyForcibly()
         server.waitFor()

@@ -4,10 +4,10 @@
 //! Part of `model` (layer 1 of `scripts/check-structure`): it imports only `error`.
 
 use super::{
-    AssociationView, Cabinet, CabinetId, DocumentFile, DocumentId, DocumentType, DocumentTypeId,
-    DocumentView, EventId, MetadataType, MetadataTypeId, MetadataValueView, Workflow,
-    WorkflowInstance, WorkflowInstanceId, WorkflowLogEntry, WorkflowState, WorkflowStateId,
-    WorkflowTransition, WorkflowTransitionId,
+    AssociationView, Cabinet, CabinetId, DocumentFile, DocumentFileId, DocumentId, DocumentType,
+    DocumentTypeId, DocumentView, EventId, MetadataType, MetadataTypeId, MetadataValueView,
+    Workflow, WorkflowInstance, WorkflowInstanceId, WorkflowLogEntry, WorkflowState,
+    WorkflowStateId, WorkflowTransition, WorkflowTransitionId,
 };
 use crate::error::{Error, Result};
 
@@ -197,7 +197,9 @@ impl PushedWrite {
         match &self.change {
             PushedChange::Set { metadata_type, .. }
             | PushedChange::Remove { metadata_type, .. } => Some(*metadata_type),
-            PushedChange::Create { .. } | PushedChange::Transition { .. } => None,
+            PushedChange::Create { .. }
+            | PushedChange::Transition { .. }
+            | PushedChange::AddFile { .. } => None,
         }
     }
 
@@ -254,6 +256,18 @@ pub enum PushedChange {
         comment: String,
         /// The instance's state the replica held.
         base: Option<WorkflowStateId>,
+    },
+    /// Adds a file to the document, as
+    /// [`Session::add_file`](crate::Session::add_file) does. Its bytes do not travel in a
+    /// push: a replica sends them with
+    /// [`Session::sync_push_file`](crate::Session::sync_push_file) (over HTTP
+    /// `POST /api/v4/sync/push/file/`), where a file pushed again under the same key (after a
+    /// lost answer) is added once. Never a conflict.
+    AddFile {
+        /// The replica's own id for the file it holds until the server's replaces it.
+        file: DocumentFileId,
+        /// The file's name.
+        filename: String,
     },
 }
 

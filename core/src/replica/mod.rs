@@ -31,6 +31,9 @@ const TOKEN: &str = "replica.token";
 const CURSOR: &str = "replica.cursor";
 const PENDING: &str = "replica.pending";
 const REJECTED: &str = "replica.rejected";
+/// The bytes of the files added offline that a pending or rejected write still needs, by the
+/// write's key (JSON: `{key: {"name", "checksum", "encrypted"}}`).
+const FILES: &str = "replica.files";
 /// Where the ids of documents and values made offline start: far above any id a server gives,
 /// so that nothing made offline takes a server record's id (the sync that pushes it replaces it
 /// with the server's record).
@@ -38,9 +41,10 @@ pub const LOCAL_IDS: i64 = 1 << 50;
 
 const DOCUMENT: &str = "documents.document";
 /// The tables whose ids things made offline take (see [`LOCAL_IDS`]).
-const LOCAL_TABLES: [&str; 4] = [
+const LOCAL_TABLES: [&str; 5] = [
     "documents",
     "document_metadata",
+    "document_files",
     "workflow_instances",
     "workflow_instance_log",
 ];
@@ -492,10 +496,21 @@ impl Replica {
     fn push(&self, device: &SignedIn, done: &mut SyncProgress) -> Result<bool> {
         loop {
             let pending = writes(self.local.read(|tx| tx.setting(PENDING))?)?;
-            if pending.is_empty() {
+            let Some(first) = pending.first() else {
                 return Ok(true);
+            };
+            if matches!(first.change, PushedChange::AddFile { .. }) {
+                if !self.push_file(device, first, done)? {
+                    return Ok(false);
+                }
+                continue;
             }
-            let chunk = &pending[..pending.len().min(MAX_PUSH_WRITES)];
+            // The writes up to the next file (whose bytes go on their own).
+            let end = (pending.iter())
+                .position(|w| matches!(w.change, PushedChange::AddFile { .. }))
+                .unwrap_or(pending.len())
+                .min(MAX_PUSH_WRITES);
+            let chunk = &pending[..end];
             let Some(outcomes) = self.server.push(device, chunk)? else {
                 return Ok(false);
             };
@@ -510,8 +525,15 @@ impl Replica {
                     };
                     let write = pending.remove(at);
                     if write.is_create() {
-                        // A create: the server's document (if any) takes the local one's place.
+                        // A create: the server's document (if any) takes the local one's place,
+                        // also in the writes still queued for it (its files).
                         remove_document(u, write.document)?;
+                        if let Some(d) = &o.document {
+                            let id = d.document.document.id;
+                            for p in pending.iter_mut().filter(|p| p.document == write.document) {
+                                p.document = id;
+                            }
+                        }
                     }
                     if o.result == PushResult::Applied {
                         applied += 1;
@@ -528,6 +550,7 @@ impl Replica {
                 }
                 u.tx.set_setting(PENDING, &writes_text(&pending))?;
                 u.tx.set_setting(REJECTED, &rejected_text(&refused))?;
+                keep_held_files(u)?;
                 Ok((applied, rejected))
             })?;
             self.local.file_storage().purge_deleted()?;
@@ -540,6 +563,156 @@ impl Replica {
                 ));
             }
         }
+    }
+
+    /// Adds a file to `document` offline, as [`Session::add_file`](crate::Session::add_file)
+    /// does on the server: its bytes stored in the replica's file storage (encrypted when it
+    /// is), its record (name, size, SHA-256, MIME type) under a local id at or above
+    /// [`LOCAL_IDS`], readable at once; pushed at the next [`sync`](Self::sync), bytes
+    /// included, where the server adds it through the user's session (who may add files is
+    /// decided there) once per write, however often the push is retried. The replica then
+    /// holds the server's record, with these bytes. A file added to a document made offline
+    /// waits for the document's creation. A document the replica does not hold is `NotFound`.
+    pub fn add_file(
+        &self,
+        document: DocumentId,
+        filename: &str,
+        content: &mut dyn std::io::Read,
+    ) -> Result<DocumentFile> {
+        let _one = self.syncing.lock();
+        self.session().document(document)?;
+        let key = random_key()?;
+        let storage = self.local.file_storage();
+        let mut hashing = crate::files::Hashing::new(content);
+        let name = storage.put(&mut hashing)?;
+        let (size, checksum) = hashing.finish();
+        let held = HeldFile {
+            name: name.clone(),
+            checksum: checksum.clone(),
+            size,
+            encrypted: storage.encrypts(),
+        };
+        let filename = crate::files::clean_filename(filename);
+        let result = self.local.write(Actor::System, |u| {
+            reserve_local_ids(u)?;
+            let file = u.tx.insert_document_file(
+                &DocumentFile {
+                    id: DocumentFileId(0),
+                    document_id: document,
+                    filename: filename.clone(),
+                    size,
+                    checksum: checksum.clone(),
+                    mimetype: crate::files::guess_mime(&filename),
+                    created: crate::model::now(),
+                },
+                &held.name,
+                held.encrypted,
+            )?;
+            let mut pending = writes(u.tx.setting(PENDING)?)?;
+            pending.push(PushedWrite {
+                key: key.clone(),
+                document,
+                change: PushedChange::AddFile {
+                    file: file.id,
+                    filename: filename.clone(),
+                },
+            });
+            u.tx.set_setting(PENDING, &writes_text(&pending))?;
+            let mut files = held_files(u.tx.setting(FILES)?)?;
+            files.insert(key.clone(), held.clone());
+            u.tx.set_setting(FILES, &held_files_text(&files))?;
+            Ok(file)
+        });
+        if result.is_err() {
+            let _ = storage.delete(&name);
+        }
+        result
+    }
+
+    /// Pushes the first pending write, a file, with its bytes; `false` when the server refused
+    /// the device.
+    fn push_file(
+        &self,
+        device: &SignedIn,
+        write: &PushedWrite,
+        done: &mut SyncProgress,
+    ) -> Result<bool> {
+        let held = held_files(self.local.read(|tx| tx.setting(FILES))?)?;
+        let outcome = match held.get(&write.key) {
+            Some(h) => {
+                let storage = self.local.file_storage();
+                let mut content = match (h.encrypted, storage.encrypts()) {
+                    (true, true) | (false, false) => storage.open(&h.name)?,
+                    (false, true) => storage.open_plain(&h.name)?,
+                    (true, false) => {
+                        return Err(Error::Decryption(
+                            "a file added offline is encrypted: open the replica with its \
+                             storage password"
+                                .into(),
+                        ));
+                    }
+                };
+                match self.server.push_file(device, write, &mut content)? {
+                    Some(outcome) => outcome,
+                    None => return Ok(false),
+                }
+            }
+            // Its bytes are gone (the replica's settings were altered outside docmeta).
+            None => PushOutcome {
+                key: write.key.clone(),
+                result: PushResult::Refused {
+                    kind: crate::error::ErrorKind::NotFound,
+                    field: None,
+                    message: "the bytes of this file are no longer on the replica".into(),
+                },
+                document: None,
+            },
+        };
+        let shaper = self.user.0.to_string();
+        self.local.write(Actor::System, |u| {
+            let mut pending = writes(u.tx.setting(PENDING)?)?;
+            let mut refused = rejected_writes(u.tx.setting(REJECTED)?)?;
+            let mut files = held_files(u.tx.setting(FILES)?)?;
+            pending.retain(|p| p.key != write.key);
+            if let Some(d) = &outcome.document {
+                store_document(u, d, &shaper)?;
+            }
+            if outcome.result == PushResult::Applied {
+                // The bytes sent are the server's file's now: kept as fetched.
+                if let (Some(h), Some(d)) = (files.remove(&write.key), &outcome.document) {
+                    let mut reused = false;
+                    for f in d.files.iter().filter(|f| f.checksum == h.checksum) {
+                        if u.tx
+                            .mirror_file_fetched(f.id, &h.checksum, &h.name, h.encrypted)?
+                        {
+                            reused = true;
+                            break;
+                        }
+                    }
+                    if reused {
+                        u.unlink.retain(|n| *n != h.name);
+                    } else {
+                        u.unlink.push(h.name);
+                    }
+                }
+            } else {
+                refused.push(RejectedWrite {
+                    write: write.clone(),
+                    result: outcome.result.clone(),
+                });
+            }
+            u.tx.set_setting(PENDING, &writes_text(&pending))?;
+            u.tx.set_setting(REJECTED, &rejected_text(&refused))?;
+            u.tx.set_setting(FILES, &held_files_text(&files))?;
+            keep_held_files(u)
+        })?;
+        self.local.file_storage().purge_deleted()?;
+        if outcome.result == PushResult::Applied {
+            done.pushed += 1;
+        } else {
+            done.rejected += 1;
+        }
+        Ok(true)
     }
 
     /// Sets the value of `metadata_type` on `document` offline: through the replica's pipeline
@@ -691,15 +864,23 @@ impl Replica {
     /// Forgets a rejected write (the replica already shows the server's value).
     pub fn discard(&self, key: &str) -> Result<()> {
         let _one = self.syncing.lock();
-        self.local.write_system(|tx| {
-            let mut rejected = rejected_writes(tx.setting(REJECTED)?)?;
+        self.local.write(Actor::System, |u| {
+            let mut rejected = rejected_writes(u.tx.setting(REJECTED)?)?;
             let before = rejected.len();
             rejected.retain(|r| r.write.key != key);
             if rejected.len() == before {
                 return Err(Error::not_found(format!("rejected write {key}")));
             }
-            tx.set_setting(REJECTED, &rejected_text(&rejected))
-        })
+            u.tx.set_setting(REJECTED, &rejected_text(&rejected))?;
+            // A file's bytes go with it.
+            let mut files = held_files(u.tx.setting(FILES)?)?;
+            if let Some(h) = files.remove(key) {
+                u.tx.set_setting(FILES, &held_files_text(&files))?;
+                u.unlink.push(h.name);
+            }
+            Ok(())
+        })?;
+        self.local.file_storage().purge_deleted()
     }
 
     /// Makes a rejected write again, now based on the value the replica holds (the server's,
@@ -734,6 +915,10 @@ impl Replica {
                     values.iter().map(|(mt, v)| (*mt, v.as_str())).collect();
                 self.create_local(*document_type, label, &values)?;
             }
+            // Added again, with the bytes kept, under a new key and a new local id.
+            PushedChange::AddFile { filename, .. } => {
+                self.add_again(key, w.document, filename)?;
+            }
             // Taken again from the state the instance is in now (the server's, after a
             // conflict): refused here when the transition no longer leaves it.
             PushedChange::Transition {
@@ -749,6 +934,45 @@ impl Replica {
             let mut rejected = rejected_writes(tx.setting(REJECTED)?)?;
             rejected.retain(|r| r.write.key != key);
             tx.set_setting(REJECTED, &rejected_text(&rejected))
+        })
+    }
+
+    /// A refused file added again from the bytes its write `key` kept: a new local record on
+    /// `document`, queued under a new key.
+    fn add_again(&self, key: &str, document: DocumentId, filename: &str) -> Result<()> {
+        self.session().document(document)?;
+        let again = random_key()?;
+        self.local.write(Actor::System, |u| {
+            reserve_local_ids(u)?;
+            let mut files = held_files(u.tx.setting(FILES)?)?;
+            let h = files
+                .remove(key)
+                .ok_or_else(|| corrupt("files added offline"))?;
+            let file = u.tx.insert_document_file(
+                &DocumentFile {
+                    id: DocumentFileId(0),
+                    document_id: document,
+                    filename: filename.to_owned(),
+                    size: h.size,
+                    checksum: h.checksum.clone(),
+                    mimetype: crate::files::guess_mime(filename),
+                    created: crate::model::now(),
+                },
+                &h.name,
+                h.encrypted,
+            )?;
+            files.insert(again.clone(), h);
+            u.tx.set_setting(FILES, &held_files_text(&files))?;
+            let mut pending = writes(u.tx.setting(PENDING)?)?;
+            pending.push(PushedWrite {
+                key: again.clone(),
+                document,
+                change: PushedChange::AddFile {
+                    file: file.id,
+                    filename: filename.to_owned(),
+                },
+            });
+            u.tx.set_setting(PENDING, &writes_text(&pending))
         })
     }
 
@@ -807,9 +1031,12 @@ impl Replica {
                 Some(PushedChange::Set { base, .. } | PushedChange::Remove { base, .. }) => {
                     base.clone()
                 }
-                Some(PushedChange::Create { .. } | PushedChange::Transition { .. }) | None => {
-                    current.as_ref().map(|m| m.value.clone())
-                }
+                Some(
+                    PushedChange::Create { .. }
+                    | PushedChange::Transition { .. }
+                    | PushedChange::AddFile { .. },
+                )
+                | None => current.as_ref().map(|m| m.value.clone()),
             };
             let (id, change) = match (value, &current) {
                 (Some(value), Some(m)) => {
@@ -953,6 +1180,7 @@ impl Replica {
                     }
                 }
             }
+            keep_held_files(u)?;
             u.tx.set_setting(CURSOR, &batch.cursor.token())
         })
     }
@@ -981,7 +1209,7 @@ impl Replica {
             for key in [DEVICE, TOKEN, CURSOR] {
                 u.tx.delete_setting(key)?;
             }
-            Ok(())
+            keep_held_files(u)
         })
     }
 }
@@ -1155,6 +1383,67 @@ fn reserve_local_ids(u: &mut Unit<'_>) -> Result<()> {
     Ok(())
 }
 
+/// Where the bytes of a file added offline wait for their push (see [`FILES`]).
+#[derive(Debug, Clone)]
+struct HeldFile {
+    name: String,
+    checksum: String,
+    size: u64,
+    encrypted: bool,
+}
+
+fn held_files(text: Option<String>) -> Result<std::collections::BTreeMap<String, HeldFile>> {
+    let Some(text) = text else {
+        return Ok(Default::default());
+    };
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|_| corrupt("files added offline"))?;
+    let entries = v
+        .as_object()
+        .ok_or_else(|| corrupt("files added offline"))?;
+    entries
+        .iter()
+        .map(|(key, e)| {
+            Some((
+                key.clone(),
+                HeldFile {
+                    name: e["name"].as_str()?.to_owned(),
+                    checksum: e["checksum"].as_str()?.to_owned(),
+                    size: e["size"].as_u64()?,
+                    encrypted: e["encrypted"].as_bool()?,
+                },
+            ))
+        })
+        .collect::<Option<_>>()
+        .ok_or_else(|| corrupt("files added offline"))
+}
+
+fn held_files_text(files: &std::collections::BTreeMap<String, HeldFile>) -> String {
+    serde_json::Value::Object(
+        files
+            .iter()
+            .map(|(k, h)| {
+                (
+                    k.clone(),
+                    serde_json::json!({
+                        "name": h.name, "checksum": h.checksum, "size": h.size,
+                        "encrypted": h.encrypted,
+                    }),
+                )
+            })
+            .collect(),
+    )
+    .to_string()
+}
+
+/// Keeps the bytes of the files added offline that writes still need out of what `u` unlinks
+/// (a document stored or removed drops its local file records, not those bytes).
+fn keep_held_files(u: &mut Unit<'_>) -> Result<()> {
+    let files = held_files(u.tx.setting(FILES)?)?;
+    u.unlink.retain(|n| !files.values().any(|h| h.name == *n));
+    Ok(())
+}
+
 /// A random key for a write.
 fn random_key() -> Result<String> {
     let mut bytes = [0u8; 16];
@@ -1194,6 +1483,10 @@ fn write_json(w: &PushedWrite) -> serde_json::Value {
             "document_type": document_type.0, "label": label,
             "values": values.iter().map(|(mt, v)| serde_json::json!([mt.0, v])).collect::<Vec<_>>(),
         }),
+        PushedChange::AddFile { file, filename } => serde_json::json!({
+            "key": key, "document": document, "action": "file", "file": file.0,
+            "filename": filename,
+        }),
         PushedChange::Transition {
             instance,
             transition,
@@ -1232,6 +1525,10 @@ fn write_from(v: &serde_json::Value) -> Option<PushedWrite> {
                     .iter()
                     .map(|e| Some((MetadataTypeId(e[0].as_i64()?), e[1].as_str()?.to_owned())))
                     .collect::<Option<Vec<_>>>()?,
+            },
+            "file" => PushedChange::AddFile {
+                file: DocumentFileId(v["file"].as_i64()?),
+                filename: text("filename")?,
             },
             "transition" => PushedChange::Transition {
                 instance: WorkflowInstanceId(v["instance"].as_i64()?),

@@ -66,6 +66,22 @@ pub trait SyncServer: Send + Sync {
     /// The content of a document file (`None` when the server no longer accepts the device).
     fn download(&self, device: &SignedIn, file: &DocumentFile) -> Result<Option<Vec<u8>>>;
 
+    /// Sends a file the replica added offline (`write` is its
+    /// [`PushedChange::AddFile`]) with its `content` (see
+    /// [`Session::sync_push_file`](crate::Session::sync_push_file)); `None` when the server no
+    /// longer accepts the device. The default refuses: a transport that cannot carry files.
+    fn push_file(
+        &self,
+        device: &SignedIn,
+        write: &PushedWrite,
+        content: &mut dyn std::io::Read,
+    ) -> Result<Option<PushOutcome>> {
+        let _ = (device, write, content);
+        Err(Error::InvalidInput(
+            "this server does not take the files a replica adds offline".into(),
+        ))
+    }
+
     /// Returns when an event the device's user may see is committed after `after`, or when
     /// `wait` has passed (whichever comes first; a refused device returns at once: the next
     /// pull says so). The default waits the whole time: a transport without a live feed makes
@@ -143,6 +159,20 @@ impl SyncServer for InProcessServer {
     fn push(&self, device: &SignedIn, writes: &[PushedWrite]) -> Result<Option<Vec<PushOutcome>>> {
         self.session_of(device)?
             .map(|s| s.sync_push(device.device, writes))
+            .transpose()
+    }
+
+    fn push_file(
+        &self,
+        device: &SignedIn,
+        write: &PushedWrite,
+        content: &mut dyn std::io::Read,
+    ) -> Result<Option<PushOutcome>> {
+        let PushedChange::AddFile { filename, .. } = &write.change else {
+            return Err(Error::InvalidInput("not a file's write".into()));
+        };
+        self.session_of(device)?
+            .map(|s| s.sync_push_file(device.device, &write.key, write.document, filename, content))
             .transpose()
     }
 
@@ -333,6 +363,11 @@ impl SyncServer for HttpServer {
                         "workflow_instance_id": instance.0, "transition_id": transition.0,
                         "comment": comment, "base_state_id": base.map(|s| s.0),
                     }),
+                    // Never in a push (its bytes go with `push_file`): named so that the
+                    // server refuses it.
+                    PushedChange::AddFile { .. } => serde_json::json!({
+                        "key": key, "action": "file", "document_id": document,
+                    }),
                 }
             })
             .collect();
@@ -347,6 +382,73 @@ impl SyncServer for HttpServer {
             (200, answer) => Ok(Some(parse_outcomes(&answer).map_err(|what| {
                 Error::InvalidInput(format!("not the results of a push from the server: {what}"))
             })?)),
+            (401, _) => Ok(None),
+            (status, body) => Err(self.refusal(status, &body)),
+        }
+    }
+
+    fn push_file(
+        &self,
+        device: &SignedIn,
+        write: &PushedWrite,
+        content: &mut dyn std::io::Read,
+    ) -> Result<Option<PushOutcome>> {
+        use std::io::Read as _;
+        let PushedChange::AddFile { filename, .. } = &write.change else {
+            return Err(Error::InvalidInput("not a file's write".into()));
+        };
+        // One multipart part named `file`, streamed: head, the bytes, tail.
+        let boundary = format!("docmeta-file-{}", query_text(&write.key));
+        let name: String = filename
+            .chars()
+            .map(|c| {
+                if matches!(c, '"' | '\\' | '\r' | '\n') {
+                    '_'
+                } else {
+                    c
+                }
+            })
+            .collect();
+        let head = format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; \
+             filename=\"{name}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+        );
+        let tail = format!("\r\n--{boundary}--\r\n");
+        let mut body = std::io::Cursor::new(head.into_bytes())
+            .chain(content)
+            .chain(std::io::Cursor::new(tail.into_bytes()));
+        let url = format!(
+            "{}/api/v4/sync/push/file/?device={}&key={}&document_id={}",
+            self.base,
+            device.device.0,
+            query_text(&write.key),
+            write.document.0
+        );
+        // Expect: 100-continue: a refusal (or a file pushed before) is answered before the
+        // bytes are sent.
+        let response = self
+            .agent
+            .post(&url)
+            .header("Authorization", &format!("Bearer {}", device.token))
+            .header(
+                "Content-Type",
+                &format!("multipart/form-data; boundary={boundary}"),
+            )
+            .header("Expect", "100-continue")
+            .send(ureq::SendBody::from_reader(&mut body))
+            .map_err(|e| self.unreachable(e))?;
+        match self.answer(response)? {
+            (200, answer) => {
+                let mut outcomes = parse_outcomes(&answer).map_err(|what| {
+                    Error::InvalidInput(format!("not the result of a pushed file: {what}"))
+                })?;
+                match outcomes.pop() {
+                    Some(o) if outcomes.is_empty() => Ok(Some(o)),
+                    _ => Err(Error::InvalidInput(
+                        "the server answered a pushed file with other than one result".into(),
+                    )),
+                }
+            }
             (401, _) => Ok(None),
             (status, body) => Err(self.refusal(status, &body)),
         }
@@ -410,6 +512,18 @@ impl SyncServer for HttpServer {
 // ----- the JSON of `GET /api/v4/sync/` ---------------------------------------------------------
 
 type Parsed<T> = std::result::Result<T, String>;
+
+/// `text` as a query parameter's value (percent-encoded but for unreserved characters).
+fn query_text(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
 
 fn int(v: &Value, key: &str) -> Parsed<i64> {
     v[key].as_i64().ok_or_else(|| format!("`{key}` in {v}"))

@@ -186,6 +186,20 @@ impl Session {
         filename: &str,
         content: &mut dyn Read,
     ) -> Result<DocumentFile> {
+        self.add_file_once(document, filename, content, None)?
+            .ok_or_else(|| Error::InvalidInput("no file was added".into()))
+    }
+
+    /// [`add_file`](Self::add_file), recording in the same unit of work that the write `key`
+    /// of `device` added it (`pushed`): a key recorded before adds nothing (`None`, the bytes
+    /// received are dropped), so a file pushed again after a lost answer is added once.
+    pub(crate) fn add_file_once(
+        &self,
+        document: DocumentId,
+        filename: &str,
+        content: &mut dyn Read,
+        pushed: Option<(DeviceId, &str)>,
+    ) -> Result<Option<DocumentFile>> {
         // Checked before the upload is stored (and again in the transaction).
         let doc = self.checked_for_new_file(document)?;
         let filename = clean_filename(filename);
@@ -194,6 +208,11 @@ impl Session {
         let name = storage.put(&mut hashing)?;
         let (size, checksum) = hashing.finish();
         let result = self.write(|u| {
+            if let Some((device, key)) = pushed
+                && u.tx.device_created(device, key)?.is_some()
+            {
+                return Ok(None);
+            }
             let doc = self.checked(
                 u.tx.document(doc.id)?,
                 P::DocumentFileNew,
@@ -219,9 +238,12 @@ impl Session {
                 Some(event_object(DOC, doc.id.0, &doc.label)),
                 Changes::new(),
             )?;
-            Ok(file)
+            if let Some((device, key)) = pushed {
+                u.tx.record_device_created(device, key, doc.id)?;
+            }
+            Ok(Some(file))
         });
-        if result.is_err() {
+        if !matches!(result, Ok(Some(_))) {
             let _ = storage.delete(&name);
         }
         result

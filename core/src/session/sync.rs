@@ -484,6 +484,18 @@ impl Session {
     }
 }
 
+/// A write refused with `e`, as its outcome says it.
+fn refusal(e: &Error) -> PushResult {
+    PushResult::Refused {
+        kind: e.kind(),
+        field: match e {
+            Error::Validation { field, .. } => Some(field.clone()),
+            _ => None,
+        },
+        message: e.to_string(),
+    }
+}
+
 /// The most writes one push carries.
 pub const MAX_PUSH_WRITES: usize = 500;
 
@@ -583,6 +595,10 @@ impl Session {
             | PushedChange::Remove { metadata_type, .. } => self
                 .push_one(w.document, *metadata_type, &w.change)
                 .map(|p| (p, Some(w.document))),
+            PushedChange::AddFile { .. } => Err(Error::validation(
+                "writes",
+                "A file's bytes are pushed with sync_push_file (POST /api/v4/sync/push/file/).",
+            )),
             PushedChange::Transition { .. } => self
                 .write(|u| {
                     self.db
@@ -610,18 +626,94 @@ impl Session {
                 shown,
             ),
             Err(e) => (
-                PushResult::Refused {
-                    kind: e.kind(),
-                    field: match &e {
-                        Error::Validation { field, .. } => Some(field.clone()),
-                        _ => None,
-                    },
-                    message: e.to_string(),
-                },
+                refusal(&e),
                 // A refused write of a document's (not a create) still shows the document as
                 // the server holds it.
                 (!w.is_create()).then_some(w.document),
             ),
+        }
+    }
+
+    /// Adds a file a replica of device `device` (one of this session's user's) added offline
+    /// to `document` (see [`PushedChange::AddFile`]): as [`add_file`](Self::add_file) adds
+    /// it, through this session (`documents.document_file_new` on the document, checked before
+    /// a byte is read). The write's `key` (1 to 64 characters) is recorded with the file: a
+    /// file pushed again under the same key is added once, its content not read again. A
+    /// refusal is the outcome's (as [`sync_push`](Self::sync_push) answers it); a device that
+    /// is not this user's is `NotFound`, a bad key `Validation` on `key`.
+    pub fn sync_push_file(
+        &self,
+        device: DeviceId,
+        key: &str,
+        document: DocumentId,
+        filename: &str,
+        content: &mut dyn std::io::Read,
+    ) -> Result<PushOutcome> {
+        if let Some(answered) = self.sync_push_file_ready(device, key, document)? {
+            return Ok(answered);
+        }
+        let result = match self.add_file_once(document, filename, content, Some((device, key))) {
+            Ok(_) => PushResult::Applied,
+            Err(e) => refusal(&e),
+        };
+        Ok(self.file_outcome(device, key, document, result))
+    }
+
+    /// What [`sync_push_file`](Self::sync_push_file) answers before it reads a byte: `Some`
+    /// when the file was pushed under `key` before (applied) or is refused (the document
+    /// hidden, the permission missing), `None` when its content is needed. For a face that
+    /// receives the content after (an HTTP server), so that nothing is received that would be
+    /// refused.
+    pub fn sync_push_file_ready(
+        &self,
+        device: DeviceId,
+        key: &str,
+        document: DocumentId,
+    ) -> Result<Option<PushOutcome>> {
+        if key.is_empty() || key.chars().count() > 64 {
+            return Err(Error::validation("key", "A key is 1 to 64 characters."));
+        }
+        let not_found = || Error::not_found(format!("device {device}"));
+        let Actor::User(me) = self.actor else {
+            return Err(not_found());
+        };
+        let done = self.read(|tx| match tx.device(device)? {
+            Some(d) if d.user == me => tx.device_created(device, key),
+            _ => Err(not_found()),
+        })?;
+        let result = if done.is_some() {
+            PushResult::Applied
+        } else {
+            match self.check_add_file(document) {
+                Ok(()) => return Ok(None),
+                Err(e) => refusal(&e),
+            }
+        };
+        Ok(Some(self.file_outcome(device, key, document, result)))
+    }
+
+    /// A pushed file's outcome, with the document as this session sees it (recorded as sent).
+    fn file_outcome(
+        &self,
+        device: DeviceId,
+        key: &str,
+        document: DocumentId,
+        result: PushResult,
+    ) -> PushOutcome {
+        let shown = self
+            .document(document)
+            .ok()
+            .and_then(|view| self.synced(view).ok().flatten());
+        if shown.is_some() {
+            let _ = self.db.write_system(|tx| {
+                let pass = tx.sync_pass(device)?;
+                tx.record_sent(device, &[document], pass)
+            });
+        }
+        PushOutcome {
+            key: key.to_owned(),
+            result,
+            document: shown,
         }
     }
 
@@ -707,7 +799,9 @@ impl Session {
                     }
                     Some(_) => Ok(Pushed::Conflict),
                 },
-                PushedChange::Create { .. } | PushedChange::Transition { .. } => {
+                PushedChange::Create { .. }
+                | PushedChange::Transition { .. }
+                | PushedChange::AddFile { .. } => {
                     Err(Error::InvalidInput("not a value's write".into()))
                 }
             }

@@ -619,6 +619,7 @@ impl Tx<'_> {
         let table = match table {
             "documents" => "documents",
             "document_metadata" => "document_metadata",
+            "document_files" => "document_files",
             "workflow_instances" => "workflow_instances",
             "workflow_instance_log" => "workflow_instance_log",
             other => {

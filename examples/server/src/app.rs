@@ -78,9 +78,10 @@ fn is_upload(request: &Request) -> bool {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("multipart/form-data"))
     };
+    let document_file = path.starts_with("/api/v4/documents/")
+        && (path.ends_with("/files/") || (path == "/api/v4/documents/" && multipart()));
     request.method() == axum::http::Method::POST
-        && path.starts_with("/api/v4/documents/")
-        && (path.ends_with("/files/") || (path == "/api/v4/documents/" && multipart()))
+        && (document_file || path == "/api/v4/sync/push/file/")
 }
 
 /// Whether a request follows the event log, waiting for what comes (`wait`, or Server-Sent

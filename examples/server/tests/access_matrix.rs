@@ -543,6 +543,10 @@ const RULES: &[(&str, &str)] = &[
         "POST /api/v4/sync/push/",
         "one's own device (another user's 404); each write as the same write online",
     ),
+    (
+        "POST /api/v4/sync/push/file/",
+        "one's own device (another user's 404); refused before its bytes as POST /api/v4/documents/{document_id}/files/ (200 with the refusal: not_found for a document the caller may not view, permission_denied without document_file_new); allowed, it needs the bytes (400 without them)",
+    ),
 ];
 
 /// The answer for an object named in a request body: one the caller cannot see is invalid
@@ -4696,6 +4700,43 @@ fn sync(x: &mut Ctx, device_of: &BTreeMap<i64, i64>) {
                 exp,
                 st,
             );
+            let file_op = "POST /api/v4/sync/push/file/";
+            x.exercised.insert(file_op);
+            let documents: Vec<i64> = x.m.docs.keys().copied().collect();
+            for d in documents {
+                let exp = x.expect(&c, &|m, u| {
+                    if u != owner {
+                        Exp::No(404)
+                    } else if m.seen(u, (K::Doc, d)) && m.has(u, FILE_NEW, (K::Doc, d)) {
+                        // Allowed: its bytes are needed, and none were sent.
+                        Exp::Ok(400)
+                    } else {
+                        // Refused in the answer, before any byte.
+                        Exp::No(200)
+                    }
+                });
+                let path =
+                    format!("/api/v4/sync/push/file/?device={device}&key=matrix&document_id={d}");
+                let (st, answer) = x.call(&c, "POST", &path, None);
+                let target = format!("document {d}, device {device} of user {owner}");
+                x.judge(file_op, &c, &target, exp, st);
+                if st == 200 {
+                    let u = c.id.unwrap_or_default();
+                    let kind = answer["results"][0]["error"]["kind"].as_str().unwrap_or("");
+                    let want = if x.m.seen(u, (K::Doc, d)) {
+                        "permission_denied"
+                    } else {
+                        "not_found"
+                    };
+                    if kind != want {
+                        x.problem(
+                            Cat::Other,
+                            file_op,
+                            format!("{} on {target}: refused as {kind:?}, not {want:?}", c.name),
+                        );
+                    }
+                }
+            }
             let Some(u) = c.id.filter(|u| *u == owner) else {
                 continue;
             };

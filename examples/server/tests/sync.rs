@@ -622,3 +622,91 @@ fn a_replica_over_http_follows_workflows_and_pushes_transitions() {
         "{answer}"
     );
 }
+
+#[test]
+fn a_file_added_offline_goes_over_http_with_its_bytes_and_a_refusal_before_them() {
+    use docmeta_core::{DocumentId, DocumentQuery, PageRequest, Remote, Replica};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    prepare(dir.path(), true, "");
+    let s = Server::start(dir.path());
+    let open = |user: (&str, &str), path: &std::path::Path| {
+        let remote = Remote {
+            url: s.base.clone(),
+            username: user.0.into(),
+            password: user.1.into(),
+        };
+        let replica = Replica::open(path, &remote).expect("signed in");
+        replica.sync().expect("synced");
+        replica
+    };
+    let first = |replica: &Replica| {
+        replica
+            .session()
+            .documents(DocumentQuery::default(), PageRequest::new(1, 1))
+            .expect("a list")
+            .items[0]
+            .document
+            .id
+    };
+    // The administrator's file: sent with its bytes, added on the server, kept on the replica.
+    let admin_dir = tempfile::tempdir().expect("tempdir");
+    let admins = open(ADMIN, admin_dir.path());
+    let doc = first(&admins);
+    let content = b"a page photographed in the field".repeat(2_000);
+    admins
+        .add_file(doc, "field notes.jpg", &mut content.as_slice())
+        .expect("added offline");
+    let done = admins.sync().expect("pushed");
+    assert_eq!((done.pushed, done.rejected), (1, 0));
+    let (_, files) = s.get(&format!("/api/v4/documents/{doc}/files/"), ADMIN);
+    let file = files["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|f| f["filename"] == "field notes.jpg")
+        .expect("added on the server")
+        .clone();
+    assert_eq!(file["size"], content.len(), "{file}");
+    let id = docmeta_core::DocumentFileId(file["id"].as_i64().expect("an id"));
+    assert_eq!(admins.session().read_file(id).expect("kept"), content);
+    // Alice may not add files to her invoices: refused before the bytes are sent, kept.
+    let alice_dir = tempfile::tempdir().expect("tempdir");
+    let alices = open(ALICE, alice_dir.path());
+    let hers = first(&alices);
+    alices
+        .add_file(hers, "not hers to add.txt", &mut &b"no"[..])
+        .expect("added offline");
+    let done = alices.sync().expect("synced");
+    assert_eq!((done.pushed, done.rejected), (0, 1));
+    let rejected = alices.rejected().expect("rejected");
+    assert!(
+        matches!(
+            rejected[0].result,
+            docmeta_core::PushResult::Refused {
+                kind: docmeta_core::ErrorKind::PermissionDenied,
+                ..
+            }
+        ),
+        "{rejected:?}"
+    );
+    // By hand: a missing document is a 400, another user's device a 404, before any byte.
+    let device = alices.device().expect("read").expect("signed in").0;
+    let (status, answer) = s.call(
+        "POST",
+        &format!("/api/v4/sync/push/file/?device={device}&key=k"),
+        Some(ALICE),
+        None,
+    );
+    assert_eq!(status, 400, "{answer}");
+    let (status, _) = s.call(
+        "POST",
+        &format!(
+            "/api/v4/sync/push/file/?device={device}&key=k&document_id={}",
+            DocumentId(hers.0)
+        ),
+        Some(ADMIN),
+        None,
+    );
+    assert_eq!(status, 404);
+}

@@ -74,7 +74,7 @@ async fn list_files(
 #[derive(utoipa::ToSchema, serde::Deserialize)]
 #[serde(deny_unknown_fields)] // Other parts are read and dropped: left out of the description.
 #[allow(dead_code)]
-struct UploadForm {
+pub(crate) struct UploadForm {
     /// The file.
     #[schema(value_type = String, format = Binary)]
     file: Vec<u8>,

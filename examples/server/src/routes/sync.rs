@@ -23,7 +23,10 @@ use crate::routes::workflows::{InstanceOut, LogEntryOut, StateOut, TransitionOut
 use crate::state::{AppState, CurrentUser};
 
 pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
-    router.routes(routes!(sync)).routes(routes!(push))
+    router
+        .routes(routes!(sync))
+        .routes(routes!(push))
+        .routes(routes!(push_file))
 }
 
 /// The query parameters of a sync, for the OpenAPI document.
@@ -39,6 +42,20 @@ struct SyncParams {
     /// The most documents the batch sends (1 to 500; default 100).
     #[param(minimum = 1, maximum = 500)]
     limit: Option<u32>,
+}
+
+/// The query parameters of a pushed file, for the OpenAPI document.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)] // Describes the parameters; never constructed.
+struct PushFileParams {
+    /// The device whose replica added the file (one of the caller's).
+    device: i64,
+    /// The replica's name for the write (1 to 64 characters): a file pushed again under the
+    /// same key is added once.
+    key: String,
+    /// The document the file is added to.
+    document_id: i64,
 }
 
 /// A document as a replica keeps it.
@@ -315,4 +332,75 @@ async fn push(
         }))
     })
     .await
+}
+
+#[utoipa::path(post, path = "/api/v4/sync/push/file/", tag = "sync",
+    params(PushFileParams),
+    request_body(content = crate::routes::files::UploadForm, content_type = "multipart/form-data"),
+    description = "Adds a file one of the caller's devices' replica added offline to a document, as `POST /api/v4/documents/{document_id}/files/` adds it (`documents.document_file_new` checked before a byte is received). The answer is the write's result, as a push answers it: a refusal is `refused` with the online error; a file pushed again under the same `key` is added once (its bytes are not read again). Send `Expect: 100-continue` to be answered before sending the bytes.",
+    responses((status = 200, body = SyncPushOut), (status = 400, body = ErrorOut),
+        (status = 404, body = ErrorOut), (status = 413, body = ErrorOut),
+        (status = 507, body = ErrorOut)))]
+async fn push_file(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Query(q): Query<HashMap<String, String>>,
+    request: axum::extract::Request,
+) -> ApiResult<Json<SyncPushOut>> {
+    use crate::routes::files::{FormGate, receive, within};
+    let _permit = app.streams.start(user)?;
+    let limits = app.streams.limits();
+    let deadline = limits.deadline();
+    let number = |name: &str| -> ApiResult<i64> {
+        q.get(name)
+            .ok_or_else(|| ApiError::field(name, "This field is required."))?
+            .parse()
+            .map_err(|_| ApiError::field(name, "A valid integer is required."))
+    };
+    let device = DeviceId(number("device")?);
+    let document = DocumentId(number("document_id")?);
+    let key = q.get("key").cloned().unwrap_or_default();
+    let answer = |outcome: PushOutcome| {
+        Json(SyncPushOut {
+            results: vec![outcome.into()],
+        })
+    };
+    // Answered before a byte is received when the bytes are not needed (pushed before, or
+    // refused as the core would refuse after).
+    let ready = {
+        let key = key.clone();
+        app.run(user, move |s| {
+            Ok(s.sync_push_file_ready(device, &key, document)?)
+        })
+        .await?
+    };
+    if let Some(outcome) = ready {
+        return Ok(answer(outcome));
+    }
+    let gate = FormGate::new();
+    let mut form = gate.form(request, &app, "file").await?;
+    while let Some(mut field) = within(limits, deadline, form.next_field())
+        .await?
+        .map_err(|e| gate.error(e))?
+    {
+        if field.name() != Some("file") {
+            continue;
+        }
+        gate.open();
+        let filename = field.file_name().unwrap_or("file").to_owned();
+        let spooled = receive(&app.spool_dir, &mut field, limits, deadline).await?;
+        let outcome = app
+            .run(user, move |s| {
+                let mut content = spooled.reader().map_err(|e| {
+                    ApiError::from(docmeta_core::Error::storage("reading a spooled upload", e))
+                })?;
+                Ok(s.sync_push_file(device, &key, document, &filename, &mut content)?)
+            })
+            .await?;
+        return Ok(answer(outcome));
+    }
+    Err(ApiError::field(
+        "file",
+        "No file was submitted (a multipart field named \"file\").",
+    ))
 }
