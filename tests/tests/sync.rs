@@ -184,6 +184,12 @@ enum Op {
     /// Ann may (`true`) or may not view a cabinet (an ACL on it: a sub-cabinet's parent may
     /// stay hidden).
     GrantCabinet(usize, bool),
+    /// On the server: a transition of the review workflow taken on a document's instance.
+    Transition(usize, usize),
+    /// On the replica, offline: a transition taken on a document it holds.
+    OfflineTransition(usize, usize),
+    /// Ann may (`true`) or may not view the review workflow and take its transitions.
+    GrantWorkflow(bool),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -219,7 +225,98 @@ fn replica_op() -> impl Strategy<Value = Op> {
         2 => cabinet_op(),
         2 => (0..64usize, 0..2usize, any::<bool>()).prop_map(|(d, m, set)| Op::Offline(d, m, set)),
         1 => (0..2usize, any::<bool>()).prop_map(|(t, v)| Op::OfflineCreate(t, v)),
+        2 => (0..64usize, 0..4usize).prop_map(|(d, t)| Op::Transition(d, t)),
+        2 => (0..64usize, 0..4usize).prop_map(|(d, t)| Op::OfflineTransition(d, t)),
+        1 => any::<bool>().prop_map(Op::GrantWorkflow),
     ]
+}
+
+/// The review workflow of the replica's histories, on the first type: draft -> sent -> done
+/// (a condition that reads a value, fired by its trigger when a value is edited; an entry
+/// action that writes a value) -> draft, and back from sent.
+fn review(
+    w: &World,
+) -> Result<(
+    docmeta_core::WorkflowId,
+    Vec<docmeta_core::WorkflowTransitionId>,
+)> {
+    let a = &w.admin;
+    let flow = a.create_workflow("Review", &[w.types[0]])?.id;
+    let draft = a.create_workflow_state(flow, "draft", true)?.id;
+    let sent = a.create_workflow_state(flow, "sent", false)?.id;
+    let done = a.create_workflow_state(flow, "done", false)?.id;
+    let submit = a
+        .create_workflow_transition(flow, "submit", draft, sent, "")?
+        .id;
+    let back = a
+        .create_workflow_transition(flow, "back", sent, draft, "")?
+        .id;
+    let approve = a
+        .create_workflow_transition(
+            flow,
+            "approve",
+            sent,
+            done,
+            "{% if workflow_instance.document.metadata_value_of.amount %}True{% endif %}",
+        )?
+        .id;
+    a.add_workflow_trigger(flow, approve, "document_metadata_edited")?;
+    let reopen = a
+        .create_workflow_transition(flow, "reopen", done, draft, "")?
+        .id;
+    a.create_workflow_action(
+        flow,
+        done,
+        "stamp",
+        true,
+        false,
+        docmeta_core::ActionKind::EditMetadata {
+            metadata_type_id: w.metadata[1],
+            value: "approved".into(),
+        },
+    )?;
+    Ok((flow, vec![submit, back, approve, reopen]))
+}
+
+/// A transition taken on one of `session`'s documents (through `take`); a refusal (a transition
+/// that does not leave the state, a condition, a permission) is what the user would see.
+fn transition(
+    session: &Session,
+    i: usize,
+    take: impl Fn(DocumentId, docmeta_core::WorkflowInstanceId) -> Result<()>,
+) -> Result<()> {
+    let held = session
+        .documents(DocumentQuery::default(), PageRequest::ALL)?
+        .items;
+    if held.is_empty() {
+        return Ok(());
+    }
+    let d = held[i % held.len()].document.id;
+    let Some(instance) = session.workflow_instances(d)?.first().map(|x| x.id) else {
+        return Ok(());
+    };
+    match take(d, instance) {
+        Ok(())
+        | Err(
+            docmeta_core::Error::Conflict { .. }
+            | docmeta_core::Error::Validation { .. }
+            | docmeta_core::Error::PermissionDenied(_),
+        ) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Every workflow instance of every document `s` shows.
+fn all_instances(s: &Session) -> Result<BTreeMap<i64, Instances>> {
+    let mut out = BTreeMap::new();
+    for d in s
+        .documents(DocumentQuery::default(), PageRequest::ALL)?
+        .items
+    {
+        let id = d.document.id;
+        out.insert(id.0, workflow_view(s, id)?);
+    }
+    Ok(out)
 }
 
 /// A write made offline on one of the documents the replica holds; a refusal there (a value
@@ -419,7 +516,12 @@ fn apply(w: &World, op: &Op, serial: usize) -> Result<()> {
                 }
             }
         }
-        Op::Sync | Op::Offline(..) | Op::OfflineCreate(..) => {}
+        Op::Sync
+        | Op::Offline(..)
+        | Op::OfflineCreate(..)
+        | Op::Transition(..)
+        | Op::OfflineTransition(..)
+        | Op::GrantWorkflow(..) => {}
     }
     Ok(())
 }
@@ -530,8 +632,33 @@ proptest! {
         let dir = tempfile::tempdir().expect("a directory");
         let replica = replica_of(&w, dir.path()).map_err(fail)?;
         let server = w.db.session(w.user);
+        let (flow, transitions) = review(&w).map_err(fail)?;
         for (serial, op) in ops.iter().enumerate() {
+            let failed = |e: docmeta_core::Error| TestCaseError::fail(format!("{op:?}: {e}"));
             match *op {
+                Op::Transition(i, t) => {
+                    transition(&w.admin, i, |d, instance| {
+                        w.admin.transition_workflow(d, instance, transitions[t], "server").map(drop)
+                    }).map_err(failed)?;
+                    continue;
+                }
+                Op::OfflineTransition(i, t) => {
+                    transition(&replica.session(), i, |d, instance| {
+                        replica.transition_workflow(d, instance, transitions[t], "offline").map(drop)
+                    }).map_err(failed)?;
+                    continue;
+                }
+                Op::GrantWorkflow(on) => {
+                    let o = ObjectRef::new(ObjectKind::WORKFLOW, flow.0);
+                    for p in [P::WorkflowTemplateView, P::WorkflowInstanceTransition] {
+                        if on {
+                            w.admin.grant(p, w.role, o).map_err(failed)?;
+                        } else {
+                            w.admin.revoke(p, w.role, o).map_err(failed)?;
+                        }
+                    }
+                    continue;
+                }
                 Op::Offline(i, m, set) => {
                     offline(&w, &replica, i, m, set, serial).map_err(|e| TestCaseError::fail(format!("{op:?}: {e}")))?;
                     continue;
@@ -549,6 +676,7 @@ proptest! {
                 prop_assert_eq!(view(&local).map_err(fail)?, truth(&w).map_err(fail)?, "after {:?}", ops);
                 prop_assert_eq!(found(&local).map_err(fail)?, found(&server).map_err(fail)?, "searches after {:?}", ops);
                 prop_assert_eq!(cabinets(&local).map_err(fail)?, cabinets(&server).map_err(fail)?, "cabinets after {:?}", ops);
+                prop_assert_eq!(all_instances(&local).map_err(fail)?, all_instances(&server).map_err(fail)?, "workflows after {:?}", ops);
             }
         }
         replica.sync().map_err(fail)?;
@@ -557,6 +685,7 @@ proptest! {
         prop_assert_eq!(found(&local).map_err(fail)?, found(&server).map_err(fail)?, "searches at the end of {:?}", ops);
         prop_assert_eq!(types(&local).map_err(fail)?, types(&server).map_err(fail)?);
         prop_assert_eq!(cabinets(&local).map_err(fail)?, cabinets(&server).map_err(fail)?, "cabinets at the end of {:?}", ops);
+        prop_assert_eq!(all_instances(&local).map_err(fail)?, all_instances(&server).map_err(fail)?, "workflows at the end of {:?}", ops);
     }
 }
 
