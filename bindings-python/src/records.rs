@@ -186,7 +186,8 @@ record!(
     /// The types and cabinets a user may see, as a sync sends them.
     SyncSchema { document_types: Vec<DocumentType>, metadata_types: Vec<MetadataType>,
         associations: Vec<Association>, cabinets: Vec<Cabinet>,
-        write_associations: Vec<Association>, workflows: Vec<SyncedWorkflow> });
+        write_associations: Vec<Association>, workflows: Vec<SyncedWorkflow>,
+        files_encrypted: bool });
 record!(
     /// One batch of changes for a replica (see `Session.sync_changes`): store `documents`
     /// (each replaces the replica's copy), delete the ids in `removed`, keep `cursor`, and ask
@@ -353,6 +354,7 @@ impl From<core::SyncSchema> for SyncSchema {
             cabinets: all(s.cabinets),
             write_associations: all(s.write_associations),
             workflows: all(s.workflows),
+            files_encrypted: s.files_encrypted,
         }
     }
 }

@@ -2299,3 +2299,52 @@ fn a_file_whose_answer_was_lost_is_added_once() -> Result<()> {
     assert_eq!(replica.session().read_file(files[0].id)?, b"once");
     Ok(())
 }
+
+#[test]
+fn a_server_s_encrypted_files_are_kept_only_in_an_encrypted_replica() -> Result<()> {
+    let db = Docmeta::builder()
+        .config(Config {
+            password_hash_memory_kib: 64,
+            password_hash_iterations: 1,
+            documents_file_storage_backend: docmeta_core::StorageBackend::Encrypted,
+            storage_kdf_memory_kib: 64,
+            storage_kdf_iterations: 1,
+            ..Config::default()
+        })
+        .storage_password("the server's secret")
+        .worker(false)
+        .open()?;
+    let admin = db.system();
+    admin.create_user("ann", "a long password", true)?;
+    let memo = admin.create_document_type("Memo")?;
+    let (_, file) = admin.create_document_with_file(
+        memo.id,
+        "sealed",
+        &[],
+        "a.txt",
+        &mut &b"sealed bytes"[..],
+    )?;
+    let plain = tempfile::tempdir().expect("a directory");
+    let replica = Replica::open_with(
+        plain.path(),
+        InProcessServer::new(db.clone()),
+        "ann",
+        "a long password",
+    )?;
+    replica.sync()?;
+    match replica.read_file(file.id) {
+        Err(docmeta_core::Error::Validation { field, .. }) => assert_eq!(field, "storage_password"),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        walk(&plain.path().join("document_file_storage")).is_empty(),
+        "nothing fetched"
+    );
+    let sealed = tempfile::tempdir().expect("a directory");
+    let replica = Replica::builder(sealed.path())
+        .storage_password("the phone's secret")
+        .open_with(InProcessServer::new(db), "ann", "a long password")?;
+    replica.sync()?;
+    assert_eq!(replica.read_file(file.id)?, b"sealed bytes");
+    Ok(())
+}

@@ -140,6 +140,8 @@ pub struct SyncSchema {
     pub write_associations: Vec<crate::records::Association>,
     /// The workflows the user may see, with their states and transitions.
     pub workflows: Vec<SyncedWorkflow>,
+    /// Whether the server keeps its files encrypted.
+    pub files_encrypted: bool,
 }
 
 impl From<core::SyncSchema> for SyncSchema {
@@ -151,6 +153,7 @@ impl From<core::SyncSchema> for SyncSchema {
             cabinets: s.cabinets.into_iter().map(Into::into).collect(),
             write_associations: s.write_associations.into_iter().map(Into::into).collect(),
             workflows: s.workflows.into_iter().map(Into::into).collect(),
+            files_encrypted: s.files_encrypted,
         }
     }
 }

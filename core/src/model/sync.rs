@@ -154,6 +154,10 @@ pub struct SyncSchema {
     /// document's workflow state, evaluates which transitions are available and takes them
     /// offline.
     pub workflows: Vec<SyncedWorkflow>,
+    /// Whether the server keeps its files encrypted: a replica then keeps the bytes it fetches
+    /// only in an encrypted storage of its own (see
+    /// [`ReplicaBuilder::storage_password`](crate::ReplicaBuilder::storage_password)).
+    pub files_encrypted: bool,
 }
 
 /// One batch of changes for a replica: store `documents` (each replaces the replica's copy),

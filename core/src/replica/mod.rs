@@ -34,6 +34,8 @@ const REJECTED: &str = "replica.rejected";
 /// The bytes of the files added offline that a pending or rejected write still needs, by the
 /// write's key (JSON: `{key: {"name", "checksum", "encrypted"}}`).
 const FILES: &str = "replica.files";
+/// `"1"` when the server keeps its files encrypted (see [`SyncSchema::files_encrypted`]).
+const SERVER_ENCRYPTED: &str = "replica.server_encrypted";
 /// Where the ids of documents and values made offline start: far above any id a server gives,
 /// so that nothing made offline takes a server record's id (the sync that pushes it replaces it
 /// with the server's record).
@@ -346,6 +348,16 @@ impl Replica {
             .read(|tx| tx.mirror_file(id))?
             .ok_or_else(|| Error::not_found(format!("document file {id}")))?;
         if name.starts_with(crate::store::REMOTE_FILE) {
+            // An encrypted store stays encrypted: a server's encrypted files are kept only in
+            // an encrypted storage on the device.
+            let server_encrypted = self.local.read(|tx| tx.setting(SERVER_ENCRYPTED))?;
+            if server_encrypted.as_deref() == Some("1") && !self.local.file_storage().encrypts() {
+                return Err(Error::validation(
+                    "storage_password",
+                    "The server keeps its files encrypted: open this replica with a storage \
+                     password to keep them encrypted on the device.",
+                ));
+            }
             let (signed, _) = self.signed_in()?;
             let file = self.session().file(id)?;
             let Some(bytes) = self.server.download(&signed, &file)? else {
@@ -1115,6 +1127,8 @@ impl Replica {
                 u.tx.mirror_associations(&associations)?;
                 self.mirror_cabinets(u, &schema.cabinets)?;
                 self.mirror_workflows(u, &schema.workflows, &shaper)?;
+                let encrypted = if schema.files_encrypted { "1" } else { "0" };
+                u.tx.set_setting(SERVER_ENCRYPTED, encrypted)?;
                 // The search records of documents carry their types' labels: those whose
                 // type changed are indexed again (the index follows these events).
                 for t in &schema.document_types {

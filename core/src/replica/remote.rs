@@ -768,6 +768,7 @@ fn schema(v: &Value) -> Parsed<SyncSchema> {
             .iter()
             .map(synced_workflow)
             .collect::<Parsed<Vec<_>>>()?,
+        files_encrypted: v["files_encrypted"].as_bool().unwrap_or(false),
     })
 }
 

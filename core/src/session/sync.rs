@@ -480,6 +480,7 @@ impl Session {
             cabinets: self.cabinets()?,
             write_associations,
             workflows: self.synced_workflows()?,
+            files_encrypted: self.db.file_storage().encrypts(),
         })
     }
 }

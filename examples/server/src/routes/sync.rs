@@ -134,6 +134,9 @@ pub struct SyncSchemaOut {
     pub write_associations: Vec<AssociationOut>,
     /// The workflows the caller may view, with their states and transitions.
     pub workflows: Vec<SyncedWorkflowOut>,
+    /// Whether the server keeps its files encrypted (a replica then keeps the bytes it
+    /// fetches only in an encrypted storage of its own).
+    pub files_encrypted: bool,
 }
 
 impl From<SyncSchema> for SyncSchemaOut {
@@ -145,6 +148,7 @@ impl From<SyncSchema> for SyncSchemaOut {
             cabinets: s.cabinets.iter().map(Into::into).collect(),
             write_associations: s.write_associations.iter().map(Into::into).collect(),
             workflows: s.workflows.into_iter().map(Into::into).collect(),
+            files_encrypted: s.files_encrypted,
         }
     }
 }
