@@ -3128,6 +3128,25 @@ impl World {
                 let Some(tr) = pick(&trs, c) else {
                     done!("no transition", Ok(()))
                 };
+                if a.is_multiple_of(3) {
+                    // As a replica pushes a transition taken offline, from the state the model
+                    // holds: the same checks, and its answer (the outcome, the document as the
+                    // user sees it) checked the same way.
+                    let write = docmeta_core::PushedWrite {
+                        key: format!("transition-{a}-{b}-{c}"),
+                        document: DocumentId(d),
+                        change: docmeta_core::PushedChange::Transition {
+                            instance: WorkflowInstanceId(inst),
+                            transition: WorkflowTransitionId(tr),
+                            comment: text.clone(),
+                            base: self.m.insts[&inst].state.map(docmeta_core::WorkflowStateId),
+                        },
+                    };
+                    done!(
+                        format!("sync_push(transition {tr} on instance {inst} of {d})"),
+                        s.sync_push(self.narrow[i].device, &[write])
+                    )
+                }
                 done!(
                     format!("transition_workflow({d}, instance {inst}, transition {tr})"),
                     s.transition_workflow(
@@ -3225,6 +3244,20 @@ impl World {
                 let Some(d) = self.target_doc(i, a) else {
                     done!("no document", Ok(()))
                 };
+                if b.is_multiple_of(3) {
+                    // As a replica pushes a file added offline (its permission checked before
+                    // the bytes), its answer checked as every answer.
+                    done!(
+                        format!("sync_push_file({d})"),
+                        s.sync_push_file(
+                            self.narrow[i].device,
+                            &format!("file-{a}-{b}-{c}"),
+                            DocumentId(d),
+                            &format!("n{i}.txt"),
+                            &mut text.as_bytes()
+                        )
+                    )
+                }
                 done!(
                     format!("add_file({d})"),
                     s.add_file(DocumentId(d), &format!("n{i}.txt"), &mut text.as_bytes())
