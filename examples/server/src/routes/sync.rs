@@ -53,6 +53,7 @@ struct PushFileParams {
     device: i64,
     /// The replica's name for the write (1 to 64 characters): a file pushed again under the
     /// same key is added once.
+    #[param(min_length = 1, max_length = 64)]
     key: String,
     /// The document the file is added to.
     document_id: i64,
