@@ -98,6 +98,14 @@ pub trait SyncServer: Send + Sync {
     }
 }
 
+/// The name of the file a [`PushedChange::AddFile`] write adds.
+fn file_name(write: &PushedWrite) -> Result<&str> {
+    match &write.change {
+        PushedChange::AddFile { filename, .. } => Ok(filename),
+        _ => Err(Error::InvalidInput("not a file's write".into())),
+    }
+}
+
 /// A server in this process: a handle on its database.
 #[derive(Clone)]
 pub struct InProcessServer {
@@ -168,9 +176,7 @@ impl SyncServer for InProcessServer {
         write: &PushedWrite,
         content: &mut dyn std::io::Read,
     ) -> Result<Option<PushOutcome>> {
-        let PushedChange::AddFile { filename, .. } = &write.change else {
-            return Err(Error::InvalidInput("not a file's write".into()));
-        };
+        let filename = file_name(write)?;
         self.session_of(device)?
             .map(|s| s.sync_push_file(device.device, &write.key, write.document, filename, content))
             .transpose()
@@ -394,9 +400,7 @@ impl SyncServer for HttpServer {
         content: &mut dyn std::io::Read,
     ) -> Result<Option<PushOutcome>> {
         use std::io::Read as _;
-        let PushedChange::AddFile { filename, .. } = &write.change else {
-            return Err(Error::InvalidInput("not a file's write".into()));
-        };
+        let filename = file_name(write)?;
         // One multipart part named `file`, streamed: head, the bytes, tail.
         let boundary = format!("docmeta-file-{}", query_text(&write.key));
         let name: String = filename

@@ -98,9 +98,29 @@ async fn upload_file(
     // Refused before a byte is received, as the core would refuse after.
     app.run(user, move |s| Ok(s.check_add_file(DocumentId(id))?))
         .await?;
-    // Parts before the file (ignored) are bounded as a document form's fields are.
+    let (filename, spooled) = receive_upload(request, &app, limits, deadline).await?;
+    let file = app
+        .run(user, move |s| {
+            let mut content = spooled.reader().map_err(|e| {
+                ApiError::from(docmeta_core::Error::storage("reading a spooled upload", e))
+            })?;
+            Ok(s.add_file(DocumentId(id), &filename, &mut content)?)
+        })
+        .await?;
+    Ok((StatusCode::CREATED, Json(DocumentFileOut::from(&file))))
+}
+
+/// The part named `file` of an upload's multipart form, received whole (its name and its
+/// content); the parts before it (ignored) are bounded as a document form's fields are. Call it
+/// once the caller's permission is checked. No such part is a `400` on `file`.
+pub(crate) async fn receive_upload(
+    request: Request,
+    app: &AppState,
+    limits: StreamLimits,
+    deadline: Instant,
+) -> ApiResult<(String, Spooled)> {
     let gate = FormGate::new();
-    let mut form = gate.form(request, &app, "file").await?;
+    let mut form = gate.form(request, app, "file").await?;
     while let Some(mut field) = within(limits, deadline, form.next_field())
         .await?
         .map_err(|e| gate.error(e))?
@@ -111,15 +131,7 @@ async fn upload_file(
         gate.open();
         let filename = field.file_name().unwrap_or("file").to_owned();
         let spooled = receive(&app.spool_dir, &mut field, limits, deadline).await?;
-        let file = app
-            .run(user, move |s| {
-                let mut content = spooled.reader().map_err(|e| {
-                    ApiError::from(docmeta_core::Error::storage("reading a spooled upload", e))
-                })?;
-                Ok(s.add_file(DocumentId(id), &filename, &mut content)?)
-            })
-            .await?;
-        return Ok((StatusCode::CREATED, Json(DocumentFileOut::from(&file))));
+        return Ok((filename, spooled));
     }
     Err(ApiError::field(
         "file",

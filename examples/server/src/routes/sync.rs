@@ -352,7 +352,6 @@ async fn push_file(
     Query(q): Query<HashMap<String, String>>,
     request: axum::extract::Request,
 ) -> ApiResult<Json<SyncPushOut>> {
-    use crate::routes::files::{FormGate, receive, within};
     let _permit = app.streams.start(user)?;
     let limits = app.streams.limits();
     let deadline = limits.deadline();
@@ -382,30 +381,15 @@ async fn push_file(
     if let Some(outcome) = ready {
         return Ok(answer(outcome));
     }
-    let gate = FormGate::new();
-    let mut form = gate.form(request, &app, "file").await?;
-    while let Some(mut field) = within(limits, deadline, form.next_field())
-        .await?
-        .map_err(|e| gate.error(e))?
-    {
-        if field.name() != Some("file") {
-            continue;
-        }
-        gate.open();
-        let filename = field.file_name().unwrap_or("file").to_owned();
-        let spooled = receive(&app.spool_dir, &mut field, limits, deadline).await?;
-        let outcome = app
-            .run(user, move |s| {
-                let mut content = spooled.reader().map_err(|e| {
-                    ApiError::from(docmeta_core::Error::storage("reading a spooled upload", e))
-                })?;
-                Ok(s.sync_push_file(device, &key, document, &filename, &mut content)?)
-            })
-            .await?;
-        return Ok(answer(outcome));
-    }
-    Err(ApiError::field(
-        "file",
-        "No file was submitted (a multipart field named \"file\").",
-    ))
+    let (filename, spooled) =
+        crate::routes::files::receive_upload(request, &app, limits, deadline).await?;
+    let outcome = app
+        .run(user, move |s| {
+            let mut content = spooled.reader().map_err(|e| {
+                ApiError::from(docmeta_core::Error::storage("reading a spooled upload", e))
+            })?;
+            Ok(s.sync_push_file(device, &key, document, &filename, &mut content)?)
+        })
+        .await?;
+    Ok(answer(outcome))
 }
