@@ -1027,10 +1027,14 @@ pub(crate) fn push_transition(
     else {
         return Err(Error::InvalidInput("not a transition".into()));
     };
-    let session = match actor {
-        Actor::User(user) => db.session(user),
-        _ => db.system(),
+    // Only a user's device pushes (`sync_push` refuses any other actor first): never taken
+    // with docmeta's own authority.
+    let Actor::User(user) = actor else {
+        return Err(Error::PermissionDenied(
+            "a pushed transition is taken only for a user".into(),
+        ));
     };
+    let session = db.session(user);
     let (current, t) = session.checked_transition(&mut u.tx, document, *instance, *transition)?;
     if current.state_id != *base {
         return Ok(if current.state_id == Some(t.destination_state_id) {
