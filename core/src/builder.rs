@@ -415,9 +415,13 @@ impl Builder {
             search_rebuilding: std::sync::atomic::AtomicBool::new(false),
             reads: ReadCache::new(read_cache),
             shutdown: std::sync::atomic::AtomicBool::new(false),
+            audit_key: std::sync::OnceLock::new(),
         });
         let mut db = Docmeta::from_inner(inner);
         db.reload_access()?;
+        // Events written before the hash chain existed (or, on PostgreSQL, committed since the
+        // last seal) join it now.
+        db.seal_events()?;
         // Tasks left `running` by a crashed process run again; while another process has the
         // data directory open (a server beside this command), they may be its, running now. So
         // may another index's search tasks (another data directory on a shared database).

@@ -75,7 +75,7 @@ pub use config::{Config, DEFAULT_CONFIG, DEFAULT_READ_CACHE_DOCUMENTS, StorageBa
 pub use error::{
     BoxError, DATA_DIRECTORY_IN_USE, Error, ErrorKind, FieldStep, NON_FIELD_ERRORS, Result,
 };
-pub use kernel::{Docmeta, EventWatch, SubscriptionId};
+pub use kernel::{Docmeta, EventWatch, SubscriptionId, checkpoint_signed_by};
 // A replica of a server on a device (offline reads and search).
 pub use model::*;
 pub use replica::{
@@ -84,7 +84,8 @@ pub use replica::{
 };
 pub use session::{
     DEFAULT_DEVICE_LIFETIME, FileContent, MAX_DEVICE_LIFETIME, MAX_DEVICES_PER_USER,
-    MAX_DOCUMENT_BATCH, MAX_EVENT_WAIT, MAX_FEED_EVENTS, MAX_PUSH_WRITES, MAX_SYNC_BATCH, Session,
+    MAX_DOCUMENT_BATCH, MAX_EVENT_WAIT, MAX_FEED_EVENTS, MAX_HISTORY_PAGE, MAX_PUSH_WRITES,
+    MAX_SYNC_BATCH, Session,
 };
 #[cfg(feature = "postgres")]
 pub use store::PostgresStore;

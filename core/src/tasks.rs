@@ -134,6 +134,9 @@ impl Worker {
                         // Finished tasks are only history (never read again): they go, so
                         // that the table holds what is left to do.
                         let _ = db.write_system(|tx| tx.delete_done_tasks());
+                        // The event log's hash chain: PostgreSQL's new events sealed, and a
+                        // signed checkpoint when one is due.
+                        let _ = db.audit_round();
                         last_index = Some(std::time::Instant::now());
                     }
                     // Other processes on a shared database: their grants within a bounded delay.

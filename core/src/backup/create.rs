@@ -62,6 +62,8 @@ impl Docmeta {
             // Created empty and private first: SQLite (and pg_dump) then write into this file
             // and keep its mode; SQLite gives the snapshot's -wal and -shm the same mode.
             drop(create_private(&snapshot).map_err(io_err("creating the database snapshot"))?);
+            // Before the snapshot, which then holds every event the checkpoint covers.
+            let checkpoint = self.audit_checkpoint()?;
             let dump = self.store().dump_for_backup(&snapshot)?;
             let report = self.write_archive(
                 &data,
@@ -69,6 +71,7 @@ impl Docmeta {
                 &temp,
                 id.clone(),
                 base_manifest.as_ref(),
+                checkpoint,
                 &mut progress,
             )?;
             fs::rename(&temp, out).map_err(io_err("naming the backup archive"))?;
@@ -99,6 +102,7 @@ impl Docmeta {
         temp: &Path,
         id: String,
         base: Option<&Manifest>,
+        checkpoint: crate::model::Checkpoint,
         progress: &mut impl FnMut(u64, u64),
     ) -> Result<BackupReport> {
         // The files the snapshot references: the archive matches the database exactly.
@@ -241,6 +245,7 @@ impl Docmeta {
             info,
             files,
             damaged,
+            checkpoint: Some(checkpoint),
         };
         append_json(&mut tar, MANIFEST, &manifest)?;
         let encoder = tar

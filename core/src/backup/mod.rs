@@ -54,7 +54,12 @@ const DB: &str = "db.sqlite3";
 const PG_DUMP: &str = "db.pgdump";
 const STORAGE: &str = "document_file_storage";
 /// Files of the data directory a backup carries besides the database and document files.
-const SYSTEM_FILES: [&str; 3] = ["config.yml", "system/SECRET_KEY", "system/storage_key"];
+const SYSTEM_FILES: [&str; 4] = [
+    "config.yml",
+    "system/SECRET_KEY",
+    "system/storage_key",
+    "system/audit_key",
+];
 
 /// What a backup is; the first entry of its archive, repeated in the manifest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -111,6 +116,11 @@ pub struct Manifest {
     /// archives of earlier versions, which did not check).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub damaged: Vec<DamagedEntry>,
+    /// A signed checkpoint of the event log made just before the database snapshot (which
+    /// therefore holds every event it covers): a restore verifies the restored log against it.
+    /// `None` in archives of versions before the tamper-evident log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<crate::model::Checkpoint>,
 }
 
 impl Manifest {

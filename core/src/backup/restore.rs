@@ -35,6 +35,9 @@ pub struct RestoreReport {
     pub search_answers: bool,
     /// The durable task that rebuilds the search index (run by the first docmeta with a worker).
     pub reindex_task: TaskId,
+    /// The restored event log verified against the backup's checkpoint (`None` for an archive
+    /// of a version without one). A restored log that fails fails the restore.
+    pub audit: Option<crate::model::AuditReport>,
 }
 
 /// Restores `archives` into the data directory `data` (spec 8.1 item 4). `archives` is one full
@@ -395,6 +398,21 @@ fn size(bytes: u64) -> String {
 fn open_and_verify(builder: crate::Builder, manifest: Manifest) -> Result<RestoreReport> {
     let files_restored = manifest.files.len();
     let db = builder.open()?;
+    // The restored event log against the checkpoint made with the backup: nothing in it was
+    // altered since, up to that checkpoint.
+    let audit = match &manifest.checkpoint {
+        Some(checkpoint) => {
+            let report = db.verify_events(Some(checkpoint), |_, _| {})?;
+            if let Some(f) = &report.failure {
+                return Err(invalid(format!(
+                    "the restored event log does not match the backup's checkpoint: {}",
+                    f.reason
+                )));
+            }
+            Some(report)
+        }
+        None => None,
+    };
     let (now, _) = db.store().schema_version()?;
     // The versions both stores number their migrations with (not every number is one).
     let migrations = crate::store::sqlite::MIGRATIONS
@@ -456,6 +474,7 @@ fn open_and_verify(builder: crate::Builder, manifest: Manifest) -> Result<Restor
         file_checked,
         search_answers,
         reindex_task,
+        audit,
     })
 }
 

@@ -107,6 +107,8 @@ pub(crate) struct Inner {
     /// Documents with their metadata, as last read (see `reads`).
     pub(crate) reads: ReadCache,
     pub(crate) shutdown: std::sync::atomic::AtomicBool,
+    /// The installation's checkpoint signing key, once read (see `audit`).
+    pub(crate) audit_key: std::sync::OnceLock<Arc<ring::signature::Ed25519KeyPair>>,
 }
 
 impl Docmeta {

@@ -25,6 +25,7 @@
 //! (`builder.rs`), which plug in through `Hooks` filled when an instance opens.
 
 mod access;
+mod audit;
 mod compiled;
 mod docmeta;
 mod feed;
@@ -37,6 +38,7 @@ mod subscribers;
 mod unit;
 mod verify;
 
+pub use audit::checkpoint_signed_by;
 pub use docmeta::Docmeta;
 pub(crate) use docmeta::Inner;
 pub(crate) use feed::EventSignal;

@@ -4,6 +4,7 @@
 //!
 //! Layer 1 (with `config`): imports only `error`; everything else may import it.
 
+mod audit;
 mod device;
 pub(crate) mod event;
 mod indexed;
@@ -20,6 +21,9 @@ mod views;
 mod webhook;
 mod workflow;
 
+pub use audit::{
+    AuditFailure, AuditReport, Checkpoint, PastValue, PruneReport, ValueAction, ValueChange,
+};
 pub use device::{Device, NewDevice};
 pub(crate) use event::Changes;
 pub use event::{Event, EventChange, EventObject, EventQuery};

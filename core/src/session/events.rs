@@ -167,7 +167,7 @@ impl Session {
     }
 
     /// `events`, each with its actor's username when this session may know it.
-    fn with_actors(&self, events: Vec<Event>) -> Result<Vec<EventView>> {
+    pub(super) fn with_actors(&self, events: Vec<Event>) -> Result<Vec<EventView>> {
         let mut names: HashMap<UserId, Option<String>> = HashMap::new();
         let mut out = Vec::with_capacity(events.len());
         for event in events {

@@ -16,6 +16,7 @@ mod document_types;
 mod documents;
 mod events;
 mod files;
+mod history;
 mod metadata_types;
 mod objects;
 mod sync;
@@ -43,6 +44,7 @@ pub use documents::MAX_DOCUMENT_BATCH;
 pub(crate) use documents::MAX_LABEL_LEN;
 pub use events::{MAX_EVENT_WAIT, MAX_FEED_EVENTS};
 pub use files::FileContent;
+pub use history::MAX_HISTORY_PAGE;
 pub use sync::{MAX_PUSH_WRITES, MAX_SYNC_BATCH};
 
 /// Operations of docmeta as one actor. Cheap to create; see [`Docmeta::session`].

@@ -288,6 +288,17 @@ impl Session {
         pass: i64,
         limit: usize,
     ) -> Result<SyncBatch> {
+        // A prune removed events this device had not read (its cursor event is gone): what
+        // they changed is unknown, so a new pass sends the state after the log's end.
+        if let Some(l) = log
+            && self
+                .db
+                .read(|tx| Ok(tx.event(l)?.is_none() && tx.base_checkpoint()?.is_some()))?
+        {
+            let end = self.db.read(|tx| tx.follow_position())?;
+            let pass = self.db.write_system(|tx| tx.next_sync_pass(device))?;
+            return self.pass(device, end, None, pass, limit);
+        }
         let events = self.db.events(&EventQuery {
             after: log,
             limit: Some(u32::try_from(limit).unwrap_or(MAX_SYNC_BATCH)),

@@ -5,8 +5,9 @@
 use chrono::Utc;
 
 use super::records::*;
-use super::{Dialect, Tx};
+use super::{Dialect, Param, Tx};
 use crate::error::Result;
+use crate::events::chain::{StoredEvent, chain_hash, hex};
 use crate::events::{Event, EventObject, EventQuery};
 use crate::model::*;
 
@@ -52,25 +53,74 @@ impl Tx<'_> {
     ) -> Result<Event> {
         let timestamp = Utc::now();
         let json = changes_json(&changes);
-        let id = self.insert(
-            "INSERT INTO events (timestamp, name, actor_id, target_kind, target_id, target_label, \
-                 action_kind, action_id, action_label, follow, changes) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
-             RETURNING id",
-            &[
-                to_micros(timestamp).into(),
-                name.into(),
-                actor.map(|a| a.0).into(),
-                (&target.kind).into(),
-                target.id.into(),
-                (&target.label).into(),
-                action.map(|a| a.kind.as_str()).into(),
-                action.map(|a| a.id).into(),
-                action.map(|a| a.label.as_str()).into(),
-                crate::events::changes_shared_state(name).into(),
-                (&json).into(),
-            ],
-        )?;
+        let follow = crate::events::changes_shared_state(name);
+        // SQLite commits one writer at a time, in id order: the event is sealed into the chain
+        // as it is written (its hash covers its id, read ahead from AUTOINCREMENT's counter).
+        // PostgreSQL's commit order is known only later: a sealer takes it then
+        // (`seal_events`).
+        let sealed = match self.dialect() {
+            Dialect::Postgres => None,
+            _ => {
+                let (next, head) = self.sqlite_next_event()?;
+                let stored = StoredEvent {
+                    seq: head.seq + 1,
+                    id: next,
+                    timestamp: to_micros(timestamp),
+                    name: name.to_owned(),
+                    actor_id: actor.map(|a| a.0),
+                    target_kind: target.kind.clone(),
+                    target_id: target.id,
+                    target_label: target.label.clone(),
+                    action_kind: action.map(|a| a.kind.clone()),
+                    action_id: action.map(|a| a.id),
+                    action_label: action.map(|a| a.label.clone()),
+                    follow: i64::from(follow),
+                    changes: json.clone(),
+                    tx: 0,
+                };
+                Some((next, stored.seq, hex(&chain_hash(&head.hash, &stored))))
+            }
+        };
+        let mut params: Vec<Param<'_>> = vec![
+            to_micros(timestamp).into(),
+            name.into(),
+            actor.map(|a| a.0).into(),
+            (&target.kind).into(),
+            target.id.into(),
+            (&target.label).into(),
+            action.map(|a| a.kind.as_str()).into(),
+            action.map(|a| a.id).into(),
+            action.map(|a| a.label.as_str()).into(),
+            follow.into(),
+            (&json).into(),
+        ];
+        let sql = match &sealed {
+            Some((id, seq, hash)) => {
+                params.extend::<[Param<'_>; 3]>([
+                    (*id).into(),
+                    (*seq).into(),
+                    hash.as_str().into(),
+                ]);
+                "INSERT INTO events (timestamp, name, actor_id, target_kind, target_id, \
+                     target_label, action_kind, action_id, action_label, follow, changes, \
+                     id, seq, hash) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) \
+                 RETURNING id"
+            }
+            None => {
+                "INSERT INTO events (timestamp, name, actor_id, target_kind, target_id, \
+                     target_label, action_kind, action_id, action_label, follow, changes) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+                 RETURNING id"
+            }
+        };
+        let id = self.insert(sql, &params)?;
+        if sealed.as_ref().is_some_and(|s| s.0 != id) {
+            return Err(crate::error::Error::storage(
+                "appending an event",
+                "the event's id is not the one its chain hash covers",
+            ));
+        }
         self.enqueue_webhook_deliveries(EventId(id), name, timestamp)?;
         Ok(Event {
             id: EventId(id),
@@ -172,5 +222,127 @@ impl Tx<'_> {
             ],
             event,
         )
+    }
+}
+
+/// The events of a document's metadata values (`?1`: the document's kind, `?2` its id, `?3` the
+/// metadata types' kind; the three `document_metadata_*` names follow).
+const VALUE_EVENTS: &str = "target_kind = ?1 AND target_id = ?2 AND action_kind = ?3 \
+    AND name IN ('metadata.document_metadata_added', 'metadata.document_metadata_edited', \
+                 'metadata.document_metadata_removed')";
+
+const EVENT_COLUMNS: &str = "id, timestamp, name, actor_id, target_kind, target_id, \
+    target_label, action_kind, action_id, action_label, changes";
+
+impl Tx<'_> {
+    /// The events of document `document`'s values (of `metadata_type` only, when given),
+    /// newest first, `limit` of them after skipping `offset`, and how many there are in all.
+    /// `kinds` are the kinds of a document and of a metadata type.
+    pub fn value_events(
+        &mut self,
+        kinds: (&str, &str),
+        document: DocumentId,
+        metadata_type: Option<MetadataTypeId>,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<Event>, usize)> {
+        let by_type = if metadata_type.is_some() {
+            " AND action_id = ?4"
+        } else {
+            " AND ?4 = ?4"
+        };
+        let params = |tail: &[Param<'static>]| {
+            let mut p: Vec<Param<'_>> = vec![
+                kinds.0.into(),
+                document.0.into(),
+                kinds.1.into(),
+                metadata_type.map_or(0, |t| t.0).into(),
+            ];
+            p.extend_from_slice(tail);
+            p
+        };
+        let count = self
+            .optional(
+                &format!("SELECT count(*) FROM events WHERE {VALUE_EVENTS}{by_type}"),
+                &params(&[]),
+                |r| r.int(0),
+            )?
+            .unwrap_or(0);
+        let events = self.rows(
+            &format!(
+                "SELECT {EVENT_COLUMNS} \
+                 FROM events \
+                 WHERE {VALUE_EVENTS}{by_type} \
+                 ORDER BY timestamp DESC, id DESC \
+                 LIMIT ?5 OFFSET ?6"
+            ),
+            &params(&[
+                i64::try_from(limit).unwrap_or(i64::MAX).into(),
+                i64::try_from(offset).unwrap_or(i64::MAX).into(),
+            ]),
+            event,
+        )?;
+        Ok((events, usize::try_from(count).unwrap_or(0)))
+    }
+
+    /// The last event of document `document`'s value of `metadata_type` written at or before
+    /// `at` (microseconds): what set (or removed) the value it had then.
+    pub fn value_event_at(
+        &mut self,
+        kinds: (&str, &str),
+        document: DocumentId,
+        metadata_type: MetadataTypeId,
+        at: i64,
+    ) -> Result<Option<Event>> {
+        self.optional(
+            &format!(
+                "SELECT {EVENT_COLUMNS} \
+                 FROM events \
+                 WHERE {VALUE_EVENTS} AND action_id = ?4 AND timestamp <= ?5 \
+                 ORDER BY timestamp DESC, id DESC \
+                 LIMIT 1"
+            ),
+            &[
+                kinds.0.into(),
+                document.0.into(),
+                kinds.1.into(),
+                metadata_type.0.into(),
+                at.into(),
+            ],
+            event,
+        )
+    }
+
+    /// For each metadata type, the last event of document `document`'s value of it written
+    /// at or before `at` (microseconds).
+    pub fn value_events_at(
+        &mut self,
+        kinds: (&str, &str),
+        document: DocumentId,
+        at: i64,
+    ) -> Result<Vec<Event>> {
+        let all = self.rows(
+            &format!(
+                "SELECT {EVENT_COLUMNS} \
+                 FROM events \
+                 WHERE {VALUE_EVENTS} AND ?4 = ?4 AND timestamp <= ?5 \
+                 ORDER BY timestamp, id"
+            ),
+            &[
+                kinds.0.into(),
+                document.0.into(),
+                kinds.1.into(),
+                0i64.into(),
+                at.into(),
+            ],
+            event,
+        )?;
+        let mut last: std::collections::BTreeMap<i64, Event> = std::collections::BTreeMap::new();
+        for e in all {
+            if let Some(t) = e.action_object.as_ref().map(|o| o.id) {
+                last.insert(t, e);
+            }
+        }
+        Ok(last.into_values().collect())
     }
 }

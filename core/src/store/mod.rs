@@ -24,6 +24,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 
 mod access;
+mod audit;
 mod cabinets;
 #[cfg(feature = "conformance")]
 pub mod conformance;
@@ -43,6 +44,7 @@ mod tasks;
 mod webhooks;
 mod workflows;
 
+pub(crate) use audit::SEAL_LOCK;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
 pub(crate) use reads::FollowedEvent;

@@ -54,10 +54,11 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
         14,
         include_str!("migrations/sqlite/0014_device_creates.sql"),
     ),
+    (15, include_str!("migrations/sqlite/0015_event_chain.sql")),
 ];
 
 /// Newest schema version this build knows.
-pub const SCHEMA_VERSION: u32 = 14;
+pub const SCHEMA_VERSION: u32 = 15;
 
 /// Reader connections kept open; more concurrent readers wait for one (opening a connection per
 /// read would cost more than the read).

@@ -57,6 +57,10 @@ const MIGRATIONS: &[(u32, &str)] = &[
         14,
         include_str!("../migrations/postgres/0014_device_creates.sql"),
     ),
+    (
+        15,
+        include_str!("../migrations/postgres/0015_event_chain.sql"),
+    ),
 ];
 
 /// The session-level advisory lock `migrate` holds, so that one process migrates while the

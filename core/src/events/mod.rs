@@ -32,3 +32,5 @@ pub(crate) fn changes_shared_state(name: &str) -> bool {
     ]
     .contains(&name)
 }
+
+pub(crate) mod chain;

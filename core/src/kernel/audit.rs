@@ -1,0 +1,418 @@
+//! The tamper-evident event log, as an installation operates it: the Ed25519 key that signs its
+//! checkpoints, sealing committed events into the hash chain (PostgreSQL's, which are sealed
+//! after commit), signed checkpoints, verification of the whole chain, and pruning old events
+//! behind a checkpoint (see `events::chain` for the hash, `store/audit.rs` for the statements).
+//!
+//! Part of `kernel` (layer 5).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use ring::signature::{ED25519, Ed25519KeyPair, KeyPair, UnparsedPublicKey};
+
+use super::Docmeta;
+use crate::error::{Error, Result};
+use crate::events::chain::{GENESIS, chain_hash, checkpoint_message, hex, unhex};
+use crate::model::{AuditFailure, AuditReport, Checkpoint, PruneReport};
+use crate::store::Dialect;
+use crate::store::records::{from_micros, to_micros};
+
+/// How often the background worker writes a checkpoint while events are being written.
+pub(crate) const CHECKPOINT_EVERY: Duration = Duration::from_secs(3600);
+
+/// Events read per transaction while verifying.
+const VERIFY_BATCH: i64 = 10_000;
+
+/// The file of the data directory that holds the installation's signing key (PKCS#8).
+const KEY_FILE: &str = "audit_key";
+
+fn key_error(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::storage(what, e.to_string())
+}
+
+/// A new Ed25519 key pair, as PKCS#8 bytes.
+fn generate_key() -> Result<Vec<u8>> {
+    let rng = ring::rand::SystemRandom::new();
+    Ed25519KeyPair::generate_pkcs8(&rng)
+        .map(|doc| doc.as_ref().to_vec())
+        .map_err(|e| key_error("generating the audit key", e))
+}
+
+/// Reads `system/audit_key` of `dir`, creating it (mode 0600) on first use.
+fn load_or_create_key(dir: &Path) -> Result<Ed25519KeyPair> {
+    let system = dir.join("system");
+    let path = system.join(KEY_FILE);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            crate::owner_only::create_dir_all(&system)
+                .map_err(|e| key_error("creating the system directory", e))?;
+            let bytes = generate_key()?;
+            match crate::owner_only::create_new(&path) {
+                Ok(mut file) => {
+                    use std::io::Write;
+                    file.write_all(&bytes)
+                        .and_then(|()| file.sync_all())
+                        .map_err(|e| key_error("writing the audit key", e))?;
+                    bytes
+                }
+                // Another process created it first: its key is the installation's.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    std::fs::read(&path).map_err(|e| key_error("reading the audit key", e))?
+                }
+                Err(e) => return Err(key_error("creating the audit key", e)),
+            }
+        }
+        Err(e) => return Err(key_error("reading the audit key", e)),
+    };
+    Ed25519KeyPair::from_pkcs8(&bytes).map_err(|e| {
+        Error::InvalidInput(format!(
+            "{} is not an Ed25519 key in PKCS#8 form ({e})",
+            path.display()
+        ))
+    })
+}
+
+/// Whether `c`'s signature verifies with `public_key` (hex).
+fn signed_by(c: &Checkpoint, public_key: &str) -> bool {
+    let (Some(key), Some(hash), Some(signature)) = (
+        crate::config::decode_hex(public_key),
+        unhex::<32>(&c.hash),
+        crate::config::decode_hex(&c.signature),
+    ) else {
+        return false;
+    };
+    let message = checkpoint_message(c.seq, c.event_id, &hash, to_micros(c.created));
+    UnparsedPublicKey::new(&ED25519, key)
+        .verify(&message, &signature)
+        .is_ok()
+}
+
+/// A failure at position `seq`.
+fn failure(seq: Option<i64>, event_id: Option<i64>, reason: String) -> Option<AuditFailure> {
+    Some(AuditFailure {
+        seq,
+        event_id,
+        reason,
+    })
+}
+
+impl Docmeta {
+    /// The installation's signing key: `system/audit_key` of the data directory (created on
+    /// first use), or for a handle without one (in memory) a key of its own for its lifetime.
+    fn audit_key(&self) -> Result<Arc<Ed25519KeyPair>> {
+        if let Some(key) = self.inner.audit_key.get() {
+            return Ok(key.clone());
+        }
+        let key = match self.data_dir() {
+            Some(dir) => load_or_create_key(dir)?,
+            None => Ed25519KeyPair::from_pkcs8(&generate_key()?)
+                .map_err(|e| key_error("reading the audit key", e))?,
+        };
+        Ok(self.inner.audit_key.get_or_init(|| Arc::new(key)).clone())
+    }
+
+    /// The installation's Ed25519 public key, lower-case hex: what a third party needs to check
+    /// the signature of a [`Checkpoint`] (`docmeta audit public-key`). Every process of an
+    /// installation must share `system/audit_key` (as it shares `system/SECRET_KEY`).
+    pub fn audit_public_key(&self) -> Result<String> {
+        Ok(hex(self.audit_key()?.public_key().as_ref()))
+    }
+
+    /// Seals the events committed since the last seal into the hash chain; returns how many.
+    /// SQLite seals each event as it is written, so this has work only on PostgreSQL (and for
+    /// events written before the chain existed, when the database is first opened by this
+    /// version). The background worker calls it every few seconds.
+    pub(crate) fn seal_events(&self) -> Result<u64> {
+        if self.store().dialect() != Dialect::Postgres {
+            // An unsealed event on SQLite was inserted behind the chain, unless no event is
+            // sealed yet (a database from before the chain): only then are they sealed.
+            let fresh = self.read(|tx| tx.any_sealed_event())?;
+            if fresh {
+                return Ok(0);
+            }
+        }
+        self.write_system(|tx| tx.seal_events())
+    }
+
+    /// Writes a signed checkpoint of the chain's end (after sealing what is committed) and
+    /// returns it: keep it outside the database (`docmeta audit checkpoint > FILE`) to prove
+    /// later, with [`verify_events`](Self::verify_events), that no event up to it was
+    /// altered, removed or added, including from the end of the log. Backups carry one in
+    /// their manifest.
+    pub fn audit_checkpoint(&self) -> Result<Checkpoint> {
+        self.seal_events()?;
+        let key = self.audit_key()?;
+        self.write_system(|tx| {
+            let head = tx.chain_head()?;
+            let created = from_micros(to_micros(Utc::now()));
+            let message =
+                checkpoint_message(head.seq, head.event_id, &head.hash, to_micros(created));
+            let checkpoint = Checkpoint {
+                seq: head.seq,
+                event_id: head.event_id,
+                hash: hex(&head.hash),
+                created,
+                public_key: hex(key.public_key().as_ref()),
+                signature: hex(key.sign(&message).as_ref()),
+            };
+            tx.insert_checkpoint(&checkpoint, false)?;
+            Ok(checkpoint)
+        })
+    }
+
+    /// Seals new events (PostgreSQL) and writes a checkpoint when the last one is older than
+    /// [`CHECKPOINT_EVERY`] and events came since: the background worker's round.
+    pub(crate) fn audit_round(&self) -> Result<()> {
+        self.seal_events()?;
+        let (last, head) = self.read(|tx| Ok((tx.last_checkpoint()?, tx.chain_head()?)))?;
+        let due = match last {
+            None => head.seq > 0,
+            Some(c) => {
+                head.seq > c.seq
+                    && (Utc::now() - c.created).to_std().unwrap_or_default() >= CHECKPOINT_EVERY
+            }
+        };
+        if due {
+            self.audit_checkpoint()?;
+        }
+        Ok(())
+    }
+
+    /// Walks the whole event log and checks that nothing in it was altered since it was
+    /// written: each event's hash against its stored fields and the hash before it, the
+    /// positions without a gap, every stored checkpoint's signature and hash, and `given` (a
+    /// checkpoint kept outside the database, such as a backup's) likewise. The report names
+    /// the first event that fails: one changed byte in any stored field, a deleted event, an
+    /// inserted one, two swapped, the end of the log cut off (against a checkpoint past the
+    /// end), an altered checkpoint (its signature does not verify with this installation's
+    /// key). `progress` is called with the events checked so far and the total.
+    pub fn verify_events(
+        &self,
+        given: Option<&Checkpoint>,
+        mut progress: impl FnMut(u64, u64),
+    ) -> Result<AuditReport> {
+        if self.store().dialect() == Dialect::Postgres {
+            self.seal_events()?;
+        }
+        let key = self.audit_public_key()?;
+        let (base, stored, head, pending) = self.read(|tx| {
+            Ok((
+                tx.base_checkpoint()?,
+                tx.checkpoints()?,
+                tx.chain_head()?,
+                tx.pending_seal_count()?,
+            ))
+        })?;
+        let start = base.as_ref().map_or(0, |b| b.seq);
+        let mut report = AuditReport {
+            verified: 0,
+            start,
+            head: start,
+            checkpoints: 0,
+            unsealed: 0,
+            failure: None,
+        };
+        // Every checkpoint to check, with where it came from.
+        let mut checks: Vec<(&Checkpoint, &str)> = stored.iter().map(|c| (c, "stored")).collect();
+        if let Some(g) = given {
+            checks.push((g, "given"));
+        }
+        for (c, source) in &checks {
+            if !signed_by(c, &key) {
+                report.failure = failure(
+                    Some(c.seq),
+                    Some(c.event_id),
+                    format!(
+                        "the {source} checkpoint at position {} is not signed by this \
+                         installation's key (altered, or from another installation)",
+                        c.seq
+                    ),
+                );
+                return Ok(report);
+            }
+        }
+        let mut prev = match &base {
+            Some(b) => unhex::<32>(&b.hash).unwrap_or(GENESIS),
+            None => GENESIS,
+        };
+        // A checkpoint at the start of the chain covers only what was pruned.
+        for (c, source) in &checks {
+            if c.seq == start {
+                report.checkpoints += 1;
+                if c.hash != hex(&prev) {
+                    report.failure = failure(
+                        Some(c.seq),
+                        Some(c.event_id),
+                        format!(
+                            "the {source} checkpoint at position {} does not match where the \
+                             chain starts",
+                            c.seq
+                        ),
+                    );
+                    return Ok(report);
+                }
+            }
+        }
+        let total = u64::try_from(head.seq - start).unwrap_or(0);
+        let mut expected = start + 1;
+        loop {
+            let batch = self.read(|tx| tx.chain_events(expected - 1, VERIFY_BATCH))?;
+            let full = batch.len() as i64 == VERIFY_BATCH;
+            for (e, stored_hash) in batch {
+                if e.seq != expected {
+                    report.failure = failure(
+                        Some(expected),
+                        Some(e.id),
+                        format!(
+                            "the event at position {expected} is missing (removed from the \
+                             log); the next one is event {} at position {}",
+                            e.id, e.seq
+                        ),
+                    );
+                    return Ok(report);
+                }
+                let hash = chain_hash(&prev, &e);
+                if stored_hash.as_deref() != Some(hex(&hash).as_str()) {
+                    report.failure = failure(
+                        Some(e.seq),
+                        Some(e.id),
+                        format!(
+                            "event {} at position {} does not match its hash: a stored field \
+                             was changed, or it was moved or put in from elsewhere",
+                            e.id, e.seq
+                        ),
+                    );
+                    return Ok(report);
+                }
+                for (c, source) in &checks {
+                    if c.seq == e.seq {
+                        report.checkpoints += 1;
+                        if c.hash != hex(&hash) || c.event_id != e.id {
+                            report.failure = failure(
+                                Some(e.seq),
+                                Some(e.id),
+                                format!(
+                                    "the {source} checkpoint at position {} does not match \
+                                     event {} there: the log was rewritten from there or \
+                                     before",
+                                    c.seq, e.id
+                                ),
+                            );
+                            return Ok(report);
+                        }
+                    }
+                }
+                prev = hash;
+                report.verified += 1;
+                report.head = e.seq;
+                expected += 1;
+                if report.verified.is_multiple_of(VERIFY_BATCH as u64) {
+                    progress(report.verified, total.max(report.verified));
+                }
+            }
+            if !full {
+                break;
+            }
+        }
+        progress(report.verified, total.max(report.verified));
+        for (c, source) in &checks {
+            if c.seq > report.head {
+                report.failure = failure(
+                    Some(c.seq),
+                    Some(c.event_id),
+                    format!(
+                        "the log ends at position {} but the {source} checkpoint covers \
+                         position {}: events were removed from its end",
+                        report.head, c.seq
+                    ),
+                );
+                return Ok(report);
+            }
+        }
+        // What is committed but not in the chain: on SQLite (which seals every event as it is
+        // written) and on PostgreSQL once every older transaction has finished (the sealer
+        // above took all of those that follow the chain), an event put in behind it.
+        let (inserted, count) = self.read(|tx| tx.unsealed_events(1))?;
+        if let Some(id) = inserted.first() {
+            report.failure = failure(
+                None,
+                Some(*id),
+                format!(
+                    "event {id} is not in the chain ({count} such): it was put into the log \
+                     behind the events after it"
+                ),
+            );
+            return Ok(report);
+        }
+        report.unsealed = pending.saturating_sub(count);
+        Ok(report)
+    }
+
+    /// Removes the events written before `before`, keeping the chain verifiable: the longest
+    /// run of oldest events all written before then goes, and a signed checkpoint of the last
+    /// one removed becomes where the chain starts. The log is verified first; a log that
+    /// fails verification is not pruned ([`Error::Conflict`] on `events`, with the failure), so a prune
+    /// never hides an alteration. Webhook deliveries of the removed events go with them.
+    ///
+    /// No other call removes events. Every process following the log (search, access, a
+    /// replica's sync) must have read past what is removed; a replica whose last sync is older
+    /// starts a new pass.
+    pub fn prune_events(&self, before: DateTime<Utc>) -> Result<PruneReport> {
+        let report = self.verify_events(None, |_, _| {})?;
+        if let Some(f) = report.failure {
+            return Err(Error::conflict(
+                "events",
+                format!(
+                    "the event log fails verification, so it is not pruned: {}",
+                    f.reason
+                ),
+            ));
+        }
+        let key = self.audit_key()?;
+        let (removed, base) = self.write_system(|tx| {
+            if tx.dialect() == Dialect::Postgres {
+                tx.execute(
+                    &format!("SELECT pg_advisory_xact_lock({})", crate::store::SEAL_LOCK),
+                    &[],
+                )?;
+            }
+            let start = tx.base_checkpoint()?.map_or(0, |b| b.seq);
+            let Some(upto) = tx.prunable_until(to_micros(before))? else {
+                return Ok((0, None));
+            };
+            if upto <= start {
+                return Ok((0, None));
+            }
+            let Some((e, Some(hash))) = tx.chain_event(upto)? else {
+                return Err(Error::storage(
+                    "pruning events",
+                    "the last event to remove is not sealed",
+                ));
+            };
+            let hash = unhex::<32>(&hash)
+                .ok_or_else(|| Error::storage("pruning events", "a stored hash is not a hash"))?;
+            let created = from_micros(to_micros(Utc::now()));
+            let message = checkpoint_message(upto, e.id, &hash, to_micros(created));
+            let base = Checkpoint {
+                seq: upto,
+                event_id: e.id,
+                hash: hex(&hash),
+                created,
+                public_key: hex(key.public_key().as_ref()),
+                signature: hex(key.sign(&message).as_ref()),
+            };
+            let removed = tx.prune_events(upto, &base)?;
+            Ok((removed, Some(base)))
+        })?;
+        Ok(PruneReport { removed, base })
+    }
+}
+
+/// Whether `checkpoint` is signed by `public_key` (lower-case or upper-case hex), as a third
+/// party holding the installation's public key checks it without the installation.
+pub fn checkpoint_signed_by(checkpoint: &Checkpoint, public_key: &str) -> bool {
+    signed_by(checkpoint, &public_key.to_ascii_lowercase())
+}

@@ -1,0 +1,22 @@
+-- The tamper-evident event log and value history.
+-- Each event gets its place in a hash chain (`seq`, from 1, gap-free, in commit order) and
+-- `hash`: SHA-256 over its stored fields and the previous event's hash (lower-case hex; see
+-- `events::chain_hash`). Events written before this version are sealed when the database is
+-- next opened. Signed checkpoints (a position and its hash, signed with the installation's
+-- Ed25519 key) are kept in `audit_checkpoints`; the one marked `base` is where the chain
+-- starts after `docmeta audit prune`.
+ALTER TABLE events ADD COLUMN seq INTEGER;
+ALTER TABLE events ADD COLUMN hash TEXT;
+CREATE UNIQUE INDEX events_by_seq ON events(seq);
+CREATE INDEX events_unsealed ON events(id) WHERE seq IS NULL;
+-- A value's past: the events of one (document, metadata type) by time.
+CREATE INDEX events_history ON events(target_kind, target_id, action_kind, action_id, timestamp, id);
+CREATE TABLE audit_checkpoints (
+    seq INTEGER PRIMARY KEY,
+    event_id INTEGER NOT NULL,
+    hash TEXT NOT NULL,
+    created INTEGER NOT NULL,
+    public_key TEXT NOT NULL,
+    signature TEXT NOT NULL,
+    base INTEGER NOT NULL DEFAULT 0
+);
