@@ -12,7 +12,7 @@ use pyo3::types::PyDict;
 
 use crate::classes::Classes;
 use crate::errors::{Error, InvalidInput, deadline, permission, py_err, reads_the_store, run};
-use crate::records::{Event, Explanation, NewDevice, Task, User, all};
+use crate::records::{AuditReport, Event, Explanation, NewDevice, Task, User, all};
 use crate::session::Session;
 
 /// Calls a Python progress callback `(done, total)`; its exceptions are printed, not raised.
@@ -615,6 +615,45 @@ impl Docmeta {
 
     /// Reads every stored document file and checks it against its record (present, size,
     /// SHA-256, every MENC chunk's tag). Returns a dict: `files_checked`, `bytes_checked`,
+    /// Walks the whole event log and checks that nothing in it was altered: every event's hash,
+    /// positions without a gap, every stored checkpoint, and `checkpoint` (the JSON of one kept
+    /// outside, from `audit_checkpoint`) when given. The report names the first failure.
+    /// `progress(done, total)` is called as events are checked.
+    #[pyo3(signature = (checkpoint = None, *, progress = None))]
+    fn verify_events(
+        &self,
+        py: Python<'_>,
+        checkpoint: Option<String>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<AuditReport> {
+        let db = self.db()?;
+        let given = checkpoint.map(|text| parse_checkpoint(&text)).transpose()?;
+        let mut report = self::progress(&progress);
+        run(py, || db.verify_events(given.as_ref(), &mut report)).map(Into::into)
+    }
+
+    /// A signed checkpoint of the event log's end, as JSON: keep it outside the installation
+    /// and pass it to `verify_events` later.
+    fn audit_checkpoint(&self, py: Python<'_>) -> PyResult<String> {
+        let db = self.db()?;
+        let c = run(py, || db.audit_checkpoint())?;
+        serde_json::to_string(&c).map_err(|e| py_err(core::Error::InvalidInput(e.to_string())))
+    }
+
+    /// The installation's Ed25519 public key (hex), which checkpoints are signed with.
+    fn audit_public_key(&self, py: Python<'_>) -> PyResult<String> {
+        let db = self.db()?;
+        run(py, || db.audit_public_key())
+    }
+
+    /// Removes the events written before `before` (a timezone-aware `datetime`), keeping a
+    /// signed checkpoint so that the rest still verifies; the log is verified first, and one
+    /// that fails is not pruned (`Conflict`). Returns how many events were removed.
+    fn prune_events(&self, py: Python<'_>, before: chrono::DateTime<chrono::Utc>) -> PyResult<u64> {
+        let db = self.db()?;
+        run(py, || db.prune_events(before)).map(|r| r.removed)
+    }
+
     /// `intact`, and `damaged`, one dict per damaged file (`file_id`, `document_id`,
     /// `filename`, `storage_name`, `encrypted`, `damage`: its kind, `detail`).
     #[pyo3(signature = (*, progress = None))]
@@ -671,4 +710,10 @@ fn subscription_id(id: core::SubscriptionId) -> u64 {
     let n = NEXT_SUBSCRIPTION.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     SUBSCRIPTIONS.write().insert(n, id);
     n
+}
+
+/// A checkpoint from its JSON (what `audit_checkpoint` answers), or `InvalidInput`.
+fn parse_checkpoint(text: &str) -> PyResult<core::Checkpoint> {
+    serde_json::from_str(text)
+        .map_err(|e| py_err(core::Error::InvalidInput(format!("not a checkpoint: {e}"))))
 }

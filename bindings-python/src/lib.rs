@@ -51,6 +51,10 @@ fn _docmeta(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<User>()?;
     m.add_class::<Acl>()?;
     m.add_class::<Event>()?;
+    m.add_class::<ValueChange>()?;
+    m.add_class::<HistoryPage>()?;
+    m.add_class::<PastValue>()?;
+    m.add_class::<AuditReport>()?;
     m.add_class::<EventChange>()?;
     m.add_class::<EventFeed>()?;
     m.add_class::<Cabinet>()?;

@@ -255,6 +255,31 @@ record!(
 record!(
     /// A page of metadata search results.
     MetadataPage { count: usize, results: Vec<DocumentMetadata> });
+record!(
+    /// One change of a document's metadata value (see `Session.history`): `action` is
+    /// `"added"`, `"edited"` or `"removed"`; `before` and `after` are None when there was no
+    /// value, or when `hidden` (the session may not view that type's values on the document
+    /// now); `metadata_type_label` is None when it may not view the type.
+    ValueChange { event_id: i64, timestamp: DateTime<Utc>, actor_id: Option<i64>,
+        actor_username: Option<String>, metadata_type_id: i64,
+        metadata_type_label: Option<String>, action: String, before: Option<String>,
+        after: Option<String>, hidden: bool });
+record!(
+    /// A page of a value history: `count` changes in all, `results` on this page.
+    HistoryPage { count: usize, results: Vec<ValueChange> });
+record!(
+    /// A document's value of one metadata type at a past time (see `Session.metadata_at`):
+    /// the type as it is now, the value then, since when and which event set it.
+    PastValue { metadata_type: MetadataType, value: String, since: DateTime<Utc>,
+        event_id: i64 });
+record!(
+    /// What `Docmeta.verify_events` found: `verified` events from position `start` to `head`,
+    /// `checkpoints` checked, `unsealed` events just committed (PostgreSQL seals them shortly);
+    /// `intact`, or else the first failure: `failed_seq`, `failed_event_id` (either may be
+    /// None) and `reason`.
+    AuditReport { intact: bool, verified: u64, start: i64, head: i64, checkpoints: u64,
+        unsealed: u64, failed_seq: Option<i64>, failed_event_id: Option<i64>,
+        reason: Option<String> });
 
 impl From<core::MetadataType> for MetadataType {
     fn from(t: core::MetadataType) -> Self {
@@ -579,6 +604,55 @@ impl From<core::EventView> for Event {
         Event {
             actor_username: v.actor.map(|a| a.username),
             ..Event::from(v.event)
+        }
+    }
+}
+impl From<core::ValueChange> for ValueChange {
+    fn from(c: core::ValueChange) -> Self {
+        ValueChange {
+            event_id: c.event.0,
+            timestamp: micros(c.timestamp),
+            actor_id: c.actor.as_ref().map(|a| a.id.0),
+            actor_username: c.actor.map(|a| a.username),
+            metadata_type_id: c.metadata_type.0,
+            metadata_type_label: c.metadata_type_label,
+            action: c.action.as_str().to_owned(),
+            before: c.before,
+            after: c.after,
+            hidden: c.hidden,
+        }
+    }
+}
+impl From<core::Page<core::ValueChange>> for HistoryPage {
+    fn from(p: core::Page<core::ValueChange>) -> Self {
+        HistoryPage {
+            count: p.count,
+            results: all(p.items),
+        }
+    }
+}
+impl From<core::PastValue> for PastValue {
+    fn from(v: core::PastValue) -> Self {
+        PastValue {
+            metadata_type: v.metadata_type.into(),
+            value: v.value,
+            since: micros(v.since),
+            event_id: v.event.0,
+        }
+    }
+}
+impl From<core::AuditReport> for AuditReport {
+    fn from(r: core::AuditReport) -> Self {
+        AuditReport {
+            intact: r.is_intact(),
+            verified: r.verified,
+            start: r.start,
+            head: r.head,
+            checkpoints: r.checkpoints,
+            unsealed: r.unsealed,
+            failed_seq: r.failure.as_ref().and_then(|f| f.seq),
+            failed_event_id: r.failure.as_ref().and_then(|f| f.event_id),
+            reason: r.failure.map(|f| f.reason),
         }
     }
 }

@@ -11,9 +11,9 @@ use docmeta_core as core;
 use crate::classes::{Classes, registry};
 use crate::errors::{Result, permission, permissions};
 use crate::records::{
-    DurableTask, Event, Explanation, InstanceSettings, NewDevice, ObjectKindInfo, ObjectRef,
-    SchemaChange, SearchStatus, SearchTicket, SearchWork, SearchWorkRun, SearchWorkState,
-    StorageReport, User, keys,
+    AuditReport, DurableTask, Event, Explanation, InstanceSettings, NewDevice, ObjectKindInfo,
+    ObjectRef, SchemaChange, SearchStatus, SearchTicket, SearchWork, SearchWorkRun,
+    SearchWorkState, StorageReport, User, keys,
 };
 use crate::session::Session;
 
@@ -489,6 +489,46 @@ impl Docmeta {
         Ok(self
             .inner
             .convert_storage(encrypt, self::progress(progress))?)
+    }
+
+    /// Walks the whole event log and checks that nothing in it was altered: every event's hash,
+    /// positions without a gap, every stored checkpoint, and `checkpoint` (the JSON of one
+    /// kept outside, from `auditCheckpoint`) when given. The report names the first failure.
+    #[uniffi::method(default(checkpoint = None, progress = None))]
+    pub fn verify_events(
+        &self,
+        checkpoint: Option<String>,
+        progress: Option<Arc<dyn ProgressListener>>,
+    ) -> Result<AuditReport> {
+        let given: Option<core::Checkpoint> = checkpoint
+            .map(|text| {
+                serde_json::from_str(&text)
+                    .map_err(|e| core::Error::InvalidInput(format!("not a checkpoint: {e}")))
+            })
+            .transpose()?;
+        Ok(self
+            .inner
+            .verify_events(given.as_ref(), self::progress(progress))?
+            .into())
+    }
+
+    /// A signed checkpoint of the event log's end, as JSON: keep it outside the installation
+    /// and pass it to `verifyEvents` later.
+    pub fn audit_checkpoint(&self) -> Result<String> {
+        let c = self.inner.audit_checkpoint()?;
+        Ok(serde_json::to_string(&c).map_err(|e| core::Error::InvalidInput(e.to_string()))?)
+    }
+
+    /// The installation's Ed25519 public key (hex), which checkpoints are signed with.
+    pub fn audit_public_key(&self) -> Result<String> {
+        Ok(self.inner.audit_public_key()?)
+    }
+
+    /// Removes the events written before `before`, keeping a signed checkpoint so that the
+    /// rest still verifies; the log is verified first, and one that fails is not pruned
+    /// (`Conflict`). Returns how many events were removed.
+    pub fn prune_events(&self, before: std::time::SystemTime) -> Result<u64> {
+        Ok(self.inner.prune_events(before.into())?.removed)
     }
 
     /// Reads every stored document file and checks it against its record (present, size,

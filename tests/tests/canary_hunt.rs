@@ -1690,8 +1690,31 @@ impl World {
         for d in choose(objects(m, K::Doc), &|d| m.seen(u, (K::Doc, d))) {
             let doc = DocumentId(d);
             see!(format!("document({d})"), s.document(doc));
+            // The document's values through time: past values only while the user may view
+            // that type's values on it now.
+            see!(
+                format!("history({d})"),
+                s.history(doc, None, PageRequest::new(1, 100))
+            );
+            see!(
+                format!("metadata_at({d})"),
+                s.metadata_at(doc, chrono::Utc::now())
+            );
             let dt = m.docs[&d];
             for a in m.assocs.values().filter(|a| a.dt == dt) {
+                let mt = MetadataTypeId(a.mt);
+                see!(
+                    format!("history({d}, {})", a.mt),
+                    s.history(doc, Some(mt), PageRequest::new(1, 100))
+                );
+                see!(
+                    format!("value_at({d}, {})", a.mt),
+                    s.value_at(
+                        doc,
+                        mt,
+                        chrono::Utc::now() - chrono::Duration::milliseconds(step as i64 % 50)
+                    )
+                );
                 see!(
                     format!("document_lookup_choices({d}, {})", a.mt),
                     s.document_lookup_choices(doc, MetadataTypeId(a.mt))

@@ -438,7 +438,7 @@ fn a_backup_carries_a_checkpoint_its_restore_verifies() -> Result<()> {
     assert!(checkpoint_signed_by(&checkpoint, &db.audit_public_key()?));
     drop(db);
     let target = out.path().join("restored");
-    let report = docmeta_core::restore(&[archive.clone()], &target, None)?;
+    let report = docmeta_core::restore(std::slice::from_ref(&archive), &target, None)?;
     let audit = report.audit.expect("the restore verified the log");
     assert!(audit.is_intact(), "{audit:?}");
     assert_eq!(audit.head, checkpoint.seq);
@@ -530,6 +530,21 @@ fn postgres_seals_concurrent_writers_in_commit_order_and_finds_tampering() -> Re
     assert!(report.is_intact(), "{report:?}");
     assert_eq!(report.head, checkpoint.seq);
     assert!(report.verified >= 56, "{report:?}");
+    // Verified while writers commit: their events, sealed or not yet, are never taken for
+    // events put in behind the chain.
+    std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            for i in 0..40 {
+                db.system()
+                    .create_document_type(&format!("During {i}"))
+                    .expect("write");
+            }
+        });
+        while !writer.is_finished() {
+            let report = db.verify_events(None, |_, _| {}).expect("verify");
+            assert!(report.is_intact(), "{report:?}");
+        }
+    });
     // History reads the same on PostgreSQL.
     let page = db
         .system()
@@ -548,9 +563,31 @@ fn postgres_seals_concurrent_writers_in_commit_order_and_finds_tampering() -> Re
     let failure = report.failure.expect("found");
     assert_eq!((failure.event_id, failure.seq), (Some(id), Some(9)));
     client
+        .batch_execute(
+            "UPDATE events SET target_label = left(target_label, length(target_label) - 1) WHERE seq = 9",
+        )
+        .expect("undo");
+    assert!(db.verify_events(None, |_, _| {})?.is_intact());
+    // An event put in behind the chain (its transaction older than every sealed one).
+    client
+        .batch_execute(
+            "INSERT INTO events (timestamp, name, target_kind, target_id, target_label, tx) \
+             VALUES (0, 'documents.document_deleted', 'documents.document', 1, 'x', 0)",
+        )
+        .expect("insert");
+    let inserted: i64 = client
+        .query_one("SELECT max(id) FROM events WHERE seq IS NULL", &[])
+        .expect("id")
+        .get(0);
+    let failure = db.verify_events(None, |_, _| {})?.failure.expect("found");
+    assert_eq!(failure.event_id, Some(inserted), "{failure:?}");
+    client
+        .batch_execute(&format!("DELETE FROM events WHERE id = {inserted}"))
+        .expect("undo");
+    // The end cut off: found against the checkpoint.
+    client
         .batch_execute(&format!(
-            "UPDATE events SET target_label = left(target_label, length(target_label) - 1) WHERE seq = 9; \
-             DELETE FROM events WHERE seq = {}",
+            "DELETE FROM events WHERE seq >= {}",
             checkpoint.seq
         ))
         .expect("truncate");

@@ -6,7 +6,8 @@ use pyo3::prelude::*;
 use super::Session;
 use crate::errors::run;
 use crate::records::{
-    Document, DocumentDetails, DocumentMetadata, DocumentWithFile, MetadataValueDetail, all,
+    Document, DocumentDetails, DocumentMetadata, DocumentWithFile, HistoryPage,
+    MetadataValueDetail, PastValue, all,
 };
 
 /// One entry of `create_documents`: (document type, label, `{metadata_type_id: value}`).
@@ -294,6 +295,60 @@ impl Session {
                 .document_metadata(core::DocumentId(document), core::PageRequest::ALL)
         })
         .map(|page| all(page.items))
+    }
+
+    /// Every change of a document's metadata values (of `metadata_type` only, when given),
+    /// newest first, one page of them (at most 1000 per page). A change of a type whose values
+    /// this session may not view now has `before` and `after` None and `hidden` True.
+    #[pyo3(signature = (document, metadata_type = None, *, page = 1, page_size = 100))]
+    fn history(
+        &self,
+        py: Python<'_>,
+        document: i64,
+        metadata_type: Option<i64>,
+        page: usize,
+        page_size: usize,
+    ) -> PyResult<HistoryPage> {
+        run(py, || {
+            self.inner.history(
+                core::DocumentId(document),
+                metadata_type.map(core::MetadataTypeId),
+                core::PageRequest::new(page, page_size),
+            )
+        })
+        .map(Into::into)
+    }
+
+    /// The value a document had for a metadata type at time `at` (a timezone-aware
+    /// `datetime`), or None (no value then, or one this session may not view now).
+    fn value_at(
+        &self,
+        py: Python<'_>,
+        document: i64,
+        metadata_type: i64,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> PyResult<Option<String>> {
+        run(py, || {
+            self.inner.value_at(
+                core::DocumentId(document),
+                core::MetadataTypeId(metadata_type),
+                at,
+            )
+        })
+    }
+
+    /// The values a document had at time `at` (a timezone-aware `datetime`), one per metadata
+    /// type this session may view the values of now.
+    fn metadata_at(
+        &self,
+        py: Python<'_>,
+        document: i64,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> PyResult<Vec<PastValue>> {
+        run(py, || {
+            self.inner.metadata_at(core::DocumentId(document), at)
+        })
+        .map(all)
     }
 
     /// `document.metadata_value_of.<name>` (spec 2.3), or None.

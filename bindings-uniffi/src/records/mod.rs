@@ -6,6 +6,7 @@
 
 mod access;
 mod devices;
+mod history;
 mod metadata;
 mod operations;
 mod webhooks;
@@ -13,6 +14,7 @@ mod workflows;
 
 pub use access::*;
 pub use devices::*;
+pub use history::*;
 pub use metadata::*;
 pub use operations::*;
 pub use webhooks::*;

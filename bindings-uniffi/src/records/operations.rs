@@ -520,6 +520,9 @@ pub struct RestoreReport {
     pub documents: u64,
     /// The files the backup could not read intact (not restored).
     pub damaged: Vec<DamagedBackupFile>,
+    /// Events of the restored log verified against the backup's checkpoint (`null` for an
+    /// archive made before the tamper-evident log; a log that fails fails the restore).
+    pub events_verified: Option<u64>,
 }
 
 impl From<core::RestoreReport> for RestoreReport {
@@ -530,6 +533,7 @@ impl From<core::RestoreReport> for RestoreReport {
             migrations: r.migrations,
             documents: r.documents,
             damaged: r.manifest.damaged.into_iter().map(Into::into).collect(),
+            events_verified: r.audit.map(|a| a.verified),
         }
     }
 }

@@ -5,8 +5,8 @@ use docmeta_core as core;
 use super::Session;
 use crate::errors::Result;
 use crate::records::{
-    Document, DocumentDetails, DocumentMetadata, DocumentWithFile, MetadataValue, NewDocument,
-    NewDocumentValue, NewValue,
+    Document, DocumentDetails, DocumentMetadata, DocumentWithFile, HistoryPage, MetadataValue,
+    NewDocument, NewDocumentValue, NewValue, PastValue,
 };
 
 fn pairs(values: &[NewValue]) -> Vec<(core::MetadataTypeId, &str)> {
@@ -192,6 +192,53 @@ impl Session {
             .inner
             .document_metadata(core::DocumentId(document), core::PageRequest::ALL)?
             .items
+            .into_iter()
+            .map(Into::into)
+            .collect())
+    }
+
+    /// Every change of a document's metadata values (of `metadata_type` only, when given),
+    /// newest first, one page of them (at most 1000 per page). A change of a type whose
+    /// values this session may not view now has `before` and `after` `null` and `hidden` set.
+    #[uniffi::method(default(metadata_type = None, page = 1, page_size = 100))]
+    pub fn history(
+        &self,
+        document: i64,
+        metadata_type: Option<i64>,
+        page: u32,
+        page_size: u32,
+    ) -> Result<HistoryPage> {
+        Ok(self
+            .inner
+            .history(
+                core::DocumentId(document),
+                metadata_type.map(core::MetadataTypeId),
+                core::PageRequest::new(page as usize, page_size as usize),
+            )?
+            .into())
+    }
+
+    /// The value a document had for a metadata type at time `at`, or `null` (no value then,
+    /// or one this session may not view now).
+    pub fn value_at(
+        &self,
+        document: i64,
+        metadata_type: i64,
+        at: std::time::SystemTime,
+    ) -> Result<Option<String>> {
+        Ok(self.inner.value_at(
+            core::DocumentId(document),
+            core::MetadataTypeId(metadata_type),
+            at.into(),
+        )?)
+    }
+
+    /// The values a document had at time `at`, one per metadata type this session may view
+    /// the values of now.
+    pub fn metadata_at(&self, document: i64, at: std::time::SystemTime) -> Result<Vec<PastValue>> {
+        Ok(self
+            .inner
+            .metadata_at(core::DocumentId(document), at.into())?
             .into_iter()
             .map(Into::into)
             .collect())

@@ -710,6 +710,35 @@ fun replica() {
     }
 }
 
+/** A value's history, its value at a past time, and the tamper-evident log. */
+fun historyAndAudit() {
+    val dir = Files.createTempDirectory("docmeta-kotlin-history")
+    val inv = Invoices(Docmeta.open(dir.resolve("data").toString(), worker = false))
+    val (db, admin) = inv.db to inv.admin
+    val doc = inv.invoice("INV-1", "2025-01-31")
+    val value = admin.documentMetadata(doc.id).single()
+    Thread.sleep(10)
+    val then = java.time.Instant.now()
+    Thread.sleep(10)
+    admin.editDocumentMetadata(doc.id, value.id, "2025-02-28")
+    val history = admin.history(doc.id, inv.due.id)
+    expect(history.count == 2uL, "two changes: $history")
+    val newest = history.results.first()
+    expect(newest.action == "edited" && newest.before == "2025-01-31" && newest.after == "2025-02-28", "newest change: $newest")
+    expect(admin.valueAt(doc.id, inv.due.id, then) == "2025-01-31", "the value then")
+    expect(admin.metadataAt(doc.id, then).single().value == "2025-01-31", "the values then")
+
+    val checkpoint = db.auditCheckpoint()
+    expect(checkpoint.contains(db.auditPublicKey()), "a checkpoint signed by the installation's key")
+    val report = db.verifyEvents(checkpoint)
+    expect(report.intact && report.verified > 0uL && report.checkpoints == 2uL, "the log verifies: $report")
+    refused<DocmetaException.InvalidInput>("a checkpoint that is not JSON") { db.verifyEvents("{") }
+    val removed = db.pruneEvents(java.time.Instant.now().plusSeconds(1))
+    expect(removed == report.head.toULong(), "every event pruned: $removed")
+    admin.createDocumentType("After the prune")
+    expect(db.verifyEvents().intact, "the chain goes on from the prune's checkpoint")
+}
+
 fun main() {
     val groups = listOf(
         "metadata" to ::metadata,
@@ -726,6 +755,7 @@ fun main() {
         "webhooks" to ::webhooks,
         "devices" to ::devices,
         "replica" to ::replica,
+        "history and audit" to ::historyAndAudit,
     )
     for ((name, run) in groups) {
         group = name

@@ -67,11 +67,10 @@ impl Docmeta {
             let dump = self.store().dump_for_backup(&snapshot)?;
             let report = self.write_archive(
                 &data,
-                (&snapshot, &dump),
+                (&snapshot, &dump, checkpoint),
                 &temp,
                 id.clone(),
                 base_manifest.as_ref(),
-                checkpoint,
                 &mut progress,
             )?;
             fs::rename(&temp, out).map_err(io_err("naming the backup archive"))?;
@@ -98,11 +97,15 @@ impl Docmeta {
     fn write_archive(
         &self,
         data: &Path,
-        (snapshot, dump): (&Path, &crate::store::DatabaseDump),
+        // The database snapshot, what it holds, and the event log's checkpoint made before it.
+        (snapshot, dump, checkpoint): (
+            &Path,
+            &crate::store::DatabaseDump,
+            crate::model::Checkpoint,
+        ),
         temp: &Path,
         id: String,
         base: Option<&Manifest>,
-        checkpoint: crate::model::Checkpoint,
         progress: &mut impl FnMut(u64, u64),
     ) -> Result<BackupReport> {
         // The files the snapshot references: the archive matches the database exactly.

@@ -140,11 +140,14 @@ mod tests {
         }
     }
 
+    /// A change to one field of an event.
+    type Edit = Box<dyn Fn(&mut StoredEvent)>;
+
     #[test]
     fn every_field_and_the_previous_hash_change_the_hash() {
         let base = chain_hash(&GENESIS, &event());
         assert_ne!(chain_hash(&[1; 32], &event()), base);
-        let edits: Vec<Box<dyn Fn(&mut StoredEvent)>> = vec![
+        let edits: Vec<Edit> = vec![
             Box::new(|e| e.seq = 2),
             Box::new(|e| e.id = 8),
             Box::new(|e| e.timestamp += 1),

@@ -198,14 +198,8 @@ impl Docmeta {
             self.seal_events()?;
         }
         let key = self.audit_public_key()?;
-        let (base, stored, head, pending) = self.read(|tx| {
-            Ok((
-                tx.base_checkpoint()?,
-                tx.checkpoints()?,
-                tx.chain_head()?,
-                tx.pending_seal_count()?,
-            ))
-        })?;
+        let (base, stored, head) =
+            self.read(|tx| Ok((tx.base_checkpoint()?, tx.checkpoints()?, tx.chain_head()?)))?;
         let start = base.as_ref().map_or(0, |b| b.seq);
         let mut report = AuditReport {
             verified: 0,
@@ -258,6 +252,8 @@ impl Docmeta {
         }
         let total = u64::try_from(head.seq - start).unwrap_or(0);
         let mut expected = start + 1;
+        // The last event walked, as commit order places it: `(tx, id)`.
+        let mut last = (-1, 0);
         loop {
             let batch = self.read(|tx| tx.chain_events(expected - 1, VERIFY_BATCH))?;
             let full = batch.len() as i64 == VERIFY_BATCH;
@@ -306,6 +302,7 @@ impl Docmeta {
                     }
                 }
                 prev = hash;
+                last = (e.tx, e.id);
                 report.verified += 1;
                 report.head = e.seq;
                 expected += 1;
@@ -332,10 +329,10 @@ impl Docmeta {
                 return Ok(report);
             }
         }
-        // What is committed but not in the chain: on SQLite (which seals every event as it is
-        // written) and on PostgreSQL once every older transaction has finished (the sealer
-        // above took all of those that follow the chain), an event put in behind it.
-        let (inserted, count) = self.read(|tx| tx.unsealed_events(1))?;
+        // What commit order puts inside the chain but is not in it: an event put in behind it
+        // (on SQLite, which seals every event as it is written, any unsealed event). Unsealed
+        // events after the chain's end are PostgreSQL's commits not sealed yet.
+        let (inserted, count) = self.read(|tx| tx.events_behind_chain(last, 1))?;
         if let Some(id) = inserted.first() {
             report.failure = failure(
                 None,
@@ -347,7 +344,9 @@ impl Docmeta {
             );
             return Ok(report);
         }
-        report.unsealed = pending.saturating_sub(count);
+        report.unsealed = self
+            .read(|tx| tx.pending_seal_count())?
+            .saturating_sub(count);
         Ok(report)
     }
 
@@ -373,12 +372,7 @@ impl Docmeta {
         }
         let key = self.audit_key()?;
         let (removed, base) = self.write_system(|tx| {
-            if tx.dialect() == Dialect::Postgres {
-                tx.execute(
-                    &format!("SELECT pg_advisory_xact_lock({})", crate::store::SEAL_LOCK),
-                    &[],
-                )?;
-            }
+            tx.lock_chain()?;
             let start = tx.base_checkpoint()?.map_or(0, |b| b.seq);
             let Some(upto) = tx.prunable_until(to_micros(before))? else {
                 return Ok((0, None));

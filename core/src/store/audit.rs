@@ -13,7 +13,7 @@ use crate::model::Checkpoint;
 const BATCH: i64 = 5000;
 
 /// The advisory lock PostgreSQL's sealers take, so that one process at a time extends the chain.
-pub(crate) const SEAL_LOCK: i64 = 0x0064_6f63_6368_6e; // "docchn"
+const SEAL_LOCK: i64 = 0x0000_646f_6363_686e; // "docchn"
 
 /// Every column the chain covers (see [`StoredEvent`]), in its order; `tx` is PostgreSQL's only.
 fn stored_columns(dialect: Dialect) -> &'static str {
@@ -90,6 +90,15 @@ fn stored_or_digest(text: Option<&str>) -> [u8; 32] {
 }
 
 impl Tx<'_> {
+    /// Takes the chain for the rest of this transaction, so that one process at a time
+    /// extends or prunes it: PostgreSQL's advisory lock (SQLite has one writer anyway).
+    pub(crate) fn lock_chain(&mut self) -> Result<()> {
+        if self.dialect() == Dialect::Postgres {
+            self.execute(&format!("SELECT pg_advisory_xact_lock({SEAL_LOCK})"), &[])?;
+        }
+        Ok(())
+    }
+
     /// The end of the chain (see [`ChainHead`]): its last sealed event, else the base checkpoint
     /// a prune kept, else the start.
     pub(crate) fn chain_head(&mut self) -> Result<ChainHead> {
@@ -167,9 +176,7 @@ impl Tx<'_> {
     /// is left for verification to report: it was inserted behind the chain.
     pub(crate) fn seal_events(&mut self) -> Result<u64> {
         let dialect = self.dialect();
-        if dialect == Dialect::Postgres {
-            self.execute(&format!("SELECT pg_advisory_xact_lock({SEAL_LOCK})"), &[])?;
-        }
+        self.lock_chain()?;
         let mut head = self.chain_head()?;
         let mut sealed = 0;
         loop {
@@ -248,26 +255,28 @@ impl Tx<'_> {
         self.rows(&sql, &[after.into(), limit.into()], stored_event)
     }
 
-    /// Events that are not sealed: on PostgreSQL only those every older transaction has
-    /// finished for (the others are still being sealed); their ids, oldest first, at most
-    /// `limit`, and how many there are in all.
-    pub(crate) fn unsealed_events(&mut self, limit: i64) -> Result<(Vec<i64>, u64)> {
+    /// Events put into the log behind the chain: unsealed although commit order puts them
+    /// before its sealed event `head` (`(tx, id)`; on SQLite, which seals every event as it is
+    /// written, every unsealed event). Their ids, oldest first, at most `limit`, and how many
+    /// there are in all.
+    pub(crate) fn events_behind_chain(
+        &mut self,
+        head: (i64, i64),
+        limit: i64,
+    ) -> Result<(Vec<i64>, u64)> {
         let filter = match self.dialect() {
-            Dialect::Postgres => {
-                "seq IS NULL \
-                 AND tx < (pg_snapshot_xmin(pg_current_snapshot())::text::bigint)"
-            }
-            _ => "seq IS NULL",
+            Dialect::Postgres => "seq IS NULL AND (tx, id) < (?1, ?2)",
+            _ => "seq IS NULL AND ?1 = ?1 AND ?2 = ?2",
         };
         let ids = self.rows(
-            &format!("SELECT id FROM events WHERE {filter} ORDER BY id LIMIT ?1"),
-            &[limit.into()],
+            &format!("SELECT id FROM events WHERE {filter} ORDER BY id LIMIT ?3"),
+            &[head.0.into(), head.1.into(), limit.into()],
             |r| r.int(0),
         )?;
         let count = self
             .optional(
                 &format!("SELECT count(*) FROM events WHERE {filter}"),
-                &[],
+                &[head.0.into(), head.1.into()],
                 |r| r.int(0),
             )?
             .unwrap_or(0);

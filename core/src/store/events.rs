@@ -226,10 +226,10 @@ impl Tx<'_> {
 }
 
 /// The events of a document's metadata values (`?1`: the document's kind, `?2` its id, `?3` the
-/// metadata types' kind; the three `document_metadata_*` names follow).
-const VALUE_EVENTS: &str = "target_kind = ?1 AND target_id = ?2 AND action_kind = ?3 \
-    AND name IN ('metadata.document_metadata_added', 'metadata.document_metadata_edited', \
-                 'metadata.document_metadata_removed')";
+/// metadata types' kind): the only events whose target is a document and whose second object a
+/// metadata type are the three `document_metadata_*` ones, so the index `events_history` finds
+/// them without reading the rows.
+const VALUE_EVENTS: &str = "target_kind = ?1 AND target_id = ?2 AND action_kind = ?3";
 
 const EVENT_COLUMNS: &str = "id, timestamp, name, actor_id, target_kind, target_id, \
     target_label, action_kind, action_id, action_label, changes";
@@ -314,35 +314,27 @@ impl Tx<'_> {
     }
 
     /// For each metadata type, the last event of document `document`'s value of it written
-    /// at or before `at` (microseconds).
+    /// at or before `at` (microseconds), by type.
     pub fn value_events_at(
         &mut self,
         kinds: (&str, &str),
         document: DocumentId,
         at: i64,
     ) -> Result<Vec<Event>> {
-        let all = self.rows(
+        let types = self.rows(
             &format!(
-                "SELECT {EVENT_COLUMNS} \
+                "SELECT DISTINCT action_id \
                  FROM events \
-                 WHERE {VALUE_EVENTS} AND ?4 = ?4 AND timestamp <= ?5 \
-                 ORDER BY timestamp, id"
+                 WHERE {VALUE_EVENTS} AND timestamp <= ?4 AND action_id IS NOT NULL \
+                 ORDER BY action_id"
             ),
-            &[
-                kinds.0.into(),
-                document.0.into(),
-                kinds.1.into(),
-                0i64.into(),
-                at.into(),
-            ],
-            event,
+            &[kinds.0.into(), document.0.into(), kinds.1.into(), at.into()],
+            |r| r.int(0),
         )?;
-        let mut last: std::collections::BTreeMap<i64, Event> = std::collections::BTreeMap::new();
-        for e in all {
-            if let Some(t) = e.action_object.as_ref().map(|o| o.id) {
-                last.insert(t, e);
-            }
+        let mut out = Vec::with_capacity(types.len());
+        for t in types {
+            out.extend(self.value_event_at(kinds, document, MetadataTypeId(t), at)?);
         }
-        Ok(last.into_values().collect())
+        Ok(out)
     }
 }

@@ -44,7 +44,6 @@ mod tasks;
 mod webhooks;
 mod workflows;
 
-pub(crate) use audit::SEAL_LOCK;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
 pub(crate) use reads::FollowedEvent;

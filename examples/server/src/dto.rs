@@ -3,8 +3,8 @@
 
 use docmeta_core::{
     AclView, AssociationView, Cabinet, CreatedWebhook, Device, Document, DocumentType,
-    DocumentView, EventObject, EventView, Group, MetadataType, MetadataValueView, Permission, Role,
-    Task, User, Webhook, WebhookDelivery,
+    DocumentView, EventObject, EventView, Group, MetadataType, MetadataValueView, PastValue,
+    Permission, Role, Task, User, ValueChange, Webhook, WebhookDelivery,
 };
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -688,4 +688,82 @@ pub struct MetadataEntryErrorOut {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorOut {
     pub detail: Option<String>,
+}
+
+/// One change of a document's metadata value (`GET /api/v4/documents/{id}/metadata/history/`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ValueChangeOut {
+    /// The event that recorded it.
+    pub event_id: i64,
+    pub timestamp: String,
+    /// Who did it; `null` for docmeta itself or a user the caller may not view.
+    pub actor: Option<ActorOut>,
+    pub metadata_type_id: i64,
+    /// The type's label then; `null` when the caller may not view the type.
+    pub metadata_type_label: Option<String>,
+    /// `added`, `edited` or `removed`.
+    #[schema(pattern = "^(added|edited|removed)$")]
+    pub action: String,
+    /// The value before; `null` when it was added, or is hidden from the caller.
+    pub before: Option<String>,
+    /// The value after; `null` when it was removed, or is hidden from the caller.
+    pub after: Option<String>,
+    /// Whether `before` and `after` are withheld: the caller may not view this type's values
+    /// on this document now.
+    pub hidden: bool,
+}
+
+impl From<ValueChange> for ValueChangeOut {
+    fn from(c: ValueChange) -> Self {
+        ValueChangeOut {
+            event_id: c.event.0,
+            timestamp: c
+                .timestamp
+                .to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+            actor: c.actor.map(|a| ActorOut {
+                id: a.id.0,
+                username: a.username,
+            }),
+            metadata_type_id: c.metadata_type.0,
+            metadata_type_label: c.metadata_type_label,
+            action: c.action.as_str().to_owned(),
+            before: c.before,
+            after: c.after,
+            hidden: c.hidden,
+        }
+    }
+}
+
+/// A page of a value history: [`PageOut`] with its records described.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ValueChangePageOut {
+    pub count: usize,
+    pub next: Option<String>,
+    pub previous: Option<String>,
+    pub results: Vec<ValueChangeOut>,
+}
+
+/// A document's value of one metadata type at a past time (the items of
+/// `GET /api/v4/documents/{id}/metadata/?at=<time>`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PastValueOut {
+    pub metadata_type: MetadataTypeOut,
+    pub metadata_type_id: i64,
+    pub value: String,
+    /// When it took that value.
+    pub since: String,
+    /// The event that set it.
+    pub event_id: i64,
+}
+
+impl From<PastValue> for PastValueOut {
+    fn from(v: PastValue) -> Self {
+        PastValueOut {
+            metadata_type_id: v.metadata_type.id.0,
+            metadata_type: v.metadata_type.into(),
+            value: v.value,
+            since: v.since.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+            event_id: v.event.0,
+        }
+    }
 }

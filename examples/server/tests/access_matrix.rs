@@ -276,6 +276,10 @@ const RULES: &[(&str, &str)] = &[
         "document_view (404); list: values with document_metadata_view on the document and on the metadata type",
     ),
     (
+        "GET /api/v4/documents/{document_id}/metadata/history/",
+        "document_view (404); with metadata_type_id, metadata_type_view on that type (404); a change's values only with document_metadata_view on the document and on its type (else null, hidden)",
+    ),
+    (
         "POST /api/v4/documents/{document_id}/metadata/",
         "document_view (404); document_metadata_add on the document (403) and on the metadata type (403 if the caller knows the type: metadata_type_view or document_metadata_view on it; else 400: a body reference)",
     ),
@@ -2396,7 +2400,31 @@ fn reads(x: &mut Ctx) {
             .filter(|a| a.dt == dt)
             .map(|a| a.mt)
             .collect();
+        x.read(
+            "GET /api/v4/documents/{document_id}/metadata/history/",
+            &format!("/api/v4/documents/{d}/metadata/history/"),
+            &target,
+            &|m, u| {
+                if m.seen(u, o) {
+                    Exp::Ok(200)
+                } else {
+                    Exp::No(404)
+                }
+            },
+        );
         for mt in associated {
+            x.read(
+                "GET /api/v4/documents/{document_id}/metadata/history/",
+                &format!("/api/v4/documents/{d}/metadata/history/?metadata_type_id={mt}"),
+                &format!("{target}, history of metadata type {mt}"),
+                &|m, u| {
+                    if m.seen(u, o) && m.seen(u, (K::MetaType, mt)) {
+                        Exp::Ok(200)
+                    } else {
+                        Exp::No(404)
+                    }
+                },
+            );
             x.read(
                 "GET /api/v4/documents/{document_id}/metadata/{metadata_type_id}/lookup/",
                 &format!("/api/v4/documents/{d}/metadata/{mt}/lookup/"),

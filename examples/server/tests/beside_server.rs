@@ -80,7 +80,7 @@ fn the_tests_cover_every_command_of_the_help() {
         commands,
         [
             "serve", "migrate", "user", "schema", "search", "demo", "backup", "restore", "webhook",
-            "storage"
+            "storage", "audit"
         ],
         "a new command needs its test beside a running server in this file"
     );
@@ -361,6 +361,35 @@ fn storage_verify_beside_a_server_checks_the_files_it_serves() {
     let out = ok(dir.path(), &["storage", "verify"]);
     assert!(out.contains("checked 5 document files"), "{out}");
     assert!(out.contains("all intact"), "{out}");
+    assert_eq!(document_count(&server), 8);
+}
+
+#[test]
+fn audit_beside_a_server_verifies_the_log_it_writes_and_checkpoints_it() {
+    let (dir, server) = served();
+    let out = ok(dir.path(), &["audit", "verify"]);
+    assert!(out.contains("the event log is intact"), "{out}");
+    let checkpoint = ok(dir.path(), &["audit", "checkpoint"]);
+    let file = dir.path().join("checkpoint.json");
+    std::fs::write(&file, &checkpoint).expect("write");
+    // The server goes on writing; the log still verifies against the checkpoint.
+    let (status, body) = server.call(
+        "POST",
+        "/api/v4/documents/types/",
+        Some(ADMIN),
+        Some(&serde_json::json!({ "label": "Written after the checkpoint" })),
+    );
+    assert_eq!(status, 201, "{body}");
+    let out = ok(
+        dir.path(),
+        &[
+            "audit",
+            "verify",
+            "--checkpoint",
+            file.to_str().expect("path"),
+        ],
+    );
+    assert!(out.contains("the event log is intact"), "{out}");
     assert_eq!(document_count(&server), 8);
 }
 

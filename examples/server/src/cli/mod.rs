@@ -1,6 +1,7 @@
 //! The command line: its definitions (the help text comes from the doc comments here) and the
 //! dispatch to one module per command.
 
+mod audit;
 mod backup;
 mod bench;
 mod demo;
@@ -149,6 +150,48 @@ pub(crate) enum Command {
     Storage {
         #[command(subcommand)]
         command: StorageCommand,
+    },
+    /// The tamper-evident event log: verify its hash chain and signed checkpoints, write a
+    /// checkpoint to keep elsewhere, print the public key that checks them, prune old events.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum AuditCommand {
+    /// Walk the whole event log: every event's hash, the positions without a gap, every stored
+    /// checkpoint (and `--checkpoint FILE`); names the first event that fails and exits 1.
+    /// Reads only on SQLite (on PostgreSQL, seals what has committed first): safe beside a
+    /// running server.
+    Verify {
+        #[command(flatten)]
+        data: Data,
+        /// A checkpoint kept outside the database (from `docmeta audit checkpoint`): events
+        /// removed from the end of the log, or a log rewritten, are found against it.
+        #[arg(long)]
+        checkpoint: Option<PathBuf>,
+    },
+    /// Write a signed checkpoint of the log's end (JSON, on standard output): keep it outside
+    /// the installation to verify against later.
+    Checkpoint {
+        #[command(flatten)]
+        data: Data,
+    },
+    /// Print the installation's Ed25519 public key (hex), which checkpoints are signed with.
+    PublicKey {
+        #[command(flatten)]
+        data: Data,
+    },
+    /// Remove the events written before a time, keeping a signed checkpoint so that the rest
+    /// still verifies (the log is verified first; a log that fails is not pruned).
+    Prune {
+        #[command(flatten)]
+        data: Data,
+        /// RFC 3339, e.g. `2025-01-01T00:00:00Z`.
+        #[arg(long)]
+        before: String,
     },
 }
 
@@ -385,5 +428,6 @@ pub fn run(cli: Cli) -> Result<(), AnyError> {
         Command::Restore { files, data } => restore::run(&files, &data),
         Command::Storage { command } => storage::run(command),
         Command::Webhook { command } => webhook::run(command),
+        Command::Audit { command } => audit::run(command),
     }
 }

@@ -25,6 +25,14 @@ pub(super) fn run(files: &[PathBuf], data: &Data) -> Result<(), AnyError> {
         println!("migrations applied: {:?}", r.migrations);
     }
     println!("verification:");
+    match &r.audit {
+        Some(a) => println!(
+            "  event log intact: {} events verified against the backup's checkpoint (position {})",
+            a.verified,
+            r.manifest.checkpoint.as_ref().map_or(0, |c| c.seq)
+        ),
+        None => println!("  no event log checkpoint in this backup (made by an earlier version)"),
+    }
     println!("  documents: {}", r.documents);
     match &r.document_opened {
         Some((id, label)) => println!("  document {id} opens: {label:?}"),

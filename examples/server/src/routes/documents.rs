@@ -33,6 +33,7 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
         .routes(routes!(get_document, patch_document, delete_document))
         .routes(routes!(change_document_type))
         .routes(routes!(list_document_metadata, add_document_metadata))
+        .routes(routes!(document_metadata_history))
         .routes(routes!(
             get_document_metadata,
             patch_document_metadata,
@@ -396,9 +397,49 @@ async fn change_document_type(
 
 // ----- document metadata (spec 4.2) ------------------------------------------------------
 
+/// The past of a document's metadata (`at` on its list, and its history).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)] // The OpenAPI description of what `ListQuery::params` reads.
+struct AtParams {
+    /// The values the document had at this time (RFC 3339, e.g. `2026-03-01T12:00:00Z`),
+    /// from its history, instead of its values now: each item is then the metadata type with
+    /// the value it had (`metadata_type`, `value`, `since`, `event_id`). Only the types whose
+    /// values the caller may view now.
+    #[param(format = DateTime)]
+    at: Option<String>,
+}
+
+/// The filter of a document's value history.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)] // The OpenAPI description of what `ListQuery::params` reads.
+struct HistoryParams {
+    /// Only the changes of this metadata type's value.
+    #[param(minimum = 1)]
+    metadata_type_id: Option<i64>,
+}
+
+/// The time of `at`, when the request gives one.
+fn at_param(q: &ListQuery) -> ApiResult<Option<chrono::DateTime<chrono::Utc>>> {
+    q.params
+        .get("at")
+        .map(|at| {
+            chrono::DateTime::parse_from_rfc3339(at)
+                .map(|t| t.with_timezone(&chrono::Utc))
+                .map_err(|_| {
+                    ApiError::field(
+                        "at",
+                        "Datetime has wrong format. Use RFC 3339, e.g. 2026-03-01T12:00:00Z.",
+                    )
+                })
+        })
+        .transpose()
+}
+
 #[utoipa::path(get, path = "/api/v4/documents/{document_id}/metadata/", tag = "metadata",
-    params(("document_id" = i64, Path), crate::page::PageParams),
-    responses((status = 200, body = PageOut), (status = 404, body = ErrorOut)))]
+    params(("document_id" = i64, Path), crate::page::PageParams, AtParams),
+    responses((status = 200, body = PageOut, description = "The document's values now, or with `at` the values it had then (items of `PastValueOut`)"), (status = 400, body = ErrorOut), (status = 404, body = ErrorOut)))]
 async fn list_document_metadata(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -407,6 +448,19 @@ async fn list_document_metadata(
     uri: Uri,
 ) -> ApiResult<Response> {
     let q = ListQuery::parse(q)?;
+    if let Some(at) = at_param(&q)? {
+        return app
+            .run(user, move |s| {
+                let values = s.metadata_at(DocumentId(id), at)?;
+                q.page(
+                    &uri,
+                    docmeta_core::Page::of(values, q.request()),
+                    PastValueOut::from,
+                )
+            })
+            .await
+            .map(IntoResponse::into_response);
+    }
     // A document in the core's read cache is answered here, with no blocking thread: with
     // the bytes sent before for the same target and what the core says is the same page
     // (`answers`), or else made from the cached copy.
@@ -429,6 +483,38 @@ async fn list_document_metadata(
     })
     .await
     .map(IntoResponse::into_response)
+}
+
+/// Every change of the document's values, newest first: who changed what, when, from what to
+/// what. A change of a type whose values the caller may not view now has `before` and `after`
+/// `null` and `hidden` set.
+#[utoipa::path(get, path = "/api/v4/documents/{document_id}/metadata/history/", tag = "metadata",
+    params(("document_id" = i64, Path), crate::page::PageParams, HistoryParams),
+    responses((status = 200, body = ValueChangePageOut), (status = 400, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn document_metadata_history(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+    Query(q): Query<HashMap<String, String>>,
+    uri: Uri,
+) -> ApiResult<crate::page::Page<ValueChangeOut>> {
+    let q = ListQuery::parse(q)?;
+    let metadata_type = q
+        .params
+        .get("metadata_type_id")
+        .map(|t| {
+            t.parse::<i64>()
+                .ok()
+                .filter(|t| *t >= 1)
+                .map(MetadataTypeId)
+                .ok_or_else(|| ApiError::field("metadata_type_id", "A valid integer is required."))
+        })
+        .transpose()?;
+    app.run(user, move |s| {
+        let page = s.history(DocumentId(id), metadata_type, q.request())?;
+        q.page(&uri, page, ValueChangeOut::from)
+    })
+    .await
 }
 
 #[utoipa::path(post, path = "/api/v4/documents/{document_id}/metadata/", tag = "metadata", request_body = DocumentMetadataIn,

@@ -11,8 +11,10 @@ ALTER TABLE events ADD COLUMN seq BIGINT;
 ALTER TABLE events ADD COLUMN hash TEXT;
 CREATE UNIQUE INDEX events_by_seq ON events(seq);
 CREATE INDEX events_unsealed ON events(id) WHERE seq IS NULL;
--- A value's past: the events of one (document, metadata type) by time.
-CREATE INDEX events_history ON events(target_kind, target_id, action_kind, action_id, timestamp, id);
+-- A document's values through time: its value events (a document target, a metadata type as
+-- second object) by time, each with its metadata type, so that a page of its history, the
+-- value of one type at a time and the values of all at a time are read from this index alone.
+CREATE INDEX events_history ON events(target_kind, target_id, action_kind, timestamp, id, action_id);
 CREATE TABLE audit_checkpoints (
     seq BIGINT PRIMARY KEY,
     event_id BIGINT NOT NULL,
