@@ -61,14 +61,17 @@ def test_history_value_at_and_metadata_at(db: docmeta.Docmeta) -> None:
     admin.grant("documents.document_view", role.id, "documents.document", doc.id)
     admin.grant("metadata.document_metadata_view", role.id, "documents.document", doc.id)
     admin.grant("metadata.document_metadata_view", role.id, "metadata.metadatatype", amount.id)
+    admin.grant("metadata.metadata_type_view", role.id, "metadata.metadatatype", amount.id)
+    admin.grant("metadata.metadata_type_view", role.id, "metadata.metadatatype", secret.id)
     session = db.session(clerk.id)
     seen = session.history(doc.id)
     assert "canary" not in repr(seen)
     hidden = [c for c in seen.results if c.metadata_type_id == secret.id]
     assert len(hidden) == 1 and hidden[0].hidden and hidden[0].after is None
     assert [v.value for v in session.metadata_at(doc.id, then)] == ["100"]
+    assert session.value_at(doc.id, secret.id, then) is None
     with pytest.raises(docmeta.NotFound):
-        session.history(doc.id, secret.id)
+        session.history(doc.id, secret.id + 1000)
 
 
 def test_the_log_verifies_and_an_edited_event_is_named(tmp_path: Path) -> None:

@@ -159,6 +159,19 @@ fn history_hides_values_the_reader_may_not_view_now() -> Result<()> {
     admin.grant(P::DocumentMetadataView, role.id, amount)?;
     admin.grant(P::MetadataTypeView, role.id, amount)?;
     let clerk_session = db.session(clerk.id);
+    // The secret type is not viewable: its changes are left out, as if absent.
+    let all = clerk_session.history(f.doc, None, PageRequest::new(1, 100))?;
+    assert_eq!(all.count, 5);
+    assert!(all.items.iter().all(|c| c.metadata_type == f.amount));
+    assert!(!format!("{all:?}").contains("CANARY"));
+    assert!(matches!(
+        clerk_session.history(f.doc, Some(f.secret), PageRequest::new(1, 10)),
+        Err(docmeta_core::Error::NotFound(_))
+    ));
+    assert!(clerk_session.value_at(f.doc, f.secret, Utc::now()).is_err());
+    // Viewable as a type but not its values: listed, its values null.
+    let secret = ObjectRef::new(ObjectKind::METADATA_TYPE, f.secret.0);
+    admin.grant(P::MetadataTypeView, role.id, secret)?;
     let all = clerk_session.history(f.doc, None, PageRequest::new(1, 100))?;
     assert_eq!(all.count, 6);
     let text = format!("{all:?}");
@@ -170,16 +183,36 @@ fn history_hides_values_the_reader_may_not_view_now() -> Result<()> {
         .collect();
     assert_eq!(hidden.len(), 1);
     assert!(hidden[0].hidden && hidden[0].before.is_none() && hidden[0].after.is_none());
-    assert_eq!(hidden[0].metadata_type_label, None);
-    // The secret type itself is not viewable: asking for its history is NotFound.
-    assert!(matches!(
-        clerk_session.history(f.doc, Some(f.secret), PageRequest::new(1, 10)),
-        Err(docmeta_core::Error::NotFound(_))
-    ));
-    assert!(clerk_session.value_at(f.doc, f.secret, Utc::now()).is_err());
+    assert_eq!(hidden[0].metadata_type_label.as_deref(), Some("Secret"));
+    assert_eq!(clerk_session.value_at(f.doc, f.secret, Utc::now())?, None);
     let past = clerk_session.metadata_at(f.doc, Utc::now())?;
     assert_eq!(past.len(), 1);
     assert!(!format!("{past:?}").contains("CANARY"));
+    // An actor is named only to whoever may view that user.
+    let boss = admin.create_user("boss", "a long password", true)?;
+    let current = admin.metadata_at(f.doc, Utc::now())?;
+    let amount_now = db
+        .session(boss.id)
+        .document_metadata(f.doc, PageRequest::ALL)?
+        .items
+        .into_iter()
+        .find(|v| v.value.metadata_type_id == f.amount)
+        .expect("the amount");
+    db.session(boss.id)
+        .edit_document_metadata(f.doc, amount_now.value.id, "150", None)?;
+    assert_eq!(current.len(), 2);
+    let by_boss = &admin
+        .history(f.doc, Some(f.amount), PageRequest::new(1, 1))?
+        .items[0];
+    assert_eq!(
+        by_boss.actor.as_ref().map(|a| a.username.as_str()),
+        Some("boss")
+    );
+    let seen_by_clerk = &clerk_session
+        .history(f.doc, Some(f.amount), PageRequest::new(1, 1))?
+        .items[0];
+    assert_eq!(seen_by_clerk.after.as_deref(), Some("150"));
+    assert!(seen_by_clerk.actor.is_none(), "{seen_by_clerk:?}");
     // Values shown today are hidden once the grant goes.
     admin.revoke(P::DocumentMetadataView, role.id, amount)?;
     let after = clerk_session.history(f.doc, Some(f.amount), PageRequest::new(1, 100))?;
@@ -407,6 +440,32 @@ fn a_prune_removes_old_events_and_the_chain_still_verifies() -> Result<()> {
         None,
     );
     assert!(reason.contains("missing"), "{reason}");
+    // A periodic checkpoint passed off as a prune's base, to skip verifying what precedes it.
+    let db = open_in(dir.path())?;
+    db.system().create_document_type("Checkpointed")?;
+    let later = db.audit_checkpoint()?;
+    drop(db);
+    let (_, seq, reason) = tampered(
+        dir.path(),
+        &format!(
+            "UPDATE audit_checkpoints SET base = 1 WHERE seq = {};",
+            later.seq
+        ),
+        None,
+    );
+    assert!(seq.is_some() && reason.contains("not signed"), "{reason}");
+    // The real base unmarked: the chain would start at the first event, which is gone.
+    let (_, _, reason) = tampered(dir.path(), "UPDATE audit_checkpoints SET base = 0;", None);
+    assert!(
+        reason.contains("not signed") || reason.contains("missing"),
+        "{reason}"
+    );
+    // A checkpoint of events the prune removed cannot be checked.
+    let mut old = base.clone();
+    old.seq -= 1;
+    old.base = false;
+    let (_, _, reason) = tampered(dir.path(), "SELECT 1;", Some(&old));
+    assert!(reason.contains("given checkpoint"), "{reason}");
     // A log that fails verification is not pruned.
     let copy = tempfile::tempdir().expect("tempdir");
     copy_dir(dir.path(), copy.path());

@@ -40,7 +40,9 @@ fn generate_key() -> Result<Vec<u8>> {
         .map_err(|e| key_error("generating the audit key", e))
 }
 
-/// Reads `system/audit_key` of `dir`, creating it (mode 0600) on first use.
+/// Reads `system/audit_key` of `dir`, creating it (mode 0600) on first use: written whole to a
+/// file of its own first, then linked into place, so that a process that finds it finds it
+/// whole (when two create it at once, the first link wins and both use that key).
 fn load_or_create_key(dir: &Path) -> Result<Ed25519KeyPair> {
     let system = dir.join("system");
     let path = system.join(KEY_FILE);
@@ -50,15 +52,18 @@ fn load_or_create_key(dir: &Path) -> Result<Ed25519KeyPair> {
             crate::owner_only::create_dir_all(&system)
                 .map_err(|e| key_error("creating the system directory", e))?;
             let bytes = generate_key()?;
-            match crate::owner_only::create_new(&path) {
-                Ok(mut file) => {
-                    use std::io::Write;
-                    file.write_all(&bytes)
-                        .and_then(|()| file.sync_all())
-                        .map_err(|e| key_error("writing the audit key", e))?;
-                    bytes
-                }
-                // Another process created it first: its key is the installation's.
+            let mut suffix = [0u8; 8];
+            getrandom::fill(&mut suffix).map_err(|e| key_error("naming the audit key", e))?;
+            let temp = system.join(format!(".{KEY_FILE}.{}", hex(&suffix)));
+            let written = crate::owner_only::create_new(&temp).and_then(|mut file| {
+                use std::io::Write;
+                file.write_all(&bytes).and_then(|()| file.sync_all())
+            });
+            let linked = written.and_then(|()| std::fs::hard_link(&temp, &path));
+            let _ = std::fs::remove_file(&temp);
+            match linked {
+                Ok(()) => bytes,
+                // Another process linked its key first: that is the installation's.
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     std::fs::read(&path).map_err(|e| key_error("reading the audit key", e))?
                 }
@@ -75,7 +80,8 @@ fn load_or_create_key(dir: &Path) -> Result<Ed25519KeyPair> {
     })
 }
 
-/// Whether `c`'s signature verifies with `public_key` (hex).
+/// Whether `c`'s signature verifies with `public_key` (hex), under the tag of what it is (a
+/// periodic checkpoint, or a prune's base).
 fn signed_by(c: &Checkpoint, public_key: &str) -> bool {
     let (Some(key), Some(hash), Some(signature)) = (
         crate::config::decode_hex(public_key),
@@ -84,7 +90,7 @@ fn signed_by(c: &Checkpoint, public_key: &str) -> bool {
     ) else {
         return false;
     };
-    let message = checkpoint_message(c.seq, c.event_id, &hash, to_micros(c.created));
+    let message = checkpoint_message(c.seq, c.event_id, &hash, to_micros(c.created), c.base);
     UnparsedPublicKey::new(&ED25519, key)
         .verify(&message, &signature)
         .is_ok()
@@ -99,18 +105,51 @@ fn failure(seq: Option<i64>, event_id: Option<i64>, reason: String) -> Option<Au
     })
 }
 
+/// The setting that records the public key of the installation's checkpoints.
+const KEY_SETTING: &str = "audit.public_key";
+
 impl Docmeta {
     /// The installation's signing key: `system/audit_key` of the data directory (created on
-    /// first use), or for a handle without one (in memory) a key of its own for its lifetime.
+    /// first use), or for an in-memory SQLite handle a key of its own for its lifetime. The
+    /// first key used records its public key in the database; a process whose key differs
+    /// (another data directory on a shared PostgreSQL without the same `system/audit_key`) is
+    /// refused rather than sign checkpoints nobody else could check.
     fn audit_key(&self) -> Result<Arc<Ed25519KeyPair>> {
         if let Some(key) = self.inner.audit_key.get() {
             return Ok(key.clone());
         }
         let key = match self.data_dir() {
             Some(dir) => load_or_create_key(dir)?,
-            None => Ed25519KeyPair::from_pkcs8(&generate_key()?)
-                .map_err(|e| key_error("reading the audit key", e))?,
+            None if self.store().dialect() != Dialect::Postgres => {
+                Ed25519KeyPair::from_pkcs8(&generate_key()?)
+                    .map_err(|e| key_error("reading the audit key", e))?
+            }
+            None => {
+                return Err(Error::InvalidInput(
+                    "this handle has no data directory to hold the installation's audit key \
+                     (system/audit_key): open it with one to sign or check checkpoints"
+                        .to_owned(),
+                ));
+            }
         };
+        let public = hex(key.public_key().as_ref());
+        let recorded = self.write_system(|tx| match tx.setting(KEY_SETTING)? {
+            Some(recorded) => Ok(recorded),
+            None => {
+                tx.set_setting(KEY_SETTING, &public)?;
+                Ok(public.clone())
+            }
+        })?;
+        if recorded != public {
+            return Err(Error::conflict(
+                "audit_key",
+                format!(
+                    "this process's system/audit_key (public key {public}) is not the one the \
+                     installation's checkpoints are signed with ({recorded}): give every process \
+                     of the installation the same system/audit_key"
+                ),
+            ));
+        }
         Ok(self.inner.audit_key.get_or_init(|| Arc::new(key)).clone())
     }
 
@@ -127,14 +166,35 @@ impl Docmeta {
     /// version). The background worker calls it every few seconds.
     pub(crate) fn seal_events(&self) -> Result<u64> {
         if self.store().dialect() != Dialect::Postgres {
-            // An unsealed event on SQLite was inserted behind the chain, unless no event is
-            // sealed yet (a database from before the chain): only then are they sealed.
-            let fresh = self.read(|tx| tx.any_sealed_event())?;
-            if fresh {
+            // An unsealed event on SQLite was put in behind the chain, unless the chain has
+            // not started (a database from before it: no sealed event and no prune's base):
+            // only then are they sealed.
+            let started =
+                self.read(|tx| Ok(tx.any_sealed_event()? || tx.base_checkpoint()?.is_some()))?;
+            if started {
                 return Ok(0);
             }
         }
         self.write_system(|tx| tx.seal_events())
+    }
+
+    /// A checkpoint of position `seq` (event `event_id`, hash `hash`), signed now.
+    fn sign(
+        key: &Ed25519KeyPair,
+        (seq, event_id, hash): (i64, i64, &[u8; 32]),
+        base: bool,
+    ) -> Checkpoint {
+        let created = from_micros(to_micros(Utc::now()));
+        let message = checkpoint_message(seq, event_id, hash, to_micros(created), base);
+        Checkpoint {
+            seq,
+            event_id,
+            hash: hex(hash),
+            created,
+            public_key: hex(key.public_key().as_ref()),
+            signature: hex(key.sign(&message).as_ref()),
+            base,
+        }
     }
 
     /// Writes a signed checkpoint of the chain's end (after sealing what is committed) and
@@ -147,18 +207,8 @@ impl Docmeta {
         let key = self.audit_key()?;
         self.write_system(|tx| {
             let head = tx.chain_head()?;
-            let created = from_micros(to_micros(Utc::now()));
-            let message =
-                checkpoint_message(head.seq, head.event_id, &head.hash, to_micros(created));
-            let checkpoint = Checkpoint {
-                seq: head.seq,
-                event_id: head.event_id,
-                hash: hex(&head.hash),
-                created,
-                public_key: hex(key.public_key().as_ref()),
-                signature: hex(key.sign(&message).as_ref()),
-            };
-            tx.insert_checkpoint(&checkpoint, false)?;
+            let checkpoint = Self::sign(&key, (head.seq, head.event_id, &head.hash), false);
+            tx.insert_checkpoint(&checkpoint)?;
             Ok(checkpoint)
         })
     }
@@ -183,12 +233,14 @@ impl Docmeta {
 
     /// Walks the whole event log and checks that nothing in it was altered since it was
     /// written: each event's hash against its stored fields and the hash before it, the
-    /// positions without a gap, every stored checkpoint's signature and hash, and `given` (a
-    /// checkpoint kept outside the database, such as a backup's) likewise. The report names
-    /// the first event that fails: one changed byte in any stored field, a deleted event, an
-    /// inserted one, two swapped, the end of the log cut off (against a checkpoint past the
-    /// end), an altered checkpoint (its signature does not verify with this installation's
-    /// key). `progress` is called with the events checked so far and the total.
+    /// positions without a gap from where the chain starts (the first event, or a prune's
+    /// signed base), every stored checkpoint's signature and hash, and `given` (a checkpoint
+    /// kept outside the database, such as a backup's) likewise. The report names the first
+    /// event that fails: one changed byte in any stored field, a deleted event, an inserted
+    /// one, two swapped, the end of the log cut off (against a checkpoint past the end), an
+    /// altered checkpoint (its signature does not verify with this installation's key), a
+    /// checkpoint of events a prune removed. `progress` is called with the events checked so
+    /// far and the total.
     pub fn verify_events(
         &self,
         given: Option<&Checkpoint>,
@@ -209,45 +261,79 @@ impl Docmeta {
             unsealed: 0,
             failure: None,
         };
-        // Every checkpoint to check, with where it came from.
+        // Every checkpoint to check, with where it came from, by position.
         let mut checks: Vec<(&Checkpoint, &str)> = stored.iter().map(|c| (c, "stored")).collect();
         if let Some(g) = given {
             checks.push((g, "given"));
         }
         for (c, source) in &checks {
-            if !signed_by(c, &key) {
+            // Only the prune's base may be one, and it must be signed as one.
+            let misplaced = c.base != base.as_ref().is_some_and(|b| b.seq == c.seq);
+            if misplaced || !signed_by(c, &key) {
                 report.failure = failure(
                     Some(c.seq),
                     Some(c.event_id),
                     format!(
                         "the {source} checkpoint at position {} is not signed by this \
-                         installation's key (altered, or from another installation)",
+                         installation's key as what it claims to be (altered, or from another \
+                         installation)",
+                        c.seq
+                    ),
+                );
+                return Ok(report);
+            }
+            if c.seq < start {
+                report.failure = failure(
+                    Some(c.seq),
+                    Some(c.event_id),
+                    format!(
+                        "the {source} checkpoint at position {} covers events a prune removed \
+                         (the chain starts after position {start}): it cannot be checked",
                         c.seq
                     ),
                 );
                 return Ok(report);
             }
         }
+        let by_position: std::collections::BTreeMap<i64, Vec<(&Checkpoint, &str)>> = checks
+            .iter()
+            .fold(Default::default(), |mut map, (c, source)| {
+                map.entry(c.seq).or_default().push((*c, *source));
+                map
+            });
         let mut prev = match &base {
             Some(b) => unhex::<32>(&b.hash).unwrap_or(GENESIS),
             None => GENESIS,
         };
+        // What a prune removed stays removed.
+        if let Some((e, _)) = self.read(|tx| tx.chain_events(i64::MIN, 1))?.first()
+            && e.seq <= start
+        {
+            report.failure = failure(
+                Some(e.seq),
+                Some(e.id),
+                format!(
+                    "event {} at position {} is still in the log although the chain starts \
+                     after position {start}",
+                    e.id, e.seq
+                ),
+            );
+            return Ok(report);
+        }
         // A checkpoint at the start of the chain covers only what was pruned.
-        for (c, source) in &checks {
-            if c.seq == start {
-                report.checkpoints += 1;
-                if c.hash != hex(&prev) {
-                    report.failure = failure(
-                        Some(c.seq),
-                        Some(c.event_id),
-                        format!(
-                            "the {source} checkpoint at position {} does not match where the \
-                             chain starts",
-                            c.seq
-                        ),
-                    );
-                    return Ok(report);
-                }
+        for (c, source) in by_position.get(&start).into_iter().flatten() {
+            report.checkpoints += 1;
+            if c.hash != hex(&prev) {
+                report.failure = failure(
+                    Some(c.seq),
+                    Some(c.event_id),
+                    format!(
+                        "the {source} checkpoint at position {} does not match where the chain \
+                         starts",
+                        c.seq
+                    ),
+                );
+                return Ok(report);
             }
         }
         let total = u64::try_from(head.seq - start).unwrap_or(0);
@@ -283,22 +369,19 @@ impl Docmeta {
                     );
                     return Ok(report);
                 }
-                for (c, source) in &checks {
-                    if c.seq == e.seq {
-                        report.checkpoints += 1;
-                        if c.hash != hex(&hash) || c.event_id != e.id {
-                            report.failure = failure(
-                                Some(e.seq),
-                                Some(e.id),
-                                format!(
-                                    "the {source} checkpoint at position {} does not match \
-                                     event {} there: the log was rewritten from there or \
-                                     before",
-                                    c.seq, e.id
-                                ),
-                            );
-                            return Ok(report);
-                        }
+                for (c, source) in by_position.get(&e.seq).into_iter().flatten() {
+                    report.checkpoints += 1;
+                    if c.hash != hex(&hash) || c.event_id != e.id {
+                        report.failure = failure(
+                            Some(e.seq),
+                            Some(e.id),
+                            format!(
+                                "the {source} checkpoint at position {} does not match event \
+                                 {} there: the log was rewritten from there or before",
+                                c.seq, e.id
+                            ),
+                        );
+                        return Ok(report);
                     }
                 }
                 prev = hash;
@@ -315,23 +398,23 @@ impl Docmeta {
             }
         }
         progress(report.verified, total.max(report.verified));
-        for (c, source) in &checks {
-            if c.seq > report.head {
-                report.failure = failure(
-                    Some(c.seq),
-                    Some(c.event_id),
-                    format!(
-                        "the log ends at position {} but the {source} checkpoint covers \
-                         position {}: events were removed from its end",
-                        report.head, c.seq
-                    ),
-                );
-                return Ok(report);
-            }
+        if let Some((seq, list)) = by_position.range(report.head + 1..).next() {
+            let (c, source) = list[0];
+            report.failure = failure(
+                Some(*seq),
+                Some(c.event_id),
+                format!(
+                    "the log ends at position {} but the {source} checkpoint covers position \
+                     {seq}: events were removed from its end",
+                    report.head
+                ),
+            );
+            return Ok(report);
         }
         // What commit order puts inside the chain but is not in it: an event put in behind it
-        // (on SQLite, which seals every event as it is written, any unsealed event). Unsealed
-        // events after the chain's end are PostgreSQL's commits not sealed yet.
+        // (on SQLite, which seals every event as it is written, any unsealed event; on
+        // PostgreSQL, also one claiming a transaction that has not started). Unsealed events
+        // after the chain's end are PostgreSQL's commits not sealed yet.
         let (inserted, count) = self.read(|tx| tx.events_behind_chain(last, 1))?;
         if let Some(id) = inserted.first() {
             report.failure = failure(
@@ -351,10 +434,11 @@ impl Docmeta {
     }
 
     /// Removes the events written before `before`, keeping the chain verifiable: the longest
-    /// run of oldest events all written before then goes, and a signed checkpoint of the last
-    /// one removed becomes where the chain starts. The log is verified first; a log that
-    /// fails verification is not pruned ([`Error::Conflict`] on `events`, with the failure), so a prune
-    /// never hides an alteration. Webhook deliveries of the removed events go with them.
+    /// run of oldest events all written before then goes, and a checkpoint of the last one
+    /// removed, signed as a prune's base, becomes where the chain starts. The log is verified
+    /// first; a log that fails verification is not pruned ([`Error::Conflict`] on `events`,
+    /// with the failure), so a prune never hides an alteration. Webhook deliveries of the
+    /// removed events go with them, delivered or not.
     ///
     /// No other call removes events. Every process following the log (search, access, a
     /// replica's sync) must have read past what is removed; a replica whose last sync is older
@@ -388,16 +472,7 @@ impl Docmeta {
             };
             let hash = unhex::<32>(&hash)
                 .ok_or_else(|| Error::storage("pruning events", "a stored hash is not a hash"))?;
-            let created = from_micros(to_micros(Utc::now()));
-            let message = checkpoint_message(upto, e.id, &hash, to_micros(created));
-            let base = Checkpoint {
-                seq: upto,
-                event_id: e.id,
-                hash: hex(&hash),
-                created,
-                public_key: hex(key.public_key().as_ref()),
-                signature: hex(key.sign(&message).as_ref()),
-            };
+            let base = Self::sign(&key, (upto, e.id, &hash), true);
             let removed = tx.prune_events(upto, &base)?;
             Ok((removed, Some(base)))
         })?;

@@ -21,7 +21,8 @@ pub struct ValueChange {
     pub actor: Option<EventActor>,
     /// The metadata type whose value changed.
     pub metadata_type: MetadataTypeId,
-    /// The type's label when it happened; `None` when the reader may not view the type.
+    /// The type's label when it happened, as the log recorded it (history lists only the
+    /// types its reader may view).
     pub metadata_type_label: Option<String>,
     /// What happened: the value was `added`, `edited` or `removed`.
     pub action: ValueAction,
@@ -64,9 +65,9 @@ pub struct PastValue {
     pub metadata_type: MetadataType,
     /// The value then.
     pub value: String,
-    /// When it took that value.
+    /// When it took that value (the document's creation when no change of the log says).
     pub since: DateTime<Utc>,
-    /// The event that set it.
+    /// The event that set it (`EventId(0)` when no change of the log says).
     pub event: EventId,
 }
 
@@ -89,6 +90,10 @@ pub struct Checkpoint {
     pub public_key: String,
     /// The signature, lower-case hex.
     pub signature: String,
+    /// Whether it is a prune's base (where the chain starts after the prune), signed as one:
+    /// no periodic checkpoint can be taken for a base.
+    #[serde(default)]
+    pub base: bool,
 }
 
 /// Where a verification of the event log stopped (see [`AuditReport::failure`]).

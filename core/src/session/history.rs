@@ -4,6 +4,8 @@
 //! Part of `session` (layer 6 of `scripts/check-structure`): it may import only what `session`
 //! may (see `session`'s module documentation).
 
+use std::collections::{BTreeSet, HashMap};
+
 use chrono::{DateTime, Utc};
 
 use super::objects::{DOC, MT, doc_ref, mt_ref};
@@ -42,21 +44,20 @@ impl Session {
             && self.can(P::DocumentMetadataView, mt_ref(metadata_type))
     }
 
-    /// Refuses unless `document` exists and this session may view it (`NotFound` otherwise),
-    /// and, when given, `metadata_type` exists as far as it may know (`NotFound` when it may
-    /// not view the type).
+    /// The document, when it exists and this session may view it (`NotFound` otherwise), and
+    /// refuses a `metadata_type` this session may not view (`NotFound`, as if absent).
     fn require_history(
         &self,
         document: DocumentId,
         metadata_type: Option<MetadataTypeId>,
-    ) -> Result<()> {
-        self.read(|tx| self.load_document(tx, document, P::DocumentView).map(drop))?;
+    ) -> Result<Document> {
+        let doc = self.read(|tx| self.load_document(tx, document, P::DocumentView))?;
         if let Some(t) = metadata_type
             && !self.may_view_type(t)
         {
             return Err(Error::not_found(format!("metadata type {t}")));
         }
-        Ok(())
+        Ok(doc)
     }
 
     /// Every change of `document`'s metadata values (of `metadata_type` only, when given),
@@ -64,12 +65,14 @@ impl Session {
     /// event log (so a value's history is as complete as the log: `docmeta audit prune`
     /// removes old changes).
     ///
-    /// A change is shown whole only while this session may view that type's values on the
-    /// document *now* (`metadata.document_metadata_view` on both, as
+    /// Only the changes of metadata types this session may view are listed (the others are
+    /// left out, as if absent, and are not counted). A change is shown whole only while this
+    /// session may also view that type's values on the document *now*
+    /// (`metadata.document_metadata_view` on both, as
     /// [`document_metadata`](Self::document_metadata) lists values); otherwise its `before`
-    /// and `after` are `None` and `hidden` is set, and the type's label is `None` unless the
-    /// session may view the type. The document must be viewable (`NotFound` otherwise), and so
-    /// must `metadata_type` when given. A page holds at most [`MAX_HISTORY_PAGE`] changes.
+    /// and `after` are `None` and `hidden` is set. Its actor is named only to whoever may view
+    /// that user. The document must be viewable (`NotFound` otherwise), and so must
+    /// `metadata_type` when given. A page holds at most [`MAX_HISTORY_PAGE`] changes.
     ///
     /// ```
     /// use docmeta_core::{Docmeta, MetadataTypeInput, PageRequest, ValueAction};
@@ -99,9 +102,29 @@ impl Session {
         self.require_history(document, metadata_type)?;
         let size = page.size.clamp(1, MAX_HISTORY_PAGE);
         let offset = (page.number.max(1) - 1).saturating_mul(size);
+        let types: Vec<MetadataTypeId> = match metadata_type {
+            Some(t) => vec![t],
+            None => self
+                .read(|tx| tx.value_event_types((DOC, MT), document))?
+                .into_iter()
+                .filter(|t| self.may_view_type(*t))
+                .collect(),
+        };
         let (events, count) =
-            self.read(|tx| tx.value_events((DOC, MT), document, metadata_type, offset, size))?;
+            self.read(|tx| tx.value_events((DOC, MT), document, &types, offset, size))?;
+        // Who did it is a user like any other: named only to whoever may view that user (as
+        // `events` shows the log).
+        let events = events
+            .into_iter()
+            .map(|mut e| {
+                if e.actor.is_some_and(|a| !self.may_view_user(a)) {
+                    e.actor = None;
+                }
+                e
+            })
+            .collect();
         let views = self.with_actors(events)?;
+        let mut shown: HashMap<MetadataTypeId, bool> = HashMap::new();
         let items = views
             .into_iter()
             .filter_map(|v| {
@@ -112,81 +135,138 @@ impl Session {
                     names::DOCUMENT_METADATA_REMOVED => ValueAction::Removed,
                     _ => ValueAction::Edited,
                 };
-                let shown = self.may_view_values(document, t);
-                let (before, after) = if shown {
+                let visible = *shown
+                    .entry(t)
+                    .or_insert_with(|| self.may_view_values(document, t));
+                let (before, after) = if visible {
                     value_change(&e)
                 } else {
                     (None, None)
                 };
-                let label = self
-                    .may_view_type(t)
-                    .then(|| e.action_object.as_ref().map(|o| o.label.clone()))
-                    .flatten();
                 Some(ValueChange {
                     event: e.id,
                     timestamp: e.timestamp,
                     actor: v.actor,
                     metadata_type: t,
-                    metadata_type_label: label,
+                    metadata_type_label: e.action_object.map(|o| o.label),
                     action,
                     before,
                     after,
-                    hidden: !shown,
+                    hidden: !visible,
                 })
             })
             .collect();
         Ok(Page { count, items })
     }
 
-    /// The value `document` had for `metadata_type` at time `at`: the value the last change
-    /// at or before `at` left (`None` when it had none then, or the change removed it). `None`
-    /// too when this session may not view that type's values on the document now; the
-    /// document and the type must be viewable (`NotFound` otherwise). Read from the event log,
-    /// so a time before the log's start (or before a prune) answers `None`.
+    /// The value `doc` had for `metadata_type` at `at`, read from the log, for a session that
+    /// may view it: what the last change at or before `at` left; with no such change (the
+    /// log's start, or a prune, is later), what the first change after `at` found; with no
+    /// change at all, the value it has now, if the document existed then.
+    fn past_value(
+        &self,
+        doc: &Document,
+        metadata_type: MetadataTypeId,
+        at: DateTime<Utc>,
+        now: Option<&str>,
+    ) -> Result<Option<(String, Option<Event>)>> {
+        let micros = to_micros(at);
+        let kinds = (DOC, MT);
+        if let Some(e) =
+            self.read(|tx| tx.value_event_at(kinds, doc.id, metadata_type, micros, false))?
+        {
+            return Ok(value_change(&e).1.map(|v| (v, Some(e))));
+        }
+        if let Some(e) =
+            self.read(|tx| tx.value_event_at(kinds, doc.id, metadata_type, micros, true))?
+        {
+            return Ok(value_change(&e).0.map(|v| (v, None)));
+        }
+        Ok(now
+            .filter(|_| doc.created <= at)
+            .map(|v| (v.to_owned(), None)))
+    }
+
+    /// The value `document` had for `metadata_type` at time `at` (`None` when it had none),
+    /// read from the event log. `None` too when this session may not view that type's values
+    /// on the document now; the document and the type must be viewable (`NotFound` otherwise).
+    /// For a time before the log's first change of the value (before it recorded changes, or
+    /// before a prune), the value the first later change found, or the value now.
     pub fn value_at(
         &self,
         document: DocumentId,
         metadata_type: MetadataTypeId,
         at: DateTime<Utc>,
     ) -> Result<Option<String>> {
-        self.require_history(document, Some(metadata_type))?;
+        let doc = self.require_history(document, Some(metadata_type))?;
         if !self.may_view_values(document, metadata_type) {
             return Ok(None);
         }
-        let e =
-            self.read(|tx| tx.value_event_at((DOC, MT), document, metadata_type, to_micros(at)))?;
-        Ok(e.and_then(|e| value_change(&e).1))
+        let now = self.current_values(document)?;
+        Ok(self
+            .past_value(
+                &doc,
+                metadata_type,
+                at,
+                now.get(&metadata_type).map(|(v, _)| v.as_str()),
+            )?
+            .map(|(v, _)| v))
+    }
+
+    /// The values `document` has now, by type, with their types (as docmeta itself reads
+    /// them: the callers decide what is shown).
+    fn current_values(
+        &self,
+        document: DocumentId,
+    ) -> Result<HashMap<MetadataTypeId, (String, MetadataType)>> {
+        let read = self.db.document_with_metadata(document)?;
+        Ok(read
+            .map(|r| {
+                r.values
+                    .iter()
+                    .map(|(m, t)| (m.metadata_type_id, (m.value.clone(), t.clone())))
+                    .collect()
+            })
+            .unwrap_or_default())
     }
 
     /// The values `document` had at time `at`, one per metadata type, ordered by type id:
     /// those this session may view now (as [`document_metadata`](Self::document_metadata)
     /// lists values today), of types that still exist. The document must be viewable
-    /// (`NotFound` otherwise). Read from the event log, as [`value_at`](Self::value_at).
+    /// (`NotFound` otherwise). Read from the event log, as [`value_at`](Self::value_at); a
+    /// value no change of the log says when it took has `since` set to the document's
+    /// creation and `event` to `EventId(0)`.
     pub fn metadata_at(&self, document: DocumentId, at: DateTime<Utc>) -> Result<Vec<PastValue>> {
-        self.require_history(document, None)?;
+        let doc = self.require_history(document, None)?;
         if !self.can(P::DocumentMetadataView, doc_ref(document)) {
             return Ok(Vec::new());
         }
-        let events = self.read(|tx| tx.value_events_at((DOC, MT), document, to_micros(at)))?;
+        let now = self.current_values(document)?;
+        let mut types: BTreeSet<MetadataTypeId> = now.keys().copied().collect();
+        types.extend(self.read(|tx| tx.value_event_types((DOC, MT), document))?);
         let mut out = Vec::new();
-        for e in events {
-            let Some(t) = e.action_object.as_ref().map(|o| MetadataTypeId(o.id)) else {
-                continue;
-            };
-            let Some(value) = value_change(&e).1 else {
-                continue;
-            };
+        for t in types {
             if !self.may_view_values(document, t) {
                 continue;
             }
-            let Some(metadata_type) = self.read(|tx| tx.metadata_type(t))? else {
+            let current = now.get(&t);
+            let Some((value, event)) =
+                self.past_value(&doc, t, at, current.map(|(v, _)| v.as_str()))?
+            else {
                 continue;
+            };
+            let metadata_type = match current {
+                Some((_, mt)) => mt.clone(),
+                None => match self.read(|tx| tx.metadata_type(t))? {
+                    Some(mt) => mt,
+                    None => continue,
+                },
             };
             out.push(PastValue {
                 metadata_type,
                 value,
-                since: e.timestamp,
-                event: e.id,
+                since: event.as_ref().map_or(doc.created, |e| e.timestamp),
+                event: event.map_or(EventId(0), |e| e.id),
             });
         }
         Ok(out)

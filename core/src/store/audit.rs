@@ -52,7 +52,7 @@ fn stored_event(r: &Row) -> Result<(StoredEvent, Option<String>)> {
     ))
 }
 
-const CHECKPOINT_COLUMNS: &str = "seq, event_id, hash, created, public_key, signature";
+const CHECKPOINT_COLUMNS: &str = "seq, event_id, hash, created, public_key, signature, base";
 
 fn checkpoint(r: &Row) -> Result<Checkpoint> {
     Ok(Checkpoint {
@@ -62,6 +62,7 @@ fn checkpoint(r: &Row) -> Result<Checkpoint> {
         created: from_micros(r.int(3)?),
         public_key: r.text(4)?,
         signature: r.text(5)?,
+        base: r.int(6)? != 0,
     })
 }
 
@@ -172,8 +173,11 @@ impl Tx<'_> {
 
     /// Seals the events committed after the chain's end into the chain, in commit order (on
     /// PostgreSQL, those every transaction older than theirs has finished for, one sealer at a
-    /// time); returns how many. An unsealed event that commit order puts before the chain's end
-    /// is left for verification to report: it was inserted behind the chain.
+    /// time); returns how many. An unsealed event of a transaction older than the chain's last
+    /// is left for verification to report: it was put in behind the chain. (An event of the
+    /// last event's own transaction is sealed after it whatever its id: every event of a
+    /// transaction commits at once, so only a restore into another cluster, which rewrites the
+    /// transaction ids to 0, leaves one unsealed there.)
     pub(crate) fn seal_events(&mut self) -> Result<u64> {
         let dialect = self.dialect();
         self.lock_chain()?;
@@ -184,7 +188,7 @@ impl Tx<'_> {
                 Dialect::Postgres => format!(
                     "SELECT {} \
                      FROM events \
-                     WHERE seq IS NULL AND (tx, id) > (?1, ?2) \
+                     WHERE seq IS NULL AND tx >= ?1 AND ?2 = ?2 \
                          AND tx < (pg_snapshot_xmin(pg_current_snapshot())::text::bigint) \
                      ORDER BY tx, id \
                      LIMIT ?3",
@@ -255,9 +259,9 @@ impl Tx<'_> {
         self.rows(&sql, &[after.into(), limit.into()], stored_event)
     }
 
-    /// Events put into the log behind the chain: unsealed although commit order puts them
-    /// before its sealed event `head` (`(tx, id)`; on SQLite, which seals every event as it is
-    /// written, every unsealed event). Their ids, oldest first, at most `limit`, and how many
+    /// Events put into the log behind the chain: unsealed although their transaction is older
+    /// than that of its sealed event `head` (`(tx, id)`), or one that has not started; on
+    /// SQLite, which seals every event as it is written, every unsealed event. Their ids, oldest first, at most `limit`, and how many
     /// there are in all.
     pub(crate) fn events_behind_chain(
         &mut self,
@@ -265,7 +269,12 @@ impl Tx<'_> {
         limit: i64,
     ) -> Result<(Vec<i64>, u64)> {
         let filter = match self.dialect() {
-            Dialect::Postgres => "seq IS NULL AND (tx, id) < (?1, ?2)",
+            // Behind the chain's end, or claiming a transaction that has not started (it could
+            // never be sealed).
+            Dialect::Postgres => {
+                "seq IS NULL AND ?2 = ?2 AND (tx < ?1 \
+                 OR tx >= (pg_snapshot_xmax(pg_current_snapshot())::text::bigint))"
+            }
             _ => "seq IS NULL AND ?1 = ?1 AND ?2 = ?2",
         };
         let ids = self.rows(
@@ -309,7 +318,7 @@ impl Tx<'_> {
 
     /// Keeps a signed checkpoint (one per position; a second at the same position replaces
     /// nothing and is dropped).
-    pub(crate) fn insert_checkpoint(&mut self, c: &Checkpoint, base: bool) -> Result<()> {
+    pub(crate) fn insert_checkpoint(&mut self, c: &Checkpoint) -> Result<()> {
         self.execute(
             "INSERT INTO audit_checkpoints \
                  (seq, event_id, hash, created, public_key, signature, base) \
@@ -322,7 +331,7 @@ impl Tx<'_> {
                 to_micros(c.created).into(),
                 c.public_key.as_str().into(),
                 c.signature.as_str().into(),
-                i64::from(base).into(),
+                i64::from(c.base).into(),
             ],
         )?;
         Ok(())
@@ -397,7 +406,7 @@ impl Tx<'_> {
             "DELETE FROM audit_checkpoints WHERE seq = ?1",
             &[base.seq.into()],
         )?;
-        self.insert_checkpoint(base, true)?;
+        self.insert_checkpoint(base)?;
         Ok(removed)
     }
 }

@@ -235,36 +235,58 @@ const EVENT_COLUMNS: &str = "id, timestamp, name, actor_id, target_kind, target_
     target_label, action_kind, action_id, action_label, changes";
 
 impl Tx<'_> {
-    /// The events of document `document`'s values (of `metadata_type` only, when given),
-    /// newest first, `limit` of them after skipping `offset`, and how many there are in all.
-    /// `kinds` are the kinds of a document and of a metadata type.
+    /// The metadata types document `document`'s value events name, in id order.
+    pub fn value_event_types(
+        &mut self,
+        kinds: (&str, &str),
+        document: DocumentId,
+    ) -> Result<Vec<MetadataTypeId>> {
+        self.rows(
+            &format!(
+                "SELECT DISTINCT action_id \
+                 FROM events \
+                 WHERE {VALUE_EVENTS} AND action_id IS NOT NULL \
+                 ORDER BY action_id"
+            ),
+            &[kinds.0.into(), document.0.into(), kinds.1.into()],
+            |r| r.int(0).map(MetadataTypeId),
+        )
+    }
+
+    /// The events of document `document`'s values of the metadata types `types`, newest
+    /// first, `limit` of them after skipping `offset`, and how many there are in all. `kinds`
+    /// are the kinds of a document and of a metadata type.
     pub fn value_events(
         &mut self,
         kinds: (&str, &str),
         document: DocumentId,
-        metadata_type: Option<MetadataTypeId>,
+        types: &[MetadataTypeId],
         offset: usize,
         limit: usize,
     ) -> Result<(Vec<Event>, usize)> {
-        let by_type = if metadata_type.is_some() {
-            " AND action_id = ?4"
-        } else {
-            " AND ?4 = ?4"
-        };
-        let params = |tail: &[Param<'static>]| {
-            let mut p: Vec<Param<'_>> = vec![
-                kinds.0.into(),
-                document.0.into(),
-                kinds.1.into(),
-                metadata_type.map_or(0, |t| t.0).into(),
-            ];
-            p.extend_from_slice(tail);
-            p
-        };
+        if types.is_empty() {
+            return Ok((Vec::new(), 0));
+        }
+        let list = (0..types.len())
+            .map(|i| format!("?{}", i + 6))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut params: Vec<Param<'_>> = vec![
+            kinds.0.into(),
+            document.0.into(),
+            kinds.1.into(),
+            i64::try_from(limit).unwrap_or(i64::MAX).into(),
+            i64::try_from(offset).unwrap_or(i64::MAX).into(),
+        ];
+        params.extend(types.iter().map(|t| Param::from(t.0)));
         let count = self
             .optional(
-                &format!("SELECT count(*) FROM events WHERE {VALUE_EVENTS}{by_type}"),
-                &params(&[]),
+                &format!(
+                    "SELECT count(*) \
+                     FROM events \
+                     WHERE {VALUE_EVENTS} AND ?4 = ?4 AND ?5 = ?5 AND action_id IN ({list})"
+                ),
+                &params,
                 |r| r.int(0),
             )?
             .unwrap_or(0);
@@ -272,34 +294,38 @@ impl Tx<'_> {
             &format!(
                 "SELECT {EVENT_COLUMNS} \
                  FROM events \
-                 WHERE {VALUE_EVENTS}{by_type} \
+                 WHERE {VALUE_EVENTS} AND action_id IN ({list}) \
                  ORDER BY timestamp DESC, id DESC \
-                 LIMIT ?5 OFFSET ?6"
+                 LIMIT ?4 OFFSET ?5"
             ),
-            &params(&[
-                i64::try_from(limit).unwrap_or(i64::MAX).into(),
-                i64::try_from(offset).unwrap_or(i64::MAX).into(),
-            ]),
+            &params,
             event,
         )?;
         Ok((events, usize::try_from(count).unwrap_or(0)))
     }
 
     /// The last event of document `document`'s value of `metadata_type` written at or before
-    /// `at` (microseconds): what set (or removed) the value it had then.
+    /// `at` (microseconds): what set (or removed) the value it had then; with `after`, the
+    /// first one written after `at` instead.
     pub fn value_event_at(
         &mut self,
         kinds: (&str, &str),
         document: DocumentId,
         metadata_type: MetadataTypeId,
         at: i64,
+        after: bool,
     ) -> Result<Option<Event>> {
+        let (when, order) = if after {
+            ("timestamp > ?5", "timestamp, id")
+        } else {
+            ("timestamp <= ?5", "timestamp DESC, id DESC")
+        };
         self.optional(
             &format!(
                 "SELECT {EVENT_COLUMNS} \
                  FROM events \
-                 WHERE {VALUE_EVENTS} AND action_id = ?4 AND timestamp <= ?5 \
-                 ORDER BY timestamp DESC, id DESC \
+                 WHERE {VALUE_EVENTS} AND action_id = ?4 AND {when} \
+                 ORDER BY {order} \
                  LIMIT 1"
             ),
             &[
@@ -311,30 +337,5 @@ impl Tx<'_> {
             ],
             event,
         )
-    }
-
-    /// For each metadata type, the last event of document `document`'s value of it written
-    /// at or before `at` (microseconds), by type.
-    pub fn value_events_at(
-        &mut self,
-        kinds: (&str, &str),
-        document: DocumentId,
-        at: i64,
-    ) -> Result<Vec<Event>> {
-        let types = self.rows(
-            &format!(
-                "SELECT DISTINCT action_id \
-                 FROM events \
-                 WHERE {VALUE_EVENTS} AND timestamp <= ?4 AND action_id IS NOT NULL \
-                 ORDER BY action_id"
-            ),
-            &[kinds.0.into(), document.0.into(), kinds.1.into(), at.into()],
-            |r| r.int(0),
-        )?;
-        let mut out = Vec::with_capacity(types.len());
-        for t in types {
-            out.extend(self.value_event_at(kinds, document, MetadataTypeId(t), at)?);
-        }
-        Ok(out)
     }
 }
