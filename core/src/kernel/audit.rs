@@ -306,7 +306,9 @@ impl Docmeta {
             None => GENESIS,
         };
         // What a prune removed stays removed.
-        if let Some((e, _)) = self.read(|tx| tx.chain_events(i64::MIN, 1))?.first()
+        if let Some((e, _)) = self
+            .read(|tx| tx.chain_events((i64::MIN, i64::MIN), 1))?
+            .first()
             && e.seq <= start
         {
             report.failure = failure(
@@ -340,8 +342,10 @@ impl Docmeta {
         let mut expected = start + 1;
         // The last event walked, as commit order places it: `(tx, id)`.
         let mut last = (-1, 0);
+        // Where the walk goes on from: `(position, id)`.
+        let mut cursor = (start, i64::MIN);
         loop {
-            let batch = self.read(|tx| tx.chain_events(expected - 1, VERIFY_BATCH))?;
+            let batch = self.read(|tx| tx.chain_events(cursor, VERIFY_BATCH))?;
             let full = batch.len() as i64 == VERIFY_BATCH;
             for (e, stored_hash) in batch {
                 if e.seq != expected {
@@ -350,12 +354,13 @@ impl Docmeta {
                         Some(e.id),
                         format!(
                             "the event at position {expected} is missing (removed from the \
-                             log); the next one is event {} at position {}",
+                             log, or moved): the next one is event {} at position {}",
                             e.id, e.seq
                         ),
                     );
                     return Ok(report);
                 }
+                cursor = (e.seq, e.id);
                 let hash = chain_hash(&prev, &e);
                 if stored_hash.as_deref() != Some(hex(&hash).as_str()) {
                     report.failure = failure(

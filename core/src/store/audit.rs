@@ -103,16 +103,17 @@ impl Tx<'_> {
     /// The end of the chain (see [`ChainHead`]): its last sealed event, else the base checkpoint
     /// a prune kept, else the start.
     pub(crate) fn chain_head(&mut self) -> Result<ChainHead> {
-        let tx = match self.dialect() {
-            Dialect::Postgres => "tx",
-            _ => "-1",
+        // SQLite seals in id order (see `chain_events`).
+        let (tx, last) = match self.dialect() {
+            Dialect::Postgres => ("tx", "seq"),
+            _ => ("-1", "id"),
         };
         let last = self.optional(
             &format!(
                 "SELECT seq, hash, id, {tx} \
                  FROM events \
                  WHERE seq IS NOT NULL \
-                 ORDER BY seq DESC \
+                 ORDER BY {last} DESC \
                  LIMIT 1"
             ),
             &[],
@@ -152,7 +153,7 @@ impl Tx<'_> {
                  e.seq, e.hash, e.id \
              FROM (SELECT 1) \
              LEFT JOIN (SELECT seq, hash, id FROM events WHERE seq IS NOT NULL \
-                        ORDER BY seq DESC LIMIT 1) e ON 1 = 1",
+                        ORDER BY id DESC LIMIT 1) e ON 1 = 1",
             &[],
             |r| Ok((r.int(0)?, r.opt_int(1)?, r.opt_text(2)?, r.opt_int(3)?)),
         )?;
@@ -243,20 +244,33 @@ impl Tx<'_> {
 
     /// Up to `limit` sealed events after position `after`, in chain order, with their stored
     /// hashes.
+    ///
+    /// `after` is the last event read, `(position, id)`. SQLite keeps no index of positions
+    /// (one less index to write with every event): it seals events in id order, so its chain
+    /// is walked by id and every event's position must be the next one; PostgreSQL walks its
+    /// index of positions.
     pub(crate) fn chain_events(
         &mut self,
-        after: i64,
+        after: (i64, i64),
         limit: i64,
     ) -> Result<Vec<(StoredEvent, Option<String>)>> {
+        let dialect = self.dialect();
+        let order = match dialect {
+            Dialect::Postgres => "seq > ?1 AND ?2 = ?2 ORDER BY seq",
+            _ => "seq IS NOT NULL AND ?1 = ?1 AND id > ?2 ORDER BY id",
+        };
         let sql = format!(
             "SELECT {} \
              FROM events \
-             WHERE seq > ?1 \
-             ORDER BY seq \
-             LIMIT ?2",
-            stored_columns(self.dialect())
+             WHERE {order} \
+             LIMIT ?3",
+            stored_columns(dialect)
         );
-        self.rows(&sql, &[after.into(), limit.into()], stored_event)
+        self.rows(
+            &sql,
+            &[after.0.into(), after.1.into(), limit.into()],
+            stored_event,
+        )
     }
 
     /// Events put into the log behind the chain: unsealed although their transaction is older

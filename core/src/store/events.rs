@@ -234,6 +234,17 @@ const VALUE_EVENTS: &str = "target_kind = ?1 AND target_id = ?2 AND action_kind 
 const EVENT_COLUMNS: &str = "id, timestamp, name, actor_id, target_kind, target_id, \
     target_label, action_kind, action_id, action_label, changes";
 
+/// The events table read through `events_history`. SQLite, without statistics, would rather
+/// take `events_by_action_object` for a metadata type's events (one equality and the order of
+/// `action_id`) and read every event of that type on every document: it is told. PostgreSQL
+/// chooses by its statistics.
+fn history_table(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Postgres => "events",
+        _ => "events INDEXED BY events_history",
+    }
+}
+
 impl Tx<'_> {
     /// The metadata types document `document`'s value events name, in id order.
     pub fn value_event_types(
@@ -241,10 +252,11 @@ impl Tx<'_> {
         kinds: (&str, &str),
         document: DocumentId,
     ) -> Result<Vec<MetadataTypeId>> {
+        let table = history_table(self.dialect());
         self.rows(
             &format!(
                 "SELECT DISTINCT action_id \
-                 FROM events \
+                 FROM {table} \
                  WHERE {VALUE_EVENTS} AND action_id IS NOT NULL \
                  ORDER BY action_id"
             ),
@@ -267,6 +279,7 @@ impl Tx<'_> {
         if types.is_empty() {
             return Ok((Vec::new(), 0));
         }
+        let table = history_table(self.dialect());
         let list = (0..types.len())
             .map(|i| format!("?{}", i + 6))
             .collect::<Vec<_>>()
@@ -283,7 +296,7 @@ impl Tx<'_> {
             .optional(
                 &format!(
                     "SELECT count(*) \
-                     FROM events \
+                     FROM {table} \
                      WHERE {VALUE_EVENTS} AND ?4 = ?4 AND ?5 = ?5 AND action_id IN ({list})"
                 ),
                 &params,
@@ -293,7 +306,7 @@ impl Tx<'_> {
         let events = self.rows(
             &format!(
                 "SELECT {EVENT_COLUMNS} \
-                 FROM events \
+                 FROM {table} \
                  WHERE {VALUE_EVENTS} AND action_id IN ({list}) \
                  ORDER BY timestamp DESC, id DESC \
                  LIMIT ?4 OFFSET ?5"
@@ -315,6 +328,7 @@ impl Tx<'_> {
         at: i64,
         after: bool,
     ) -> Result<Option<Event>> {
+        let table = history_table(self.dialect());
         let (when, order) = if after {
             ("timestamp > ?5", "timestamp, id")
         } else {
@@ -323,7 +337,7 @@ impl Tx<'_> {
         self.optional(
             &format!(
                 "SELECT {EVENT_COLUMNS} \
-                 FROM events \
+                 FROM {table} \
                  WHERE {VALUE_EVENTS} AND action_id = ?4 AND {when} \
                  ORDER BY {order} \
                  LIMIT 1"

@@ -14,7 +14,10 @@ CREATE INDEX events_unsealed ON events(id) WHERE seq IS NULL;
 -- A document's values through time: its value events (a document target, a metadata type as
 -- second object) by time, each with its metadata type, so that a page of its history, the
 -- value of one type at a time and the values of all at a time are read from this index alone.
+-- It also finds an object's events by target, as `events_by_target` did: that index goes, so
+-- that a write keeps as many event indexes to update as before.
 CREATE INDEX events_history ON events(target_kind, target_id, action_kind, timestamp, id, action_id);
+DROP INDEX IF EXISTS events_by_target;
 CREATE TABLE audit_checkpoints (
     seq BIGINT PRIMARY KEY,
     event_id BIGINT NOT NULL,

@@ -7,12 +7,16 @@
 -- starts after `docmeta audit prune`.
 ALTER TABLE events ADD COLUMN seq INTEGER;
 ALTER TABLE events ADD COLUMN hash TEXT;
-CREATE UNIQUE INDEX events_by_seq ON events(seq);
+-- No index of positions: SQLite seals events in id order, so the chain is read by id (one
+-- index less to write with every event); PostgreSQL's has one (see its 0015).
 CREATE INDEX events_unsealed ON events(id) WHERE seq IS NULL;
 -- A document's values through time: its value events (a document target, a metadata type as
 -- second object) by time, each with its metadata type, so that a page of its history, the
 -- value of one type at a time and the values of all at a time are read from this index alone.
+-- It also finds an object's events by target, as `events_by_target` did: that index goes, so
+-- that a write keeps as many event indexes to update as before.
 CREATE INDEX events_history ON events(target_kind, target_id, action_kind, timestamp, id, action_id);
+DROP INDEX IF EXISTS events_by_target;
 CREATE TABLE audit_checkpoints (
     seq INTEGER PRIMARY KEY,
     event_id INTEGER NOT NULL,
