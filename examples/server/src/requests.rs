@@ -1135,13 +1135,14 @@ mod tests {
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct DeviceSignInIn {
     /// The user's username.
-    #[schema(max_length = 150)]
+    #[schema(schema_with = username)]
     pub username: String,
     /// The user's password (never kept by the device).
     #[schema(max_length = 1024)]
     pub password: String,
-    /// The device's name, shown in lists of devices ("Ann's phone").
-    #[schema(min_length = 1, max_length = 100)]
+    /// The device's name, shown in lists of devices ("Ann's phone"): not blank, no NUL
+    /// character.
+    #[schema(schema_with = label::<100>)]
     pub name: String,
     /// Days the token is accepted (absent: 90; at most 365).
     #[schema(minimum = 1, maximum = 365)]
