@@ -90,8 +90,11 @@ impl IntoParams for FeedParams {
         let integer = |minimum: Option<i64>, maximum: Option<i64>| {
             utoipa::openapi::ObjectBuilder::new()
                 .schema_type(utoipa::openapi::schema::Type::Integer)
+                .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
+                    utoipa::openapi::KnownFormat::Int64,
+                )))
                 .minimum(minimum)
-                .maximum(maximum)
+                .maximum(Some(maximum.unwrap_or(i64::MAX)))
                 .build()
         };
         let parameter = |name: &str, place: ParameterIn, schema, description: &str| {
