@@ -42,6 +42,7 @@ fn metadata_type(default: &str, validation: &str, parser: &str) -> MetadataType 
         validation_arguments: String::new(),
         parser: parser.into(),
         parser_arguments: String::new(),
+        value_type: docmeta_core::ValueType::Text,
     }
 }
 

@@ -232,7 +232,8 @@ impl MetadataProcessor {
     #[new]
     #[pyo3(signature = (name, label, *, default = String::new(), lookup = String::new(),
         validation = String::new(), validation_arguments = String::new(),
-        parser = String::new(), parser_arguments = String::new(), classes = None))]
+        parser = String::new(), parser_arguments = String::new(),
+        value_type = "text".to_owned(), classes = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -244,6 +245,7 @@ impl MetadataProcessor {
         validation_arguments: String,
         parser: String,
         parser_arguments: String,
+        value_type: String,
         classes: Option<PyRef<'_, Classes>>,
     ) -> PyResult<Self> {
         let input = core::MetadataTypeInput {
@@ -255,6 +257,7 @@ impl MetadataProcessor {
             validation_arguments,
             parser,
             parser_arguments,
+            value_type: crate::errors::value_type(&value_type)?,
         };
         let registry = classes.map(|c| c.registry()).unwrap_or_default();
         let inner = run(py, || registry.processor(&input))?;

@@ -124,6 +124,13 @@ pub(crate) fn permission(key: &str) -> PyResult<Permission> {
     Permission::from_key(key).map_err(py_err)
 }
 
+/// The value type named `name` (`text`, `integer`, `decimal`, `date`, `datetime`, `time`,
+/// `boolean`); another name is a `ValidationError` on `value_type`.
+pub(crate) fn value_type(name: &str) -> PyResult<core::ValueType> {
+    name.parse()
+        .map_err(|e: String| py_err(core::Error::validation("value_type", e)))
+}
+
 /// The instant `seconds` from now (a deadline given in seconds).
 pub(crate) fn deadline(seconds: f64) -> PyResult<std::time::Instant> {
     std::time::Duration::try_from_secs_f64(seconds)

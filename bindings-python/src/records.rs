@@ -41,7 +41,16 @@ macro_rules! record {
 record!(
     /// A metadata type (spec 2.1).
     MetadataType { id: i64, name: String, label: String, default: String, lookup: String,
-        validation: String, validation_arguments: String, parser: String, parser_arguments: String });
+        validation: String, validation_arguments: String, parser: String, parser_arguments: String,
+        value_type: String });
+record!(
+    /// A stored value that is not of a value type: its document, its id and the value.
+    ValueMisfit { document_id: i64, metadata_id: i64, value: String });
+record!(
+    /// What changing a metadata type's value type would meet (`Session.check_value_type`):
+    /// `checked` values, `count` of them not of `value_type` (the change is refused while any
+    /// is not), and `misfits`, those the caller may view (at most 1,000).
+    ValueTypeCheck { value_type: String, checked: u64, count: u64, misfits: Vec<ValueMisfit> });
 record!(
     /// A document type.
     DocumentType { id: i64, label: String });
@@ -293,6 +302,25 @@ impl From<core::MetadataType> for MetadataType {
             validation_arguments: t.validation_arguments,
             parser: t.parser,
             parser_arguments: t.parser_arguments,
+            value_type: t.value_type.as_str().to_owned(),
+        }
+    }
+}
+impl From<core::ValueTypeCheck> for ValueTypeCheck {
+    fn from(c: core::ValueTypeCheck) -> Self {
+        ValueTypeCheck {
+            value_type: c.value_type.as_str().to_owned(),
+            checked: c.checked as u64,
+            count: c.count as u64,
+            misfits: c
+                .misfits
+                .into_iter()
+                .map(|m| ValueMisfit {
+                    document_id: m.document.0,
+                    metadata_id: m.metadata.0,
+                    value: m.value,
+                })
+                .collect(),
         }
     }
 }

@@ -474,6 +474,7 @@ fn hooks() -> Hooks {
         before_commit: crate::workflows::run_triggers,
         document_created: crate::workflows::launch,
         push_transition: crate::workflows::push_transition,
+        sorted_documents: crate::search::sorted_documents,
         tasks,
     }
 }

@@ -18,7 +18,7 @@ use crate::access::Permission;
 use crate::error::{Error, Result};
 use crate::kernel::Docmeta;
 use crate::model::PageRequest;
-use crate::model::{Actor, MetadataTypeInput};
+use crate::model::{Actor, MetadataTypeInput, ValueType};
 use crate::session::Session;
 
 fn is_empty(s: &str) -> bool {
@@ -51,6 +51,29 @@ pub struct MetadataTypeSpec {
     /// Parser YAML arguments.
     #[serde(default, skip_serializing_if = "is_empty")]
     pub parser_arguments: String,
+    /// What its values are (`text` when absent; see [`ValueType`]).
+    #[serde(default, skip_serializing_if = "is_text", with = "value_type_name")]
+    pub value_type: ValueType,
+}
+
+fn is_text(t: &ValueType) -> bool {
+    *t == ValueType::Text
+}
+
+/// A [`ValueType`] in a schema file: its name.
+mod value_type_name {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::model::ValueType;
+
+    pub(super) fn serialize<S: Serializer>(t: &ValueType, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(t.as_str())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ValueType, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
 }
 
 impl MetadataTypeSpec {
@@ -64,6 +87,7 @@ impl MetadataTypeSpec {
             validation_arguments,
             parser,
             parser_arguments,
+            value_type,
         } = self.clone();
         MetadataTypeInput {
             name,
@@ -74,6 +98,7 @@ impl MetadataTypeSpec {
             validation_arguments,
             parser,
             parser_arguments,
+            value_type,
         }
     }
 }
@@ -89,6 +114,7 @@ impl From<MetadataTypeInput> for MetadataTypeSpec {
             validation_arguments,
             parser,
             parser_arguments,
+            value_type,
         } = i;
         MetadataTypeSpec {
             name,
@@ -99,6 +125,7 @@ impl From<MetadataTypeInput> for MetadataTypeSpec {
             validation_arguments,
             parser,
             parser_arguments,
+            value_type,
         }
     }
 }
@@ -354,10 +381,13 @@ fn describe_differences(a: &MetadataTypeInput, b: &MetadataTypeInput) -> String 
         ("parser", &a.parser, &b.parser),
         ("parser_arguments", &a.parser_arguments, &b.parser_arguments),
     ];
-    fields
+    let mut differences: Vec<String> = fields
         .iter()
         .filter(|(_, x, y)| x != y)
         .map(|(name, x, y)| format!("{name} {x:?} -> {y:?}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect();
+    if a.value_type != b.value_type {
+        differences.push(format!("value_type {} -> {}", a.value_type, b.value_type));
+    }
+    differences.join(", ")
 }

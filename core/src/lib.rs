@@ -154,4 +154,6 @@ pub use access::{AccessSnapshot, DocumentVisibility, SnapshotOnly};
 #[doc(hidden)]
 pub use metadata::{CompiledMetadataType, TemplateInputs};
 #[doc(hidden)]
-pub use search::{SearchIndex, SearchScope, TypeVisibility};
+pub use search::query::resolve as resolve_query;
+#[doc(hidden)]
+pub use search::{ResolvedType, SearchIndex, SearchScope, Sort, TypeVisibility};

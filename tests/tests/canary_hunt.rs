@@ -2642,6 +2642,7 @@ impl World {
             validation_arguments: t.validation_arguments.clone(),
             parser: t.parser.clone(),
             parser_arguments: t.parser_arguments.clone(),
+            value_type: t.value_type,
         })
     }
 

@@ -5,14 +5,15 @@ use pyo3::prelude::*;
 
 use super::Session;
 use crate::errors::run;
-use crate::records::{Association, DocumentType, MetadataType, all};
+use crate::records::{Association, DocumentType, MetadataType, ValueTypeCheck, all};
 
 #[pymethods]
 impl Session {
     /// Creates a metadata type (spec 2.1).
     #[pyo3(signature = (name, label, *, default = String::new(), lookup = String::new(),
         validation = String::new(), validation_arguments = String::new(),
-        parser = String::new(), parser_arguments = String::new()))]
+        parser = String::new(), parser_arguments = String::new(),
+        value_type = "text".to_owned()))]
     #[allow(clippy::too_many_arguments)]
     fn create_metadata_type(
         &self,
@@ -25,6 +26,7 @@ impl Session {
         validation_arguments: String,
         parser: String,
         parser_arguments: String,
+        value_type: String,
     ) -> PyResult<MetadataType> {
         let input = core::MetadataTypeInput {
             name,
@@ -35,6 +37,7 @@ impl Session {
             validation_arguments,
             parser,
             parser_arguments,
+            value_type: crate::errors::value_type(&value_type)?,
         };
         run(py, || self.inner.create_metadata_type(input)).map(Into::into)
     }
@@ -109,7 +112,8 @@ impl Session {
     /// Replaces a metadata type's definition (every field, as `create_metadata_type`).
     #[pyo3(signature = (id, name, label, *, default = String::new(), lookup = String::new(),
         validation = String::new(), validation_arguments = String::new(),
-        parser = String::new(), parser_arguments = String::new()))]
+        parser = String::new(), parser_arguments = String::new(),
+        value_type = "text".to_owned()))]
     #[allow(clippy::too_many_arguments)]
     fn update_metadata_type(
         &self,
@@ -123,6 +127,7 @@ impl Session {
         validation_arguments: String,
         parser: String,
         parser_arguments: String,
+        value_type: String,
     ) -> PyResult<MetadataType> {
         let input = core::MetadataTypeInput {
             name,
@@ -133,10 +138,27 @@ impl Session {
             validation_arguments,
             parser,
             parser_arguments,
+            value_type: crate::errors::value_type(&value_type)?,
         };
         run(py, || {
             self.inner
                 .update_metadata_type(core::MetadataTypeId(id), input)
+        })
+        .map(Into::into)
+    }
+
+    /// Which stored values of metadata type `id` are not of `value_type`: what changing its
+    /// value type would be refused for, without trying. Needs `metadata_type_edit` on it.
+    fn check_value_type(
+        &self,
+        py: Python<'_>,
+        id: i64,
+        value_type: &str,
+    ) -> PyResult<ValueTypeCheck> {
+        let value_type = crate::errors::value_type(value_type)?;
+        run(py, || {
+            self.inner
+                .check_value_type(core::MetadataTypeId(id), value_type)
         })
         .map(Into::into)
     }

@@ -8,18 +8,24 @@ use crate::records::{DocumentPage, MetadataPage, all};
 
 #[pymethods]
 impl Session {
-    /// Documents matching `query` (spec 2.5) that this session may view, each with its type.
-    #[pyo3(signature = (query, *, page = 1, page_size = 20))]
+    /// Documents matching `query` (spec 2.5, and field-bound terms such as `amount:>1000` or
+    /// `has:due`) that this session may view, each with its type; best first, or with
+    /// `ordering` in the order of a metadata type's values (`"amount"`, `"-amount"` largest
+    /// first; documents without a value last).
+    #[pyo3(signature = (query, *, page = 1, page_size = 20, ordering = None))]
     fn search_documents(
         &self,
         py: Python<'_>,
         query: String,
         page: usize,
         page_size: usize,
+        ordering: Option<String>,
     ) -> PyResult<DocumentPage> {
+        let mut search = docmeta_core::SearchQuery::new(query);
+        search.ordering = ordering.as_deref().and_then(docmeta_core::OrderBy::parse);
         let p = run(py, || {
             self.inner
-                .search_documents(&query, docmeta_core::PageRequest::new(page, page_size))
+                .search_documents(search, docmeta_core::PageRequest::new(page, page_size))
         })?;
         Ok(DocumentPage {
             count: p.count,

@@ -29,6 +29,100 @@ pub struct MetadataTypeSpec {
     /// Parser arguments (YAML).
     #[uniffi(default = "")]
     pub parser_arguments: String,
+    /// What its values are (`None`: text).
+    #[uniffi(default = None)]
+    pub value_type: Option<ValueType>,
+}
+
+/// What a metadata type's values are: after the value pipeline, a value must be of its type;
+/// search compares and sorts values by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
+pub enum ValueType {
+    /// Any text.
+    Text,
+    /// A whole number: `42`, `-7`.
+    Integer,
+    /// A number with a point: `1234.50`.
+    Decimal,
+    /// `YYYY-MM-DD`.
+    Date,
+    /// `YYYY-MM-DDTHH:MM:SS`.
+    DateTime,
+    /// `HH:MM` or `HH:MM:SS`.
+    Time,
+    /// `true` or `false`.
+    Boolean,
+}
+
+impl From<ValueType> for core::ValueType {
+    fn from(t: ValueType) -> Self {
+        match t {
+            ValueType::Text => core::ValueType::Text,
+            ValueType::Integer => core::ValueType::Integer,
+            ValueType::Decimal => core::ValueType::Decimal,
+            ValueType::Date => core::ValueType::Date,
+            ValueType::DateTime => core::ValueType::DateTime,
+            ValueType::Time => core::ValueType::Time,
+            ValueType::Boolean => core::ValueType::Boolean,
+        }
+    }
+}
+
+impl From<core::ValueType> for ValueType {
+    fn from(t: core::ValueType) -> Self {
+        match t {
+            core::ValueType::Text => ValueType::Text,
+            core::ValueType::Integer => ValueType::Integer,
+            core::ValueType::Decimal => ValueType::Decimal,
+            core::ValueType::Date => ValueType::Date,
+            core::ValueType::DateTime => ValueType::DateTime,
+            core::ValueType::Time => ValueType::Time,
+            core::ValueType::Boolean => ValueType::Boolean,
+        }
+    }
+}
+
+/// A stored value that is not of a value type.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct ValueMisfit {
+    /// The document holding it.
+    pub document_id: i64,
+    /// The value's id.
+    pub metadata_id: i64,
+    /// The value.
+    pub value: String,
+}
+
+/// What changing a metadata type's value type would meet (`checkValueType`).
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct ValueTypeCheck {
+    /// The value type checked.
+    pub value_type: ValueType,
+    /// How many non-empty values were checked.
+    pub checked: u64,
+    /// How many are not of `value_type` (the change is refused while any is not).
+    pub count: u64,
+    /// Those the caller may view, at most 1,000.
+    pub misfits: Vec<ValueMisfit>,
+}
+
+impl From<core::ValueTypeCheck> for ValueTypeCheck {
+    fn from(c: core::ValueTypeCheck) -> Self {
+        ValueTypeCheck {
+            value_type: c.value_type.into(),
+            checked: c.checked as u64,
+            count: c.count as u64,
+            misfits: c
+                .misfits
+                .into_iter()
+                .map(|m| ValueMisfit {
+                    document_id: m.document.0,
+                    metadata_id: m.metadata.0,
+                    value: m.value,
+                })
+                .collect(),
+        }
+    }
 }
 
 impl From<MetadataTypeSpec> for core::MetadataTypeInput {
@@ -42,6 +136,7 @@ impl From<MetadataTypeSpec> for core::MetadataTypeInput {
             validation_arguments: spec.validation_arguments,
             parser: spec.parser,
             parser_arguments: spec.parser_arguments,
+            value_type: spec.value_type.map(Into::into).unwrap_or_default(),
         }
     }
 }
@@ -67,6 +162,8 @@ pub struct MetadataType {
     pub parser: String,
     /// Parser arguments (YAML).
     pub parser_arguments: String,
+    /// What its values are.
+    pub value_type: ValueType,
 }
 
 impl From<core::MetadataType> for MetadataType {
@@ -81,6 +178,7 @@ impl From<core::MetadataType> for MetadataType {
             validation_arguments: t.validation_arguments,
             parser: t.parser,
             parser_arguments: t.parser_arguments,
+            value_type: t.value_type.into(),
         }
     }
 }

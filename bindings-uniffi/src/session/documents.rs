@@ -83,20 +83,34 @@ impl Session {
 
     /// Up to `limit` documents after id `after` (0: from the start), optionally of one type,
     /// by id. A walk over a whole list passes the last id of the page before.
+    ///
+    /// With `ordering` (`amount`, or `-amount` largest first), the documents come in the order
+    /// of a metadata type's values instead (documents without a value last), `page` (from 1)
+    /// of `limit` of them; `after` does not apply, and a list in that order reaches 10,000
+    /// documents deep.
+    #[uniffi::method(default(ordering = None, page = 1))]
     pub fn documents(
         &self,
         document_type: Option<i64>,
         after: i64,
         limit: u32,
+        ordering: Option<String>,
+        page: u32,
     ) -> Result<Vec<Document>> {
+        let ordering = ordering.as_deref().and_then(core::OrderBy::parse);
+        let (after, page) = match ordering {
+            Some(_) => (None, page.max(1) as usize),
+            None => (Some(core::DocumentId(after)), 1),
+        };
         let query = core::DocumentQuery {
             document_type: document_type.map(core::DocumentTypeId),
-            after: Some(core::DocumentId(after)),
+            after,
+            ordering,
             ..Default::default()
         };
         Ok(self
             .inner
-            .documents(query, core::PageRequest::new(1, limit as usize))?
+            .documents(query, core::PageRequest::new(page, limit as usize))?
             .items
             .into_iter()
             .map(Into::into)

@@ -4,7 +4,9 @@ use docmeta_core as core;
 
 use super::Session;
 use crate::errors::Result;
-use crate::records::{Association, DocumentType, MetadataType, MetadataTypeSpec};
+use crate::records::{
+    Association, DocumentType, MetadataType, MetadataTypeSpec, ValueType, ValueTypeCheck,
+};
 
 #[uniffi::export]
 impl Session {
@@ -38,6 +40,19 @@ impl Session {
         Ok(self
             .inner
             .update_metadata_type(core::MetadataTypeId(id), spec.into())?
+            .into())
+    }
+
+    /// Which stored values of a metadata type are not of `valueType`: what changing its value
+    /// type would be refused for, without trying. Needs `metadata_type_edit` on it.
+    pub fn check_value_type(
+        &self,
+        metadata_type: i64,
+        value_type: ValueType,
+    ) -> Result<ValueTypeCheck> {
+        Ok(self
+            .inner
+            .check_value_type(core::MetadataTypeId(metadata_type), value_type.into())?
             .into())
     }
 

@@ -10,9 +10,21 @@ use crate::records::{MetadataSearchPage, SearchPage};
 #[uniffi::export]
 impl Session {
     /// Documents matching `query` this session may view: page `page` (from 1) of `pageSize`.
-    pub fn search_documents(&self, query: String, page: u32, page_size: u32) -> Result<SearchPage> {
+    ///
+    /// `ordering`: in the order of a metadata type's values instead of by relevance (`amount`,
+    /// or `-amount` largest first; documents without a value last).
+    #[uniffi::method(default(ordering = None))]
+    pub fn search_documents(
+        &self,
+        query: String,
+        page: u32,
+        page_size: u32,
+        ordering: Option<String>,
+    ) -> Result<SearchPage> {
+        let mut search = core::SearchQuery::new(query);
+        search.ordering = ordering.as_deref().and_then(core::OrderBy::parse);
         let p = self.inner.search_documents(
-            &query,
+            search,
             core::PageRequest::new(page as usize, page_size as usize),
         )?;
         Ok(SearchPage {

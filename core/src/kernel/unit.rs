@@ -31,6 +31,17 @@ pub(crate) type PushTransition = fn(
     &PushedChange,
 ) -> Result<Option<Option<WorkflowStateId>>>;
 
+/// A page of the documents an actor may view, optionally of one type, in the order of their
+/// values of a metadata type (the search index's; see `DocumentQuery::ordering`): how many
+/// in all, and the ids of the page.
+pub(crate) type SortedDocuments = fn(
+    &Docmeta,
+    Actor,
+    Option<DocumentTypeId>,
+    &OrderBy,
+    PageRequest,
+) -> Result<(usize, Vec<DocumentId>)>;
+
 /// How the layers above the kernel take part in a unit of work, filled when an instance opens
 /// (see `builder.rs`): workflow triggers, workflow launches, and the task handlers.
 pub(crate) struct Hooks {
@@ -44,6 +55,8 @@ pub(crate) struct Hooks {
     /// document) for an actor, in its unit of work: `Ok(None)` when taken (or already taken),
     /// `Ok(Some(state))` when in conflict (the instance's state now).
     pub(crate) push_transition: PushTransition,
+    /// Lists documents in the order of a metadata type's values (search).
+    pub(crate) sorted_documents: SortedDocuments,
     /// Task handlers by task name.
     pub(crate) tasks: FxHashMap<&'static str, TaskHandler>,
 }

@@ -109,6 +109,7 @@ impl MetadataProcessor {
             validation_arguments: input.validation_arguments.clone(),
             parser: input.parser.clone(),
             parser_arguments: input.parser_arguments.clone(),
+            value_type: input.value_type,
         };
         Ok(MetadataProcessor {
             compiled: CompiledMetadataType::new(metadata_type, classes)?,

@@ -244,6 +244,10 @@ impl CompiledMetadataType {
         }
         // A default or a parser's replacement may produce one too.
         crate::model::check_no_nul(VALUE_FIELD, &value)?;
+        // The value, as the parser left it, must be of the type's value type.
+        t.value_type
+            .check(&value)
+            .map_err(|e| Error::validation(VALUE_FIELD, e))?;
         // Step 6: the caller stores it.
         Ok(value)
     }

@@ -29,4 +29,6 @@ pub struct IndexedValue {
     pub metadata_type_name: String,
     /// The value.
     pub value: String,
+    /// Its metadata type's value type (how search compares and sorts it).
+    pub value_type: super::ValueType,
 }

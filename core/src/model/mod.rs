@@ -17,6 +17,7 @@ mod storage;
 mod sync;
 mod task;
 mod username;
+mod value_type;
 mod views;
 mod webhook;
 mod workflow;
@@ -28,7 +29,7 @@ pub use device::{Device, NewDevice};
 pub(crate) use event::Changes;
 pub use event::{Event, EventChange, EventObject, EventQuery};
 pub use indexed::{IndexedDocument, IndexedValue};
-pub use inputs::{DocumentQuery, NewDocument, TransitionUpdate, UserUpdate};
+pub use inputs::{DocumentQuery, NewDocument, OrderBy, SearchQuery, TransitionUpdate, UserUpdate};
 pub use object::{ObjectKind, ObjectRef};
 pub use permission::{Permission, PermissionSet};
 pub use principals::{Acl, Cabinet, Group, Role, Task, TaskState, User};
@@ -43,6 +44,7 @@ pub use task::{
 };
 pub(crate) use task::{SYSTEM_AUTHOR, TypePair, author_id};
 pub(crate) use username::username_key;
+pub use value_type::{TypedKey, ValueMisfit, ValueType, ValueTypeCheck};
 pub use views::{
     AclView, AssociationView, DocumentView, EventActor, EventFeed, EventView, MetadataPageVersion,
     MetadataValueView, Page, PageRequest,
@@ -160,6 +162,8 @@ pub struct MetadataType {
     pub parser: String,
     /// YAML arguments of the parser.
     pub parser_arguments: String,
+    /// What its values are (text unless set): after the pipeline, a value must be of this type.
+    pub value_type: ValueType,
 }
 
 /// The writable fields of a [`MetadataType`], for creation and full updates.
@@ -181,6 +185,8 @@ pub struct MetadataTypeInput {
     pub parser: String,
     /// See [`MetadataType::parser_arguments`].
     pub parser_arguments: String,
+    /// See [`MetadataType::value_type`].
+    pub value_type: ValueType,
 }
 
 impl MetadataTypeInput {
@@ -204,6 +210,7 @@ impl MetadataTypeInput {
             validation_arguments,
             parser,
             parser_arguments,
+            value_type,
         } = self;
         MetadataType {
             id,
@@ -215,7 +222,14 @@ impl MetadataTypeInput {
             validation_arguments,
             parser,
             parser_arguments,
+            value_type,
         }
+    }
+
+    /// Sets the type of the values.
+    pub fn value_type(mut self, value_type: ValueType) -> Self {
+        self.value_type = value_type;
+        self
     }
 
     /// Sets the default template.
@@ -256,6 +270,7 @@ impl From<&MetadataType> for MetadataTypeInput {
             validation_arguments: t.validation_arguments.clone(),
             parser: t.parser.clone(),
             parser_arguments: t.parser_arguments.clone(),
+            value_type: t.value_type,
         }
     }
 }

@@ -674,6 +674,13 @@ fn metadata_type(v: &Value) -> Parsed<MetadataType> {
         validation_arguments: text(v, "validation_arguments")?,
         parser: text(v, "parser")?,
         parser_arguments: text(v, "parser_arguments")?,
+        // A server older than typed metadata types sends none: its types are text.
+        value_type: match v.get("value_type").and_then(Value::as_str) {
+            None => ValueType::Text,
+            Some(name) => name
+                .parse()
+                .map_err(|e: String| format!("value_type: {e}"))?,
+        },
     })
 }
 

@@ -30,15 +30,18 @@ use tantivy::schema::{
 use tantivy::tokenizer::{LowerCaser, NgramTokenizer, SimpleTokenizer, TextAnalyzer};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
-use super::query::{Expr, Field, Match};
+use super::query::{Expr, Field, Match, ResolvedType};
 use super::visible::{IdTerms, Records, RecordsCache, RecordsKey, ToDocument};
 use crate::access::DocumentVisibility;
 use crate::error::{Error, Result};
 pub use crate::model::{IndexedDocument, IndexedValue};
+use crate::model::{TypedKey, ValueType};
 
 /// Schema version of the index; a different version needs `search_upgrade` (a rebuild).
 /// 3: values only in value records (with their metadata type id), each document one block.
-pub const INDEX_SCHEMA_VERSION: u32 = 3;
+/// 4: typed keys of values by their type's value type, text values as a column for sorting,
+/// and the type of each non-empty value (for `has:`).
+pub const INDEX_SCHEMA_VERSION: u32 = 4;
 const NGRAM: &str = "docmeta_ngram";
 const WORDS: &str = "docmeta_words";
 const DOCUMENT: &str = "document";
@@ -156,6 +159,10 @@ struct Fields {
     value_ngram: TField,
     value_time: TField,
     value_number: TField,
+    typed_number: TField,
+    typed_time: TField,
+    value_text: TField,
+    filled_type: TField,
 }
 
 fn schema() -> (Schema, Fields) {
@@ -187,7 +194,14 @@ fn schema() -> (Schema, Fields) {
         value: b.add_text_field("value", words),
         value_ngram: b.add_text_field("value_ngram", ngram),
         value_time: b.add_i64_field("value_time", id.clone()),
-        value_number: b.add_f64_field("value_number", id),
+        value_number: b.add_f64_field("value_number", id.clone()),
+        // A typed metadata type's values by their type (numbers, and dates and times in
+        // seconds), for field-bound terms and sorting; a text type's values as a column, for
+        // sorting.
+        typed_number: b.add_f64_field("typed_number", id.clone()),
+        typed_time: b.add_i64_field("typed_time", id),
+        value_text: b.add_text_field("value_text", TextOptions::default().set_fast("raw")),
+        filled_type: b.add_i64_field("filled_type", NumericOptions::default().set_indexed()),
     };
     (b.build(), fields)
 }
@@ -404,6 +418,17 @@ impl SearchIndex {
                 }
                 if let Some(n) = number_of(&v.value) {
                     m.add_f64(f.value_number, n);
+                }
+                match v.value_type.key(&v.value) {
+                    Some(TypedKey::Number(n)) => m.add_f64(f.typed_number, n),
+                    Some(TypedKey::Time(t)) => m.add_i64(f.typed_time, t),
+                    None if v.value_type == ValueType::Text && !v.value.is_empty() => {
+                        m.add_text(f.value_text, &v.value)
+                    }
+                    None => {}
+                }
+                if !v.value.is_empty() {
+                    m.add_i64(f.filled_type, v.metadata_type_id);
                 }
                 block.push(UserOperation::Add(m));
             }
@@ -645,6 +670,25 @@ impl SearchIndex {
                 matching,
             } => metadata(self.value_query(matching)?),
             Expr::Term {
+                field: Some(Field::Type(field)),
+                matching,
+            } => match field.resolved {
+                Some(t) => metadata(self.typed_query(&field.name, t, matching)?),
+                None => Box::new(EmptyQuery),
+            },
+            Expr::Has(field) => match field.resolved {
+                Some(t) => metadata(Box::new(TermQuery::new(
+                    Term::from_field_i64(f.filled_type, t.id),
+                    IndexRecordOption::Basic,
+                ))),
+                None => Box::new(EmptyQuery),
+            },
+            Expr::All => Box::new(AllQuery),
+            Expr::DocumentType(t) => Box::new(TermQuery::new(
+                Term::from_field_i64(f.document_type_id, *t),
+                IndexRecordOption::Basic,
+            )),
+            Expr::Term {
                 field: None,
                 matching,
             } => {
@@ -661,6 +705,61 @@ impl SearchIndex {
                 Box::new(BooleanQuery::new(any))
             }
         })
+    }
+
+    /// The values of metadata type `t` (named `name` in the query) that `matching` matches,
+    /// compared by the type's value type: a word that reads as the type is that value, another
+    /// word or a phrase matches the values' text as any value's would; range bounds must read as
+    /// the type.
+    fn typed_query(&self, name: &str, t: ResolvedType, matching: &Match) -> Result<Box<dyn Query>> {
+        let f = self.fields;
+        let of_type: Box<dyn Query> = Box::new(TermQuery::new(
+            Term::from_field_i64(f.metadata_type_id, t.id),
+            IndexRecordOption::Basic,
+        ));
+        let typed = |lower: RangeBound<TypedKey>, upper: RangeBound<TypedKey>| {
+            if t.value_type.is_number() {
+                let number = |b: RangeBound<TypedKey>| {
+                    b.map(|(k, i)| (if let TypedKey::Number(n) = k { n } else { 0.0 }, i))
+                };
+                bounded_range(number(lower), number(upper), |v| {
+                    Term::from_field_f64(f.typed_number, v)
+                })
+            } else {
+                let time = |b: RangeBound<TypedKey>| {
+                    b.map(|(k, i)| (if let TypedKey::Time(t) = k { t } else { 0 }, i))
+                };
+                bounded_range(time(lower), time(upper), |v| {
+                    Term::from_field_i64(f.typed_time, v)
+                })
+            }
+        };
+        let values = match (t.value_type, matching) {
+            (ValueType::Text, _) | (_, Match::Phrase(_)) => self.value_query(matching)?,
+            (value_type, Match::Words(w)) => match value_type.bound_key(w) {
+                Some(key) => typed(Some((key, true)), Some((key, true))),
+                None => self.value_query(matching)?,
+            },
+            (value_type, Match::Range { lower, upper }) => {
+                let Some((lower, upper)) = read_bounds(lower, upper, |b| value_type.bound_key(b))
+                else {
+                    return Err(Error::InvalidInput(format!(
+                        "query: {name} holds {}: a range over it needs bounds of that form",
+                        value_type.form()
+                    )));
+                };
+                if lower.is_none() && upper.is_none() {
+                    return Err(Error::InvalidInput(
+                        "query: a range needs at least one bound".into(),
+                    ));
+                }
+                typed(lower, upper)
+            }
+        };
+        Ok(Box::new(BooleanQuery::new(vec![
+            (Occur::Must, of_type),
+            (Occur::Must, values),
+        ])))
     }
 
     fn text_query(&self, field: TField, matching: &Match) -> Result<Box<dyn Query>> {
@@ -682,14 +781,23 @@ impl SearchIndex {
     /// view, and scores them with a constant; every score comes from the record alone (see
     /// `RecordStatistics`). So a value the caller may not view changes neither which results
     /// they get, nor how many, nor their order.
+    ///
+    /// With `order`, documents come in the order of their values of one metadata type instead
+    /// (see [`Sort`]); only document searches sort.
     pub fn search_visible(
         &self,
         kind: RecordKind,
         expr: &Expr,
         scope: Arc<SearchScope>,
+        order: Option<Sort>,
         offset: usize,
         limit: usize,
     ) -> Result<(usize, Vec<Hit>)> {
+        if order.is_some() && kind != RecordKind::Document {
+            return Err(Error::InvalidInput(
+                "only document searches sort by a metadata type".into(),
+            ));
+        }
         let searcher = self.reader.searcher();
         let contents = searcher.generation().segments().clone();
         let wanted = offset.saturating_add(limit);
@@ -704,7 +812,10 @@ impl SearchIndex {
                 })
                 .collect()
         };
-        if let Some((count, top)) = self.answers.get(&contents, kind, expr, &scope, wanted) {
+        if let Some((count, top)) = self
+            .answers
+            .get(&contents, kind, expr, &scope, order, wanted)
+        {
             return Ok((count, page(&top)));
         }
         // Kept a little beyond the page, so that the next pages are answered from memory too.
@@ -746,26 +857,38 @@ impl SearchIndex {
         if let Some(visible) = visible {
             clauses.push((Occur::Must, Box::new(visible)));
         }
-        let collector = VisibleTop {
-            scope: scope.clone(),
-            kind,
-            keep,
+        let query = BooleanQuery::new(clauses);
+        let statistics = RecordStatistics {
+            ngram: self.fields.value_ngram,
         };
-        let (count, top) = searcher
-            .search_with_statistics_provider(
-                &BooleanQuery::new(clauses),
-                &collector,
-                &RecordStatistics {
-                    ngram: self.fields.value_ngram,
+        let (count, top) = match order {
+            None => searcher.search_with_statistics_provider(
+                &query,
+                &VisibleTop {
+                    scope: scope.clone(),
+                    kind,
+                    keep,
                 },
-            )
-            .map_err(|e| search_error("searching", e))?;
+                &statistics,
+            ),
+            Some(sort) => searcher.search_with_statistics_provider(
+                &query,
+                &SortedTop {
+                    scope: scope.clone(),
+                    sort,
+                    keep,
+                },
+                &statistics,
+            ),
+        }
+        .map_err(|e| search_error("searching", e))?;
         let hits = page(&top);
         self.answers.put(Answer {
             contents,
             kind,
             expr: expr.clone(),
             scope,
+            order,
             keep,
             count,
             top: Arc::new(top),
@@ -920,6 +1043,7 @@ struct Answer {
     kind: RecordKind,
     expr: Expr,
     scope: Arc<SearchScope>,
+    order: Option<Sort>,
     keep: usize,
     count: usize,
     top: Arc<Vec<Ranked>>,
@@ -935,6 +1059,7 @@ impl Answers {
         kind: RecordKind,
         expr: &Expr,
         scope: &SearchScope,
+        order: Option<Sort>,
         wanted: usize,
     ) -> Option<(usize, Arc<Vec<Ranked>>)> {
         let mut entries = self.entries.lock();
@@ -943,6 +1068,7 @@ impl Answers {
             e.kind == kind
                 && (e.keep >= wanted || e.top.len() == e.count)
                 && e.expr == *expr
+                && e.order == order
                 && e.contents == *contents
                 && *e.scope == *scope
         })?;
@@ -1062,6 +1188,225 @@ impl tantivy::collector::SegmentCollector for VisibleTopSegment {
     }
 }
 
+/// The order of a sorted document search: by the values of one metadata type, compared by its
+/// value type (text by its characters' code points), documents without a value (or whose value
+/// the caller may not view) last in either direction, ties by document id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sort {
+    /// The metadata type, when the caller may view its values; `None` sorts as if no document
+    /// had a value (so by document id).
+    pub by: Option<ResolvedType>,
+    /// Largest first.
+    pub descending: bool,
+}
+
+/// A value's place in a sorted order, as an unsigned number that compares as the value does.
+fn number_key(n: f64) -> u64 {
+    let bits = n.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | 1 << 63
+    }
+}
+
+fn time_key(t: i64) -> u64 {
+    (t as u64) ^ (1 << 63)
+}
+
+/// A kept hit of a sorted search within one segment: without a value, its key (the direction
+/// applied; for text, a term ordinal of the segment), the document.
+type SegmentSorted = (bool, u64, i64);
+
+/// A sort key across segments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum SortValue {
+    Key(u64),
+    Text(String),
+}
+
+/// Counts the visible documents and keeps the first `keep` of them in `sort`'s order.
+struct SortedTop {
+    scope: Arc<SearchScope>,
+    sort: Sort,
+    keep: usize,
+}
+
+struct SortedTopSegment {
+    scope: Arc<SearchScope>,
+    sort: Sort,
+    documents: tantivy::columnar::Column<i64>,
+    types: tantivy::columnar::Column<i64>,
+    values: tantivy::columnar::Column<i64>,
+    metadata_types: tantivy::columnar::Column<i64>,
+    numbers: tantivy::columnar::Column<f64>,
+    times: tantivy::columnar::Column<i64>,
+    texts: Option<tantivy::columnar::StrColumn>,
+    count: usize,
+    keep: usize,
+    best: std::collections::BinaryHeap<SegmentSorted>,
+}
+
+/// One segment's first hits in order: without a value, the key, the document.
+type SortedFruit = (usize, Vec<(bool, SortValue, i64)>);
+
+impl SortedTop {
+    fn ordering(
+        &self,
+        a: &(bool, SortValue, i64),
+        b: &(bool, SortValue, i64),
+    ) -> std::cmp::Ordering {
+        let values = match (&a.1, &b.1) {
+            (SortValue::Text(x), SortValue::Text(y)) if self.sort.descending => y.cmp(x),
+            (x, y) => x.cmp(y),
+        };
+        a.0.cmp(&b.0).then(values).then(a.2.cmp(&b.2))
+    }
+}
+
+impl Ord for SortValue {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        match (self, other) {
+            (SortValue::Key(a), SortValue::Key(b)) => a.cmp(b),
+            (SortValue::Text(a), SortValue::Text(b)) => a.cmp(b),
+            (SortValue::Key(_), SortValue::Text(_)) => std::cmp::Ordering::Less,
+            (SortValue::Text(_), SortValue::Key(_)) => std::cmp::Ordering::Greater,
+        }
+    }
+}
+
+impl PartialOrd for SortValue {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl tantivy::collector::Collector for SortedTop {
+    type Fruit = (usize, Vec<Ranked>);
+    type Child = SortedTopSegment;
+
+    fn for_segment(
+        &self,
+        _: tantivy::SegmentOrdinal,
+        segment: &tantivy::SegmentReader,
+    ) -> tantivy::Result<SortedTopSegment> {
+        let fast = segment.fast_fields();
+        Ok(SortedTopSegment {
+            scope: self.scope.clone(),
+            sort: self.sort,
+            documents: fast.i64("document_id")?,
+            types: fast.i64("document_type_id")?,
+            values: fast.i64("metadata_id")?,
+            metadata_types: fast.i64("metadata_type_id")?,
+            numbers: fast.f64("typed_number")?,
+            times: fast.i64("typed_time")?,
+            texts: fast.str("value_text")?,
+            count: 0,
+            keep: self.keep,
+            best: std::collections::BinaryHeap::with_capacity(self.keep.min(1024) + 1),
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        false
+    }
+
+    fn merge_fruits(&self, fruits: Vec<SortedFruit>) -> tantivy::Result<(usize, Vec<Ranked>)> {
+        let count = fruits.iter().map(|(c, _)| c).sum();
+        let mut all: Vec<(bool, SortValue, i64)> =
+            fruits.into_iter().flat_map(|(_, best)| best).collect();
+        all.sort_by(|a, b| self.ordering(a, b));
+        all.truncate(self.keep);
+        Ok((
+            count,
+            all.into_iter()
+                .map(|(_, _, document)| (Score(0.0), document, None))
+                .collect(),
+        ))
+    }
+}
+
+impl SortedTopSegment {
+    /// The sort key of document record `doc` (document `id` of type `ty`): its visible value of
+    /// the sorted type, found among the value records just before it (its block).
+    fn key(&self, doc: tantivy::DocId, id: i64, ty: i64) -> Option<u64> {
+        let by = self.sort.by?;
+        if !self.scope.document_metadata.allows(id, ty) {
+            return None;
+        }
+        let mut at = doc;
+        while at > 0 {
+            at -= 1;
+            // The block's value records end at the previous document record.
+            self.values.first(at)?;
+            if self.metadata_types.first(at) != Some(by.id) {
+                continue;
+            }
+            let key = if by.value_type.is_number() {
+                number_key(self.numbers.first(at)?)
+            } else if by.value_type.is_time() {
+                time_key(self.times.first(at)?)
+            } else {
+                self.texts.as_ref()?.ords().first(at)?
+            };
+            return Some(if self.sort.descending { !key } else { key });
+        }
+        None
+    }
+}
+
+impl tantivy::collector::SegmentCollector for SortedTopSegment {
+    type Fruit = SortedFruit;
+
+    fn collect(&mut self, doc: tantivy::DocId, _: tantivy::Score) {
+        let (Some(id), Some(ty)) = (self.documents.first(doc), self.types.first(doc)) else {
+            return;
+        };
+        if !self.scope.documents.allows(id, ty) {
+            return;
+        }
+        self.count += 1;
+        if self.keep == 0 {
+            return;
+        }
+        let key = self.key(doc, id, ty);
+        let ranked = (key.is_none(), key.unwrap_or(0), id);
+        if self.best.len() < self.keep {
+            self.best.push(ranked);
+        } else if let Some(mut worst) = self.best.peek_mut()
+            && ranked < *worst
+        {
+            *worst = ranked;
+        }
+    }
+
+    fn harvest(self) -> SortedFruit {
+        let text = self
+            .sort
+            .by
+            .is_some_and(|t| !t.value_type.is_number() && !t.value_type.is_time());
+        let mut buffer = String::new();
+        let best = self
+            .best
+            .into_iter()
+            .map(|(missing, key, id)| {
+                let value = match (&self.texts, text && !missing) {
+                    (Some(texts), true) => {
+                        let ord = if self.sort.descending { !key } else { key };
+                        buffer.clear();
+                        // An ordinal of this segment's dictionary always has its text.
+                        let _ = texts.ord_to_str(ord, &mut buffer);
+                        SortValue::Text(buffer.clone())
+                    }
+                    _ => SortValue::Key(key),
+                };
+                (missing, value, id)
+            })
+            .collect();
+        (self.count, best)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1097,6 +1442,7 @@ mod tests {
                     metadata_type_id: v + 1,
                     metadata_type_name: format!("type{v}"),
                     value: (1000 * id + v).to_string(),
+                    value_type: ValueType::Text,
                 })
                 .collect(),
         }
@@ -1107,6 +1453,7 @@ mod tests {
             RecordKind::Document,
             &parse(q)?,
             Arc::new(SearchScope::everything()),
+            None,
             0,
             1000,
         )?;

@@ -18,9 +18,9 @@ use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
 
 pub use index::{
-    Hit, IndexedDocument, IndexedValue, RecordKind, SearchIndex, SearchScope, TypeVisibility,
+    Hit, IndexedDocument, IndexedValue, RecordKind, SearchIndex, SearchScope, Sort, TypeVisibility,
 };
-pub use query::{Expr, parse};
+pub use query::{Expr, ResolvedType, parse};
 pub(crate) use work::run_task;
 pub use work::{SearchTicket, SearchWork, SearchWorkRun, SearchWorkState};
 
@@ -87,6 +87,7 @@ fn load_documents(tx: &mut Tx<'_>, ids: &[DocumentId]) -> Result<(Vec<IndexedDoc
                     metadata_type_id: v.metadata_type_id.0,
                     metadata_type_name: v.metadata_type_name,
                     value: v.value,
+                    value_type: v.value_type,
                 })
                 .collect(),
             document_type_id: d.document_type_id.0,
@@ -457,11 +458,72 @@ impl Session {
         })
     }
 
-    /// A page of the documents matching `query` (spec 2.5 syntax) that this session may view,
-    /// best first, each with its type. Metadata terms match only values this session may view
-    /// (the search scope): a hidden value never changes the results,
+    /// The metadata types this session may view the values of, by name: what a field-bound
+    /// term or an order may name (any other name matches nothing, as a type that does not
+    /// exist).
+    fn viewable_types(&self, scope: &SearchScope) -> Result<HashMap<String, ResolvedType>> {
+        let types = self.read(|tx| tx.metadata_types())?;
+        Ok(types
+            .into_iter()
+            .filter(|t| scope.metadata_types.all || scope.metadata_types.ids.contains(&t.id.0))
+            .map(|t| {
+                let resolved = ResolvedType {
+                    id: t.id.0,
+                    value_type: t.value_type,
+                };
+                (t.name, resolved)
+            })
+            .collect())
+    }
+
+    /// `expr` with its metadata type names resolved, and the order, for this session's scope.
+    fn prepared(
+        &self,
+        mut expr: Expr,
+        ordering: Option<&OrderBy>,
+        scope: &SearchScope,
+    ) -> Result<(Expr, Option<Sort>)> {
+        let mut types = None;
+        let mut find = |name: &str| -> Result<Option<ResolvedType>> {
+            if types.is_none() {
+                types = Some(self.viewable_types(scope)?);
+            }
+            Ok(types.as_ref().and_then(|t| t.get(name).copied()))
+        };
+        let mut failed = None;
+        query::resolve(&mut expr, &mut |name| match find(name) {
+            Ok(found) => found,
+            Err(e) => {
+                failed.get_or_insert(e);
+                None
+            }
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        let sort = match ordering {
+            None => None,
+            Some(o) => Some(Sort {
+                by: find(&o.metadata_type)?,
+                descending: o.descending,
+            }),
+        };
+        Ok((expr, sort))
+    }
+
+    /// A page of the documents matching `query` (spec 2.5 syntax, and field-bound terms: see
+    /// below) that this session may view, best first (or in the query's
+    /// [`ordering`](SearchQuery::ordering)), each with its type. Metadata terms match only values
+    /// this session may view (the search scope): a hidden value never changes the results,
     /// their count or their order. A document deleted since the index answered (its removal
     /// reaches the index right after) is left out of the page rather than failing it.
+    ///
+    /// Beyond the spec's fields, `<name>:<term>` matches only values of the metadata type
+    /// `name`, compared by its [`ValueType`] (`amount:>1000`, `due:[2024-01-01 TO 2024-03-31]`,
+    /// `paid:true`; a word that does not read as the type matches the values' text, as
+    /// `value:` would), and `has:<name>` the documents with a value of it (`NOT has:<name>`
+    /// those without). A name that is no metadata type, or one whose values this session may
+    /// not view, matches nothing, so that no answer tells a hidden type from an absent one.
     ///
     /// ```
     /// use docmeta_core::{MetadataTypeInput, PageRequest};
@@ -481,10 +543,44 @@ impl Session {
     /// assert_eq!(found.count, 1);
     /// assert_eq!(found.items[0].document.id, doc.document.id);
     /// assert_eq!(admin.search_documents("value:2024", first)?.count, 2);
+    /// ```
+    ///
+    /// Typed fields and an order:
+    ///
+    /// ```
+    /// use docmeta_core::{MetadataTypeInput, OrderBy, PageRequest, SearchQuery, ValueType};
+    ///
+    /// let db = docmeta_core::Docmeta::in_memory()?;
+    /// let admin = db.system();
+    /// let invoice = admin.create_document_type("Invoice")?;
+    /// let amount = MetadataTypeInput::new("amount", "Amount").value_type(ValueType::Decimal);
+    /// let amount = admin.create_metadata_type(amount)?;
+    /// admin.associate(invoice.id, amount.id, false)?;
+    /// for (label, value) in [("small", "95.50"), ("large", "1200"), ("none", "")] {
+    ///     admin.create_document(invoice.id, label, &[(amount.id, value)])?;
+    /// }
+    /// let first = PageRequest::new(1, 20);
+    /// // 95.50 < 1200 as numbers (as text, "1200" < "95.50").
+    /// let found = admin.search_documents("amount:>100", first)?;
+    /// assert_eq!(found.items[0].document.label, "large");
+    /// assert_eq!(admin.search_documents("NOT has:amount", first)?.count, 1);
+    /// // Largest first; a document without a value last.
+    /// let sorted = SearchQuery::new("document_type__label:invoice")
+    ///     .ordered_by(OrderBy::descending("amount"));
+    /// let labels: Vec<String> = admin.search_documents(sorted, first)?
+    ///     .items.into_iter().map(|d| d.document.label).collect();
+    /// assert_eq!(labels, ["large", "small", "none"]);
     /// # Ok::<(), docmeta_core::Error>(())
     /// ```
-    pub fn search_documents(&self, query: &str, page: PageRequest) -> Result<Page<DocumentView>> {
-        let (count, ids) = self.document_hits(query, page.number, page.size)?;
+    pub fn search_documents(
+        &self,
+        query: impl Into<SearchQuery>,
+        page: PageRequest,
+    ) -> Result<Page<DocumentView>> {
+        let query = query.into();
+        let expr = parse(&query.text)?;
+        let (count, ids) =
+            self.document_hits(expr, query.ordering.as_ref(), page.number, page.size)?;
         // The page's documents and their types in one read.
         let items = self.document_views(&ids)?;
         Ok(Page { count, items })
@@ -494,11 +590,11 @@ impl Session {
     /// (what [`search_documents`](Self::search_documents) reads the documents of).
     pub(crate) fn document_hits(
         &self,
-        query: &str,
+        expr: Expr,
+        ordering: Option<&OrderBy>,
         page: usize,
         page_size: usize,
     ) -> Result<(usize, Vec<DocumentId>)> {
-        let expr = parse(query)?;
         let offset = page.saturating_sub(1).saturating_mul(page_size);
         if offset.saturating_add(page_size) > MAX_RESULT_WINDOW {
             return Err(crate::error::Error::InvalidInput(format!(
@@ -507,10 +603,12 @@ impl Session {
         }
         self.db.index_catch_up(false)?;
         let scope = self.search_scope()?;
+        let (expr, sort) = self.prepared(expr, ordering, &scope)?;
         let (count, hits) = self.db.inner.search.index().search_visible(
             RecordKind::Document,
             &expr,
             std::sync::Arc::new(scope),
+            sort,
             offset,
             page_size,
         )?;
@@ -533,10 +631,12 @@ impl Session {
         let expr = parse(query)?;
         self.db.index_catch_up(false)?;
         let scope = self.search_scope()?;
+        let (expr, _) = self.prepared(expr, None, &scope)?;
         let (count, hits) = self.db.inner.search.index().search_visible(
             RecordKind::Metadata,
             &expr,
             std::sync::Arc::new(scope),
+            None,
             page.number.saturating_sub(1).saturating_mul(page.size),
             page.size,
         )?;
@@ -572,6 +672,26 @@ impl Session {
         }
         Ok(Page { count, items })
     }
+}
+
+/// The kernel's hook behind `Session::documents` with an order (see `DocumentQuery::ordering`):
+/// every document `actor` may view (of type `of_type`), in `ordering`'s order, from the index.
+pub(crate) fn sorted_documents(
+    db: &Docmeta,
+    actor: Actor,
+    of_type: Option<DocumentTypeId>,
+    ordering: &OrderBy,
+    page: PageRequest,
+) -> Result<(usize, Vec<DocumentId>)> {
+    let session = match actor {
+        Actor::User(user) => db.session(user),
+        Actor::System => db.system(),
+    };
+    let expr = match of_type {
+        Some(t) => Expr::DocumentType(t.0),
+        None => Expr::All,
+    };
+    session.document_hits(expr, Some(ordering), page.number, page.size)
 }
 
 /// Clears the "rebuilding" flag when a rebuild ends, however it ends.

@@ -2,13 +2,41 @@
 //! explicit), `OR`, `NOT` (or `-`), parentheses, quoted phrases, ranges
 //! `field:[a TO b]` and comparisons `field:>=a`, and bare words over every field.
 //!
+//! Beyond the spec: a name that is none of the spec's fields is a metadata type's name, and the
+//! term matches only values of that type, compared by its value type (`amount:>1000`,
+//! `due:[2024-01-01 TO 2024-03-31]`); `has:<name>` matches documents with a value of that type.
+//! The session resolves the names ([`resolve`]) before the index translates the query: a name
+//! that is no type, or a type whose values the caller may not view, matches nothing.
+//!
 //! Part of `search` (layer 7 of `scripts/check-structure`): it may import only what `search`
 //! may (see `search`'s module documentation).
 
 use crate::error::{Error, Result};
+use crate::model::ValueType;
+
+/// A metadata type a term names, and what the session found for the caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypeField {
+    /// The name written in the query.
+    pub name: String,
+    /// The type with that name, when the caller may view its values (see [`resolve`]).
+    pub resolved: Option<ResolvedType>,
+}
+
+/// A metadata type found for a name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResolvedType {
+    /// Its id.
+    pub id: i64,
+    /// How its values compare.
+    pub value_type: ValueType,
+}
+
+/// The word that asks for documents with a value of a type: `has:<name>`.
+pub const HAS: &str = "has";
 
 /// A searchable field (after resolving aliases).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Field {
     /// The document's label.
     Label,
@@ -18,18 +46,35 @@ pub enum Field {
     MetadataTypeName,
     /// A metadata value (`metadata__value`, `metadata_value`, `value`).
     Value,
+    /// The values of one metadata type (`<name>:...`).
+    Type(TypeField),
 }
 
 impl Field {
+    /// The field `name` names: one of the spec's, else a metadata type's when it could be a
+    /// type's name (`None` otherwise: no type can have it).
     fn parse(name: &str) -> Option<Field> {
         Some(match name {
             "label" => Field::Label,
             "document_type__label" | "document__document_type__label" => Field::DocumentTypeLabel,
             "metadata__metadata_type__name" | "metadata_type__name" => Field::MetadataTypeName,
             "metadata__value" | "metadata_value" | "value" => Field::Value,
-            _ => return None,
+            name => Field::Type(type_field(name)?),
         })
     }
+}
+
+/// The metadata type `name` names, unresolved; `None` when no type can have that name.
+fn type_field(name: &str) -> Option<TypeField> {
+    let mut chars = name.chars();
+    let first = chars.next()?;
+    let fits = (first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && name.len() <= crate::metadata::names::MAX_NAME_LEN;
+    fits.then(|| TypeField {
+        name: name.to_owned(),
+        resolved: None,
+    })
 }
 
 /// What a term matches.
@@ -57,6 +102,12 @@ pub enum Expr {
     Or(Vec<Expr>),
     /// Not this.
     Not(Box<Expr>),
+    /// Documents with a non-empty value of this metadata type (`has:<name>`).
+    Has(TypeField),
+    /// Every record (not written in queries: a list sorted through the index).
+    All,
+    /// The documents of one document type (not written in queries: a list of one type).
+    DocumentType(i64),
     /// One term; `field` `None` searches every field.
     Term {
         /// The field searched.
@@ -162,6 +213,25 @@ pub fn parse(text: &str) -> Result<Expr> {
         return Err(invalid(position(t), "unexpected ')'"));
     }
     Ok(expr)
+}
+
+/// Resolves every metadata type name of `expr` with `find` (the type, when the caller may view
+/// its values). Recursion is bounded by [`MAX_DEPTH`].
+pub fn resolve(expr: &mut Expr, find: &mut dyn FnMut(&str) -> Option<ResolvedType>) {
+    match expr {
+        Expr::And(parts) | Expr::Or(parts) => {
+            for p in parts {
+                resolve(p, find);
+            }
+        }
+        Expr::Not(inner) => resolve(inner, find),
+        Expr::Has(field)
+        | Expr::Term {
+            field: Some(Field::Type(field)),
+            ..
+        } => field.resolved = find(&field.name),
+        Expr::Term { .. } | Expr::All | Expr::DocumentType(_) => {}
+    }
 }
 
 fn position(t: &Token) -> usize {
@@ -286,10 +356,15 @@ fn term(word: &str, p: usize) -> Result<Expr> {
             matching: Match::Words(word.to_owned()),
         });
     };
-    let field = Field::parse(name).ok_or_else(|| invalid(p, &format!("unknown field '{name}'")))?;
     if value.is_empty() {
         return Err(invalid(p + word.len(), "a value is missing"));
     }
+    if name == HAS {
+        let field = type_field(value)
+            .ok_or_else(|| invalid(p, &format!("'{value}' is not a metadata type name")))?;
+        return Ok(Expr::Has(field));
+    }
+    let field = Field::parse(name).ok_or_else(|| invalid(p, &format!("unknown field '{name}'")))?;
     Ok(Expr::Term {
         field: Some(field),
         matching: value_match(value, p)?,
@@ -429,7 +504,8 @@ mod tests {
     #[test]
     fn errors_name_the_position() {
         for (q, at) in [
-            ("nope:x", 0),
+            ("no-pe:x", 0),
+            ("has:no-pe", 0),
             ("a \"b", 2),
             ("(a", 0),
             ("a)", 1),
@@ -474,6 +550,69 @@ mod tests {
             let e = parse(q).expect_err(q).to_string();
             assert!(e.contains("nested too deep"), "{e}");
         }
+    }
+
+    #[test]
+    fn other_names_are_metadata_types() {
+        let field = |name: &str| {
+            Some(Field::Type(TypeField {
+                name: name.into(),
+                resolved: None,
+            }))
+        };
+        assert_eq!(
+            parse("amount:>1000 has:due NOT has:po_number").ok(),
+            Some(Expr::And(vec![
+                Expr::Term {
+                    field: field("amount"),
+                    matching: Match::Range {
+                        lower: Some(("1000".into(), false)),
+                        upper: None
+                    }
+                },
+                Expr::Has(TypeField {
+                    name: "due".into(),
+                    resolved: None
+                }),
+                Expr::Not(Box::new(Expr::Has(TypeField {
+                    name: "po_number".into(),
+                    resolved: None
+                }))),
+            ]))
+        );
+        assert_eq!(
+            parse("party:\"acme corp\"").ok(),
+            Some(Expr::Term {
+                field: field("party"),
+                matching: Match::Phrase("acme corp".into())
+            })
+        );
+        let mut expr = parse("(amount:5 OR label:x) -has:due").expect("parses");
+        resolve(&mut expr, &mut |name| {
+            (name == "amount").then_some(ResolvedType {
+                id: 7,
+                value_type: ValueType::Integer,
+            })
+        });
+        let Expr::And(parts) = &expr else {
+            panic!("{expr:?}")
+        };
+        let Expr::Or(first) = &parts[0] else {
+            panic!("{expr:?}")
+        };
+        assert!(matches!(
+            &first[0],
+            Expr::Term {
+                field: Some(Field::Type(TypeField {
+                    resolved: Some(ResolvedType { id: 7, .. }),
+                    ..
+                })),
+                ..
+            }
+        ));
+        assert!(
+            matches!(&parts[1], Expr::Not(inner) if matches!(&**inner, Expr::Has(TypeField { resolved: None, .. })))
+        );
     }
 
     #[test]

@@ -393,12 +393,22 @@ impl Session {
     /// plus the documents visible through ACLs of their own, and the page is one query filtered
     /// by those types and documents (beyond 1,000 such documents, a walk of the documents in
     /// order that keeps the visible ones).
+    ///
+    /// With [`DocumentQuery::ordering`], the documents come in the order of their values of a
+    /// metadata type, read from the search index (caught up first, as a search is).
     pub fn documents(&self, query: DocumentQuery, page: PageRequest) -> Result<Page<DocumentView>> {
         let DocumentQuery {
             document_type: of_type,
             newest_first,
             after,
+            ordering,
         } = query;
+        if let Some(ordering) = &ordering {
+            let sorted = self.db.inner.hooks.sorted_documents;
+            let (count, ids) = sorted(&self.db, self.actor, of_type, ordering, page)?;
+            let items = self.document_views(&ids)?;
+            return Ok(Page { count, items });
+        }
         // The count comes from the access snapshot: it must know of documents other processes
         // committed before this call.
         self.catch_up()?;

@@ -161,6 +161,14 @@ impl Session {
         check_definition(&input, self.db.classes(), self.db.templates())?;
         {
             let old = self.load_metadata_type(&mut u.tx, id, P::MetadataTypeEdit)?;
+            if input.value_type != old.value_type {
+                // Every stored value must be of the new type: checked inside the write, so
+                // that no value written meanwhile escapes.
+                let check = self.value_type_check_in(&mut u.tx, id, input.value_type)?;
+                if !check.fits() {
+                    return Err(Error::validation("value_type", misfits_message(&check)));
+                }
+            }
             let t = input.into_record(old.id);
             u.tx.update_metadata_type(&t).map_err(|e| {
                 rename_conflict(e, "name", "A metadata type with this name already exists.")
@@ -184,6 +192,89 @@ impl Session {
             )?;
             Ok(t)
         }
+    }
+
+    /// Which stored values of metadata type `id` are not of `value_type`: what
+    /// [`update_metadata_type`](Self::update_metadata_type) would refuse a change of its value
+    /// type for, without trying it. Needs `metadata.metadata_type_edit` on the type. The values
+    /// listed are those this session may view; the others are counted only.
+    ///
+    /// ```
+    /// use docmeta_core::{Error, MetadataTypeInput, ValueType};
+    ///
+    /// let db = docmeta_core::Docmeta::in_memory()?;
+    /// let admin = db.system();
+    /// let invoice = admin.create_document_type("Invoice")?;
+    /// let amount = admin.create_metadata_type(MetadataTypeInput::new("amount", "Amount"))?;
+    /// admin.associate(invoice.id, amount.id, false)?;
+    /// admin.create_document(invoice.id, "March", &[(amount.id, "1200.50")])?;
+    /// admin.create_document(invoice.id, "April", &[(amount.id, "about 900")])?;
+    ///
+    /// let check = admin.check_value_type(amount.id, ValueType::Decimal)?;
+    /// assert_eq!((check.checked, check.count), (2, 1));
+    /// assert_eq!(check.misfits[0].value, "about 900");
+    /// // The change itself is refused while a value does not fit, and changes nothing.
+    /// let typed = MetadataTypeInput::from(&amount).value_type(ValueType::Decimal);
+    /// assert!(matches!(admin.update_metadata_type(amount.id, typed), Err(Error::Validation { .. })));
+    /// # Ok::<(), docmeta_core::Error>(())
+    /// ```
+    pub fn check_value_type(
+        &self,
+        id: MetadataTypeId,
+        value_type: ValueType,
+    ) -> Result<ValueTypeCheck> {
+        self.read(|tx| {
+            self.load_metadata_type(tx, id, P::MetadataTypeEdit)?;
+            self.value_type_check_in(tx, id, value_type)
+        })
+    }
+
+    fn value_type_check_in(
+        &self,
+        tx: &mut crate::store::Tx<'_>,
+        id: MetadataTypeId,
+        value_type: ValueType,
+    ) -> Result<ValueTypeCheck> {
+        // Who may view which values: documents with `document_view`, their values with
+        // `document_metadata_view` on the document and on this type.
+        let (documents, values, type_visible) = match self.actor {
+            Actor::System => (None, None, true),
+            Actor::User(user) => {
+                let snapshot = self.snapshot();
+                (
+                    Some(snapshot.document_visibility(user, P::DocumentView)),
+                    Some(snapshot.document_visibility(user, P::DocumentMetadataView)),
+                    self.can(P::DocumentMetadataView, mt_ref(id)),
+                )
+            }
+        };
+        let visible = |d: DocumentId, t: DocumentTypeId| {
+            type_visible
+                && documents.as_ref().is_none_or(|v| v.allows(d.0, t.0))
+                && values.as_ref().is_none_or(|v| v.allows(d.0, t.0))
+        };
+        let mut check = ValueTypeCheck {
+            value_type,
+            checked: 0,
+            count: 0,
+            misfits: Vec::new(),
+        };
+        tx.each_value_of_metadata_type(id, &mut |metadata, document, document_type, value| {
+            check.checked += 1;
+            if value_type.check(value).is_ok() {
+                return;
+            }
+            check.count += 1;
+            if check.misfits.len() < ValueTypeCheck::MAX_LISTED && visible(document, document_type)
+            {
+                check.misfits.push(ValueMisfit {
+                    document,
+                    metadata,
+                    value: value.to_owned(),
+                });
+            }
+        })?;
+        Ok(check)
     }
 
     /// Deletes a metadata type (spec 2.4 rule 3): its associations and every value of it are
@@ -290,6 +381,39 @@ impl Session {
     }
 }
 
+/// Why a change of value type is refused: how many values do not fit, and the first few the
+/// caller may view.
+fn misfits_message(check: &ValueTypeCheck) -> String {
+    let shown: Vec<String> = check
+        .misfits
+        .iter()
+        .take(5)
+        .map(|m| format!("document {} has '{}'", m.document, shorten(&m.value)))
+        .collect();
+    let mut message = format!(
+        "{} of {} values are not {}",
+        check.count,
+        check.checked,
+        check.value_type.form()
+    );
+    if !shown.is_empty() {
+        message.push_str(&format!(" ({}", shown.join("; ")));
+        if check.count > shown.len() {
+            message.push_str("; ...");
+        }
+        message.push(')');
+    }
+    message.push_str(": change them first (check_value_type lists them).");
+    message
+}
+
+fn shorten(value: &str) -> String {
+    match value.char_indices().nth(40) {
+        Some((at, _)) => format!("{}…", &value[..at]),
+        None => value.to_owned(),
+    }
+}
+
 /// The fields of a metadata type that differ between `before` and `after` (`None`: the type
 /// did not exist yet, or no longer does).
 fn metadata_type_changes(before: Option<&MetadataType>, after: Option<&MetadataType>) -> Changes {
@@ -316,10 +440,12 @@ fn metadata_type_changes(before: Option<&MetadataType>, after: Option<&MetadataT
             field(|t| &t.parser_arguments),
         ]
     };
-    FIELDS
+    let changes = FIELDS
         .into_iter()
         .zip(values(before).into_iter().zip(values(after)))
         .fold(Changes::new(), |changes, (field, (before, after))| {
             changes.set(field, before, after)
-        })
+        });
+    let value_type = |t: Option<&MetadataType>| t.map(|t| t.value_type.as_str().to_owned());
+    changes.set("value_type", value_type(before), value_type(after))
 }

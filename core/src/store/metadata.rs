@@ -14,8 +14,8 @@ impl Tx<'_> {
     pub fn insert_metadata_type(&mut self, t: &MetadataTypeInput) -> Result<MetadataType> {
         let id = self.insert(
             "INSERT INTO metadata_types (name, label, default_value, lookup, validation, \
-                 validation_arguments, parser, parser_arguments) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+                 validation_arguments, parser, parser_arguments, value_type) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
              RETURNING id",
             &[
                 (&t.name).into(),
@@ -26,6 +26,7 @@ impl Tx<'_> {
                 (&t.validation_arguments).into(),
                 (&t.parser).into(),
                 (&t.parser_arguments).into(),
+                t.value_type.as_str().into(),
             ],
         )?;
         self.metadata_type(MetadataTypeId(id))?
@@ -36,7 +37,8 @@ impl Tx<'_> {
     pub fn update_metadata_type(&mut self, t: &MetadataType) -> Result<()> {
         self.execute(
             "UPDATE metadata_types SET name = ?1, label = ?2, default_value = ?3, lookup = ?4, \
-                 validation = ?5, validation_arguments = ?6, parser = ?7, parser_arguments = ?8 \
+                 validation = ?5, validation_arguments = ?6, parser = ?7, parser_arguments = ?8, \
+                 value_type = ?10 \
              WHERE id = ?9",
             &[
                 (&t.name).into(),
@@ -48,6 +50,7 @@ impl Tx<'_> {
                 (&t.parser).into(),
                 (&t.parser_arguments).into(),
                 t.id.0.into(),
+                t.value_type.as_str().into(),
             ],
         )
         .map(drop)
@@ -414,7 +417,7 @@ impl Tx<'_> {
         self.rows(
             "SELECT m.id, m.document_id, m.metadata_type_id, m.value, t.id, t.name, t.label, \
                  t.default_value, t.lookup, t.validation, t.validation_arguments, t.parser, \
-                 t.parser_arguments \
+                 t.parser_arguments, t.value_type \
              FROM document_metadata m \
              JOIN metadata_types t ON t.id = m.metadata_type_id \
              WHERE m.document_id = ?1 \
@@ -431,6 +434,7 @@ impl Tx<'_> {
                     validation_arguments: r.text(10)?,
                     parser: r.text(11)?,
                     parser_arguments: r.text(12)?,
+                    value_type: value_type(&r.text(13)?),
                 };
                 Ok((document_metadata(r)?, t))
             },

@@ -3,7 +3,7 @@
 //!
 //! Part of `store` (layer 3): imports only `error`, `model`, `config`, `events` and its siblings.
 
-use super::records::IndexedValueRow;
+use super::records::{IndexedValueRow, value_type};
 use super::{Dialect, Tx};
 use crate::error::Result;
 use crate::model::*;
@@ -246,7 +246,7 @@ impl Tx<'_> {
         )?;
         let mut at = 0;
         self.each(
-            "SELECT m.document_id, m.id, t.id, t.name, m.value \
+            "SELECT m.document_id, m.id, t.id, t.name, m.value, t.value_type \
              FROM document_metadata m \
              JOIN metadata_types t ON t.id = m.metadata_type_id \
              WHERE m.document_id BETWEEN ?1 AND ?2 \
@@ -263,6 +263,7 @@ impl Tx<'_> {
                         metadata_type_id: r.int(2)?,
                         metadata_type_name: r.text(3)?,
                         value: r.text(4)?,
+                        value_type: value_type(&r.text(5)?),
                     });
                 }
                 Ok(())
@@ -344,7 +345,7 @@ impl Tx<'_> {
         let rows = self.rows(
             &format!(
                 "SELECT d.id, d.label, d.document_type_id, d.created, y.label, m.id, t.id, t.name, \
-                     m.value \
+                     m.value, t.value_type \
                  FROM documents d \
                  JOIN document_types y ON y.id = d.document_type_id \
                  LEFT JOIN document_metadata m ON m.document_id = d.id \
@@ -360,6 +361,7 @@ impl Tx<'_> {
                         metadata_type_id: MetadataTypeId(t),
                         metadata_type_name: r.text(7)?,
                         value: r.text(8)?,
+                        value_type: value_type(&r.text(9)?),
                     }),
                     _ => None,
                 };
@@ -441,6 +443,32 @@ impl Tx<'_> {
                     r.text(2)?,
                     r.text(3)?,
                 ))
+            },
+        )
+    }
+
+    /// Calls `each` with every non-empty value of metadata type `t` (value id, document id, the
+    /// document's type, the value), by value id.
+    pub(crate) fn each_value_of_metadata_type(
+        &mut self,
+        t: MetadataTypeId,
+        each: &mut dyn FnMut(DocumentMetadataId, DocumentId, DocumentTypeId, &str),
+    ) -> Result<()> {
+        self.each(
+            "SELECT m.id, d.id, d.document_type_id, m.value \
+             FROM document_metadata m \
+             JOIN documents d ON d.id = m.document_id \
+             WHERE m.metadata_type_id = ?1 AND m.value <> '' \
+             ORDER BY m.id",
+            &[t.0.into()],
+            &mut |r| {
+                each(
+                    DocumentMetadataId(r.int(0)?),
+                    DocumentId(r.int(1)?),
+                    DocumentTypeId(r.int(2)?),
+                    &r.text(3)?,
+                );
+                Ok(())
             },
         )
     }

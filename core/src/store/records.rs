@@ -21,7 +21,12 @@ pub fn from_micros(us: i64) -> DateTime<Utc> {
 }
 
 pub(super) const METADATA_TYPE_COLUMNS: &str = "id, name, label, default_value, lookup, \
-    validation, validation_arguments, parser, parser_arguments";
+    validation, validation_arguments, parser, parser_arguments, value_type";
+
+/// A stored value type; a name this build does not know (written by a newer one) reads as text.
+pub(super) fn value_type(name: &str) -> ValueType {
+    ValueType::parse(name).unwrap_or_default()
+}
 
 pub(super) fn metadata_type(r: &Row) -> Result<MetadataType> {
     Ok(MetadataType {
@@ -34,6 +39,7 @@ pub(super) fn metadata_type(r: &Row) -> Result<MetadataType> {
         validation_arguments: r.text(6)?,
         parser: r.text(7)?,
         parser_arguments: r.text(8)?,
+        value_type: value_type(&r.text(9)?),
     })
 }
 
@@ -267,6 +273,8 @@ pub struct IndexedValueRow {
     pub metadata_type_name: String,
     /// The value.
     pub value: String,
+    /// The metadata type's value type.
+    pub value_type: ValueType,
 }
 
 /// A filter: `column` is one of the ids that parameter `?n` lists, a text made by

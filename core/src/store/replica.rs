@@ -79,15 +79,16 @@ impl Tx<'_> {
             self.execute(
                 "INSERT INTO metadata_types (id, name, label, default_value, lookup, validation, \
                      validation_arguments, parser, parser_arguments, default_shapers, \
-                     lookup_shapers) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+                     lookup_shapers, value_type) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
                  ON CONFLICT (id) DO UPDATE SET name = excluded.name, label = excluded.label, \
                      default_value = excluded.default_value, lookup = excluded.lookup, \
                      validation = excluded.validation, \
                      validation_arguments = excluded.validation_arguments, \
                      parser = excluded.parser, parser_arguments = excluded.parser_arguments, \
                      default_shapers = excluded.default_shapers, \
-                     lookup_shapers = excluded.lookup_shapers",
+                     lookup_shapers = excluded.lookup_shapers, \
+                     value_type = excluded.value_type",
                 &[
                     t.id.0.into(),
                     t.name.as_str().into(),
@@ -100,6 +101,7 @@ impl Tx<'_> {
                     t.parser_arguments.as_str().into(),
                     shaped(&t.default).into(),
                     shaped(&t.lookup).into(),
+                    t.value_type.as_str().into(),
                 ],
             )?;
         }

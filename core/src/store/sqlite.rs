@@ -55,10 +55,11 @@ pub(crate) const MIGRATIONS: &[(u32, &str)] = &[
         include_str!("migrations/sqlite/0014_device_creates.sql"),
     ),
     (15, include_str!("migrations/sqlite/0015_event_chain.sql")),
+    (16, include_str!("migrations/sqlite/0016_value_types.sql")),
 ];
 
 /// Newest schema version this build knows.
-pub const SCHEMA_VERSION: u32 = 15;
+pub const SCHEMA_VERSION: u32 = 16;
 
 /// Reader connections kept open; more concurrent readers wait for one (opening a connection per
 /// read would cost more than the read).

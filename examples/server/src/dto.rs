@@ -20,6 +20,9 @@ pub struct MetadataTypeOut {
     pub validation_arguments: String,
     pub parser: String,
     pub parser_arguments: String,
+    /// What its values are.
+    #[schema(value_type = crate::requests::ValueTypeIn)]
+    pub value_type: String,
     pub url: String,
 }
 
@@ -36,6 +39,7 @@ impl From<MetadataType> for MetadataTypeOut {
             validation_arguments: t.validation_arguments,
             parser: t.parser,
             parser_arguments: t.parser_arguments,
+            value_type: t.value_type.as_str().to_owned(),
         }
     }
 }
@@ -43,6 +47,43 @@ impl From<MetadataType> for MetadataTypeOut {
 impl From<&MetadataType> for MetadataTypeOut {
     fn from(t: &MetadataType) -> Self {
         t.clone().into()
+    }
+}
+
+/// A stored value that does not fit a value type.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ValueMisfitOut {
+    pub document_id: i64,
+    pub metadata_id: i64,
+    pub value: String,
+}
+
+/// What a change of value type would meet.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ValueTypeCheckOut {
+    #[schema(value_type = crate::requests::ValueTypeIn)]
+    pub value_type: String,
+    pub checked: u64,
+    pub count: u64,
+    pub misfits: Vec<ValueMisfitOut>,
+}
+
+impl From<docmeta_core::ValueTypeCheck> for ValueTypeCheckOut {
+    fn from(c: docmeta_core::ValueTypeCheck) -> Self {
+        ValueTypeCheckOut {
+            value_type: c.value_type.as_str().to_owned(),
+            checked: c.checked as u64,
+            count: c.count as u64,
+            misfits: c
+                .misfits
+                .into_iter()
+                .map(|m| ValueMisfitOut {
+                    document_id: m.document.0,
+                    metadata_id: m.metadata.0,
+                    value: m.value,
+                })
+                .collect(),
+        }
     }
 }
 

@@ -61,6 +61,55 @@ pub struct MetadataTypeIn {
     /// The parser's arguments, as YAML.
     #[schema(schema_with = optional_text::<TEMPLATE>)]
     pub parser_arguments: Option<String>,
+    /// What its values are (absent: `text`).
+    pub value_type: Option<ValueTypeIn>,
+}
+
+/// What a metadata type's values are: after the value pipeline, a value must be of its type
+/// (`integer` `42`, `decimal` `1234.50`, `date` `2024-03-31`, `datetime`
+/// `2024-03-31T14:05:00`, `time` `14:05[:30]`, `boolean` `true`/`false`); search compares
+/// and sorts values by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub enum ValueTypeIn {
+    Text,
+    Integer,
+    Decimal,
+    Date,
+    Datetime,
+    Time,
+    Boolean,
+}
+
+impl ValueTypeIn {
+    pub fn core(self) -> docmeta_core::ValueType {
+        use docmeta_core::ValueType as V;
+        match self {
+            ValueTypeIn::Text => V::Text,
+            ValueTypeIn::Integer => V::Integer,
+            ValueTypeIn::Decimal => V::Decimal,
+            ValueTypeIn::Date => V::Date,
+            ValueTypeIn::Datetime => V::DateTime,
+            ValueTypeIn::Time => V::Time,
+            ValueTypeIn::Boolean => V::Boolean,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ValueTypeIn {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use docmeta_core::ValueType as V;
+        let name = String::deserialize(deserializer)?;
+        Ok(match name.parse::<V>().map_err(D::Error::custom)? {
+            V::Text => ValueTypeIn::Text,
+            V::Integer => ValueTypeIn::Integer,
+            V::Decimal => ValueTypeIn::Decimal,
+            V::Date => ValueTypeIn::Date,
+            V::DateTime => ValueTypeIn::Datetime,
+            V::Time => ValueTypeIn::Time,
+            V::Boolean => ValueTypeIn::Boolean,
+        })
+    }
 }
 
 /// Body of PATCH on metadata types: absent fields keep their value.
@@ -82,6 +131,9 @@ pub struct MetadataTypePatchIn {
     pub parser: Option<String>,
     #[schema(schema_with = optional_text::<TEMPLATE>)]
     pub parser_arguments: Option<String>,
+    /// Checked against every stored value first: refused (`400` on `value_type`, naming the
+    /// values that do not fit) while any does not.
+    pub value_type: Option<ValueTypeIn>,
 }
 
 /// Words a metadata type name may not be (templates read names as identifiers): Python's

@@ -106,6 +106,7 @@ struct PipelineInput {
     lookup: String,
     value: String,
     required: bool,
+    value_type: u8,
 }
 
 fn class_path<'a>(index: u8, paths: &'a [String], other: &'a str) -> &'a str {
@@ -135,6 +136,8 @@ pub fn pipeline(data: &[u8]) {
         validation_arguments: input.validation_arguments,
         parser: class_path(input.parser, &parsers, "no.such.Parser").to_owned(),
         parser_arguments: input.parser_arguments,
+        value_type: docmeta_core::ValueType::ALL
+            [usize::from(input.value_type) % docmeta_core::ValueType::ALL.len()],
     };
     let Ok(compiled) = CompiledMetadataType::new(metadata_type, registry) else {
         return;
@@ -198,6 +201,7 @@ fn search_index() -> &'static SearchIndex {
             metadata_type_id,
             metadata_type_name: name.to_owned(),
             value: value.to_owned(),
+            value_type: typed(name).map_or(docmeta_core::ValueType::Text, |t| t.value_type),
         };
         index
             .update(
@@ -228,8 +232,21 @@ fn search_index() -> &'static SearchIndex {
     })
 }
 
+/// The index's metadata types as a search resolves them: `number` text, `due` a date, `amount`
+/// a decimal.
+fn typed(name: &str) -> Option<docmeta_core::ResolvedType> {
+    use docmeta_core::ValueType as V;
+    let (id, value_type) = match name {
+        "number" => (1, V::Text),
+        "due" => (2, V::Date),
+        "amount" => (3, V::Decimal),
+        _ => return None,
+    };
+    Some(docmeta_core::ResolvedType { id, value_type })
+}
+
 fn check_query(text: &str) {
-    let expr = match docmeta_core::parse_query(text) {
+    let mut expr = match docmeta_core::parse_query(text) {
         Ok(expr) => expr,
         Err(e) => {
             assert_eq!(
@@ -255,15 +272,30 @@ fn check_query(text: &str) {
             ..Default::default()
         },
     };
+    docmeta_core::resolve_query(&mut expr, &mut typed);
+    let sorts = [None, typed("amount"), typed("number"), typed("due")].map(|by| {
+        Some(docmeta_core::Sort {
+            by,
+            descending: text.len() % 2 == 0,
+        })
+    });
     for scope in [SearchScope::everything(), narrow] {
         let scope = std::sync::Arc::new(scope);
         for kind in [RecordKind::Document, RecordKind::Metadata] {
-            if let Err(e) = search_index().search_visible(kind, &expr, scope.clone(), 0, 10) {
-                assert_eq!(
-                    e.kind(),
-                    docmeta_core::ErrorKind::InvalidInput,
-                    "a query that parses must run or be InvalidInput: {e}"
-                );
+            let orders = if kind == RecordKind::Document {
+                &sorts[..]
+            } else {
+                &[None][..]
+            };
+            for order in std::iter::once(None).chain(orders.iter().copied()) {
+                let found = search_index().search_visible(kind, &expr, scope.clone(), order, 0, 10);
+                if let Err(e) = found {
+                    assert_eq!(
+                        e.kind(),
+                        docmeta_core::ErrorKind::InvalidInput,
+                        "a query that parses must run or be InvalidInput: {e}"
+                    );
+                }
             }
         }
     }

@@ -61,6 +61,10 @@ const MIGRATIONS: &[(u32, &str)] = &[
         15,
         include_str!("../migrations/postgres/0015_event_chain.sql"),
     ),
+    (
+        16,
+        include_str!("../migrations/postgres/0016_value_types.sql"),
+    ),
 ];
 
 /// The session-level advisory lock `migrate` holds, so that one process migrates while the

@@ -44,8 +44,8 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
 }
 
 #[utoipa::path(get, path = "/api/v4/documents/", tag = "documents",
-    params(crate::page::PageParams, ("document_type_id" = Option<i64>, Query)),
-    responses((status = 200, body = PageOut, description = "Documents the caller may view, by id")))]
+    params(crate::page::PageParams, ("document_type_id" = Option<i64>, Query), DocumentOrdering),
+    responses((status = 200, body = PageOut, description = "Documents the caller may view, by id"), (status = 400, body = ErrorOut)))]
 async fn list_documents(
     State(app): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -60,19 +60,49 @@ async fn list_documents(
         None => None,
     };
     app.run(user, move |s| {
-        let newest_first = q.ordering.as_deref() == Some("-id");
-        let page = s.documents(
-            DocumentQuery {
-                document_type: of_type,
-                newest_first,
-                ..Default::default()
-            },
-            q.request(),
-        )?;
+        // `id` and `-id` are the list's own orders; any other name is a metadata type's.
+        let (newest_first, ordering) = match q.ordering.as_deref() {
+            None | Some("id") => (false, None),
+            Some("-id") => (true, None),
+            Some(other) => (false, docmeta_core::OrderBy::parse(other)),
+        };
+        let page = s
+            .documents(
+                DocumentQuery {
+                    document_type: of_type,
+                    newest_first,
+                    ordering,
+                    ..Default::default()
+                },
+                q.request(),
+            )
+            .map_err(|e| match e {
+                docmeta_core::Error::InvalidInput(message) => ApiError::field("ordering", message),
+                e => e.into(),
+            })?;
         Ok(q.page(&uri, page, |d| DocumentOut::from(&d))?
             .into_response())
     })
     .await
+}
+
+/// `ordering` of the document list (for the OpenAPI description).
+struct DocumentOrdering;
+
+impl utoipa::IntoParams for DocumentOrdering {
+    fn into_params(
+        _: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>,
+    ) -> Vec<utoipa::openapi::path::Parameter> {
+        let mut ordering = crate::routes::search::ordering_param();
+        ordering.description = Some(
+            "`id` (the default) or `-id` (newest first); or a metadata type's name, `-` first \
+             for descending: documents in the order of their values of that type (compared by \
+             its value type; documents without a value, or whose value the caller may not view, \
+             last), ties by id. An order by a metadata type reaches 10,000 documents deep."
+                .to_owned(),
+        );
+        vec![ordering]
+    }
 }
 
 #[utoipa::path(post, path = "/api/v4/documents/", tag = "documents",

@@ -31,6 +31,7 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
             put_metadata_type,
             delete_metadata_type
         ))
+        .routes(routes!(check_value_type))
         .routes(routes!(list_document_types, create_document_type))
         .routes(routes!(
             get_document_type,
@@ -58,6 +59,7 @@ fn metadata_type_input(body: MetadataTypeIn) -> MetadataTypeInput {
         validation_arguments: body.validation_arguments.unwrap_or_default(),
         parser: body.parser.unwrap_or_default(),
         parser_arguments: body.parser_arguments.unwrap_or_default(),
+        value_type: body.value_type.map(|t| t.core()).unwrap_or_default(),
     }
 }
 
@@ -73,6 +75,7 @@ fn patched_metadata_type(body: MetadataTypePatchIn, base: &MetadataType) -> Meta
         validation_arguments: field(body.validation_arguments, &base.validation_arguments),
         parser: field(body.parser, &base.parser),
         parser_arguments: field(body.parser_arguments, &base.parser_arguments),
+        value_type: body.value_type.map_or(base.value_type, |t| t.core()),
     }
 }
 
@@ -188,6 +191,40 @@ async fn delete_metadata_type(
     app.run(user, move |s| {
         Ok(s.delete_metadata_type(MetadataTypeId(id))
             .map(|()| StatusCode::NO_CONTENT)?)
+    })
+    .await
+}
+
+/// The value type to check stored values against (for the OpenAPI description: the route reads
+/// it by hand, so that a missing or unknown one is a field error).
+#[allow(dead_code)]
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ValueTypeQuery {
+    /// The value type the metadata type would change to.
+    value_type: crate::requests::ValueTypeIn,
+}
+
+#[utoipa::path(get, path = "/api/v4/metadata/metadata-types/{metadata_type_id}/value-type-check/", tag = "metadata",
+    description = "Which stored values of the metadata type are not of `value_type`: what a change of its value type (PUT or PATCH) would be refused for, without trying it. `checked` values were read, `count` of them do not fit (the change is refused while any does not), `misfits` lists those the caller may view (at most 1,000, by value id). Needs `metadata_type_edit` on the type.",
+    params(("metadata_type_id" = i64, Path), ValueTypeQuery),
+    responses((status = 200, body = ValueTypeCheckOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn check_value_type(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids(id): Ids<i64>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<ValueTypeCheckOut>> {
+    let value_type = match q.get("value_type") {
+        None => return Err(ApiError::field("value_type", "This field is required.")),
+        Some(name) => name
+            .parse::<docmeta_core::ValueType>()
+            .map_err(|e| ApiError::field("value_type", &e))?,
+    };
+    app.run(user, move |s| {
+        Ok(Json(
+            s.check_value_type(MetadataTypeId(id), value_type)?.into(),
+        ))
     })
     .await
 }
