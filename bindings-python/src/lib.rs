@@ -54,6 +54,8 @@ fn _docmeta(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ValueChange>()?;
     m.add_class::<HistoryPage>()?;
     m.add_class::<PastValue>()?;
+    m.add_class::<ValueMisfit>()?;
+    m.add_class::<ValueTypeCheck>()?;
     m.add_class::<AuditReport>()?;
     m.add_class::<EventChange>()?;
     m.add_class::<EventFeed>()?;

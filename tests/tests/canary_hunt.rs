@@ -98,8 +98,9 @@ use docmeta_core::TransitionUpdate;
 use docmeta_core::{
     AclId, ActionKind, CabinetId, DeviceId, Docmeta, DocumentFileId, DocumentId,
     DocumentMetadataId, DocumentQuery, DocumentTypeId, EventQuery, GroupId, MetadataTypeId,
-    MetadataTypeInput, ObjectKind, ObjectRef, PageRequest, Permission, Result, RoleId, Session,
-    UserId, UserUpdate, WorkflowId, WorkflowInstanceId, WorkflowStateId, WorkflowTransitionId,
+    MetadataTypeInput, ObjectKind, ObjectRef, OrderBy, PageRequest, Permission, Result, RoleId,
+    Session, UserId, UserUpdate, WorkflowId, WorkflowInstanceId, WorkflowStateId,
+    WorkflowTransitionId,
 };
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -2029,6 +2030,9 @@ impl World {
             // costs a commit; four steps' events share one.
             if step % 4 == 3 {
                 self.search_probes(step, i, &mut out)?;
+                if step % 16 == 7 {
+                    self.sort_probe(step, i, &mut out)?;
+                }
             }
             // What is on each document, against what the same view listed after the last step.
             if let Some(was) = self.class_lists.get(view) {
@@ -2407,6 +2411,67 @@ impl World {
         }
     }
 
+    /// Documents sorted by a metadata type's values come in the order of the values user `i`
+    /// may read (by text; those it may not read, or without a value, last by id): a hidden
+    /// value never moves a document.
+    fn sort_probe(&mut self, step: usize, i: usize, out: &mut Vec<Violation>) -> Result<()> {
+        let types: Vec<(i64, String)> = (self.x.mt_defs.iter())
+            .map(|(id, t)| (*id, t.name.clone()))
+            .collect();
+        let Some((_, name)) = types.get(step / 4 % types.len().max(1)).cloned() else {
+            return Ok(());
+        };
+        let s = self.db.session(UserId(self.narrow[i].user));
+        let descending = step / 8 % 2 == 1;
+        let order = if descending {
+            OrderBy::descending(name.as_str())
+        } else {
+            OrderBy::ascending(name.as_str())
+        };
+        let page = s.documents(
+            DocumentQuery {
+                ordering: Some(order.clone()),
+                ..Default::default()
+            },
+            PageRequest::new(1, 50),
+        )?;
+        let mut keys = Vec::new();
+        for d in &page.items {
+            let value = s
+                .metadata_value_of(d.document.id, &name)
+                .unwrap_or_default()
+                .filter(|v| !v.is_empty());
+            keys.push((value, d.document.id.0));
+        }
+        let in_order = keys.windows(2).all(|w| match (&w[0], &w[1]) {
+            ((Some(a), x), (Some(b), y)) => {
+                let by_value = if descending { b.cmp(a) } else { a.cmp(b) };
+                by_value.then(x.cmp(y)).is_le()
+            }
+            ((Some(_), _), (None, _)) => true,
+            ((None, _), (Some(_), _)) => false,
+            ((None, x), (None, y)) => x < y,
+        });
+        self.scan(
+            step,
+            i,
+            &format!("sorted documents ({order})"),
+            &format!("{keys:?}"),
+            out,
+        );
+        if !in_order {
+            out.push(Violation {
+                step,
+                class: "documents sorted by a value the user may not read".to_owned(),
+                text: format!(
+                    "{} listed documents by {order}: {keys:?} (value as the user reads it, id)",
+                    self.describe_narrow(i)
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// Both searches, asked for a canary user `i` may not see (one canary per step, in turn;
     /// whole or a partial value, in turn), must answer exactly as for a canary that exists
     /// nowhere.
@@ -2445,15 +2510,26 @@ impl World {
         let nothing = (nothing.0.clone(), nothing.0);
         let absent = format!("{CANARY_PREFIX}{ABSENT_SERIAL}{}", suffix(&mut self.dice));
         let (part, absent_part) = (&token[8..], &absent[8..]);
-        // The whole canary and a partial value, in turn by step.
-        let probes = [
+        // The whole canary and a partial value, in turn by step; a canary value is also asked
+        // for bound to its metadata type (`name:value`), in turn.
+        let mut probes = vec![
             (token.clone(), absent.clone()),
             (
                 format!("metadata_value:{part}"),
                 format!("metadata_value:{absent_part}"),
             ),
         ];
-        for (q, q_absent) in probes.into_iter().skip(step % 2).take(1) {
+        if let Home::Value(_, mt) = self.canaries.homes[&token]
+            && let Some(t) = self.x.mt_defs.get(&mt)
+        {
+            probes.push((
+                format!("{}:{part}", t.name),
+                format!("{}:{absent_part}", t.name),
+            ));
+        }
+        // Probes run every fourth step: each in turn.
+        let turn = step / 4 % probes.len();
+        for (q, q_absent) in probes.into_iter().skip(turn).take(1) {
             let got = answer(&q);
             // What the pages hold is read like any answer.
             let pages = format!(

@@ -299,6 +299,39 @@ fun search() {
     expect(db.searchWork(SearchWork.Upgrade, null) is SearchWorkRun.Done, "work ran in this process")
 }
 
+/** Typed metadata types, field-bound terms, sorting, and a change of value type checked first. */
+fun typedSearch() {
+    val db = Docmeta.inMemory()
+    val admin = db.system()
+    val invoice = admin.createDocumentType("Invoice")
+    val amount = admin.createMetadataType(MetadataTypeSpec(name = "amount", label = "Amount", valueType = ValueType.DECIMAL))
+    val po = admin.createMetadataType(MetadataTypeSpec(name = "po_number", label = "PO number"))
+    expect(amount.valueType == ValueType.DECIMAL && po.valueType == ValueType.TEXT, "value types: $amount $po")
+    admin.associate(invoice.id, amount.id, false)
+    admin.associate(invoice.id, po.id, false)
+    val small = admin.createDocument(invoice.id, "small", listOf(NewValue(amount.id, "95.50"), NewValue(po.id, "PO-1")))
+    val large = admin.createDocument(invoice.id, "large", listOf(NewValue(amount.id, "1200")))
+    val none = admin.createDocument(invoice.id, "none", listOf())
+    val refusedValue = refused<DocmetaException.Validation>("a value that is not a decimal") {
+        admin.addDocumentMetadata(none.id, amount.id, "twelve")
+    }
+    expect(refusedValue.field == "value", "the refusal names the value: ${refusedValue.field}")
+    // As numbers 95.50 < 100 < 1200.
+    expect(admin.searchDocuments("amount:>100", 1u, 20u).results.map { it.id } == listOf(large.id), "a typed range")
+    expect(admin.searchDocuments("NOT has:po_number", 1u, 20u).count == 2uL, "documents without a value")
+    val byAmount = admin.searchDocuments("label:small OR label:large OR label:none", 1u, 20u, "-amount")
+    expect(byAmount.results.map { it.id } == listOf(large.id, small.id, none.id), "sorted, missing last: $byAmount")
+    val listed = admin.documents(null, 0, 20u, "amount", 1u)
+    expect(listed.map { it.id } == listOf(small.id, large.id, none.id), "a list in a typed order: $listed")
+    val check = admin.checkValueType(po.id, ValueType.INTEGER)
+    expect(check.checked == 1uL && check.count == 1uL && check.misfits.single().value == "PO-1", "the check: $check")
+    val change = refused<DocmetaException.Validation>("a change of value type a value does not fit") {
+        admin.updateMetadataType(po.id, MetadataTypeSpec(name = "po_number", label = "PO number", valueType = ValueType.INTEGER))
+    }
+    expect(change.field == "value_type", "the refusal names value_type: ${change.field}")
+    refused<DocmetaException.InvalidInput>("a range of another form") { admin.searchDocuments("amount:[a TO b]", 1u, 20u) }
+}
+
 fun filesAndBackup() {
     val dir = Files.createTempDirectory("docmeta-kotlin")
     val inv = Invoices(Docmeta.open(dir.resolve("data").toString(), worker = false))
@@ -747,6 +780,7 @@ fun main() {
         "cabinets" to ::cabinets,
         "workflows" to ::workflows,
         "search" to ::search,
+        "typed search" to ::typedSearch,
         "files and backup" to ::filesAndBackup,
         "custom validator and parser" to ::customValidatorAndParser,
         "offline validation" to ::offlineValidation,

@@ -104,22 +104,6 @@ impl ValueType {
         }
     }
 
-    /// Whether values of this type compare as numbers (their keys are [`TypedKey::Number`]).
-    pub fn is_number(self) -> bool {
-        matches!(
-            self,
-            ValueType::Integer | ValueType::Decimal | ValueType::Boolean
-        )
-    }
-
-    /// Whether values of this type compare in time (their keys are [`TypedKey::Time`]).
-    pub fn is_time(self) -> bool {
-        matches!(
-            self,
-            ValueType::Date | ValueType::DateTime | ValueType::Time
-        )
-    }
-
     /// The key of a search term's bound for a field of this type: the type's own form, and for
     /// a date and time also a date alone (its midnight).
     pub fn bound_key(self, bound: &str) -> Option<TypedKey> {

@@ -159,8 +159,6 @@ struct Fields {
     value_ngram: TField,
     value_time: TField,
     value_number: TField,
-    typed_number: TField,
-    typed_time: TField,
     value_text: TField,
     filled_type: TField,
 }
@@ -194,12 +192,9 @@ fn schema() -> (Schema, Fields) {
         value: b.add_text_field("value", words),
         value_ngram: b.add_text_field("value_ngram", ngram),
         value_time: b.add_i64_field("value_time", id.clone()),
-        value_number: b.add_f64_field("value_number", id.clone()),
-        // A typed metadata type's values by their type (numbers, and dates and times in
-        // seconds), for field-bound terms and sorting; a text type's values as a column, for
-        // sorting.
-        typed_number: b.add_f64_field("typed_number", id.clone()),
-        typed_time: b.add_i64_field("typed_time", id),
+        value_number: b.add_f64_field("value_number", id),
+        // A text (or boolean) type's values as a column, for sorting (numbers, dates and times
+        // sort by `value_number` and `value_time`).
         value_text: b.add_text_field("value_text", TextOptions::default().set_fast("raw")),
         filled_type: b.add_i64_field("filled_type", NumericOptions::default().set_indexed()),
     };
@@ -413,19 +408,23 @@ impl SearchIndex {
                 m.add_text(f.type_name, &v.metadata_type_name);
                 m.add_text(f.value, &v.value);
                 m.add_text(f.value_ngram, &v.value);
-                if let Some(t) = time_of(&v.value) {
-                    m.add_i64(f.value_time, t);
-                }
-                if let Some(n) = number_of(&v.value) {
-                    m.add_f64(f.value_number, n);
-                }
-                match v.value_type.key(&v.value) {
-                    Some(TypedKey::Number(n)) => m.add_f64(f.typed_number, n),
-                    Some(TypedKey::Time(t)) => m.add_i64(f.typed_time, t),
-                    None if v.value_type == ValueType::Text && !v.value.is_empty() => {
-                        m.add_text(f.value_text, &v.value)
+                // A typed value's key is what its text reads as anyway (the forms of value
+                // types are forms `time_of` and `number_of` read): its type only saves the
+                // guessing. Text (and booleans) are also a column, for sorting.
+                match (Compared::of(v.value_type), v.value_type.key(&v.value)) {
+                    (Compared::AsNumber, Some(TypedKey::Number(n))) => m.add_f64(f.value_number, n),
+                    (Compared::InTime, Some(TypedKey::Time(t))) => m.add_i64(f.value_time, t),
+                    _ => {
+                        if let Some(t) = time_of(&v.value) {
+                            m.add_i64(f.value_time, t);
+                        }
+                        if let Some(n) = number_of(&v.value) {
+                            m.add_f64(f.value_number, n);
+                        }
+                        if Compared::of(v.value_type) == Compared::AsText && !v.value.is_empty() {
+                            m.add_text(f.value_text, &v.value);
+                        }
                     }
-                    None => {}
                 }
                 if !v.value.is_empty() {
                     m.add_i64(f.filled_type, v.metadata_type_id);
@@ -718,24 +717,32 @@ impl SearchIndex {
             IndexRecordOption::Basic,
         ));
         let typed = |lower: RangeBound<TypedKey>, upper: RangeBound<TypedKey>| {
-            if t.value_type.is_number() {
+            if Compared::of(t.value_type) == Compared::AsNumber {
                 let number = |b: RangeBound<TypedKey>| {
                     b.map(|(k, i)| (if let TypedKey::Number(n) = k { n } else { 0.0 }, i))
                 };
                 bounded_range(number(lower), number(upper), |v| {
-                    Term::from_field_f64(f.typed_number, v)
+                    Term::from_field_f64(f.value_number, v)
                 })
             } else {
                 let time = |b: RangeBound<TypedKey>| {
                     b.map(|(k, i)| (if let TypedKey::Time(t) = k { t } else { 0 }, i))
                 };
                 bounded_range(time(lower), time(upper), |v| {
-                    Term::from_field_i64(f.typed_time, v)
+                    Term::from_field_i64(f.value_time, v)
                 })
             }
         };
         let values = match (t.value_type, matching) {
             (ValueType::Text, _) | (_, Match::Phrase(_)) => self.value_query(matching)?,
+            // `true` and `false` are words.
+            (ValueType::Boolean, Match::Words(_)) => self.value_query(matching)?,
+            (ValueType::Boolean, Match::Range { .. }) => {
+                return Err(Error::InvalidInput(format!(
+                    "query: {name} holds {}: it takes no range",
+                    t.value_type.form()
+                )));
+            }
             (value_type, Match::Words(w)) => match value_type.bound_key(w) {
                 Some(key) => typed(Some((key, true)), Some((key, true))),
                 None => self.value_query(matching)?,
@@ -1188,6 +1195,27 @@ impl tantivy::collector::SegmentCollector for VisibleTopSegment {
     }
 }
 
+/// How the index compares the values of a value type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Compared {
+    /// By `value_number`: integers and decimals.
+    AsNumber,
+    /// By `value_time`: dates, dates and times, times.
+    InTime,
+    /// By `value_text`: text, and booleans (`false` before `true`).
+    AsText,
+}
+
+impl Compared {
+    fn of(value_type: ValueType) -> Compared {
+        match value_type {
+            ValueType::Integer | ValueType::Decimal => Compared::AsNumber,
+            ValueType::Date | ValueType::DateTime | ValueType::Time => Compared::InTime,
+            ValueType::Text | ValueType::Boolean => Compared::AsText,
+        }
+    }
+}
+
 /// The order of a sorted document search: by the values of one metadata type, compared by its
 /// value type (text by its characters' code points), documents without a value (or whose value
 /// the caller may not view) last in either direction, ties by document id.
@@ -1298,8 +1326,8 @@ impl tantivy::collector::Collector for SortedTop {
             types: fast.i64("document_type_id")?,
             values: fast.i64("metadata_id")?,
             metadata_types: fast.i64("metadata_type_id")?,
-            numbers: fast.f64("typed_number")?,
-            times: fast.i64("typed_time")?,
+            numbers: fast.f64("value_number")?,
+            times: fast.i64("value_time")?,
             texts: fast.str("value_text")?,
             count: 0,
             keep: self.keep,
@@ -1342,12 +1370,10 @@ impl SortedTopSegment {
             if self.metadata_types.first(at) != Some(by.id) {
                 continue;
             }
-            let key = if by.value_type.is_number() {
-                number_key(self.numbers.first(at)?)
-            } else if by.value_type.is_time() {
-                time_key(self.times.first(at)?)
-            } else {
-                self.texts.as_ref()?.ords().first(at)?
+            let key = match Compared::of(by.value_type) {
+                Compared::AsNumber => number_key(self.numbers.first(at)?),
+                Compared::InTime => time_key(self.times.first(at)?),
+                Compared::AsText => self.texts.as_ref()?.ords().first(at)?,
             };
             return Some(if self.sort.descending { !key } else { key });
         }
@@ -1384,7 +1410,7 @@ impl tantivy::collector::SegmentCollector for SortedTopSegment {
         let text = self
             .sort
             .by
-            .is_some_and(|t| !t.value_type.is_number() && !t.value_type.is_time());
+            .is_some_and(|t| Compared::of(t.value_type) == Compared::AsText);
         let mut buffer = String::new();
         let best = self
             .best

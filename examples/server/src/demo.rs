@@ -3,7 +3,7 @@
 
 use docmeta_core::{
     Docmeta, DocumentTypeId, MetadataTypeId, MetadataTypeInput, ObjectKind, ObjectRef,
-    Permission as P, RoleId,
+    Permission as P, RoleId, ValueType,
 };
 
 const V: &str = "svc.apps.metadata.metadata_validators.";
@@ -32,21 +32,25 @@ pub fn load(db: &Docmeta) -> docmeta_core::Result<()> {
     let due = mt(MetadataTypeInput::new("due_date", "Due date")
         .default_value(r#"{{ now|date:"d/m/Y" }}"#)
         .validation(format!("{V}DateValidator"), "")
-        .parser(format!("{PA}DateParser"), ""))?;
+        .parser(format!("{PA}DateParser"), "")
+        .value_type(ValueType::Date))?;
     let issued = mt(MetadataTypeInput::new("issued_at", "Issued at")
         .validation(format!("{V}DateAndTimeValidator"), "")
-        .parser(format!("{PA}DateAndTimeParser"), ""))?;
+        .parser(format!("{PA}DateAndTimeParser"), "")
+        .value_type(ValueType::DateTime))?;
     let delivery = mt(MetadataTypeInput::new("delivery_time", "Delivery time")
         .validation(format!("{V}TimeValidator"), "")
-        .parser(format!("{PA}TimeParser"), ""))?;
+        .parser(format!("{PA}TimeParser"), "")
+        .value_type(ValueType::Time))?;
     let status = mt(MetadataTypeInput::new("status", "Status")
         .default_value("draft")
         .lookup("draft, review, approved, paid"))?;
     let owner = mt(MetadataTypeInput::new("owner", "Owner")
         .lookup("{% for u in users %}{{ u.username }},{% endfor %}"))?;
     let party = mt(MetadataTypeInput::new("party", "Counterparty"))?;
-    let signed =
-        mt(MetadataTypeInput::new("signed_on", "Signed on").parser(format!("{PA}DateParser"), ""))?;
+    let signed = mt(MetadataTypeInput::new("signed_on", "Signed on")
+        .parser(format!("{PA}DateParser"), "")
+        .value_type(ValueType::Date))?;
     for (dt, types) in [
         (
             invoice.id,

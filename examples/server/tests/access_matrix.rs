@@ -184,6 +184,10 @@ const RULES: &[(&str, &str)] = &[
         "metadata_type_view; else 404",
     ),
     (
+        "GET /api/v4/metadata/metadata-types/{metadata_type_id}/value-type-check/",
+        "metadata_type_view (404) then metadata_type_edit (403); misfits listed only where the caller may view the value",
+    ),
+    (
         "PATCH /api/v4/metadata/metadata-types/{metadata_type_id}/",
         "metadata_type_view (404) then metadata_type_edit (403)",
     ),
@@ -2251,6 +2255,21 @@ fn reads(x: &mut Ctx) {
                     Exp::Ok(200)
                 } else {
                     Exp::No(404)
+                }
+            },
+        );
+        x.read(
+            "GET /api/v4/metadata/metadata-types/{metadata_type_id}/value-type-check/",
+            &format!("/api/v4/metadata/metadata-types/{t}/value-type-check/?value_type=text"),
+            &format!("metadata type {t}, value type check"),
+            &|m, u| {
+                let o = (K::MetaType, t);
+                if !m.seen(u, o) {
+                    Exp::No(404)
+                } else if m.has(u, MT_EDIT, o) {
+                    Exp::Ok(200)
+                } else {
+                    Exp::No(403)
                 }
             },
         );

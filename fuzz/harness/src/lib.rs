@@ -276,7 +276,7 @@ fn check_query(text: &str) {
     let sorts = [None, typed("amount"), typed("number"), typed("due")].map(|by| {
         Some(docmeta_core::Sort {
             by,
-            descending: text.len() % 2 == 0,
+            descending: text.len().is_multiple_of(2),
         })
     });
     for scope in [SearchScope::everything(), narrow] {
