@@ -185,7 +185,7 @@ fn bench(c: &mut Criterion) {
         &party_queries(),
         Some("-due"),
     );
-    let everything: Vec<String> = (0..200).map(|i| format!("NOT has:nosuch{i}")).collect();
+    let everything: Vec<String> = (0..200).map(|i| format!("NOT label:nothing{i}")).collect();
     measure(
         &mut group,
         &accountant,

@@ -112,10 +112,17 @@ def test_a_hidden_type_matches_nothing(world: Tuple[docmeta.Docmeta, List[int]])
     admin.revoke_global("metadata.document_metadata_view", role.id)
     due = admin.metadata_type_by_name("due")
     admin.grant("metadata.document_metadata_view", role.id, "metadata.metadatatype", due.id)
-    # Now `amount` is hidden: as a type that does not exist.
-    assert session.search_documents("amount:>100").count == 0
-    assert session.search_documents("has:amount").count == 0
-    assert session.search_documents("NOT has:amount").count == 3
+    # Now `amount` is unknown to the clerk: an unknown field, worded as for a type that does
+    # not exist; an order by it is an order by no value.
+    for query, absent in [("amount:>100", "nosuch:>100"), ("has:amount", "has:nosuch")]:
+        with pytest.raises(docmeta.InvalidInput) as hidden:
+            session.search_documents(query)
+        with pytest.raises(docmeta.InvalidInput) as missing:
+            session.search_documents(absent)
+        assert str(hidden.value).replace("amount", "nosuch") == str(missing.value)
     assert [d.label for d in session.documents(ordering="-amount")] == ["small", "large", "none"]
     assert labels(session.search_documents("due:<2024-02-01")) == ["large"]
-    assert amount.id > 0
+    # Known (its definition may be viewed) but its values hidden: its terms match nothing.
+    admin.grant("metadata.metadata_type_view", role.id, "metadata.metadatatype", amount.id)
+    assert session.search_documents("amount:>100").count == 0
+    assert session.search_documents("NOT has:amount").count == 3

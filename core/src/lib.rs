@@ -156,4 +156,4 @@ pub use metadata::{CompiledMetadataType, TemplateInputs};
 #[doc(hidden)]
 pub use search::query::resolve as resolve_query;
 #[doc(hidden)]
-pub use search::{ResolvedType, SearchIndex, SearchScope, Sort, TypeVisibility};
+pub use search::{Lookup, ResolvedType, SearchIndex, SearchScope, Sort, TypeVisibility};

@@ -205,6 +205,7 @@ fn metadata_type_events_carry_every_field_that_changed() -> Result<()> {
         ("validation_arguments", ""),
         ("parser", ""),
         ("parser_arguments", ""),
+        ("value_type", "text"),
     ];
     assert_eq!(
         summary(&events),
@@ -231,9 +232,10 @@ fn metadata_type_events_carry_every_field_that_changed() -> Result<()> {
     let deleted = only(&db, Event::METADATA_TYPE_DELETED, || {
         s.delete_metadata_type(t.id)
     })?;
-    assert_eq!(deleted.len(), 8);
+    assert_eq!(deleted.len(), 9);
     assert_eq!(deleted[1], change("label", Some("Due"), None));
     assert_eq!(deleted[3], change("lookup", Some("soon,later"), None));
+    assert_eq!(deleted[8], change("value_type", Some("text"), None));
     Ok(())
 }
 

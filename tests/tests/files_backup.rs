@@ -551,7 +551,7 @@ fn a_backup_from_an_older_schema_is_migrated_on_restore() -> Result<()> {
          DROP INDEX events_followed; ALTER TABLE events DROP COLUMN follow; \
          ALTER TABLE events DROP COLUMN changes; \
          DROP INDEX users_by_username_key; ALTER TABLE users DROP COLUMN username_key; \
-         DROP TABLE audit_checkpoints; DROP INDEX events_history; DROP INDEX events_unsealed; ALTER TABLE events DROP COLUMN hash; ALTER TABLE events DROP COLUMN seq; DROP TABLE device_creates; DROP INDEX cabinet_documents_by_document; DROP TABLE device_documents; DROP TABLE devices; DROP TABLE webhook_deliveries; DROP TABLE webhook_events; DROP TABLE webhooks; \
+         ALTER TABLE metadata_types DROP COLUMN value_type; DROP TABLE audit_checkpoints; DROP INDEX events_history; DROP INDEX events_unsealed; ALTER TABLE events DROP COLUMN hash; ALTER TABLE events DROP COLUMN seq; DROP TABLE device_creates; DROP INDEX cabinet_documents_by_document; DROP TABLE device_documents; DROP TABLE devices; DROP TABLE webhook_deliveries; DROP TABLE webhook_events; DROP TABLE webhooks; \
          DELETE FROM schema_version WHERE version > 1;",
     )
     .expect("downgrade");

@@ -640,7 +640,7 @@ fn downgrade_sqlite_with_colliding_users(path: &std::path::Path) {
     conn.execute_batch(
         "DROP INDEX users_by_username_key; ALTER TABLE users DROP COLUMN username_key; \
          DROP INDEX events_followed; ALTER TABLE events DROP COLUMN follow; \
-         DROP TABLE audit_checkpoints; DROP INDEX events_history; DROP INDEX events_unsealed; ALTER TABLE events DROP COLUMN hash; ALTER TABLE events DROP COLUMN seq; DROP TABLE device_creates; DROP INDEX cabinet_documents_by_document; DROP TABLE device_documents; DROP TABLE devices; DROP TABLE webhook_deliveries; DROP TABLE webhook_events; DROP TABLE webhooks; \
+         ALTER TABLE metadata_types DROP COLUMN value_type; DROP TABLE audit_checkpoints; DROP INDEX events_history; DROP INDEX events_unsealed; ALTER TABLE events DROP COLUMN hash; ALTER TABLE events DROP COLUMN seq; DROP TABLE device_creates; DROP INDEX cabinet_documents_by_document; DROP TABLE device_documents; DROP TABLE devices; DROP TABLE webhook_deliveries; DROP TABLE webhook_events; DROP TABLE webhooks; \
          ALTER TABLE events DROP COLUMN changes; \
          DELETE FROM schema_version WHERE version >= 8;",
     )
@@ -752,7 +752,7 @@ fn migration_8_fills_the_keys_and_existing_collisions_keep_working_on_postgres()
         .batch_execute(
             "DROP INDEX users_by_username_key; ALTER TABLE users DROP COLUMN username_key; \
              DROP INDEX events_followed; ALTER TABLE events DROP COLUMN follow; \
-             DROP TABLE audit_checkpoints; DROP INDEX events_history; DROP INDEX events_unsealed; ALTER TABLE events DROP COLUMN hash; ALTER TABLE events DROP COLUMN seq; DROP TABLE device_creates; DROP INDEX cabinet_documents_by_document; DROP TABLE device_documents; DROP TABLE devices; DROP TABLE webhook_deliveries; DROP TABLE webhook_events; DROP TABLE webhooks; \
+             ALTER TABLE metadata_types DROP COLUMN value_type; DROP TABLE audit_checkpoints; DROP INDEX events_history; DROP INDEX events_unsealed; ALTER TABLE events DROP COLUMN hash; ALTER TABLE events DROP COLUMN seq; DROP TABLE device_creates; DROP INDEX cabinet_documents_by_document; DROP TABLE device_documents; DROP TABLE devices; DROP TABLE webhook_deliveries; DROP TABLE webhook_events; DROP TABLE webhooks; \
              ALTER TABLE events DROP COLUMN changes; \
              DELETE FROM schema_version WHERE version >= 8;",
         )

@@ -20,7 +20,7 @@ use std::collections::{BTreeSet, HashMap};
 pub use index::{
     Hit, IndexedDocument, IndexedValue, RecordKind, SearchIndex, SearchScope, Sort, TypeVisibility,
 };
-pub use query::{Expr, ResolvedType, parse};
+pub use query::{Expr, Lookup, ResolvedType, parse};
 pub(crate) use work::run_task;
 pub use work::{SearchTicket, SearchWork, SearchWorkRun, SearchWorkState};
 
@@ -458,20 +458,33 @@ impl Session {
         })
     }
 
-    /// The metadata types this session may view the values of, by name: what a field-bound
-    /// term or an order may name (any other name matches nothing, as a type that does not
-    /// exist).
-    fn viewable_types(&self, scope: &SearchScope) -> Result<HashMap<String, ResolvedType>> {
+    /// What this session may know of each metadata type, by name: the types whose values it
+    /// may view (in `scope`) are found; those it may view, or whose values it may view
+    /// somewhere (how `require_on_metadata_type` decides a caller knows a type), are hidden; the
+    /// others are not listed (unknown, as a name that is no type).
+    fn known_types(&self, scope: &SearchScope) -> Result<HashMap<String, Lookup>> {
         let types = self.read(|tx| tx.metadata_types())?;
         Ok(types
             .into_iter()
-            .filter(|t| scope.metadata_types.all || scope.metadata_types.ids.contains(&t.id.0))
-            .map(|t| {
-                let resolved = ResolvedType {
-                    id: t.id.0,
-                    value_type: t.value_type,
+            .filter_map(|t| {
+                let id = t.id.0;
+                let lookup = if scope.metadata_types.all || scope.metadata_types.ids.contains(&id) {
+                    Lookup::Found(ResolvedType {
+                        id,
+                        value_type: t.value_type,
+                    })
+                } else if self.can(
+                    Permission::MetadataTypeView,
+                    ObjectRef::new(ObjectKind::METADATA_TYPE, id),
+                ) || self.can(
+                    Permission::DocumentMetadataView,
+                    ObjectRef::new(ObjectKind::METADATA_TYPE, id),
+                ) {
+                    Lookup::Hidden
+                } else {
+                    return None;
                 };
-                (t.name, resolved)
+                Some((t.name, lookup))
             })
             .collect())
     }
@@ -484,27 +497,36 @@ impl Session {
         scope: &SearchScope,
     ) -> Result<(Expr, Option<Sort>)> {
         let mut types = None;
-        let mut find = |name: &str| -> Result<Option<ResolvedType>> {
+        let mut find = |name: &str| -> Result<Lookup> {
             if types.is_none() {
-                types = Some(self.viewable_types(scope)?);
+                types = Some(self.known_types(scope)?);
             }
-            Ok(types.as_ref().and_then(|t| t.get(name).copied()))
+            Ok(types
+                .as_ref()
+                .and_then(|t| t.get(name).copied())
+                .unwrap_or(Lookup::Unknown))
         };
         let mut failed = None;
-        query::resolve(&mut expr, &mut |name| match find(name) {
+        let resolved = query::resolve(&mut expr, &mut |name| match find(name) {
             Ok(found) => found,
             Err(e) => {
                 failed.get_or_insert(e);
-                None
+                Lookup::Hidden
             }
         });
         if let Some(e) = failed {
             return Err(e);
         }
+        resolved?;
+        // An order by a name the caller may not read values of is an order by no value (as
+        // Django REST framework ignores an unknown `ordering`).
         let sort = match ordering {
             None => None,
             Some(o) => Some(Sort {
-                by: find(&o.metadata_type)?,
+                by: match find(&o.metadata_type)? {
+                    Lookup::Found(t) => Some(t),
+                    Lookup::Hidden | Lookup::Unknown => None,
+                },
                 descending: o.descending,
             }),
         };
@@ -522,8 +544,10 @@ impl Session {
     /// `name`, compared by its [`ValueType`] (`amount:>1000`, `due:[2024-01-01 TO 2024-03-31]`,
     /// `paid:true`; a word that does not read as the type matches the values' text, as
     /// `value:` would), and `has:<name>` the documents with a value of it (`NOT has:<name>`
-    /// those without). A name that is no metadata type, or one whose values this session may
-    /// not view, matches nothing, so that no answer tells a hidden type from an absent one.
+    /// those without). A type whose values this session may not view matches nothing; a name
+    /// that is no metadata type this session may know of (`metadata_type_view` on it, or
+    /// `document_metadata_view` on it) is an unknown field, `InvalidInput`, whether or not such
+    /// a type exists: no answer tells a hidden type from an absent one.
     ///
     /// ```
     /// use docmeta_core::{MetadataTypeInput, PageRequest};
@@ -543,6 +567,7 @@ impl Session {
     /// assert_eq!(found.count, 1);
     /// assert_eq!(found.items[0].document.id, doc.document.id);
     /// assert_eq!(admin.search_documents("value:2024", first)?.count, 2);
+    /// # Ok::<(), docmeta_core::Error>(())
     /// ```
     ///
     /// Typed fields and an order:
@@ -564,6 +589,7 @@ impl Session {
     /// let found = admin.search_documents("amount:>100", first)?;
     /// assert_eq!(found.items[0].document.label, "large");
     /// assert_eq!(admin.search_documents("NOT has:amount", first)?.count, 1);
+    /// assert!(admin.search_documents("amont:>100", first).is_err()); // an unknown field
     /// // Largest first; a document without a value last.
     /// let sorted = SearchQuery::new("document_type__label:invoice")
     ///     .ordered_by(OrderBy::descending("amount"));

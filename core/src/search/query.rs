@@ -5,8 +5,10 @@
 //! Beyond the spec: a name that is none of the spec's fields is a metadata type's name, and the
 //! term matches only values of that type, compared by its value type (`amount:>1000`,
 //! `due:[2024-01-01 TO 2024-03-31]`); `has:<name>` matches documents with a value of that type.
-//! The session resolves the names ([`resolve`]) before the index translates the query: a name
-//! that is no type, or a type whose values the caller may not view, matches nothing.
+//! The session resolves the names ([`resolve`]) before the index translates the query: a type
+//! whose values the caller may not view matches nothing; a name that is no type the caller may
+//! know of (none, or one it may not view) is an unknown field, as the spec's grammar says, so an
+//! answer never tells a hidden type from an absent one.
 //!
 //! Part of `search` (layer 7 of `scripts/check-structure`): it may import only what `search`
 //! may (see `search`'s module documentation).
@@ -19,8 +21,22 @@ use crate::model::ValueType;
 pub struct TypeField {
     /// The name written in the query.
     pub name: String,
+    /// Where the term starts in the query.
+    pub position: usize,
     /// The type with that name, when the caller may view its values (see [`resolve`]).
     pub resolved: Option<ResolvedType>,
+}
+
+/// What a caller may know of the metadata type a name names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    /// A type whose values the caller may view.
+    Found(ResolvedType),
+    /// A type the caller may know of (view it, or view its values somewhere) but whose values it
+    /// may not view: the term matches nothing.
+    Hidden,
+    /// No type, or one the caller may not know of: an unknown field.
+    Unknown,
 }
 
 /// A metadata type found for a name.
@@ -51,21 +67,21 @@ pub enum Field {
 }
 
 impl Field {
-    /// The field `name` names: one of the spec's, else a metadata type's when it could be a
-    /// type's name (`None` otherwise: no type can have it).
-    fn parse(name: &str) -> Option<Field> {
+    /// The field `name` (a term at `position`) names: one of the spec's, else a metadata type's
+    /// when it could be a type's name (`None` otherwise: no type can have it).
+    fn parse(name: &str, position: usize) -> Option<Field> {
         Some(match name {
             "label" => Field::Label,
             "document_type__label" | "document__document_type__label" => Field::DocumentTypeLabel,
             "metadata__metadata_type__name" | "metadata_type__name" => Field::MetadataTypeName,
             "metadata__value" | "metadata_value" | "value" => Field::Value,
-            name => Field::Type(type_field(name)?),
+            name => Field::Type(type_field(name, position)?),
         })
     }
 }
 
 /// The metadata type `name` names, unresolved; `None` when no type can have that name.
-fn type_field(name: &str) -> Option<TypeField> {
+fn type_field(name: &str, position: usize) -> Option<TypeField> {
     let mut chars = name.chars();
     let first = chars.next()?;
     let fits = (first.is_ascii_alphabetic() || first == '_')
@@ -73,6 +89,7 @@ fn type_field(name: &str) -> Option<TypeField> {
         && name.len() <= crate::metadata::names::MAX_NAME_LEN;
     fits.then(|| TypeField {
         name: name.to_owned(),
+        position,
         resolved: None,
     })
 }
@@ -215,23 +232,34 @@ pub fn parse(text: &str) -> Result<Expr> {
     Ok(expr)
 }
 
-/// Resolves every metadata type name of `expr` with `find` (the type, when the caller may view
-/// its values). Recursion is bounded by [`MAX_DEPTH`].
-pub fn resolve(expr: &mut Expr, find: &mut dyn FnMut(&str) -> Option<ResolvedType>) {
+/// Resolves every metadata type name of `expr` with `find`; the first name that is
+/// [`Lookup::Unknown`] is an unknown field ([`Error::InvalidInput`] naming its position, as
+/// the parser says of any other). Recursion is bounded by [`MAX_DEPTH`].
+pub fn resolve(expr: &mut Expr, find: &mut dyn FnMut(&str) -> Lookup) -> Result<()> {
     match expr {
         Expr::And(parts) | Expr::Or(parts) => {
             for p in parts {
-                resolve(p, find);
+                resolve(p, find)?;
             }
         }
-        Expr::Not(inner) => resolve(inner, find),
+        Expr::Not(inner) => resolve(inner, find)?,
         Expr::Has(field)
         | Expr::Term {
             field: Some(Field::Type(field)),
             ..
-        } => field.resolved = find(&field.name),
+        } => {
+            field.resolved = match find(&field.name) {
+                Lookup::Found(t) => Some(t),
+                Lookup::Hidden => None,
+                Lookup::Unknown => {
+                    let message = format!("unknown field '{}'", field.name);
+                    return Err(invalid(field.position, &message));
+                }
+            }
+        }
         Expr::Term { .. } | Expr::All | Expr::DocumentType(_) => {}
     }
+    Ok(())
 }
 
 fn position(t: &Token) -> usize {
@@ -336,7 +364,7 @@ impl Parser {
                     && let Some(Token::Quoted(s, _)) = self.tokens.get(self.at).cloned()
                 {
                     self.at += 1;
-                    let field = Field::parse(name)
+                    let field = Field::parse(name, p)
                         .ok_or_else(|| invalid(p, &format!("unknown field '{name}'")))?;
                     return Ok(Expr::Term {
                         field: Some(field),
@@ -360,11 +388,12 @@ fn term(word: &str, p: usize) -> Result<Expr> {
         return Err(invalid(p + word.len(), "a value is missing"));
     }
     if name == HAS {
-        let field = type_field(value)
-            .ok_or_else(|| invalid(p, &format!("'{value}' is not a metadata type name")))?;
+        let field =
+            type_field(value, p).ok_or_else(|| invalid(p, &format!("unknown field '{value}'")))?;
         return Ok(Expr::Has(field));
     }
-    let field = Field::parse(name).ok_or_else(|| invalid(p, &format!("unknown field '{name}'")))?;
+    let field =
+        Field::parse(name, p).ok_or_else(|| invalid(p, &format!("unknown field '{name}'")))?;
     Ok(Expr::Term {
         field: Some(field),
         matching: value_match(value, p)?,
@@ -554,9 +583,10 @@ mod tests {
 
     #[test]
     fn other_names_are_metadata_types() {
-        let field = |name: &str| {
+        let field = |name: &str, position| {
             Some(Field::Type(TypeField {
                 name: name.into(),
+                position,
                 resolved: None,
             }))
         };
@@ -564,7 +594,7 @@ mod tests {
             parse("amount:>1000 has:due NOT has:po_number").ok(),
             Some(Expr::And(vec![
                 Expr::Term {
-                    field: field("amount"),
+                    field: field("amount", 0),
                     matching: Match::Range {
                         lower: Some(("1000".into(), false)),
                         upper: None
@@ -572,10 +602,12 @@ mod tests {
                 },
                 Expr::Has(TypeField {
                     name: "due".into(),
+                    position: 13,
                     resolved: None
                 }),
                 Expr::Not(Box::new(Expr::Has(TypeField {
                     name: "po_number".into(),
+                    position: 25,
                     resolved: None
                 }))),
             ]))
@@ -583,17 +615,20 @@ mod tests {
         assert_eq!(
             parse("party:\"acme corp\"").ok(),
             Some(Expr::Term {
-                field: field("party"),
+                field: field("party", 0),
                 matching: Match::Phrase("acme corp".into())
             })
         );
         let mut expr = parse("(amount:5 OR label:x) -has:due").expect("parses");
-        resolve(&mut expr, &mut |name| {
-            (name == "amount").then_some(ResolvedType {
+        let found = |name: &str| match name {
+            "amount" => Lookup::Found(ResolvedType {
                 id: 7,
                 value_type: ValueType::Integer,
-            })
-        });
+            }),
+            "due" => Lookup::Hidden,
+            _ => Lookup::Unknown,
+        };
+        resolve(&mut expr, &mut |name| found(name)).expect("known names");
         let Expr::And(parts) = &expr else {
             panic!("{expr:?}")
         };
@@ -612,6 +647,23 @@ mod tests {
         ));
         assert!(
             matches!(&parts[1], Expr::Not(inner) if matches!(&**inner, Expr::Has(TypeField { resolved: None, .. })))
+        );
+    }
+
+    #[test]
+    fn an_unknown_name_is_an_unknown_field_where_it_stands() {
+        let mut expr = parse("label:x OR nope:1").expect("parses");
+        let e = resolve(&mut expr, &mut |_| Lookup::Unknown).expect_err("unknown");
+        assert!(
+            e.to_string()
+                .contains("unknown field 'nope' at position 11"),
+            "{e}"
+        );
+        let mut expr = parse("NOT has:nope").expect("parses");
+        let e = resolve(&mut expr, &mut |_| Lookup::Unknown).expect_err("unknown");
+        assert!(
+            e.to_string().contains("unknown field 'nope' at position 4"),
+            "{e}"
         );
     }
 

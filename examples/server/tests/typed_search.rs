@@ -205,9 +205,26 @@ fn typed_metadata_types_and_search_by_field_over_http() {
         "{listed}"
     );
 
-    // Bob (Legal) may view contracts but not invoices' values: due dates are nothing to him.
-    assert_eq!(search("due_date:<2100-01-01", BOB), Vec::<String>::new());
-    assert_eq!(search("has:due_date", BOB), Vec::<String>::new());
+    // Bob (Legal) may view contracts, not invoices: `due_date` is unknown to him, answered as a
+    // type that does not exist.
+    for (hidden, absent) in [
+        ("due_date:<2100-01-01", "nosuch:<2100-01-01"),
+        ("has:due_date", "has:nosuch"),
+    ] {
+        let ask = |q: &str| {
+            s.get(
+                &format!("/api/v4/search/documents/?q={}", urlencode(q)),
+                BOB,
+            )
+        };
+        let ((hs, h), (as_, a)) = (ask(hidden), ask(absent));
+        assert_eq!((hs, as_), (400, 400), "{h} {a}");
+        assert_eq!(
+            h.to_string().replace("due_date", "nosuch"),
+            a.to_string(),
+            "worded alike"
+        );
+    }
     assert_eq!(search("has:signed_on", BOB).len(), 3);
 }
 

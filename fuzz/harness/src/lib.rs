@@ -272,7 +272,19 @@ fn check_query(text: &str) {
             ..Default::default()
         },
     };
-    docmeta_core::resolve_query(&mut expr, &mut typed);
+    let lookup = |name: &str| match typed(name) {
+        Some(t) => docmeta_core::Lookup::Found(t),
+        None if name == "hidden" => docmeta_core::Lookup::Hidden,
+        None => docmeta_core::Lookup::Unknown,
+    };
+    if let Err(e) = docmeta_core::resolve_query(&mut expr, &mut |name| lookup(name)) {
+        assert_eq!(
+            e.kind(),
+            docmeta_core::ErrorKind::InvalidInput,
+            "an unknown name must be InvalidInput: {e}"
+        );
+        return;
+    }
     let sorts = [None, typed("amount"), typed("number"), typed("due")].map(|by| {
         Some(docmeta_core::Sort {
             by,

@@ -6,7 +6,7 @@
 use docmeta_core::{Docmeta, DocumentId, Event, EventChange, EventQuery, Result};
 
 /// Takes a database of this version back to schema 9 (the same SQL on SQLite and PostgreSQL).
-pub const BACK_TO_SCHEMA_9: &str = "DROP TABLE audit_checkpoints; DROP INDEX events_history; DROP INDEX events_unsealed; ALTER TABLE events DROP COLUMN hash; ALTER TABLE events DROP COLUMN seq; DROP TABLE device_creates; DROP INDEX cabinet_documents_by_document; DROP TABLE device_documents; DROP TABLE devices; DROP TABLE webhook_deliveries; DROP TABLE webhook_events; DROP TABLE webhooks; \
+pub const BACK_TO_SCHEMA_9: &str = "ALTER TABLE metadata_types DROP COLUMN value_type; DROP TABLE audit_checkpoints; DROP INDEX events_history; DROP INDEX events_unsealed; ALTER TABLE events DROP COLUMN hash; ALTER TABLE events DROP COLUMN seq; DROP TABLE device_creates; DROP INDEX cabinet_documents_by_document; DROP TABLE device_documents; DROP TABLE devices; DROP TABLE webhook_deliveries; DROP TABLE webhook_events; DROP TABLE webhooks; \
      ALTER TABLE events DROP COLUMN changes; \
      DELETE FROM schema_version WHERE version > 9;";
 

@@ -16,7 +16,7 @@ pub const BACK_TO_SCHEMA_6: &str = "ALTER TABLE metadata_types DROP COLUMN defau
      ALTER TABLE workflow_transitions DROP COLUMN condition_shapers; \
      DROP INDEX users_by_username_key; ALTER TABLE users DROP COLUMN username_key; \
      DROP INDEX events_followed; ALTER TABLE events DROP COLUMN follow; \
-     DROP TABLE audit_checkpoints; DROP INDEX events_history; DROP INDEX events_unsealed; ALTER TABLE events DROP COLUMN hash; ALTER TABLE events DROP COLUMN seq; DROP TABLE device_creates; DROP INDEX cabinet_documents_by_document; DROP TABLE device_documents; DROP TABLE devices; DROP TABLE webhook_deliveries; DROP TABLE webhook_events; DROP TABLE webhooks; \
+     ALTER TABLE metadata_types DROP COLUMN value_type; DROP TABLE audit_checkpoints; DROP INDEX events_history; DROP INDEX events_unsealed; ALTER TABLE events DROP COLUMN hash; ALTER TABLE events DROP COLUMN seq; DROP TABLE device_creates; DROP INDEX cabinet_documents_by_document; DROP TABLE device_documents; DROP TABLE devices; DROP TABLE webhook_deliveries; DROP TABLE webhook_events; DROP TABLE webhooks; \
      ALTER TABLE events DROP COLUMN changes; \
      DELETE FROM schema_version WHERE version > 6;";
 
