@@ -48,9 +48,11 @@ record!(
     ValueMisfit { document_id: i64, metadata_id: i64, value: String });
 record!(
     /// What changing a metadata type's value type would meet (`Session.check_value_type`):
-    /// `checked` values, `count` of them not of `value_type` (the change is refused while any
-    /// is not), and `misfits`, those the caller may view (at most 1,000).
-    ValueTypeCheck { value_type: String, checked: u64, count: u64, misfits: Vec<ValueMisfit> });
+    /// `checked` values the caller may view, `count` of them not of `value_type`, `misfits`
+    /// (at most 1,000), and `hidden_misfits`: whether a value the caller may not view does not
+    /// fit either. The change is refused while any value does not fit.
+    ValueTypeCheck { value_type: String, checked: u64, count: u64, misfits: Vec<ValueMisfit>,
+        hidden_misfits: bool });
 record!(
     /// A document type.
     DocumentType { id: i64, label: String });
@@ -321,6 +323,7 @@ impl From<core::ValueTypeCheck> for ValueTypeCheck {
                     value: m.value,
                 })
                 .collect(),
+            hidden_misfits: c.hidden_misfits,
         }
     }
 }

@@ -241,12 +241,21 @@ fn field_bound_terms_compare_by_type() -> Result<()> {
         ("sent:>=2024-03-15", &[1, 4]),
         ("sent:>2024-03-15T09:00:00", &[4]),
         ("sent:[2024-01-31T17:45:10 TO 2024-01-31T17:45:10]", &[2]),
+        // A date alone, on a date and time, stands for its whole day.
+        ("sent:2024-03-15", &[1]),
+        ("sent:<=2024-03-15", &[1, 2, 3]),
+        ("sent:<2024-03-15", &[2, 3]),
+        ("sent:>2024-03-15", &[4]),
+        ("sent:>=2024-03-16", &[4]),
+        ("sent:[2024-01-31 TO 2024-03-15]", &[1, 2]),
+        ("sent:{2024-01-31 TO 2024-03-16}", &[1]),
         ("at:<09:30", &[3]),
         ("at:>=09:30:00", &[1, 2, 4]),
         ("at:[12:00 TO *]", &[2, 4]),
         // Booleans.
         ("paid:true", &[1, 4]),
         ("paid:false", &[2, 3]),
+        ("paid:tru", &[]),
         // A word that does not read as the type matches the values' text (a partial date).
         ("due:2024", &[1, 2, 4]),
         ("due:03", &[1, 4]),
@@ -342,8 +351,38 @@ fn documents_sort_by_a_typed_value_missing_last() -> Result<()> {
         ("-nosuch", &[1, 2, 3, 4, 5]),
     ];
     for (ordering, expected) in cases {
+        // In a search, an order by no type keeps relevance (checked below).
+        if ordering.contains("nosuch") {
+            continue;
+        }
         assert_eq!(sorted(&w, s, all, ordering)?, *expected, "{ordering}");
     }
+    // An order by a name that is no type the caller may read: a search keeps its relevance
+    // order, a list its order by id; `-id` is the list's newest first.
+    let relevance = |q: &str| -> Result<Vec<usize>> {
+        Ok(s.search_documents(q, PageRequest::new(1, 100))?
+            .items
+            .iter()
+            .map(|d| index_of(&w, d.document.id))
+            .collect())
+    };
+    assert_eq!(
+        sorted(&w, s, "party:acme OR party:globex", "nosuch")?,
+        relevance("party:acme OR party:globex")?
+    );
+    let newest = s.documents(
+        DocumentQuery {
+            ordering: OrderBy::parse("-id"),
+            ..Default::default()
+        },
+        PageRequest::new(1, 10),
+    )?;
+    let newest: Vec<usize> = newest
+        .items
+        .iter()
+        .map(|d| index_of(&w, d.document.id))
+        .collect();
+    assert_eq!(newest, [5, 4, 3, 2, 1]);
     // A narrower query, sorted.
     assert_eq!(sorted(&w, s, "amount:>0", "-due")?, [1, 4, 2]);
     // Paging through a sorted result gives the same order, page by page.
@@ -566,10 +605,17 @@ fn the_check_names_only_values_the_caller_may_view() -> Result<()> {
         ObjectRef::new(ObjectKind::METADATA_TYPE, party.0),
     )?;
     let editor = w.db.session(editor);
-    // The editor shapes the type but sees no document: every misfit is counted, none shown.
+    // The editor shapes the type but sees no document: nothing is counted or shown of the
+    // values, only that some it may not view do not fit (so the change would be refused)...
     let check = editor.check_value_type(party, ValueType::Integer)?;
-    assert_eq!((check.checked, check.count), (4, 4));
-    assert!(check.misfits.is_empty(), "{:?}", check.misfits);
+    assert_eq!((check.checked, check.count), (0, 0));
+    assert!(check.misfits.is_empty() && check.hidden_misfits && !check.fits());
+    // ...and the same answer whatever the hidden values are: one that fits text fits.
+    let text = editor.check_value_type(party, ValueType::Text)?;
+    assert_eq!(
+        (text.checked, text.count, text.hidden_misfits),
+        (0, 0, false)
+    );
     match editor.update_metadata_type(
         party,
         MetadataTypeInput::from(&w.admin.metadata_type(party)?).value_type(ValueType::Integer),
@@ -579,12 +625,47 @@ fn the_check_names_only_values_the_caller_may_view() -> Result<()> {
             for secret in ["ACME", "Globex", "Initech", "acme"] {
                 assert!(!message.contains(secret), "{message}");
             }
+            assert!(
+                message.starts_with("values you may not view"),
+                "no count: {message}"
+            );
         }
         other => panic!("{other:?}"),
     }
     // Without the edit permission, no check.
     let clerk = narrow_user(&w)?;
     assert!(clerk.check_value_type(party, ValueType::Integer).is_err());
+    Ok(())
+}
+
+#[test]
+fn a_value_written_through_a_stale_cache_is_checked_against_the_stored_type() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let open = || Docmeta::builder().data_dir(dir.path()).worker(false).open();
+    let (one, two) = (open()?, open()?);
+    let s1 = one.system();
+    let invoice = s1.create_document_type("Invoice")?;
+    let count = s1.create_metadata_type(MetadataTypeInput::new("count", "Count"))?;
+    s1.associate(invoice.id, count.id, false)?;
+    let doc = s1
+        .create_document(invoice.id, "one", &[(count.id, "1")])?
+        .document
+        .id;
+    let value = value_of(&s1, doc, count.id)?.id;
+    // The first handle has compiled the type (text) and keeps it cached.
+    s1.edit_document_metadata(doc, value, "2", None)?;
+    // The second makes it an integer type.
+    let s2 = two.system();
+    s2.update_metadata_type(
+        count.id,
+        MetadataTypeInput::from(&count).value_type(ValueType::Integer),
+    )?;
+    // A write through the first handle's cached (text) form is still checked as an integer.
+    match s1.edit_document_metadata(doc, value, "two", None) {
+        Err(Error::Validation { field, .. }) => assert_eq!(field, "value"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(value_of(&s2, doc, count.id)?.value, "2");
     Ok(())
 }
 

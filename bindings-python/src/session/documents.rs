@@ -133,7 +133,12 @@ impl Session {
         DocumentIterator {
             session: self.inner.clone(),
             of_type: document_type.map(core::DocumentTypeId),
-            ordering: ordering.as_deref().and_then(core::OrderBy::parse),
+            newest_first: ordering.as_deref() == Some("-id"),
+            // `id` and `-id` are the list's own orders (walked by a cursor, not paged).
+            ordering: ordering
+                .filter(|o| o != "id" && o != "-id")
+                .as_deref()
+                .and_then(core::OrderBy::parse),
             state: parking_lot::Mutex::new((None, Vec::new(), false, 0)),
         }
     }
@@ -375,6 +380,7 @@ pub struct DocumentIterator {
     session: core::Session,
     of_type: Option<core::DocumentTypeId>,
     ordering: Option<core::OrderBy>,
+    newest_first: bool,
     /// The last document fetched, the documents fetched and not yet returned (in reverse),
     /// whether the list is exhausted, and how many pages were fetched (a list in a metadata
     /// type's order is paged by number).
@@ -401,16 +407,18 @@ impl DocumentIterator {
                 document_type: self.of_type,
                 after: if sorted { None } else { state.0 },
                 ordering: self.ordering.clone(),
-                ..Default::default()
+                newest_first: self.newest_first,
             };
             let number = if sorted { state.3 + 1 } else { 1 };
             let page = run(py, || {
                 self.session
                     .documents(query, core::PageRequest::new(number, 500))
-            })?
-            .items;
+            })?;
             state.3 += 1;
-            state.2 = page.len() < 500;
+            // A list in a metadata type's order ends where its pages reach no further.
+            let reached = number * 500 >= page.count.min(core::MAX_RESULT_WINDOW);
+            let page = page.items;
+            state.2 = page.len() < 500 || (sorted && reached);
             if let Some(last) = page.last() {
                 state.0 = Some(last.document.id);
             }

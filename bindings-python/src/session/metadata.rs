@@ -109,11 +109,12 @@ impl Session {
         run(py, || self.inner.metadata_type_by_name(&name)).map(Into::into)
     }
 
-    /// Replaces a metadata type's definition (every field, as `create_metadata_type`).
+    /// Replaces a metadata type's definition (every field, as `create_metadata_type`; a
+    /// `value_type` not given keeps the type's own).
     #[pyo3(signature = (id, name, label, *, default = String::new(), lookup = String::new(),
         validation = String::new(), validation_arguments = String::new(),
         parser = String::new(), parser_arguments = String::new(),
-        value_type = "text".to_owned()))]
+        value_type = None))]
     #[allow(clippy::too_many_arguments)]
     fn update_metadata_type(
         &self,
@@ -127,7 +128,7 @@ impl Session {
         validation_arguments: String,
         parser: String,
         parser_arguments: String,
-        value_type: String,
+        value_type: Option<String>,
     ) -> PyResult<MetadataType> {
         let input = core::MetadataTypeInput {
             name,
@@ -138,11 +139,26 @@ impl Session {
             validation_arguments,
             parser,
             parser_arguments,
-            value_type: crate::errors::value_type(&value_type)?,
+            value_type: core::ValueType::Text,
         };
+        let value_type = value_type
+            .as_deref()
+            .map(crate::errors::value_type)
+            .transpose()?;
         run(py, || {
-            self.inner
-                .update_metadata_type(core::MetadataTypeId(id), input)
+            let id = core::MetadataTypeId(id);
+            // Not given: the type's own (a full update that does not mention it keeps it).
+            let value_type = match value_type {
+                Some(t) => t,
+                None => self.inner.metadata_type(id)?.value_type,
+            };
+            self.inner.update_metadata_type(
+                id,
+                core::MetadataTypeInput {
+                    value_type,
+                    ..input
+                },
+            )
         })
         .map(Into::into)
     }

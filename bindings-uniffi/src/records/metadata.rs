@@ -29,7 +29,7 @@ pub struct MetadataTypeSpec {
     /// Parser arguments (YAML).
     #[uniffi(default = "")]
     pub parser_arguments: String,
-    /// What its values are (`None`: text).
+    /// What its values are (`None`: text when created, unchanged when updated).
     #[uniffi(default = None)]
     pub value_type: Option<ValueType>,
 }
@@ -98,12 +98,14 @@ pub struct ValueMisfit {
 pub struct ValueTypeCheck {
     /// The value type checked.
     pub value_type: ValueType,
-    /// How many non-empty values were checked.
+    /// How many non-empty values the caller may view were checked.
     pub checked: u64,
-    /// How many are not of `value_type` (the change is refused while any is not).
+    /// How many of them are not of `value_type` (the change is refused while any value is not).
     pub count: u64,
-    /// Those the caller may view, at most 1,000.
+    /// Those (only values the caller may view are counted and listed), at most 1,000.
     pub misfits: Vec<ValueMisfit>,
+    /// Whether a value the caller may not view does not fit either.
+    pub hidden_misfits: bool,
 }
 
 impl From<core::ValueTypeCheck> for ValueTypeCheck {
@@ -121,6 +123,7 @@ impl From<core::ValueTypeCheck> for ValueTypeCheck {
                     value: m.value,
                 })
                 .collect(),
+            hidden_misfits: c.hidden_misfits,
         }
     }
 }

@@ -35,12 +35,16 @@ impl Session {
             .collect())
     }
 
-    /// Replaces a metadata type's definition.
+    /// Replaces a metadata type's definition (a `valueType` of `null` keeps the type's own).
     pub fn update_metadata_type(&self, id: i64, spec: MetadataTypeSpec) -> Result<MetadataType> {
-        Ok(self
-            .inner
-            .update_metadata_type(core::MetadataTypeId(id), spec.into())?
-            .into())
+        let id = core::MetadataTypeId(id);
+        let given = spec.value_type;
+        let mut input: core::MetadataTypeInput = spec.into();
+        input.value_type = match given {
+            Some(t) => t.into(),
+            None => self.inner.metadata_type(id)?.value_type,
+        };
+        Ok(self.inner.update_metadata_type(id, input)?.into())
     }
 
     /// Which stored values of a metadata type are not of `valueType`: what changing its value

@@ -53,7 +53,8 @@ impl OrderBy {
     }
 
     /// The order an `ordering` parameter names: `amount` (ascending) or `-amount`
-    /// (descending); `None` for an empty name.
+    /// (descending); `None` for an empty name. In a document list, `id` and `-id` are the
+    /// list's own order by id (a metadata type cannot be reached by that name there).
     pub fn parse(ordering: &str) -> Option<Self> {
         let ordering = ordering.trim();
         let (descending, name) = match ordering.strip_prefix('-') {

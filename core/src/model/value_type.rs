@@ -103,15 +103,6 @@ impl ValueType {
             }
         }
     }
-
-    /// The key of a search term's bound for a field of this type: the type's own form, and for
-    /// a date and time also a date alone (its midnight).
-    pub fn bound_key(self, bound: &str) -> Option<TypedKey> {
-        self.key(bound).or_else(|| match self {
-            ValueType::DateTime => date(bound).map(|d| TypedKey::Time(midnight(d))),
-            _ => None,
-        })
-    }
 }
 
 impl std::fmt::Display for ValueType {
@@ -153,18 +144,22 @@ pub struct ValueMisfit {
 }
 
 /// What changing a metadata type's value type would meet: its stored values that are not of
-/// the new type (see [`Session::check_value_type`](crate::Session::check_value_type)).
+/// the new type (see [`Session::check_value_type`](crate::Session::check_value_type)). Only the
+/// values the caller may view (on documents it may view, with `document_metadata_view` on them
+/// and on the type) are counted and listed; of the others the check says only whether any does
+/// not fit (the change would be refused for it), nothing of how many there are or what they are.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ValueTypeCheck {
     /// The value type checked.
     pub value_type: ValueType,
-    /// How many non-empty values were checked.
+    /// How many non-empty values the caller may view were checked.
     pub checked: usize,
-    /// How many of them are not of `value_type`: the change is refused while any is not.
+    /// How many of them are not of `value_type`.
     pub count: usize,
-    /// Those the caller may view (on documents and of a type whose values they may view), by
-    /// value id, at most [`ValueTypeCheck::MAX_LISTED`]; the others are only counted.
+    /// Those, by value id, at most [`ValueTypeCheck::MAX_LISTED`].
     pub misfits: Vec<ValueMisfit>,
+    /// Whether a value the caller may not view is not of `value_type` either.
+    pub hidden_misfits: bool,
 }
 
 impl ValueTypeCheck {
@@ -173,7 +168,7 @@ impl ValueTypeCheck {
 
     /// Whether every value fits (the change may be made).
     pub fn fits(&self) -> bool {
-        self.count == 0
+        self.count == 0 && !self.hidden_misfits
     }
 }
 
@@ -197,6 +192,7 @@ fn integer(value: &str) -> Option<i64> {
     value.parse().ok()
 }
 
+/// A decimal's number; `-0` is `0` (one key for one number).
 fn decimal(value: &str) -> Option<f64> {
     let unsigned = value.strip_prefix('-').unwrap_or(value);
     let (whole, fraction) = match unsigned.split_once('.') {
@@ -209,7 +205,11 @@ fn decimal(value: &str) -> Option<f64> {
     if whole.len() + fraction.map_or(0, str::len) > MAX_DECIMAL_DIGITS {
         return None;
     }
-    value.parse::<f64>().ok().filter(|n| n.is_finite())
+    value
+        .parse::<f64>()
+        .ok()
+        .filter(|n| n.is_finite())
+        .map(|n| n + 0.0)
 }
 
 fn date(value: &str) -> Option<NaiveDate> {
@@ -344,10 +344,11 @@ mod tests {
             key(ValueType::DateTime, "1970-01-02T00:00:01"),
             TypedKey::Time(86_401)
         );
-        assert_eq!(
-            ValueType::DateTime.bound_key("1970-01-02"),
-            Some(TypedKey::Time(86_400))
-        );
+        // `-0` is `0`, to the bit (search and sorting compare keys as bits).
+        let TypedKey::Number(zero) = key(ValueType::Decimal, "-0.00") else {
+            panic!("a number")
+        };
+        assert_eq!(zero.to_bits(), 0.0f64.to_bits());
         assert_eq!(ValueType::Text.key("x"), None);
     }
 

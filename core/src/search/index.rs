@@ -231,7 +231,13 @@ pub fn time_of(value: &str) -> Option<i64> {
 }
 
 fn number_of(value: &str) -> Option<f64> {
-    value.trim().parse::<f64>().ok().filter(|n| n.is_finite())
+    // `-0` is `0`: one key for one number.
+    value
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|n| n.is_finite())
+        .map(|n| n + 0.0)
 }
 
 /// The records of a search and what the caller may see of them.
@@ -735,21 +741,31 @@ impl SearchIndex {
         };
         let values = match (t.value_type, matching) {
             (ValueType::Text, _) | (_, Match::Phrase(_)) => self.value_query(matching)?,
-            // `true` and `false` are words.
-            (ValueType::Boolean, Match::Words(_)) => self.value_query(matching)?,
+            // `true` and `false` are whole words.
+            (ValueType::Boolean, Match::Words(w)) => self.words(f.value, w, false)?,
             (ValueType::Boolean, Match::Range { .. }) => {
                 return Err(Error::InvalidInput(format!(
                     "query: {name} holds {}: it takes no range",
                     t.value_type.form()
                 )));
             }
-            (value_type, Match::Words(w)) => match value_type.bound_key(w) {
-                Some(key) => typed(Some((key, true)), Some((key, true))),
-                None => self.value_query(matching)?,
-            },
+            (value_type, Match::Words(w)) => {
+                match (
+                    typed_bound(value_type, w, true, true),
+                    typed_bound(value_type, w, true, false),
+                ) {
+                    (Some(lower), Some(upper)) => typed(Some(lower), Some(upper)),
+                    _ => self.value_query(matching)?,
+                }
+            }
             (value_type, Match::Range { lower, upper }) => {
-                let Some((lower, upper)) = read_bounds(lower, upper, |b| value_type.bound_key(b))
-                else {
+                let bound = |b: &Option<(String, bool)>, is_lower| match b {
+                    None => Some(None),
+                    Some((v, inclusive)) => {
+                        typed_bound(value_type, v, *inclusive, is_lower).map(Some)
+                    }
+                };
+                let (Some(lower), Some(upper)) = (bound(lower, true), bound(upper, false)) else {
                     return Err(Error::InvalidInput(format!(
                         "query: {name} holds {}: a range over it needs bounds of that form",
                         value_type.form()
@@ -1193,6 +1209,30 @@ impl tantivy::collector::SegmentCollector for VisibleTopSegment {
         best.sort_by(|a, b| b.cmp(a));
         (self.count, best)
     }
+}
+
+/// A bound of a range over a field of `value_type` (`lower` or upper), as its key: a value of the
+/// type; for a date and time also a date alone, which stands for the whole day (`> 2024-03-31`
+/// is from the next midnight on, `<= 2024-03-31` until it, and a date as a word is its day).
+fn typed_bound(
+    value_type: ValueType,
+    bound: &str,
+    inclusive: bool,
+    lower: bool,
+) -> Option<(TypedKey, bool)> {
+    if value_type == ValueType::DateTime
+        && let Some(TypedKey::Time(day)) = ValueType::Date.key(bound)
+    {
+        const DAY: i64 = 86_400;
+        let (at, inclusive) = match (lower, inclusive) {
+            (true, true) => (day, true),
+            (true, false) => (day + DAY, true),
+            (false, true) => (day + DAY, false),
+            (false, false) => (day, false),
+        };
+        return Some((TypedKey::Time(at), inclusive));
+    }
+    value_type.key(bound).map(|k| (k, inclusive))
 }
 
 /// How the index compares the values of a value type.

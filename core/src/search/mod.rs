@@ -490,10 +490,15 @@ impl Session {
     }
 
     /// `expr` with its metadata type names resolved, and the order, for this session's scope.
+    ///
+    /// An order by a name whose values the caller may not read is no order of values: a search
+    /// keeps its relevance order (as Django REST framework ignores an unknown `ordering`), and
+    /// a list (`listing`) its order by id, the order of documents without values.
     fn prepared(
         &self,
         mut expr: Expr,
         ordering: Option<&OrderBy>,
+        listing: bool,
         scope: &SearchScope,
     ) -> Result<(Expr, Option<Sort>)> {
         let mut types = None;
@@ -518,17 +523,19 @@ impl Session {
             return Err(e);
         }
         resolved?;
-        // An order by a name the caller may not read values of is an order by no value (as
-        // Django REST framework ignores an unknown `ordering`).
         let sort = match ordering {
             None => None,
-            Some(o) => Some(Sort {
-                by: match find(&o.metadata_type)? {
-                    Lookup::Found(t) => Some(t),
-                    Lookup::Hidden | Lookup::Unknown => None,
-                },
-                descending: o.descending,
-            }),
+            Some(o) => match find(&o.metadata_type)? {
+                Lookup::Found(t) => Some(Sort {
+                    by: Some(t),
+                    descending: o.descending,
+                }),
+                Lookup::Hidden | Lookup::Unknown if listing => Some(Sort {
+                    by: None,
+                    descending: o.descending,
+                }),
+                Lookup::Hidden | Lookup::Unknown => None,
+            },
         };
         Ok((expr, sort))
     }
@@ -606,7 +613,7 @@ impl Session {
         let query = query.into();
         let expr = parse(&query.text)?;
         let (count, ids) =
-            self.document_hits(expr, query.ordering.as_ref(), page.number, page.size)?;
+            self.document_hits(expr, query.ordering.as_ref(), false, page.number, page.size)?;
         // The page's documents and their types in one read.
         let items = self.document_views(&ids)?;
         Ok(Page { count, items })
@@ -618,6 +625,7 @@ impl Session {
         &self,
         expr: Expr,
         ordering: Option<&OrderBy>,
+        listing: bool,
         page: usize,
         page_size: usize,
     ) -> Result<(usize, Vec<DocumentId>)> {
@@ -629,7 +637,7 @@ impl Session {
         }
         self.db.index_catch_up(false)?;
         let scope = self.search_scope()?;
-        let (expr, sort) = self.prepared(expr, ordering, &scope)?;
+        let (expr, sort) = self.prepared(expr, ordering, listing, &scope)?;
         let (count, hits) = self.db.inner.search.index().search_visible(
             RecordKind::Document,
             &expr,
@@ -657,7 +665,7 @@ impl Session {
         let expr = parse(query)?;
         self.db.index_catch_up(false)?;
         let scope = self.search_scope()?;
-        let (expr, _) = self.prepared(expr, None, &scope)?;
+        let (expr, _) = self.prepared(expr, None, false, &scope)?;
         let (count, hits) = self.db.inner.search.index().search_visible(
             RecordKind::Metadata,
             &expr,
@@ -717,7 +725,7 @@ pub(crate) fn sorted_documents(
         Some(t) => Expr::DocumentType(t.0),
         None => Expr::All,
     };
-    session.document_hits(expr, Some(ordering), page.number, page.size)
+    session.document_hits(expr, Some(ordering), true, page.number, page.size)
 }
 
 /// Clears the "rebuilding" flag when a rebuild ends, however it ends.

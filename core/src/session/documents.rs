@@ -403,6 +403,11 @@ impl Session {
             after,
             ordering,
         } = query;
+        // `id` is the list's own order (`-id` newest first), not a metadata type's.
+        let (newest_first, ordering) = match ordering {
+            Some(o) if o.metadata_type == "id" => (o.descending, None),
+            ordering => (newest_first, ordering),
+        };
         if let Some(ordering) = &ordering {
             let sorted = self.db.inner.hooks.sorted_documents;
             let (count, ids) = sorted(&self.db, self.actor, of_type, ordering, page)?;

@@ -258,15 +258,22 @@ impl Session {
             checked: 0,
             count: 0,
             misfits: Vec::new(),
+            hidden_misfits: false,
         };
         tx.each_value_of_metadata_type(id, &mut |metadata, document, document_type, value| {
+            let fits = value_type.check(value).is_ok();
+            // What the caller may not view is neither counted nor listed: one bit, that some
+            // such value does not fit, is all the refusal of the change needs.
+            if !visible(document, document_type) {
+                check.hidden_misfits |= !fits;
+                return;
+            }
             check.checked += 1;
-            if value_type.check(value).is_ok() {
+            if fits {
                 return;
             }
             check.count += 1;
-            if check.misfits.len() < ValueTypeCheck::MAX_LISTED && visible(document, document_type)
-            {
+            if check.misfits.len() < ValueTypeCheck::MAX_LISTED {
                 check.misfits.push(ValueMisfit {
                     document,
                     metadata,
@@ -390,18 +397,21 @@ fn misfits_message(check: &ValueTypeCheck) -> String {
         .take(5)
         .map(|m| format!("document {} has '{}'", m.document, shorten(&m.value)))
         .collect();
-    let mut message = format!(
-        "{} of {} values are not {}",
-        check.count,
-        check.checked,
-        check.value_type.form()
-    );
+    let form = check.value_type.form();
+    let mut message = if check.count == 0 {
+        format!("values you may not view are not {form}")
+    } else {
+        format!("{} of {} values are not {form}", check.count, check.checked)
+    };
     if !shown.is_empty() {
         message.push_str(&format!(" ({}", shown.join("; ")));
         if check.count > shown.len() {
             message.push_str("; ...");
         }
         message.push(')');
+    }
+    if check.count > 0 && check.hidden_misfits {
+        message.push_str(", nor are values you may not view");
     }
     message.push_str(": change them first (check_value_type lists them).");
     message

@@ -111,7 +111,19 @@ impl Session {
             shapers: &compiled.shapers,
             renders: u.renders,
         };
-        compiled.process(value, required, self.db.templates(), &mut inputs)
+        let value = compiled.process(value, required, self.db.templates(), &mut inputs)?;
+        // The value type as this transaction reads it: the compiled form is cached, and another
+        // process may have changed the type since (its check of the stored values then
+        // conflicts with this write on PostgreSQL, and follows or precedes it on SQLite).
+        let t = compiled.metadata_type.id;
+        if let Some(current) = u.tx.value_type_of(t)?
+            && current != compiled.metadata_type.value_type
+        {
+            current
+                .check(&value)
+                .map_err(|e| Error::validation(crate::metadata::pipeline::VALUE_FIELD, e))?;
+        }
+        Ok(value)
     }
 
     /// Adds a metadata value to a document (spec 2.10). The type must be associated with the

@@ -56,6 +56,15 @@ impl Tx<'_> {
         .map(drop)
     }
 
+    /// The value type of metadata type `id` (`None`: no such type).
+    pub(crate) fn value_type_of(&mut self, id: MetadataTypeId) -> Result<Option<ValueType>> {
+        self.optional(
+            "SELECT value_type FROM metadata_types WHERE id = ?1",
+            &[id.0.into()],
+            |r| Ok(value_type(&r.text(0)?)),
+        )
+    }
+
     /// Who shaped a metadata type's default and lookup (`None`: no such type).
     pub(crate) fn metadata_type_shapers(
         &mut self,

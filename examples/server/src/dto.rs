@@ -66,6 +66,7 @@ pub struct ValueTypeCheckOut {
     pub checked: u64,
     pub count: u64,
     pub misfits: Vec<ValueMisfitOut>,
+    pub hidden_misfits: bool,
 }
 
 impl From<docmeta_core::ValueTypeCheck> for ValueTypeCheckOut {
@@ -83,6 +84,7 @@ impl From<docmeta_core::ValueTypeCheck> for ValueTypeCheckOut {
                     value: m.value,
                 })
                 .collect(),
+            hidden_misfits: c.hidden_misfits,
         }
     }
 }

@@ -61,7 +61,7 @@ pub struct MetadataTypeIn {
     /// The parser's arguments, as YAML.
     #[schema(schema_with = optional_text::<TEMPLATE>)]
     pub parser_arguments: Option<String>,
-    /// What its values are (absent: `text`).
+    /// What its values are (absent: `text` when created, unchanged by a PUT).
     pub value_type: Option<ValueTypeIn>,
 }
 

@@ -66,6 +66,7 @@ async fn list_documents(
             Some("-id") => (true, None),
             Some(other) => (false, docmeta_core::OrderBy::parse(other)),
         };
+        let sorted = ordering.is_some();
         let page = s
             .documents(
                 DocumentQuery {
@@ -77,7 +78,9 @@ async fn list_documents(
                 q.request(),
             )
             .map_err(|e| match e {
-                docmeta_core::Error::InvalidInput(message) => ApiError::field("ordering", message),
+                docmeta_core::Error::InvalidInput(message) if sorted => {
+                    ApiError::field("ordering", message)
+                }
                 e => e.into(),
             })?;
         Ok(q.page(&uri, page, |d| DocumentOut::from(&d))?

@@ -175,8 +175,16 @@ async fn put_metadata_type(
     Ids(id): Ids<i64>,
     body: LaterBody<MetadataTypeIn>,
 ) -> ApiResult<Json<MetadataTypeOut>> {
-    update_metadata_type(app, user, id, move |_| {
-        Ok(metadata_type_input(body.read()?))
+    update_metadata_type(app, user, id, move |current| {
+        let body = body.read()?;
+        // A PUT that does not mention the value type keeps it (clients that know no value types
+        // replace the other fields without untyping the type).
+        let keep = body.value_type.is_none();
+        let mut input = metadata_type_input(body);
+        if keep {
+            input.value_type = current.value_type;
+        }
+        Ok(input)
     })
     .await
 }
@@ -206,7 +214,7 @@ struct ValueTypeQuery {
 }
 
 #[utoipa::path(get, path = "/api/v4/metadata/metadata-types/{metadata_type_id}/value-type-check/", tag = "metadata",
-    description = "Which stored values of the metadata type are not of `value_type`: what a change of its value type (PUT or PATCH) would be refused for, without trying it. `checked` values were read, `count` of them do not fit (the change is refused while any does not), `misfits` lists those the caller may view (at most 1,000, by value id). Needs `metadata_type_edit` on the type.",
+    description = "Which stored values of the metadata type are not of `value_type`: what a change of its value type (PUT or PATCH) would be refused for, without trying it. Of the values the caller may view, `checked` were read and `count` do not fit, listed in `misfits` (at most 1,000, by value id); of the others, `hidden_misfits` says only whether one does not fit. The change is refused while any value does not fit. Needs `metadata_type_edit` on the type.",
     params(("metadata_type_id" = i64, Path), ValueTypeQuery),
     responses((status = 200, body = ValueTypeCheckOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
 async fn check_value_type(
