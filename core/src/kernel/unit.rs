@@ -141,6 +141,8 @@ pub(crate) struct Unit<'a> {
     pub(crate) unlink: Vec<String>,
     /// Metadata events of documents, for workflow triggers: (event, document, name).
     pub(crate) workflow_events: Vec<(EventId, DocumentId, String)>,
+    /// The value types this unit read of metadata types it wrote values of (once per type).
+    pub(crate) value_types: FxHashMap<MetadataTypeId, Option<ValueType>>,
     hooks: &'a Hooks,
 }
 
@@ -156,6 +158,7 @@ impl<'a> Unit<'a> {
             invalidated: Vec::new(),
             unlink: Vec::new(),
             workflow_events: Vec::new(),
+            value_types: FxHashMap::default(),
             hooks,
         }
     }

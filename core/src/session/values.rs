@@ -115,8 +115,17 @@ impl Session {
         // The value type as this transaction reads it: the compiled form is cached, and another
         // process may have changed the type since (its check of the stored values then
         // conflicts with this write on PostgreSQL, and follows or precedes it on SQLite).
+        // Read once per type in a unit (a batch of a thousand values reads each type once).
         let t = compiled.metadata_type.id;
-        if let Some(current) = u.tx.value_type_of(t)?
+        let current = match u.value_types.get(&t) {
+            Some(known) => *known,
+            None => {
+                let read = u.tx.value_type_of(t)?;
+                u.value_types.insert(t, read);
+                read
+            }
+        };
+        if let Some(current) = current
             && current != compiled.metadata_type.value_type
         {
             current
