@@ -56,6 +56,7 @@ fn _docmeta(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PastValue>()?;
     m.add_class::<ValueMisfit>()?;
     m.add_class::<ValueTypeCheck>()?;
+    m.add_class::<TemplatePreview>()?;
     m.add_class::<AuditReport>()?;
     m.add_class::<EventChange>()?;
     m.add_class::<EventFeed>()?;

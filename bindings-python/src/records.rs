@@ -54,6 +54,12 @@ record!(
     ValueTypeCheck { value_type: String, checked: u64, count: u64, misfits: Vec<ValueMisfit>,
         hidden_misfits: bool });
 record!(
+    /// What a default and a lookup template render to before they are saved
+    /// (`Session.preview_templates`): the default (None when none was given or it failed, then
+    /// `default_error` says why), the lookup's choices (likewise, `lookup_error`).
+    TemplatePreview { default: Option<String>, default_error: Option<String>,
+        lookup_choices: Option<Vec<String>>, lookup_error: Option<String> });
+record!(
     /// A document type.
     DocumentType { id: i64, label: String });
 record!(
@@ -308,6 +314,17 @@ impl From<core::MetadataType> for MetadataType {
         }
     }
 }
+impl From<core::TemplatePreview> for TemplatePreview {
+    fn from(p: core::TemplatePreview) -> Self {
+        TemplatePreview {
+            default: p.default,
+            default_error: p.default_error,
+            lookup_choices: p.lookup_choices,
+            lookup_error: p.lookup_error,
+        }
+    }
+}
+
 impl From<core::ValueTypeCheck> for ValueTypeCheck {
     fn from(c: core::ValueTypeCheck) -> Self {
         ValueTypeCheck {

@@ -127,3 +127,22 @@ def test_a_hidden_type_matches_nothing(world: Tuple[docmeta.Docmeta, List[int]])
     admin.grant("metadata.metadata_type_view", role.id, "metadata.metadatatype", amount.id)
     assert session.search_documents("amount:>100").count == 0
     assert session.search_documents("NOT has:amount").count == 3
+
+
+def test_templates_preview_before_they_are_saved(
+    world: Tuple[docmeta.Docmeta, List[int]],
+) -> None:
+    db, docs = world
+    admin = db.system()
+    preview = admin.preview_templates(
+        default="{{ document.label }}-{{ 6 * 7 }}", lookup="a, b, {{ 'c' }}", document=docs[0]
+    )
+    assert preview.default == "small-42"
+    assert preview.lookup_choices == ["a", "b", "c"]
+    assert preview.default_error is None and preview.lookup_error is None
+    broken = admin.preview_templates(default="{{ oops")
+    assert broken.default is None and broken.default_error
+    assert broken.lookup_choices is None
+    ann = admin.create_user("ann", "a long password")
+    with pytest.raises(docmeta.PermissionDenied):
+        db.session(ann.id).preview_templates(default="{{ 1 }}")

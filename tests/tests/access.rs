@@ -524,6 +524,12 @@ fn explain_names_the_global_grant_or_what_was_checked() -> Result<()> {
     let refused = w.db.explain(w.user, P::DocumentView, doc_ref(d.id));
     assert_eq!(refused.grant, None);
     assert_eq!(refused.checked, [doc_ref(d.id), dt_ref(dt.id)]);
+    // Asked by the user themselves, without acl_view on the document, a refusal names only the
+    // document asked about: not its type, which the user may not see.
+    let own =
+        w.db.session(w.user)
+            .explain(w.user, P::DocumentView, doc_ref(d.id))?;
+    assert_eq!((own.grant, own.checked), (None, vec![doc_ref(d.id)]));
     w.admin.grant_global(P::DocumentView, w.other_role)?;
     match w.db.explain(w.user, P::DocumentView, doc_ref(d.id)).grant {
         Some(Grant::Global { role, .. }) => assert_eq!(role, w.other_role),
@@ -1055,5 +1061,51 @@ fn a_missing_document_added_to_a_cabinet_is_invalid_document_id() -> Result<()> 
         ),
         Err(Error::NotFound(_))
     ));
+    Ok(())
+}
+
+#[test]
+fn who_may_fill_in_a_documents_type_sees_its_associations_but_not_its_label() -> Result<()> {
+    let w = world()?;
+    let dt = w.admin.create_document_type("Secret type label")?;
+    let shown = w
+        .admin
+        .create_metadata_type(MetadataTypeInput::new("shown", "Shown"))?;
+    let hidden = w
+        .admin
+        .create_metadata_type(MetadataTypeInput::new("hidden", "Hidden"))?;
+    let a = w.admin.associate(dt.id, shown.id, true)?.association;
+    let b = w.admin.associate(dt.id, hidden.id, false)?.association;
+    let s = w.db.session(w.user);
+    // Nothing yet: the type is not the user's to know.
+    assert!(is_not_found(s.associations(dt.id, PageRequest::ALL)));
+    assert!(is_not_found(s.association(dt.id, a.id)));
+    // Adding values to its documents: the associations of the metadata types the user may view,
+    // which are required, the type by id only.
+    w.admin
+        .grant(P::DocumentMetadataAdd, w.role, dt_ref(dt.id))?;
+    w.admin
+        .grant(P::MetadataTypeView, w.role, mt_ref(shown.id))?;
+    let listed = s.associations(dt.id, PageRequest::ALL)?;
+    assert_eq!(listed.count, 1);
+    let only = &listed.items[0];
+    assert_eq!(
+        (only.association.id, only.association.required),
+        (a.id, true)
+    );
+    assert_eq!(
+        (only.document_type.id, only.document_type.label.as_str()),
+        (dt.id, "")
+    );
+    assert_eq!(s.association(dt.id, a.id)?.document_type.label, "");
+    assert!(is_not_found(s.association(dt.id, b.id)));
+    // Viewing the type shows its label as before.
+    w.admin.grant(P::DocumentTypeView, w.role, dt_ref(dt.id))?;
+    assert_eq!(
+        s.associations(dt.id, PageRequest::ALL)?.items[0]
+            .document_type
+            .label,
+        "Secret type label"
+    );
     Ok(())
 }

@@ -436,3 +436,49 @@ fn a_slow_template_does_not_hold_the_write_lock() -> Result<()> {
     assert!(started.elapsed() < Duration::from_secs(5));
     Ok(())
 }
+
+/// A preview renders unsaved templates with the caller as their only shaper: it reads no more
+/// than the caller may view (the secret stays hidden from the clerk), and whoever may view it
+/// sees it; nothing is stored.
+#[test]
+fn a_preview_sees_only_what_its_caller_may_view() -> Result<()> {
+    let f = fixture(MetadataTypeInput::new("note", "Note"))?;
+    f.admin
+        .grant_global(Permission::MetadataTypeCreate, f.clerk_role)?;
+    let clerk = f.db.session(f.clerk);
+    let lookup = "{{ document.metadata_value_of.secret or 'hidden' }},{% for u in users %}{{ u.username }},{% endfor %}";
+    let p = clerk.preview_templates(READS_SECRET, lookup, Some(f.doc), None)?;
+    assert_eq!(p.default.as_deref(), Some("hidden|"), "{p:?}");
+    let choices = p.lookup_choices.expect("choices");
+    assert!(!choices.iter().any(|c| c == "s3cr3t"), "{choices:?}");
+    assert!(choices.iter().any(|c| c == "clerk"), "{choices:?}");
+    let p = f
+        .admin
+        .preview_templates(READS_SECRET, "", Some(f.doc), None)?;
+    assert!(
+        p.default
+            .as_deref()
+            .is_some_and(|d| d.starts_with("s3cr3t|")),
+        "{p:?}"
+    );
+    // Without metadata_type_create, or edit on the type named, no preview.
+    let (other, _) = user(&f.admin, "other")?;
+    let other = f.db.session(other);
+    assert!(matches!(
+        other.preview_templates("{{ 1 }}", "", None, None),
+        Err(docmeta_core::Error::PermissionDenied(_))
+    ));
+    assert!(
+        other
+            .preview_templates("{{ 1 }}", "", None, Some(f.note))
+            .is_err()
+    );
+    // A hidden document is not found, as everywhere.
+    let hidden = f.admin.create_document_type("Hidden")?.id;
+    let hidden = f.admin.create_document(hidden, "H", &[])?.document.id;
+    assert!(matches!(
+        clerk.preview_templates("{{ 1 }}", "", Some(hidden), None),
+        Err(docmeta_core::Error::NotFound(_))
+    ));
+    Ok(())
+}

@@ -104,6 +104,19 @@ class ValueMisfit:
     def value(self) -> str: ...
 
 @final
+class TemplatePreview:
+    """What a default and a lookup template render to before they are saved (`Session.preview_templates`)."""
+
+    @property
+    def default(self) -> Optional[str]: ...
+    @property
+    def default_error(self) -> Optional[str]: ...
+    @property
+    def lookup_choices(self) -> Optional[List[str]]: ...
+    @property
+    def lookup_error(self) -> Optional[str]: ...
+
+@final
 class ValueTypeCheck:
     """What changing a metadata type's value type would meet (`Session.check_value_type`)."""
 
@@ -845,6 +858,14 @@ class Session:
     ) -> MetadataType: ...
     def lookup_choices(self, id: int, *, document: Optional[int] = ...) -> Optional[List[str]]: ...
     def check_value_type(self, id: int, value_type: str) -> ValueTypeCheck: ...
+    def preview_templates(
+        self,
+        *,
+        default: str = ...,
+        lookup: str = ...,
+        document: Optional[int] = ...,
+        metadata_type: Optional[int] = ...,
+    ) -> TemplatePreview: ...
     def document_type(self, id: int) -> DocumentType: ...
     def update_document_type(self, id: int, label: str) -> DocumentType: ...
     def delete_document_type(self, id: int) -> None: ...
@@ -1349,6 +1370,7 @@ __all__ = [
     "Throttled",
     "User",
     "ValueMisfit",
+    "TemplatePreview",
     "ValueTypeCheck",
     "ValidationError",
     "Device",

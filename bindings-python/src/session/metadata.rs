@@ -5,7 +5,9 @@ use pyo3::prelude::*;
 
 use super::Session;
 use crate::errors::run;
-use crate::records::{Association, DocumentType, MetadataType, ValueTypeCheck, all};
+use crate::records::{
+    Association, DocumentType, MetadataType, TemplatePreview, ValueTypeCheck, all,
+};
 
 #[pymethods]
 impl Session {
@@ -175,6 +177,29 @@ impl Session {
         run(py, || {
             self.inner
                 .check_value_type(core::MetadataTypeId(id), value_type)
+        })
+        .map(Into::into)
+    }
+
+    /// What a default and a lookup template would render to before they are saved, for
+    /// `document` when given, with only what the caller may view; errors are in the answer.
+    /// Needs global `metadata_type_create`, or `metadata_type_edit` on `metadata_type`.
+    #[pyo3(signature = (*, default = "", lookup = "", document = None, metadata_type = None))]
+    fn preview_templates(
+        &self,
+        py: Python<'_>,
+        default: &str,
+        lookup: &str,
+        document: Option<i64>,
+        metadata_type: Option<i64>,
+    ) -> PyResult<TemplatePreview> {
+        run(py, || {
+            self.inner.preview_templates(
+                default,
+                lookup,
+                document.map(core::DocumentId),
+                metadata_type.map(core::MetadataTypeId),
+            )
         })
         .map(Into::into)
     }

@@ -93,6 +93,31 @@ pub struct ValueMisfit {
     pub value: String,
 }
 
+/// What a default and a lookup template render to before they are saved
+/// (`previewTemplates`).
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct TemplatePreview {
+    /// The default rendered; `None` when none was given or it failed (`default_error`).
+    pub default: Option<String>,
+    /// Why the default did not render.
+    pub default_error: Option<String>,
+    /// The lookup's choices; `None` when none was given or it failed (`lookup_error`).
+    pub lookup_choices: Option<Vec<String>>,
+    /// Why the lookup did not render.
+    pub lookup_error: Option<String>,
+}
+
+impl From<core::TemplatePreview> for TemplatePreview {
+    fn from(p: core::TemplatePreview) -> Self {
+        TemplatePreview {
+            default: p.default,
+            default_error: p.default_error,
+            lookup_choices: p.lookup_choices,
+            lookup_error: p.lookup_error,
+        }
+    }
+}
+
 /// What changing a metadata type's value type would meet (`checkValueType`).
 #[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
 pub struct ValueTypeCheck {

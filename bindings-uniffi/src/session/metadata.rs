@@ -5,7 +5,8 @@ use docmeta_core as core;
 use super::Session;
 use crate::errors::Result;
 use crate::records::{
-    Association, DocumentType, MetadataType, MetadataTypeSpec, ValueType, ValueTypeCheck,
+    Association, DocumentType, MetadataType, MetadataTypeSpec, TemplatePreview, ValueType,
+    ValueTypeCheck,
 };
 
 #[uniffi::export]
@@ -57,6 +58,29 @@ impl Session {
         Ok(self
             .inner
             .check_value_type(core::MetadataTypeId(metadata_type), value_type.into())?
+            .into())
+    }
+
+    /// What a default and a lookup template would render to before they are saved, for
+    /// `document` when given, with only what the caller may view; errors are in the answer.
+    /// Needs global `metadata_type_create`, or `metadata_type_edit` on `metadata_type`.
+    /// (`default_template`: `default` is a keyword of C, whose header Swift reads.)
+    #[uniffi::method(default(document = None, metadata_type = None))]
+    pub fn preview_templates(
+        &self,
+        default_template: String,
+        lookup_template: String,
+        document: Option<i64>,
+        metadata_type: Option<i64>,
+    ) -> Result<TemplatePreview> {
+        Ok(self
+            .inner
+            .preview_templates(
+                &default_template,
+                &lookup_template,
+                document.map(core::DocumentId),
+                metadata_type.map(core::MetadataTypeId),
+            )?
             .into())
     }
 

@@ -330,6 +330,11 @@ fun typedSearch() {
     }
     expect(change.field == "value_type", "the refusal names value_type: ${change.field}")
     refused<DocmetaException.InvalidInput>("a range of another form") { admin.searchDocuments("amount:[a TO b]", 1u, 20u) }
+    // Templates previewed before they are saved, errors in the answer.
+    val preview = admin.previewTemplates("{{ 6 * 7 }}", "a, b, {{ 'c' }}", large.id, null)
+    expect(preview.default == "42" && preview.lookupChoices == listOf("a", "b", "c"), "the preview: $preview")
+    val broken = admin.previewTemplates("{{ oops", "", null, null)
+    expect(broken.default == null && broken.defaultError != null, "a broken default: $broken")
 }
 
 fun filesAndBackup() {

@@ -15,7 +15,7 @@ use super::registry::ClassRegistry;
 use super::template::{MAX_TEMPLATE_LEN, TemplateEngine, TemplateError};
 use super::validators::Validator;
 use crate::error::{Error, Result};
-use crate::model::{MetadataType, MetadataTypeInput, MetadataTypeShapers};
+use crate::model::{MetadataType, MetadataTypeInput, MetadataTypeShapers, TemplatePreview};
 
 /// Longest stored value, in characters.
 pub const MAX_VALUE_LEN: usize = crate::model::MAX_VALUE_CHARS;
@@ -76,6 +76,39 @@ pub fn check_definition(
             .map_err(|e| Error::validation(field, e))?;
     }
     build_classes(input, registry).map(drop)
+}
+
+/// What `default` and `lookup` render to through `inputs`, as a metadata type's templates would
+/// (an empty one is not rendered); each longer than a template may be is refused on its field.
+pub fn preview_templates(
+    templates: &TemplateEngine,
+    default: &str,
+    lookup: &str,
+    inputs: &mut dyn TemplateInputs,
+) -> Result<TemplatePreview> {
+    for (field, source) in [("default", default), ("lookup", lookup)] {
+        crate::model::check_no_nul(field, source)?;
+        if source.len() > MAX_TEMPLATE_LEN {
+            return Err(Error::validation(
+                field,
+                format!("Ensure this field has no more than {MAX_TEMPLATE_LEN} characters."),
+            ));
+        }
+    }
+    let mut preview = TemplatePreview::default();
+    if !default.trim().is_empty() {
+        match inputs.render(templates, default, false, MAX_VALUE_LEN * 4)? {
+            Ok(value) => preview.default = Some(value),
+            Err(e) => preview.default_error = Some(e.to_string()),
+        }
+    }
+    if !lookup.trim().is_empty() {
+        match inputs.render(templates, lookup, true, MAX_LOOKUP_OUTPUT)? {
+            Ok(csv) => preview.lookup_choices = Some(split_choices(&csv)),
+            Err(e) => preview.lookup_error = Some(e.to_string()),
+        }
+    }
+    Ok(preview)
 }
 
 type Classes = (Option<Box<dyn Validator>>, Option<Box<dyn Parser>>);

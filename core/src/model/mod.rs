@@ -47,7 +47,7 @@ pub(crate) use username::username_key;
 pub use value_type::{TypedKey, ValueMisfit, ValueType, ValueTypeCheck};
 pub use views::{
     AclView, AssociationView, DocumentView, EventActor, EventFeed, EventView, MetadataPageVersion,
-    MetadataValueView, Page, PageRequest,
+    MetadataValueView, Page, PageRequest, TemplatePreview,
 };
 pub(crate) use webhook::message_id;
 pub use webhook::{CreatedWebhook, DeliveryStatus, Webhook, WebhookDelivery, WebhookUpdate};

@@ -160,3 +160,17 @@ pub struct EventFeed {
     /// holds nothing after a `None` cursor.
     pub cursor: Option<EventId>,
 }
+
+/// What a metadata type's default and lookup templates render to, before they are saved
+/// ([`Session::preview_templates`](crate::Session::preview_templates)).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TemplatePreview {
+    /// The default rendered; `None` when no default was given or it failed.
+    pub default: Option<String>,
+    /// Why the default did not render (a syntax or rendering error).
+    pub default_error: Option<String>,
+    /// The lookup's choices, in order; `None` when no lookup was given or it failed.
+    pub lookup_choices: Option<Vec<String>>,
+    /// Why the lookup did not render.
+    pub lookup_error: Option<String>,
+}

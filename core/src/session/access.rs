@@ -184,7 +184,9 @@ impl Session {
     }
 
     /// Why `user` may or may not do `permission` on `object`. Needs `acls.acl_view` on the
-    /// object unless asking about oneself.
+    /// object unless asking about oneself; a refusal of oneself without it names only the
+    /// object asked about (what was checked would name objects the caller may not see, such as
+    /// the type of a document hidden from them).
     pub fn explain(
         &self,
         user: UserId,
@@ -193,8 +195,18 @@ impl Session {
     ) -> Result<crate::access::Explanation> {
         if self.actor != Actor::User(user) {
             self.require(P::AclView, object, "the object")?;
+            return Ok(self.db.explain(user, permission, object));
         }
-        Ok(self.db.explain(user, permission, object))
+        let e = self.db.explain(user, permission, object);
+        if e.grant.is_some() || self.can(P::AclView, object) {
+            return Ok(e);
+        }
+        Ok(crate::access::Explanation {
+            grant: None,
+            also: Vec::new(),
+            checked: vec![object],
+            note: e.note,
+        })
     }
 
     // ----- users -----------------------------------------------------------------------------

@@ -122,12 +122,41 @@ impl Session {
         Ok((a, dt, mt))
     }
 
-    /// One association of a document type, with both types. Needs view on both types.
+    /// Whether this session may fill in documents of `document_type` (create them, or add
+    /// values to them) without viewing the type: it then sees the type's associations, the
+    /// type named by id only.
+    fn fills_in_only(&self, document_type: DocumentTypeId) -> bool {
+        let o = dt_ref(document_type);
+        !self.can(P::DocumentTypeView, o)
+            && (self.can(P::DocumentCreate, o) || self.can(P::DocumentMetadataAdd, o))
+    }
+
+    /// One association of a document type, with both types. Needs view on both types, or view
+    /// on the metadata type and the right to fill in documents of the type (see
+    /// [`associations`](Self::associations)).
     pub fn association(
         &self,
         document_type: DocumentTypeId,
         id: AssociationId,
     ) -> Result<AssociationView> {
+        if self.fills_in_only(document_type) {
+            return self.read(|tx| {
+                let mut dt = tx
+                    .document_type(document_type)?
+                    .ok_or_else(|| Error::not_found(format!("document type {document_type}")))?;
+                dt.label = String::new();
+                let a = tx
+                    .association(id)?
+                    .filter(|a| a.document_type_id == document_type)
+                    .ok_or_else(|| Error::not_found(format!("association {id}")))?;
+                let mt = self.load_metadata_type(tx, a.metadata_type_id, P::MetadataTypeView)?;
+                Ok(AssociationView {
+                    association: a,
+                    document_type: dt,
+                    metadata_type: mt,
+                })
+            });
+        }
         self.read(|tx| {
             let (association, document_type, metadata_type) =
                 self.load_association(tx, document_type, id, P::DocumentTypeView)?;
@@ -140,17 +169,35 @@ impl Session {
     }
 
     /// A page of the associations of a document type whose metadata type this session may
-    /// view, each with both types. Needs view on the document type.
+    /// view, each with both types. Needs view on the document type; or, to fill in a document
+    /// of the type, `documents.document_create` or `metadata.document_metadata_add` on it: then
+    /// the document type is named by id only (its label is not the caller's to read), as a
+    /// replica's schema names it.
     pub fn associations(
         &self,
         document_type: DocumentTypeId,
         page: PageRequest,
     ) -> Result<Page<AssociationView>> {
-        let Page { count, items } = Page::of(self.visible_associations(document_type)?, page);
+        let writer_only = self.fills_in_only(document_type);
+        let visible = if writer_only {
+            let all = self.read(|tx| {
+                if tx.document_type(document_type)?.is_none() {
+                    return Err(Error::not_found(format!("document type {document_type}")));
+                }
+                tx.associations_of_document_type(document_type)
+            })?;
+            self.visible(P::MetadataTypeView, all, |a| mt_ref(a.metadata_type_id))
+        } else {
+            self.visible_associations(document_type)?
+        };
+        let Page { count, items } = Page::of(visible, page);
         let items = self.read(|tx| {
-            let dt = tx
+            let mut dt = tx
                 .document_type(document_type)?
                 .ok_or_else(|| Error::not_found(format!("document type {document_type}")))?;
+            if writer_only {
+                dt.label = String::new();
+            }
             items
                 .into_iter()
                 .map(|association| {

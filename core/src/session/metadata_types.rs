@@ -351,6 +351,67 @@ impl Session {
         })
     }
 
+    /// What a default and a lookup template would render to, before they are saved: rendered as
+    /// a metadata type's templates are, for `document` when given (its values the caller may
+    /// view), with only what the caller may view (the caller is their only shaper), so a preview
+    /// shows no more than the caller could read directly. Syntax and rendering errors are
+    /// answered in the preview, not as errors. Needs `metadata.metadata_type_create`, or
+    /// `metadata.metadata_type_edit` on `metadata_type` when given (the type being edited).
+    ///
+    /// ```
+    /// use docmeta_core::{Docmeta, MetadataTypeInput};
+    ///
+    /// let db = Docmeta::in_memory()?;
+    /// let admin = db.system();
+    /// let preview = admin.preview_templates("{{ 2 * 21 }}", "a, b, {{ 'c' }}", None, None)?;
+    /// assert_eq!(preview.default.as_deref(), Some("42"));
+    /// assert_eq!(preview.lookup_choices, Some(vec!["a".into(), "b".into(), "c".into()]));
+    /// let broken = admin.preview_templates("{{ oops", "", None, None)?;
+    /// assert!(broken.default_error.is_some());
+    /// # Ok::<(), docmeta_core::Error>(())
+    /// ```
+    pub fn preview_templates(
+        &self,
+        default: &str,
+        lookup: &str,
+        document: Option<DocumentId>,
+        metadata_type: Option<MetadataTypeId>,
+    ) -> Result<crate::model::TemplatePreview> {
+        self.catch_up()?;
+        let db = self.db.clone();
+        // The caller alone shapes what is previewed.
+        let shapers = MetadataTypeShapers {
+            default: Shapers::of(self.actor, default),
+            lookup: Shapers::of(self.actor, lookup),
+        };
+        db.read_rendering(self.actor, |tx, renders| {
+            match metadata_type {
+                Some(id) => {
+                    self.load_metadata_type(tx, id, P::MetadataTypeEdit)?;
+                }
+                None => self.require_global(P::MetadataTypeCreate)?,
+            }
+            let doc = match document {
+                Some(d) => Some(self.load_document(tx, d, P::DocumentView)?),
+                None => None,
+            };
+            let mut inputs = Inputs {
+                db: &db,
+                tx,
+                document: doc.as_ref(),
+                view: &self.view,
+                shapers: &shapers,
+                renders,
+            };
+            crate::metadata::pipeline::preview_templates(
+                db.templates(),
+                default,
+                lookup,
+                &mut inputs,
+            )
+        })
+    }
+
     /// The choices of a metadata type's lookup rendered for one document (spec 2.7), so that
     /// a client can offer a drop-down while adding or editing its value; `None` when the type
     /// has no lookup (any value is accepted). Needs `documents.document_view` on the document;
