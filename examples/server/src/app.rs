@@ -316,6 +316,8 @@ pub fn router(db: Docmeta) -> (axum::Router, Arc<serde_json::Value>, Stopping) {
         openapi.clone(),
         stopping.clone(),
     );
+    // The web interface's routes stay out of the OpenAPI document: they are pages, not API.
+    let router = router.merge(crate::ui::router());
     let router = with_middleware(router.fallback(no_route).with_state(state), limits);
     (router, openapi, stopping)
 }
@@ -329,6 +331,7 @@ fn with_middleware(router: axum::Router, limits: Limits) -> axum::Router {
         .layer(axum::middleware::from_fn_with_state(limits, self::limits))
         .layer(axum::middleware::from_fn(head_limits))
         .layer(axum::middleware::from_fn(json_errors))
+        .layer(axum::middleware::from_fn(crate::ui::security_headers))
         .layer(axum::middleware::from_fn(log_request))
         .layer(CatchPanicLayer::custom(panic_response))
 }

@@ -28,6 +28,16 @@
 //! sign-in that makes a token ([`Auth::sign_in_device`]) goes through the same limiter as a
 //! Basic login.
 //!
+//! The web interface signs in the same way: its sign-in makes a device ("Web browser", 12
+//! hours) whose token it keeps in an `HttpOnly`, `SameSite=Strict` cookie ([`SESSION_COOKIE`];
+//! `Secure` and named with the `__Host-` prefix when the request came through TLS). A request
+//! without an `Authorization` header is authenticated by that cookie, as a Bearer token would
+//! be, and a request that changes something (any method but `GET`, `HEAD`, `OPTIONS`) must also
+//! carry [`CSRF_HEADER`], an HMAC of the cookie that only a page of this origin can have read
+//! (from `GET /ui/session`), and come from this origin when the browser says where it came from
+//! (`Origin`, `Sec-Fetch-Site`). Basic and Bearer authentication are unchanged: a request with
+//! an `Authorization` header never looks at the cookie.
+//!
 //! The limiter is kept in each process's memory: two `docmeta serve` processes behind one
 //! balancer count separately, and a restart forgets.
 
@@ -36,7 +46,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, Method, StatusCode, header};
 use base64::Engine;
 use docmeta_core::{Docmeta, TOKEN_LEN, UserId};
 use parking_lot::{Mutex, RwLock};
@@ -377,6 +387,102 @@ impl Auth {
             }
         }
     }
+}
+
+/// The web interface's session cookie (over plain HTTP).
+pub const SESSION_COOKIE: &str = "docmeta_session";
+/// The web interface's session cookie when the request came through TLS: the `__Host-` prefix
+/// makes the browser refuse it unless it is `Secure`, for this host only and for every path.
+pub const SECURE_SESSION_COOKIE: &str = "__Host-docmeta_session";
+/// The header a cookie-authenticated request that changes something carries: the session's
+/// CSRF token (see [`csrf_token`]).
+pub const CSRF_HEADER: &str = "x-csrf-token";
+
+/// The session cookie's value in a request (`<device id>.<token>`), if it has one.
+pub fn session_cookie(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == SECURE_SESSION_COOKIE || *name == SESSION_COOKIE)
+        .map(|(_, value)| value.trim())
+        .filter(|v| !v.is_empty())
+}
+
+/// The device id and the token of a session cookie's value.
+pub fn split_session(value: &str) -> Option<(i64, &str)> {
+    let (id, token) = value.split_once('.')?;
+    Some((id.parse().ok()?, token))
+}
+
+/// The CSRF token of a session: an HMAC, with the installation's secret key, of the cookie's
+/// value. A page of another origin can neither read the cookie nor this token.
+pub fn csrf_token(db: &Docmeta, session: &str) -> String {
+    db.sign_token(&[b"csrf", session.as_bytes()])
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Whether a browser request comes from this server's own pages: its `Sec-Fetch-Site` (when
+/// sent) says `same-origin`, and its `Origin` (when sent) names the host it was sent to. A
+/// request with neither (not from a browser, or from an old one) passes: the `SameSite=Strict`
+/// cookie and the CSRF token guard it.
+pub fn same_origin(headers: &HeaderMap) -> bool {
+    let site_ok = headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .is_none_or(|v| v == "same-origin" || v == "none");
+    let origin_ok = match headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
+        None => true,
+        Some(origin) => {
+            let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+            let authority = origin
+                .strip_prefix("http://")
+                .or_else(|| origin.strip_prefix("https://"));
+            host.is_some() && authority == host
+        }
+    };
+    site_ok && origin_ok
+}
+
+/// The user of a request authenticated by the web interface's session cookie (`session`, its
+/// value). A request that changes something must carry the session's CSRF token and come from
+/// this origin (`403` otherwise); the token is then checked as a device's.
+pub async fn authenticate_session(
+    db: &Docmeta,
+    method: &Method,
+    headers: &HeaderMap,
+    session: &str,
+) -> Result<UserId, ApiError> {
+    let safe = matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS);
+    if !safe {
+        let sent = headers.get(CSRF_HEADER).map_or(&[][..], |v| v.as_bytes());
+        let expected = csrf_token(db, session);
+        // Compared in constant time (the lengths are public: a token is 64 hex digits).
+        let token_ok = sent.len() == expected.len()
+            && sent
+                .iter()
+                .zip(expected.as_bytes())
+                .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+                == 0;
+        if !token_ok || !same_origin(headers) {
+            return Err(ApiError::detail(
+                StatusCode::FORBIDDEN,
+                "CSRF check failed: a change made with the session cookie must come from this \
+                 server's own pages, with the session's X-CSRF-Token header.",
+            ));
+        }
+    }
+    let Some((_, token)) = split_session(session) else {
+        return Err(ApiError::detail(
+            StatusCode::UNAUTHORIZED,
+            "Invalid session.",
+        ));
+    };
+    authenticate_device(db, token).await
 }
 
 /// The user a device's token signs in as (read from the store: see the module's documentation).

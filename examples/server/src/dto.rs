@@ -58,6 +58,28 @@ pub struct ValueMisfitOut {
     pub value: String,
 }
 
+/// What templates render to before they are saved.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TemplatePreviewOut {
+    /// The default rendered (`null`: none given, or it failed: see `default_error`).
+    pub default: Option<String>,
+    pub default_error: Option<String>,
+    /// The lookup's choices (`null`: none given, or it failed: see `lookup_error`).
+    pub lookup_choices: Option<Vec<String>>,
+    pub lookup_error: Option<String>,
+}
+
+impl From<docmeta_core::TemplatePreview> for TemplatePreviewOut {
+    fn from(p: docmeta_core::TemplatePreview) -> Self {
+        TemplatePreviewOut {
+            default: p.default,
+            default_error: p.default_error,
+            lookup_choices: p.lookup_choices,
+            lookup_error: p.lookup_error,
+        }
+    }
+}
+
 /// What a change of value type would meet.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ValueTypeCheckOut {
@@ -807,6 +829,46 @@ impl From<PastValue> for PastValueOut {
             value: v.value,
             since: v.since.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
             event_id: v.event.0,
+        }
+    }
+}
+
+impl ObjectOut {
+    /// An object, its kind named as its routes name it.
+    pub fn of(o: &docmeta_core::ObjectRef, kinds: &docmeta_core::KindRegistry) -> ObjectOut {
+        let name = kinds.name(o.kind);
+        let (app_label, model_name) = name.split_once('.').unwrap_or(("", &name));
+        ObjectOut {
+            app_label: app_label.to_owned(),
+            model_name: model_name.to_owned(),
+            id: o.id,
+        }
+    }
+}
+
+/// Why a user may or may not do a permission on an object.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExplanationOut {
+    /// Whether the user may.
+    pub granted: bool,
+    /// The same in a sentence: which grant decides, or what was checked.
+    pub description: String,
+    /// How many other grants also apply (access stays while any of them remains).
+    pub other_grants: usize,
+    /// The objects whose ACLs were consulted, in order.
+    pub checked: Vec<ObjectOut>,
+}
+
+impl ExplanationOut {
+    pub fn new(
+        e: &docmeta_core::Explanation,
+        kinds: &docmeta_core::KindRegistry,
+    ) -> ExplanationOut {
+        ExplanationOut {
+            granted: e.grant.is_some(),
+            description: e.describe(kinds),
+            other_grants: e.also.len(),
+            checked: e.checked.iter().map(|o| ObjectOut::of(o, kinds)).collect(),
         }
     }
 }

@@ -15,6 +15,7 @@ mod requests;
 mod routes;
 mod state;
 mod streams;
+mod ui;
 
 use std::process::ExitCode;
 

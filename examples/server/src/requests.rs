@@ -617,6 +617,22 @@ pub struct CabinetIn {
     pub parent_id: Option<Id>,
 }
 
+/// Body of POST on metadata-types/preview/: templates to render before they are saved.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct TemplatePreviewIn {
+    /// A default template (absent or blank: not rendered).
+    #[schema(schema_with = optional_text::<TEMPLATE>)]
+    pub default: Option<String>,
+    /// A lookup template (absent or blank: not rendered).
+    #[schema(schema_with = optional_text::<TEMPLATE>)]
+    pub lookup: Option<String>,
+    /// The document to render them for (`documents.document_view` on it).
+    pub document_id: Option<Id>,
+    /// The metadata type being edited (`metadata_type_edit` on it); absent: a new one
+    /// (global `metadata_type_create`).
+    pub metadata_type_id: Option<Id>,
+}
+
 /// Body of PATCH on cabinets.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct CabinetPatchIn {

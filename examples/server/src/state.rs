@@ -130,6 +130,28 @@ impl AppState {
             .await
     }
 
+    /// The object kinds (names for answers; no stored data).
+    pub fn kinds(&self) -> docmeta_core::KindRegistry {
+        self.db.kinds()
+    }
+
+    /// The CSRF token of a web interface session (the session cookie's value).
+    pub fn csrf_token(&self, session: &str) -> String {
+        crate::auth::csrf_token(&self.db, session)
+    }
+
+    /// The user a web interface session (the session cookie's value) signs in as, read from
+    /// the store (a revoke by any process ends it at once), for a request of `method` with
+    /// `headers` (a change needs the CSRF token).
+    pub async fn session_user(
+        &self,
+        method: &axum::http::Method,
+        headers: &axum::http::HeaderMap,
+        session: &str,
+    ) -> ApiResult<UserId> {
+        crate::auth::authenticate_session(&self.db, method, headers, session).await
+    }
+
     /// Whether the database answers (the health check).
     pub async fn database_ok(&self) -> bool {
         if let Ok(clock) = REQUEST.try_with(Arc::clone) {
@@ -162,6 +184,19 @@ impl FromRequestParts<AppState> for CurrentUser {
             .headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
+        if header.is_none()
+            && let Some(session) = crate::auth::session_cookie(&parts.headers)
+        {
+            let session = session.to_owned();
+            return crate::auth::authenticate_session(
+                &state.db,
+                &parts.method,
+                &parts.headers,
+                &session,
+            )
+            .await
+            .map(CurrentUser);
+        }
         let client = client_addr(parts);
         state
             .auth

@@ -200,6 +200,10 @@ const RULES: &[(&str, &str)] = &[
         "metadata_type_delete (403/404)",
     ),
     (
+        "POST /api/v4/metadata/metadata-types/preview/",
+        "changes nothing; global metadata_type_create (403), or with metadata_type_id metadata_type_edit on it (403/404); with document_id document_view on it (404)",
+    ),
+    (
         "GET /api/v4/documents/types/",
         "list: document types with document_type_view",
     ),
@@ -225,7 +229,7 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "GET /api/v4/documents/types/{document_type_id}/metadata-types/",
-        "document_type_view (404); list: associations whose metadata type the caller may view",
+        "document_type_view, document_create or document_metadata_add on the type (404); list: associations whose metadata type the caller may view",
     ),
     (
         "POST /api/v4/documents/types/{document_type_id}/metadata-types/",
@@ -233,19 +237,19 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "GET /api/v4/documents/types/{document_type_id}/metadata-types/{association_id}/",
-        "document_type_view and metadata_type_view; else 404",
+        "(document_type_view, document_create or document_metadata_add on the type) and metadata_type_view; else 404",
     ),
     (
         "PATCH /api/v4/documents/types/{document_type_id}/metadata-types/{association_id}/",
-        "visible as GET (404) then document_type_edit (403)",
+        "document_type_view and metadata_type_view (404) then document_type_edit (403)",
     ),
     (
         "PUT /api/v4/documents/types/{document_type_id}/metadata-types/{association_id}/",
-        "visible as GET (404) then document_type_edit (403)",
+        "document_type_view and metadata_type_view (404) then document_type_edit (403)",
     ),
     (
         "DELETE /api/v4/documents/types/{document_type_id}/metadata-types/{association_id}/",
-        "visible as GET (404) then document_type_edit (403)",
+        "document_type_view and metadata_type_view (404) then document_type_edit (403)",
     ),
     (
         "GET /api/v4/documents/",
@@ -486,6 +490,10 @@ const RULES: &[(&str, &str)] = &[
     (
         "POST /api/v5/objects/{app_label}/{model_name}/{object_id}/acls/",
         "acls.acl_edit on the object (403/404)",
+    ),
+    (
+        "GET /api/v5/objects/{app_label}/{model_name}/{object_id}/explain/",
+        "about oneself: allowed (a refusal names only the object); about another user: acls.acl_view on the object (403/404)",
     ),
     (
         "GET /api/v5/objects/{app_label}/{model_name}/{object_id}/acls/{acl_id}/",
@@ -839,6 +847,17 @@ impl Ctx {
         for c in self.callers.clone() {
             let exp = self.expect(&c, f);
             let (st, _) = self.call(&c, "GET", path, None);
+            self.judge(op, &c, target, exp, st);
+        }
+    }
+
+    /// Calls POST `path` with `body`, which changes nothing, as every caller and compares the
+    /// status.
+    fn post_read(&mut self, op: &'static str, path: &str, body: &Value, target: &str, f: Check) {
+        self.exercised.insert(op);
+        for c in self.callers.clone() {
+            let exp = self.expect(&c, f);
+            let (st, _) = self.call(&c, "POST", path, Some(body));
             self.judge(op, &c, target, exp, st);
         }
     }
@@ -2274,6 +2293,58 @@ fn reads(x: &mut Ctx) {
             },
         );
     }
+    // A preview of templates: for a new type (global metadata_type_create), for a type being
+    // edited (metadata_type_edit on it), for a document (document_view on it).
+    let preview = "POST /api/v4/metadata/metadata-types/preview/";
+    let preview_path = "/api/v4/metadata/metadata-types/preview/";
+    x.post_read(
+        preview,
+        preview_path,
+        &json!({"default": "{{ 1 }}", "lookup": "a, b"}),
+        "a new type's templates",
+        &|m, u| {
+            if m.glob(u, MT_CREATE) {
+                Exp::Ok(200)
+            } else {
+                Exp::No(403)
+            }
+        },
+    );
+    for t in m.mts.clone() {
+        x.post_read(
+            preview,
+            preview_path,
+            &json!({"default": "{{ 1 }}", "metadata_type_id": t}),
+            &format!("metadata type {t}'s templates"),
+            &|m, u| {
+                let o = (K::MetaType, t);
+                if !m.seen(u, o) {
+                    Exp::No(404)
+                } else if m.has(u, MT_EDIT, o) {
+                    Exp::Ok(200)
+                } else {
+                    Exp::No(403)
+                }
+            },
+        );
+    }
+    for d in m.docs.keys().copied().take(3).collect::<Vec<_>>() {
+        x.post_read(
+            preview,
+            preview_path,
+            &json!({"default": "{{ document.label }}", "document_id": d}),
+            &format!("templates for document {d}"),
+            &|m, u| {
+                if !m.glob(u, MT_CREATE) {
+                    Exp::No(403)
+                } else if !m.seen(u, (K::Doc, d)) {
+                    Exp::No(404)
+                } else {
+                    Exp::Ok(200)
+                }
+            },
+        );
+    }
     x.read_list(
         "GET /api/v4/documents/types/",
         "/api/v4/documents/types/?page_size=500",
@@ -2306,7 +2377,9 @@ fn reads(x: &mut Ctx) {
             &format!("/api/v4/documents/types/{dt}/metadata-types/?page_size=500"),
             &target,
             &|m, u| {
-                if !m.seen(u, (K::DocType, dt)) {
+                // Viewers of the type, and those who may fill in its documents.
+                let o = (K::DocType, dt);
+                if !(m.seen(u, o) || m.has(u, DOC_CREATE, o) || m.has(u, DM_ADD, o)) {
                     return Err(404);
                 }
                 Ok(set((m.assocs.iter())
@@ -2324,7 +2397,9 @@ fn reads(x: &mut Ctx) {
             &format!("/api/v4/documents/types/{}/metadata-types/{a}/", assoc.dt),
             &format!("association {a}"),
             &|m, u| {
-                if m.seen(u, (K::DocType, assoc.dt)) && m.seen(u, (K::MetaType, assoc.mt)) {
+                let o = (K::DocType, assoc.dt);
+                let fills_in = m.has(u, DOC_CREATE, o) || m.has(u, DM_ADD, o);
+                if (m.seen(u, o) || fills_in) && m.seen(u, (K::MetaType, assoc.mt)) {
                     Exp::Ok(200)
                 } else {
                     Exp::No(404)
@@ -2751,6 +2826,25 @@ fn reads(x: &mut Ctx) {
                 Exp::Refused | Exp::Gone => Err(404),
             },
             ids,
+        );
+    }
+    // Why a user may or may not (asked about user 1, the administrator): the caller's own
+    // reasons are theirs to know; another user's need acl_view on the object.
+    for o in acl_objects.clone() {
+        x.read(
+            "GET /api/v5/objects/{app_label}/{model_name}/{object_id}/explain/",
+            &format!(
+                "{}?user_id=1&permission=documents.document_view",
+                acls_path(o).trim_end_matches("acls/").to_owned() + "explain/"
+            ),
+            &format!("explain {o:?}"),
+            &|m, u| {
+                if u == 1 {
+                    Exp::Ok(200)
+                } else {
+                    m.act(u, ACL_VIEW, o, 200)
+                }
+            },
         );
     }
     let all_acls: Vec<(Obj, i64)> = (m.acls.iter())

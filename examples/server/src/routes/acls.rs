@@ -14,7 +14,7 @@ use utoipa_axum::routes;
 use crate::body::LaterBody;
 use crate::body::fields::PermissionKey;
 use crate::dto::*;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::page::ListQuery;
 use crate::requests::{AclIn, PermissionIn};
 use crate::state::{AppState, CurrentUser, Ids};
@@ -26,6 +26,7 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
         .routes(routes!(acl_add_permission))
         .routes(routes!(acl_remove_permission))
         .routes(routes!(grantable_permissions))
+        .routes(routes!(explain))
 }
 
 /// The object an ACL path names; an unknown kind is a `404`.
@@ -169,4 +170,48 @@ async fn grantable_permissions(
         docmeta_core::Page::of(all, q.request()),
         PermissionOut::from,
     )
+}
+
+/// The query parameters of `explain`, for the OpenAPI document.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)] // Describes the parameters; never constructed.
+struct ExplainParams {
+    /// The user asked about (absent: the caller).
+    #[param(minimum = 1, maximum = 9_007_199_254_740_991_i64)]
+    user_id: Option<i64>,
+    /// The permission asked about (a key of `GET /api/v4/permissions/`).
+    #[param(value_type = PermissionKey)]
+    permission: String,
+}
+
+#[utoipa::path(get, path = "/api/v5/objects/{app_label}/{model_name}/{object_id}/explain/", tag = "acls",
+    params(("app_label" = String, Path), ("model_name" = String, Path), ("object_id" = i64, Path), ExplainParams),
+    responses((status = 200, body = ExplanationOut, description = "Why the user may or may not do the permission on the object (needs `acls.acl_view` on it, unless asking about oneself)"),
+        (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn explain(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Ids((a, m, id)): Ids<(String, String, i64)>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<ExplanationOut>> {
+    let about = match q.get("user_id") {
+        None => user,
+        Some(v) => UserId(
+            v.parse()
+                .map_err(|_| ApiError::field("user_id", "A valid integer is required."))?,
+        ),
+    };
+    let key = q
+        .get("permission")
+        .ok_or_else(|| ApiError::field("permission", "This field is required."))?;
+    let permission = docmeta_core::Permission::from_key(key)
+        .map_err(|_| ApiError::field("permission", format!("Unknown permission \"{key}\".")))?;
+    let obj = object(&app, user, &a, &m, id)?;
+    let kinds = app.kinds();
+    app.run(user, move |s| {
+        let e = s.explain(about, permission, obj)?;
+        Ok(Json(ExplanationOut::new(&e, &kinds)))
+    })
+    .await
 }

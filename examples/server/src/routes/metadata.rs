@@ -18,7 +18,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::page::ListQuery;
 use crate::requests::{
     AssociationIn, AssociationPatchIn, AssociationPutIn, DocumentTypeIn, DocumentTypePatchIn,
-    MetadataTypeIn, MetadataTypePatchIn,
+    MetadataTypeIn, MetadataTypePatchIn, TemplatePreviewIn,
 };
 use crate::state::{AppState, CurrentUser, Ids};
 
@@ -32,6 +32,7 @@ pub fn register(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
             delete_metadata_type
         ))
         .routes(routes!(check_value_type))
+        .routes(routes!(preview_templates))
         .routes(routes!(list_document_types, create_document_type))
         .routes(routes!(
             get_document_type,
@@ -232,6 +233,34 @@ async fn check_value_type(
     app.run(user, move |s| {
         Ok(Json(
             s.check_value_type(MetadataTypeId(id), value_type)?.into(),
+        ))
+    })
+    .await
+}
+
+#[utoipa::path(post, path = "/api/v4/metadata/metadata-types/preview/", tag = "metadata", request_body = TemplatePreviewIn,
+    description = "What a default and a lookup template would render to, before they are saved: rendered as a metadata type's templates are, for `document_id` when given, with only what the caller may view. Syntax and rendering errors are answered in `default_error` and `lookup_error`. Needs global `metadata_type_create`, or `metadata_type_edit` on `metadata_type_id` when given. Changes nothing.",
+    responses((status = 200, body = TemplatePreviewOut), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+async fn preview_templates(
+    State(app): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    JsonBody(body): JsonBody<TemplatePreviewIn>,
+) -> ApiResult<Json<TemplatePreviewOut>> {
+    let TemplatePreviewIn {
+        default,
+        lookup,
+        document_id,
+        metadata_type_id,
+    } = body;
+    app.run(user, move |s| {
+        Ok(Json(
+            s.preview_templates(
+                default.as_deref().unwrap_or(""),
+                lookup.as_deref().unwrap_or(""),
+                document_id.map(|d| docmeta_core::DocumentId(d.0)),
+                metadata_type_id.map(|t| MetadataTypeId(t.0)),
+            )?
+            .into(),
         ))
     })
     .await
