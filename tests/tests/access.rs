@@ -524,18 +524,25 @@ fn explain_names_the_global_grant_or_what_was_checked() -> Result<()> {
     let refused = w.db.explain(w.user, P::DocumentView, doc_ref(d.id));
     assert_eq!(refused.grant, None);
     assert_eq!(refused.checked, [doc_ref(d.id), dt_ref(dt.id)]);
-    // Asked by the user themselves, without acl_view on the document, a refusal names only the
-    // document asked about: not its type, which the user may not see.
-    let own =
-        w.db.session(w.user)
-            .explain(w.user, P::DocumentView, doc_ref(d.id))?;
-    assert_eq!((own.grant, own.checked), (None, vec![doc_ref(d.id)]));
+    // Asked by the user themselves, without acl_view, about a document they may not view: not
+    // found, as one that does not exist (the answer would name its type and the grants that
+    // apply), whatever the permission asked about, even one the user holds globally.
+    w.admin.grant_global(P::MetadataTypeCreate, w.role)?;
+    let own = w.db.session(w.user);
+    for p in [P::DocumentView, P::MetadataTypeCreate] {
+        assert!(is_not_found(own.explain(w.user, p, doc_ref(d.id))));
+        assert!(is_not_found(own.explain(
+            w.user,
+            p,
+            doc_ref(docmeta_core::DocumentId(999_999))
+        )));
+    }
     w.admin.grant_global(P::DocumentView, w.other_role)?;
     match w.db.explain(w.user, P::DocumentView, doc_ref(d.id)).grant {
         Some(Grant::Global { role, .. }) => assert_eq!(role, w.other_role),
         other => panic!("expected a global grant, got {other:?}"),
     }
-    // A user may ask about themselves; others need acl_view on the object.
+    // A user may ask about themselves about what they may view; others need acl_view on it.
     assert!(
         w.db.session(w.user)
             .explain(w.user, P::DocumentView, doc_ref(d.id))

@@ -184,29 +184,23 @@ impl Session {
     }
 
     /// Why `user` may or may not do `permission` on `object`. Needs `acls.acl_view` on the
-    /// object unless asking about oneself; a refusal of oneself without it names only the
-    /// object asked about (what was checked would name objects the caller may not see, such as
-    /// the type of a document hidden from them).
+    /// object; about oneself, viewing the object is enough (an object one may not view is not
+    /// found, as one that does not exist: the answer would name its parents and grants).
     pub fn explain(
         &self,
         user: UserId,
         permission: Permission,
         object: ObjectRef,
     ) -> Result<crate::access::Explanation> {
-        if self.actor != Actor::User(user) {
-            self.require(P::AclView, object, "the object")?;
-            return Ok(self.db.explain(user, permission, object));
+        if self.actor != Actor::User(user) || !self.can(P::AclView, object) {
+            let needed = if self.actor == Actor::User(user) {
+                super::view_permission(object.kind)
+            } else {
+                P::AclView
+            };
+            self.require(needed, object, "the object")?;
         }
-        let e = self.db.explain(user, permission, object);
-        if e.grant.is_some() || self.can(P::AclView, object) {
-            return Ok(e);
-        }
-        Ok(crate::access::Explanation {
-            grant: None,
-            also: Vec::new(),
-            checked: vec![object],
-            note: e.note,
-        })
+        Ok(self.db.explain(user, permission, object))
     }
 
     // ----- users -----------------------------------------------------------------------------

@@ -46,7 +46,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use base64::Engine;
 use docmeta_core::{Docmeta, TOKEN_LEN, UserId};
 use parking_lot::{Mutex, RwLock};
@@ -398,17 +398,42 @@ pub const SECURE_SESSION_COOKIE: &str = "__Host-docmeta_session";
 /// CSRF token (see [`csrf_token`]).
 pub const CSRF_HEADER: &str = "x-csrf-token";
 
-/// The session cookie's value in a request (`<device id>.<token>`), if it has one.
+/// The session cookie's value in a request (`<device id>.<token>`), if it has exactly one: a
+/// request that came through TLS is read only by the `__Host-` cookie (which another site or a
+/// sibling host cannot set), and one with two session cookies (one planted beside the user's) by
+/// neither.
 pub fn session_cookie(headers: &HeaderMap) -> Option<&str> {
-    headers
+    let secure = through_tls(headers);
+    let mut found = headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == SECURE_SESSION_COOKIE || *name == SESSION_COOKIE)
-        .map(|(_, value)| value.trim())
-        .filter(|v| !v.is_empty())
+        .filter(|(name, _)| *name == SECURE_SESSION_COOKIE || *name == SESSION_COOKIE);
+    let (name, value) = found.next()?;
+    if found.next().is_some() || (secure && name != SECURE_SESSION_COOKIE) {
+        return None;
+    }
+    Some(value.trim()).filter(|v| !v.is_empty())
+}
+
+/// Whether the request came through TLS, as the proxy in front of the server says
+/// (`X-Forwarded-Proto: https`, or `proto=https` in `Forwarded`). It decides whether the session
+/// cookie is `Secure` (with the `__Host-` prefix) and which cookie name is read: a client that
+/// claims it falsely only stops its own cookie being sent.
+pub fn through_tls(headers: &HeaderMap) -> bool {
+    let value = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_ascii_lowercase)
+    };
+    value("x-forwarded-proto").is_some_and(|v| v.split(',').next().map(str::trim) == Some("https"))
+        || value("forwarded").is_some_and(|v| {
+            v.split([';', ','])
+                .any(|p| p.trim() == "proto=https" || p.trim() == "proto=\"https\"")
+        })
 }
 
 /// The device id and the token of a session cookie's value.
@@ -427,10 +452,12 @@ pub fn csrf_token(db: &Docmeta, session: &str) -> String {
 }
 
 /// Whether a browser request comes from this server's own pages: its `Sec-Fetch-Site` (when
-/// sent) says `same-origin`, and its `Origin` (when sent) names the host it was sent to. A
-/// request with neither (not from a browser, or from an old one) passes: the `SameSite=Strict`
-/// cookie and the CSRF token guard it.
-pub fn same_origin(headers: &HeaderMap) -> bool {
+/// sent) says `same-origin` (or `none`: typed by the user), and its `Origin` (when sent) names
+/// the host it was sent to (`Host`, the request's authority under HTTP/2, or the
+/// `X-Forwarded-Host` of a proxy that rewrites `Host`; a page of another site can set none of
+/// them). A request with neither (not from a browser) passes: clients other than browsers send
+/// their credentials themselves, so another site cannot make them send a request.
+pub fn same_origin(headers: &HeaderMap, authority: Option<&str>) -> bool {
     let site_ok = headers
         .get("sec-fetch-site")
         .and_then(|v| v.to_str().ok())
@@ -438,14 +465,43 @@ pub fn same_origin(headers: &HeaderMap) -> bool {
     let origin_ok = match headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
         None => true,
         Some(origin) => {
-            let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
-            let authority = origin
+            let sent_to = origin
                 .strip_prefix("http://")
                 .or_else(|| origin.strip_prefix("https://"));
-            host.is_some() && authority == host
+            let header_value = |name| {
+                headers
+                    .get(name)
+                    .and_then(|v: &HeaderValue| v.to_str().ok())
+            };
+            let forwarded = header_value("x-forwarded-host")
+                .and_then(|v| v.split(',').next())
+                .map(str::trim);
+            sent_to.is_some()
+                && [header_value(header::HOST.as_str()), authority, forwarded]
+                    .into_iter()
+                    .flatten()
+                    .any(|host| Some(host) == sent_to)
         }
     };
     site_ok && origin_ok
+}
+
+/// Refuses a request that changes something (any method but `GET`, `HEAD`, `OPTIONS`) when a
+/// browser says it comes from another site, whatever its credentials: a browser that keeps a
+/// Basic password sends it with another site's form too.
+pub fn refuse_cross_site(
+    method: &Method,
+    headers: &HeaderMap,
+    authority: Option<&str>,
+) -> Result<(), ApiError> {
+    let safe = matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS);
+    if safe || same_origin(headers, authority) {
+        return Ok(());
+    }
+    Err(ApiError::detail(
+        StatusCode::FORBIDDEN,
+        "A change may not come from another site's page.",
+    ))
 }
 
 /// The user of a request authenticated by the web interface's session cookie (`session`, its
@@ -455,6 +511,7 @@ pub async fn authenticate_session(
     db: &Docmeta,
     method: &Method,
     headers: &HeaderMap,
+    authority: Option<&str>,
     session: &str,
 ) -> Result<UserId, ApiError> {
     let safe = matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS);
@@ -468,7 +525,7 @@ pub async fn authenticate_session(
                 .zip(expected.as_bytes())
                 .fold(0u8, |diff, (a, b)| diff | (a ^ b))
                 == 0;
-        if !token_ok || !same_origin(headers) {
+        if !token_ok || !same_origin(headers, authority) {
             return Err(ApiError::detail(
                 StatusCode::FORBIDDEN,
                 "CSRF check failed: a change made with the session cookie must come from this \

@@ -142,14 +142,15 @@ impl AppState {
 
     /// The user a web interface session (the session cookie's value) signs in as, read from
     /// the store (a revoke by any process ends it at once), for a request of `method` with
-    /// `headers` (a change needs the CSRF token).
+    /// `headers` to `authority` (a change needs the CSRF token and this origin).
     pub async fn session_user(
         &self,
         method: &axum::http::Method,
         headers: &axum::http::HeaderMap,
+        authority: Option<&str>,
         session: &str,
     ) -> ApiResult<UserId> {
-        crate::auth::authenticate_session(&self.db, method, headers, session).await
+        crate::auth::authenticate_session(&self.db, method, headers, authority, session).await
     }
 
     /// Whether the database answers (the health check).
@@ -184,6 +185,10 @@ impl FromRequestParts<AppState> for CurrentUser {
             .headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
+        let authority = parts.uri.authority().map(|a| a.as_str());
+        // Whatever the credentials: a browser sends a Basic password it keeps with another
+        // site's form as well.
+        crate::auth::refuse_cross_site(&parts.method, &parts.headers, authority)?;
         if header.is_none()
             && let Some(session) = crate::auth::session_cookie(&parts.headers)
         {
@@ -192,6 +197,7 @@ impl FromRequestParts<AppState> for CurrentUser {
                 &state.db,
                 &parts.method,
                 &parts.headers,
+                authority,
                 &session,
             )
             .await

@@ -493,7 +493,7 @@ const RULES: &[(&str, &str)] = &[
     ),
     (
         "GET /api/v5/objects/{app_label}/{model_name}/{object_id}/explain/",
-        "about oneself: allowed (a refusal names only the object); about another user: acls.acl_view on the object (403/404)",
+        "about oneself: acls.acl_view or view on the object (404); about another user: acls.acl_view on the object (403/404)",
     ),
     (
         "GET /api/v5/objects/{app_label}/{model_name}/{object_id}/acls/{acl_id}/",

@@ -264,7 +264,11 @@ fn a_session_cookie_signs_in_and_every_change_needs_the_csrf_token() {
     for headers in refused {
         let a = raw(&s, "PATCH", &value, headers, Some(&body));
         assert_eq!(a.status, 403, "{headers:?}: {}", a.body);
-        assert!(a.body.contains("CSRF"), "{}", a.body);
+        assert!(
+            a.body.contains("CSRF") || a.body.contains("another site"),
+            "{}",
+            a.body
+        );
     }
     let (_, after) = s.get(&value, ALICE);
     assert_eq!(
@@ -559,4 +563,106 @@ fn templates_preview_before_they_are_saved_with_what_the_caller_may_view() {
     assert_eq!(status, 404);
     let (status, e) = preview(ADMIN, json!({"default": "x".repeat(100_000)}));
     assert_eq!(status, 400, "{e}");
+}
+
+#[test]
+fn no_credential_lets_another_site_change_anything() {
+    let (_dir, s) = server();
+    let (_, before) = s.get("/api/v4/documents/1/", ADMIN);
+    // A form of another site, sent by a browser that keeps a Basic password (text/plain, which a
+    // form may send, holding JSON).
+    let basic_admin = basic(ADMIN);
+    let body = json!({"label": "planted"});
+    for headers in [
+        vec![
+            ("Authorization", basic_admin.as_str()),
+            ("Origin", "https://evil.example"),
+        ],
+        vec![
+            ("Authorization", basic_admin.as_str()),
+            ("Sec-Fetch-Site", "cross-site"),
+        ],
+        vec![
+            ("Authorization", basic_admin.as_str()),
+            ("Sec-Fetch-Site", "same-site"),
+        ],
+    ] {
+        let a = raw(&s, "PATCH", "/api/v4/documents/1/", &headers, Some(&body));
+        assert_eq!(a.status, 403, "{headers:?}: {}", a.body);
+    }
+    let (_, after) = s.get("/api/v4/documents/1/", ADMIN);
+    assert_eq!(
+        before["label"], after["label"],
+        "a cross-site request changed a document"
+    );
+    // Clients that are not browsers send neither header: unchanged.
+    let (status, e) = s.call("PATCH", "/api/v4/documents/1/", Some(ADMIN), Some(&body));
+    assert_eq!(status, 200, "{e}");
+    // A proxy that rewrites Host names the original in X-Forwarded-Host.
+    let (cookie, csrf, _) = sign_in(&s, ALICE, &[]);
+    let (value, _) = a_value(&s);
+    let a = raw(
+        &s,
+        "PATCH",
+        &value,
+        &[
+            ("Cookie", &cookie),
+            ("X-CSRF-Token", &csrf),
+            ("Origin", "https://docs.example"),
+            ("X-Forwarded-Host", "docs.example"),
+        ],
+        Some(&json!({"value": "draft"})),
+    );
+    assert!(a.status == 200 || a.status == 400, "{}", a.body);
+    // The API's answers are kept by no shared cache.
+    let a = raw(
+        &s,
+        "GET",
+        "/api/v4/documents/",
+        &[("Cookie", &cookie)],
+        None,
+    );
+    assert_eq!(a.header("cache-control"), Some("no-store"));
+}
+
+#[test]
+fn a_planted_cookie_signs_in_nobody_and_a_new_sign_in_ends_the_old_session() {
+    let (_dir, s) = server();
+    let (alice, _, _) = sign_in(&s, ALICE, &[]);
+    let (bob, _, _) = sign_in(&s, ("bob", "demo-password"), &[]);
+    // Two session cookies (one planted beside the user's): neither is read.
+    let both = format!("{bob}; {alice}");
+    assert_eq!(
+        raw(&s, "GET", "/ui/session", &[("Cookie", &both)], None).status,
+        401
+    );
+    // Through TLS only the __Host- cookie is read (a sibling host or a plain-HTTP page can set
+    // the other).
+    let (secure, _, _) = sign_in(&s, ALICE, &[("X-Forwarded-Proto", "https")]);
+    let tls = [("X-Forwarded-Proto", "https")];
+    assert_eq!(
+        raw(&s, "GET", "/ui/session", &[tls[0], ("Cookie", &bob)], None).status,
+        401
+    );
+    assert_eq!(
+        raw(
+            &s,
+            "GET",
+            "/ui/session",
+            &[tls[0], ("Cookie", &secure)],
+            None
+        )
+        .status,
+        200
+    );
+    // Signing in again from a browser that has a session ends that session.
+    let (again, _, _) = sign_in(&s, ALICE, &[("Cookie", alice.as_str())]);
+    assert_eq!(
+        raw(&s, "GET", "/ui/session", &[("Cookie", &alice)], None).status,
+        401
+    );
+    assert_eq!(
+        raw(&s, "GET", "/ui/session", &[("Cookie", &again)], None).status,
+        200
+    );
 }

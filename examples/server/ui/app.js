@@ -39,7 +39,6 @@ const state = {
   lastWrite: 0, // when this page last wrote (its own events are not "someone else")
   flash: null, // {hash, text}: a message for the status line of the page at `hash`
   classes: null, // {validators, parsers} from the OpenAPI document
-  signingOut: false,
 };
 
 // ----- building the DOM ---------------------------------------------------------------------
@@ -47,13 +46,27 @@ const state = {
 const URL_ATTRIBUTES = new Set(['href', 'src', 'action', 'formaction', 'xlink:href', 'poster', 'data', 'srcset', 'ping']);
 const REFUSED_TAGS = new Set(['script', 'iframe', 'object', 'embed', 'frame', 'base', 'meta']);
 
-/** A same-origin path or a fragment; anything else (another origin, a script URL) throws. */
+/**
+ * A same-origin path or a fragment; anything else (another origin, a script URL) throws. A value
+ * with a control character or a backslash is refused outright (browsers drop tabs and newlines
+ * from URLs and read "\\" as "/", so "/\t/evil.example" would be another host), and a path must
+ * resolve to this origin.
+ */
 function safeUrl(value) {
-  const url = String(value);
-  if (url.startsWith('#/') || url === '#main' || (url.startsWith('/') && !url.startsWith('//') && !url.startsWith('/\\'))) {
-    return url;
+  const text = String(value);
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f-\u009f\\]/.test(text)) throw new Error(`refused URL: ${JSON.stringify(text)}`);
+  if (text.startsWith('#/') || text === '#main') return text;
+  if (text.startsWith('/') && !text.startsWith('//')) {
+    let url = null;
+    try {
+      url = new URL(text, location.origin);
+    } catch {
+      url = null;
+    }
+    if (url && url.origin === location.origin) return text;
   }
-  throw new Error(`refused URL: ${url}`);
+  throw new Error(`refused URL: ${JSON.stringify(text)}`);
 }
 
 /**
@@ -149,6 +162,39 @@ function button(text, attrs, handler) {
   const b = h('button', { type: 'button', ...attrs }, text);
   if (handler) listen(b, 'click', handler);
   return b;
+}
+
+/** The controls whose request runs (see `busy`). */
+const running = new WeakSet();
+
+/**
+ * Runs `task` with `controls` (a button, or several) disabled and `aria-busy`, restored when it
+ * ends; while it runs, a second call on any of them is ignored (answers undefined), so that a
+ * double click or a second Enter sends one request. A focused control that lost the focus by
+ * being disabled gets it back (or its re-rendered namesake, by id) if nothing else took it.
+ */
+async function busy(controls, task) {
+  const list = (Array.isArray(controls) ? controls : [controls]).filter(Boolean);
+  if (list.some((c) => running.has(c))) return undefined;
+  const focused = list.find((c) => c === document.activeElement) || null;
+  list.forEach((c) => {
+    running.add(c);
+    c.disabled = true;
+    c.setAttribute('aria-busy', 'true');
+  });
+  try {
+    return await task();
+  } finally {
+    list.forEach((c) => {
+      running.delete(c);
+      c.disabled = false;
+      c.removeAttribute('aria-busy');
+    });
+    if (focused && (!document.activeElement || document.activeElement === document.body)) {
+      const again = focused.isConnected ? focused : (focused.id && document.getElementById(focused.id));
+      if (again) again.focus();
+    }
+  }
 }
 
 function note(text) {
@@ -313,22 +359,22 @@ function forbiddenNote(result, what) {
 const main = () => document.getElementById('main');
 const header = () => document.getElementById('site-header');
 
-/** Reads the session; falls back to the API's own authentication (Basic) when there is no UI session route. */
+/**
+ * Reads the session: the interface runs on its own session only (never on ambient credentials
+ * such as Basic). Answers `{ok: true}`, or `{ok: false, message}` for the sign-in page (no
+ * message after a 401, the failure otherwise).
+ */
 async function loadSession() {
   try {
     const s = await api('GET', '/ui/session');
     state.user = s.user;
     state.csrf = s.csrf_token || null;
-    return true;
+    return { ok: true };
   } catch (e) {
-    if (e.status === 401 || e.status === 0) return false;
-  }
-  try {
-    state.user = await api('GET', '/api/v4/users/current/');
+    state.user = null;
     state.csrf = null;
-    return true;
-  } catch {
-    return false;
+    if (e.status === 401) return { ok: false, message: '' };
+    return { ok: false, message: `Could not read your session: ${e.message}` };
   }
 }
 
@@ -355,54 +401,79 @@ function signInPage(message = '', isError = true) {
     errorBox, username.wrapper, password.wrapper, h('div', { class: 'actions' }, submit));
   listen(form, 'submit', async (event) => {
     event.preventDefault();
-    errorBox.textContent = '';
-    username.error.textContent = '';
-    password.error.textContent = '';
-    submit.disabled = true;
-    try {
-      const s = await api('POST', '/ui/session', { username: username.control.value, password: password.control.value });
-      state.user = s.user;
-      state.csrf = s.csrf_token || null;
-      await startApp();
-    } catch (e) {
-      const u = fieldErrors(e, 'username');
-      const p = fieldErrors(e, 'password');
-      username.error.textContent = u.join(' ');
-      password.error.textContent = p.join(' ');
-      if (e.status === 429) {
-        const wait = e.retryAfter ? ` Try again in ${e.retryAfter} seconds.` : '';
-        errorBox.textContent = `${e.message}${wait}`;
-      } else if (e.status === 401) {
-        errorBox.textContent = e.message || 'Wrong username or password.';
-      } else if (!u.length && !p.length) {
-        errorBox.textContent = e.message;
-      } else {
-        errorBox.textContent = 'Please correct the fields below.';
+    await busy(submit, async () => {
+      errorBox.textContent = '';
+      username.error.textContent = '';
+      password.error.textContent = '';
+      try {
+        const s = await api('POST', '/ui/session', { username: username.control.value, password: password.control.value });
+        state.user = s.user;
+        state.csrf = s.csrf_token || null;
+        await startApp();
+      } catch (e) {
+        const u = fieldErrors(e, 'username');
+        const p = fieldErrors(e, 'password');
+        username.error.textContent = u.join(' ');
+        password.error.textContent = p.join(' ');
+        if (e.status === 429) {
+          const wait = e.retryAfter ? ` Try again in ${e.retryAfter} seconds.` : '';
+          errorBox.textContent = `${e.message}${wait}`;
+        } else if (e.status === 401) {
+          errorBox.textContent = e.message || 'Wrong username or password.';
+        } else if (!u.length && !p.length) {
+          errorBox.textContent = e.message;
+        } else {
+          errorBox.textContent = 'Please correct the fields below.';
+        }
+        password.control.value = '';
+        (u.length ? username.control : password.control).focus();
       }
-      password.control.value = '';
-      (u.length ? username.control : password.control).focus();
-    } finally {
-      submit.disabled = false;
-    }
+    });
   });
   const h1 = h('h1', { tabindex: '-1', id: 'signin-title' }, 'Sign in to docmeta');
   main().replaceChildren(h('div', { class: 'narrow' }, h1, info, form));
   username.control.focus();
 }
 
-async function signOut() {
-  state.signingOut = true;
-  try {
-    await api('DELETE', '/ui/session');
-  } catch {
-    // Signed out or not, the page forgets the session.
-  } finally {
-    state.signingOut = false;
-  }
-  state.user = null;
-  state.csrf = null;
-  stopEvents();
-  signInPage('You have signed out.', false);
+/**
+ * Signs out: only when the server says so (204, or 401: already signed out) does the page forget
+ * the session; any other answer leaves the user signed in, and says so (the session still works).
+ */
+async function signOut(event) {
+  const control = event && event.currentTarget;
+  const say = (text) => {
+    const box = document.getElementById('signout-error');
+    if (box) box.textContent = text;
+  };
+  await busy(control, async () => {
+    say('');
+    const headers = { Accept: 'application/json' };
+    if (state.csrf) headers['X-CSRF-Token'] = state.csrf;
+    let status = 0;
+    let body = null;
+    try {
+      const response = await fetch('/ui/session', { method: 'DELETE', headers, credentials: 'same-origin', cache: 'no-store' });
+      status = response.status;
+      if (status !== 204) {
+        const text = await response.text().catch(() => '');
+        try {
+          body = text ? JSON.parse(text) : null;
+        } catch {
+          body = { detail: text.slice(0, 300) };
+        }
+      }
+    } catch {
+      status = 0;
+    }
+    if (status === 204 || status === 401) {
+      state.user = null;
+      state.csrf = null;
+      stopEvents();
+      signInPage('You have signed out.', false);
+      return;
+    }
+    say(`Sign-out failed: ${messageOf(status, body)} You are still signed in.`);
+  });
 }
 
 function renderHeader() {
@@ -420,7 +491,8 @@ function renderHeader() {
       h('ul', {}, items),
       h('div', { class: 'who' },
         h('span', {}, 'Signed in as ', h('strong', { class: 'username' }, state.user.username)),
-        button('Sign out', { class: 'secondary' }, signOut))),
+        button('Sign out', { class: 'secondary' }, signOut),
+        h('p', { class: 'form-error', role: 'alert', id: 'signout-error' }, ''))),
   );
 }
 
@@ -977,29 +1049,29 @@ function valueRow(v, isRequired, choices, may, docId, refresh, say) {
   listen(form, 'submit', async (event) => {
     event.preventDefault();
     if (!save) return;
-    clearError();
-    save.disabled = true;
-    try {
-      await api('PATCH', `/api/v4/documents/${seg(docId)}/metadata/${seg(v.id)}/`, { value: control.value });
-      await refresh(`Saved ${label}.`, id);
-    } catch (e) {
-      if (e.status !== 401) showError(e);
-    } finally {
-      save.disabled = false;
-    }
+    // Save and Remove write the same value: one request at a time for the row.
+    await busy([save, remove], async () => {
+      clearError();
+      try {
+        await api('PATCH', `/api/v4/documents/${seg(docId)}/metadata/${seg(v.id)}/`, { value: control.value });
+        await refresh(`Saved ${label}.`, id);
+      } catch (e) {
+        if (e.status !== 401) showError(e);
+      }
+    });
   });
   if (remove) listen(remove, 'click', async () => {
-    clearError();
-    remove.disabled = true;
-    try {
-      await api('DELETE', `/api/v4/documents/${seg(docId)}/metadata/${seg(v.id)}/`);
-      await refresh(`Removed ${label}.`);
-      const next = document.getElementById('add-type');
-      if (next && !document.activeElement?.id) next.focus();
-    } catch (e) {
-      if (e.status !== 401) showError(e);
-      remove.disabled = false;
-    }
+    await busy([save, remove], async () => {
+      clearError();
+      try {
+        await api('DELETE', `/api/v4/documents/${seg(docId)}/metadata/${seg(v.id)}/`);
+        await refresh(`Removed ${label}.`);
+        const next = document.getElementById('add-type');
+        if (next && !document.activeElement?.id) next.focus();
+      } catch (e) {
+        if (e.status !== 401) showError(e);
+      }
+    });
   });
   return form;
 }
@@ -1026,29 +1098,32 @@ function addValueForm(data, docId, refresh, say) {
   const val = field('Value', valueInput);
   const formError = alertBox('');
   formError.id = 'add-value-form-error';
+  const addSubmit = h('button', { type: 'submit', id: 'add-value-submit' }, 'Add');
   const form = h('form', { class: 'inline-form', novalidate: true, 'aria-labelledby': 'add-value-title' },
-    t.wrapper, val.wrapper, list, h('div', { class: 'actions' }, h('button', { type: 'submit', id: 'add-value-submit' }, 'Add')), formError);
+    t.wrapper, val.wrapper, list, h('div', { class: 'actions' }, addSubmit), formError);
   listen(form, 'submit', async (event) => {
     event.preventDefault();
-    t.error.textContent = '';
-    val.error.textContent = '';
-    formError.textContent = '';
-    valueInput.removeAttribute('aria-invalid');
-    const chosen = data.candidates.find((c) => String(c.type.id) === typeSelect.value);
-    try {
-      await api('POST', `/api/v4/documents/${seg(docId)}/metadata/`, { metadata_type_id: Number(typeSelect.value), value: valueInput.value });
-      await refresh(`Added ${chosen ? chosen.type.label : 'the value'}.`, 'add-value');
-      const again = document.getElementById('add-type');
-      (again || document.getElementById('metadata-title'))?.focus();
-    } catch (e) {
-      if (e.status === 401) return;
-      const v = fieldErrors(e, 'value');
-      const m = fieldErrors(e, 'metadata_type_id');
-      val.error.textContent = v.join(' ');
-      t.error.textContent = m.join(' ');
-      if (v.length) valueInput.setAttribute('aria-invalid', 'true');
-      if (!v.length && !m.length) formError.textContent = e.message;
-    }
+    await busy(addSubmit, async () => {
+      t.error.textContent = '';
+      val.error.textContent = '';
+      formError.textContent = '';
+      valueInput.removeAttribute('aria-invalid');
+      const chosen = data.candidates.find((c) => String(c.type.id) === typeSelect.value);
+      try {
+        await api('POST', `/api/v4/documents/${seg(docId)}/metadata/`, { metadata_type_id: Number(typeSelect.value), value: valueInput.value });
+        await refresh(`Added ${chosen ? chosen.type.label : 'the value'}.`, 'add-value');
+        const again = document.getElementById('add-type');
+        (again || document.getElementById('metadata-title'))?.focus();
+      } catch (e) {
+        if (e.status === 401) return;
+        const v = fieldErrors(e, 'value');
+        const m = fieldErrors(e, 'metadata_type_id');
+        val.error.textContent = v.join(' ');
+        t.error.textContent = m.join(' ');
+        if (v.length) valueInput.setAttribute('aria-invalid', 'true');
+        if (!v.length && !m.length) formError.textContent = e.message;
+      }
+    });
   });
   wrap.append(form);
   return wrap;
@@ -1078,28 +1153,27 @@ function filesSection(data, may, docId, refresh, say) {
   const form = h('form', { class: 'inline-form', novalidate: true }, f.wrapper, h('div', { class: 'actions' }, submit));
   listen(form, 'submit', async (event) => {
     event.preventDefault();
-    f.error.textContent = '';
-    if (!input.files || !input.files.length) {
-      f.error.textContent = 'Choose a file first.';
-      input.focus();
-      return;
-    }
-    const body = new FormData();
-    body.append('file', input.files[0], input.files[0].name);
-    submit.disabled = true;
-    say('Uploading…');
-    try {
-      const created = await api('POST', `/api/v4/documents/${seg(docId)}/files/`, body);
-      await refresh(`Uploaded ${created.filename}.`);
-      document.getElementById('file-upload')?.focus();
-    } catch (e) {
-      if (e.status === 401) return;
-      const messages = fieldErrors(e, 'file');
-      f.error.textContent = messages.length ? messages.join(' ') : e.message;
-      say('');
-    } finally {
-      submit.disabled = false;
-    }
+    await busy(submit, async () => {
+      f.error.textContent = '';
+      if (!input.files || !input.files.length) {
+        f.error.textContent = 'Choose a file first.';
+        input.focus();
+        return;
+      }
+      const body = new FormData();
+      body.append('file', input.files[0], input.files[0].name);
+      say('Uploading…');
+      try {
+        const created = await api('POST', `/api/v4/documents/${seg(docId)}/files/`, body);
+        await refresh(`Uploaded ${created.filename}.`);
+        document.getElementById('file-upload')?.focus();
+      } catch (e) {
+        if (e.status === 401) return;
+        const messages = fieldErrors(e, 'file');
+        f.error.textContent = messages.length ? messages.join(' ') : e.message;
+        say('');
+      }
+    });
   });
   section.append(form);
   return section;
@@ -1123,9 +1197,8 @@ function workflowSection(data, docId, refresh, say) {
     if (!w.transitions.ok) box.append(forbiddenNote(w.transitions, 'the transitions of this workflow'));
     else if (!w.transitions.value.length) box.append(note('No transition is available now.'));
     else {
-      box.append(h('div', { class: 'actions' }, w.transitions.value.map((t) => button(t.label, { id: `transition-${w.inst.id}-${t.id}` }, async (event) => {
-        const b = event.currentTarget;
-        b.disabled = true;
+      // One transition at a time per workflow: all its buttons wait for the running one.
+      const buttons = w.transitions.value.map((t) => button(t.label, { id: `transition-${w.inst.id}-${t.id}` }, () => busy(buttons, async () => {
         error.textContent = '';
         try {
           await api('POST', `/api/v4/documents/${seg(docId)}/workflows/${seg(w.inst.id)}/transitions/`, { transition_id: t.id });
@@ -1133,11 +1206,10 @@ function workflowSection(data, docId, refresh, say) {
           document.getElementById('workflow-title')?.setAttribute('tabindex', '-1');
           document.getElementById('workflow-title')?.focus();
         } catch (e) {
-          if (e.status === 401) return;
-          error.textContent = e.message;
-          b.disabled = false;
+          if (e.status !== 401) error.textContent = e.message;
         }
-      }))));
+      })));
+      box.append(h('div', { class: 'actions' }, buttons));
     }
     box.append(error);
     section.append(box);
@@ -1214,35 +1286,34 @@ function createForm({ title, fields, submitText, path, idPrefix, after }) {
     formError, parts.map((p) => p.f.wrapper), h('div', { class: 'actions' }, submit));
   listen(form, 'submit', async (event) => {
     event.preventDefault();
-    formError.textContent = '';
-    const body = {};
-    for (const { spec, f } of parts) {
-      f.error.textContent = '';
-      f.control.removeAttribute('aria-invalid');
-      if (spec.type === 'checkbox') body[spec.name] = f.control.checked;
-      else if (spec.number) body[spec.name] = Number(f.control.value);
-      else body[spec.name] = f.control.value;
-    }
-    submit.disabled = true;
-    try {
-      const created = await api('POST', path, body);
-      form.reset();
-      await after(created);
-    } catch (e) {
-      if (e.status === 401) return;
-      let placed = false;
+    await busy(submit, async () => {
+      formError.textContent = '';
+      const body = {};
       for (const { spec, f } of parts) {
-        const messages = fieldErrors(e, spec.name);
-        if (messages.length) {
-          f.error.textContent = messages.join(' ');
-          f.control.setAttribute('aria-invalid', 'true');
-          placed = true;
-        }
+        f.error.textContent = '';
+        f.control.removeAttribute('aria-invalid');
+        if (spec.type === 'checkbox') body[spec.name] = f.control.checked;
+        else if (spec.number) body[spec.name] = Number(f.control.value);
+        else body[spec.name] = f.control.value;
       }
-      if (!placed) formError.textContent = e.message;
-    } finally {
-      submit.disabled = false;
-    }
+      try {
+        const created = await api('POST', path, body);
+        form.reset();
+        await after(created);
+      } catch (e) {
+        if (e.status === 401) return;
+        let placed = false;
+        for (const { spec, f } of parts) {
+          const messages = fieldErrors(e, spec.name);
+          if (messages.length) {
+            f.error.textContent = messages.join(' ');
+            f.control.setAttribute('aria-invalid', 'true');
+            placed = true;
+          }
+        }
+        if (!placed) formError.textContent = e.message;
+      }
+    });
   });
   return h('section', { class: 'create', 'aria-labelledby': titleId }, h('h2', { id: titleId }, title), form);
 }
@@ -1316,40 +1387,39 @@ async function metadataTypePage(ctx, id) {
   const form = h('form', { class: 'stacked-form', novalidate: true }, formError, fields.map((x) => x.f.wrapper), h('div', { class: 'actions' }, submit));
   listen(form, 'submit', async (event) => {
     event.preventDefault();
-    formError.textContent = '';
-    status.textContent = '';
-    const body = {};
-    for (const { name, f } of fields) {
-      f.error.textContent = '';
-      f.control.removeAttribute('aria-invalid');
-      body[name] = f.control.value;
-    }
-    submit.disabled = true;
-    try {
-      const saved = id
-        ? await api('PATCH', `/api/v4/metadata/metadata-types/${seg(id)}/`, body)
-        : await api('POST', '/api/v4/metadata/metadata-types/', body);
-      if (!id) {
-        if (ctx.alive()) goWith(`#/admin/metadata-types/${seg(saved.id)}`, `Created ${saved.label}.`);
-        return;
-      }
-      status.textContent = `Saved ${saved.label}.`;
-    } catch (e) {
-      if (e.status === 401) return;
-      let placed = false;
+    await busy(submit, async () => {
+      formError.textContent = '';
+      status.textContent = '';
+      const body = {};
       for (const { name, f } of fields) {
-        const messages = fieldErrors(e, name);
-        if (messages.length) {
-          f.error.textContent = messages.join(' ');
-          f.control.setAttribute('aria-invalid', 'true');
-          placed = true;
-        }
+        f.error.textContent = '';
+        f.control.removeAttribute('aria-invalid');
+        body[name] = f.control.value;
       }
-      formError.textContent = placed ? 'The metadata type was not saved: see the messages beside the fields.' : e.message;
-      if (!placed) formError.focus();
-    } finally {
-      submit.disabled = false;
-    }
+      try {
+        const saved = id
+          ? await api('PATCH', `/api/v4/metadata/metadata-types/${seg(id)}/`, body)
+          : await api('POST', '/api/v4/metadata/metadata-types/', body);
+        if (!id) {
+          if (ctx.alive()) goWith(`#/admin/metadata-types/${seg(saved.id)}`, `Created ${saved.label}.`);
+          return;
+        }
+        status.textContent = `Saved ${saved.label}.`;
+      } catch (e) {
+        if (e.status === 401) return;
+        let placed = false;
+        for (const { name, f } of fields) {
+          const messages = fieldErrors(e, name);
+          if (messages.length) {
+            f.error.textContent = messages.join(' ');
+            f.control.setAttribute('aria-invalid', 'true');
+            placed = true;
+          }
+        }
+        formError.textContent = placed ? 'The metadata type was not saved: see the messages beside the fields.' : e.message;
+        if (!placed) formError.focus();
+      }
+    });
   });
   const nodes = [adminBreadcrumb(h('a', { href: '#/admin/metadata-types' }, 'Metadata types')), pageTitle(heading), status];
   if (!classes.ok) nodes.push(note('The list of validator and parser classes could not be read: type a class path.'));
@@ -1467,17 +1537,25 @@ async function documentTypePage(ctx, id) {
         const label = a.metadata_type.label;
         const box = h('input', { type: 'checkbox', id: `assoc-${a.id}-required`, 'aria-label': `Required: ${label}` });
         box.checked = a.required;
+        // One PATCH at a time (the box is disabled while it runs), and the box shows what the
+        // server answered, not what was clicked.
+        let shown = a.required;
         listen(box, 'change', async () => {
+          const wanted = box.checked;
           error.textContent = '';
-          try {
-            await api('PATCH', `${base}${seg(a.id)}/`, { required: box.checked });
-            status.textContent = `${label} is ${box.checked ? 'now required' : 'no longer required'}.`;
-          } catch (e) {
-            box.checked = !box.checked;
-            if (e.status !== 401) error.textContent = `${label}: ${e.message}`;
-          }
+          await busy(box, async () => {
+            try {
+              const saved = await api('PATCH', `${base}${seg(a.id)}/`, { required: wanted });
+              shown = saved && typeof saved.required === 'boolean' ? saved.required : wanted;
+              status.textContent = `${label} is ${shown ? 'now required' : 'no longer required'}.`;
+            } catch (e) {
+              if (e.status !== 401) error.textContent = `${label}: ${e.message}`;
+            } finally {
+              box.checked = shown;
+            }
+          });
         });
-        const remove = button('Remove', { class: 'secondary', id: `assoc-${a.id}-remove`, 'aria-label': `Remove ${label}` }, async () => {
+        const remove = button('Remove', { class: 'secondary', id: `assoc-${a.id}-remove`, 'aria-label': `Remove ${label}` }, (event) => busy(event.currentTarget, async () => {
           error.textContent = '';
           try {
             await api('DELETE', `${base}${seg(a.id)}/`);
@@ -1485,7 +1563,7 @@ async function documentTypePage(ctx, id) {
           } catch (e) {
             if (e.status !== 401) error.textContent = `${label}: ${e.message}`;
           }
-        });
+        }));
         return h('tr', {}, h('td', {}, label), h('td', {}, box), h('td', {}, remove));
       })));
     }
@@ -1570,29 +1648,32 @@ function memberSection({ id, title, list, itemLabel, removeName, remove, candida
   else {
     section.append(h('ul', { class: 'members' }, list.value.map((item, i) => h('li', {},
       h('span', {}, itemLabel(item)), ' ',
-      button('Remove', { class: 'secondary small', id: `${id}-remove-${i}`, 'aria-label': removeName(item) }, async () => {
+      button('Remove', { class: 'secondary small', id: `${id}-remove-${i}`, 'aria-label': removeName(item) }, (event) => busy(event.currentTarget, async () => {
         error.textContent = '';
         try {
           await remove(item);
         } catch (e) {
           if (e.status !== 401) error.textContent = e.message;
         }
-      })))));
+      }))))));
   }
   section.append(error);
   if (candidates && candidates.ok) {
     if (candidates.value.length) {
       const sel = select({ id: `${id}-add` }, candidates.value);
       const f = field(addLabel, sel);
-      const form = h('form', { class: 'inline-form', novalidate: true, 'aria-label': `${addText}: ${title}` }, f.wrapper, h('div', { class: 'actions' }, h('button', { type: 'submit' }, addText)));
+      const submit = h('button', { type: 'submit' }, addText);
+      const form = h('form', { class: 'inline-form', novalidate: true, 'aria-label': `${addText}: ${title}` }, f.wrapper, h('div', { class: 'actions' }, submit));
       listen(form, 'submit', async (event) => {
         event.preventDefault();
-        f.error.textContent = '';
-        try {
-          await add(sel.value);
-        } catch (e) {
-          if (e.status !== 401) f.error.textContent = e.message;
-        }
+        await busy(submit, async () => {
+          f.error.textContent = '';
+          try {
+            await add(sel.value);
+          } catch (e) {
+            if (e.status !== 401) f.error.textContent = e.message;
+          }
+        });
       });
       section.append(form);
     }
@@ -1727,7 +1808,7 @@ async function aclPage(ctx, app, model, id) {
         h('td', {}, acl.role.label),
         h('td', {}, acl.permissions.length ? h('ul', { class: 'members' }, acl.permissions.map((p) => h('li', {},
           h('span', {}, p.label), ' ',
-          button('Revoke', { class: 'secondary small', id: `revoke-${acl.id}-${p.pk.replace(/[^a-z0-9_]/gi, '_')}`, 'aria-label': `Revoke ${p.label} from ${acl.role.label}` }, async () => {
+          button('Revoke', { class: 'secondary small', id: `revoke-${acl.id}-${p.pk.replace(/[^a-z0-9_]/gi, '_')}`, 'aria-label': `Revoke ${p.label} from ${acl.role.label}` }, (event) => busy(event.currentTarget, async () => {
             error.textContent = '';
             try {
               await api('POST', `${base}/acls/${seg(acl.id)}/permissions/remove/`, { permission: p.pk });
@@ -1735,7 +1816,7 @@ async function aclPage(ctx, app, model, id) {
             } catch (e) {
               if (e.status !== 401) error.textContent = e.message;
             }
-          })))) : note('No permission.'))))));
+          }))))) : note('No permission.'))))));
     }
     listSection.append(error);
     nodes.push(listSection);
@@ -1746,24 +1827,27 @@ async function aclPage(ctx, app, model, id) {
       const rf = field('Role', roleSelect);
       const pf = field('Permission to grant', permSelect);
       const formError = alertBox('');
-      const form = h('form', { class: 'inline-form', novalidate: true, 'aria-labelledby': 'grant-title' }, rf.wrapper, pf.wrapper, h('div', { class: 'actions' }, h('button', { type: 'submit', id: 'grant-submit' }, 'Grant')), formError);
+      const grant = h('button', { type: 'submit', id: 'grant-submit' }, 'Grant');
+      const form = h('form', { class: 'inline-form', novalidate: true, 'aria-labelledby': 'grant-title' }, rf.wrapper, pf.wrapper, h('div', { class: 'actions' }, grant), formError);
       listen(form, 'submit', async (event) => {
         event.preventDefault();
-        formError.textContent = '';
-        const roleId = Number(roleSelect.value);
-        const perm = perms.value.find((p) => p.pk === permSelect.value);
-        const role = roles.value.find((r) => r.id === roleId);
-        try {
-          let acl = acls.value.find((a) => a.role.id === roleId);
-          if (!acl) acl = await api('POST', `${base}/acls/`, { role_id: roleId });
-          await api('POST', `${base}/acls/${seg(acl.id)}/permissions/add/`, { permission: permSelect.value });
-          await render(`Granted ${perm ? perm.label : permSelect.value} to ${role ? role.label : 'the role'}.`);
-          document.getElementById('grant-role')?.focus();
-        } catch (e) {
-          if (e.status === 401) return;
-          const messages = [...fieldErrors(e, 'permission'), ...fieldErrors(e, 'role_id')];
-          formError.textContent = messages.length ? messages.join(' ') : e.message;
-        }
+        await busy(grant, async () => {
+          formError.textContent = '';
+          const roleId = Number(roleSelect.value);
+          const perm = perms.value.find((p) => p.pk === permSelect.value);
+          const role = roles.value.find((r) => r.id === roleId);
+          try {
+            let acl = acls.value.find((a) => a.role.id === roleId);
+            if (!acl) acl = await api('POST', `${base}/acls/`, { role_id: roleId });
+            await api('POST', `${base}/acls/${seg(acl.id)}/permissions/add/`, { permission: permSelect.value });
+            await render(`Granted ${perm ? perm.label : permSelect.value} to ${role ? role.label : 'the role'}.`);
+            document.getElementById('grant-role')?.focus();
+          } catch (e) {
+            if (e.status === 401) return;
+            const messages = [...fieldErrors(e, 'permission'), ...fieldErrors(e, 'role_id')];
+            formError.textContent = messages.length ? messages.join(' ') : e.message;
+          }
+        });
       });
       nodes.push(h('section', { 'aria-labelledby': 'grant-title' }, h('h2', { id: 'grant-title' }, 'Grant a permission'), form));
     } else if (acls.ok && !roles.ok) {
@@ -1844,10 +1928,12 @@ async function start() {
   // The session first: the page waits for it.
   const session = loadSession();
   prefetchFirstPage();
-  const signedIn = await session;
-  if (!signedIn) prefetched.clear();
-  if (signedIn) await startApp();
-  else signInPage('');
+  const { ok, message } = await session;
+  if (ok) await startApp();
+  else {
+    prefetched.clear();
+    signInPage(message || '');
+  }
 }
 
 /** `prefetch` of what the page in the address asks for first (the documents list, a document). */

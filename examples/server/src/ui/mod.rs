@@ -18,7 +18,9 @@ use axum::routing::get;
 use docmeta_core::{DeviceId, UserId};
 use serde::Deserialize;
 
-use crate::auth::{SECURE_SESSION_COOKIE, SESSION_COOKIE, session_cookie, split_session};
+use crate::auth::{
+    SECURE_SESSION_COOKIE, SESSION_COOKIE, session_cookie, split_session, through_tls,
+};
 use crate::body::JsonBody;
 use crate::dto::UserOut;
 use crate::error::{ApiError, ApiResult};
@@ -129,6 +131,11 @@ pub async fn security_headers(request: Request, next: Next) -> Response {
             HeaderValue::from_static("same-origin"),
         );
     }
+    // An answer of the API is the caller's alone: no shared cache keeps it (a request with the
+    // session cookie carries no Authorization header, which would otherwise keep it out).
+    if !interface && !headers.contains_key(header::CACHE_CONTROL) {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
     if interface || by_cookie || from_page {
         headers.remove(header::WWW_AUTHENTICATE);
     }
@@ -201,28 +208,11 @@ fn signed_out() -> ApiError {
     ApiError::detail(StatusCode::UNAUTHORIZED, "Not signed in.")
 }
 
-/// Whether the request came through TLS, as the proxy in front of the server says
-/// (`X-Forwarded-Proto: https`, or `proto=https` in `Forwarded`). Only decides whether the
-/// cookie is `Secure`: a client that claims it falsely only stops its own cookie being sent.
-fn through_tls(headers: &HeaderMap) -> bool {
-    let value = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_ascii_lowercase)
-    };
-    value("x-forwarded-proto").is_some_and(|v| v.split(',').next().map(str::trim) == Some("https"))
-        || value("forwarded").is_some_and(|v| {
-            v.split([';', ','])
-                .any(|p| p.trim() == "proto=https" || p.trim() == "proto=\"https\"")
-        })
-}
-
 /// `GET /ui/session`: the signed-in user and the session's CSRF token, or `401`.
 async fn current_session(State(app): State<AppState>, headers: HeaderMap) -> ApiResult<Response> {
     let session = session_cookie(&headers).ok_or_else(signed_out)?.to_owned();
     let user = app
-        .session_user(&Method::GET, &headers, &session)
+        .session_user(&Method::GET, &headers, None, &session)
         .await
         .map_err(|_| signed_out())?;
     let out = user_out(&app, user).await?;
@@ -239,11 +229,13 @@ async fn user_out(app: &AppState, user: UserId) -> ApiResult<UserOut> {
 async fn sign_in(
     State(app): State<AppState>,
     ClientAddr(client): ClientAddr,
+    uri: Uri,
     headers: HeaderMap,
     JsonBody(body): JsonBody<SignIn>,
 ) -> ApiResult<Response> {
+    let authority = uri.authority().map(|a| a.as_str().to_owned());
     // A page of another site must not sign a browser in to an account of its choosing.
-    if !crate::auth::same_origin(&headers) {
+    if !crate::auth::same_origin(&headers, authority.as_deref()) {
         return Err(ApiError::detail(
             StatusCode::FORBIDDEN,
             "Sign in from this server's own pages.",
@@ -258,6 +250,17 @@ async fn sign_in(
             Some(SESSION_LIFETIME),
         )
         .await?;
+    // The session this browser had ends: a sign-in replaces it rather than leaving it valid.
+    if let Some(previous) = session_cookie(&headers).map(str::to_owned)
+        && let Ok(user) = app
+            .session_user(&Method::GET, &headers, None, &previous)
+            .await
+        && let Some((device, _)) = split_session(&previous)
+    {
+        let _ = app
+            .run(user, move |s| Ok(s.revoke_device(DeviceId(device))?))
+            .await;
+    }
     let session = format!("{}.{}", signed_in.device.id.0, signed_in.token);
     let out = user_out(&app, signed_in.device.user).await?;
     let mut response = session_answer(out, app.csrf_token(&session));
@@ -279,9 +282,17 @@ async fn sign_in(
 
 /// `DELETE /ui/session`: signs out (the session's device is revoked, so its token is refused
 /// by every process from now on) and clears the cookie.
-async fn sign_out(State(app): State<AppState>, headers: HeaderMap) -> ApiResult<Response> {
+async fn sign_out(
+    State(app): State<AppState>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let authority = uri.authority().map(|a| a.as_str().to_owned());
     if let Some(session) = session_cookie(&headers).map(str::to_owned) {
-        match app.session_user(&Method::DELETE, &headers, &session).await {
+        match app
+            .session_user(&Method::DELETE, &headers, authority.as_deref(), &session)
+            .await
+        {
             Ok(user) => {
                 if let Some((device, _)) = split_session(&session) {
                     let revoked = app

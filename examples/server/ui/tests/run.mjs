@@ -898,6 +898,18 @@ async function main() {
     check(cookie, 'no session cookie');
     const ask = () => fetch(BASE + '/ui/session', { headers: { Cookie: `${COOKIE}=${cookie.value}` } });
     check((await ask()).status === 200, 'GET /ui/session with the cookie is not 200 before the sign-out');
+    // A sign-out the server refuses (500 here) leaves the user signed in, and says so.
+    const failing = async (route) => (route.request().method() === 'DELETE'
+      ? route.fulfill({ status: 500, contentType: 'application/json', body: '{"detail":"Something broke."}' })
+      : route.continue());
+    await page.route('**/ui/session', failing);
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('button', { name: 'Sign out', exact: true }).click();
+    const failure = page.getByRole('alert').filter({ hasText: /still signed in/ }).first();
+    await failure.waitFor({ timeout: 5000 });
+    console.log(`#   refused sign-out: ${JSON.stringify(await failure.innerText())}`);
+    check(await heading(page, 'Documents').isVisible(), 'a refused sign-out left the documents page');
+    check((await ask()).status === 200, 'the session does not work after a refused sign-out');
+    await page.unroute('**/ui/session', failing);
     await page.getByRole('navigation', { name: 'Main' }).getByRole('button', { name: 'Sign out', exact: true }).click();
     await heading(page, 'Sign in to docmeta').waitFor();
     await shot(page, 'signed-out');
