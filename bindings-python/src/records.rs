@@ -276,7 +276,8 @@ record!(
     /// One change of a document's metadata value (see `Session.history`): `action` is
     /// `"added"`, `"edited"` or `"removed"`; `before` and `after` are None when there was no
     /// value, or when `hidden` (the session may not view that type's values on the document
-    /// now); `metadata_type_label` is None when it may not view the type.
+    /// now); `metadata_type_label` is the type's label as the log recorded it (history lists
+    /// only the types the session may know of).
     ValueChange { event_id: i64, timestamp: DateTime<Utc>, actor_id: Option<i64>,
         actor_username: Option<String>, metadata_type_id: i64,
         metadata_type_label: Option<String>, action: String, before: Option<String>,

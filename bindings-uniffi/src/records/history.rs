@@ -20,7 +20,8 @@ pub struct ValueChange {
     pub actor_username: Option<String>,
     /// The metadata type whose value changed.
     pub metadata_type_id: i64,
-    /// The type's label then; `null` when the reader may not view the type.
+    /// The type's label then, as the log recorded it (history lists only the types the reader
+    /// may know of).
     pub metadata_type_label: Option<String>,
     /// `added`, `edited` or `removed`.
     pub action: String,

@@ -21,8 +21,8 @@ pub struct ValueChange {
     pub actor: Option<EventActor>,
     /// The metadata type whose value changed.
     pub metadata_type: MetadataTypeId,
-    /// The type's label when it happened, as the log recorded it (history lists only the
-    /// types its reader may view).
+    /// The type's label when it happened, as the log recorded it (`None` only for an event
+    /// that recorded none; history lists only the types its reader may know of).
     pub metadata_type_label: Option<String>,
     /// What happened: the value was `added`, `edited` or `removed`.
     pub action: ValueAction,

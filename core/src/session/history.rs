@@ -29,12 +29,14 @@ fn value_change(e: &Event) -> (Option<String>, Option<String>) {
 }
 
 impl Session {
-    /// Whether this session may view metadata type `metadata_type` (the type itself).
-    fn may_view_type(&self, metadata_type: MetadataTypeId) -> bool {
-        self.can(
-            view_permission(ObjectKind::METADATA_TYPE),
-            mt_ref(metadata_type),
-        )
+    /// Whether this session may know of metadata type `metadata_type`: view the type itself,
+    /// or view its values (`document_metadata_view` on the type, with which
+    /// [`document_metadata`](Self::document_metadata) lists its values with the type), the rule
+    /// by which a search knows a field.
+    fn may_know_type(&self, metadata_type: MetadataTypeId) -> bool {
+        let object = mt_ref(metadata_type);
+        self.can(view_permission(ObjectKind::METADATA_TYPE), object)
+            || self.can(P::DocumentMetadataView, object)
     }
 
     /// Whether this session may view the values of `metadata_type` on `document` now, as
@@ -45,7 +47,7 @@ impl Session {
     }
 
     /// The document, when it exists and this session may view it (`NotFound` otherwise), and
-    /// refuses a `metadata_type` this session may not view (`NotFound`, as if absent).
+    /// refuses a `metadata_type` this session may not know of (`NotFound`, as if absent).
     fn require_history(
         &self,
         document: DocumentId,
@@ -53,7 +55,7 @@ impl Session {
     ) -> Result<Document> {
         let doc = self.read(|tx| self.load_document(tx, document, P::DocumentView))?;
         if let Some(t) = metadata_type
-            && !self.may_view_type(t)
+            && !self.may_know_type(t)
         {
             return Err(Error::not_found(format!("metadata type {t}")));
         }
@@ -65,7 +67,8 @@ impl Session {
     /// event log (so a value's history is as complete as the log: `docmeta audit prune`
     /// removes old changes).
     ///
-    /// Only the changes of metadata types this session may view are listed (the others are
+    /// Only the changes of metadata types this session may know of are listed (view the type,
+    /// or its values: `metadata_type_view` or `document_metadata_view` on it; the others are
     /// left out, as if absent, and are not counted). A change is shown whole only while this
     /// session may also view that type's values on the document *now*
     /// (`metadata.document_metadata_view` on both, as
@@ -107,7 +110,7 @@ impl Session {
             None => self
                 .read(|tx| tx.value_event_types((DOC, MT), document))?
                 .into_iter()
-                .filter(|t| self.may_view_type(*t))
+                .filter(|t| self.may_know_type(*t))
                 .collect(),
         };
         let (events, count) =
@@ -170,6 +173,11 @@ impl Session {
         at: DateTime<Utc>,
         now: Option<&str>,
     ) -> Result<Option<(String, Option<Event>)>> {
+        // Before the document existed it had no value, whatever a later change found (a value
+        // restored or pruned history may otherwise suggest).
+        if at < doc.created {
+            return Ok(None);
+        }
         let micros = to_micros(at);
         let kinds = (DOC, MT);
         if let Some(e) =
@@ -182,9 +190,7 @@ impl Session {
         {
             return Ok(value_change(&e).0.map(|v| (v, None)));
         }
-        Ok(now
-            .filter(|_| doc.created <= at)
-            .map(|v| (v.to_owned(), None)))
+        Ok(now.map(|v| (v.to_owned(), None)))
     }
 
     /// The value `document` had for `metadata_type` at time `at` (`None` when it had none),

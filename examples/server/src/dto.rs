@@ -764,7 +764,8 @@ pub struct ValueChangeOut {
     /// Who did it; `null` for docmeta itself or a user the caller may not view.
     pub actor: Option<ActorOut>,
     pub metadata_type_id: i64,
-    /// The type's label then; `null` when the caller may not view the type.
+    /// The type's label then, as the log recorded it (history lists only the types the caller
+    /// may know of).
     pub metadata_type_label: Option<String>,
     /// `added`, `edited` or `removed`.
     #[schema(pattern = "^(added|edited|removed)$")]
