@@ -2,15 +2,17 @@
 //! tampering (one edited byte in any stored field, a deleted event, an inserted one, two
 //! swapped, a truncated tail against a checkpoint, an altered checkpoint) is found and the
 //! first failing event named; a prune keeps the chain verifiable; a backup carries a
-//! checkpoint its restore verifies against. On SQLite, and on PostgreSQL when
-//! `DOCMETA_TEST_POSTGRES_URL` is set.
+//! checkpoint its restore verifies against, and a restore whose log does not match it is
+//! refused; the background worker writes a checkpoint when one is due. On SQLite, and on
+//! PostgreSQL when `DOCMETA_TEST_POSTGRES_URL` is set.
 
 use std::path::Path;
 
 use chrono::{Duration, Utc};
 use docmeta_core::{
-    Checkpoint, Config, Docmeta, DocumentId, MetadataTypeId, MetadataTypeInput, ObjectKind,
-    ObjectRef, PageRequest, Permission as P, Result, ValueAction, checkpoint_signed_by,
+    AuditReport, Checkpoint, Config, Docmeta, DocumentId, EventId, MetadataTypeId,
+    MetadataTypeInput, ObjectKind, ObjectRef, PageRequest, Permission as P, Result, ValueAction,
+    checkpoint_signed_by,
 };
 
 fn fast_hashing() -> Config {
@@ -106,6 +108,12 @@ fn history_lists_every_change_newest_first_with_before_and_after() -> Result<()>
 fn value_at_and_metadata_at_answer_the_past() -> Result<()> {
     let db = memory()?;
     let f = fixture(&db)?;
+    answers_the_past(&db, &f)
+}
+
+/// `value_at` and `metadata_at` of `f`'s document at every time its history names, before it
+/// and now (on SQLite and PostgreSQL alike).
+fn answers_the_past(db: &Docmeta, f: &Fixture) -> Result<()> {
     let admin = db.system();
     let page = admin.history(f.doc, None, PageRequest::new(1, 100))?;
     // Oldest first: +100, 100→120, +secret, 120→130, -130, +140.
@@ -233,8 +241,13 @@ fn history_hides_values_the_reader_may_not_view_now() -> Result<()> {
 /// A data directory with a few dozen events and a stored checkpoint, closed; and the
 /// checkpoint.
 fn pristine(dir: &Path) -> Result<Checkpoint> {
+    Ok(pristine_with(dir)?.0)
+}
+
+/// [`pristine`], with its fixture.
+fn pristine_with(dir: &Path) -> Result<(Checkpoint, Fixture)> {
     let db = open_in(dir)?;
-    fixture(&db)?;
+    let f = fixture(&db)?;
     let admin = db.system();
     for i in 0..10 {
         admin.create_document_type(&format!("Type {i}"))?;
@@ -244,7 +257,7 @@ fn pristine(dir: &Path) -> Result<Checkpoint> {
     assert!(report.is_intact(), "{report:?}");
     assert_eq!(report.head, checkpoint.seq);
     assert!(report.verified >= 20);
-    Ok(checkpoint)
+    Ok((checkpoint, f))
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -260,6 +273,22 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// A copy of `pristine` changed by `edit` (with a connection to its database), verified (with
+/// `given` as a checkpoint kept outside).
+fn verify_copy(
+    pristine: &Path,
+    edit: impl FnOnce(&rusqlite::Connection),
+    given: Option<&Checkpoint>,
+) -> AuditReport {
+    let dir = tempfile::tempdir().expect("tempdir");
+    copy_dir(pristine, dir.path());
+    let conn = rusqlite::Connection::open(dir.path().join("db.sqlite3")).expect("open");
+    edit(&conn);
+    drop(conn);
+    let db = open_in(dir.path()).expect("open tampered");
+    db.verify_events(given, |_, _| {}).expect("verify")
+}
+
 /// A copy of `pristine` tampered with by `sql`, verified (with `given` as a checkpoint kept
 /// outside): the failure's event id and position.
 fn tampered(
@@ -267,17 +296,144 @@ fn tampered(
     sql: &str,
     given: Option<&Checkpoint>,
 ) -> (Option<i64>, Option<i64>, String) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    copy_dir(pristine, dir.path());
-    let conn = rusqlite::Connection::open(dir.path().join("db.sqlite3")).expect("open");
-    conn.execute_batch(sql).expect(sql);
-    drop(conn);
-    let db = open_in(dir.path()).expect("open tampered");
-    let report = db.verify_events(given, |_, _| {}).expect("verify");
+    let report = verify_copy(pristine, |conn| conn.execute_batch(sql).expect(sql), given);
     let f = report
         .failure
         .unwrap_or_else(|| panic!("not detected: {sql}"));
     (f.event_id, f.seq, f.reason)
+}
+
+/// [`tampered`], by `edit` rather than SQL.
+fn tampered_by(
+    pristine: &Path,
+    edit: impl FnOnce(&rusqlite::Connection),
+    given: Option<&Checkpoint>,
+) -> (Option<i64>, Option<i64>, String) {
+    let report = verify_copy(pristine, edit, given);
+    let f = report.failure.expect("the tampering is found");
+    (f.event_id, f.seq, f.reason)
+}
+
+/// The stored hash of the event at position `seq`.
+fn hash_at(conn: &rusqlite::Connection, seq: i64) -> String {
+    conn.query_row("SELECT hash FROM events WHERE seq = ?1", [seq], |r| {
+        r.get(0)
+    })
+    .expect("a sealed event")
+}
+
+/// Lower-case hex of `bytes`.
+fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The bytes that hex `text` spells.
+fn from_hex(text: &str) -> Vec<u8> {
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex"))
+        .collect()
+}
+
+/// The chain hash of the event stored at position `seq` of `conn` following `prev` (hex), as
+/// someone who knows the scheme recomputes it (docs/history.md; `events::chain` is not public):
+/// SHA-256, with another implementation than docmeta's, of a version tag, the previous hash,
+/// and every stored field in the chain's order, each tagged (0 null, 1 a big-endian 64-bit
+/// integer, 2 a text after its 64-bit length).
+fn recomputed_hash(conn: &rusqlite::Connection, seq: i64, prev: &str) -> String {
+    use sha2::{Digest, Sha256};
+    fn int(h: &mut Sha256, v: Option<i64>) {
+        match v {
+            None => h.update([0u8]),
+            Some(v) => {
+                h.update([1u8]);
+                h.update(v.to_be_bytes());
+            }
+        }
+    }
+    fn text(h: &mut Sha256, v: Option<&str>) {
+        match v {
+            None => h.update([0u8]),
+            Some(s) => {
+                h.update([2u8]);
+                h.update((s.len() as u64).to_be_bytes());
+                h.update(s.as_bytes());
+            }
+        }
+    }
+    let (id, timestamp, name, actor, target_kind, target_id, target_label): (
+        i64,
+        i64,
+        String,
+        Option<i64>,
+        String,
+        i64,
+        String,
+    ) = conn
+        .query_row(
+            "SELECT id, timestamp, name, actor_id, target_kind, target_id, target_label \
+             FROM events WHERE seq = ?1",
+            [seq],
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                ))
+            },
+        )
+        .expect("the event");
+    let (action_kind, action_id, action_label, follow, changes): (
+        Option<String>,
+        Option<i64>,
+        Option<String>,
+        i64,
+        String,
+    ) = conn
+        .query_row(
+            "SELECT action_kind, action_id, action_label, follow, changes \
+             FROM events WHERE seq = ?1",
+            [seq],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+        )
+        .expect("the event");
+    let mut h = Sha256::new();
+    h.update(b"docmeta-event-v1\0");
+    h.update(from_hex(prev));
+    int(&mut h, Some(seq));
+    int(&mut h, Some(id));
+    int(&mut h, Some(timestamp));
+    text(&mut h, Some(name.as_str()));
+    int(&mut h, actor);
+    text(&mut h, Some(target_kind.as_str()));
+    int(&mut h, Some(target_id));
+    text(&mut h, Some(target_label.as_str()));
+    text(&mut h, action_kind.as_deref());
+    int(&mut h, action_id);
+    text(&mut h, action_label.as_deref());
+    int(&mut h, Some(follow));
+    text(&mut h, Some(changes.as_str()));
+    to_hex(&h.finalize())
+}
+
+/// Rewrites the stored hash of every event from position `from` to the end of the log, as
+/// [`recomputed_hash`] gives it: the chain made whole again after an edit.
+fn reseal_from(conn: &rusqlite::Connection, from: i64) {
+    let head: i64 = conn
+        .query_row("SELECT max(seq) FROM events", [], |r| r.get(0))
+        .expect("the end of the log");
+    for seq in from..=head {
+        let hash = recomputed_hash(conn, seq, &hash_at(conn, seq - 1));
+        conn.execute(
+            "UPDATE events SET hash = ?1 WHERE seq = ?2",
+            rusqlite::params![hash, seq],
+        )
+        .expect("reseal");
+    }
 }
 
 /// The id of the event at position `seq`.
@@ -290,7 +446,7 @@ fn id_at(dir: &Path, seq: i64) -> i64 {
 #[test]
 fn one_edited_byte_in_any_stored_field_is_found_at_its_event() -> Result<()> {
     let dir = tempfile::tempdir().expect("tempdir");
-    pristine(dir.path())?;
+    let checkpoint = pristine(dir.path())?;
     let k = 7;
     let id = id_at(dir.path(), k);
     let edits = [
@@ -313,6 +469,245 @@ fn one_edited_byte_in_any_stored_field_is_found_at_its_event() -> Result<()> {
         assert_eq!((event, seq), (Some(id), Some(k)), "{edit}: {reason}");
     }
     // Edited, and its hash recomputed by someone who knows the scheme: the next event fails.
+    {
+        let conn = rusqlite::Connection::open(dir.path().join("db.sqlite3")).expect("open");
+        assert_eq!(
+            recomputed_hash(&conn, k, &hash_at(&conn, k - 1)),
+            hash_at(&conn, k),
+            "the hash recomputed here is the chain's"
+        );
+    }
+    let edit = |conn: &rusqlite::Connection| {
+        conn.execute(
+            "UPDATE events SET target_label = target_label || 'x' WHERE seq = ?1",
+            [k],
+        )
+        .expect("edit");
+    };
+    let next = id_at(dir.path(), k + 1);
+    let (event, seq, reason) = tampered_by(
+        dir.path(),
+        |conn| {
+            edit(conn);
+            let hash = recomputed_hash(conn, k, &hash_at(conn, k - 1));
+            assert_ne!(hash, hash_at(conn, k), "the edit changes the hash");
+            conn.execute(
+                "UPDATE events SET hash = ?1 WHERE seq = ?2",
+                rusqlite::params![hash, k],
+            )
+            .expect("reseal");
+        },
+        None,
+    );
+    assert_eq!((event, seq), (Some(next), Some(k + 1)), "{reason}");
+    assert!(reason.contains("does not match its hash"), "{reason}");
+    // Every hash from there to the end recomputed: the chain holds together, and the stored
+    // checkpoint at the end does not match it.
+    let rewrite = |conn: &rusqlite::Connection| {
+        edit(conn);
+        reseal_from(conn, k);
+    };
+    let (event, seq, reason) = tampered_by(dir.path(), rewrite, None);
+    assert_eq!(
+        (event, seq),
+        (Some(checkpoint.event_id), Some(checkpoint.seq)),
+        "{reason}"
+    );
+    assert!(reason.contains("stored checkpoint"), "{reason}");
+    // The stored checkpoints deleted as well: what a hash chain cannot show alone (the whole
+    // rewritten chain verifies)...
+    let report = verify_copy(
+        dir.path(),
+        |conn| {
+            rewrite(conn);
+            conn.execute_batch("DELETE FROM audit_checkpoints;")
+                .expect("delete");
+        },
+        None,
+    );
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!(report.head, checkpoint.seq);
+    // ...and what a checkpoint kept outside finds.
+    let (_, seq, reason) = tampered_by(
+        dir.path(),
+        |conn| {
+            rewrite(conn);
+            conn.execute_batch("DELETE FROM audit_checkpoints;")
+                .expect("delete");
+        },
+        Some(&checkpoint),
+    );
+    assert_eq!(seq, Some(checkpoint.seq), "{reason}");
+    assert!(reason.contains("given checkpoint"), "{reason}");
+    Ok(())
+}
+
+#[test]
+fn an_edited_event_id_is_found() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let checkpoint = pristine(dir.path())?;
+    let head = checkpoint.seq;
+    // The last event's id raised (it stays last in id order): its hash covers its id.
+    let id = id_at(dir.path(), head);
+    let (event, seq, reason) = tampered(
+        dir.path(),
+        &format!("UPDATE events SET id = id + 1000 WHERE seq = {head};"),
+        None,
+    );
+    assert_eq!((event, seq), (Some(id + 1000), Some(head)), "{reason}");
+    assert!(reason.contains("does not match its hash"), "{reason}");
+    // The first event's id lowered (it stays first).
+    let id = id_at(dir.path(), 1);
+    let (event, seq, reason) =
+        tampered(dir.path(), "UPDATE events SET id = -5 WHERE seq = 1;", None);
+    assert_eq!((event, seq), (Some(-5), Some(1)), "{reason}");
+    assert_ne!(id, -5);
+    assert!(reason.contains("does not match its hash"), "{reason}");
+    // A middle event's id moved past the end (SQLite reads its chain in id order): its
+    // position is missing there, the event after it named.
+    let next = id_at(dir.path(), 8);
+    let (event, seq, reason) = tampered(
+        dir.path(),
+        "UPDATE events SET id = id + 100000 WHERE seq = 7;",
+        None,
+    );
+    assert_eq!((event, seq), (Some(next), Some(7)), "{reason}");
+    assert!(reason.contains("missing"), "{reason}");
+    Ok(())
+}
+
+/// An event inserted into the chain at position 4, the positions after it moved up (a copy of
+/// the event there, under another id). The same statements on SQLite and PostgreSQL.
+const INSERTED_INTO_THE_CHAIN: &str = "UPDATE events SET seq = -seq WHERE seq >= 4; \
+     UPDATE events SET seq = 1 - seq WHERE seq < 0; \
+     INSERT INTO events (id, timestamp, name, target_kind, target_id, target_label, changes, seq, hash) \
+     SELECT 100001, timestamp, name, target_kind, target_id, target_label, changes, 4, hash \
+     FROM events WHERE seq = 5;";
+
+/// The events at positions 8 and 9 swapped (their places exchanged).
+const SWAPPED: &str = "UPDATE events SET seq = -1 WHERE seq = 8; \
+     UPDATE events SET seq = 8 WHERE seq = 9; UPDATE events SET seq = 9 WHERE seq = -1;";
+
+/// A store's database reached with raw SQL, to tamper with its event log.
+trait RawLog {
+    /// Runs `sql` on the untampered log (a copy of it, or undone afterwards), verifies it with
+    /// `given` as a checkpoint kept outside, and returns the first failure: its event id,
+    /// position and reason.
+    fn tampered(
+        &mut self,
+        sql: &str,
+        given: Option<&Checkpoint>,
+    ) -> (Option<i64>, Option<i64>, String);
+
+    /// The id of the event at position `seq` of the untampered log.
+    fn id_at(&mut self, seq: i64) -> i64;
+}
+
+/// A closed SQLite data directory: each tampering on a copy of it.
+struct SqliteLog<'a>(&'a Path);
+
+impl RawLog for SqliteLog<'_> {
+    fn tampered(
+        &mut self,
+        sql: &str,
+        given: Option<&Checkpoint>,
+    ) -> (Option<i64>, Option<i64>, String) {
+        tampered(self.0, sql, given)
+    }
+
+    fn id_at(&mut self, seq: i64) -> i64 {
+        id_at(self.0, seq)
+    }
+}
+
+/// What both stores find alike (docs/history.md's table), `log` reached with raw SQL;
+/// `checkpoint` is the newest stored checkpoint, of the end of the log, which holds at least a
+/// dozen events.
+fn finds_tampering(log: &mut dyn RawLog, checkpoint: &Checkpoint) {
+    let head = checkpoint.seq;
+    assert!(head > 12, "{checkpoint:?}");
+    // A deleted event: its position is named, with the event after the gap.
+    let next = log.id_at(6);
+    let (event, seq, reason) = log.tampered("DELETE FROM events WHERE seq = 5;", None);
+    assert_eq!((event, seq), (Some(next), Some(5)), "{reason}");
+    assert!(reason.contains("missing"), "{reason}");
+    // An event's id edited: found at its position (SQLite, which reads its chain in id order,
+    // names the event after it; PostgreSQL, which reads it by position, the edited one).
+    let (at7, at8) = (log.id_at(7), log.id_at(8));
+    let (event, seq, reason) =
+        log.tampered("UPDATE events SET id = id + 100000 WHERE seq = 7;", None);
+    assert_eq!(seq, Some(7), "{reason}");
+    assert!(
+        event == Some(at7 + 100_000) || event == Some(at8),
+        "{event:?}: {reason}"
+    );
+    // Inserted into the chain: the inserted position does not match.
+    let (_, seq, reason) = log.tampered(INSERTED_INTO_THE_CHAIN, None);
+    assert_eq!(seq, Some(4), "{reason}");
+    // Two swapped: the first of the two positions does not match.
+    let (at8, at9) = (log.id_at(8), log.id_at(9));
+    let (event, seq, reason) = log.tampered(SWAPPED, None);
+    assert_eq!(seq, Some(8), "{reason}");
+    assert!(
+        event == Some(at8) || event == Some(at9),
+        "{event:?}: {reason}"
+    );
+    // The end cut off: the stored checkpoint is past the end; with the stored checkpoints gone
+    // too, the one kept outside.
+    let truncate = format!("DELETE FROM events WHERE seq > {};", head - 3);
+    let (_, seq, reason) = log.tampered(&truncate, None);
+    assert_eq!(seq, Some(head), "{reason}");
+    assert!(reason.contains("removed from its end"), "{reason}");
+    let (_, seq, reason) = log.tampered(
+        &format!("{truncate} DELETE FROM audit_checkpoints;"),
+        Some(checkpoint),
+    );
+    assert_eq!(seq, Some(head), "{reason}");
+    assert!(reason.contains("removed from its end"), "{reason}");
+    // A stored checkpoint altered: its hash; its position.
+    let (_, seq, reason) = log.tampered(
+        &format!(
+            "UPDATE audit_checkpoints SET hash = replace(hash, substr(hash, 2, 1), \
+             CASE substr(hash, 2, 1) WHEN 'a' THEN 'b' ELSE 'a' END) WHERE seq = {head};"
+        ),
+        None,
+    );
+    assert_eq!(seq, Some(head), "{reason}");
+    assert!(
+        reason.contains("stored checkpoint") && reason.contains("not signed"),
+        "{reason}"
+    );
+    let (_, seq, reason) = log.tampered(
+        &format!("UPDATE audit_checkpoints SET seq = seq - 1 WHERE seq = {head};"),
+        None,
+    );
+    assert_eq!(seq, Some(head - 1), "{reason}");
+    assert!(reason.contains("not signed"), "{reason}");
+    // A given checkpoint altered: its position; its signature.
+    let mut earlier = checkpoint.clone();
+    earlier.seq -= 1;
+    let mut forged = checkpoint.clone();
+    let first = if forged.signature.starts_with('0') {
+        "1"
+    } else {
+        "0"
+    };
+    forged.signature = format!("{first}{}", &forged.signature[1..]);
+    for altered in [earlier, forged] {
+        let (_, seq, reason) = log.tampered("SELECT 1;", Some(&altered));
+        assert_eq!(seq, Some(altered.seq), "{reason}");
+        assert!(
+            reason.contains("given checkpoint") && reason.contains("not signed"),
+            "{reason}"
+        );
+    }
+}
+
+#[test]
+fn the_tampering_both_stores_find_alike_is_found_on_sqlite() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let checkpoint = pristine(dir.path())?;
+    finds_tampering(&mut SqliteLog(dir.path()), &checkpoint);
     Ok(())
 }
 
@@ -335,22 +730,11 @@ fn deleted_inserted_and_swapped_events_are_found() -> Result<()> {
     assert_eq!(event, Some(100_000), "{reason}");
     // Inserted into the chain, the positions after it moved up.
     let at4 = id_at(dir.path(), 4);
-    let (_, seq, reason) = tampered(
-        dir.path(),
-        "UPDATE events SET seq = -seq WHERE seq >= 4; UPDATE events SET seq = 1 - seq WHERE seq < 0; \
-         INSERT INTO events (id, timestamp, name, target_kind, target_id, target_label, changes, seq, hash) \
-         SELECT 100001, timestamp, name, target_kind, target_id, target_label, changes, 4, hash FROM events WHERE seq = 5;",
-        None,
-    );
+    let (_, seq, reason) = tampered(dir.path(), INSERTED_INTO_THE_CHAIN, None);
     assert_eq!(seq, Some(4), "{reason}");
     assert_ne!(at4, 100_001);
     // Two swapped (their places exchanged).
-    let (event, seq, reason) = tampered(
-        dir.path(),
-        "UPDATE events SET seq = -1 WHERE seq = 8; UPDATE events SET seq = 8 WHERE seq = 9; \
-         UPDATE events SET seq = 9 WHERE seq = -1;",
-        None,
-    );
+    let (event, seq, reason) = tampered(dir.path(), SWAPPED, None);
     assert_eq!(seq, Some(8), "{reason}");
     // The first of the two (read in id order, it claims the second one's position).
     assert_eq!(event, Some(id_at(dir.path(), 8)), "{reason}");
@@ -407,9 +791,21 @@ fn a_truncated_tail_and_an_altered_checkpoint_are_found() -> Result<()> {
 #[test]
 fn a_prune_removes_old_events_and_the_chain_still_verifies() -> Result<()> {
     let dir = tempfile::tempdir().expect("tempdir");
-    pristine(dir.path())?;
+    let (_, f) = pristine_with(dir.path())?;
     let db = open_in(dir.path())?;
     let before = db.verify_events(None, |_, _| {})?;
+    // The history the prune removes: the amount was not 140 yet at its first change, the
+    // secret not added.
+    let old = db.system().history(f.doc, None, PageRequest::new(1, 100))?;
+    assert_eq!(old.count, 6);
+    let first_change = old.items.last().expect("a change").timestamp;
+    assert_ne!(
+        db.system()
+            .value_at(f.doc, f.amount, first_change)?
+            .as_deref(),
+        Some("140")
+    );
+    assert_eq!(db.system().value_at(f.doc, f.secret, first_change)?, None);
     let report = db.prune_events(Utc::now() + Duration::seconds(1))?;
     assert_eq!(report.removed, before.head as u64);
     let base = report.base.expect("a base checkpoint");
@@ -422,12 +818,51 @@ fn a_prune_removes_old_events_and_the_chain_still_verifies() -> Result<()> {
         (after.start, after.head, after.verified),
         (base.seq, base.seq + 1, 1)
     );
-    // History before the prune is gone with its events.
+    // History before the prune is gone with its events: no change is listed, and with no
+    // change of a value left in the log, a past time answers the value it has now (the
+    // document existed then), set since the document's creation by no event.
+    {
+        let admin = db.system();
+        let page = admin.history(f.doc, None, PageRequest::new(1, 100))?;
+        assert_eq!((page.count, page.items.len()), (0, 0), "{page:?}");
+        let amount = admin.history(f.doc, Some(f.amount), PageRequest::new(1, 100))?;
+        assert_eq!(amount.count, 0);
+        for change in &old.items {
+            let t = change.timestamp;
+            assert_eq!(
+                admin.value_at(f.doc, f.amount, t)?.as_deref(),
+                Some("140"),
+                "at {t}"
+            );
+            assert_eq!(
+                admin.value_at(f.doc, f.secret, t)?.as_deref(),
+                Some("CANARY-history-1"),
+                "at {t}"
+            );
+        }
+        let created = admin.document(f.doc)?.document.created;
+        let past = admin.metadata_at(f.doc, first_change)?;
+        let values: Vec<(&str, &str)> = past
+            .iter()
+            .map(|v| (v.metadata_type.name.as_str(), v.value.as_str()))
+            .collect();
+        assert_eq!(values, [("amount", "140"), ("secret", "CANARY-history-1")]);
+        assert!(
+            past.iter()
+                .all(|v| v.event == EventId(0) && v.since == created),
+            "{past:?}"
+        );
+        // Before the document existed it had no value, whatever the log lost.
+        let before_it = created - Duration::seconds(1);
+        assert_eq!(admin.value_at(f.doc, f.amount, before_it)?, None);
+        assert!(admin.metadata_at(f.doc, before_it)?.is_empty());
+    }
     drop(db);
     // The base altered, or an event right after it removed, is found.
     let (_, _, reason) = tampered(
         dir.path(),
-        "UPDATE audit_checkpoints SET hash = '00' || substr(hash, 3);",
+        "UPDATE audit_checkpoints SET hash = replace(hash, substr(hash, 2, 1), \
+         CASE substr(hash, 2, 1) WHEN 'a' THEN 'b' ELSE 'a' END);",
         None,
     );
     assert!(reason.contains("not signed"), "{reason}");
@@ -520,6 +955,389 @@ fn events_from_before_the_chain_are_sealed_when_the_database_is_opened() -> Resu
     Ok(())
 }
 
+#[test]
+fn after_a_prune_a_past_value_is_what_the_first_later_change_found() -> Result<()> {
+    let db = memory()?;
+    let f = fixture(&db)?;
+    let admin = db.system();
+    let old = admin.history(f.doc, None, PageRequest::new(1, 100))?;
+    let first_change = old.items.last().expect("a change").timestamp;
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let cut = Utc::now();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let amount_now = admin
+        .document_metadata(f.doc, PageRequest::ALL)?
+        .items
+        .into_iter()
+        .find(|v| v.value.metadata_type_id == f.amount)
+        .expect("the amount");
+    admin.edit_document_metadata(f.doc, amount_now.value.id, "150", None)?;
+    let report = db.prune_events(cut)?;
+    assert!(report.removed > 0 && report.base.is_some(), "{report:?}");
+    assert!(db.verify_events(None, |_, _| {})?.is_intact());
+    // Only the change after the cut is left.
+    let page = admin.history(f.doc, None, PageRequest::new(1, 100))?;
+    assert_eq!(page.count, 1, "{page:?}");
+    let left = &page.items[0];
+    assert_eq!(
+        (left.action, left.before.as_deref(), left.after.as_deref()),
+        (ValueAction::Edited, Some("140"), Some("150"))
+    );
+    // Before it: the amount it found; the secret, of which no change is left, as it is now.
+    for t in [first_change, cut] {
+        assert_eq!(
+            admin.value_at(f.doc, f.amount, t)?.as_deref(),
+            Some("140"),
+            "at {t}"
+        );
+        assert_eq!(
+            admin.value_at(f.doc, f.secret, t)?.as_deref(),
+            Some("CANARY-history-1"),
+            "at {t}"
+        );
+    }
+    let created = admin.document(f.doc)?.document.created;
+    let past = admin.metadata_at(f.doc, first_change)?;
+    let values: Vec<(&str, &str)> = past
+        .iter()
+        .map(|v| (v.metadata_type.name.as_str(), v.value.as_str()))
+        .collect();
+    assert_eq!(values, [("amount", "140"), ("secret", "CANARY-history-1")]);
+    assert!(
+        past.iter()
+            .all(|v| v.event == EventId(0) && v.since == created),
+        "{past:?}"
+    );
+    // Now: the amount the change left, with its event.
+    assert_eq!(
+        admin.value_at(f.doc, f.amount, Utc::now())?.as_deref(),
+        Some("150")
+    );
+    let now = admin.metadata_at(f.doc, Utc::now())?;
+    let amount = now
+        .iter()
+        .find(|v| v.metadata_type.id == f.amount)
+        .expect("the amount now");
+    assert_eq!((amount.value.as_str(), amount.event), ("150", left.event));
+    assert_eq!(amount.since, left.timestamp);
+    // Before the document existed: nothing, whatever a later change found.
+    assert_eq!(
+        admin.value_at(f.doc, f.amount, created - Duration::seconds(1))?,
+        None
+    );
+    Ok(())
+}
+
+// ----- restores whose log does not match the backup's checkpoint ------------------------------
+
+/// Every entry of a backup archive, in order.
+fn archive_entries(archive: &Path) -> Vec<(String, Vec<u8>)> {
+    use std::io::Read;
+    let file = std::fs::File::open(archive).expect("open");
+    let mut tar = tar::Archive::new(zstd::Decoder::new(file).expect("zstd"));
+    let mut out = Vec::new();
+    for entry in tar.entries().expect("entries") {
+        let mut entry = entry.expect("entry");
+        let path = entry.path().expect("path").to_string_lossy().into_owned();
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes).expect("read");
+        out.push((path, bytes));
+    }
+    out
+}
+
+/// Writes `entries` as a backup archive.
+fn write_archive(archive: &Path, entries: &[(String, Vec<u8>)]) {
+    let file = std::fs::File::create(archive).expect("create");
+    let mut tar = tar::Builder::new(zstd::Encoder::new(file, 3).expect("zstd").auto_finish());
+    for (path, bytes) in entries {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(bytes.len() as u64);
+        h.set_mode(0o600);
+        tar.append_data(&mut h, path, &bytes[..]).expect("append");
+    }
+    tar.into_inner().expect("finish");
+}
+
+/// A copy of backup `src` at `dst` whose manifest (`manifest.json`, the last entry) `edit`
+/// changed.
+fn with_manifest_edited(src: &Path, dst: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let mut entries = archive_entries(src);
+    let (_, bytes) = entries
+        .iter_mut()
+        .find(|(p, _)| p == "manifest.json")
+        .expect("the manifest");
+    let mut manifest: serde_json::Value = serde_json::from_slice(bytes).expect("json");
+    edit(&mut manifest);
+    *bytes = serde_json::to_vec(&manifest).expect("json");
+    write_archive(dst, &entries);
+}
+
+/// A copy of backup `src` at `dst` whose database was changed by `sql`, with its size and
+/// checksum updated in `contents.json` and the manifest: a consistent archive around an altered
+/// event log.
+fn with_database_edited(src: &Path, dst: &Path, sql: &str) {
+    let mut entries = archive_entries(src);
+    let i = entries
+        .iter()
+        .position(|(p, _)| p == "db.sqlite3")
+        .expect("the database");
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let file = scratch.path().join("db.sqlite3");
+    std::fs::write(&file, &entries[i].1).expect("write");
+    let conn = rusqlite::Connection::open(&file).expect("open");
+    conn.execute_batch(sql).expect(sql);
+    drop(conn);
+    let new = std::fs::read(&file).expect("read");
+    let (size, sha) = docmeta_core::sha256(&mut &new[..]).expect("hash");
+    entries[i].1 = new;
+    for (p, bytes) in entries.iter_mut() {
+        if p != "contents.json" && p != "manifest.json" {
+            continue;
+        }
+        let mut json: serde_json::Value = serde_json::from_slice(bytes).expect("json");
+        for list in ["files", "entries"] {
+            if let Some(items) = json.get_mut(list).and_then(|l| l.as_array_mut()) {
+                for item in items.iter_mut().filter(|it| it["path"] == "db.sqlite3") {
+                    item["size"] = size.into();
+                    if list == "files" {
+                        item["sha256"] = sha.clone().into();
+                    }
+                }
+            }
+        }
+        *bytes = serde_json::to_vec(&json).expect("json");
+    }
+    write_archive(dst, &entries);
+}
+
+/// Every file under `dir` (but the lock file, which a restore takes) and its bytes.
+fn files_under(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut std::collections::BTreeMap<String, Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).expect("read_dir") {
+            let entry = entry.expect("entry");
+            let path = entry.path();
+            if entry.file_type().expect("type").is_dir() {
+                walk(root, &path, out);
+            } else if entry.file_name() != ".lock" {
+                let name = path
+                    .strip_prefix(root)
+                    .expect("under the root")
+                    .to_string_lossy()
+                    .into_owned();
+                out.insert(name, std::fs::read(&path).expect("read"));
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+#[test]
+fn a_restore_whose_log_does_not_match_the_backups_checkpoint_is_refused() -> Result<()> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    pristine(dir.path())?;
+    let db = open_in(dir.path())?;
+    let out = tempfile::tempdir().expect("tempdir");
+    let archive = out.path().join("full.tar.zst");
+    db.backup(&archive, None, |_, _| {})?;
+    let checkpoint = docmeta_core::verify_backup(&archive)?
+        .checkpoint
+        .expect("a checkpoint in the manifest");
+    drop(db);
+    // The installation a restore would replace.
+    let target = out.path().join("live");
+    {
+        let live = open_in(&target)?;
+        let admin = live.system();
+        let memo = admin.create_document_type("Memo")?;
+        admin.create_document(memo.id, "Still here", &[])?;
+    }
+    let before = files_under(&target);
+    assert!(before.contains_key("db.sqlite3"), "{:?}", before.keys());
+    let refused = |bad: &Path, why: &str| {
+        let err = docmeta_core::restore(&[bad.to_path_buf()], &target, None)
+            .expect_err("the restore is refused");
+        let text = err.to_string();
+        assert!(
+            matches!(err, docmeta_core::Error::InvalidInput(_)),
+            "{why}: {text}"
+        );
+        assert!(
+            text.contains("does not match the backup's checkpoint"),
+            "{why}: {text}"
+        );
+        // The target as it was, byte for byte, and nothing staged left beside it.
+        assert!(files_under(&target) == before, "{why}: the target changed");
+        let left: Vec<String> = std::fs::read_dir(out.path())
+            .expect("read_dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".docmeta-restore"))
+            .collect();
+        assert!(left.is_empty(), "{why}: left behind {left:?}");
+        text
+    };
+    // The manifest's checkpoint altered: the manifest holds the other entries' checksums, not
+    // its own; the checkpoint's signature is what refuses it.
+    let forged = out.path().join("forged-signature.tar.zst");
+    with_manifest_edited(&archive, &forged, |m| {
+        let signature = m["checkpoint"]["signature"]
+            .as_str()
+            .expect("a signature")
+            .to_owned();
+        let first = if signature.starts_with('0') { "1" } else { "0" };
+        m["checkpoint"]["signature"] = format!("{first}{}", &signature[1..]).into();
+    });
+    let text = refused(&forged, "a forged signature");
+    assert!(text.contains("not signed"), "{text}");
+    let shorter = out.path().join("forged-position.tar.zst");
+    with_manifest_edited(&archive, &shorter, |m| {
+        m["checkpoint"]["seq"] = (checkpoint.seq - 1).into();
+    });
+    let text = refused(&shorter, "a checkpoint of an earlier position");
+    assert!(text.contains("not signed"), "{text}");
+    // An event of the archived database edited, the archive's checksums made to match.
+    let edited = out.path().join("edited-event.tar.zst");
+    with_database_edited(
+        &archive,
+        &edited,
+        "UPDATE events SET target_label = target_label || '!' WHERE seq = 7;",
+    );
+    docmeta_core::verify_backup(&edited).expect("the archive itself is consistent");
+    let text = refused(&edited, "an edited event");
+    assert!(text.contains("position 7"), "{text}");
+    // The archived log's end cut off, with the checkpoints the database kept: the manifest's
+    // checkpoint still covers it.
+    let cut = out.path().join("cut-off.tar.zst");
+    with_database_edited(
+        &archive,
+        &cut,
+        &format!(
+            "DELETE FROM events WHERE seq > {}; DELETE FROM audit_checkpoints;",
+            checkpoint.seq - 3
+        ),
+    );
+    docmeta_core::verify_backup(&cut).expect("the archive itself is consistent");
+    let text = refused(&cut, "a log cut off");
+    assert!(text.contains("removed from its end"), "{text}");
+    // Into a directory that did not exist: nothing left there either.
+    let fresh = out.path().join("fresh");
+    assert!(docmeta_core::restore(std::slice::from_ref(&edited), &fresh, None).is_err());
+    assert!(!fresh.exists());
+    // The target still opens with its own data; the untouched archive restores into it.
+    {
+        let live = open_in(&target)?;
+        let labels: Vec<String> = live
+            .system()
+            .document_types()?
+            .into_iter()
+            .map(|t| t.label)
+            .collect();
+        assert_eq!(labels, ["Memo"]);
+    }
+    let report = docmeta_core::restore(std::slice::from_ref(&archive), &target, None)?;
+    assert!(report.audit.expect("verified").is_intact());
+    Ok(())
+}
+
+// ----- the background worker's checkpoints ----------------------------------------------------
+
+/// The positions of the stored checkpoints of the database in `dir`.
+fn stored_checkpoints(dir: &Path) -> Vec<i64> {
+    let conn = rusqlite::Connection::open(dir.join("db.sqlite3")).expect("open");
+    let mut stmt = conn
+        .prepare("SELECT seq FROM audit_checkpoints ORDER BY seq")
+        .expect("select");
+    let rows: Vec<i64> = stmt
+        .query_map([], |r| r.get(0))
+        .expect("rows")
+        .collect::<std::result::Result<_, _>>()
+        .expect("rows");
+    rows
+}
+
+/// The position of the last event of the database in `dir`.
+fn last_position(dir: &Path) -> i64 {
+    let conn = rusqlite::Connection::open(dir.join("db.sqlite3")).expect("open");
+    conn.query_row("SELECT max(seq) FROM events", [], |r| r.get(0))
+        .expect("an event")
+}
+
+/// When the stored checkpoint at `seq` was made (microseconds), as stored.
+fn checkpoint_made(dir: &Path, seq: i64) -> i64 {
+    let conn = rusqlite::Connection::open(dir.join("db.sqlite3")).expect("open");
+    conn.query_row(
+        "SELECT created FROM audit_checkpoints WHERE seq = ?1",
+        [seq],
+        |r| r.get(0),
+    )
+    .expect("a checkpoint")
+}
+
+/// Sets when the stored checkpoint at `seq` was made (its signature covers the time: it
+/// verifies again only once the time is put back).
+fn set_checkpoint_made(dir: &Path, seq: i64, micros: i64) {
+    let conn = rusqlite::Connection::open(dir.join("db.sqlite3")).expect("open");
+    conn.execute(
+        "UPDATE audit_checkpoints SET created = ?1 WHERE seq = ?2",
+        [micros, seq],
+    )
+    .expect("update");
+}
+
+#[test]
+fn the_worker_checkpoints_when_the_last_checkpoint_is_an_hour_old_and_events_came_since()
+-> Result<()> {
+    const TWO_HOURS: i64 = 2 * 3600 * 1_000_000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let first = pristine(dir.path())?;
+    let with_worker = || {
+        Docmeta::builder()
+            .data_dir(dir.path())
+            .config(fast_hashing())
+            .worker(true)
+            .open()
+    };
+    // More than one round of the worker, which looks every 2 seconds (and when it starts).
+    let rounds = std::time::Duration::from_secs(3);
+    // Events since the last checkpoint, which is fresh: none due.
+    let db = with_worker()?;
+    db.system().create_document_type("Since the checkpoint")?;
+    std::thread::sleep(rounds);
+    assert_eq!(stored_checkpoints(dir.path()), [first.seq]);
+    // The last checkpoint two hours old: the next round writes one of the end of the log.
+    let made = checkpoint_made(dir.path(), first.seq);
+    set_checkpoint_made(dir.path(), first.seq, made - TWO_HOURS);
+    let head = last_position(dir.path());
+    assert!(head > first.seq);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while stored_checkpoints(dir.path()).len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no checkpoint written within 30 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(stored_checkpoints(dir.path()), [first.seq, head]);
+    drop(db);
+    set_checkpoint_made(dir.path(), first.seq, made);
+    let db = open_in(dir.path())?;
+    let report = db.verify_events(None, |_, _| {})?;
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!((report.head, report.checkpoints), (head, 2));
+    drop(db);
+    // The last checkpoint two hours old with no event since: none due.
+    let made = checkpoint_made(dir.path(), head);
+    set_checkpoint_made(dir.path(), head, made - TWO_HOURS);
+    let db = with_worker()?;
+    std::thread::sleep(rounds);
+    drop(db);
+    assert_eq!(last_position(dir.path()), head, "the worker wrote no event");
+    assert_eq!(stored_checkpoints(dir.path()), [first.seq, head]);
+    Ok(())
+}
+
 // ----- PostgreSQL: events sealed after commit, in the gap-free order ---------------------------
 
 static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
@@ -605,12 +1423,13 @@ fn postgres_seals_concurrent_writers_in_commit_order_and_finds_tampering() -> Re
             assert!(report.is_intact(), "{report:?}");
         }
     });
-    // History reads the same on PostgreSQL.
+    // History reads the same on PostgreSQL, and so do the values at a past time.
     let page = db
         .system()
         .history(f.doc, Some(f.amount), PageRequest::new(1, 10))?;
     assert_eq!(page.count, 5);
-    // One edited byte, then a deleted event, each found.
+    answers_the_past(&db, &f)?;
+    // One edited byte found.
     let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
     let id: i64 = client
         .query_one("SELECT id FROM events WHERE seq = 9", &[])
@@ -644,14 +1463,117 @@ fn postgres_seals_concurrent_writers_in_commit_order_and_finds_tampering() -> Re
     client
         .batch_execute(&format!("DELETE FROM events WHERE id = {inserted}"))
         .expect("undo");
-    // The end cut off: found against the checkpoint.
-    client
-        .batch_execute(&format!(
-            "DELETE FROM events WHERE seq >= {}",
-            checkpoint.seq
-        ))
-        .expect("truncate");
-    let report = db.verify_events(Some(&checkpoint), |_, _| {})?;
-    assert_eq!(report.failure.expect("found").seq, Some(checkpoint.seq));
+    assert!(db.verify_events(None, |_, _| {})?.is_intact());
+    // A deleted event, one inserted into the chain, two swapped, an edited id, the end cut off,
+    // a checkpoint altered (stored and given): as on SQLite, each undone after.
+    let latest = db.audit_checkpoint()?;
+    let mut log = PostgresLog {
+        db: &db,
+        client: &mut client,
+    };
+    finds_tampering(&mut log, &latest);
+    // The end cut off, found against the first checkpoint (kept outside).
+    let (_, seq, reason) = log.tampered(
+        &format!("DELETE FROM events WHERE seq >= {}", checkpoint.seq),
+        Some(&checkpoint),
+    );
+    assert_eq!(seq, Some(checkpoint.seq), "{reason}");
+    // A prune, after which the chain verifies from its base; the history went with it.
+    let first_change = db
+        .system()
+        .history(f.doc, Some(f.amount), PageRequest::new(1, 10))?
+        .items
+        .last()
+        .expect("a change")
+        .timestamp;
+    let before = db.verify_events(None, |_, _| {})?;
+    assert!(before.is_intact(), "{before:?}");
+    let pruned = db.prune_events(Utc::now() + Duration::seconds(1))?;
+    assert_eq!(pruned.removed, before.head as u64);
+    let base = pruned.base.expect("a base checkpoint");
+    assert!(base.base && base.seq == before.head, "{base:?}");
+    db.system().create_document_type("After the prune")?;
+    let after = db.verify_events(None, |_, _| {})?;
+    assert!(after.is_intact(), "{after:?}");
+    assert_eq!(
+        (after.start, after.head, after.verified),
+        (base.seq, base.seq + 1, 1)
+    );
+    assert_eq!(
+        db.system()
+            .history(f.doc, None, PageRequest::new(1, 10))?
+            .count,
+        0
+    );
+    assert_eq!(
+        db.system()
+            .value_at(f.doc, f.amount, first_change)?
+            .as_deref(),
+        Some("140")
+    );
+    // The base altered, or an event left at its position, is found.
+    let (_, _, reason) = log.tampered(
+        "UPDATE audit_checkpoints SET hash = replace(hash, substr(hash, 2, 1), \
+         CASE substr(hash, 2, 1) WHEN 'a' THEN 'b' ELSE 'a' END) WHERE base = 1;",
+        None,
+    );
+    assert!(reason.contains("not signed"), "{reason}");
+    let (_, seq, reason) = log.tampered(
+        &format!(
+            "INSERT INTO events (id, timestamp, name, target_kind, target_id, target_label, \
+             changes, seq, hash) VALUES (100003, 0, 'x', 'x', 1, 'x', '[]', {}, '00');",
+            base.seq
+        ),
+        None,
+    );
+    assert_eq!(seq, Some(base.seq), "{reason}");
+    assert!(reason.contains("still in the log"), "{reason}");
     Ok(())
+}
+
+/// A PostgreSQL database reached with raw SQL: each tampering undone after it is verified (the
+/// events and checkpoints saved first and put back), the log then verified intact again.
+struct PostgresLog<'a> {
+    db: &'a Docmeta,
+    client: &'a mut postgres::Client,
+}
+
+impl RawLog for PostgresLog<'_> {
+    fn tampered(
+        &mut self,
+        sql: &str,
+        given: Option<&Checkpoint>,
+    ) -> (Option<i64>, Option<i64>, String) {
+        self.client
+            .batch_execute(
+                "CREATE TABLE saved_events AS SELECT * FROM events; \
+                 CREATE TABLE saved_checkpoints AS SELECT * FROM audit_checkpoints;",
+            )
+            .expect("save the log");
+        self.client
+            .batch_execute(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let report = self.db.verify_events(given, |_, _| {}).expect("verify");
+        self.client
+            .batch_execute(
+                "DELETE FROM events; INSERT INTO events SELECT * FROM saved_events; \
+                 DELETE FROM audit_checkpoints; \
+                 INSERT INTO audit_checkpoints SELECT * FROM saved_checkpoints; \
+                 DROP TABLE saved_events, saved_checkpoints;",
+            )
+            .expect("undo");
+        let undone = self.db.verify_events(None, |_, _| {}).expect("verify");
+        assert!(undone.is_intact(), "not undone after {sql}: {undone:?}");
+        let f = report
+            .failure
+            .unwrap_or_else(|| panic!("not detected: {sql}"));
+        (f.event_id, f.seq, f.reason)
+    }
+
+    fn id_at(&mut self, seq: i64) -> i64 {
+        self.client
+            .query_one("SELECT id FROM events WHERE seq = $1", &[&seq])
+            .expect("event")
+            .get(0)
+    }
 }
