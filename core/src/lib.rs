@@ -79,8 +79,8 @@ pub use kernel::{Docmeta, EventWatch, SubscriptionId, checkpoint_signed_by};
 // A replica of a server on a device (offline reads and search).
 pub use model::*;
 pub use replica::{
-    DEVICE_NAME as REPLICA_DEVICE_NAME, HttpServer, InProcessServer, LOCAL_IDS, Pulled,
-    RejectedWrite, Remote, Replica, ReplicaBuilder, SignedIn, SyncProgress, SyncServer,
+    DEVICE_NAME as REPLICA_DEVICE_NAME, HttpServer, InProcessServer, LOCAL_IDS, Replica,
+    ReplicaBuilder, SyncServer,
 };
 pub use session::{
     DEFAULT_DEVICE_LIFETIME, FileContent, MAX_DEVICE_LIFETIME, MAX_DEVICES_PER_USER,
@@ -94,9 +94,7 @@ pub use tokens::TOKEN_LEN;
 
 // Access control.
 pub use access::password::MIN_PASSWORD_LEN;
-pub use access::{
-    ExistenceCheck, Explanation, Grant, KindInfo, KindRegistry, STORED_KINDS, STORED_PARENT_KINDS,
-};
+pub use access::{ExistenceCheck, KindInfo, KindRegistry, STORED_KINDS, STORED_PARENT_KINDS};
 
 // Metadata: the pipeline's classes and templates, and the offline processor.
 pub use metadata::arguments::{NoArguments, compile_pattern, yaml_arguments};
@@ -125,16 +123,12 @@ pub use webhooks::{MAX_URL_LEN as MAX_WEBHOOK_URL_LEN, MAX_WEBHOOKS_PER_USER};
 // Search.
 pub use search::index::INDEX_SCHEMA_VERSION;
 pub use search::query::MAX_DEPTH as MAX_QUERY_DEPTH;
-pub use search::{
-    Expr as QueryExpr, Hit, MAX_RESULT_WINDOW, RecordKind, SearchStatus, SearchTicket, SearchWork,
-    SearchWorkRun, SearchWorkState, parse as parse_query,
-};
+pub use search::{Expr as QueryExpr, MAX_RESULT_WINDOW, parse as parse_query};
 
 // Files, backup and installation schemas.
 pub use backup::{
-    BackupInfo, BackupReport, DamagedEntry, FORMAT as BACKUP_FORMAT, Manifest, ManifestEntry,
-    PruneDecision, RestoreReport, prune_backups, read_info as read_backup_info, restore,
-    restore_to, restore_to_storage, verify_backup, verify_backup_from,
+    FORMAT as BACKUP_FORMAT, prune_backups, read_info as read_backup_info, restore, restore_to,
+    restore_to_storage, verify_backup, verify_backup_from,
 };
 #[cfg(feature = "s3")]
 pub use files::s3::{S3Location, S3Storage};
@@ -142,10 +136,7 @@ pub use files::{
     EncryptedStorage, FileStorage, MemoryStorage, PlainStorage, clean_filename, generate_name,
     guess_mime, open_location, sha256,
 };
-pub use installation::{
-    AssociationSpec, Change, DocumentTypeSpec, MetadataTypeSpec, RoleSpec, Schema,
-    apply as apply_schema, export as export_schema,
-};
+pub use installation::{apply as apply_schema, export as export_schema};
 
 // Engine parts that the benchmarks and the fuzz harness drive directly: not part of the API a
 // user builds on, and free to change in any release.

@@ -14,9 +14,6 @@ pub mod inheritance;
 pub mod password;
 pub mod policy;
 
-pub use crate::model::{ObjectKind, ObjectRef, Permission, PermissionSet};
+pub use crate::model::{Explanation, ObjectKind, ObjectRef, Permission, PermissionSet};
 pub use inheritance::{ExistenceCheck, KindInfo, KindRegistry, STORED_KINDS, STORED_PARENT_KINDS};
-pub use policy::{
-    AccessSnapshot, DocumentVisibility, Explanation, Grant, KnownParents, ParentSource,
-    SnapshotOnly,
-};
+pub use policy::{AccessSnapshot, DocumentVisibility, KnownParents, ParentSource, SnapshotOnly};

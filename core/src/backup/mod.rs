@@ -35,13 +35,15 @@
 
 use std::fs::File;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::files::check_name;
+pub(crate) use crate::model::{
+    BackupInfo, BackupReport, DamagedEntry, Manifest, ManifestEntry, PruneDecision, RestoreReport,
+};
 
 /// The archive format this build writes. Format 1 (no `contents.json`) is still read.
 pub const FORMAT: u32 = 2;
@@ -60,88 +62,6 @@ const SYSTEM_FILES: [&str; 4] = [
     "system/storage_key",
     "system/audit_key",
 ];
-
-/// What a backup is; the first entry of its archive, repeated in the manifest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BackupInfo {
-    /// Archive format version.
-    pub format: u32,
-    /// Random identifier.
-    pub id: String,
-    /// Database schema version of the snapshot.
-    pub schema_version: u32,
-    /// When the backup was made.
-    pub created: DateTime<Utc>,
-    /// The backup an incremental backup builds on (its id), if any.
-    pub base: Option<String>,
-}
-
-/// One file of a backup.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ManifestEntry {
-    /// Path inside the data directory (and the archive).
-    pub path: String,
-    /// Size in bytes.
-    pub size: u64,
-    /// SHA-256, lower-case hex.
-    pub sha256: String,
-    /// Whether the bytes are in the base backup rather than this archive.
-    #[serde(default)]
-    pub in_base: bool,
-}
-
-/// A document file the backup found damaged (or an earlier backup of a chain did, for the
-/// files an incremental backup leaves to its base): listed in the manifest so that nobody
-/// takes its bytes for good. A missing file has no entry in [`Manifest::files`]; any other is
-/// archived as it was found (its manifest checksum is of those bytes, not of the document).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DamagedEntry {
-    /// Path inside the data directory (`document_file_storage/..`).
-    pub path: String,
-    /// The document file whose bytes these are, when the backup knew its record.
-    pub document_file_id: Option<i64>,
-    /// What is wrong.
-    pub damage: crate::model::FileDamage,
-}
-
-/// The last entry of an archive: the backup and every file it restores.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Manifest {
-    /// See [`BackupInfo`].
-    #[serde(flatten)]
-    pub info: BackupInfo,
-    /// Every file, the database first.
-    pub files: Vec<ManifestEntry>,
-    /// The document files that could not be read intact when the backup was made (empty in
-    /// archives of earlier versions, which did not check).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub damaged: Vec<DamagedEntry>,
-    /// A signed checkpoint of the event log made just before the database snapshot (which
-    /// therefore holds every event it covers): a restore verifies the restored log against it.
-    /// `None` in archives of versions before the tamper-evident log.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub checkpoint: Option<crate::model::Checkpoint>,
-}
-
-impl Manifest {
-    /// Whether every document file was archived intact.
-    pub fn is_intact(&self) -> bool {
-        self.damaged.is_empty()
-    }
-}
-
-/// What a backup wrote.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BackupReport {
-    /// The archive.
-    pub path: PathBuf,
-    /// Its manifest.
-    pub manifest: Manifest,
-    /// Document files in the archive (not counting those left to the base).
-    pub files_archived: usize,
-    /// Size of the archive in bytes.
-    pub archive_bytes: u64,
-}
 
 /// Format 2's `contents.json`: what the archive's entries are declared to be, before any of them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -199,5 +119,5 @@ mod prune;
 mod restore;
 
 pub use archive::{read_info, verify_backup, verify_backup_from};
-pub use prune::{PruneDecision, prune_backups};
-pub use restore::{RestoreReport, restore, restore_to, restore_to_storage};
+pub use prune::prune_backups;
+pub use restore::{restore, restore_to, restore_to_storage};

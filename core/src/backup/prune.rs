@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 use std::fs::{self};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use chrono::{DateTime, Utc};
 
@@ -34,17 +34,6 @@ fn keep_newest_per_period(
         }
         periods.insert(p);
     }
-}
-
-/// One backup considered by [`prune_backups`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PruneDecision {
-    /// The archive.
-    pub path: PathBuf,
-    /// What it is.
-    pub info: BackupInfo,
-    /// Why it is kept (`None`: it is deleted).
-    pub kept_because: Option<String>,
 }
 
 /// Applies a retention schedule (spec 8.1 item 8) to the archives (`*.tar.zst`) in `dir`: keeps

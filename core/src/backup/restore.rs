@@ -10,35 +10,10 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::kernel::{DataLock, Docmeta};
-use crate::model::{DocumentFileId, DocumentId, TaskId};
+use crate::model::{DocumentFileId, DocumentId};
 
 use super::archive::{Bounds, Extract, document_key, scan};
 use super::*;
-
-/// What a restore did and the spec's verification (8.1 item 4), for a report.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RestoreReport {
-    /// The restored backup (the newest of a chain).
-    pub manifest: Manifest,
-    /// Files written.
-    pub files_restored: usize,
-    /// Schema migrations run (a backup from an older docmeta).
-    pub migrations: Vec<u32>,
-    /// Documents in the restored database.
-    pub documents: u64,
-    /// The document opened for verification and its label.
-    pub document_opened: Option<(DocumentId, String)>,
-    /// The file downloaded for verification, whose bytes matched its SHA-256 (never one the
-    /// backup found damaged: those are in `manifest.damaged`, restored as they were archived).
-    pub file_checked: Option<(DocumentFileId, u64)>,
-    /// Whether a search answered.
-    pub search_answers: bool,
-    /// The durable task that rebuilds the search index (run by the first docmeta with a worker).
-    pub reindex_task: TaskId,
-    /// The restored event log verified against the backup's checkpoint (`None` for an archive
-    /// of a version without one). A restored log that fails fails the restore.
-    pub audit: Option<crate::model::AuditReport>,
-}
 
 /// Restores `archives` into the data directory `data` (spec 8.1 item 4). `archives` is one full
 /// backup, or an incremental backup with the backups it builds on, in any order.

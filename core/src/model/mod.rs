@@ -5,13 +5,18 @@
 //! Layer 1 (with `config`): imports only `error`; everything else may import it.
 
 mod audit;
+mod backup;
 mod device;
 pub(crate) mod event;
+mod explanation;
 mod indexed;
 mod inputs;
 mod object;
 mod permission;
 mod principals;
+mod replica;
+mod schema;
+mod search;
 mod shapers;
 mod storage;
 mod sync;
@@ -25,14 +30,23 @@ mod workflow;
 pub use audit::{
     AuditFailure, AuditReport, Checkpoint, PastValue, PruneReport, ValueAction, ValueChange,
 };
+pub use backup::{
+    BackupInfo, BackupReport, DamagedEntry, Manifest, ManifestEntry, PruneDecision, RestoreReport,
+};
 pub use device::{Device, NewDevice};
 pub(crate) use event::Changes;
 pub use event::{Event, EventChange, EventObject, EventQuery};
+pub use explanation::{Explanation, Grant};
 pub use indexed::{IndexedDocument, IndexedValue};
 pub use inputs::{DocumentQuery, NewDocument, OrderBy, SearchQuery, TransitionUpdate, UserUpdate};
 pub use object::{ObjectKind, ObjectRef};
 pub use permission::{Permission, PermissionSet};
 pub use principals::{Acl, Cabinet, Group, Role, Task, TaskState, User};
+pub use replica::{Pulled, RejectedWrite, Remote, SignedIn, SyncProgress};
+pub use schema::{AssociationSpec, Change, DocumentTypeSpec, MetadataTypeSpec, RoleSpec, Schema};
+pub use search::{
+    Hit, RecordKind, SearchStatus, SearchTicket, SearchWork, SearchWorkRun, SearchWorkState,
+};
 pub(crate) use shapers::{MetadataTypeShapers, Shapers};
 pub use storage::{DamagedFile, FileDamage, StorageReport};
 pub use sync::{

@@ -12,34 +12,6 @@ use crate::error::{Error, Result};
 use crate::kernel::Docmeta;
 use crate::model::*;
 
-/// A device signed in on a server: what a replica keeps instead of a password.
-#[derive(Clone, PartialEq, Eq)]
-pub struct SignedIn {
-    /// The device.
-    pub device: DeviceId,
-    /// Its token.
-    pub token: String,
-}
-
-impl std::fmt::Debug for SignedIn {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SignedIn")
-            .field("device", &self.device)
-            .field("token", &"<redacted>")
-            .finish()
-    }
-}
-
-/// What a server answered a pull.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Pulled {
-    /// The next batch (boxed: a batch is large beside a refusal).
-    Batch(Box<SyncBatch>),
-    /// The server no longer accepts the device: its token was revoked or expired, or its user
-    /// was deactivated or deleted.
-    Refused,
-}
-
 /// A server a replica syncs with.
 pub trait SyncServer: Send + Sync {
     /// Which server this is, as a replica remembers it (so that a directory is never the

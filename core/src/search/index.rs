@@ -9,6 +9,9 @@
 //! (`visible.rs`): a caller's metadata terms then match only values they may view, and a value
 //! they may not view cannot change their results, counts or order.
 //!
+//! The collectors that count, rank and sort a search's visible hits are `collectors.rs`; what a
+//! caller may see of the index is `visible.rs`.
+//!
 //! Part of `search` (layer 7 of `scripts/check-structure`): it may import only what `search`
 //! may (see `search`'s module documentation).
 
@@ -30,12 +33,15 @@ use tantivy::schema::{
 use tantivy::tokenizer::{LowerCaser, NgramTokenizer, SimpleTokenizer, TextAnalyzer};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
+use super::collectors::{Compared, Ranked, Sort, SortedTop, VisibleTop};
 use super::query::{Expr, Field, Match, ResolvedType};
-use super::visible::{IdTerms, Records, RecordsCache, RecordsKey, ToDocument};
+use super::visible::{
+    IdTerms, Records, RecordsCache, RecordsKey, SearchScope, ToDocument, TypeVisibility,
+};
 use crate::access::DocumentVisibility;
 use crate::error::{Error, Result};
-pub use crate::model::{IndexedDocument, IndexedValue};
-use crate::model::{TypedKey, ValueType};
+pub use crate::model::IndexedDocument;
+use crate::model::{Hit, RecordKind, TypedKey, ValueType};
 
 /// Schema version of the index; a different version needs `search_upgrade` (a rebuild).
 /// 3: values only in value records (with their metadata type id), each document one block.
@@ -73,75 +79,6 @@ fn tantivy_says_full(e: &tantivy::TantivyError) -> bool {
         io.kind(),
         std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
     )
-}
-
-/// Which records a search returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RecordKind {
-    /// Documents.
-    Document,
-    /// Document metadata values (DocumentMetadataSearchResult).
-    Metadata,
-}
-
-/// One hit: the document, the value (for metadata records) and the score.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Hit {
-    /// The document.
-    pub document_id: i64,
-    /// The metadata value, for [`RecordKind::Metadata`].
-    pub metadata_id: Option<i64>,
-    /// Relevance (higher first).
-    pub score: f32,
-}
-
-/// Which metadata types' values a caller may view.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TypeVisibility {
-    /// Every metadata type.
-    pub all: bool,
-    /// These metadata types.
-    pub ids: FxHashSet<i64>,
-}
-
-/// What one caller may see of the index, decided by the access policy (see
-/// `Session::search_scope`): the records a search may match, count and rank, nothing else.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SearchScope {
-    /// Documents the caller may view (`documents.document_view`).
-    pub documents: DocumentVisibility,
-    /// Documents whose metadata the caller may view (`metadata.document_metadata_view` on the
-    /// document).
-    pub document_metadata: DocumentVisibility,
-    /// Metadata types whose values the caller may view (`metadata.document_metadata_view` on the
-    /// metadata type).
-    pub metadata_types: TypeVisibility,
-}
-
-impl SearchScope {
-    /// Everything (the system, a superuser).
-    pub fn everything() -> Self {
-        let all = DocumentVisibility {
-            all: true,
-            ..Default::default()
-        };
-        SearchScope {
-            documents: all.clone(),
-            document_metadata: all,
-            metadata_types: TypeVisibility {
-                all: true,
-                ..Default::default()
-            },
-        }
-    }
-
-    /// Whether the value of metadata type `metadata_type` on document `id` of type
-    /// `document_type` is visible (its document included).
-    pub fn allows_value(&self, id: i64, document_type: i64, metadata_type: i64) -> bool {
-        self.documents.allows(id, document_type)
-            && self.document_metadata.allows(id, document_type)
-            && (self.metadata_types.all || self.metadata_types.ids.contains(&metadata_type))
-    }
 }
 
 #[derive(Clone, Copy)]
@@ -1023,28 +960,6 @@ fn bounded_range<T: PartialOrd + Copy>(
     Box::new(RangeQuery::new(bound(lower), bound(upper)))
 }
 
-/// A score ordered totally (for the heap of the best hits).
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Score(f32);
-
-impl Eq for Score {}
-
-impl PartialOrd for Score {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Score {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&other.0)
-    }
-}
-
-type Ranked = (Score, i64, Option<i64>);
-
-/// Counts the visible hits and keeps the best `keep` of them (visibility checked again, cheaply:
-/// only visible records reach it). Ties go to the higher document id, then value id.
 /// How many ranked hits a search keeps at least, beyond its page (rounded up to a multiple).
 const ANSWER_STEP: usize = 100;
 /// How many answers an index remembers.
@@ -1114,103 +1029,6 @@ impl Answers {
     }
 }
 
-struct VisibleTop {
-    scope: Arc<SearchScope>,
-    kind: RecordKind,
-    keep: usize,
-}
-
-struct VisibleTopSegment {
-    scope: Arc<SearchScope>,
-    kind: RecordKind,
-    documents: tantivy::columnar::Column<i64>,
-    types: tantivy::columnar::Column<i64>,
-    values: tantivy::columnar::Column<i64>,
-    metadata_types: tantivy::columnar::Column<i64>,
-    count: usize,
-    keep: usize,
-    best: std::collections::BinaryHeap<std::cmp::Reverse<Ranked>>,
-}
-
-impl tantivy::collector::Collector for VisibleTop {
-    type Fruit = (usize, Vec<Ranked>);
-    type Child = VisibleTopSegment;
-
-    fn for_segment(
-        &self,
-        _: tantivy::SegmentOrdinal,
-        segment: &tantivy::SegmentReader,
-    ) -> tantivy::Result<VisibleTopSegment> {
-        let fast = segment.fast_fields();
-        Ok(VisibleTopSegment {
-            scope: self.scope.clone(),
-            kind: self.kind,
-            documents: fast.i64("document_id")?,
-            types: fast.i64("document_type_id")?,
-            values: fast.i64("metadata_id")?,
-            metadata_types: fast.i64("metadata_type_id")?,
-            count: 0,
-            keep: self.keep,
-            best: std::collections::BinaryHeap::with_capacity(self.keep.min(1024) + 1),
-        })
-    }
-
-    fn requires_scoring(&self) -> bool {
-        true
-    }
-
-    fn merge_fruits(
-        &self,
-        fruits: Vec<(usize, Vec<Ranked>)>,
-    ) -> tantivy::Result<(usize, Vec<Ranked>)> {
-        let count = fruits.iter().map(|(c, _)| c).sum();
-        let mut all: Vec<Ranked> = fruits.into_iter().flat_map(|(_, best)| best).collect();
-        all.sort_by(|a, b| b.cmp(a));
-        all.truncate(self.keep);
-        Ok((count, all))
-    }
-}
-
-impl tantivy::collector::SegmentCollector for VisibleTopSegment {
-    type Fruit = (usize, Vec<Ranked>);
-
-    fn collect(&mut self, doc: tantivy::DocId, score: tantivy::Score) {
-        let (Some(id), Some(ty)) = (self.documents.first(doc), self.types.first(doc)) else {
-            return;
-        };
-        let visible = match self.kind {
-            RecordKind::Document => self.scope.documents.allows(id, ty),
-            RecordKind::Metadata => self
-                .metadata_types
-                .first(doc)
-                .is_some_and(|t| self.scope.allows_value(id, ty, t)),
-        };
-        if !visible {
-            return;
-        }
-        self.count += 1;
-        if self.keep == 0 {
-            return;
-        }
-        let ranked = (Score(score), id, self.values.first(doc));
-        if self.best.len() < self.keep {
-            self.best.push(std::cmp::Reverse(ranked));
-        } else if let Some(mut worst) = self.best.peek_mut()
-            && ranked > worst.0
-        {
-            // Replaced in place: one sift instead of a pop and a push (ties on the score make
-            // most hits of a large result replace the worst kept one).
-            *worst = std::cmp::Reverse(ranked);
-        }
-    }
-
-    fn harvest(self) -> (usize, Vec<Ranked>) {
-        let mut best: Vec<Ranked> = self.best.into_iter().map(|r| r.0).collect();
-        best.sort_by(|a, b| b.cmp(a));
-        (self.count, best)
-    }
-}
-
 /// A bound of a range over a field of `value_type` (`lower` or upper), as its key: a value of the
 /// type; for a date and time also a date alone, which stands for the whole day (`> 2024-03-31`
 /// is from the next midnight on, `<= 2024-03-31` until it, and a date as a word is its day).
@@ -1235,247 +1053,10 @@ fn typed_bound(
     value_type.key(bound).map(|k| (k, inclusive))
 }
 
-/// How the index compares the values of a value type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Compared {
-    /// By `value_number`: integers and decimals.
-    AsNumber,
-    /// By `value_time`: dates, dates and times, times.
-    InTime,
-    /// By `value_text`: text, and booleans (`false` before `true`).
-    AsText,
-}
-
-impl Compared {
-    fn of(value_type: ValueType) -> Compared {
-        match value_type {
-            ValueType::Integer | ValueType::Decimal => Compared::AsNumber,
-            ValueType::Date | ValueType::DateTime | ValueType::Time => Compared::InTime,
-            ValueType::Text | ValueType::Boolean => Compared::AsText,
-        }
-    }
-}
-
-/// The order of a sorted document search: by the values of one metadata type, compared by its
-/// value type (text by its characters' code points), documents without a value (or whose value
-/// the caller may not view) last in either direction, ties by document id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Sort {
-    /// The metadata type, when the caller may view its values; `None` sorts as if no document
-    /// had a value (so by document id).
-    pub by: Option<ResolvedType>,
-    /// Largest first.
-    pub descending: bool,
-}
-
-/// A value's place in a sorted order, as an unsigned number that compares as the value does.
-fn number_key(n: f64) -> u64 {
-    let bits = n.to_bits();
-    if bits >> 63 == 1 {
-        !bits
-    } else {
-        bits | 1 << 63
-    }
-}
-
-fn time_key(t: i64) -> u64 {
-    (t as u64) ^ (1 << 63)
-}
-
-/// A kept hit of a sorted search within one segment: without a value, its key (the direction
-/// applied; for text, a term ordinal of the segment), the document.
-type SegmentSorted = (bool, u64, i64);
-
-/// A sort key across segments.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum SortValue {
-    Key(u64),
-    Text(String),
-}
-
-/// Counts the visible documents and keeps the first `keep` of them in `sort`'s order.
-struct SortedTop {
-    scope: Arc<SearchScope>,
-    sort: Sort,
-    keep: usize,
-}
-
-struct SortedTopSegment {
-    scope: Arc<SearchScope>,
-    sort: Sort,
-    documents: tantivy::columnar::Column<i64>,
-    types: tantivy::columnar::Column<i64>,
-    values: tantivy::columnar::Column<i64>,
-    metadata_types: tantivy::columnar::Column<i64>,
-    numbers: tantivy::columnar::Column<f64>,
-    times: tantivy::columnar::Column<i64>,
-    texts: Option<tantivy::columnar::StrColumn>,
-    count: usize,
-    keep: usize,
-    best: std::collections::BinaryHeap<SegmentSorted>,
-}
-
-/// One segment's first hits in order: without a value, the key, the document.
-type SortedFruit = (usize, Vec<(bool, SortValue, i64)>);
-
-impl SortedTop {
-    fn ordering(
-        &self,
-        a: &(bool, SortValue, i64),
-        b: &(bool, SortValue, i64),
-    ) -> std::cmp::Ordering {
-        let values = match (&a.1, &b.1) {
-            (SortValue::Text(x), SortValue::Text(y)) if self.sort.descending => y.cmp(x),
-            (x, y) => x.cmp(y),
-        };
-        a.0.cmp(&b.0).then(values).then(a.2.cmp(&b.2))
-    }
-}
-
-impl Ord for SortValue {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        match (self, other) {
-            (SortValue::Key(a), SortValue::Key(b)) => a.cmp(b),
-            (SortValue::Text(a), SortValue::Text(b)) => a.cmp(b),
-            (SortValue::Key(_), SortValue::Text(_)) => std::cmp::Ordering::Less,
-            (SortValue::Text(_), SortValue::Key(_)) => std::cmp::Ordering::Greater,
-        }
-    }
-}
-
-impl PartialOrd for SortValue {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl tantivy::collector::Collector for SortedTop {
-    type Fruit = (usize, Vec<Ranked>);
-    type Child = SortedTopSegment;
-
-    fn for_segment(
-        &self,
-        _: tantivy::SegmentOrdinal,
-        segment: &tantivy::SegmentReader,
-    ) -> tantivy::Result<SortedTopSegment> {
-        let fast = segment.fast_fields();
-        Ok(SortedTopSegment {
-            scope: self.scope.clone(),
-            sort: self.sort,
-            documents: fast.i64("document_id")?,
-            types: fast.i64("document_type_id")?,
-            values: fast.i64("metadata_id")?,
-            metadata_types: fast.i64("metadata_type_id")?,
-            numbers: fast.f64("value_number")?,
-            times: fast.i64("value_time")?,
-            texts: fast.str("value_text")?,
-            count: 0,
-            keep: self.keep,
-            best: std::collections::BinaryHeap::with_capacity(self.keep.min(1024) + 1),
-        })
-    }
-
-    fn requires_scoring(&self) -> bool {
-        false
-    }
-
-    fn merge_fruits(&self, fruits: Vec<SortedFruit>) -> tantivy::Result<(usize, Vec<Ranked>)> {
-        let count = fruits.iter().map(|(c, _)| c).sum();
-        let mut all: Vec<(bool, SortValue, i64)> =
-            fruits.into_iter().flat_map(|(_, best)| best).collect();
-        all.sort_by(|a, b| self.ordering(a, b));
-        all.truncate(self.keep);
-        Ok((
-            count,
-            all.into_iter()
-                .map(|(_, _, document)| (Score(0.0), document, None))
-                .collect(),
-        ))
-    }
-}
-
-impl SortedTopSegment {
-    /// The sort key of document record `doc` (document `id` of type `ty`): its visible value of
-    /// the sorted type, found among the value records just before it (its block).
-    fn key(&self, doc: tantivy::DocId, id: i64, ty: i64) -> Option<u64> {
-        let by = self.sort.by?;
-        if !self.scope.document_metadata.allows(id, ty) {
-            return None;
-        }
-        let mut at = doc;
-        while at > 0 {
-            at -= 1;
-            // The block's value records end at the previous document record.
-            self.values.first(at)?;
-            if self.metadata_types.first(at) != Some(by.id) {
-                continue;
-            }
-            let key = match Compared::of(by.value_type) {
-                Compared::AsNumber => number_key(self.numbers.first(at)?),
-                Compared::InTime => time_key(self.times.first(at)?),
-                Compared::AsText => self.texts.as_ref()?.ords().first(at)?,
-            };
-            return Some(if self.sort.descending { !key } else { key });
-        }
-        None
-    }
-}
-
-impl tantivy::collector::SegmentCollector for SortedTopSegment {
-    type Fruit = SortedFruit;
-
-    fn collect(&mut self, doc: tantivy::DocId, _: tantivy::Score) {
-        let (Some(id), Some(ty)) = (self.documents.first(doc), self.types.first(doc)) else {
-            return;
-        };
-        if !self.scope.documents.allows(id, ty) {
-            return;
-        }
-        self.count += 1;
-        if self.keep == 0 {
-            return;
-        }
-        let key = self.key(doc, id, ty);
-        let ranked = (key.is_none(), key.unwrap_or(0), id);
-        if self.best.len() < self.keep {
-            self.best.push(ranked);
-        } else if let Some(mut worst) = self.best.peek_mut()
-            && ranked < *worst
-        {
-            *worst = ranked;
-        }
-    }
-
-    fn harvest(self) -> SortedFruit {
-        let text = self
-            .sort
-            .by
-            .is_some_and(|t| Compared::of(t.value_type) == Compared::AsText);
-        let mut buffer = String::new();
-        let best = self
-            .best
-            .into_iter()
-            .map(|(missing, key, id)| {
-                let value = match (&self.texts, text && !missing) {
-                    (Some(texts), true) => {
-                        let ord = if self.sort.descending { !key } else { key };
-                        buffer.clear();
-                        // An ordinal of this segment's dictionary always has its text.
-                        let _ = texts.ord_to_str(ord, &mut buffer);
-                        SortValue::Text(buffer.clone())
-                    }
-                    _ => SortValue::Key(key),
-                };
-                (missing, value, id)
-            })
-            .collect();
-        (self.count, best)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::IndexedValue;
 
     #[test]
     fn a_full_disk_under_the_index_is_storage_full() {

@@ -4,6 +4,8 @@
 //! of their block, through which a document search matches metadata only by values the caller may
 //! view.
 //!
+//! Which records those are for one caller is a [`SearchScope`], decided by the access policy.
+//!
 //! Each document is indexed as one block in one segment: its value records, then its document
 //! record (see `SearchIndex::add`). Segments never change and merges keep the order of records,
 //! so the document record of a value record is the first document record at or after it.
@@ -14,9 +16,61 @@
 use std::sync::Arc;
 
 use parking_lot::Mutex;
+use rustc_hash::FxHashSet;
 use tantivy::query::{EnableScoring, Explanation, Query, Scorer, Weight};
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocId, DocSet, Score, SegmentReader, TERMINATED, Term};
+
+use crate::access::DocumentVisibility;
+
+/// Which metadata types' values a caller may view.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TypeVisibility {
+    /// Every metadata type.
+    pub all: bool,
+    /// These metadata types.
+    pub ids: FxHashSet<i64>,
+}
+
+/// What one caller may see of the index, decided by the access policy (see
+/// `Session::search_scope`): the records a search may match, count and rank, nothing else.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SearchScope {
+    /// Documents the caller may view (`documents.document_view`).
+    pub documents: DocumentVisibility,
+    /// Documents whose metadata the caller may view (`metadata.document_metadata_view` on the
+    /// document).
+    pub document_metadata: DocumentVisibility,
+    /// Metadata types whose values the caller may view (`metadata.document_metadata_view` on the
+    /// metadata type).
+    pub metadata_types: TypeVisibility,
+}
+
+impl SearchScope {
+    /// Everything (the system, a superuser).
+    pub fn everything() -> Self {
+        let all = DocumentVisibility {
+            all: true,
+            ..Default::default()
+        };
+        SearchScope {
+            documents: all.clone(),
+            document_metadata: all,
+            metadata_types: TypeVisibility {
+                all: true,
+                ..Default::default()
+            },
+        }
+    }
+
+    /// Whether the value of metadata type `metadata_type` on document `id` of type
+    /// `document_type` is visible (its document included).
+    pub fn allows_value(&self, id: i64, document_type: i64, metadata_type: i64) -> bool {
+        self.documents.allows(id, document_type)
+            && self.document_metadata.allows(id, document_type)
+            && (self.metadata_types.all || self.metadata_types.ids.contains(&metadata_type))
+    }
+}
 
 /// The records whose `field` holds one of `ids` (sorted).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::kernel::Docmeta;
-use crate::model::{SEARCH_WORK, TaskId};
+use crate::model::{SEARCH_WORK, SearchTicket, SearchWork, SearchWorkRun, SearchWorkState};
 
 /// The setting where the running search work records its progress (`nonce done total`, the
 /// nonce of its [`SearchTicket`]), one per index (`search.progress.<index id>`): on a database
@@ -20,25 +20,6 @@ const PROGRESS: &str = "search.progress";
 /// that index), and whose waiting command reads it.
 fn progress_key(db: &Docmeta) -> String {
     format!("{PROGRESS}.{}", db.search_index_id())
-}
-
-/// An operation on the search index (spec 4.6) that writes it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "operation", rename_all = "snake_case")]
-pub enum SearchWork {
-    /// `search_reindex`.
-    Reindex,
-    /// `search_initialize`.
-    Initialize,
-    /// `search_upgrade`.
-    Upgrade,
-    /// `search_index_objects`.
-    IndexObjects {
-        /// `documents.document` or `metadata.documentmetadata`.
-        model: String,
-        /// Only these ids.
-        ids: Option<Vec<i64>>,
-    },
 }
 
 /// A task's arguments: the work and the nonce its progress is recorded under.
@@ -53,49 +34,6 @@ impl Envelope {
         serde_json::from_str(payload)
             .map_err(|e| Error::InvalidInput(format!("search work: bad arguments {payload}: {e}")))
     }
-}
-
-/// Search work handed to the process holding the index writer: its task, and what tells its
-/// progress from another's.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SearchTicket {
-    /// The durable task.
-    pub task: TaskId,
-    nonce: String,
-}
-
-/// Where a [`SearchWork`] ran.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SearchWorkRun {
-    /// In this process: the documents it indexed (0 for `Initialize`, and for `Upgrade` when
-    /// the index was current).
-    Done(usize),
-    /// Handed to the process holding the index writer: follow it with
-    /// [`Docmeta::search_work_state`].
-    HandedOff(SearchTicket),
-}
-
-/// Where a handed-off [`SearchWork`] stands.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SearchWorkState {
-    /// Waiting for the writer's worker (`attempts` so far; `error` of the last failed one).
-    Pending {
-        /// Attempts so far.
-        attempts: i64,
-        /// The last attempt's error, if any.
-        error: String,
-    },
-    /// Running: `done` of `total` documents.
-    Running {
-        /// Documents done.
-        done: usize,
-        /// Documents in all.
-        total: usize,
-    },
-    /// Finished; how many documents it indexed, when its progress was still recorded.
-    Done(Option<usize>),
-    /// Given up after its attempts; the last error.
-    Failed(String),
 }
 
 impl SearchWork {

@@ -9,6 +9,7 @@
 //! `backup`, `installation` or the facade, which build on sessions.
 
 mod access;
+mod acls;
 mod associations;
 mod cabinets;
 mod devices;
@@ -16,10 +17,13 @@ mod document_types;
 mod documents;
 mod events;
 mod files;
+mod groups;
 mod history;
 mod metadata_types;
 mod objects;
+mod roles;
 mod sync;
+mod users;
 mod values;
 mod views;
 

@@ -62,6 +62,27 @@ impl Session {
     /// `webhooks.webhook_create`; the URL must be `http` or `https` and its host resolve only to
     /// public addresses (unless `webhooks_allow_private_networks`); a user may have
     /// [`MAX_WEBHOOKS_PER_USER`]. docmeta itself owns no webhook ([`Error::InvalidInput`]).
+    ///
+    /// ```
+    /// use docmeta_core::{Config, DeliveryStatus, Docmeta, PageRequest};
+    ///
+    /// // A receiver on this machine is refused unless private networks are allowed.
+    /// let config = Config { webhooks_allow_private_networks: true, ..Config::default() };
+    /// let db = Docmeta::builder().config(config).open()?;
+    /// let admin = db.system();
+    /// let ops = admin.create_user("ops", "a long password", true)?;
+    /// let ops = db.session(ops.id);
+    /// let events = ["documents.document_created".to_owned()];
+    /// let created = ops.create_webhook("http://127.0.0.1:8080/hooks", &events, None)?;
+    /// assert!(created.secret.starts_with("whsec_")); // shown once: the receiver checks with it
+    ///
+    /// let invoice = admin.create_document_type("Invoice")?;
+    /// admin.create_document(invoice.id, "March", &[])?;
+    /// // The worker (`Builder::worker(true)`) POSTs it, signed; until then it waits.
+    /// let deliveries = ops.webhook_deliveries(created.webhook.id, PageRequest::new(1, 10))?;
+    /// assert_eq!(deliveries.items[0].status, DeliveryStatus::Pending);
+    /// # Ok::<(), docmeta_core::Error>(())
+    /// ```
     pub fn create_webhook(
         &self,
         url: &str,

@@ -49,7 +49,8 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 use rusqlite::Connection;
 use rustc_hash::FxHashMap;
 
-use super::{run_cached, sqlite_error};
+use super::conn::run_cached;
+use super::errors::sqlite_error;
 use crate::error::{Error, Result};
 use crate::store::PendingCommit;
 

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
+use super::conn::open_connection;
 use super::wal_index::WalIndex;
 use crate::error::{Error, Result};
 use crate::store::{CommitSink, CommitWatch};
@@ -49,7 +50,7 @@ impl Counter {
         if let Some(index) = WalIndex::open(path) {
             return Counter::Index(index);
         }
-        match super::open_connection(Some(path)) {
+        match open_connection(Some(path)) {
             Ok(conn) => Counter::Pragma(conn),
             Err(_) => Counter::Unknown(path.to_path_buf()),
         }
@@ -127,7 +128,7 @@ mod tests {
     fn a_commit_of_another_connection_is_heard_and_an_unwanted_watch_ends() {
         let dir = tempfile::tempdir().expect("SQLite on a temporary file");
         let path = dir.path().join("db.sqlite3");
-        let theirs = super::super::open_connection(Some(&path)).expect("open");
+        let theirs = open_connection(Some(&path)).expect("open");
         theirs
             .execute_batch("CREATE TABLE t (x INTEGER)")
             .expect("SQLite on a temporary file");
