@@ -806,10 +806,18 @@ fn a_prune_removes_old_events_and_the_chain_still_verifies() -> Result<()> {
         Some("140")
     );
     assert_eq!(db.system().value_at(f.doc, f.secret, first_change)?, None);
+    // A periodic checkpoint of the last event the prune will remove.
+    let at_the_base = db.audit_checkpoint()?;
+    assert_eq!(at_the_base.seq, before.head);
     let report = db.prune_events(Utc::now() + Duration::seconds(1))?;
     assert_eq!(report.removed, before.head as u64);
     let base = report.base.expect("a base checkpoint");
     assert_eq!(base.seq, before.head);
+    // That checkpoint covers what the prune removed: named as such (it is genuine, not
+    // altered), and not taken for the base.
+    let given = db.verify_events(Some(&at_the_base), |_, _| {})?;
+    let reason = given.failure.expect("a failure").reason;
+    assert!(reason.contains("a prune removed"), "{reason}");
     // New events chain on from the base.
     db.system().create_document_type("After the prune")?;
     let after = db.verify_events(None, |_, _| {})?;

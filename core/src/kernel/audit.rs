@@ -267,9 +267,9 @@ impl Docmeta {
             checks.push((g, "given"));
         }
         for (c, source) in &checks {
-            // Only the prune's base may be one, and it must be signed as one.
-            let misplaced = c.base != base.as_ref().is_some_and(|b| b.seq == c.seq);
-            if misplaced || !signed_by(c, &key) {
+            // Signed as what it claims to be (a periodic checkpoint, or a prune's base: each
+            // under a tag of its own).
+            if !signed_by(c, &key) {
                 report.failure = failure(
                     Some(c.seq),
                     Some(c.event_id),
@@ -282,7 +282,25 @@ impl Docmeta {
                 );
                 return Ok(report);
             }
-            if c.seq < start {
+        }
+        // Then where each is: a forged one is named as forged, whatever else it moved.
+        for (c, source) in &checks {
+            // Only the prune's base the chain starts from may be one.
+            let at_base = base.as_ref().is_some_and(|b| b.seq == c.seq);
+            if c.base && !at_base {
+                report.failure = failure(
+                    Some(c.seq),
+                    Some(c.event_id),
+                    format!(
+                        "the {source} checkpoint at position {} is the base of a prune, not of \
+                         the one the chain starts from (position {start})",
+                        c.seq
+                    ),
+                );
+                return Ok(report);
+            }
+            // A periodic checkpoint at the base covers the last event the prune removed.
+            if c.seq < start || (base.is_some() && !c.base && c.seq == start) {
                 report.failure = failure(
                     Some(c.seq),
                     Some(c.event_id),
