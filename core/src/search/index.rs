@@ -10,22 +10,19 @@
 //! they may not view cannot change their results, counts or order.
 //!
 //! The collectors that count, rank and sort a search's visible hits are `collectors.rs`; what a
-//! caller may see of the index is `visible.rs`.
+//! caller may see of the index is `visible.rs`; the translation of a parsed query into tantivy
+//! queries is `translate.rs`; the answers of recent searches are `answers.rs`.
 //!
 //! Part of `search` (layer 7 of `scripts/check-structure`): it may import only what `search`
 //! may (see `search`'s module documentation).
 
-use std::ops::Bound;
 use std::path::Path;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 use rustc_hash::FxHashSet;
 use tantivy::indexer::UserOperation;
-use tantivy::query::{
-    AllQuery, Bm25StatisticsProvider, BooleanQuery, ConstScoreQuery, EmptyQuery, Occur,
-    PhraseQuery, Query, RangeQuery, TermQuery,
-};
+use tantivy::query::{Bm25StatisticsProvider, BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field as TField, IndexRecordOption, NumericOptions, STRING, Schema, TextFieldIndexing,
     TextOptions,
@@ -33,15 +30,14 @@ use tantivy::schema::{
 use tantivy::tokenizer::{LowerCaser, NgramTokenizer, SimpleTokenizer, TextAnalyzer};
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
+use super::answers::{ANSWER_STEP, Answer, Answers};
 use super::collectors::{Compared, Ranked, Sort, SortedTop, VisibleTop};
-use super::query::{Expr, Field, Match, ResolvedType};
-use super::visible::{
-    IdTerms, Records, RecordsCache, RecordsKey, SearchScope, ToDocument, TypeVisibility,
-};
+use super::query::Expr;
+use super::visible::{IdTerms, Records, RecordsCache, RecordsKey, SearchScope, TypeVisibility};
 use crate::access::DocumentVisibility;
 use crate::error::{Error, Result};
 pub use crate::model::IndexedDocument;
-use crate::model::{Hit, RecordKind, TypedKey, ValueType};
+use crate::model::{Hit, RecordKind, TypedKey};
 
 /// Schema version of the index; a different version needs `search_upgrade` (a rebuild).
 /// 3: values only in value records (with their metadata type id), each document one block.
@@ -53,7 +49,7 @@ const WORDS: &str = "docmeta_words";
 const DOCUMENT: &str = "document";
 const METADATA: &str = "metadata";
 
-fn search_error<E: std::fmt::Display + 'static>(operation: &str, e: E) -> Error {
+pub(super) fn search_error<E: std::fmt::Display + 'static>(operation: &str, e: E) -> Error {
     // tantivy keeps the I/O error in a field that is not its `source()`: look for it by type.
     let full = (&e as &dyn std::any::Any)
         .downcast_ref::<tantivy::TantivyError>()
@@ -82,22 +78,22 @@ fn tantivy_says_full(e: &tantivy::TantivyError) -> bool {
 }
 
 #[derive(Clone, Copy)]
-struct Fields {
+pub(super) struct Fields {
     kind: TField,
     document_id: TField,
-    document_type_id: TField,
+    pub(super) document_type_id: TField,
     metadata_id: TField,
-    metadata_type_id: TField,
-    label: TField,
-    type_label: TField,
-    value_type_label: TField,
-    type_name: TField,
-    value: TField,
-    value_ngram: TField,
-    value_time: TField,
-    value_number: TField,
+    pub(super) metadata_type_id: TField,
+    pub(super) label: TField,
+    pub(super) type_label: TField,
+    pub(super) value_type_label: TField,
+    pub(super) type_name: TField,
+    pub(super) value: TField,
+    pub(super) value_ngram: TField,
+    pub(super) value_time: TField,
+    pub(super) value_number: TField,
     value_text: TField,
-    filled_type: TField,
+    pub(super) filled_type: TField,
 }
 
 fn schema() -> (Schema, Fields) {
@@ -167,7 +163,7 @@ pub fn time_of(value: &str) -> Option<i64> {
     calendar::time(v, false).map(|t| i64::from(chrono::Timelike::num_seconds_from_midnight(&t)))
 }
 
-fn number_of(value: &str) -> Option<f64> {
+pub(super) fn number_of(value: &str) -> Option<f64> {
     // `-0` is `0`: one key for one number.
     value
         .trim()
@@ -178,7 +174,7 @@ fn number_of(value: &str) -> Option<f64> {
 }
 
 /// The records of a search and what the caller may see of them.
-enum Target {
+pub(super) enum Target {
     /// Document records; metadata terms reach the value records `values` allows (`None`: none,
     /// `Some(None)`: all), joined to their document.
     Documents { values: Option<Option<Records>> },
@@ -212,14 +208,14 @@ impl Bm25StatisticsProvider for RecordStatistics {
 
 /// A tantivy index of documents and metadata values.
 pub struct SearchIndex {
-    index: Index,
+    pub(super) index: Index,
     reader: IndexReader,
     /// `None` in a read-only view (another process holds the writer; see `home.rs`).
     writer: Option<Mutex<IndexWriter>>,
-    fields: Fields,
-    records: Arc<RecordsCache>,
+    pub(super) fields: Fields,
+    pub(super) records: Arc<RecordsCache>,
     /// The document records (the end of each block).
-    documents: Arc<RecordsKey>,
+    pub(super) documents: Arc<RecordsKey>,
     /// The answers of recent searches, for the index contents they were computed on.
     answers: Answers,
 }
@@ -426,312 +422,6 @@ impl SearchIndex {
         )
     }
 
-    fn tokens(&self, field: TField, text: &str) -> Result<Vec<Term>> {
-        let mut analyzer = self
-            .index
-            .tokenizer_for_field(field)
-            .map_err(|e| search_error("tokenizing a query", e))?;
-        let mut stream = analyzer.token_stream(text);
-        let mut terms = Vec::new();
-        while let Some(token) = stream.next() {
-            terms.push(Term::from_field_text(field, &token.text));
-        }
-        Ok(terms)
-    }
-
-    /// Every word of `text` in `field` (AND), or the phrase.
-    fn words(&self, field: TField, text: &str, phrase: bool) -> Result<Box<dyn Query>> {
-        let terms = self.tokens(field, text)?;
-        Ok(match terms.len() {
-            0 => Box::new(EmptyQuery),
-            1 => Box::new(TermQuery::new(
-                terms[0].clone(),
-                IndexRecordOption::WithFreqs,
-            )),
-            _ if phrase => Box::new(PhraseQuery::new(terms)),
-            _ => Box::new(BooleanQuery::new(
-                terms
-                    .into_iter()
-                    .map(|t| {
-                        (
-                            Occur::Must,
-                            Box::new(TermQuery::new(t, IndexRecordOption::WithFreqs))
-                                as Box<dyn Query>,
-                        )
-                    })
-                    .collect(),
-            )),
-        })
-    }
-
-    /// A value matches as words, or as a substring (all of its n-grams), or as a phrase.
-    fn value_query(&self, matching: &Match) -> Result<Box<dyn Query>> {
-        let f = self.fields;
-        Ok(match matching {
-            Match::Phrase(p) => self.words(f.value, p, true)?,
-            Match::Words(w) => {
-                let grams: Vec<Term> = self
-                    .tokens(f.value_ngram, w)?
-                    .into_iter()
-                    .filter(|t| {
-                        t.value()
-                            .as_str()
-                            .is_some_and(|s| s.chars().count() == w.chars().count().min(3))
-                    })
-                    .collect();
-                if grams.is_empty() {
-                    // Too short for n-grams: whole words only.
-                    return self.words(f.value, w, false);
-                }
-                // Every whole-word match is also a substring match: the n-grams alone decide.
-                let partial: Box<dyn Query> = {
-                    Box::new(BooleanQuery::new(
-                        grams
-                            .into_iter()
-                            .map(|t| {
-                                (
-                                    Occur::Must,
-                                    Box::new(TermQuery::new(t, IndexRecordOption::Basic))
-                                        as Box<dyn Query>,
-                                )
-                            })
-                            .collect(),
-                    ))
-                };
-                partial
-            }
-            Match::Range { lower, upper } => self.range_query(lower, upper)?,
-        })
-    }
-
-    fn range_query(
-        &self,
-        lower: &Option<(String, bool)>,
-        upper: &Option<(String, bool)>,
-    ) -> Result<Box<dyn Query>> {
-        // Checked here, before tantivy sees the range (it panics on a range without bounds).
-        if lower.is_none() && upper.is_none() {
-            return Err(Error::InvalidInput(
-                "query: a range needs at least one bound".into(),
-            ));
-        }
-        let f = self.fields;
-        if let Some((lo, hi)) = read_bounds(lower, upper, time_of) {
-            return Ok(bounded_range(lo, hi, |v| {
-                Term::from_field_i64(f.value_time, v)
-            }));
-        }
-        if let Some((lo, hi)) = read_bounds(lower, upper, number_of) {
-            return Ok(bounded_range(lo, hi, |v| {
-                Term::from_field_f64(f.value_number, v)
-            }));
-        }
-        Err(Error::InvalidInput(
-            "query: range bounds must both be dates, times or numbers".into(),
-        ))
-    }
-
-    /// A metadata term of a document search: the documents with a value the caller may view
-    /// that `leaf` matches.
-    fn join(&self, leaf: Box<dyn Query>, values: &Option<Option<Records>>) -> Box<dyn Query> {
-        let child: Box<dyn Query> = match values {
-            None => return Box::new(EmptyQuery),
-            Some(None) => leaf,
-            Some(Some(values)) => Box::new(BooleanQuery::new(vec![
-                (Occur::Must, leaf),
-                (Occur::Must, Box::new(values.clone())),
-            ])),
-        };
-        Box::new(ToDocument {
-            child,
-            documents: self.documents.clone(),
-            cache: self.records.clone(),
-        })
-    }
-
-    fn type_name_query(&self, matching: &Match) -> Result<Box<dyn Query>> {
-        match matching {
-            Match::Words(w) | Match::Phrase(w) => Ok(Box::new(TermQuery::new(
-                Term::from_field_text(self.fields.type_name, w),
-                IndexRecordOption::Basic,
-            ))),
-            Match::Range { .. } => Err(Error::InvalidInput(
-                "query: metadata type names take no range".into(),
-            )),
-        }
-    }
-
-    /// The records of `target` matching `expr`. Recursion is bounded by the parser's
-    /// [`MAX_DEPTH`](super::query::MAX_DEPTH).
-    fn translate(&self, expr: &Expr, target: &Target) -> Result<Box<dyn Query>> {
-        let f = self.fields;
-        let type_label = match target {
-            Target::Documents { .. } => f.type_label,
-            Target::Values => f.value_type_label,
-        };
-        let metadata = |leaf: Box<dyn Query>| match target {
-            Target::Documents { values } => self.join(leaf, values),
-            Target::Values => leaf,
-        };
-        Ok(match expr {
-            Expr::And(parts) => Box::new(BooleanQuery::new(
-                parts
-                    .iter()
-                    .map(|p| Ok((Occur::Must, self.translate(p, target)?)))
-                    .collect::<Result<_>>()?,
-            )),
-            Expr::Or(parts) => Box::new(BooleanQuery::new(
-                parts
-                    .iter()
-                    .map(|p| Ok((Occur::Should, self.translate(p, target)?)))
-                    .collect::<Result<_>>()?,
-            )),
-            // Unscored: tantivy's score for the "everything" side of an exclusion depends on how
-            // records fall into segments, which reindexing (of hidden values too) changes.
-            Expr::Not(inner) => Box::new(ConstScoreQuery::new(
-                Box::new(BooleanQuery::new(vec![
-                    (Occur::Must, Box::new(AllQuery) as Box<dyn Query>),
-                    (Occur::MustNot, self.translate(inner, target)?),
-                ])),
-                0.0,
-            )),
-            Expr::Term {
-                field: Some(Field::Label),
-                matching,
-            } => self.text_query(f.label, matching)?,
-            Expr::Term {
-                field: Some(Field::DocumentTypeLabel),
-                matching,
-            } => self.text_query(type_label, matching)?,
-            Expr::Term {
-                field: Some(Field::MetadataTypeName),
-                matching,
-            } => metadata(self.type_name_query(matching)?),
-            Expr::Term {
-                field: Some(Field::Value),
-                matching,
-            } => metadata(self.value_query(matching)?),
-            Expr::Term {
-                field: Some(Field::Type(field)),
-                matching,
-            } => match field.resolved {
-                Some(t) => metadata(self.typed_query(&field.name, t, matching)?),
-                None => Box::new(EmptyQuery),
-            },
-            Expr::Has(field) => match field.resolved {
-                Some(t) => metadata(Box::new(TermQuery::new(
-                    Term::from_field_i64(f.filled_type, t.id),
-                    IndexRecordOption::Basic,
-                ))),
-                None => Box::new(EmptyQuery),
-            },
-            Expr::All => Box::new(AllQuery),
-            Expr::DocumentType(t) => Box::new(TermQuery::new(
-                Term::from_field_i64(f.document_type_id, *t),
-                IndexRecordOption::Basic,
-            )),
-            Expr::Term {
-                field: None,
-                matching,
-            } => {
-                let mut values = vec![(Occur::Should, self.value_query(matching)?)];
-                if let Match::Words(_) = matching {
-                    values.push((Occur::Should, self.type_name_query(matching)?));
-                }
-                let mut any: Vec<(Occur, Box<dyn Query>)> =
-                    vec![(Occur::Should, metadata(Box::new(BooleanQuery::new(values))))];
-                if !matches!(matching, Match::Range { .. }) {
-                    any.push((Occur::Should, self.text_query(f.label, matching)?));
-                    any.push((Occur::Should, self.text_query(type_label, matching)?));
-                }
-                Box::new(BooleanQuery::new(any))
-            }
-        })
-    }
-
-    /// The values of metadata type `t` (named `name` in the query) that `matching` matches,
-    /// compared by the type's value type: a word that reads as the type is that value, another
-    /// word or a phrase matches the values' text as any value's would; range bounds must read as
-    /// the type.
-    fn typed_query(&self, name: &str, t: ResolvedType, matching: &Match) -> Result<Box<dyn Query>> {
-        let f = self.fields;
-        let of_type: Box<dyn Query> = Box::new(TermQuery::new(
-            Term::from_field_i64(f.metadata_type_id, t.id),
-            IndexRecordOption::Basic,
-        ));
-        let typed = |lower: RangeBound<TypedKey>, upper: RangeBound<TypedKey>| {
-            if Compared::of(t.value_type) == Compared::AsNumber {
-                let number = |b: RangeBound<TypedKey>| {
-                    b.map(|(k, i)| (if let TypedKey::Number(n) = k { n } else { 0.0 }, i))
-                };
-                bounded_range(number(lower), number(upper), |v| {
-                    Term::from_field_f64(f.value_number, v)
-                })
-            } else {
-                let time = |b: RangeBound<TypedKey>| {
-                    b.map(|(k, i)| (if let TypedKey::Time(t) = k { t } else { 0 }, i))
-                };
-                bounded_range(time(lower), time(upper), |v| {
-                    Term::from_field_i64(f.value_time, v)
-                })
-            }
-        };
-        let values = match (t.value_type, matching) {
-            (ValueType::Text, _) | (_, Match::Phrase(_)) => self.value_query(matching)?,
-            // `true` and `false` are whole words.
-            (ValueType::Boolean, Match::Words(w)) => self.words(f.value, w, false)?,
-            (ValueType::Boolean, Match::Range { .. }) => {
-                return Err(Error::InvalidInput(format!(
-                    "query: {name} holds {}: it takes no range",
-                    t.value_type.form()
-                )));
-            }
-            (value_type, Match::Words(w)) => {
-                match (
-                    typed_bound(value_type, w, true, true),
-                    typed_bound(value_type, w, true, false),
-                ) {
-                    (Some(lower), Some(upper)) => typed(Some(lower), Some(upper)),
-                    _ => self.value_query(matching)?,
-                }
-            }
-            (value_type, Match::Range { lower, upper }) => {
-                let bound = |b: &Option<(String, bool)>, is_lower| match b {
-                    None => Some(None),
-                    Some((v, inclusive)) => {
-                        typed_bound(value_type, v, *inclusive, is_lower).map(Some)
-                    }
-                };
-                let (Some(lower), Some(upper)) = (bound(lower, true), bound(upper, false)) else {
-                    return Err(Error::InvalidInput(format!(
-                        "query: {name} holds {}: a range over it needs bounds of that form",
-                        value_type.form()
-                    )));
-                };
-                if lower.is_none() && upper.is_none() {
-                    return Err(Error::InvalidInput(
-                        "query: a range needs at least one bound".into(),
-                    ));
-                }
-                typed(lower, upper)
-            }
-        };
-        Ok(Box::new(BooleanQuery::new(vec![
-            (Occur::Must, of_type),
-            (Occur::Must, values),
-        ])))
-    }
-
-    fn text_query(&self, field: TField, matching: &Match) -> Result<Box<dyn Query>> {
-        match matching {
-            Match::Words(w) => self.words(field, w, false),
-            Match::Phrase(p) => self.words(field, p, true),
-            Match::Range { .. } => Err(Error::InvalidInput(
-                "query: ranges apply to metadata values".into(),
-            )),
-        }
-    }
-
     /// One page of the records of `kind` matching `expr` that `scope` lets the caller see, best
     /// first, and how many it lets them see in all. The visible records are per-segment bitsets
     /// intersected with the query, so only they are matched, scored and counted, and only
@@ -925,138 +615,10 @@ fn sorted(ids: &FxHashSet<i64>) -> Vec<i64> {
     ids
 }
 
-type RangeBound<T> = Option<(T, bool)>;
-
-/// Both bounds read by `read` (an open bound stays open), or `None` when one does not read.
-fn read_bounds<T>(
-    lower: &Option<(String, bool)>,
-    upper: &Option<(String, bool)>,
-    read: impl Fn(&str) -> Option<T>,
-) -> Option<(RangeBound<T>, RangeBound<T>)> {
-    let one = |b: &Option<(String, bool)>| match b {
-        None => Some(None),
-        Some((v, inclusive)) => read(v).map(|t| Some((t, *inclusive))),
-    };
-    Some((one(lower)?, one(upper)?))
-}
-
-/// A range over a fast field; an empty range (lower above upper) matches nothing without
-/// reaching tantivy.
-fn bounded_range<T: PartialOrd + Copy>(
-    lower: RangeBound<T>,
-    upper: RangeBound<T>,
-    term: impl Fn(T) -> Term,
-) -> Box<dyn Query> {
-    if let (Some((lo, lo_in)), Some((hi, hi_in))) = (lower, upper)
-        && (lo > hi || (lo == hi && !(lo_in && hi_in)))
-    {
-        return Box::new(EmptyQuery);
-    }
-    let bound = |b: RangeBound<T>| match b {
-        None => Bound::Unbounded,
-        Some((v, true)) => Bound::Included(term(v)),
-        Some((v, false)) => Bound::Excluded(term(v)),
-    };
-    Box::new(RangeQuery::new(bound(lower), bound(upper)))
-}
-
-/// How many ranked hits a search keeps at least, beyond its page (rounded up to a multiple).
-const ANSWER_STEP: usize = 100;
-/// How many answers an index remembers.
-const ANSWERS: usize = 64;
-
-/// The answers of recent searches (as Solr's query result cache): the count and the best hits
-/// of a query, for one caller's [`SearchScope`] and the index contents they were computed on
-/// (its segments and their deletions, so any change to the index is a miss). Counting and
-/// ranking visit every visible hit, which grows with the index; an answer repeated on unchanged
-/// contents costs its page. The scope is part of the key, so an answer is reused only for a
-/// caller who may see exactly the same records.
-#[derive(Default)]
-struct Answers {
-    entries: Mutex<Vec<Answer>>,
-}
-
-struct Answer {
-    contents: std::collections::BTreeMap<tantivy::index::SegmentId, Option<tantivy::Opstamp>>,
-    kind: RecordKind,
-    expr: Expr,
-    scope: Arc<SearchScope>,
-    order: Option<Sort>,
-    keep: usize,
-    count: usize,
-    top: Arc<Vec<Ranked>>,
-    used: u64,
-}
-
-impl Answers {
-    /// The count and best hits of a search answered before on the same contents, when it kept
-    /// at least `wanted` hits (or found fewer).
-    fn get(
-        &self,
-        contents: &std::collections::BTreeMap<tantivy::index::SegmentId, Option<tantivy::Opstamp>>,
-        kind: RecordKind,
-        expr: &Expr,
-        scope: &SearchScope,
-        order: Option<Sort>,
-        wanted: usize,
-    ) -> Option<(usize, Arc<Vec<Ranked>>)> {
-        let mut entries = self.entries.lock();
-        let tick = entries.iter().map(|e| e.used).max().unwrap_or(0) + 1;
-        let e = entries.iter_mut().find(|e| {
-            e.kind == kind
-                && (e.keep >= wanted || e.top.len() == e.count)
-                && e.expr == *expr
-                && e.order == order
-                && e.contents == *contents
-                && *e.scope == *scope
-        })?;
-        e.used = tick;
-        Some((e.count, e.top.clone()))
-    }
-
-    /// Remembers an answer; answers on other contents are forgotten (they can never be asked
-    /// for again), then the least recently used one beyond [`ANSWERS`].
-    fn put(&self, mut answer: Answer) {
-        let mut entries = self.entries.lock();
-        entries.retain(|e| e.contents == answer.contents);
-        answer.used = entries.iter().map(|e| e.used).max().unwrap_or(0) + 1;
-        entries.push(answer);
-        if entries.len() > ANSWERS
-            && let Some(oldest) = (0..entries.len()).min_by_key(|i| entries[*i].used)
-        {
-            entries.swap_remove(oldest);
-        }
-    }
-}
-
-/// A bound of a range over a field of `value_type` (`lower` or upper), as its key: a value of the
-/// type; for a date and time also a date alone, which stands for the whole day (`> 2024-03-31`
-/// is from the next midnight on, `<= 2024-03-31` until it, and a date as a word is its day).
-fn typed_bound(
-    value_type: ValueType,
-    bound: &str,
-    inclusive: bool,
-    lower: bool,
-) -> Option<(TypedKey, bool)> {
-    if value_type == ValueType::DateTime
-        && let Some(TypedKey::Time(day)) = ValueType::Date.key(bound)
-    {
-        const DAY: i64 = 86_400;
-        let (at, inclusive) = match (lower, inclusive) {
-            (true, true) => (day, true),
-            (true, false) => (day + DAY, true),
-            (false, true) => (day + DAY, false),
-            (false, false) => (day, false),
-        };
-        return Some((TypedKey::Time(at), inclusive));
-    }
-    value_type.key(bound).map(|k| (k, inclusive))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::IndexedValue;
+    use crate::model::{IndexedValue, ValueType};
 
     #[test]
     fn a_full_disk_under_the_index_is_storage_full() {

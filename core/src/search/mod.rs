@@ -7,7 +7,8 @@
 //! nothing: the index catches up.
 //!
 //! The index is `index.rs` (its collectors `collectors.rs`, what a caller may see of it
-//! `visible.rs`), the query language `query.rs`, where the index lives `home.rs`; keeping it up
+//! `visible.rs`, the cache of its recent answers `answers.rs`), the query language `query.rs`
+//! and its translation into the index's queries `translate.rs`, where the index lives `home.rs`; keeping it up
 //! with the log and the index operations are `upkeep.rs`, work handed to the process writing
 //! the index `work.rs`, and the session's searches `queries.rs`. The records searches answer
 //! are `model/search.rs`.
@@ -15,11 +16,13 @@
 //! Layer 7 (with `workflows`, `tasks`, `backup`, `installation`): imports sessions, the kernel and the
 //! layers below. The kernel uses only `search::home` (where the index lives).
 
+mod answers;
 mod collectors;
 pub(crate) mod home;
 pub mod index;
 mod queries;
 pub mod query;
+mod translate;
 mod upkeep;
 mod visible;
 mod work;
