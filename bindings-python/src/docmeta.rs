@@ -712,6 +712,16 @@ fn subscription_id(id: core::SubscriptionId) -> u64 {
     n
 }
 
+/// Whether `checkpoint` (the JSON `Docmeta.audit_checkpoint` answers) is signed by
+/// `public_key` (hex, from `Docmeta.audit_public_key`): how a third party holding the
+/// installation's public key checks a checkpoint without the installation. `InvalidInput` when
+/// `checkpoint` is not a checkpoint's JSON.
+#[pyfunction]
+pub fn checkpoint_signed_by(checkpoint: &str, public_key: &str) -> PyResult<bool> {
+    let checkpoint = parse_checkpoint(checkpoint)?;
+    Ok(core::checkpoint_signed_by(&checkpoint, public_key))
+}
+
 /// A checkpoint from its JSON (what `audit_checkpoint` answers), or `InvalidInput`.
 fn parse_checkpoint(text: &str) -> PyResult<core::Checkpoint> {
     serde_json::from_str(text)

@@ -26,7 +26,7 @@ use pyo3::prelude::*;
 
 use crate::backup::{backup_damaged_files, prune_backups, restore, verify_backup};
 use crate::classes::{Classes, MetadataProcessor, parse, validate};
-use crate::docmeta::Docmeta;
+use crate::docmeta::{Docmeta, checkpoint_signed_by};
 use crate::errors::*;
 use crate::records::*;
 use crate::search_work::{SearchTicket, SearchWorkResult};
@@ -101,6 +101,7 @@ fn _docmeta(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(verify_backup, m)?)?;
     m.add_function(wrap_pyfunction!(backup_damaged_files, m)?)?;
     m.add_function(wrap_pyfunction!(restore, m)?)?;
+    m.add_function(wrap_pyfunction!(checkpoint_signed_by, m)?)?;
     m.add("Error", py.get_type::<Error>())?;
     m.add("ValidationError", py.get_type::<ValidationError>())?;
     m.add("PermissionDenied", py.get_type::<PermissionDenied>())?;

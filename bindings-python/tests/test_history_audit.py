@@ -84,6 +84,15 @@ def test_the_log_verifies_and_an_edited_event_is_named(tmp_path: Path) -> None:
             admin.create_document_type(f"Type {i}")
         checkpoint = db.audit_checkpoint()
         assert json.loads(checkpoint)["public_key"] == db.audit_public_key()
+        # A third party checks it with the public key alone.
+        assert docmeta.checkpoint_signed_by(checkpoint, db.audit_public_key())
+        forged = json.loads(checkpoint)
+        forged["seq"] -= 1
+        assert not docmeta.checkpoint_signed_by(json.dumps(forged), db.audit_public_key())
+        other = "00" * 32
+        assert not docmeta.checkpoint_signed_by(checkpoint, other)
+        with pytest.raises(docmeta.InvalidInput):
+            docmeta.checkpoint_signed_by("{not json", db.audit_public_key())
         steps = []
         report = db.verify_events(checkpoint, progress=lambda done, total: steps.append(done))
         assert report.intact and report.verified == 5 and report.checkpoints == 2

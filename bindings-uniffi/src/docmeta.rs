@@ -581,3 +581,14 @@ impl Docmeta {
             .collect())
     }
 }
+
+/// Whether `checkpoint` (the JSON `Docmeta.auditCheckpoint` answers) is signed by `publicKey`
+/// (hex, from `Docmeta.auditPublicKey`): how a third party holding the installation's public
+/// key checks a checkpoint without the installation. `InvalidInput` when `checkpoint` is not a
+/// checkpoint's JSON.
+#[uniffi::export]
+pub fn checkpoint_signed_by(checkpoint: String, public_key: String) -> Result<bool> {
+    let checkpoint: core::Checkpoint = serde_json::from_str(&checkpoint)
+        .map_err(|e| core::Error::InvalidInput(format!("not a checkpoint: {e}")))?;
+    Ok(core::checkpoint_signed_by(&checkpoint, &public_key))
+}

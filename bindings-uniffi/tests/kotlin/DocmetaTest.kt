@@ -799,6 +799,10 @@ fun historyAndAudit() {
 
     val checkpoint = db.auditCheckpoint()
     expect(checkpoint.contains(db.auditPublicKey()), "a checkpoint signed by the installation's key")
+    expect(checkpointSignedBy(checkpoint, db.auditPublicKey()), "a third party checks it with the public key alone")
+    expect(!checkpointSignedBy(checkpoint.replaceFirst("\"seq\":", "\"seq\":1"), db.auditPublicKey()), "a checkpoint altered is not signed")
+    expect(!checkpointSignedBy(checkpoint, "00".repeat(32)), "another key did not sign it")
+    refused<DocmetaException.InvalidInput>("a checkpoint that is not JSON") { checkpointSignedBy("{", db.auditPublicKey()) }
     val report = db.verifyEvents(checkpoint)
     expect(report.intact && report.verified > 0uL && report.checkpoints == 2uL, "the log verifies: $report")
     refused<DocmetaException.InvalidInput>("a checkpoint that is not JSON") { db.verifyEvents("{") }
