@@ -30,13 +30,17 @@ fn value_change(e: &Event) -> (Option<String>, Option<String>) {
 
 impl Session {
     /// Whether this session may know of metadata type `metadata_type`: view the type itself,
-    /// or view its values (`document_metadata_view` on the type, with which
+    /// or view its values while it exists (`document_metadata_view` on the type, with which
     /// [`document_metadata`](Self::document_metadata) lists its values with the type), the rule
-    /// by which a search knows a field.
+    /// by which a search knows a field. A deleted type has no values to view: its label, kept
+    /// by the log, is shown only to whoever may view the type itself.
     fn may_know_type(&self, metadata_type: MetadataTypeId) -> bool {
         let object = mt_ref(metadata_type);
         self.can(view_permission(ObjectKind::METADATA_TYPE), object)
-            || self.can(P::DocumentMetadataView, object)
+            || (self.can(P::DocumentMetadataView, object)
+                && self
+                    .read(|tx| tx.metadata_type(metadata_type))
+                    .is_ok_and(|t| t.is_some()))
     }
 
     /// Whether this session may view the values of `metadata_type` on `document` now, as
