@@ -683,3 +683,43 @@ fn a_change_of_a_workflow_s_definition_is_an_event_shown_to_its_viewers() -> doc
     assert_eq!(edited(&ann_s)?, 6);
     Ok(())
 }
+
+#[test]
+fn an_action_naming_no_such_metadata_type_is_refused_under_the_field_that_named_it() -> Result<()> {
+    let db = db()?;
+    let admin = db.system();
+    let invoice = admin.create_document_type("Invoice")?.id;
+    let flow = admin.create_workflow("flow", &[invoice])?.id;
+    let start = admin.create_workflow_state(flow, "start", true)?.id;
+    let missing = MetadataTypeId(999);
+    for (action, named) in [
+        (
+            ActionKind::EditMetadata {
+                metadata_type_id: missing,
+                value: "x".into(),
+            },
+            "metadata_type_id",
+        ),
+        (
+            ActionKind::AddMetadata {
+                metadata_type_ids: vec![missing],
+            },
+            "metadata_type_ids",
+        ),
+        (
+            ActionKind::RemoveMetadata {
+                metadata_type_ids: vec![missing],
+            },
+            "metadata_type_ids",
+        ),
+    ] {
+        match admin.create_workflow_action(flow, start, "a", true, false, action) {
+            Err(Error::Validation { field, message }) => {
+                assert_eq!(field, named);
+                assert!(message.contains("999"), "{message}");
+            }
+            other => panic!("refused under {named}: {other:?}"),
+        }
+    }
+    Ok(())
+}

@@ -775,6 +775,11 @@ impl Session {
                 "Give at least one metadata type.",
             ));
         }
+        // The field the request named them in.
+        let field = match action {
+            ActionKind::EditMetadata { .. } => "metadata_type_id",
+            _ => "metadata_type_ids",
+        };
         for t in types {
             let visible = self.can(
                 Permission::MetadataTypeView,
@@ -782,7 +787,7 @@ impl Session {
             );
             if !visible || tx.metadata_type(t)?.is_none() {
                 return Err(Error::validation(
-                    "metadata_type_ids",
+                    field,
                     format!("Metadata type {t} does not exist."),
                 ));
             }

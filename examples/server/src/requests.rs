@@ -9,15 +9,21 @@
 use std::fmt;
 
 use docmeta_core::ActionKind;
-use docmeta_core::{MetadataTypeId, RoleId};
+use docmeta_core::{
+    DocumentId, DocumentTypeId, MetadataTypeId, PushedChange, PushedWrite, RoleId,
+    WorkflowInstanceId, WorkflowStateId, WorkflowTransitionId,
+};
 use serde::de::{self, Deserializer, Error as _, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
-use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, Type};
+use utoipa::openapi::schema::{
+    AllOfBuilder, ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema, Type,
+};
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{PartialSchema, ToSchema};
 
 use crate::body::fields::{
-    Flag, Id, IdList, PermissionKey, integer, integers, label, optional_label, optional_text,
+    Flag, Id, IdList, PermissionKey, integer, integers, label, optional_integer, optional_label,
+    optional_text,
 };
 
 /// Longest metadata type name or label, and document type label.
@@ -808,8 +814,9 @@ fn permission_key() -> RefOr<Schema> {
     PermissionKey::schema()
 }
 
+/// The metadata types of an action that adds or removes them: at least one.
 fn id_array() -> RefOr<Schema> {
-    IdList::schema()
+    IdList::non_empty_schema()
 }
 
 impl From<ActionBody> for ActionKind {
@@ -960,10 +967,20 @@ fn webhook_url<const OPTIONAL: bool>() -> Schema {
         .into()
 }
 
+/// What a webhook secret is: `whsec_` and the standard base64 (padded, no stray bits) of 24 to
+/// 64 bytes. Groups of four characters hold three bytes: 8 to 20 of them may end with a group
+/// of one or two bytes, 21 of them with a group of one.
+const WEBHOOK_SECRET_PATTERN: &str = concat!(
+    "^whsec_(?:",
+    "(?:[A-Za-z0-9+/]{4}){8,20}(?:[A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?",
+    "|(?:[A-Za-z0-9+/]{4}){21}(?:[A-Za-z0-9+/][AQgw]==)?",
+    ")$"
+);
+
 /// A webhook secret: `whsec_` and base64 (of 24 to 64 bytes).
 fn webhook_secret<const OPTIONAL: bool>() -> Schema {
     string_or_null::<OPTIONAL>()
-        .pattern(Some("^whsec_[A-Za-z0-9+/]+={0,2}$"))
+        .pattern(Some(WEBHOOK_SECRET_PATTERN))
         .description(Some("`whsec_` and the base64 of 24 to 64 bytes."))
         .into()
 }
@@ -981,6 +998,263 @@ fn event_names() -> Schema {
                 .enum_values(Some(docmeta_core::Event::NAMES.iter().copied())),
         )
         .into()
+}
+
+// ----- devices --------------------------------------------------------------------------------
+
+/// Body of POST on devices: a sign-in, the credentials exchanged for a token.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct DeviceSignInIn {
+    /// The user's username.
+    #[schema(schema_with = username)]
+    pub username: String,
+    /// The user's password (never kept by the device).
+    #[schema(max_length = 1024)]
+    pub password: String,
+    /// The device's name, shown in lists of devices ("Ann's phone"): not blank, no NUL
+    /// character.
+    #[schema(schema_with = label::<100>)]
+    pub name: String,
+    /// Days the token is accepted (absent: 90; at most 365).
+    #[schema(minimum = 1, maximum = 365)]
+    #[serde(deserialize_with = "optional_integer")]
+    pub lifetime_days: Option<i64>,
+}
+
+// ----- sync -----------------------------------------------------------------------------------
+
+/// Body of POST on sync/push: the writes a replica made offline, in the order made.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct SyncPushIn {
+    /// The device whose replica made them (one of the caller's).
+    #[schema(minimum = 1)]
+    #[serde(deserialize_with = "integer")]
+    pub device: i64,
+    /// The writes (at most 500).
+    #[schema(max_items = 500)]
+    pub writes: Vec<PushedWriteIn>,
+}
+
+/// One write a replica made offline: a value set or removed (based on the value the replica
+/// held, `base`, `null` for none), a document created, or a workflow transition taken (based
+/// on the state the replica held, `base_state_id`). What fields a write needs depends on its
+/// `action` ([`PUSHED_WRITE_FIELDS`]); the OpenAPI document states it as one object per action.
+#[derive(Debug)]
+pub struct PushedWriteIn(pub PushedWrite);
+
+/// Every field a pushed write may have, read in this order (types and text rules); which of
+/// them its action needs is checked after.
+#[derive(Deserialize)]
+struct PushedWriteFields {
+    key: String,
+    action: PushAction,
+    #[serde(deserialize_with = "integer")]
+    document_id: i64,
+    metadata_type_id: Option<Id>,
+    value: Option<String>,
+    base: Option<String>,
+    document_type_id: Option<Id>,
+    label: Option<String>,
+    metadata: Option<InitialValues>,
+    workflow_instance_id: Option<Id>,
+    transition_id: Option<Id>,
+    comment: Option<String>,
+    base_state_id: Option<Id>,
+}
+
+/// The fields of a pushed write beside `key`, `action` and `document_id`, by action: those it
+/// needs, and those it may have. The OpenAPI document is made from this table, and a test
+/// reads a write of every action against it.
+pub const PUSHED_WRITE_FIELDS: [(PushAction, &[&str], &[&str]); 4] = [
+    (PushAction::Set, &["metadata_type_id", "value"], &["base"]),
+    (PushAction::Remove, &["metadata_type_id"], &["base"]),
+    (
+        PushAction::Create,
+        &["document_type_id", "label"],
+        &["metadata"],
+    ),
+    (
+        PushAction::Transition,
+        &["workflow_instance_id", "transition_id"],
+        &["comment", "base_state_id"],
+    ),
+];
+
+impl<'de> Deserialize<'de> for PushedWriteIn {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let w = PushedWriteFields::deserialize(deserializer)?;
+        fn needs<T, E: de::Error>(value: Option<T>, field: &'static str) -> Result<T, E> {
+            value.ok_or_else(|| E::missing_field(field))
+        }
+        let change = match w.action {
+            PushAction::Set => PushedChange::Set {
+                metadata_type: MetadataTypeId(needs(w.metadata_type_id, "metadata_type_id")?.0),
+                value: needs(w.value, "value")?,
+                base: w.base,
+            },
+            PushAction::Remove => PushedChange::Remove {
+                metadata_type: MetadataTypeId(needs(w.metadata_type_id, "metadata_type_id")?.0),
+                base: w.base,
+            },
+            PushAction::Create => PushedChange::Create {
+                document_type: DocumentTypeId(needs(w.document_type_id, "document_type_id")?.0),
+                label: needs(w.label, "label")?,
+                values: w.metadata.unwrap_or_default().0,
+            },
+            PushAction::Transition => PushedChange::Transition {
+                instance: WorkflowInstanceId(
+                    needs(w.workflow_instance_id, "workflow_instance_id")?.0,
+                ),
+                transition: WorkflowTransitionId(needs(w.transition_id, "transition_id")?.0),
+                comment: w.comment.unwrap_or_default(),
+                base: w.base_state_id.map(|s| WorkflowStateId(s.0)),
+            },
+        };
+        Ok(PushedWriteIn(PushedWrite {
+            key: w.key,
+            document: DocumentId(w.document_id),
+            change,
+        }))
+    }
+}
+
+/// The schema of one field of a pushed write, with what it says; required fields are never
+/// `null`.
+fn pushed_write_field(name: &str, required: bool) -> (RefOr<Schema>, &'static str) {
+    let id = |description| (Id::schema(), description);
+    match name {
+        "key" => (
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .min_length(Some(1))
+                .max_length(Some(64))
+                .into(),
+            "The replica's name for the write; its result carries it (a create pushed again under the same key creates nothing more).",
+        ),
+        "document_id" => (
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .minimum(Some(1))
+                .maximum(Some(i64::MAX))
+                .into(),
+            "The document; for `create`, the replica's own id for the document it made.",
+        ),
+        "metadata_type_id" => id("The value's type."),
+        "value" => (value_text().into(), "The value as submitted."),
+        "base" => (
+            optional_text::<VALUE>().into(),
+            "The value the replica held when the write was made (`null`: none).",
+        ),
+        "document_type_id" => id("The new document's type."),
+        "label" => (label::<LABEL>().into(), "The new document's label."),
+        "metadata" => (
+            InitialValues::schema(),
+            "The new document's values, each run through the pipeline.",
+        ),
+        "workflow_instance_id" => id("The document's workflow instance."),
+        "transition_id" => id("The transition to take."),
+        "comment" => (
+            optional_text::<VALUE>().into(),
+            "The log entry's comment (default empty).",
+        ),
+        "base_state_id" => (
+            OneOfBuilder::new()
+                .item(Id::schema())
+                .item(ObjectBuilder::new().schema_type(Type::Null))
+                .into(),
+            "The instance's state the replica held when it took the transition (`null`: none).",
+        ),
+        _ => {
+            debug_assert!(!required, "{name} is not a field of a pushed write");
+            (ObjectBuilder::new().into(), "")
+        }
+    }
+}
+
+impl PartialSchema for PushedWriteIn {
+    fn schema() -> RefOr<Schema> {
+        let mut one_of = OneOfBuilder::new().description(Some(
+            "One write a replica made offline; the fields it needs depend on its `action`: `set` (add or edit a value, through the pipeline), `remove` (a value), `create` (a document) or `transition` (a workflow transition).",
+        ));
+        for (action, needed, optional) in PUSHED_WRITE_FIELDS {
+            let mut object = ObjectBuilder::new()
+                .schema_type(Type::Object)
+                .title(Some(action.name()))
+                .property(
+                    "action",
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .enum_values(Some([action.name()])),
+                )
+                .required("action");
+            let fields = ["key", "document_id"].iter().chain(needed);
+            for name in fields {
+                let (schema, description) = pushed_write_field(name, true);
+                object = object
+                    .property(*name, described(schema, description))
+                    .required(*name);
+            }
+            for name in optional {
+                let (schema, description) = pushed_write_field(name, false);
+                object = object.property(*name, described(schema, description));
+            }
+            one_of = one_of.item(object);
+        }
+        one_of.into()
+    }
+}
+
+impl ToSchema for PushedWriteIn {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((InitialValueIn::name().into(), InitialValueIn::schema()));
+        InitialValueIn::schemas(schemas);
+    }
+}
+
+/// `schema` with `description` (an object schema's own; a reference or a combination as the
+/// `description` of an `allOf` around it).
+fn described(schema: RefOr<Schema>, description: &str) -> RefOr<Schema> {
+    let description = Some(description.to_owned());
+    match schema {
+        RefOr::T(Schema::Object(mut object)) => {
+            object.description = description;
+            RefOr::T(Schema::Object(object))
+        }
+        RefOr::T(Schema::OneOf(mut one_of)) => {
+            one_of.description = description;
+            RefOr::T(Schema::OneOf(one_of))
+        }
+        RefOr::T(Schema::Array(mut array)) => {
+            array.description = description;
+            RefOr::T(Schema::Array(array))
+        }
+        other => AllOfBuilder::new()
+            .item(other)
+            .description(description)
+            .into(),
+    }
+}
+
+/// What a pushed write does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PushAction {
+    Set,
+    Remove,
+    Create,
+    Transition,
+}
+
+impl PushAction {
+    /// The action's name in a request.
+    pub fn name(self) -> &'static str {
+        match self {
+            PushAction::Set => "set",
+            PushAction::Remove => "remove",
+            PushAction::Create => "create",
+            PushAction::Transition => "transition",
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1197,89 +1471,170 @@ mod tests {
             assert!(s.create_metadata_type(input).is_err(), "{name}");
         }
     }
-}
 
-/// Body of POST on devices: a sign-in, the credentials exchanged for a token.
-#[derive(Debug, Deserialize, ToSchema)]
-pub struct DeviceSignInIn {
-    /// The user's username.
-    #[schema(schema_with = username)]
-    pub username: String,
-    /// The user's password (never kept by the device).
-    #[schema(max_length = 1024)]
-    pub password: String,
-    /// The device's name, shown in lists of devices ("Ann's phone"): not blank, no NUL
-    /// character.
-    #[schema(schema_with = label::<100>)]
-    pub name: String,
-    /// Days the token is accepted (absent: 90; at most 365).
-    #[schema(minimum = 1, maximum = 365)]
-    pub lifetime_days: Option<u32>,
-}
+    #[test]
+    fn a_device_lifetime_is_an_integer_however_written() {
+        let body = |days: Value| {
+            json!({"username": "ann", "password": "a long password", "name": "phone",
+                   "lifetime_days": days})
+        };
+        assert_eq!(
+            read::<DeviceSignInIn>(body(json!(148.0))).lifetime_days,
+            Some(148)
+        );
+        assert_eq!(
+            read::<DeviceSignInIn>(body(json!(null))).lifetime_days,
+            None
+        );
+        // Out of range is the core's refusal (one to 365 days), not the body's.
+        assert_eq!(
+            read::<DeviceSignInIn>(body(json!(-4))).lifetime_days,
+            Some(-4)
+        );
+        for bad in [json!(1.5), json!("x"), json!(true)] {
+            assert_eq!(
+                refusal::<DeviceSignInIn>(body(bad.clone())),
+                json!({"lifetime_days": ["A valid integer is required."]}),
+                "{bad}"
+            );
+        }
+    }
 
-// ----- sync -----------------------------------------------------------------------------------
+    #[test]
+    fn the_webhook_secret_pattern_is_the_rule_it_states() {
+        use base64::Engine as _;
+        use base64::engine::general_purpose::STANDARD;
+        let pattern = regex::Regex::new(WEBHOOK_SECRET_PATTERN).expect("pattern");
+        // The rule: `whsec_` and the standard base64 of 24 to 64 bytes.
+        let rule = |secret: &str| {
+            secret
+                .strip_prefix("whsec_")
+                .and_then(|b64| STANDARD.decode(b64).ok())
+                .is_some_and(|key| (24..=64).contains(&key.len()))
+        };
+        let mut secrets = Vec::new();
+        for len in 0..=70usize {
+            for seed in [0u8, 0x5a, 0xff] {
+                let key: Vec<u8> = (0..len)
+                    .map(|i| (i as u8).wrapping_mul(31) ^ seed)
+                    .collect();
+                let encoded = STANDARD.encode(&key);
+                secrets.push(format!("whsec_{encoded}"));
+                // Unpadded, stray bits in the last character, a character too many or few.
+                secrets.push(format!("whsec_{}", encoded.trim_end_matches('=')));
+                if let Some(stray) = encoded.strip_suffix("==").or(encoded.strip_suffix('=')) {
+                    let mut chars: Vec<char> = stray.chars().collect();
+                    if let Some(last) = chars.last_mut() {
+                        *last = if *last == '/' { '+' } else { '/' };
+                    }
+                    let padding = "=".repeat(encoded.len() - stray.len());
+                    secrets.push(format!(
+                        "whsec_{}{padding}",
+                        chars.iter().collect::<String>()
+                    ));
+                }
+                secrets.push(format!("whsec_{encoded}A"));
+                secrets.push(format!(
+                    "whsec_{}",
+                    &encoded[..encoded.len().saturating_sub(1)]
+                ));
+                secrets.push(encoded);
+            }
+        }
+        let accepted = secrets.iter().filter(|s| rule(s)).count();
+        assert!(
+            accepted > 100,
+            "the samples hold accepted secrets ({accepted})"
+        );
+        for secret in &secrets {
+            assert_eq!(pattern.is_match(secret), rule(secret), "{secret}");
+        }
+    }
 
-/// Body of POST on sync/push: the writes a replica made offline, in the order made.
-#[derive(Debug, Deserialize, ToSchema)]
-pub struct SyncPushIn {
-    /// The device whose replica made them (one of the caller's).
-    #[schema(minimum = 1)]
-    #[serde(deserialize_with = "integer")]
-    pub device: i64,
-    /// The writes (at most 500).
-    #[schema(max_items = 500)]
-    pub writes: Vec<PushedWriteIn>,
-}
+    /// A value for each field of a pushed write that the body accepts.
+    fn pushed_field_value(name: &str) -> Value {
+        match name {
+            "key" => json!("k1"),
+            "document_id"
+            | "metadata_type_id"
+            | "document_type_id"
+            | "workflow_instance_id"
+            | "transition_id"
+            | "base_state_id" => json!(3),
+            "metadata" => json!([{"metadata_type_id": 2, "value": "x"}]),
+            _ => json!("text"),
+        }
+    }
 
-/// One write a replica made offline: a value set or removed (based on the value the replica
-/// held, `base`, `null` for none), a document created, or a workflow transition taken (based
-/// on the state the replica held, `base_state_id`).
-#[derive(Debug, Deserialize, ToSchema)]
-pub struct PushedWriteIn {
-    /// The replica's name for the write; its result carries it (a create pushed again under
-    /// the same key creates nothing more).
-    #[schema(min_length = 1, max_length = 64)]
-    pub key: String,
-    /// `set` (add or edit the value, through the pipeline), `remove`, `create` (a document) or
-    /// `transition` (a workflow transition).
-    pub action: PushAction,
-    /// The document; for `create`, the replica's own id for the document it made.
-    #[schema(minimum = 1)]
-    #[serde(deserialize_with = "integer")]
-    pub document_id: i64,
-    /// The value's type (`set` and `remove`).
-    pub metadata_type_id: Option<Id>,
-    /// The value as submitted (`set` only).
-    #[schema(max_length = 10000)]
-    pub value: Option<String>,
-    /// The value the replica held when the write was made (`null`: none).
-    #[schema(max_length = 10000)]
-    pub base: Option<String>,
-    /// The new document's type (`create` only).
-    pub document_type_id: Option<Id>,
-    /// The new document's label (`create` only).
-    #[schema(schema_with = optional_label::<LABEL>)]
-    pub label: Option<String>,
-    /// The new document's values, each run through the pipeline (`create` only).
-    pub metadata: Option<InitialValues>,
-    /// The document's workflow instance (`transition` only).
-    pub workflow_instance_id: Option<Id>,
-    /// The transition to take (`transition` only).
-    pub transition_id: Option<Id>,
-    /// The log entry's comment (`transition` only; default empty).
-    #[schema(schema_with = optional_text::<VALUE>)]
-    pub comment: Option<String>,
-    /// The instance's state the replica held when it took the transition (`transition` only;
-    /// `null`: none).
-    pub base_state_id: Option<Id>,
-}
-
-/// What a pushed write does.
-#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum PushAction {
-    Set,
-    Remove,
-    Create,
-    Transition,
+    #[test]
+    fn a_pushed_write_needs_what_the_schema_says_its_action_needs() {
+        let push = |write: Value| json!({"device": 1, "writes": [{"key": "k0", "action": "remove", "document_id": 1, "metadata_type_id": 1}, write]});
+        for (action, needed, optional) in PUSHED_WRITE_FIELDS {
+            let mut write = json!({"action": action.name()});
+            for name in ["key", "document_id"].iter().chain(needed) {
+                write[*name] = pushed_field_value(name);
+            }
+            // What it needs is enough, and what it may have is optional...
+            assert_eq!(
+                refusal::<SyncPushIn>(push(write.clone())),
+                Value::Null,
+                "{write}"
+            );
+            let mut full = write.clone();
+            for name in optional {
+                full[*name] = pushed_field_value(name);
+            }
+            let read: SyncPushIn = read(push(full.clone()));
+            assert_eq!(read.writes.len(), 2, "{full}");
+            // ... and each field it needs is refused as required when absent or null, where it
+            // is.
+            for name in ["key", "document_id"].iter().chain(needed) {
+                for absent in [None, Some(Value::Null)] {
+                    let mut without = write.clone();
+                    match &absent {
+                        None => {
+                            without.as_object_mut().expect("object").remove(*name);
+                        }
+                        Some(null) => without[*name] = null.clone(),
+                    }
+                    assert_eq!(
+                        refusal::<SyncPushIn>(push(without.clone())),
+                        json!({"writes": [{}, {*name: ["This field is required."]}]}),
+                        "{without}"
+                    );
+                }
+            }
+        }
+        // The schema states the same: one object per action, its needs required.
+        let RefOr::T(Schema::OneOf(one_of)) = PushedWriteIn::schema() else {
+            panic!("a pushed write's schema is a oneOf");
+        };
+        assert_eq!(one_of.items.len(), PUSHED_WRITE_FIELDS.len());
+        for (item, (action, needed, optional)) in one_of.items.iter().zip(PUSHED_WRITE_FIELDS) {
+            let RefOr::T(Schema::Object(object)) = item else {
+                panic!("an action's schema is an object");
+            };
+            let mut required: Vec<&str> = object.required.iter().map(String::as_str).collect();
+            required.sort_unstable();
+            let mut expected: Vec<&str> = ["action", "key", "document_id"]
+                .into_iter()
+                .chain(needed.iter().copied())
+                .collect();
+            expected.sort_unstable();
+            assert_eq!(required, expected, "{}", action.name());
+            assert_eq!(
+                object.properties.len(),
+                expected.len() + optional.len(),
+                "{}",
+                action.name()
+            );
+        }
+        // A type error names its field too.
+        assert_eq!(
+            refusal::<SyncPushIn>(push(
+                json!({"key": "k", "action": "set", "document_id": 1, "metadata_type_id": "x", "value": "v"})
+            )),
+            json!({"writes": [{}, {"metadata_type_id": ["A valid integer is required."]}]})
+        );
+    }
 }

@@ -77,6 +77,12 @@ impl de::Error for FieldError {
         FieldError::new(expected.to_string())
     }
 
+    /// A field that must be given and is not (a type that reads several fields checks what
+    /// they need together): "This field is required." under the field's name.
+    fn missing_field(field: &'static str) -> Self {
+        FieldError::new(REQUIRED).within(Step::Field(field.to_owned()))
+    }
+
     /// A value of the right type that the field type refuses (a non-positive id ...).
     fn invalid_value(_: de::Unexpected<'_>, expected: &dyn de::Expected) -> Self {
         FieldError::new(expected.to_string())

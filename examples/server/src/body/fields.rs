@@ -74,7 +74,7 @@ pub fn integer<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Err
     impl Visitor<'_> for Read {
         type Value = i64;
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("i64")
+            f.write_str("A valid integer is required.")
         }
         fn visit_i64<E: de::Error>(self, v: i64) -> Result<i64, E> {
             Ok(v)
@@ -89,15 +89,24 @@ pub fn integer<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Err
     deserializer.deserialize_any(Read)
 }
 
+/// An [`integer`] that may be absent or `null`; for `#[serde(deserialize_with)]`.
+pub fn optional_integer<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<i64>, D::Error> {
+    Option::<Entry>::deserialize(deserializer).map(|v| v.map(|e| e.0))
+}
+
+/// One [`integer`] of a list or an option.
+struct Entry(i64);
+
+impl<'de> Deserialize<'de> for Entry {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        integer(deserializer).map(Entry)
+    }
+}
+
 /// A list of [`integer`]s; for `#[serde(deserialize_with)]`.
 pub fn integers<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<i64>, D::Error> {
-    /// One entry.
-    struct Entry(i64);
-    impl<'de> Deserialize<'de> for Entry {
-        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-            integer(deserializer).map(Entry)
-        }
-    }
     Vec::<Entry>::deserialize(deserializer).map(|v| v.into_iter().map(|e| e.0).collect())
 }
 
@@ -189,13 +198,6 @@ const ID_LIST: &str = "A list of valid integers is required.";
 
 impl<'de> Deserialize<'de> for IdList {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        /// One entry: a positive JSON integer.
-        struct Entry(i64);
-        impl<'de> Deserialize<'de> for Entry {
-            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                integer(deserializer).map(Entry)
-            }
-        }
         struct Read;
         impl<'de> Visitor<'de> for Read {
             type Value = IdList;
@@ -223,6 +225,17 @@ impl PartialSchema for IdList {
         ArrayBuilder::new()
             .items(positive_integer())
             .description(Some("A list of positive integer ids."))
+            .into()
+    }
+}
+
+impl IdList {
+    /// The schema of a list of at least one id.
+    pub fn non_empty_schema() -> RefOr<Schema> {
+        ArrayBuilder::new()
+            .items(positive_integer())
+            .min_items(Some(1))
+            .description(Some("A list of at least one positive integer id."))
             .into()
     }
 }

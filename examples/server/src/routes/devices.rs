@@ -73,7 +73,10 @@ async fn sign_in_device(
         name,
         lifetime_days,
     } = body;
-    let lifetime = lifetime_days.map(|d| Duration::from_secs(u64::from(d) * 86_400));
+    // A count of days the core refuses (under one, over 365) stays one it refuses: a negative
+    // count reads as none, a huge one saturates.
+    let lifetime = lifetime_days
+        .map(|d| Duration::from_secs(u64::try_from(d).unwrap_or(0).saturating_mul(86_400)));
     let signed_in = app
         .sign_in_device(client, username, password, name, lifetime)
         .await?;

@@ -6,9 +6,8 @@ use std::collections::HashMap;
 use crate::body::Json;
 use axum::extract::{Query, State};
 use docmeta_core::{
-    DeviceId, DocumentId, DocumentTypeId, MetadataTypeId, PushOutcome, PushResult, PushedChange,
-    PushedWrite, SyncBatch, SyncCursor, SyncSchema, SyncedDocument, SyncedInstance, SyncedWorkflow,
-    WorkflowInstanceId, WorkflowStateId, WorkflowTransitionId,
+    DeviceId, DocumentId, PushOutcome, PushResult, PushedWrite, SyncBatch, SyncCursor, SyncSchema,
+    SyncedDocument, SyncedInstance, SyncedWorkflow,
 };
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -18,7 +17,7 @@ use utoipa_axum::routes;
 use crate::body::JsonBody;
 use crate::dto::*;
 use crate::error::{ApiError, ApiResult};
-use crate::requests::{PushAction, SyncPushIn};
+use crate::requests::SyncPushIn;
 use crate::routes::workflows::{InstanceOut, LogEntryOut, StateOut, TransitionOut, WorkflowOut};
 use crate::state::{AppState, CurrentUser};
 
@@ -288,48 +287,7 @@ async fn push(
     JsonBody(body): JsonBody<SyncPushIn>,
 ) -> ApiResult<Json<SyncPushOut>> {
     let device = DeviceId(body.device);
-    let mut writes = Vec::with_capacity(body.writes.len());
-    for (i, w) in body.writes.into_iter().enumerate() {
-        let needs = |what: &str| ApiError::field("writes", format!("Write {i} needs {what}."));
-        let metadata_type = w.metadata_type_id.map(|t| MetadataTypeId(t.0));
-        let change = match w.action {
-            PushAction::Set => PushedChange::Set {
-                metadata_type: metadata_type.ok_or_else(|| needs("a metadata_type_id"))?,
-                value: w.value.ok_or_else(|| needs("a value"))?,
-                base: w.base,
-            },
-            PushAction::Remove => PushedChange::Remove {
-                metadata_type: metadata_type.ok_or_else(|| needs("a metadata_type_id"))?,
-                base: w.base,
-            },
-            PushAction::Create => PushedChange::Create {
-                document_type: DocumentTypeId(
-                    w.document_type_id
-                        .ok_or_else(|| needs("a document_type_id"))?
-                        .0,
-                ),
-                label: w.label.ok_or_else(|| needs("a label"))?,
-                values: w.metadata.unwrap_or_default().0,
-            },
-            PushAction::Transition => PushedChange::Transition {
-                instance: WorkflowInstanceId(
-                    w.workflow_instance_id
-                        .ok_or_else(|| needs("a workflow_instance_id"))?
-                        .0,
-                ),
-                transition: WorkflowTransitionId(
-                    w.transition_id.ok_or_else(|| needs("a transition_id"))?.0,
-                ),
-                comment: w.comment.unwrap_or_default(),
-                base: w.base_state_id.map(|s| WorkflowStateId(s.0)),
-            },
-        };
-        writes.push(PushedWrite {
-            key: w.key,
-            document: DocumentId(w.document_id),
-            change,
-        });
-    }
+    let writes: Vec<PushedWrite> = body.writes.into_iter().map(|w| w.0).collect();
     app.run(user, move |s| {
         let results = s.sync_push(device, &writes)?;
         Ok(Json(SyncPushOut {
