@@ -1,5 +1,8 @@
 //! Document files, the encrypted storage (MENC), backup and restore (spec 8.1).
 
+#[path = "support/archive.rs"]
+mod archive;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -611,35 +614,6 @@ fn a_backup_from_an_older_schema_is_migrated_on_restore() -> Result<()> {
 // are private, decompression is bounded by the declared sizes, stored files are bound to their
 // records.
 
-/// Every entry of a backup archive, in order.
-fn read_entries(archive: &Path) -> Vec<(String, Vec<u8>)> {
-    let file = std::fs::File::open(archive).expect("open");
-    let mut tar = tar::Archive::new(zstd::Decoder::new(file).expect("zstd"));
-    let mut out = Vec::new();
-    for entry in tar.entries().expect("entries") {
-        let mut entry = entry.expect("entry");
-        let path = entry.path().expect("path").to_string_lossy().into_owned();
-        let mut bytes = Vec::new();
-        entry.read_to_end(&mut bytes).expect("read");
-        out.push((path, bytes));
-    }
-    out
-}
-
-/// Writes `entries` as an archive, each tar header claiming `claimed(path)` bytes when given
-/// (a lie about the size, as an attacker would write it) or the entry's real size.
-fn write_entries(archive: &Path, entries: &[(String, Vec<u8>)]) {
-    let file = std::fs::File::create(archive).expect("create");
-    let mut tar = tar::Builder::new(zstd::Encoder::new(file, 3).expect("zstd").auto_finish());
-    for (path, bytes) in entries {
-        let mut h = tar::Header::new_gnu();
-        h.set_size(bytes.len() as u64);
-        h.set_mode(0o600);
-        tar.append_data(&mut h, path, &bytes[..]).expect("append");
-    }
-    tar.into_inner().expect("finish");
-}
-
 /// A copy of a real backup whose `path` entry is replaced by `edit(bytes)`, with `contents.json`
 /// and the manifest updated to match: a consistent archive around a bad database.
 fn rewrite_entry(
@@ -649,7 +623,7 @@ fn rewrite_entry(
     edit: impl FnOnce(Vec<u8>) -> Vec<u8>,
     schema_version: Option<u32>,
 ) {
-    let mut entries = read_entries(src);
+    let mut entries = archive::read_entries(src);
     let i = entries.iter().position(|(p, _)| p == path).expect("entry");
     let new = edit(std::mem::take(&mut entries[i].1));
     let (size, sha) = docmeta_core::sha256(&mut &new[..]).expect("hash");
@@ -676,7 +650,7 @@ fn rewrite_entry(
         }
         *bytes = serde_json::to_vec(&json).expect("json");
     }
-    write_entries(dst, &entries);
+    archive::write_entries(dst, &entries);
 }
 
 /// A populated data directory (the target a failed restore must leave alone) and a backup of
@@ -841,14 +815,14 @@ fn an_entry_larger_than_declared_is_refused_at_its_header() -> Result<()> {
     let (target, before, archive) = target_and_backup(out.path())?;
     // The real archive with its database entry swapped for 256 MiB of zeros (a few hundred
     // KB compressed) while contents.json and the manifest still declare the real size.
-    let mut entries = read_entries(&archive);
+    let mut entries = archive::read_entries(&archive);
     let i = entries
         .iter()
         .position(|(p, _)| p == "db.sqlite3")
         .expect("db");
     entries[i].1 = vec![0u8; 256 << 20];
     let bomb = out.path().join("bomb.tar.zst");
-    write_entries(&bomb, &entries);
+    archive::write_entries(&bomb, &entries);
     assert!(
         std::fs::metadata(&bomb).expect("meta").len() < 1 << 20,
         "a small archive"
@@ -867,7 +841,7 @@ fn an_old_format_archive_that_expands_beyond_its_manifest_writes_nothing_and_is_
     let (target, before, archive) = target_and_backup(out.path())?;
     // Format 1 declares sizes only in its manifest, at the end: the restore reads the whole
     // archive once writing nothing, so the bomb never reaches the staging directory.
-    let mut entries: Vec<(String, Vec<u8>)> = read_entries(&archive)
+    let mut entries: Vec<(String, Vec<u8>)> = archive::read_entries(&archive)
         .into_iter()
         .filter(|(p, _)| p != "contents.json")
         .collect();
@@ -882,7 +856,7 @@ fn an_old_format_archive_that_expands_beyond_its_manifest_writes_nothing_and_is_
         }
     }
     let bomb = out.path().join("old-bomb.tar.zst");
-    write_entries(&bomb, &entries);
+    archive::write_entries(&bomb, &entries);
     let err = restore(&[bomb], &target, None).expect_err("restore refuses");
     assert!(err.to_string().contains("db.sqlite3"), "{err}");
     assert_untouched(out.path(), &target, &before)
@@ -1057,7 +1031,7 @@ fn with_extra_entry(src: &Path, dst: &Path, path: &str, size: u64, truncate: boo
     use std::io::Write;
     let zeros = || std::io::Read::take(std::io::repeat(0), size);
     let (_, sha) = docmeta_core::sha256(&mut zeros()).expect("hash");
-    let mut entries = read_entries(src);
+    let mut entries = archive::read_entries(src);
     for (p, bytes) in entries.iter_mut() {
         let list = match p.as_str() {
             "contents.json" => "entries",
@@ -1138,15 +1112,15 @@ fn a_document_file_no_record_names_is_refused_before_it_is_written() -> Result<(
 fn an_oversized_system_file_is_refused() -> Result<()> {
     let out = tempfile::tempdir().expect("out");
     let (target, before, archive) = target_and_backup(out.path())?;
-    let entries: Vec<(String, Vec<u8>)> = read_entries(&archive)
+    let entries: Vec<(String, Vec<u8>)> = archive::read_entries(&archive)
         .into_iter()
         .filter(|(p, _)| p != "config.yml")
         .collect();
     let stripped = out.path().join("stripped.tar.zst");
     // The real archive without its config.yml, then the bomb as its config.yml.
-    write_entries(&stripped, &entries);
+    archive::write_entries(&stripped, &entries);
     let mut fixed = Vec::new();
-    for (p, mut bytes) in read_entries(&stripped) {
+    for (p, mut bytes) in archive::read_entries(&stripped) {
         if p == "contents.json" || p == "manifest.json" {
             let mut json: serde_json::Value = serde_json::from_slice(&bytes).expect("json");
             for list in ["entries", "files"] {
@@ -1158,7 +1132,7 @@ fn an_oversized_system_file_is_refused() -> Result<()> {
         }
         fixed.push((p, bytes));
     }
-    write_entries(&stripped, &fixed);
+    archive::write_entries(&stripped, &fixed);
     let bomb = out.path().join("config-bomb.tar.zst");
     with_extra_entry(&stripped, &bomb, "config.yml", 64 << 20, false);
     let err = verify_backup(&bomb).expect_err("refused");
@@ -1268,7 +1242,7 @@ fn a_chain_cannot_bring_in_a_document_file_no_record_names() -> Result<()> {
     with_extra_entry(&full, &full_bomb, orphan, size, false);
     let (_, sha) =
         docmeta_core::sha256(&mut std::io::Read::take(std::io::repeat(0), size)).expect("hash");
-    let mut entries = read_entries(&inc);
+    let mut entries = archive::read_entries(&inc);
     for (p, bytes) in entries.iter_mut().filter(|(p, _)| p == "manifest.json") {
         let mut json: serde_json::Value = serde_json::from_slice(bytes).expect("json");
         json["files"].as_array_mut().expect("files").push(
@@ -1278,7 +1252,7 @@ fn a_chain_cannot_bring_in_a_document_file_no_record_names() -> Result<()> {
         let _ = p;
     }
     let inc_bomb = out.path().join("inc-orphan.tar.zst");
-    write_entries(&inc_bomb, &entries);
+    archive::write_entries(&inc_bomb, &entries);
     let err = restore(&[full_bomb, inc_bomb], &target, None).expect_err("refused");
     assert!(
         err.to_string().contains(orphan) && err.to_string().contains("no record"),

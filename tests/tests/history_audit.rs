@@ -6,6 +6,9 @@
 //! refused; the background worker writes a checkpoint when one is due. On SQLite, and on
 //! PostgreSQL when `DOCMETA_TEST_POSTGRES_URL` is set.
 
+#[path = "support/archive.rs"]
+mod archive;
+
 use std::path::Path;
 
 use chrono::{Duration, Utc};
@@ -1038,39 +1041,10 @@ fn after_a_prune_a_past_value_is_what_the_first_later_change_found() -> Result<(
 
 // ----- restores whose log does not match the backup's checkpoint ------------------------------
 
-/// Every entry of a backup archive, in order.
-fn archive_entries(archive: &Path) -> Vec<(String, Vec<u8>)> {
-    use std::io::Read;
-    let file = std::fs::File::open(archive).expect("open");
-    let mut tar = tar::Archive::new(zstd::Decoder::new(file).expect("zstd"));
-    let mut out = Vec::new();
-    for entry in tar.entries().expect("entries") {
-        let mut entry = entry.expect("entry");
-        let path = entry.path().expect("path").to_string_lossy().into_owned();
-        let mut bytes = Vec::new();
-        entry.read_to_end(&mut bytes).expect("read");
-        out.push((path, bytes));
-    }
-    out
-}
-
-/// Writes `entries` as a backup archive.
-fn write_archive(archive: &Path, entries: &[(String, Vec<u8>)]) {
-    let file = std::fs::File::create(archive).expect("create");
-    let mut tar = tar::Builder::new(zstd::Encoder::new(file, 3).expect("zstd").auto_finish());
-    for (path, bytes) in entries {
-        let mut h = tar::Header::new_gnu();
-        h.set_size(bytes.len() as u64);
-        h.set_mode(0o600);
-        tar.append_data(&mut h, path, &bytes[..]).expect("append");
-    }
-    tar.into_inner().expect("finish");
-}
-
 /// A copy of backup `src` at `dst` whose manifest (`manifest.json`, the last entry) `edit`
 /// changed.
 fn with_manifest_edited(src: &Path, dst: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
-    let mut entries = archive_entries(src);
+    let mut entries = archive::read_entries(src);
     let (_, bytes) = entries
         .iter_mut()
         .find(|(p, _)| p == "manifest.json")
@@ -1078,14 +1052,14 @@ fn with_manifest_edited(src: &Path, dst: &Path, edit: impl FnOnce(&mut serde_jso
     let mut manifest: serde_json::Value = serde_json::from_slice(bytes).expect("json");
     edit(&mut manifest);
     *bytes = serde_json::to_vec(&manifest).expect("json");
-    write_archive(dst, &entries);
+    archive::write_entries(dst, &entries);
 }
 
 /// A copy of backup `src` at `dst` whose database was changed by `sql`, with its size and
 /// checksum updated in `contents.json` and the manifest: a consistent archive around an altered
 /// event log.
 fn with_database_edited(src: &Path, dst: &Path, sql: &str) {
-    let mut entries = archive_entries(src);
+    let mut entries = archive::read_entries(src);
     let i = entries
         .iter()
         .position(|(p, _)| p == "db.sqlite3")
@@ -1116,7 +1090,7 @@ fn with_database_edited(src: &Path, dst: &Path, sql: &str) {
         }
         *bytes = serde_json::to_vec(&json).expect("json");
     }
-    write_archive(dst, &entries);
+    archive::write_entries(dst, &entries);
 }
 
 /// Every file under `dir` (but the lock file, which a restore takes) and its bytes.

@@ -135,21 +135,10 @@ fn history_and_values_at_a_past_time_over_http() {
     drop(s);
 }
 
+/// `docmeta audit` with `args`: whether it succeeded, and what it printed.
 fn audit(dir: &std::path::Path, args: &[&str]) -> (bool, String) {
-    let out = docmeta(dir)
-        .arg("audit")
-        .args(args)
-        .stderr(Stdio::piped())
-        .output()
-        .expect("run docmeta audit");
-    (
-        out.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
+    let (code, out) = audit_exit(dir, args);
+    (code == Some(0), out)
 }
 
 #[test]
