@@ -4,6 +4,9 @@
 //! role that may create databases); `.ci/run` starts a throwaway cluster and sets it. Without
 //! it every check says why it is skipped and passes vacuously.
 
+#[path = "support/archive.rs"]
+mod archive;
+
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use docmeta_core::store::{PostgresStore, Store};
@@ -347,18 +350,7 @@ fn rewrite_dump(
     dst: &std::path::Path,
     edit: impl FnOnce(Vec<u8>) -> Vec<u8>,
 ) {
-    use std::io::Read;
-    let mut tar = tar::Archive::new(
-        zstd::Decoder::new(std::fs::File::open(src).expect("open")).expect("zstd"),
-    );
-    let mut entries = Vec::new();
-    for entry in tar.entries().expect("entries") {
-        let mut entry = entry.expect("entry");
-        let path = entry.path().expect("path").to_string_lossy().into_owned();
-        let mut bytes = Vec::new();
-        entry.read_to_end(&mut bytes).expect("read");
-        entries.push((path, bytes));
-    }
+    let mut entries = archive::read_entries(src);
     let i = entries
         .iter()
         .position(|(p, _)| p == "db.pgdump")
@@ -382,15 +374,7 @@ fn rewrite_dump(
         }
         *bytes = serde_json::to_vec(&json).expect("json");
     }
-    let file = std::fs::File::create(dst).expect("create");
-    let mut out = tar::Builder::new(zstd::Encoder::new(file, 3).expect("zstd").auto_finish());
-    for (path, bytes) in &entries {
-        let mut h = tar::Header::new_gnu();
-        h.set_size(bytes.len() as u64);
-        h.set_mode(0o600);
-        out.append_data(&mut h, path, &bytes[..]).expect("append");
-    }
-    out.into_inner().expect("finish");
+    archive::write_entries(dst, &entries);
 }
 
 #[test]
